@@ -1,0 +1,75 @@
+package wire
+
+// TransportMode is how a requester gets a task's outcome (seed 000 §2.2).
+type TransportMode string
+
+// The four transport modes.
+const (
+	TransportCallback TransportMode = "callback"
+	TransportPolling  TransportMode = "polling"
+	TransportSync     TransportMode = "sync"
+	TransportHybrid   TransportMode = "hybrid"
+)
+
+// SupportedTaskType describes one task type an agent runs (seed 000 §3.1).
+type SupportedTaskType struct {
+	Type          string   `json:"type" msgpack:"type"`
+	Name          string   `json:"name" msgpack:"name"`
+	Description   string   `json:"description" msgpack:"description"`
+	EstimatedTime string   `json:"estimated_time" msgpack:"estimated_time"`
+	InputSchema   string   `json:"input_schema,omitempty" msgpack:"input_schema,omitempty"`
+	OutputSchema  string   `json:"output_schema,omitempty" msgpack:"output_schema,omitempty"`
+	Capabilities  []string `json:"capabilities,omitempty" msgpack:"capabilities,omitempty"`
+}
+
+// AgentCapabilities is an agent's declaration of what it can do (seed 000 §2.1).
+type AgentCapabilities struct {
+	AgentID         string `json:"agent_id" msgpack:"agent_id"`
+	AgentName       string `json:"agent_name" msgpack:"agent_name"`
+	SystemID        string `json:"system_id" msgpack:"system_id"`
+	ProtocolVersion string `json:"protocol_version" msgpack:"protocol_version"`
+
+	SupportedTaskTypes      []SupportedTaskType `json:"supported_task_types" msgpack:"supported_task_types"`
+	SupportedContentTypes   []string            `json:"supported_content_types" msgpack:"supported_content_types"`
+	SupportedTransportModes []TransportMode     `json:"supported_transport_modes" msgpack:"supported_transport_modes"`
+
+	MaxFileSize        int64 `json:"max_file_size" msgpack:"max_file_size"`
+	MaxConcurrentTasks int   `json:"max_concurrent_tasks" msgpack:"max_concurrent_tasks"`
+	MaxTaskDuration    int   `json:"max_task_duration_seconds" msgpack:"max_task_duration_seconds"`
+
+	SupportProgressUpdates bool `json:"support_progress_updates" msgpack:"support_progress_updates"`
+	SupportStreaming       bool `json:"support_streaming" msgpack:"support_streaming"`
+	SupportHiL             bool `json:"support_hil" msgpack:"support_hil"`
+	SupportGroups          bool `json:"support_groups" msgpack:"support_groups"`
+}
+
+// ProtocolVersion is the Synapse protocol version this code speaks.
+const ProtocolVersion = "1.0.0"
+
+// DefaultAgentCapabilities returns the defaults of seed 000 §2.3.
+func DefaultAgentCapabilities() *AgentCapabilities {
+	return &AgentCapabilities{
+		ProtocolVersion:        ProtocolVersion,
+		MaxFileSize:            10 * 1024 * 1024,
+		MaxConcurrentTasks:     10,
+		MaxTaskDuration:        3600,
+		SupportProgressUpdates: true,
+	}
+}
+
+// Identity is the public identity of an agent (SPEC §2).
+type Identity struct {
+	AgentID         string `json:"agent_id" msgpack:"agent_id"`
+	AgentName       string `json:"agent_name" msgpack:"agent_name"`
+	SystemID        string `json:"system_id" msgpack:"system_id"`
+	PublicKey       string `json:"public_key" msgpack:"public_key"`
+	Endpoint        string `json:"endpoint" msgpack:"endpoint"`
+	ProtocolVersion string `json:"protocol_version" msgpack:"protocol_version"`
+}
+
+// Health is the answer of GET /health.
+type Health struct {
+	Status        string `json:"status" msgpack:"status"`
+	Version       string `json:"version" msgpack:"version"`
+	UptimeSeconds int64  `json:"uptime_seconds" msgpack:"uptime_seconds"`
+}

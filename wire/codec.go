@@ -1,0 +1,103 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// Content types of the two codecs.
+const (
+	ContentJSON    = "application/json"
+	ContentMsgpack = "application/msgpack"
+)
+
+// Codec encodes and decodes API bodies in one content type.
+type Codec interface {
+	ContentType() string
+	Marshal(v any) ([]byte, error)
+	Unmarshal(b []byte, v any) error
+}
+
+// JSON is the default codec.
+var JSON Codec = jsonCodec{}
+
+// Msgpack is the binary codec with the same field names.
+var Msgpack Codec = msgpackCodec{}
+
+type jsonCodec struct{}
+
+func (jsonCodec) ContentType() string { return ContentJSON }
+
+func (jsonCodec) Marshal(v any) ([]byte, error) { return json.Marshal(v) }
+
+// Unmarshal decodes one JSON value and refuses trailing data.
+func (jsonCodec) Unmarshal(b []byte, v any) error {
+	d := json.NewDecoder(bytes.NewReader(b))
+	if err := d.Decode(v); err != nil {
+		return describeJSONError(err)
+	}
+	if d.More() {
+		return fmt.Errorf("trailing data after the JSON value")
+	}
+	return nil
+}
+
+func describeJSONError(err error) error {
+	switch e := err.(type) {
+	case *json.SyntaxError:
+		return fmt.Errorf("invalid JSON at byte %d: %v", e.Offset, e)
+	case *json.UnmarshalTypeError:
+		return fmt.Errorf("field %q: expected %s, found JSON %s", e.Field, e.Type, e.Value)
+	}
+	return err
+}
+
+type msgpackCodec struct{}
+
+func (msgpackCodec) ContentType() string { return ContentMsgpack }
+
+func (msgpackCodec) Marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := msgpack.NewEncoder(&buf)
+	enc.SetCustomStructTag("msgpack")
+	enc.UseCompactInts(true)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// Unmarshal checks the bytes with CheckMsgpack first, so hostile length
+// prefixes are refused before the decoder allocates for them.
+func (msgpackCodec) Unmarshal(b []byte, v any) error {
+	if err := CheckMsgpack(b, DefaultMsgpackLimits); err != nil {
+		return err
+	}
+	if err := msgpack.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("msgpack: %w", err)
+	}
+	return nil
+}
+
+// CodecFor returns the codec of a Content-Type or Accept value: msgpack for
+// application/msgpack (or application/x-msgpack, application/vnd.msgpack),
+// JSON for everything else.
+func CodecFor(contentType string) Codec {
+	if IsMsgpack(contentType) {
+		return Msgpack
+	}
+	return JSON
+}
+
+// IsMsgpack reports whether a media type names msgpack.
+func IsMsgpack(ct string) bool {
+	for _, m := range []string{"application/msgpack", "application/x-msgpack", "application/vnd.msgpack"} {
+		if len(ct) >= len(m) && bytes.EqualFold([]byte(ct[:len(m)]), []byte(m)) {
+			return true
+		}
+	}
+	return false
+}

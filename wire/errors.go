@@ -1,0 +1,229 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+)
+
+// Class tells a client what to do about an error (TP §10.4).
+type Class string
+
+// The three error classes.
+const (
+	Retriable  Class = "retriable"  // try the same request again later
+	Negotiable Class = "negotiable" // change the request (renegotiate, downgrade)
+	Terminal   Class = "terminal"   // do not retry
+)
+
+// Def is one entry of the error registry.
+type Def struct {
+	Code    string
+	Status  int
+	Class   Class
+	Message string
+	// Numeric is the seed-000 numeric code kept as details.numeric_code, or 0.
+	Numeric int
+}
+
+// Codes of the registry. They are stable strings relied on by clients.
+const (
+	CodeMessageFormatInvalid = "message_format_invalid"
+	CodeCapabilityLacking    = "capability_lacking"
+	CodeAgentNotReady        = "agent_not_ready"
+	CodeTaskNotFound         = "task_not_found"
+	CodeTaskAlreadyCompleted = "task_already_completed"
+	CodeExecutionTimeout     = "execution_timeout"
+	CodeExecutionFailed      = "execution_failed"
+	CodePermissionDenied     = "permission_denied"
+	CodeInvalidParams        = "invalid_params"
+	CodeRateLimited          = "rate_limited"
+
+	CodeUnauthorized          = "unauthorized"
+	CodeNotFound              = "not_found"
+	CodeMethodNotAllowed      = "method_not_allowed"
+	CodePayloadTooLarge       = "payload_too_large"
+	CodeUnsupportedMedia      = "unsupported_media_type"
+	CodeIdempotencyMismatch   = "idempotency_key_reused"
+	CodeIdempotencyInFlight   = "idempotency_key_in_flight"
+	CodeInternal              = "internal_error"
+	CodeAgentRestarted        = "agent_restarted"
+	CodeTaskExpired           = "task_expired"
+	CodeInvalidStateChange    = "invalid_state_transition"
+	CodeCallbackUndeliverable = "callback_undeliverable"
+
+	CodeIDUnknownSender  = "TP-ID003"
+	CodeIDDuplicate      = "TP-ID004"
+	CodeIDStaleTimestamp = "TP-ID005"
+	CodeSecDecrypt       = "TP-SEC003"
+	CodeTraHopLimit      = "TP-TRA001"
+	CodeValSchema        = "TP-VAL001"
+	CodeVerUnsupported   = "TP-VER001"
+	CodeSysOverloaded    = "TP-SYS001"
+	CodeSysStorage       = "TP-SYS002"
+
+	CodeNegNoTransports    = "TP-NEG001"
+	CodeNegNoTiers         = "TP-NEG002"
+	CodeNegNoCommonTransp  = "TP-NEG003"
+	CodeNegSecurity        = "TP-NEG004"
+	CodeNegTier1Mismatch   = "TP-NEG005"
+	CodeNegNoLLM           = "TP-NEG006"
+	CodeNegContractMissing = "TP-NEG010"
+	CodeNegContractUnknown = "TP-NEG011"
+	CodeNegContractExpired = "TP-NEG012"
+	CodeNegTimeout         = "TP-NEG020"
+)
+
+// Numeric codes of seed 000, carried as details.numeric_code.
+const (
+	NumericTooManyTasks = 4004
+	NumericTaskTooLong  = 2004
+)
+
+var registry = func() map[string]Def {
+	defs := []Def{
+		{CodeMessageFormatInvalid, http.StatusBadRequest, Terminal, "the message is not well formed", 0},
+		{CodeCapabilityLacking, http.StatusForbidden, Negotiable, "this agent does not support that task type", 0},
+		{CodeAgentNotReady, http.StatusServiceUnavailable, Retriable, "the agent is not ready", 0},
+		{CodeTaskNotFound, http.StatusNotFound, Terminal, "no task with that id", 0},
+		{CodeTaskAlreadyCompleted, http.StatusConflict, Terminal, "the task has already reached a final state", 0},
+		{CodeExecutionTimeout, http.StatusGatewayTimeout, Retriable, "the task exceeded its maximum duration", NumericTaskTooLong},
+		{CodeExecutionFailed, http.StatusInternalServerError, Terminal, "the task failed", 0},
+		{CodePermissionDenied, http.StatusForbidden, Terminal, "the token does not allow this", 0},
+		{CodeInvalidParams, http.StatusBadRequest, Terminal, "invalid parameters", 0},
+		{CodeRateLimited, http.StatusTooManyRequests, Retriable, "too many concurrent tasks", NumericTooManyTasks},
+
+		{CodeUnauthorized, http.StatusUnauthorized, Terminal, "a valid bearer token is required", 0},
+		{CodeNotFound, http.StatusNotFound, Terminal, "no such route", 0},
+		{CodeMethodNotAllowed, http.StatusMethodNotAllowed, Terminal, "method not allowed on this route", 0},
+		{CodePayloadTooLarge, http.StatusRequestEntityTooLarge, Terminal, "the request body is too large", 0},
+		{CodeUnsupportedMedia, http.StatusUnsupportedMediaType, Terminal, "unsupported content type", 0},
+		{CodeIdempotencyMismatch, http.StatusUnprocessableEntity, Terminal, "the idempotency key was used with a different request", 0},
+		{CodeIdempotencyInFlight, http.StatusConflict, Retriable, "a request with this idempotency key is still being processed", 0},
+		{CodeInternal, http.StatusInternalServerError, Retriable, "internal error", 0},
+		{CodeAgentRestarted, http.StatusInternalServerError, Retriable, "the agent restarted while the task was executing", 0},
+		{CodeTaskExpired, http.StatusGone, Terminal, "the task expired before it ran", 0},
+		{CodeInvalidStateChange, http.StatusConflict, Terminal, "that state transition is not allowed", 0},
+		{CodeCallbackUndeliverable, http.StatusBadGateway, Retriable, "the callback could not be delivered", 0},
+
+		{CodeIDUnknownSender, http.StatusUnauthorized, Terminal, "unknown sender or bad signature", 0},
+		{CodeIDDuplicate, http.StatusOK, Terminal, "duplicate message id; already processed", 0},
+		{CodeIDStaleTimestamp, http.StatusUnauthorized, Terminal, "message timestamp outside the replay window", 0},
+		{CodeSecDecrypt, http.StatusBadRequest, Terminal, "the payload could not be decrypted", 0},
+		{CodeTraHopLimit, http.StatusBadRequest, Terminal, "hop count limit exceeded", 0},
+		{CodeValSchema, http.StatusBadRequest, Terminal, "the payload does not match the schema", 0},
+		{CodeVerUnsupported, http.StatusBadRequest, Negotiable, "unsupported protocol major version", 0},
+		{CodeSysOverloaded, http.StatusServiceUnavailable, Retriable, "the agent is overloaded", 0},
+		{CodeSysStorage, http.StatusInternalServerError, Retriable, "storage error", 0},
+
+		{CodeNegNoTransports, http.StatusBadRequest, Terminal, "candidate_transports is empty", 0},
+		{CodeNegNoTiers, http.StatusBadRequest, Terminal, "candidate_tiers is empty", 0},
+		{CodeNegNoCommonTransp, http.StatusConflict, Negotiable, "no common transport", 0},
+		{CodeNegSecurity, http.StatusConflict, Negotiable, "the requested security level cannot be met", 0},
+		{CodeNegTier1Mismatch, http.StatusConflict, Negotiable, "tier 1 needs the same capability, version and descriptor hash", 0},
+		{CodeNegNoLLM, http.StatusConflict, Negotiable, "tier 2 needs an LLM backend", 0},
+		{CodeNegContractMissing, http.StatusPreconditionRequired, Negotiable, "protocol_contract_ref is missing and there is no active contract", 0},
+		{CodeNegContractUnknown, http.StatusNotFound, Negotiable, "the referenced contract does not exist", 0},
+		{CodeNegContractExpired, http.StatusGone, Negotiable, "the referenced contract has expired", 0},
+		{CodeNegTimeout, http.StatusGatewayTimeout, Retriable, "negotiation timed out after 3 retries", 0},
+	}
+	m := make(map[string]Def, len(defs))
+	for _, d := range defs {
+		if _, dup := m[d.Code]; dup {
+			panic("wire: duplicate error code " + d.Code)
+		}
+		m[d.Code] = d
+	}
+	return m
+}()
+
+// Lookup returns the registry entry of code.
+func Lookup(code string) (Def, bool) {
+	d, ok := registry[code]
+	return d, ok
+}
+
+// Codes lists every registered code, sorted.
+func Codes() []string {
+	out := make([]string, 0, len(registry))
+	for c := range registry {
+		out = append(out, c)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Error is the TPError shape every client-visible error takes:
+//
+//	{"error": {"code", "message", "details", "retriable", "correlation_id"}}
+//
+// As an envelope payload it is the inner object.
+type Error struct {
+	Code          string         `json:"code" msgpack:"code"`
+	Message       string         `json:"message" msgpack:"message"`
+	Details       map[string]any `json:"details,omitempty" msgpack:"details,omitempty"`
+	Retriable     bool           `json:"retriable" msgpack:"retriable"`
+	CorrelationID string         `json:"correlation_id,omitempty" msgpack:"correlation_id,omitempty"`
+}
+
+// ErrorBody is the HTTP body wrapper of an Error.
+type ErrorBody struct {
+	Error *Error `json:"error" msgpack:"error"`
+}
+
+// Errorf makes an Error for a registered code with a formatted message. An
+// empty format uses the registry's default message. The numeric code of the
+// registry, if any, is put in details.
+func Errorf(code, format string, args ...any) *Error {
+	d, ok := registry[code]
+	if !ok {
+		panic("wire: unregistered error code " + code)
+	}
+	msg := d.Message
+	if format != "" {
+		msg = fmt.Sprintf(format, args...)
+	}
+	e := &Error{Code: code, Message: msg, Retriable: d.Class == Retriable}
+	if d.Numeric != 0 {
+		e.Details = map[string]any{"numeric_code": d.Numeric}
+	}
+	return e
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// Status is the HTTP status of the error's code.
+func (e *Error) Status() int {
+	if d, ok := registry[e.Code]; ok {
+		return d.Status
+	}
+	return http.StatusInternalServerError
+}
+
+// Class is the class of the error's code.
+func (e *Error) Class() Class {
+	if d, ok := registry[e.Code]; ok {
+		return d.Class
+	}
+	return Terminal
+}
+
+// With returns e with details[key] = value.
+func (e *Error) With(key string, value any) *Error {
+	if e.Details == nil {
+		e.Details = map[string]any{}
+	}
+	e.Details[key] = value
+	return e
+}
+
+// AsError finds an *Error in err's chain; any other error becomes
+// internal_error whose message does not leak the cause.
+func AsError(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return Errorf(CodeInternal, "")
+}
