@@ -1,0 +1,305 @@
+package agent
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/synapse-edge/synapse/internal/metrics"
+	"github.com/synapse-edge/synapse/store"
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// Agent is one Synapse agent: its identity, its store and its task engine.
+// Use New, register handlers, Open, and Close when done.
+type Agent struct {
+	cfg      Config
+	log      *slog.Logger
+	clock    Clock
+	handlers handlers
+
+	db       *store.DB
+	key      ed25519.PrivateKey
+	identity wire.Identity
+	tokens   tokens
+	eng      *engine
+	started  time.Time
+
+	m       agentMetrics
+	metrics *metrics.Registry
+
+	sweepStop chan struct{}
+	sweepDone chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+}
+
+type agentMetrics struct {
+	submitted *metrics.Counter
+	rejected  *metrics.Counter
+	finished  *metrics.CounterVec
+	active    *metrics.Gauge
+	pruned    *metrics.Counter
+}
+
+// Option changes how New builds an agent.
+type Option func(*Agent)
+
+// WithLogger sets the logger; by default the agent logs nothing.
+func WithLogger(l *slog.Logger) Option { return func(a *Agent) { a.log = l } }
+
+// WithClock replaces the wall clock (tests).
+func WithClock(c Clock) Option { return func(a *Agent) { a.clock = c } }
+
+// New builds an agent from a validated configuration. The built-in and
+// configured command handlers are registered; add Go handlers with Handle
+// before Open.
+func New(cfg Config, opts ...Option) (*Agent, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	a := &Agent{cfg: cfg, log: slog.New(slog.DiscardHandler), clock: realClock{}, metrics: metrics.New()}
+	for _, o := range opts {
+		o(a)
+	}
+	if !cfg.DisableBuiltins {
+		for _, h := range builtinHandlers() {
+			if err := a.Handle(h); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, c := range cfg.Handlers {
+		if err := a.Handle(commandHandler(c)); err != nil {
+			return nil, fmt.Errorf("config: handlers: %w", err)
+		}
+	}
+	r := a.metrics
+	a.m = agentMetrics{
+		submitted: r.Counter("synapse_tasks_submitted_total", "Tasks accepted and stored."),
+		rejected:  r.Counter("synapse_tasks_rejected_total", "Tasks refused because max_concurrent_tasks was reached (4004)."),
+		finished:  r.CounterVec("synapse_tasks_finished_total", "Tasks that reached a final state, by state.", "status"),
+		active:    r.Gauge("synapse_tasks_active", "Tasks holding an execution slot."),
+		pruned:    r.Counter("synapse_tasks_pruned_total", "Finished tasks deleted by retention."),
+	}
+	return a, nil
+}
+
+// Handle registers a Go handler for a task type.
+func (a *Agent) Handle(h Handler) error { return a.handlers.add(h) }
+
+// Open opens the data directory (failing with store.ErrLocked if another
+// process serves it), loads or creates the identity and admin token, and
+// takes over unfinished tasks.
+func (a *Agent) Open(ctx context.Context) error {
+	if err := os.MkdirAll(a.cfg.DataDir, 0o700); err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	db, err := store.Open(ctx, filepath.Join(a.cfg.DataDir, store.FileName), store.Options{Logger: a.log.With("component", "store")})
+	if err != nil {
+		return err
+	}
+	a.db = db
+	fail := func(err error) error {
+		_ = db.Close(context.Background())
+		return err
+	}
+	if err := a.loadIdentity(ctx); err != nil {
+		return fail(err)
+	}
+	admin, err := a.loadAdminToken()
+	if err != nil {
+		return fail(err)
+	}
+	if err := a.tokens.load(db, admin); err != nil {
+		return fail(fmt.Errorf("load tokens: %w", err))
+	}
+	a.registerStoreMetrics()
+	a.eng = newEngine(a)
+	n, err := a.eng.recover(ctx)
+	if err != nil {
+		return fail(fmt.Errorf("recover tasks: %w", err))
+	}
+	if n > 0 {
+		a.log.Info("took over unfinished tasks", "count", n)
+	}
+	a.started = a.clock.Now()
+	a.sweepStop, a.sweepDone = make(chan struct{}), make(chan struct{})
+	go a.sweep()
+	a.log.Info("agent open", "agent_id", a.identity.AgentID, "data", a.cfg.DataDir)
+	return nil
+}
+
+// Close stops admitting tasks, lets running ones finish until ctx is done
+// (the rest stay executing for the next start), and closes the store. It is
+// safe to call more than once.
+func (a *Agent) Close(ctx context.Context) error {
+	a.closeOnce.Do(func() {
+		if a.eng == nil {
+			return
+		}
+		a.eng.shutdown(ctx)
+		close(a.sweepStop)
+		<-a.sweepDone
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		a.closeErr = a.db.Close(cctx)
+	})
+	return a.closeErr
+}
+
+// Config is the agent's configuration.
+func (a *Agent) Config() Config { return a.cfg }
+
+// Identity is the agent's public identity.
+func (a *Agent) Identity() wire.Identity { return a.identity }
+
+// Uptime is the time since Open.
+func (a *Agent) Uptime() time.Duration { return a.clock.Now().Sub(a.started) }
+
+// Metrics is the agent's metrics registry; the HTTP layer adds its own.
+func (a *Agent) Metrics() *metrics.Registry { return a.metrics }
+
+// Store is the agent's store, for the HTTP layer's idempotency records,
+// backups and checks.
+func (a *Agent) Store() *store.DB { return a.db }
+
+// Capabilities declares what the agent can do, from what is registered.
+func (a *Agent) Capabilities() *wire.AgentCapabilities {
+	c := wire.DefaultAgentCapabilities()
+	c.AgentID, c.AgentName, c.SystemID = a.identity.AgentID, a.identity.AgentName, a.identity.SystemID
+	c.SupportedTaskTypes = a.handlers.types()
+	c.SupportedContentTypes = []string{wire.ContentJSON, wire.ContentMsgpack, "multipart/form-data"}
+	c.SupportedTransportModes = []wire.TransportMode{wire.TransportPolling, wire.TransportSync}
+	c.MaxFileSize = a.cfg.MaxFileSize
+	c.MaxConcurrentTasks = a.cfg.MaxConcurrentTasks
+	c.MaxTaskDuration = a.cfg.MaxTaskDurationSeconds
+	return c
+}
+
+// SupportsTaskType reports whether a handler is registered for taskType.
+func (a *Agent) SupportsTaskType(taskType string) bool { return a.handlers.get(taskType) != nil }
+
+// Submit validates and stores a task and starts it. A payload that lacks
+// required fields is stored in info_needed. idem, if not nil, is stored in
+// the same transaction.
+func (a *Agent) Submit(ctx context.Context, p Principal, req *wire.SubmitRequest, idem *IdemWrite) (*wire.Task, error) {
+	return a.eng.submit(ctx, p, req, idem)
+}
+
+// Task reads a task.
+func (a *Agent) Task(id string) (*wire.Task, error) { return a.eng.get(id) }
+
+// Wait returns the task once it is final, or after d.
+func (a *Agent) Wait(ctx context.Context, id string, d time.Duration) (*wire.Task, error) {
+	return a.eng.wait(ctx, id, d)
+}
+
+// Cancel cancels a task; cancelling a cancelled task is not an error.
+func (a *Agent) Cancel(ctx context.Context, id string) (*wire.Task, error) {
+	return a.eng.cancel(ctx, id)
+}
+
+// ProvideInfo supplies fields a task in info_needed asked for.
+func (a *Agent) ProvideInfo(ctx context.Context, id string, fields wire.JSONValue) (*wire.Task, error) {
+	return a.eng.provideInfo(ctx, id, fields)
+}
+
+// ListTasks lists tasks newest first.
+func (a *Agent) ListTasks(f store.TaskFilter) ([]*wire.Task, string, error) { return a.eng.list(f) }
+
+// Events returns a task's stored events with seq > after.
+func (a *Agent) Events(id string, after uint64) ([]*wire.Event, error) {
+	return a.eng.events(id, after)
+}
+
+// Subscribe delivers a task's future events; combine with Events to resume.
+func (a *Agent) Subscribe(id string) *Subscription { return a.eng.hub.subscribe(id) }
+
+// Done returns a channel closed when the agent is shutting down.
+func (a *Agent) Done() <-chan struct{} { return a.sweepStop }
+
+// Pruning runs every sweepEvery; each pass deletes at most pruneBatch records
+// per transaction so it never holds the writer for long.
+const (
+	sweepEvery = time.Minute
+	pruneBatch = 1000
+	idemTTL    = 24 * time.Hour
+)
+
+// IdempotencyTTL is how long idempotency records are kept (SPEC §5.3).
+const IdempotencyTTL = idemTTL
+
+func (a *Agent) sweep() {
+	defer close(a.sweepDone)
+	t := time.NewTicker(sweepEvery)
+	defer t.Stop()
+	for {
+		if _, err := a.Prune(context.Background()); err != nil && !errors.Is(err, store.ErrClosed) {
+			a.log.Error("retention", "err", err)
+		}
+		select {
+		case <-t.C:
+		case <-a.sweepStop:
+			return
+		}
+	}
+}
+
+// Prune applies retention once: finished tasks beyond the configured age and
+// count, and idempotency records older than 24 h. It returns the number of
+// tasks deleted.
+func (a *Agent) Prune(ctx context.Context) (int, error) {
+	now := a.clock.Now()
+	total := 0
+	for {
+		var n int
+		err := a.db.Update(ctx, func(tx *store.Tx) error {
+			var err error
+			n, err = tx.PruneFinished(now.Add(-time.Duration(a.cfg.Retention.MaxAgeHours)*time.Hour), a.cfg.Retention.KeepFinished, pruneBatch)
+			return err
+		})
+		if err != nil {
+			return total, err
+		}
+		total += n
+		a.m.pruned.Add(uint64(n))
+		if n < pruneBatch {
+			break
+		}
+	}
+	for {
+		var n int
+		err := a.db.Update(ctx, func(tx *store.Tx) error {
+			var err error
+			n, err = tx.PruneIdem(now.Add(-idemTTL), pruneBatch)
+			return err
+		})
+		if err != nil || n < pruneBatch {
+			return total, err
+		}
+	}
+}
+
+func (a *Agent) registerStoreMetrics() {
+	s := a.db.Stats()
+	r := a.metrics
+	r.CounterFunc("synapse_store_commits_total", "Write transactions committed (each one fsync).", func() float64 { return float64(s.Commits.Load()) })
+	r.CounterFunc("synapse_store_writes_total", "Writes committed; writes/commits is the group-commit factor.", func() float64 { return float64(s.Writes.Load()) })
+	r.CounterFunc("synapse_store_commit_seconds_total", "Time spent in write transactions, including fsync.", func() float64 { return float64(s.CommitNanos.Load()) / 1e9 })
+	r.CounterFunc("synapse_store_failed_commits_total", "Write transactions that failed.", func() float64 { return float64(s.FailedCommits.Load()) })
+	r.GaugeFunc("synapse_go_heap_bytes", "Go heap in use.", func() float64 {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return float64(ms.HeapAlloc)
+	})
+	r.GaugeFunc("synapse_go_goroutines", "Goroutines.", func() float64 { return float64(runtime.NumGoroutine()) })
+	r.GaugeFunc("synapse_uptime_seconds", "Seconds since the agent opened.", func() float64 { return a.Uptime().Seconds() })
+}

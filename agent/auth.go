@@ -1,0 +1,160 @@
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/synapse-edge/synapse/store"
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// Scopes a token can carry. admin implies every other; tasks:write implies
+// tasks:read.
+const (
+	ScopeTasksRead  = "tasks:read"
+	ScopeTasksWrite = "tasks:write"
+	ScopeAdmin      = "admin"
+)
+
+// KnownScopes lists the scopes tokens may be created with.
+var KnownScopes = []string{ScopeTasksRead, ScopeTasksWrite, ScopeAdmin}
+
+// Principal is who a request comes from.
+type Principal struct {
+	// ID scopes idempotency keys; "admin" for the admin token.
+	ID     string
+	Name   string
+	Scopes []string
+}
+
+// Can reports whether p holds scope.
+func (p Principal) Can(scope string) bool {
+	for _, s := range p.Scopes {
+		if s == scope || s == ScopeAdmin || (s == ScopeTasksWrite && scope == ScopeTasksRead) {
+			return true
+		}
+	}
+	return false
+}
+
+type tokens struct {
+	mu        sync.RWMutex
+	byHash    map[[32]byte]Principal
+	adminHash [32]byte
+}
+
+func (ts *tokens) load(db *store.DB, admin string) error {
+	ts.adminHash = sha256.Sum256([]byte(admin))
+	ts.byHash = map[[32]byte]Principal{}
+	return db.View(func(tx *store.Tx) error {
+		list, err := tx.Tokens()
+		for _, t := range list {
+			var h [32]byte
+			copy(h[:], t.Hash)
+			ts.byHash[h] = Principal{ID: t.ID, Name: t.Name, Scopes: t.Scopes}
+		}
+		return err
+	})
+}
+
+// Authenticate maps a bearer token to its principal.
+func (a *Agent) Authenticate(token string) (Principal, error) {
+	if token == "" {
+		return Principal{}, wire.Errorf(wire.CodeUnauthorized, "missing bearer token")
+	}
+	h := sha256.Sum256([]byte(token))
+	if subtle.ConstantTimeCompare(h[:], a.tokens.adminHash[:]) == 1 {
+		return Principal{ID: "admin", Name: "admin", Scopes: []string{ScopeAdmin}}, nil
+	}
+	a.tokens.mu.RLock()
+	p, ok := a.tokens.byHash[h]
+	a.tokens.mu.RUnlock()
+	if !ok {
+		return Principal{}, wire.Errorf(wire.CodeUnauthorized, "unknown or revoked token")
+	}
+	return p, nil
+}
+
+// TokenInfo is a token as listed (without its secret).
+type TokenInfo struct {
+	ID        string   `json:"token_id" msgpack:"token_id"`
+	Name      string   `json:"name" msgpack:"name"`
+	Scopes    []string `json:"scopes" msgpack:"scopes"`
+	CreatedAt string   `json:"created_at" msgpack:"created_at"`
+	// Token is the secret, present only in the answer that creates it.
+	Token string `json:"token,omitempty" msgpack:"token,omitempty"`
+}
+
+// CreateToken makes a token with the given scopes; its secret is returned
+// once and only its hash is stored.
+func (a *Agent) CreateToken(ctx context.Context, name string, scopes []string) (*TokenInfo, error) {
+	if name == "" || len(name) > 128 {
+		return nil, wire.Errorf(wire.CodeInvalidParams, "name must be 1 to 128 bytes").With("field", "name")
+	}
+	if len(scopes) == 0 {
+		return nil, wire.Errorf(wire.CodeInvalidParams, "give at least one scope (%s)", strings.Join(KnownScopes, ", ")).With("field", "scopes")
+	}
+	for _, s := range scopes {
+		if !slices.Contains(KnownScopes, s) {
+			return nil, wire.Errorf(wire.CodeInvalidParams, "unknown scope %q (known: %s)", s, strings.Join(KnownScopes, ", ")).With("field", "scopes")
+		}
+	}
+	var secret, idb [16]byte
+	if _, err := rand.Read(secret[:]); err != nil {
+		return nil, err
+	}
+	if _, err := rand.Read(idb[:6]); err != nil {
+		return nil, err
+	}
+	tok := "syn_" + base64.RawURLEncoding.EncodeToString(secret[:])
+	h := sha256.Sum256([]byte(tok))
+	rec := &store.Token{ID: "tok_" + hex.EncodeToString(idb[:6]), Name: name, Scopes: scopes, Hash: h[:], CreatedAt: a.clock.Now().UTC()}
+	if err := a.db.Update(ctx, func(tx *store.Tx) error { return tx.PutToken(rec) }); err != nil {
+		return nil, fmt.Errorf("create token: %w", err)
+	}
+	a.tokens.mu.Lock()
+	a.tokens.byHash[h] = Principal{ID: rec.ID, Name: name, Scopes: scopes}
+	a.tokens.mu.Unlock()
+	return &TokenInfo{ID: rec.ID, Name: name, Scopes: scopes, CreatedAt: wire.FormatTime(rec.CreatedAt), Token: tok}, nil
+}
+
+// Tokens lists the tokens.
+func (a *Agent) Tokens() ([]TokenInfo, error) {
+	var out []TokenInfo
+	err := a.db.View(func(tx *store.Tx) error {
+		list, err := tx.Tokens()
+		for _, t := range list {
+			out = append(out, TokenInfo{ID: t.ID, Name: t.Name, Scopes: t.Scopes, CreatedAt: wire.FormatTime(t.CreatedAt)})
+		}
+		return err
+	})
+	return out, err
+}
+
+// RevokeToken deletes a token; it stops working at once.
+func (a *Agent) RevokeToken(ctx context.Context, id string) error {
+	err := a.db.Update(ctx, func(tx *store.Tx) error { return tx.DeleteToken(id) })
+	if errors.Is(err, store.ErrNotFound) {
+		return wire.Errorf(wire.CodeNotFound, "no token with id %q", id)
+	}
+	if err != nil {
+		return fmt.Errorf("revoke token: %w", err)
+	}
+	a.tokens.mu.Lock()
+	for h, p := range a.tokens.byHash {
+		if p.ID == id {
+			delete(a.tokens.byHash, h)
+		}
+	}
+	a.tokens.mu.Unlock()
+	return nil
+}

@@ -1,0 +1,55 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// maxSleep bounds the sleep diagnostic.
+const maxSleep = time.Hour
+
+func builtinHandlers() []Handler {
+	return []Handler{
+		{
+			Type: wire.SupportedTaskType{
+				Type: "echo", Name: "Echo", EstimatedTime: "0s-1s",
+				Description:  "Diagnostics: the result is the payload.",
+				Capabilities: []string{"diagnostics"},
+			},
+			InputSchema: json.RawMessage(`{"type":"object"}`),
+			Idempotent:  true,
+			Func: func(ctx context.Context, r *Run) (any, error) {
+				return r.Payload(), nil
+			},
+		},
+		{
+			Type: wire.SupportedTaskType{
+				Type: "sleep", Name: "Sleep", EstimatedTime: "0s-1h",
+				Description:  `Diagnostics: waits {"ms": N} milliseconds (cancellable); the result is {"slept_ms": N}.`,
+				Capabilities: []string{"diagnostics"},
+			},
+			InputSchema: json.RawMessage(`{"type":"object","required":["ms"],"properties":{"ms":{"type":"integer","minimum":0,"maximum":3600000}}}`),
+			Idempotent:  true,
+			Func: func(ctx context.Context, r *Run) (any, error) {
+				var p struct {
+					MS int64 `json:"ms"`
+				}
+				if err := r.Decode(&p); err != nil {
+					return nil, err
+				}
+				d := min(time.Duration(p.MS)*time.Millisecond, maxSleep)
+				t := time.NewTimer(d)
+				defer t.Stop()
+				select {
+				case <-t.C:
+					return map[string]int64{"slept_ms": p.MS}, nil
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			},
+		},
+	}
+}

@@ -1,0 +1,236 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is everything an agent is configured with. It is built in one
+// order: Defaults, then the JSON config file, then the environment, then the
+// command-line flags (applied by the caller), then Validate.
+type Config struct {
+	// Identity (SPEC §2). AgentID is generated at first start when empty.
+	AgentID   string `json:"agent_id,omitempty"`
+	AgentName string `json:"agent_name,omitempty"`
+	SystemID  string `json:"system_id,omitempty"`
+	// Endpoint is the base URL peers use to reach this agent; default
+	// http://<Listen>.
+	Endpoint string `json:"endpoint,omitempty"`
+
+	DataDir string `json:"data_dir,omitempty"`
+	Listen  string `json:"listen,omitempty"`
+
+	// Limits of seed 000 §2.2.
+	MaxConcurrentTasks     int   `json:"max_concurrent_tasks,omitempty"`
+	MaxTaskDurationSeconds int   `json:"max_task_duration_seconds,omitempty"`
+	MaxFileSize            int64 `json:"max_file_size,omitempty"`
+
+	// DisableBuiltins removes the echo and sleep diagnostics handlers.
+	DisableBuiltins bool `json:"disable_builtins,omitempty"`
+	// Handlers maps task types to external commands.
+	Handlers []CommandHandlerConfig `json:"handlers,omitempty"`
+
+	Retention RetentionConfig `json:"retention"`
+	HTTP      HTTPConfig      `json:"http"`
+
+	// AdminToken is the admin bearer token; from SYNAPSE_ADMIN_TOKEN, never
+	// from the file. Empty: generated at first start into DataDir/admin.token.
+	AdminToken string `json:"-"`
+}
+
+// CommandHandlerConfig maps a task type to an external command (SPEC §5.4).
+type CommandHandlerConfig struct {
+	TaskType    string   `json:"task_type"`
+	Command     []string `json:"command"`
+	Name        string   `json:"name,omitempty"`
+	Description string   `json:"description,omitempty"`
+	// EstimatedTime is informational, e.g. "1s-10s".
+	EstimatedTime string          `json:"estimated_time,omitempty"`
+	InputSchema   json.RawMessage `json:"input_schema,omitempty"`
+	OutputSchema  json.RawMessage `json:"output_schema,omitempty"`
+	// TimeoutSeconds bounds one run; 0 means max_task_duration_seconds.
+	TimeoutSeconds int `json:"timeout_seconds,omitempty"`
+	// Idempotent tasks are run again after a restart instead of failed.
+	Idempotent bool `json:"idempotent,omitempty"`
+	// Dir is the working directory; Env adds KEY=VALUE entries.
+	Dir string   `json:"dir,omitempty"`
+	Env []string `json:"env,omitempty"`
+}
+
+// RetentionConfig bounds how many finished tasks the data file keeps.
+type RetentionConfig struct {
+	// MaxAgeHours drops finished tasks older than this. Default 168 (7 days).
+	MaxAgeHours int `json:"max_age_hours,omitempty"`
+	// KeepFinished keeps at most this many finished tasks. Default 100000.
+	KeepFinished int `json:"keep_finished,omitempty"`
+}
+
+// HTTPConfig holds the limits of the HTTP server.
+type HTTPConfig struct {
+	MaxBodyBytes        int `json:"max_body_bytes,omitempty"`
+	MaxHeaderBytes      int `json:"max_header_bytes,omitempty"`
+	ReadTimeoutSeconds  int `json:"read_timeout_seconds,omitempty"`
+	WriteTimeoutSeconds int `json:"write_timeout_seconds,omitempty"`
+	IdleTimeoutSeconds  int `json:"idle_timeout_seconds,omitempty"`
+	MaxConnsPerIP       int `json:"max_conns_per_ip,omitempty"`
+	MaxConns            int `json:"max_conns,omitempty"`
+}
+
+// Defaults returns the configuration used when nothing is set.
+func Defaults() Config {
+	return Config{
+		DataDir:                "./data",
+		Listen:                 "127.0.0.1:8080",
+		SystemID:               "edge",
+		MaxConcurrentTasks:     10,
+		MaxTaskDurationSeconds: 3600,
+		MaxFileSize:            10 << 20,
+		Retention:              RetentionConfig{MaxAgeHours: 168, KeepFinished: 100_000},
+		HTTP: HTTPConfig{
+			MaxBodyBytes:        1 << 20,
+			MaxHeaderBytes:      16 << 10,
+			ReadTimeoutSeconds:  30,
+			WriteTimeoutSeconds: 30,
+			IdleTimeoutSeconds:  120,
+			MaxConnsPerIP:       256,
+			MaxConns:            4096,
+		},
+	}
+}
+
+// LoadFile merges the JSON file at path into c. Unknown fields are errors, so
+// a misspelt option is not silently ignored.
+func (c *Config) LoadFile(path string) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	d := json.NewDecoder(strings.NewReader(string(raw)))
+	d.DisallowUnknownFields()
+	if err := d.Decode(c); err != nil {
+		return fmt.Errorf("config %s: %w", path, err)
+	}
+	// Relative command paths and dirs are relative to the config file.
+	base := filepath.Dir(path)
+	for i := range c.Handlers {
+		h := &c.Handlers[i]
+		if len(h.Command) > 0 && strings.Contains(h.Command[0], "/") && !filepath.IsAbs(h.Command[0]) {
+			h.Command[0] = filepath.Join(base, h.Command[0])
+		}
+		if h.Dir != "" && !filepath.IsAbs(h.Dir) {
+			h.Dir = filepath.Join(base, h.Dir)
+		}
+	}
+	return nil
+}
+
+// LoadEnv applies SYNAPSE_* environment variables through getenv.
+func (c *Config) LoadEnv(getenv func(string) string) error {
+	str := map[string]*string{
+		"SYNAPSE_DATA":        &c.DataDir,
+		"SYNAPSE_LISTEN":      &c.Listen,
+		"SYNAPSE_AGENT_ID":    &c.AgentID,
+		"SYNAPSE_AGENT_NAME":  &c.AgentName,
+		"SYNAPSE_SYSTEM_ID":   &c.SystemID,
+		"SYNAPSE_ENDPOINT":    &c.Endpoint,
+		"SYNAPSE_ADMIN_TOKEN": &c.AdminToken,
+	}
+	for k, p := range str {
+		if v := getenv(k); v != "" {
+			*p = v
+		}
+	}
+	ints := map[string]*int{
+		"SYNAPSE_MAX_CONCURRENT_TASKS":      &c.MaxConcurrentTasks,
+		"SYNAPSE_MAX_TASK_DURATION_SECONDS": &c.MaxTaskDurationSeconds,
+	}
+	for k, p := range ints {
+		if v := getenv(k); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return fmt.Errorf("config: %s=%q is not a whole number", k, v)
+			}
+			*p = n
+		}
+	}
+	return nil
+}
+
+// Validate checks every field and names the first bad one.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("config: %s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	if c.DataDir == "" {
+		bad("data_dir", "must not be empty")
+	}
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		bad("listen", "%q is not HOST:PORT", c.Listen)
+	}
+	if c.MaxConcurrentTasks < 1 || c.MaxConcurrentTasks > 100_000 {
+		bad("max_concurrent_tasks", "%d is outside 1..100000", c.MaxConcurrentTasks)
+	}
+	if c.MaxTaskDurationSeconds < 1 {
+		bad("max_task_duration_seconds", "must be at least 1")
+	}
+	if c.MaxFileSize < 1 {
+		bad("max_file_size", "must be at least 1")
+	}
+	if c.Retention.MaxAgeHours < 1 {
+		bad("retention.max_age_hours", "must be at least 1")
+	}
+	if c.Retention.KeepFinished < 1 {
+		bad("retention.keep_finished", "must be at least 1")
+	}
+	for _, id := range []struct{ field, v string }{{"agent_id", c.AgentID}, {"agent_name", c.AgentName}, {"system_id", c.SystemID}} {
+		if strings.ContainsAny(id.v, " \t\r\n/") || len(id.v) > 128 {
+			bad(id.field, "%q must be at most 128 bytes without spaces or slashes", id.v)
+		}
+	}
+	if c.SystemID == "" {
+		bad("system_id", "must not be empty")
+	}
+	seen := map[string]bool{}
+	for i, h := range c.Handlers {
+		f := fmt.Sprintf("handlers[%d]", i)
+		switch {
+		case h.TaskType == "":
+			bad(f+".task_type", "must not be empty")
+		case seen[h.TaskType]:
+			bad(f+".task_type", "%q is configured twice", h.TaskType)
+		case len(h.Command) == 0 || h.Command[0] == "":
+			bad(f+".command", "must name a program")
+		case h.TimeoutSeconds < 0:
+			bad(f+".timeout_seconds", "must not be negative")
+		}
+		seen[h.TaskType] = true
+	}
+	hp := c.HTTP
+	for _, l := range []struct {
+		field string
+		v     int
+	}{
+		{"http.max_body_bytes", hp.MaxBodyBytes}, {"http.max_header_bytes", hp.MaxHeaderBytes},
+		{"http.read_timeout_seconds", hp.ReadTimeoutSeconds}, {"http.write_timeout_seconds", hp.WriteTimeoutSeconds},
+		{"http.idle_timeout_seconds", hp.IdleTimeoutSeconds}, {"http.max_conns_per_ip", hp.MaxConnsPerIP},
+		{"http.max_conns", hp.MaxConns},
+	} {
+		if l.v < 1 {
+			bad(l.field, "must be at least 1")
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// TaskDuration is max_task_duration_seconds as a duration.
+func (c *Config) TaskDuration() time.Duration {
+	return time.Duration(c.MaxTaskDurationSeconds) * time.Second
+}

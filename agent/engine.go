@@ -1,0 +1,464 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/synapse-edge/synapse/store"
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// Causes of a handler's context ending, told apart when the task finishes.
+var (
+	errCancelled   = errors.New("task cancelled")
+	errMaxDuration = errors.New("task exceeded max_task_duration_seconds")
+	errTTL         = errors.New("task exceeded its ttl_seconds")
+	errShutdown    = errors.New("agent shutting down")
+)
+
+// engine runs tasks. Finished tasks live only in the store; the engine keeps
+// in memory just the tasks that are not final yet.
+type engine struct {
+	a   *Agent
+	db  *store.DB
+	log *slog.Logger
+	hub hub
+
+	mu      sync.Mutex
+	runs    map[string]*run
+	active  int
+	closing bool
+	wg      sync.WaitGroup
+
+	base       context.Context
+	cancelBase context.CancelCauseFunc
+}
+
+// run is the in-memory state of one live task.
+type run struct {
+	mu     sync.Mutex
+	task   *wire.Task // latest state; replaced, never mutated in place
+	h      *registered
+	slot   bool
+	cancel context.CancelCauseFunc
+	timer  Timer
+	done   chan struct{}
+}
+
+func (r *run) snapshot() *wire.Task {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.task
+}
+
+func newEngine(a *Agent) *engine {
+	base, cancel := context.WithCancelCause(context.Background())
+	return &engine{a: a, db: a.db, log: a.log.With("component", "engine"),
+		runs: map[string]*run{}, base: base, cancelBase: cancel}
+}
+
+// IdemWrite asks Submit to store an idempotency record in the same
+// transaction as the task, with the response Render makes of it.
+type IdemWrite struct {
+	Scope, Key, RequestHash string
+	Render                  func(t *wire.Task) (status int, contentType string, body []byte)
+}
+
+// ---- transitions ----
+
+func (e *engine) newEvent(t *wire.Task, typ wire.EventType, now time.Time, data any) *wire.Event {
+	t.Seq++
+	b, err := json.Marshal(data)
+	if err != nil {
+		b = []byte(`{}`)
+	}
+	return &wire.Event{TaskID: t.ID, Seq: t.Seq, Type: typ, At: wire.Time{Time: now}, Data: b}
+}
+
+// transition moves t to a new state and returns its events; a final state
+// also gets an error event (for failures) and the complete event.
+func (e *engine) transition(t *wire.Task, to wire.Status, now time.Time, reason string) ([]*wire.Event, error) {
+	if err := checkTransition(t.Status, to); err != nil {
+		return nil, err
+	}
+	from := t.Status
+	t.History = append(t.History[:len(t.History):len(t.History)], wire.Transition{From: from, Status: to, At: wire.Time{Time: now}, Reason: reason})
+	t.Status = to
+	t.UpdatedAt = now
+	evs := []*wire.Event{e.newEvent(t, wire.EventStatus, now, map[string]any{
+		"task_id": t.ID, "status": to, "from": from, "progress": t.Progress, "message": reason,
+	})}
+	if to.Terminal() {
+		if t.ErrorCode != "" {
+			evs = append(evs, e.newEvent(t, wire.EventError, now, map[string]any{
+				"task_id": t.ID, "code": t.ErrorCode, "message": t.ErrorMessage, "recoverable": t.Recoverable,
+			}))
+		}
+		evs = append(evs, e.newEvent(t, wire.EventComplete, now, t.StatusResponse(true)))
+	}
+	return evs, nil
+}
+
+// apply mutates the run's task, persists the new state with its events and
+// publishes the events once they are durable. With wait it returns after the
+// commit; otherwise the write is queued (in order) and apply returns at once.
+func (e *engine) apply(r *run, wait bool, mut func(t *wire.Task, now time.Time) ([]*wire.Event, error)) error {
+	r.mu.Lock()
+	next := *r.task
+	evs, err := mut(&next, e.a.clock.Now())
+	if err != nil || (len(evs) == 0 && next.Seq == r.task.Seq) {
+		r.mu.Unlock()
+		return err
+	}
+	snap := &next
+	r.task = snap
+	var done chan error
+	if wait {
+		done = make(chan error, 1)
+	}
+	e.db.UpdateAsync(func(tx *store.Tx) error {
+		if err := tx.PutTask(snap); err != nil {
+			return err
+		}
+		for _, ev := range evs {
+			if err := tx.AppendEvent(ev); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, func(err error) {
+		if err == nil {
+			e.hub.publish(snap.ID, evs)
+		} else {
+			e.log.Error("persist task state", "task_id", snap.ID, "status", snap.Status, "err", err)
+		}
+		if done != nil {
+			done <- err
+		}
+	})
+	r.mu.Unlock()
+	if done != nil {
+		return <-done
+	}
+	return nil
+}
+
+// ---- admission ----
+
+func (e *engine) acquire(force bool) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closing {
+		return wire.Errorf(wire.CodeAgentNotReady, "the agent is shutting down")
+	}
+	if !force && e.active >= e.a.cfg.MaxConcurrentTasks {
+		return wire.Errorf(wire.CodeRateLimited, "too many concurrent tasks (max_concurrent_tasks is %d)", e.a.cfg.MaxConcurrentTasks).
+			With("max_concurrent_tasks", e.a.cfg.MaxConcurrentTasks)
+	}
+	e.active++
+	e.a.m.active.Set(float64(e.active))
+	return nil
+}
+
+func (e *engine) release(r *run) {
+	r.mu.Lock()
+	had := r.slot
+	r.slot = false
+	r.mu.Unlock()
+	if !had {
+		return
+	}
+	e.mu.Lock()
+	e.active--
+	e.a.m.active.Set(float64(e.active))
+	e.mu.Unlock()
+}
+
+// ---- submit ----
+
+func (e *engine) submit(ctx context.Context, p Principal, req *wire.SubmitRequest, idem *IdemWrite) (*wire.Task, error) {
+	if err := req.Normalize(); err != nil {
+		return nil, err
+	}
+	if req.Target != "" {
+		return nil, wire.Errorf(wire.CodeInvalidParams, "target %q: this agent has no paired peers to delegate to", req.Target).With("field", "target")
+	}
+	if req.CallbackURL != "" {
+		return nil, wire.Errorf(wire.CodeInvalidParams, "callback_url is not supported by this agent; poll, use ?wait= or the SSE stream").With("field", "callback_url")
+	}
+	h := e.a.handlers.get(req.TaskType)
+	if h == nil {
+		return nil, wire.Errorf(wire.CodeCapabilityLacking, "this agent has no handler for task type %q", req.TaskType).With("task_type", req.TaskType)
+	}
+	missing, err := h.schema.validate(req.Payload)
+	if err != nil {
+		return nil, err
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return nil, fmt.Errorf("task id: %w", err)
+	}
+	now := e.a.clock.Now()
+	t := &wire.Task{
+		ID: id.String(), Type: req.TaskType, Status: wire.StatusIdle, Payload: req.Payload,
+		TTLSeconds: req.TTLSeconds, Priority: req.Priority, Owner: p.ID,
+		CreatedAt: now, UpdatedAt: now,
+	}
+	evs, _ := e.transition(t, wire.StatusPending, now, "submitted")
+	r := &run{h: h, done: make(chan struct{})}
+	if len(missing) > 0 {
+		t.MissingFields = missing
+		more, err := e.transition(t, wire.StatusInfoNeeded, now, "payload is missing required fields")
+		if err != nil {
+			return nil, err
+		}
+		evs = append(evs, more...)
+	} else {
+		if err := e.acquire(false); err != nil {
+			if we := (*wire.Error)(nil); errors.As(err, &we) && we.Code == wire.CodeRateLimited {
+				e.a.m.rejected.Inc()
+			}
+			return nil, err
+		}
+		r.slot = true
+		more, _ := e.transition(t, wire.StatusConfirmed, now, "accepted")
+		evs = append(evs, more...)
+	}
+	r.task = t
+	err = e.db.Update(ctx, func(tx *store.Tx) error {
+		if idem != nil {
+			if _, err := tx.Idem(idem.Scope, idem.Key); err == nil {
+				return errIdemRace
+			}
+		}
+		if err := tx.CreateTask(t); err != nil {
+			return err
+		}
+		for _, ev := range evs {
+			if err := tx.AppendEvent(ev); err != nil {
+				return err
+			}
+		}
+		if idem != nil {
+			status, ct, body := idem.Render(t)
+			return tx.PutIdem(idem.Scope, idem.Key, &store.IdemRecord{
+				RequestHash: idem.RequestHash, Status: status, ContentType: ct, Body: body,
+				TaskID: t.ID, CreatedAt: now,
+			})
+		}
+		return nil
+	})
+	if err != nil {
+		e.release(r)
+		if errors.Is(err, errIdemRace) {
+			return nil, err
+		}
+		return nil, wire.Errorf(wire.CodeSysStorage, "could not store the task: %v", err)
+	}
+	e.a.m.submitted.Inc()
+	e.hub.publish(t.ID, evs)
+	e.track(r)
+	return t, nil
+}
+
+// errIdemRace is returned when another request stored the same idempotency
+// key between the caller's check and the write.
+var errIdemRace = errors.New("idempotency key stored concurrently")
+
+// ErrIdemRace reports whether err is that race; the caller replays the record.
+func ErrIdemRace(err error) bool { return errors.Is(err, errIdemRace) }
+
+// track registers a live task and starts or parks it according to its state.
+func (e *engine) track(r *run) {
+	e.mu.Lock()
+	e.runs[r.task.ID] = r
+	e.mu.Unlock()
+	switch r.task.Status {
+	case wire.StatusConfirmed, wire.StatusExecuting:
+		e.start(r)
+	default:
+		e.park(r)
+	}
+}
+
+// park arms the TTL timer of a task that waits for someone (info, a person).
+func (e *engine) park(r *run) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.task.TTLSeconds <= 0 {
+		return
+	}
+	left := r.task.CreatedAt.Add(time.Duration(r.task.TTLSeconds) * time.Second).Sub(e.a.clock.Now())
+	r.timer = e.a.clock.AfterFunc(max(left, 0), func() { e.expire(r) })
+}
+
+func (e *engine) expire(r *run) {
+	t := r.snapshot()
+	if t.Status.Terminal() || t.Status == wire.StatusExecuting || t.Status == wire.StatusConfirmed {
+		return
+	}
+	e.finish(r, wire.StatusFailed, nil, wire.Errorf(wire.CodeTaskExpired, "ttl of %d s passed while the task waited in %s", t.TTLSeconds, t.Status))
+}
+
+// ---- execution ----
+
+func (e *engine) start(r *run) {
+	ctx, cancel := context.WithCancelCause(e.base)
+	r.mu.Lock()
+	r.cancel = cancel
+	t := r.task
+	now := e.a.clock.Now()
+	deadline, cause := now.Add(e.a.cfg.TaskDuration()), errMaxDuration
+	if t.TTLSeconds > 0 {
+		if ttl := t.CreatedAt.Add(time.Duration(t.TTLSeconds) * time.Second); ttl.Before(deadline) {
+			deadline, cause = ttl, errTTL
+		}
+	}
+	r.timer = e.a.clock.AfterFunc(max(deadline.Sub(now), 0), func() { cancel(cause) })
+	r.mu.Unlock()
+	e.wg.Add(1)
+	go e.execute(ctx, r)
+}
+
+func (e *engine) execute(ctx context.Context, r *run) {
+	defer e.wg.Done()
+	if r.snapshot().Status != wire.StatusExecuting {
+		err := e.apply(r, false, func(t *wire.Task, now time.Time) ([]*wire.Event, error) {
+			t.StartedAt = now
+			return e.transition(t, wire.StatusExecuting, now, "")
+		})
+		if err != nil {
+			e.log.Error("start task", "task_id", r.snapshot().ID, "err", err)
+		}
+	}
+	t := r.snapshot()
+	result, err := callHandler(ctx, r.h.Func, &Run{id: t.ID, taskType: t.Type, payload: json.RawMessage(t.Payload), e: e})
+	if err == nil && ctx.Err() != nil {
+		err = ctx.Err() // finished too late: the cancel or deadline wins
+	}
+	if err == nil {
+		res, encErr := encodeResult(result)
+		if encErr == nil {
+			e.finish(r, wire.StatusCompleted, res, nil)
+			return
+		}
+		err = wire.Errorf(wire.CodeExecutionFailed, "%v", encErr)
+	}
+	switch cause := context.Cause(ctx); {
+	case ctx.Err() != nil && errors.Is(cause, errShutdown):
+		// Left as executing: the next start fails it with agent_restarted
+		// or runs it again if its handler is idempotent.
+		e.release(r)
+		e.untrack(r)
+	case ctx.Err() != nil && errors.Is(cause, errCancelled):
+		e.finish(r, wire.StatusCancelled, nil, nil)
+	case ctx.Err() != nil && errors.Is(cause, errTTL):
+		e.finish(r, wire.StatusFailed, nil, wire.Errorf(wire.CodeTaskExpired, "the task did not finish within its ttl of %d s", t.TTLSeconds))
+	case ctx.Err() != nil && errors.Is(cause, errMaxDuration):
+		e.finish(r, wire.StatusFailed, nil, wire.Errorf(wire.CodeExecutionTimeout, "the task exceeded max_task_duration_seconds (%d)", e.a.cfg.MaxTaskDurationSeconds))
+	default:
+		we := (*wire.Error)(nil)
+		if !errors.As(err, &we) {
+			we = wire.Errorf(wire.CodeExecutionFailed, "%v", err)
+		}
+		e.finish(r, wire.StatusFailed, nil, we)
+	}
+}
+
+func callHandler(ctx context.Context, f HandlerFunc, r *Run) (res any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = wire.Errorf(wire.CodeExecutionFailed, "handler panicked: %v", p)
+		}
+	}()
+	return f(ctx, r)
+}
+
+// finish moves a live task to a final state, durably, then forgets it.
+func (e *engine) finish(r *run, to wire.Status, result wire.JSONValue, fail *wire.Error) {
+	err := e.apply(r, true, func(t *wire.Task, now time.Time) ([]*wire.Event, error) {
+		if t.Status.Terminal() {
+			return nil, nil
+		}
+		t.Result = result
+		if to == wire.StatusCompleted {
+			t.Progress = 100
+		}
+		if fail != nil {
+			t.ErrorCode, t.ErrorMessage, t.Recoverable = fail.Code, fail.Message, fail.Class() == wire.Retriable
+		}
+		t.MissingFields = nil
+		return e.transition(t, to, now, "")
+	})
+	if err != nil {
+		e.log.Error("finish task", "task_id", r.snapshot().ID, "status", to, "err", err)
+	}
+	e.a.m.finished.With(string(to)).Add(1)
+	e.release(r)
+	e.untrack(r)
+}
+
+func (e *engine) untrack(r *run) {
+	r.mu.Lock()
+	if r.timer != nil {
+		r.timer.Stop()
+	}
+	if r.cancel != nil {
+		r.cancel(context.Canceled)
+	}
+	id := r.task.ID
+	r.mu.Unlock()
+	e.mu.Lock()
+	if e.runs[id] == r {
+		delete(e.runs, id)
+	}
+	e.mu.Unlock()
+	select {
+	case <-r.done:
+	default:
+		close(r.done)
+	}
+}
+
+func (e *engine) progress(id string, pct int, msg string) {
+	r := e.live(id)
+	if r == nil {
+		return
+	}
+	_ = e.apply(r, false, func(t *wire.Task, now time.Time) ([]*wire.Event, error) {
+		if t.Status != wire.StatusExecuting || (t.Progress == pct && msg == "") {
+			return nil, nil
+		}
+		t.Progress, t.UpdatedAt = pct, now
+		return []*wire.Event{e.newEvent(t, wire.EventProgress, now, map[string]any{"task_id": t.ID, "progress": pct, "message": msg})}, nil
+	})
+}
+
+func (e *engine) logLine(id, line string) {
+	r := e.live(id)
+	if r == nil {
+		return
+	}
+	if len(line) > 4096 {
+		line = line[:4096]
+	}
+	_ = e.apply(r, false, func(t *wire.Task, now time.Time) ([]*wire.Event, error) {
+		if t.Status.Terminal() {
+			return nil, nil
+		}
+		return []*wire.Event{e.newEvent(t, wire.EventLog, now, map[string]any{"task_id": t.ID, "line": line})}, nil
+	})
+}
+
+func (e *engine) live(id string) *run {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.runs[id]
+}

@@ -1,0 +1,156 @@
+package agent
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// maxCommandOutput bounds what a command may print as its result.
+const maxCommandOutput = 16 << 20
+
+// commandHandler runs an external program per task (SPEC §5.4): the payload
+// is written to its stdin, its stdout is the JSON result, each stderr line is
+// a log event, and stderr lines "progress: N" report progress. The program
+// runs in its own process group, which is killed on timeout or cancel.
+func commandHandler(c CommandHandlerConfig) Handler {
+	name := c.Name
+	if name == "" {
+		name = c.TaskType
+	}
+	desc := c.Description
+	if desc == "" {
+		desc = "Runs " + c.Command[0]
+	}
+	return Handler{
+		Type: wire.SupportedTaskType{
+			Type: c.TaskType, Name: name, Description: desc, EstimatedTime: c.EstimatedTime,
+			Capabilities: []string{"command"},
+		},
+		InputSchema:  c.InputSchema,
+		OutputSchema: c.OutputSchema,
+		Idempotent:   c.Idempotent,
+		Func: func(ctx context.Context, r *Run) (any, error) {
+			if c.TimeoutSeconds > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, time.Duration(c.TimeoutSeconds)*time.Second)
+				defer cancel()
+			}
+			return runCommand(ctx, c, r)
+		},
+	}
+}
+
+func runCommand(ctx context.Context, c CommandHandlerConfig, r *Run) (any, error) {
+	cmd := exec.Command(c.Command[0], c.Command[1:]...)
+	cmd.Dir = c.Dir
+	cmd.Env = append(os.Environ(), c.Env...)
+	cmd.Env = append(cmd.Env, "SYNAPSE_TASK_ID="+r.ID(), "SYNAPSE_TASK_TYPE="+r.TaskType())
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Stdin = bytes.NewReader(r.Payload())
+	var stdout limitedBuffer
+	stdout.max = maxCommandOutput
+	cmd.Stdout = &stdout
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, fmt.Errorf("command %s: %w", c.Command[0], err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, wire.Errorf(wire.CodeExecutionFailed, "start %s: %v", c.Command[0], err)
+	}
+	pgid := cmd.Process.Pid
+	stopped := make(chan struct{})
+	killed := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+			// Negative pid: the whole process group.
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			close(killed)
+		case <-stopped:
+		}
+	}()
+	last := readStderr(stderr, r)
+	werr := cmd.Wait()
+	close(stopped)
+	select {
+	case <-killed:
+		return nil, ctx.Err()
+	default:
+	}
+	if werr != nil {
+		msg := last
+		if msg == "" {
+			msg = werr.Error()
+		}
+		return nil, wire.Errorf(wire.CodeExecutionFailed, "%s: %s", c.Command[0], msg).With("exit", exitCode(werr))
+	}
+	if stdout.over {
+		return nil, wire.Errorf(wire.CodeExecutionFailed, "%s printed more than %d bytes", c.Command[0], maxCommandOutput)
+	}
+	out := bytes.TrimSpace(stdout.buf.Bytes())
+	if len(out) == 0 {
+		return nil, nil
+	}
+	if !json.Valid(out) {
+		// Plain text output is kept as a JSON string.
+		return string(out), nil
+	}
+	return json.RawMessage(out), nil
+}
+
+// readStderr turns stderr lines into log and progress events and returns the
+// last non-progress line (used as the error message on failure).
+func readStderr(rd io.Reader, r *Run) string {
+	sc := bufio.NewScanner(rd)
+	sc.Buffer(make([]byte, 0, 4096), 64<<10)
+	var last string
+	for sc.Scan() {
+		line := sc.Text()
+		if rest, ok := strings.CutPrefix(line, "progress:"); ok {
+			if n, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "%"))); err == nil {
+				r.Progress(n, "")
+				continue
+			}
+		}
+		last = line
+		r.Log(line)
+	}
+	// Drain the rest if a line was too long, so the child never blocks.
+	_, _ = io.Copy(io.Discard, rd)
+	return last
+}
+
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	return -1
+}
+
+type limitedBuffer struct {
+	buf  bytes.Buffer
+	max  int
+	over bool
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	if b.buf.Len()+len(p) > b.max {
+		b.over = true
+		return len(p), nil
+	}
+	return b.buf.Write(p)
+}

@@ -1,0 +1,144 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// HandlerFunc runs one task. It returns the result, which is encoded as JSON
+// (a json.RawMessage or []byte holding JSON is used as is), or an error; a
+// *wire.Error keeps its code, anything else fails the task with
+// execution_failed. It must return promptly when ctx is done.
+type HandlerFunc func(ctx context.Context, run *Run) (any, error)
+
+// Handler is a task type this agent runs.
+type Handler struct {
+	// Type declares the task type (seed 000 §3.1). Type.Type is required.
+	Type wire.SupportedTaskType
+	// InputSchema, if set, is the JSON Schema payloads are validated against
+	// before the task is accepted.
+	InputSchema json.RawMessage
+	// OutputSchema is declared in the capabilities; it is not enforced.
+	OutputSchema json.RawMessage
+	// Idempotent handlers are run again after a restart; others' interrupted
+	// tasks fail with agent_restarted.
+	Idempotent bool
+	// Func runs the task.
+	Func HandlerFunc
+}
+
+type registered struct {
+	Handler
+	schema *payloadSchema
+}
+
+// handlers is the registry of task types.
+type handlers struct {
+	mu sync.RWMutex
+	m  map[string]*registered
+}
+
+func (hs *handlers) add(h Handler) error {
+	if h.Type.Type == "" {
+		return fmt.Errorf("register handler: task type is empty")
+	}
+	if h.Func == nil {
+		return fmt.Errorf("register handler %q: Func is nil", h.Type.Type)
+	}
+	sch, err := compileSchema(h.Type.Type, h.InputSchema)
+	if err != nil {
+		return fmt.Errorf("register handler: %w", err)
+	}
+	if h.Type.Name == "" {
+		h.Type.Name = h.Type.Type
+	}
+	h.Type.InputSchema = schemaString(h.InputSchema)
+	h.Type.OutputSchema = schemaString(h.OutputSchema)
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if hs.m == nil {
+		hs.m = map[string]*registered{}
+	}
+	if _, dup := hs.m[h.Type.Type]; dup {
+		return fmt.Errorf("register handler: task type %q is already registered", h.Type.Type)
+	}
+	hs.m[h.Type.Type] = &registered{Handler: h, schema: sch}
+	return nil
+}
+
+func (hs *handlers) get(taskType string) *registered {
+	hs.mu.RLock()
+	defer hs.mu.RUnlock()
+	return hs.m[taskType]
+}
+
+func (hs *handlers) types() []wire.SupportedTaskType {
+	hs.mu.RLock()
+	defer hs.mu.RUnlock()
+	out := make([]wire.SupportedTaskType, 0, len(hs.m))
+	for _, h := range hs.m {
+		out = append(out, h.Type)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Type < out[j].Type })
+	return out
+}
+
+// Run is what a handler sees of the task it runs.
+type Run struct {
+	id, taskType string
+	payload      json.RawMessage
+	e            *engine
+}
+
+// ID is the task id.
+func (r *Run) ID() string { return r.id }
+
+// TaskType is the task's type.
+func (r *Run) TaskType() string { return r.taskType }
+
+// Payload is the task payload as JSON text.
+func (r *Run) Payload() json.RawMessage { return r.payload }
+
+// Decode decodes the payload into v.
+func (r *Run) Decode(v any) error {
+	if err := json.Unmarshal(r.payload, v); err != nil {
+		return wire.Errorf(wire.CodeInvalidParams, "payload: %v", err)
+	}
+	return nil
+}
+
+// Progress reports progress (0-100) with an optional message. It is
+// persisted and streamed; values outside 0..100 are clamped.
+func (r *Run) Progress(pct int, message string) {
+	r.e.progress(r.id, min(max(pct, 0), 100), message)
+}
+
+// Log adds a log line to the task's event stream.
+func (r *Run) Log(line string) { r.e.logLine(r.id, line) }
+
+func encodeResult(v any) (wire.JSONValue, error) {
+	switch t := v.(type) {
+	case nil:
+		return wire.JSONValue("null"), nil
+	case json.RawMessage:
+		if !json.Valid(t) {
+			return nil, fmt.Errorf("handler returned invalid JSON")
+		}
+		return wire.JSONValue(t), nil
+	case wire.JSONValue:
+		if !json.Valid(t) {
+			return nil, fmt.Errorf("handler returned invalid JSON")
+		}
+		return t, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode result: %w", err)
+	}
+	return b, nil
+}

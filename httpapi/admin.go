@@ -1,0 +1,109 @@
+package httpapi
+
+import (
+	"bytes"
+	"net/url"
+	"strconv"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/wire"
+)
+
+func (s *Server) health(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
+	write(ctx, fasthttp.StatusOK, &wire.Health{Status: "SERVING", Version: s.version, UptimeSeconds: int64(s.a.Uptime().Seconds())})
+	return nil
+}
+
+func (s *Server) identity(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
+	id := s.a.Identity()
+	write(ctx, fasthttp.StatusOK, &id)
+	return nil
+}
+
+func (s *Server) capabilities(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
+	write(ctx, fasthttp.StatusOK, s.a.Capabilities())
+	return nil
+}
+
+func (s *Server) taskTypeCapability(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
+	typ, err := url.PathUnescape(args[0])
+	if err != nil {
+		return wire.Errorf(wire.CodeInvalidParams, "bad task type in path")
+	}
+	for _, t := range s.a.Capabilities().SupportedTaskTypes {
+		if t.Type == typ {
+			write(ctx, fasthttp.StatusOK, &t)
+			return nil
+		}
+	}
+	return wire.Errorf(wire.CodeCapabilityLacking, "task type %q is not supported", typ).With("task_type", typ)
+}
+
+func (s *Server) metrics(ctx *fasthttp.RequestCtx) error {
+	var buf bytes.Buffer
+	s.a.Metrics().WriteTo(&buf)
+	writeRaw(ctx, fasthttp.StatusOK, "text/plain; version=0.0.4; charset=utf-8", buf.Bytes())
+	return nil
+}
+
+func (s *Server) createToken(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
+	var req struct {
+		Name   string   `json:"name" msgpack:"name"`
+		Scopes []string `json:"scopes" msgpack:"scopes"`
+	}
+	if err := decode(ctx, &req); err != nil {
+		return err
+	}
+	t, err := s.a.CreateToken(ctx, req.Name, req.Scopes)
+	if err != nil {
+		return err
+	}
+	write(ctx, fasthttp.StatusCreated, t)
+	return nil
+}
+
+func (s *Server) listTokens(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
+	list, err := s.a.Tokens()
+	if err != nil {
+		return wire.Errorf(wire.CodeSysStorage, "list tokens: %v", err)
+	}
+	if list == nil {
+		list = []agent.TokenInfo{}
+	}
+	write(ctx, fasthttp.StatusOK, map[string]any{"tokens": list})
+	return nil
+}
+
+func (s *Server) revokeToken(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
+	if err := s.a.RevokeToken(ctx, args[0]); err != nil {
+		return err
+	}
+	ctx.SetStatusCode(fasthttp.StatusNoContent)
+	return nil
+}
+
+// backup streams a consistent copy of the data file with its exact length;
+// writes go on meanwhile.
+func (s *Server) backup(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
+	s.takeOver(ctx, "", func(w *deadlineWriter, _ <-chan struct{}) error {
+		_, err := s.a.Store().Backup(w, func(size int64) error {
+			_, err := w.WriteString(httpHeader(fasthttp.StatusOK, "application/octet-stream",
+				`Content-Disposition: attachment; filename="synapse.db"`,
+				"Content-Length: "+strconv.FormatInt(size, 10)))
+			return err
+		})
+		return err
+	})
+	return nil
+}
+
+func (s *Server) checkDB(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
+	rep, err := s.a.Store().Check(ctx)
+	if err != nil {
+		return wire.Errorf(wire.CodeSysStorage, "%v", err)
+	}
+	write(ctx, fasthttp.StatusOK, &rep)
+	return nil
+}

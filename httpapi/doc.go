@@ -1,0 +1,26 @@
+// Package httpapi serves an agent over HTTP with fasthttp: the REST routes of
+// SPEC §5 and §11, server-sent event streams, bearer-token auth with scopes,
+// idempotency keys, and the limits a device exposed to a network needs. It is
+// the only package that imports fasthttp.
+//
+// # Requests and answers
+//
+// Bodies are JSON unless the request says Content-Type: application/msgpack;
+// answers are JSON unless the request says Accept: application/msgpack. Both
+// use the same field names. Every error answer is the TPError object of
+// package wire, written by one adapter (writeError) from the error a route
+// returns.
+//
+// # Streams
+//
+// SSE routes take the connection over (fasthttp Hijack) so that a stream can
+// outlive the server's write timeout; each stream ends on a final event, when
+// the client goes away, or when the server shuts down.
+//
+// # Limits
+//
+// Body size (max_body_bytes; multipart: max_file_size plus 1 MiB), header
+// size, read/write/idle timeouts, connections in all and per IP, msgpack
+// lengths and nesting (checked before decoding), and a recover per request
+// so that a panic answers 500 and the agent keeps serving.
+package httpapi

@@ -1,0 +1,129 @@
+package httpapi
+
+import (
+	"bytes"
+	"strings"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/wire"
+)
+
+type handlerFunc func(ctx *fasthttp.RequestCtx, p agent.Principal, args []string) error
+
+// route is one method and path pattern; "*" segments are captured.
+type route struct {
+	method  string
+	pattern []string
+	scope   string // "" = public
+	h       handlerFunc
+}
+
+func (s *Server) routes() []route {
+	return []route{
+		{"GET", seg("health"), "", s.health},
+		{"GET", seg("identity"), "", s.identity},
+		{"GET", seg("capabilities"), "", s.capabilities},
+		{"GET", seg("capabilities/task-types/*"), "", s.taskTypeCapability},
+
+		{"POST", seg("task"), agent.ScopeTasksWrite, s.submit},
+		{"POST", seg("task/multipart"), agent.ScopeTasksWrite, s.submitMultipart},
+		{"GET", seg("tasks"), agent.ScopeTasksRead, s.listTasks},
+		{"GET", seg("task/*"), agent.ScopeTasksRead, s.getTask},
+		{"GET", seg("task/*/status"), agent.ScopeTasksRead, s.getTaskStatus},
+		{"POST", seg("task/*/cancel"), agent.ScopeTasksWrite, s.cancelTask},
+		{"POST", seg("task/*/info"), agent.ScopeTasksWrite, s.provideInfo},
+		{"GET", seg("task/*/stream"), agent.ScopeTasksRead, s.streamTask},
+
+		{"POST", seg("tokens"), agent.ScopeAdmin, s.createToken},
+		{"GET", seg("tokens"), agent.ScopeAdmin, s.listTokens},
+		{"DELETE", seg("tokens/*"), agent.ScopeAdmin, s.revokeToken},
+		{"GET", seg("admin/db/backup"), agent.ScopeAdmin, s.backup},
+		{"GET", seg("admin/db/check"), agent.ScopeAdmin, s.checkDB},
+	}
+}
+
+func seg(p string) []string { return strings.Split(p, "/") }
+
+// route dispatches a request. Unknown paths are 404, known paths with
+// another method 405.
+func (s *Server) route(ctx *fasthttp.RequestCtx) error {
+	path := string(ctx.Path())
+	if path == "/metrics" {
+		if _, err := s.authorize(ctx, agent.ScopeTasksRead); err != nil {
+			return err
+		}
+		return s.metrics(ctx)
+	}
+	rest, ok := strings.CutPrefix(path, Prefix+"/")
+	if !ok {
+		return wire.Errorf(wire.CodeNotFound, "no route %s", path)
+	}
+	parts := strings.Split(strings.TrimSuffix(rest, "/"), "/")
+	method := string(ctx.Method())
+	if method == fasthttp.MethodHead {
+		method = fasthttp.MethodGet
+	}
+	pathMatched := false
+	for _, r := range s.routes() {
+		args, ok := match(r.pattern, parts)
+		if !ok {
+			continue
+		}
+		pathMatched = true
+		if r.method != method {
+			continue
+		}
+		var p agent.Principal
+		if r.scope != "" {
+			var err error
+			if p, err = s.authorize(ctx, r.scope); err != nil {
+				return err
+			}
+		}
+		return r.h(ctx, p, args)
+	}
+	if pathMatched {
+		return wire.Errorf(wire.CodeMethodNotAllowed, "%s is not allowed on %s", method, path)
+	}
+	return wire.Errorf(wire.CodeNotFound, "no route %s", path)
+}
+
+func match(pattern, parts []string) ([]string, bool) {
+	if len(pattern) != len(parts) {
+		return nil, false
+	}
+	var args []string
+	for i, p := range pattern {
+		switch {
+		case p == "*":
+			if parts[i] == "" {
+				return nil, false
+			}
+			args = append(args, parts[i])
+		case p != parts[i]:
+			return nil, false
+		}
+	}
+	return args, true
+}
+
+// authorize checks the bearer token and its scope.
+func (s *Server) authorize(ctx *fasthttp.RequestCtx, scope string) (agent.Principal, error) {
+	h := ctx.Request.Header.Peek(fasthttp.HeaderAuthorization)
+	tok, ok := bytes.CutPrefix(h, []byte("Bearer "))
+	if !ok {
+		ctx.Response.Header.Set(fasthttp.HeaderWWWAuthenticate, `Bearer realm="synapse"`)
+		return agent.Principal{}, wire.Errorf(wire.CodeUnauthorized, "missing Authorization: Bearer <token>")
+	}
+	p, err := s.a.Authenticate(string(bytes.TrimSpace(tok)))
+	if err != nil {
+		ctx.Response.Header.Set(fasthttp.HeaderWWWAuthenticate, `Bearer realm="synapse", error="invalid_token"`)
+		return p, err
+	}
+	if !p.Can(scope) {
+		return p, wire.Errorf(wire.CodePermissionDenied, "this token lacks the %q scope", scope).With("scope", scope)
+	}
+	return p, nil
+}

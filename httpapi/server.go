@@ -1,0 +1,176 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/internal/metrics"
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// Prefix is the path prefix of the Synapse REST API.
+const Prefix = "/api/v1/synapse"
+
+// Server serves one agent.
+type Server struct {
+	a       *agent.Agent
+	log     *slog.Logger
+	version string
+	srv     *fasthttp.Server
+
+	idem inflight
+
+	streams     sync.WaitGroup
+	streamsDone chan struct{}
+	closeOnce   sync.Once
+
+	requests *metrics.CounterVec
+	panics   *metrics.Counter
+}
+
+// Options configure a Server.
+type Options struct {
+	Logger *slog.Logger
+	// Version is reported by /health.
+	Version string
+}
+
+// New builds a server for a (opened) agent.
+func New(a *agent.Agent, opts Options) *Server {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	s := &Server{
+		a: a, log: opts.Logger.With("component", "http"), version: opts.Version,
+		streamsDone: make(chan struct{}),
+	}
+	reg := a.Metrics()
+	s.requests = reg.CounterVec("synapse_http_requests_total", "HTTP requests answered, by status code.", "code")
+	s.panics = reg.Counter("synapse_http_panics_total", "Requests whose handler panicked (answered 500).")
+	cfg := a.Config()
+	h := cfg.HTTP
+	s.srv = &fasthttp.Server{
+		Handler:                       s.handle,
+		Name:                          "synapse",
+		ReadTimeout:                   time.Duration(h.ReadTimeoutSeconds) * time.Second,
+		WriteTimeout:                  time.Duration(h.WriteTimeoutSeconds) * time.Second,
+		IdleTimeout:                   time.Duration(h.IdleTimeoutSeconds) * time.Second,
+		MaxConnsPerIP:                 h.MaxConnsPerIP,
+		Concurrency:                   h.MaxConns,
+		ReadBufferSize:                h.MaxHeaderBytes,
+		MaxRequestBodySize:            h.MaxBodyBytes,
+		DisableHeaderNamesNormalizing: false,
+		NoDefaultServerHeader:         false,
+		NoDefaultContentType:          true,
+		CloseOnShutdown:               true,
+		ReduceMemoryUsage:             false,
+		HeaderReceived: func(hd *fasthttp.RequestHeader) fasthttp.RequestConfig {
+			if string(hd.Method()) == fasthttp.MethodPost && string(hd.RequestURI()) == Prefix+"/task/multipart" {
+				return fasthttp.RequestConfig{MaxRequestBodySize: int(cfg.MaxFileSize) + 1<<20}
+			}
+			return fasthttp.RequestConfig{}
+		},
+		ErrorHandler: func(ctx *fasthttp.RequestCtx, err error) {
+			code := wire.CodeMessageFormatInvalid
+			var msg string
+			switch {
+			case errors.Is(err, fasthttp.ErrBodyTooLarge):
+				code, msg = wire.CodePayloadTooLarge, "the request body is larger than the limit"
+			case strings.Contains(err.Error(), "small read buffer"), strings.Contains(err.Error(), "too big"):
+				ctx.SetStatusCode(fasthttp.StatusRequestHeaderFieldsTooLarge)
+				ctx.SetContentType(wire.ContentJSON)
+				ctx.SetBodyString(`{"error":{"code":"message_format_invalid","message":"request headers are too large","retriable":false}}`)
+				return
+			case isTimeout(err):
+				ctx.SetStatusCode(fasthttp.StatusRequestTimeout)
+				return
+			default:
+				msg = "the request could not be parsed: " + err.Error()
+			}
+			writeError(ctx, wire.Errorf(code, "%s", msg))
+		},
+	}
+	return s
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// Serve accepts connections on ln until Shutdown.
+func (s *Server) Serve(ln net.Listener) error {
+	err := s.srv.Serve(ln)
+	if err != nil && !errors.Is(err, net.ErrClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}
+
+// Shutdown stops accepting, ends the streams, and waits for requests in
+// flight until ctx is done. It is safe to call more than once.
+func (s *Server) Shutdown(ctx context.Context) error {
+	var err error
+	s.closeOnce.Do(func() {
+		close(s.streamsDone)
+		err = s.srv.ShutdownWithContext(ctx)
+		done := make(chan struct{})
+		go func() { s.streams.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			if err == nil {
+				err = ctx.Err()
+			}
+		}
+	})
+	return err
+}
+
+// handle is the root handler: panic recovery, metrics, routing.
+func (s *Server) handle(ctx *fasthttp.RequestCtx) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.panics.Inc()
+			s.log.Error("handler panicked", "path", string(ctx.Path()), "panic", p)
+			ctx.Response.Reset()
+			writeError(ctx, wire.Errorf(wire.CodeInternal, ""))
+		}
+		s.requests.With(statusLabel(ctx.Response.StatusCode())).Add(1)
+	}()
+	if err := s.route(ctx); err != nil {
+		writeError(ctx, err)
+	}
+}
+
+func statusLabel(code int) string {
+	switch code {
+	case 200:
+		return "200"
+	case 201:
+		return "201"
+	case 304:
+		return "304"
+	case 400:
+		return "400"
+	case 401:
+		return "401"
+	case 404:
+		return "404"
+	case 429:
+		return "429"
+	}
+	return fmt.Sprint(code)
+}

@@ -1,0 +1,130 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// sseKeepAlive is how often an idle stream sends a comment line, which also
+// finds clients that went away.
+const sseKeepAlive = 15 * time.Second
+
+// streamTask serves GET /task/{id}/stream: the task's events as SSE, each
+// with its per-task sequence as id. Last-Event-ID (header, or the
+// last_event_id query parameter) resumes after that event; the stream closes
+// after the complete event.
+func (s *Server) streamTask(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
+	id := args[0]
+	t, err := s.a.Task(id)
+	if err != nil {
+		return err
+	}
+	var last uint64
+	raw := ctx.Request.Header.Peek("Last-Event-ID")
+	if len(raw) == 0 {
+		raw = ctx.QueryArgs().Peek("last_event_id")
+	}
+	if len(raw) > 0 {
+		n, ok := parseUint(raw)
+		if !ok {
+			return wire.Errorf(wire.CodeInvalidParams, "Last-Event-ID must be an event id (a whole number)")
+		}
+		last = n
+	}
+	header := httpHeader(fasthttp.StatusOK, "text/event-stream; charset=utf-8",
+		"Cache-Control: no-cache", "X-Accel-Buffering: no")
+	s.takeOver(ctx, header, func(w *deadlineWriter, done <-chan struct{}) error {
+		return s.pumpTask(w, done, t.ID, last)
+	})
+	return nil
+}
+
+func (s *Server) pumpTask(w *deadlineWriter, done <-chan struct{}, id string, last uint64) error {
+	for {
+		// Subscribe before reading the store so nothing falls between.
+		sub := s.a.Subscribe(id)
+		evs, err := s.a.Events(id, last)
+		if err != nil {
+			sub.Close()
+			return err
+		}
+		for _, e := range evs {
+			if err := writeEvent(w, e); err != nil {
+				sub.Close()
+				return err
+			}
+			last = e.Seq
+			if e.Type == wire.EventComplete {
+				sub.Close()
+				return w.Flush()
+			}
+		}
+		if err := w.Flush(); err != nil {
+			sub.Close()
+			return err
+		}
+		t, err := s.a.Task(id)
+		if err != nil || t.Status.Terminal() && t.Seq <= last {
+			sub.Close()
+			return err
+		}
+		lagged, err := s.follow(w, done, sub, &last)
+		sub.Close()
+		if !lagged {
+			return err
+		}
+	}
+}
+
+// follow writes live events until the complete event, shutdown, or the
+// subscription lagging (then lagged is true and the caller reloads).
+func (s *Server) follow(w *deadlineWriter, done <-chan struct{}, sub *agent.Subscription, last *uint64) (lagged bool, err error) {
+	keep := time.NewTicker(sseKeepAlive)
+	defer keep.Stop()
+	for {
+		select {
+		case e, ok := <-sub.C:
+			if !ok {
+				return sub.Lagged(), nil
+			}
+			if e.Seq <= *last {
+				continue
+			}
+			if err := writeEvent(w, e); err != nil {
+				return false, err
+			}
+			*last = e.Seq
+			if err := w.Flush(); err != nil {
+				return false, err
+			}
+			if e.Type == wire.EventComplete {
+				return false, nil
+			}
+		case <-keep.C:
+			if _, err := w.WriteString(": keep-alive\n\n"); err != nil {
+				return false, err
+			}
+			if err := w.Flush(); err != nil {
+				return false, err
+			}
+		case <-done:
+			return false, nil
+		}
+	}
+}
+
+func writeEvent(w *deadlineWriter, e *wire.Event) error {
+	data := []byte(e.Data)
+	if len(data) == 0 {
+		data = []byte("{}")
+	}
+	var compact json.RawMessage = data
+	_, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, compact)
+	return err
+}

@@ -1,0 +1,193 @@
+package httpapi
+
+import (
+	"bytes"
+	"strconv"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/store"
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// maxWait bounds POST /task?wait=S (SPEC §5.2).
+const maxWait = 60
+
+func (s *Server) submit(ctx *fasthttp.RequestCtx, p agent.Principal, _ []string) error {
+	var req wire.SubmitRequest
+	if err := decode(ctx, &req); err != nil {
+		return err
+	}
+	return s.submitRequest(ctx, p, &req)
+}
+
+// submitRequest runs the submit flow shared by the JSON/msgpack and the
+// multipart routes: idempotency, the optional sync wait, the answer.
+func (s *Server) submitRequest(ctx *fasthttp.RequestCtx, p agent.Principal, req *wire.SubmitRequest) error {
+	wait, err := queryInt(ctx, "wait", 0, 0, maxWait)
+	if err != nil {
+		return err
+	}
+	key := string(ctx.Request.Header.Peek("Idempotency-Key"))
+	if key == "" {
+		key = req.IdempotencyKey
+	}
+	var idem *agent.IdemWrite
+	var sent []byte
+	if key != "" {
+		if err := checkIdemKey(key); err != nil {
+			return err
+		}
+		hash := requestHash(ctx)
+		if done, err := s.replay(ctx, p.ID, key, hash); done || err != nil {
+			return err
+		}
+		if !s.idem.begin(p.ID, key) {
+			return wire.Errorf(wire.CodeIdempotencyInFlight, "")
+		}
+		defer s.idem.end(p.ID, key)
+		idem = &agent.IdemWrite{Scope: p.ID, Key: key, RequestHash: hash,
+			Render: func(t *wire.Task) (int, string, []byte) {
+				ct, body, _ := encode(ctx, submitResponse(t))
+				sent = body
+				return fasthttp.StatusCreated, ct, body
+			}}
+	}
+	t, err := s.a.Submit(ctx, p, req, idem)
+	if agent.ErrIdemRace(err) {
+		_, err = s.replay(ctx, p.ID, key, idem.RequestHash)
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	if wait > 0 {
+		done, err := s.a.Wait(ctx, t.ID, time.Duration(wait)*time.Second)
+		if err != nil {
+			return err
+		}
+		if done.Status.Terminal() {
+			ct, body, err := encode(ctx, done.StatusResponse(true))
+			if err != nil {
+				return err
+			}
+			if idem != nil {
+				if err := s.storeIdem(ctx, idem, t.ID, fasthttp.StatusOK, ct, body); err != nil {
+					return err
+				}
+			}
+			ctx.Response.Header.Set(fasthttp.HeaderETag, done.ETag())
+			writeRaw(ctx, fasthttp.StatusOK, ct, body)
+			return nil
+		}
+	}
+	ctx.Response.Header.Set(fasthttp.HeaderLocation, Prefix+"/task/"+t.ID)
+	if sent != nil {
+		writeRaw(ctx, fasthttp.StatusCreated, responseCodec(ctx).ContentType(), sent)
+		return nil
+	}
+	write(ctx, fasthttp.StatusCreated, submitResponse(t))
+	return nil
+}
+
+func submitResponse(t *wire.Task) *wire.SubmitResponse {
+	msg := "task accepted"
+	if t.Status == wire.StatusInfoNeeded {
+		msg = "task needs more information: see missing_fields on GET /task/" + t.ID
+	}
+	return &wire.SubmitResponse{TaskID: t.ID, Status: t.Status, Message: msg}
+}
+
+func (s *Server) getTask(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
+	t, err := s.a.Task(args[0])
+	if err != nil {
+		return err
+	}
+	ctx.Response.Header.Set(fasthttp.HeaderETag, t.ETag())
+	write(ctx, fasthttp.StatusOK, t.StatusResponse(true))
+	return nil
+}
+
+func (s *Server) getTaskStatus(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
+	t, err := s.a.Task(args[0])
+	if err != nil {
+		return err
+	}
+	etag := t.ETag()
+	ctx.Response.Header.Set(fasthttp.HeaderETag, etag)
+	if inm := ctx.Request.Header.Peek(fasthttp.HeaderIfNoneMatch); len(inm) > 0 && etagMatch(inm, etag) {
+		ctx.SetStatusCode(fasthttp.StatusNotModified)
+		return nil
+	}
+	write(ctx, fasthttp.StatusOK, t.StatusResponse(false))
+	return nil
+}
+
+// etagMatch implements If-None-Match: a list of tags or "*".
+func etagMatch(header []byte, etag string) bool {
+	for _, part := range bytes.Split(header, []byte(",")) {
+		part = bytes.TrimPrefix(bytes.TrimSpace(part), []byte("W/"))
+		if string(part) == "*" || string(part) == etag {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) listTasks(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
+	size, err := queryInt(ctx, "page_size", 50, 1, 500)
+	if err != nil {
+		return err
+	}
+	q := ctx.QueryArgs()
+	st := wire.Status(q.Peek("status"))
+	if st != "" && !st.Valid() {
+		return wire.Errorf(wire.CodeInvalidParams, "status %q is not a task state", st).With("field", "status")
+	}
+	tasks, next, err := s.a.ListTasks(store.TaskFilter{
+		Status: st, TaskType: string(q.Peek("task_type")), After: string(q.Peek("page_token")), Limit: size,
+	})
+	if err != nil {
+		return wire.Errorf(wire.CodeSysStorage, "list tasks: %v", err)
+	}
+	out := wire.TaskList{Tasks: make([]*wire.TaskStatusResponse, 0, len(tasks)), NextPageToken: next}
+	for _, t := range tasks {
+		out.Tasks = append(out.Tasks, t.StatusResponse(false))
+	}
+	write(ctx, fasthttp.StatusOK, &out)
+	return nil
+}
+
+func (s *Server) cancelTask(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
+	t, err := s.a.Cancel(ctx, args[0])
+	if err != nil {
+		return err
+	}
+	write(ctx, fasthttp.StatusOK, t.StatusResponse(false))
+	return nil
+}
+
+func (s *Server) provideInfo(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
+	var body struct {
+		Fields wire.JSONValue `json:"fields" msgpack:"fields"`
+	}
+	if err := decode(ctx, &body); err != nil {
+		return err
+	}
+	if len(body.Fields) == 0 {
+		return wire.Errorf(wire.CodeInvalidParams, `give the missing fields as {"fields": {...}}`).With("field", "fields")
+	}
+	t, err := s.a.ProvideInfo(ctx, args[0], body.Fields)
+	if err != nil {
+		return err
+	}
+	write(ctx, fasthttp.StatusOK, t.StatusResponse(false))
+	return nil
+}
+
+func parseUint(b []byte) (uint64, bool) {
+	n, err := strconv.ParseUint(string(bytes.TrimSpace(b)), 10, 64)
+	return n, err == nil
+}

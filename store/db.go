@@ -1,0 +1,310 @@
+package store
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+)
+
+// SchemaVersion is the layout version this code writes.
+const SchemaVersion = 1
+
+// FileName is the name of the data file inside a data directory.
+const FileName = "synapse.db"
+
+var (
+	bucketMeta      = []byte("meta")
+	bucketTasks     = []byte("tasks")
+	bucketEvents    = []byte("events")
+	bucketFinished  = []byte("finished")
+	bucketIdem      = []byte("idem")
+	bucketIdemExp   = []byte("idem_exp")
+	bucketTokens    = []byte("tokens")
+	bucketTokenHash = []byte("token_hash")
+
+	allBuckets = [][]byte{bucketMeta, bucketTasks, bucketEvents, bucketFinished,
+		bucketIdem, bucketIdemExp, bucketTokens, bucketTokenHash}
+
+	keySchema = []byte("schema_version")
+)
+
+// Options tune Open.
+type Options struct {
+	// LockTimeout is how long Open waits for another process to release the
+	// file. Default 3 s.
+	LockTimeout time.Duration
+	// MaxBatch caps the number of writes grouped into one transaction.
+	// Default 1024.
+	MaxBatch int
+	// QueueSize is how many writes may wait for the writer before callers
+	// block (back-pressure). Default 4096.
+	QueueSize int
+	// Logger gets the store's few log lines; nil discards them.
+	Logger *slog.Logger
+}
+
+func (o *Options) defaults() {
+	if o.LockTimeout <= 0 {
+		o.LockTimeout = 3 * time.Second
+	}
+	if o.MaxBatch <= 0 {
+		o.MaxBatch = 1024
+	}
+	if o.QueueSize <= 0 {
+		o.QueueSize = 4096
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// DB is an open data file.
+type DB struct {
+	bolt *bolt.DB
+	path string
+	log  *slog.Logger
+	opts Options
+
+	writes    chan *writeReq
+	closing   chan struct{}
+	writerEnd chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+
+	stats Stats
+}
+
+// Stats are counters of the writer, for /metrics.
+type Stats struct {
+	Commits       atomic.Uint64
+	Writes        atomic.Uint64
+	CommitNanos   atomic.Uint64
+	FailedCommits atomic.Uint64
+}
+
+type writeReq struct {
+	fn   func(*Tx) error
+	done chan error  // for Update
+	cb   func(error) // for UpdateAsync
+}
+
+var reqPool = sync.Pool{New: func() any { return &writeReq{done: make(chan error, 1)} }}
+
+// Open opens (creating if needed) the data file at path.
+func Open(ctx context.Context, path string, opts Options) (*DB, error) {
+	opts.defaults()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	bdb, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:        opts.LockTimeout,
+		NoFreelistSync: true,
+		FreelistType:   bolt.FreelistMapType,
+	})
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return nil, fmt.Errorf("open store %s: %w", path, ErrLocked)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	db := &DB{
+		bolt: bdb, path: path, log: opts.Logger, opts: opts,
+		writes:    make(chan *writeReq, opts.QueueSize),
+		closing:   make(chan struct{}),
+		writerEnd: make(chan struct{}),
+	}
+	if err := db.bolt.Update(initSchema); err != nil {
+		bdb.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	go db.writer()
+	return db, nil
+}
+
+func initSchema(tx *bolt.Tx) error {
+	for _, name := range allBuckets {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return err
+		}
+	}
+	meta := tx.Bucket(bucketMeta)
+	if v := meta.Get(keySchema); v != nil {
+		if len(v) != 4 {
+			return fmt.Errorf("corrupt schema_version record")
+		}
+		if got := binary.BigEndian.Uint32(v); got > SchemaVersion {
+			return fmt.Errorf("%w: file has %d, this binary knows %d", ErrSchemaTooNew, got, SchemaVersion)
+		}
+	}
+	return meta.Put(keySchema, binary.BigEndian.AppendUint32(nil, SchemaVersion))
+}
+
+// Path is the file's path.
+func (db *DB) Path() string { return db.path }
+
+// Stats returns the writer's counters.
+func (db *DB) Stats() *Stats { return &db.stats }
+
+// Close stops the writer after the queued writes are committed and closes the
+// file. It is safe to call more than once; ctx bounds the wait for the writer.
+func (db *DB) Close(ctx context.Context) error {
+	db.closeOnce.Do(func() {
+		close(db.closing)
+		select {
+		case <-db.writerEnd:
+		case <-ctx.Done():
+			db.closeErr = fmt.Errorf("close store: writer did not stop: %w", ctx.Err())
+			return
+		}
+		if err := db.bolt.Close(); err != nil {
+			db.closeErr = fmt.Errorf("close store: %w", err)
+		}
+	})
+	return db.closeErr
+}
+
+// Update runs fn in a write transaction shared with other waiting writes and
+// returns after the transaction is committed and fsynced. fn may be run more
+// than once (when another write in its group fails), so it must only read and
+// write through tx. An error from fn discards fn's writes alone.
+func (db *DB) Update(ctx context.Context, fn func(*Tx) error) error {
+	req := reqPool.Get().(*writeReq)
+	req.fn = fn
+	select {
+	case db.writes <- req:
+	case <-ctx.Done():
+		reqPool.Put(req)
+		return ctx.Err()
+	case <-db.closing:
+		reqPool.Put(req)
+		return ErrClosed
+	}
+	// Once queued the write will happen; wait for its outcome regardless of
+	// ctx so that a caller never reports failure for a committed write.
+	err := <-req.done
+	req.fn = nil
+	reqPool.Put(req)
+	return err
+}
+
+// UpdateAsync queues fn like Update and calls cb (from the writer goroutine,
+// so it must not block) with the outcome. It blocks only while the queue is
+// full.
+func (db *DB) UpdateAsync(fn func(*Tx) error, cb func(error)) {
+	req := &writeReq{fn: fn, cb: cb}
+	select {
+	case db.writes <- req:
+	case <-db.closing:
+		if cb != nil {
+			cb(ErrClosed)
+		}
+	}
+}
+
+// View runs fn in a read-only transaction.
+func (db *DB) View(fn func(*Tx) error) error {
+	return db.bolt.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx}) })
+}
+
+func (db *DB) writer() {
+	defer close(db.writerEnd)
+	batch := make([]*writeReq, 0, db.opts.MaxBatch)
+	for {
+		var first *writeReq
+		select {
+		case first = <-db.writes:
+		case <-db.closing:
+			// Commit what is still queued, then stop.
+			for {
+				select {
+				case r := <-db.writes:
+					db.commit(append(batch[:0], r))
+				default:
+					return
+				}
+			}
+		}
+		batch = append(batch[:0], first)
+	drain:
+		for len(batch) < db.opts.MaxBatch {
+			select {
+			case r := <-db.writes:
+				batch = append(batch, r)
+			default:
+				break drain
+			}
+		}
+		db.commit(batch)
+	}
+}
+
+// commit runs the batch in one transaction. When one function fails, the
+// transaction is rolled back, that function gets its error and the others
+// are run again without it.
+func (db *DB) commit(batch []*writeReq) {
+	for len(batch) > 0 {
+		start := time.Now()
+		btx, err := db.bolt.Begin(true)
+		if err != nil {
+			db.finish(batch, fmt.Errorf("begin write: %w", err))
+			return
+		}
+		failed, ferr := -1, error(nil)
+		tx := &Tx{tx: btx}
+		for i, r := range batch {
+			if ferr = runFn(r.fn, tx); ferr != nil {
+				failed = i
+				break
+			}
+		}
+		if failed >= 0 {
+			_ = btx.Rollback()
+			db.finish(batch[failed:failed+1], ferr)
+			batch = append(batch[:failed], batch[failed+1:]...)
+			continue
+		}
+		err = btx.Commit()
+		if err != nil {
+			db.stats.FailedCommits.Add(1)
+			db.log.Error("commit failed", "err", err, "writes", len(batch))
+			err = fmt.Errorf("commit: %w", err)
+		} else {
+			db.stats.Commits.Add(1)
+			db.stats.Writes.Add(uint64(len(batch)))
+			db.stats.CommitNanos.Add(uint64(time.Since(start)))
+		}
+		db.finish(batch, err)
+		return
+	}
+}
+
+func runFn(fn func(*Tx) error, tx *Tx) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("store write panicked: %v", p)
+		}
+	}()
+	return fn(tx)
+}
+
+func (db *DB) finish(reqs []*writeReq, err error) {
+	for _, r := range reqs {
+		if r.cb != nil {
+			r.cb(err)
+			continue
+		}
+		if r.done != nil {
+			r.done <- err
+		}
+	}
+}

@@ -1,0 +1,32 @@
+// Package store keeps everything an agent persists in one bbolt file. It is
+// the only package that imports bbolt.
+//
+// # Writes and durability
+//
+// All writes go through one writer goroutine that groups the requests waiting
+// at that moment into one transaction (group commit): many records, one
+// fsync. [DB.Update] returns only after that transaction is committed and
+// synced, so whatever a caller acknowledges after Update returns survives a
+// power cut. Reads use bbolt read transactions and never wait for the writer.
+//
+// # Layout
+//
+// The file holds these buckets (keys are byte strings):
+//
+//	meta        "schema_version" → uint32 BE; "identity" → JSON
+//	tasks       task_id → Task JSON
+//	events      task_id 0x00 seq(uint64 BE) → Event JSON
+//	finished    finished_at(unix ns, uint64 BE) task_id → empty (retention index)
+//	idem        scope 0x00 key → IdemRecord JSON
+//	idem_exp    created(unix ns, uint64 BE) scope 0x00 key → empty (expiry index)
+//	tokens      token_id → Token JSON
+//	token_hash  sha256(token) → token_id
+//
+// The schema version is checked on open; a file written by a newer schema is
+// refused rather than misread.
+//
+// # Locking
+//
+// bbolt holds an exclusive flock on the file. A second process opening the
+// same file waits [Options.LockTimeout] and then fails with [ErrLocked].
+package store

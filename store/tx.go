@@ -1,0 +1,216 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// Tx is a read or write transaction with typed accessors.
+type Tx struct {
+	tx *bolt.Tx
+}
+
+func (tx *Tx) b(name []byte) *bolt.Bucket { return tx.tx.Bucket(name) }
+
+func getJSON(b *bolt.Bucket, key []byte, v any) error {
+	raw := b.Get(key)
+	if raw == nil {
+		return ErrNotFound
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("decode record %q: %w", key, err)
+	}
+	return nil
+}
+
+func putJSON(b *bolt.Bucket, key []byte, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode record %q: %w", key, err)
+	}
+	return b.Put(key, raw)
+}
+
+func beTime(t time.Time) []byte {
+	return binary.BigEndian.AppendUint64(nil, uint64(t.UnixNano()))
+}
+
+// ---- tasks ----
+
+// PutTask writes t. When t is terminal it is added to the retention index.
+func (tx *Tx) PutTask(t *wire.Task) error {
+	if err := putJSON(tx.b(bucketTasks), []byte(t.ID), t); err != nil {
+		return err
+	}
+	if t.Status.Terminal() {
+		k := append(beTime(t.UpdatedAt), t.ID...)
+		return tx.b(bucketFinished).Put(k, nil)
+	}
+	return nil
+}
+
+// CreateTask writes a new task and fails with ErrExists if its id is taken.
+func (tx *Tx) CreateTask(t *wire.Task) error {
+	if tx.b(bucketTasks).Get([]byte(t.ID)) != nil {
+		return fmt.Errorf("task %s: %w", t.ID, ErrExists)
+	}
+	return tx.PutTask(t)
+}
+
+// Task reads one task.
+func (tx *Tx) Task(id string) (*wire.Task, error) {
+	t := new(wire.Task)
+	if err := getJSON(tx.b(bucketTasks), []byte(id), t); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// TaskFilter selects tasks in ListTasks.
+type TaskFilter struct {
+	Status   wire.Status
+	TaskType string
+	// After is the id to continue after (a page token); tasks are listed
+	// newest first, and ids are UUID v7 so that is id order, descending.
+	After string
+	Limit int
+	// NonTerminal keeps only tasks that have not reached a final state.
+	NonTerminal bool
+}
+
+// ListTasks returns up to f.Limit matching tasks, newest first, and the id to
+// continue after ("" when there are no more).
+func (tx *Tx) ListTasks(f TaskFilter) ([]*wire.Task, string, error) {
+	if f.Limit <= 0 {
+		f.Limit = 50
+	}
+	c := tx.b(bucketTasks).Cursor()
+	var k, v []byte
+	if f.After != "" {
+		k, v = c.Seek([]byte(f.After))
+		if k == nil {
+			k, v = c.Last()
+		}
+		for k != nil && bytes.Compare(k, []byte(f.After)) >= 0 {
+			k, v = c.Prev()
+		}
+	} else {
+		k, v = c.Last()
+	}
+	var out []*wire.Task
+	for ; k != nil; k, v = c.Prev() {
+		t := new(wire.Task)
+		if err := json.Unmarshal(v, t); err != nil {
+			return nil, "", fmt.Errorf("decode task %q: %w", k, err)
+		}
+		if f.Status != "" && t.Status != f.Status {
+			continue
+		}
+		if f.TaskType != "" && t.Type != f.TaskType {
+			continue
+		}
+		if f.NonTerminal && t.Status.Terminal() {
+			continue
+		}
+		if len(out) == f.Limit {
+			return out, out[len(out)-1].ID, nil
+		}
+		out = append(out, t)
+	}
+	return out, "", nil
+}
+
+// CountTasks counts all task records.
+func (tx *Tx) CountTasks() int { return tx.b(bucketTasks).Stats().KeyN }
+
+// ---- events ----
+
+func eventKey(taskID string, seq uint64) []byte {
+	k := make([]byte, 0, len(taskID)+9)
+	k = append(k, taskID...)
+	k = append(k, 0)
+	return binary.BigEndian.AppendUint64(k, seq)
+}
+
+// AppendEvent writes one task event.
+func (tx *Tx) AppendEvent(e *wire.Event) error {
+	return putJSON(tx.b(bucketEvents), eventKey(e.TaskID, e.Seq), e)
+}
+
+// Events returns the events of a task with seq > after, in order, at most limit
+// (0 = all).
+func (tx *Tx) Events(taskID string, after uint64, limit int) ([]*wire.Event, error) {
+	prefix := append([]byte(taskID), 0)
+	c := tx.b(bucketEvents).Cursor()
+	var out []*wire.Event
+	for k, v := c.Seek(eventKey(taskID, after+1)); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		e := new(wire.Event)
+		if err := json.Unmarshal(v, e); err != nil {
+			return nil, fmt.Errorf("decode event %q: %w", k, err)
+		}
+		out = append(out, e)
+		if limit > 0 && len(out) == limit {
+			break
+		}
+	}
+	return out, nil
+}
+
+// ---- retention ----
+
+// PruneFinished deletes finished tasks (and their events) that finished
+// before olderThan, and then the oldest ones beyond keep, at most max per
+// call. It returns how many it deleted.
+func (tx *Tx) PruneFinished(olderThan time.Time, keep, max int) (int, error) {
+	fin := tx.b(bucketFinished)
+	total := fin.Stats().KeyN
+	cut := beTime(olderThan)
+	c := fin.Cursor()
+	n := 0
+	for k, _ := c.First(); k != nil && n < max; k, _ = c.First() {
+		if bytes.Compare(k[:8], cut) >= 0 && total-n <= keep {
+			break
+		}
+		id := string(k[8:])
+		if err := tx.deleteTask(id); err != nil {
+			return n, err
+		}
+		if err := fin.Delete(k); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+func (tx *Tx) deleteTask(id string) error {
+	t, err := tx.Task(id)
+	if err == ErrNotFound {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !t.Status.Terminal() {
+		return nil // reopened: not ours to delete
+	}
+	if err := tx.b(bucketTasks).Delete([]byte(id)); err != nil {
+		return err
+	}
+	prefix := append([]byte(id), 0)
+	ev := tx.b(bucketEvents)
+	c := ev.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Seek(prefix) {
+		if err := ev.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
