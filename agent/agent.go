@@ -14,6 +14,7 @@ import (
 
 	"github.com/synapse-edge/synapse/internal/metrics"
 	"github.com/synapse-edge/synapse/store"
+	"github.com/synapse-edge/synapse/tier1"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -31,6 +32,10 @@ type Agent struct {
 	tokens   tokens
 	eng      *engine
 	started  time.Time
+	t1       *tier1.Ingestor
+	uplink   *tier1.Uplink
+	stopBg   context.CancelFunc
+	bgDone   chan struct{}
 
 	m       agentMetrics
 	metrics *metrics.Registry
@@ -122,6 +127,9 @@ func (a *Agent) Open(ctx context.Context) error {
 		return fail(fmt.Errorf("load tokens: %w", err))
 	}
 	a.registerStoreMetrics()
+	if err := a.openTier1(); err != nil {
+		return fail(err)
+	}
 	a.eng = newEngine(a)
 	n, err := a.eng.recover(ctx)
 	if err != nil {
@@ -133,6 +141,14 @@ func (a *Agent) Open(ctx context.Context) error {
 	a.started = a.clock.Now()
 	a.sweepStop, a.sweepDone = make(chan struct{}), make(chan struct{})
 	go a.sweep()
+	bg, stop := context.WithCancel(context.Background())
+	a.stopBg, a.bgDone = stop, make(chan struct{})
+	go func() {
+		defer close(a.bgDone)
+		if a.uplink != nil {
+			a.uplink.Run(bg)
+		}
+	}()
 	a.log.Info("agent open", "agent_id", a.identity.AgentID, "data", a.cfg.DataDir)
 	return nil
 }
@@ -146,6 +162,8 @@ func (a *Agent) Close(ctx context.Context) error {
 			return
 		}
 		a.eng.shutdown(ctx)
+		a.stopBg()
+		<-a.bgDone
 		close(a.sweepStop)
 		<-a.sweepDone
 		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -274,6 +292,9 @@ func (a *Agent) Prune(ctx context.Context) (int, error) {
 		if n < pruneBatch {
 			break
 		}
+	}
+	if err := a.pruneTier1(ctx); err != nil {
+		return total, err
 	}
 	for {
 		var n int

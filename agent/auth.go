@@ -17,16 +17,18 @@ import (
 	"github.com/synapse-edge/synapse/wire"
 )
 
-// Scopes a token can carry. admin implies every other; tasks:write implies
-// tasks:read.
+// Scopes a token can carry. admin implies every other; X:write implies
+// X:read.
 const (
 	ScopeTasksRead  = "tasks:read"
 	ScopeTasksWrite = "tasks:write"
+	ScopeTier1Read  = "tier1:read"
+	ScopeTier1Write = "tier1:write"
 	ScopeAdmin      = "admin"
 )
 
 // KnownScopes lists the scopes tokens may be created with.
-var KnownScopes = []string{ScopeTasksRead, ScopeTasksWrite, ScopeAdmin}
+var KnownScopes = []string{ScopeTasksRead, ScopeTasksWrite, ScopeTier1Read, ScopeTier1Write, ScopeAdmin}
 
 // Principal is who a request comes from.
 type Principal struct {
@@ -39,7 +41,8 @@ type Principal struct {
 // Can reports whether p holds scope.
 func (p Principal) Can(scope string) bool {
 	for _, s := range p.Scopes {
-		if s == scope || s == ScopeAdmin || (s == ScopeTasksWrite && scope == ScopeTasksRead) {
+		if s == scope || s == ScopeAdmin || (s == ScopeTasksWrite && scope == ScopeTasksRead) ||
+			(s == ScopeTier1Write && scope == ScopeTier1Read) {
 			return true
 		}
 	}

@@ -19,8 +19,7 @@ func builtinHandlers() []Handler {
 				Description:  "Diagnostics: the result is the payload.",
 				Capabilities: []string{"diagnostics"},
 			},
-			InputSchema: json.RawMessage(`{"type":"object"}`),
-			Idempotent:  true,
+			Idempotent: true,
 			Func: func(ctx context.Context, r *Run) (any, error) {
 				return r.Payload(), nil
 			},

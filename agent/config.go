@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/synapse-edge/synapse/tier1"
 )
 
 // Config is everything an agent is configured with. It is built in one
@@ -39,6 +41,10 @@ type Config struct {
 
 	Retention RetentionConfig `json:"retention"`
 	HTTP      HTTPConfig      `json:"http"`
+	Tier1     Tier1Config     `json:"tier1"`
+	// Uplink, if set, names the upstream agent stored tier-1 frames are
+	// forwarded to.
+	Uplink *UplinkConfig `json:"uplink,omitempty"`
 
 	// AdminToken is the admin bearer token; from SYNAPSE_ADMIN_TOKEN, never
 	// from the file. Empty: generated at first start into DataDir/admin.token.
@@ -83,6 +89,36 @@ type HTTPConfig struct {
 	MaxConns            int `json:"max_conns,omitempty"`
 }
 
+// Tier1Config configures tier-1 routines and their storage (SPEC §8).
+type Tier1Config struct {
+	// Routines are the user's routines, in addition to the built-in
+	// synapse.telemetry 1.0.0.
+	Routines []tier1.Descriptor `json:"routines,omitempty"`
+	// MaxBatchBytes bounds one batch (HTTP body or WebSocket message).
+	// Default 4 MiB.
+	MaxBatchBytes int `json:"max_batch_bytes,omitempty"`
+	// MaxInflightBytes bounds batch bytes waiting for the disk; senders
+	// wait beyond it. Default 64 MiB.
+	MaxInflightBytes int64 `json:"max_inflight_bytes,omitempty"`
+	// RetentionHours drops frames older than this (by their ts). Default
+	// 720 (30 days).
+	RetentionHours int `json:"retention_hours,omitempty"`
+	// MaxBytesPerRoutine drops a routine's oldest frames beyond this size.
+	// Default 1 GiB.
+	MaxBytesPerRoutine int64 `json:"max_bytes_per_routine,omitempty"`
+}
+
+// UplinkConfig names the upstream agent of the tier-1 uplink.
+type UplinkConfig struct {
+	// Endpoint is the upstream agent's base URL, e.g. http://10.0.0.2:8080.
+	Endpoint string `json:"endpoint"`
+	// TokenEnv names the environment variable holding the bearer token for
+	// the upstream (a token with the tier1:write scope there).
+	TokenEnv string `json:"token_env,omitempty"`
+	// Token is read from TokenEnv at start; never from the file.
+	Token string `json:"-"`
+}
+
 // Defaults returns the configuration used when nothing is set.
 func Defaults() Config {
 	return Config{
@@ -101,6 +137,12 @@ func Defaults() Config {
 			IdleTimeoutSeconds:  120,
 			MaxConnsPerIP:       256,
 			MaxConns:            4096,
+		},
+		Tier1: Tier1Config{
+			MaxBatchBytes:      4 << 20,
+			MaxInflightBytes:   64 << 20,
+			RetentionHours:     720,
+			MaxBytesPerRoutine: 1 << 30,
 		},
 	}
 }
@@ -146,6 +188,9 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 		if v := getenv(k); v != "" {
 			*p = v
 		}
+	}
+	if c.Uplink != nil && c.Uplink.TokenEnv != "" {
+		c.Uplink.Token = getenv(c.Uplink.TokenEnv)
 	}
 	ints := map[string]*int{
 		"SYNAPSE_MAX_CONCURRENT_TASKS":      &c.MaxConcurrentTasks,
@@ -225,6 +270,29 @@ func (c *Config) Validate() error {
 	} {
 		if l.v < 1 {
 			bad(l.field, "must be at least 1")
+		}
+	}
+	t1 := c.Tier1
+	if t1.MaxBatchBytes < 1 {
+		bad("tier1.max_batch_bytes", "must be at least 1")
+	}
+	if t1.MaxInflightBytes < int64(t1.MaxBatchBytes) {
+		bad("tier1.max_inflight_bytes", "must be at least tier1.max_batch_bytes")
+	}
+	if t1.RetentionHours < 1 {
+		bad("tier1.retention_hours", "must be at least 1")
+	}
+	if t1.MaxBytesPerRoutine < 1 {
+		bad("tier1.max_bytes_per_routine", "must be at least 1")
+	}
+	for i := range t1.Routines {
+		if err := t1.Routines[i].Validate(); err != nil {
+			bad(fmt.Sprintf("tier1.routines[%d]", i), "%v", err)
+		}
+	}
+	if u := c.Uplink; u != nil {
+		if !strings.HasPrefix(u.Endpoint, "http://") && !strings.HasPrefix(u.Endpoint, "https://") {
+			bad("uplink.endpoint", "%q must be an http:// or https:// URL", u.Endpoint)
 		}
 	}
 	return errors.Join(errs...)

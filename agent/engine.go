@@ -50,6 +50,9 @@ type run struct {
 	cancel context.CancelCauseFunc
 	timer  Timer
 	done   chan struct{}
+	// unsaved is set when the final state could not be persisted; readers
+	// then go to the store rather than trust the in-memory state.
+	unsaved bool
 }
 
 func (r *run) snapshot() *wire.Task {
@@ -399,6 +402,9 @@ func (e *engine) finish(r *run, to wire.Status, result wire.JSONValue, fail *wir
 	})
 	if err != nil {
 		e.log.Error("finish task", "task_id", r.snapshot().ID, "status", to, "err", err)
+		r.mu.Lock()
+		r.unsaved = true
+		r.mu.Unlock()
 	}
 	e.a.m.finished.With(string(to)).Add(1)
 	e.release(r)

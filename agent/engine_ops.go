@@ -33,12 +33,20 @@ func (e *engine) get(id string) (*wire.Task, error) {
 func (e *engine) wait(ctx context.Context, id string, d time.Duration) (*wire.Task, error) {
 	if r := e.live(id); r != nil && d > 0 {
 		t := time.NewTimer(d)
+		defer t.Stop()
 		select {
 		case <-r.done:
+			// done is closed after the final state is durable; the run
+			// holds that state, so there is no need to read it back.
+			r.mu.Lock()
+			snap, ok := r.task, !r.unsaved
+			r.mu.Unlock()
+			if ok && snap.Status.Terminal() {
+				return snap, nil
+			}
 		case <-t.C:
 		case <-ctx.Done():
 		}
-		t.Stop()
 	}
 	return e.get(id)
 }

@@ -36,6 +36,11 @@ func (s *Server) routes() []route {
 		{"POST", seg("task/*/info"), agent.ScopeTasksWrite, s.provideInfo},
 		{"GET", seg("task/*/stream"), agent.ScopeTasksRead, s.streamTask},
 
+		{"GET", seg("tier1/routines"), agent.ScopeTier1Read, s.tier1Routines},
+		{"GET", seg("tier1/stream"), agent.ScopeTier1Write, s.tier1Stream},
+		{"POST", seg("tier1/*"), agent.ScopeTier1Write, s.ingestTier1},
+		{"GET", seg("tier1/*/frames"), agent.ScopeTier1Read, s.tier1Frames},
+
 		{"POST", seg("tokens"), agent.ScopeAdmin, s.createToken},
 		{"GET", seg("tokens"), agent.ScopeAdmin, s.listTokens},
 		{"DELETE", seg("tokens/*"), agent.ScopeAdmin, s.revokeToken},
@@ -66,7 +71,7 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) error {
 		method = fasthttp.MethodGet
 	}
 	pathMatched := false
-	for _, r := range s.routes() {
+	for _, r := range s.table {
 		args, ok := match(r.pattern, parts)
 		if !ok {
 			continue

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -31,8 +32,12 @@ type Server struct {
 
 	streams     sync.WaitGroup
 	streamsDone chan struct{}
-	closeOnce   sync.Once
+	// bg is cancelled when shutdown starts; work a stream queues uses it.
+	bg        context.Context
+	cancelBg  context.CancelFunc
+	closeOnce sync.Once
 
+	table    []route
 	requests *metrics.CounterVec
 	panics   *metrics.Counter
 }
@@ -56,6 +61,8 @@ func New(a *agent.Agent, opts Options) *Server {
 		a: a, log: opts.Logger.With("component", "http"), version: opts.Version,
 		streamsDone: make(chan struct{}),
 	}
+	s.bg, s.cancelBg = context.WithCancel(context.Background())
+	s.table = s.routes()
 	reg := a.Metrics()
 	s.requests = reg.CounterVec("synapse_http_requests_total", "HTTP requests answered, by status code.", "code")
 	s.panics = reg.Counter("synapse_http_panics_total", "Requests whose handler panicked (answered 500).")
@@ -77,8 +84,15 @@ func New(a *agent.Agent, opts Options) *Server {
 		CloseOnShutdown:               true,
 		ReduceMemoryUsage:             false,
 		HeaderReceived: func(hd *fasthttp.RequestHeader) fasthttp.RequestConfig {
-			if string(hd.Method()) == fasthttp.MethodPost && string(hd.RequestURI()) == Prefix+"/task/multipart" {
+			if string(hd.Method()) != fasthttp.MethodPost {
+				return fasthttp.RequestConfig{}
+			}
+			uri := hd.RequestURI()
+			switch {
+			case bytes.HasPrefix(uri, []byte(Prefix+"/task/multipart")):
 				return fasthttp.RequestConfig{MaxRequestBodySize: int(cfg.MaxFileSize) + 1<<20}
+			case bytes.HasPrefix(uri, []byte(Prefix+"/tier1/")):
+				return fasthttp.RequestConfig{MaxRequestBodySize: cfg.Tier1.MaxBatchBytes}
 			}
 			return fasthttp.RequestConfig{}
 		},
@@ -125,6 +139,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	var err error
 	s.closeOnce.Do(func() {
 		close(s.streamsDone)
+		s.cancelBg()
 		err = s.srv.ShutdownWithContext(ctx)
 		done := make(chan struct{})
 		go func() { s.streams.Wait(); close(done) }()

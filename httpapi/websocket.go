@@ -1,0 +1,149 @@
+package httpapi
+
+import (
+	"bytes"
+	"net/url"
+	"time"
+
+	"github.com/fasthttp/websocket"
+	"github.com/valyala/fasthttp"
+
+	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/tier1"
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// WebSocket timing (TP §9.2.2): a ping every 30 s, a pong within 10 s.
+const (
+	wsPingEvery  = 30 * time.Second
+	wsPongWait   = 10 * time.Second
+	wsWriteWait  = 10 * time.Second
+	tier1Window  = 32 // batches read ahead of their acknowledgements
+	wsBufferSize = 64 << 10
+)
+
+// checkOrigin admits clients that send no Origin (devices, programs) and
+// browsers on the agent's own origin; any other Origin is refused.
+func checkOrigin(ctx *fasthttp.RequestCtx) bool {
+	origin := ctx.Request.Header.Peek("Origin")
+	if len(origin) == 0 {
+		return true
+	}
+	u, err := url.Parse(string(origin))
+	if err != nil {
+		return false
+	}
+	return bytes.EqualFold([]byte(u.Host), ctx.Host())
+}
+
+func (s *Server) upgrade(ctx *fasthttp.RequestCtx, handler func(c *websocket.Conn)) error {
+	up := websocket.FastHTTPUpgrader{
+		ReadBufferSize: wsBufferSize, WriteBufferSize: wsBufferSize,
+		CheckOrigin: checkOrigin,
+		Error: func(ctx *fasthttp.RequestCtx, status int, reason error) {
+			code := wire.CodeMessageFormatInvalid
+			if status == fasthttp.StatusForbidden {
+				code = wire.CodePermissionDenied
+			}
+			e := wire.Errorf(code, "websocket: %v", reason)
+			ct, body, _ := encode(ctx, wire.ErrorBody{Error: e})
+			writeRaw(ctx, status, ct, body)
+		},
+	}
+	s.streams.Add(1)
+	if err := up.Upgrade(ctx, func(c *websocket.Conn) {
+		defer s.streams.Done()
+		defer c.Close()
+		handler(c)
+	}); err != nil {
+		s.streams.Done() // the upgrader has answered the request
+	}
+	return nil
+}
+
+// keepAlive pings the peer, ends the connection when a pong is late or on
+// shutdown, and returns when done is closed.
+func (s *Server) keepAlive(c *websocket.Conn, done <-chan struct{}) {
+	c.SetPongHandler(func(string) error {
+		return c.SetReadDeadline(time.Now().Add(wsPingEvery + wsPongWait))
+	})
+	_ = c.SetReadDeadline(time.Now().Add(wsPingEvery + wsPongWait))
+	t := time.NewTicker(wsPingEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			if err := c.WriteControl(websocket.PingMessage, nil, time.Now().Add(wsWriteWait)); err != nil {
+				return
+			}
+		case <-s.streamsDone:
+			_ = c.WriteControl(websocket.CloseMessage,
+				websocket.FormatCloseMessage(websocket.CloseGoingAway, "agent shutting down"), time.Now().Add(wsWriteWait))
+			_ = c.SetReadDeadline(time.Now())
+			return
+		case <-done:
+			return
+		}
+	}
+}
+
+// tier1Stream serves GET /tier1/stream: each binary message is one batch;
+// each is answered, in order, by a msgpack map {"ok":true,"accepted":N,
+// "batch_id":...} once durable, or {"ok":false,"error":{...}}. Up to 32
+// batches may wait for their answers; beyond that the server stops reading.
+func (s *Server) tier1Stream(ctx *fasthttp.RequestCtx, p agent.Principal, _ []string) error {
+	scope := tier1Scope(ctx, p)
+	max := int64(s.a.Config().Tier1.MaxBatchBytes)
+	return s.upgrade(ctx, func(c *websocket.Conn) {
+		c.SetReadLimit(max)
+		done := make(chan struct{})
+		defer close(done)
+		go s.keepAlive(c, done)
+
+		// order holds one slot per batch in arrival order; the writer
+		// answers them in that order as they are filled.
+		order := make(chan chan tier1Ack, tier1Window)
+		wrote := make(chan struct{})
+		go func() {
+			defer close(wrote)
+			broken := false
+			for slot := range order {
+				ack := <-slot
+				if broken {
+					continue
+				}
+				b, err := wire.Msgpack.Marshal(&ack)
+				if err == nil {
+					_ = c.SetWriteDeadline(time.Now().Add(wsWriteWait))
+					err = c.WriteMessage(websocket.BinaryMessage, b)
+				}
+				broken = err != nil
+			}
+		}()
+		in := s.a.Tier1()
+		for {
+			mt, data, err := c.ReadMessage()
+			if err != nil {
+				break
+			}
+			slot := make(chan tier1Ack, 1)
+			order <- slot // blocks when tier1Window batches are unanswered
+			if mt != websocket.BinaryMessage {
+				slot <- tier1Ack{Error: wire.Errorf(wire.CodeMessageFormatInvalid, "send each batch as one binary message")}
+				continue
+			}
+			err = in.IngestAsync(s.bg, scope, "", data, func(r tier1.Result, err error) {
+				if err != nil {
+					slot <- tier1Ack{BatchID: r.BatchID, Error: wire.AsError(err)}
+					return
+				}
+				slot <- tier1Ack{OK: true, Accepted: r.Accepted, BatchID: r.BatchID, Duplicate: r.Duplicate}
+			})
+			if err != nil {
+				slot <- tier1Ack{Error: wire.AsError(err)}
+			}
+		}
+		close(order)
+		<-wrote // every batch read is answered (or the connection broke)
+	})
+}

@@ -1,0 +1,294 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"math"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Tier-1 frames live in nested buckets, one per routine, under "t1":
+//
+//	t1/<capability_id>   key: ts(int64 BE, sign bit flipped) device_id 0x00 seq(uint64 BE)
+//	                     value: the frame as a msgpack array (tier1.AppendFrame)
+//	t1_stats             capability_id → frames(uint64 BE) bytes(uint64 BE)
+//	t1_seen              scope 0x00 batch_id → received_at(unix ns, uint64 BE)
+//	t1_outbox            seq(uint64 BE) → a batch to forward upstream
+//
+// Keys sort by time, then device, then arrival, so range scans answer time
+// queries and retention deletes from the front.
+var (
+	bucketT1      = []byte("t1")
+	bucketT1Stats = []byte("t1_stats")
+	bucketT1Seen  = []byte("t1_seen")
+	bucketT1Out   = []byte("t1_outbox")
+)
+
+// T1Key builds the key of a frame.
+func T1Key(dst []byte, ts int64, device string, seq uint64) []byte {
+	dst = binary.BigEndian.AppendUint64(dst, uint64(ts)^(1<<63))
+	dst = append(dst, device...)
+	dst = append(dst, 0)
+	return binary.BigEndian.AppendUint64(dst, seq)
+}
+
+// T1KeyTime is the timestamp part of a frame key.
+func T1KeyTime(k []byte) int64 {
+	if len(k) < 8 {
+		return math.MinInt64
+	}
+	return int64(binary.BigEndian.Uint64(k) ^ (1 << 63))
+}
+
+// T1KeyDevice is the device part of a frame key.
+func T1KeyDevice(k []byte) []byte {
+	if len(k) < 17 {
+		return nil
+	}
+	return k[8 : len(k)-9]
+}
+
+func t1Tx(tx *Tx) (*bolt.Bucket, error) {
+	if tx.tx.Writable() {
+		return tx.tx.CreateBucketIfNotExists(bucketT1)
+	}
+	if b := tx.tx.Bucket(bucketT1); b != nil {
+		return b, nil
+	}
+	return nil, ErrNotFound
+}
+
+// T1Frames is the frame bucket of one routine inside a write transaction.
+type T1Frames struct {
+	b     *bolt.Bucket
+	stats *bolt.Bucket
+	id    []byte
+	n, sz uint64
+}
+
+// T1Writer opens (creating) the frame bucket of a routine for writing. Call
+// Done after the last Put to update the routine's counters.
+func (tx *Tx) T1Writer(capID string) (*T1Frames, error) {
+	root, err := t1Tx(tx)
+	if err != nil {
+		return nil, err
+	}
+	b, err := root.CreateBucketIfNotExists([]byte(capID))
+	if err != nil {
+		return nil, err
+	}
+	b.FillPercent = 0.95 // keys arrive mostly in order
+	stats, err := tx.tx.CreateBucketIfNotExists(bucketT1Stats)
+	if err != nil {
+		return nil, err
+	}
+	return &T1Frames{b: b, stats: stats, id: []byte(capID)}, nil
+}
+
+// NextSeq returns a number unique within the routine.
+func (w *T1Frames) NextSeq() (uint64, error) { return w.b.NextSequence() }
+
+// Put stores one frame.
+func (w *T1Frames) Put(key, frame []byte) error {
+	w.n++
+	w.sz += uint64(len(key) + len(frame))
+	return w.b.Put(key, frame)
+}
+
+// Done adds what was put to the routine's counters.
+func (w *T1Frames) Done() error {
+	frames, size := t1Stats(w.stats.Get(w.id))
+	return w.stats.Put(w.id, t1StatsValue(frames+w.n, size+w.sz))
+}
+
+func t1Stats(v []byte) (frames, size uint64) {
+	if len(v) != 16 {
+		return 0, 0
+	}
+	return binary.BigEndian.Uint64(v), binary.BigEndian.Uint64(v[8:])
+}
+
+func t1StatsValue(frames, size uint64) []byte {
+	v := binary.BigEndian.AppendUint64(make([]byte, 0, 16), frames)
+	return binary.BigEndian.AppendUint64(v, size)
+}
+
+// T1Stats returns the stored frame count and bytes of a routine.
+func (tx *Tx) T1Stats(capID string) (frames, size uint64) {
+	b := tx.tx.Bucket(bucketT1Stats)
+	if b == nil {
+		return 0, 0
+	}
+	return t1Stats(b.Get([]byte(capID)))
+}
+
+// T1Seen reports whether (scope, batchID) was stored before, and marks it
+// (with time at) when it was not.
+func (tx *Tx) T1Seen(scope, batchID string, at int64) (bool, error) {
+	b, err := tx.tx.CreateBucketIfNotExists(bucketT1Seen)
+	if err != nil {
+		return false, err
+	}
+	k := idemKey(scope, batchID)
+	if b.Get(k) != nil {
+		return true, nil
+	}
+	return false, b.Put(k, binary.BigEndian.AppendUint64(nil, uint64(at)))
+}
+
+// T1HasSeen reports whether (scope, batchID) was stored, without marking.
+func (tx *Tx) T1HasSeen(scope, batchID string) bool {
+	b := tx.tx.Bucket(bucketT1Seen)
+	return b != nil && b.Get(idemKey(scope, batchID)) != nil
+}
+
+// T1Scan calls fn for the frames of a routine with from ≤ key < to (nil
+// bounds are open), in key order, until fn returns false. The slices are
+// valid only inside fn.
+func (tx *Tx) T1Scan(capID string, from, to []byte, fn func(k, v []byte) bool) error {
+	root := tx.tx.Bucket(bucketT1)
+	if root == nil {
+		return nil
+	}
+	b := root.Bucket([]byte(capID))
+	if b == nil {
+		return nil
+	}
+	c := b.Cursor()
+	var k, v []byte
+	if from != nil {
+		k, v = c.Seek(from)
+	} else {
+		k, v = c.First()
+	}
+	for ; k != nil; k, v = c.Next() {
+		if to != nil && bytes.Compare(k, to) >= 0 {
+			return nil
+		}
+		if !fn(k, v) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// T1Routines lists the routines that have a frame bucket.
+func (tx *Tx) T1Routines() []string {
+	root := tx.tx.Bucket(bucketT1)
+	if root == nil {
+		return nil
+	}
+	var out []string
+	_ = root.ForEachBucket(func(k []byte) error {
+		out = append(out, string(k))
+		return nil
+	})
+	return out
+}
+
+// T1Prune deletes a routine's oldest frames: those older than before (unix
+// ns) and then the oldest until the routine holds at most maxBytes; at most
+// max frames per call. It returns the frames deleted.
+func (tx *Tx) T1Prune(capID string, before int64, maxBytes uint64, max int) (int, error) {
+	root := tx.tx.Bucket(bucketT1)
+	if root == nil {
+		return 0, nil
+	}
+	b := root.Bucket([]byte(capID))
+	if b == nil {
+		return 0, nil
+	}
+	stats, err := tx.tx.CreateBucketIfNotExists(bucketT1Stats)
+	if err != nil {
+		return 0, err
+	}
+	frames, size := t1Stats(stats.Get([]byte(capID)))
+	c := b.Cursor()
+	n := 0
+	for k, v := c.First(); k != nil && n < max; k, v = c.First() {
+		if T1KeyTime(k) >= before && (maxBytes == 0 || size <= maxBytes) {
+			break
+		}
+		sz := uint64(len(k) + len(v))
+		if err := c.Delete(); err != nil {
+			return n, err
+		}
+		n++
+		frames--
+		size -= min(sz, size)
+	}
+	if n > 0 {
+		return n, stats.Put([]byte(capID), t1StatsValue(frames, size))
+	}
+	return 0, nil
+}
+
+// T1PruneSeen deletes batch-id records older than before (unix ns), at most
+// max of them.
+func (tx *Tx) T1PruneSeen(before int64, max int) (int, error) {
+	b := tx.tx.Bucket(bucketT1Seen)
+	if b == nil {
+		return 0, nil
+	}
+	n := 0
+	c := b.Cursor()
+	for k, v := c.First(); k != nil && n < max; k, v = c.Next() {
+		if len(v) == 8 && int64(binary.BigEndian.Uint64(v)) < before {
+			if err := c.Delete(); err != nil {
+				return n, err
+			}
+			n++
+		}
+	}
+	return n, nil
+}
+
+// ---- uplink outbox ----
+
+// T1Enqueue appends a batch to the uplink outbox; build makes it from the
+// outbox sequence number (so the number can name the batch).
+func (tx *Tx) T1Enqueue(build func(seq uint64) []byte) (uint64, error) {
+	b, err := tx.tx.CreateBucketIfNotExists(bucketT1Out)
+	if err != nil {
+		return 0, err
+	}
+	seq, err := b.NextSequence()
+	if err != nil {
+		return 0, err
+	}
+	return seq, b.Put(binary.BigEndian.AppendUint64(nil, seq), build(seq))
+}
+
+// T1Outbox returns up to max queued batches in order (copies).
+func (tx *Tx) T1Outbox(max int) (seqs []uint64, batches [][]byte) {
+	b := tx.tx.Bucket(bucketT1Out)
+	if b == nil {
+		return nil, nil
+	}
+	c := b.Cursor()
+	for k, v := c.First(); k != nil && len(seqs) < max; k, v = c.Next() {
+		seqs = append(seqs, binary.BigEndian.Uint64(k))
+		batches = append(batches, append([]byte(nil), v...))
+	}
+	return seqs, batches
+}
+
+// T1OutboxLen counts the queued batches.
+func (tx *Tx) T1OutboxLen() int {
+	b := tx.tx.Bucket(bucketT1Out)
+	if b == nil {
+		return 0
+	}
+	return b.Stats().KeyN
+}
+
+// T1Ack removes a forwarded batch from the outbox.
+func (tx *Tx) T1Ack(seq uint64) error {
+	b := tx.tx.Bucket(bucketT1Out)
+	if b == nil {
+		return errors.New("t1 outbox is missing")
+	}
+	return b.Delete(binary.BigEndian.AppendUint64(nil, seq))
+}

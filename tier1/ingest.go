@@ -1,0 +1,275 @@
+package tier1
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/synapse-edge/synapse/store"
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// IngestConfig configures an Ingestor.
+type IngestConfig struct {
+	Limits Limits
+	// MaxInflightBytes bounds the batch bytes decoded and waiting for the
+	// disk at once; senders wait beyond it (back-pressure). Default 64 MiB.
+	MaxInflightBytes int64
+	// Uplink queues every stored batch for forwarding upstream.
+	Uplink bool
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+}
+
+// Result is the outcome of one ingested batch.
+type Result struct {
+	Accepted  int    `json:"accepted" msgpack:"accepted"`
+	BatchID   string `json:"batch_id,omitempty" msgpack:"batch_id,omitempty"`
+	Duplicate bool   `json:"duplicate,omitempty" msgpack:"duplicate,omitempty"`
+}
+
+// Counters are the ingest counters, for /metrics.
+type Counters struct {
+	Frames, Batches, Duplicates, Refused, Bytes, Pruned atomic.Uint64
+}
+
+// Ingestor validates batches and stores their frames durably: a batch is
+// acknowledged only after the transaction holding it is fsynced. Batches
+// from many senders share transactions through the store's group commit.
+type Ingestor struct {
+	reg    *Registry
+	db     *store.DB
+	cfg    IngestConfig
+	budget *byteBudget
+	keys   map[string]keyFields
+	C      Counters
+	// queued is poked when a batch is queued for the uplink.
+	queued chan struct{}
+}
+
+// keyFields are the positions of the fields that order a routine's frames.
+type keyFields struct{ ts, device int }
+
+// NewIngestor builds an ingestor over db for the routines of reg.
+func NewIngestor(reg *Registry, db *store.DB, cfg IngestConfig) *Ingestor {
+	if cfg.MaxInflightBytes <= 0 {
+		cfg.MaxInflightBytes = 64 << 20
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	in := &Ingestor{reg: reg, db: db, cfg: cfg, budget: newByteBudget(cfg.MaxInflightBytes),
+		keys: map[string]keyFields{}, queued: make(chan struct{}, 1)}
+	for _, d := range reg.List() {
+		k := keyFields{ts: -1, device: -1}
+		for i, f := range d.Fields {
+			switch {
+			case f.Name == "ts" && f.Type == TypeInt:
+				k.ts = i
+			case f.Name == "device_id" && f.Type == TypeStr:
+				k.device = i
+			}
+		}
+		in.keys[d.CapabilityID] = k
+	}
+	return in
+}
+
+// Registry is the ingestor's routines.
+func (in *Ingestor) Registry() *Registry { return in.reg }
+
+// Queued is poked (without blocking) whenever a batch is queued upstream.
+func (in *Ingestor) Queued() <-chan struct{} { return in.queued }
+
+// Ingest stores one batch sent by scope (the sender's identity, used for
+// batch_id deduplication). wantID, if not empty, is the routine the route
+// named; the batch must be for it. It returns after the batch is durable.
+func (in *Ingestor) Ingest(ctx context.Context, scope, wantID string, body []byte) (Result, error) {
+	var res Result
+	var err error
+	done := make(chan struct{})
+	if qerr := in.IngestAsync(ctx, scope, wantID, body, func(r Result, e error) {
+		res, err = r, e
+		close(done)
+	}); qerr != nil {
+		return Result{}, qerr
+	}
+	<-done
+	return res, err
+}
+
+// IngestAsync decodes the batch now and queues its write; cb gets the
+// outcome once the batch is durable (or refused), from the store's writer
+// goroutine, in the order the batches were queued, and must not block. An
+// error returned directly means cb will not be called.
+func (in *Ingestor) IngestAsync(ctx context.Context, scope, wantID string, body []byte, cb func(Result, error)) error {
+	n := int64(len(body))
+	if err := in.budget.acquire(ctx, n); err != nil {
+		return err
+	}
+	b, err := DecodeBatch(body, in.reg, in.cfg.Limits)
+	if err == nil && wantID != "" && b.CapabilityID != wantID {
+		err = wire.Errorf(wire.CodeInvalidParams, "the batch is for routine %q but was sent to %q", b.CapabilityID, wantID).
+			With("capability_id", b.CapabilityID)
+	}
+	if err != nil {
+		in.budget.release(n)
+		in.C.Refused.Add(1)
+		return refusal(err)
+	}
+	now := in.cfg.Now()
+	kf := in.keys[b.CapabilityID]
+	frames := make([][]byte, len(b.Frames))
+	keys := make([][]byte, len(b.Frames))
+	buf := make([]byte, 0, len(body)+len(b.Frames)*8)
+	for i, f := range b.Frames {
+		start := len(buf)
+		buf = AppendFrame(buf, f)
+		frames[i] = buf[start:len(buf):len(buf)]
+	}
+	keyBuf := make([]byte, 0, len(b.Frames)*32)
+	var upBatch []byte
+	dup := false
+	in.db.UpdateAsync(func(tx *store.Tx) error {
+		dup = false
+		if b.BatchID != "" {
+			seen, err := tx.T1Seen(scope, b.BatchID, now.UnixNano())
+			if err != nil {
+				return err
+			}
+			if seen {
+				dup = true
+				return nil
+			}
+		}
+		w, err := tx.T1Writer(b.CapabilityID)
+		if err != nil {
+			return err
+		}
+		kb := keyBuf[:0]
+		for i, f := range b.Frames {
+			seq, err := w.NextSeq()
+			if err != nil {
+				return err
+			}
+			ts := now.UnixNano()
+			if kf.ts >= 0 {
+				if v := f.At(kf.ts); v.Kind() == KindInt {
+					ts = v.Int()
+				}
+			}
+			dev := scope
+			if kf.device >= 0 {
+				if v := f.At(kf.device); v.Kind() == KindStr {
+					dev = v.Str()
+				}
+			}
+			start := len(kb)
+			kb = store.T1Key(kb, ts, dev, seq)
+			keys[i] = kb[start:len(kb):len(kb)]
+			if err := w.Put(keys[i], frames[i]); err != nil {
+				return err
+			}
+		}
+		if in.cfg.Uplink {
+			if _, err := tx.T1Enqueue(func(seq uint64) []byte {
+				upBatch = AppendBatch(upBatch[:0], b.CapabilityID, b.Version, fmt.Sprintf("u%d", seq), b.Frames, b.Desc)
+				return upBatch
+			}); err != nil {
+				return err
+			}
+		}
+		return w.Done()
+	}, func(err error) {
+		in.budget.release(n)
+		if err != nil {
+			in.C.Refused.Add(1)
+			cb(Result{BatchID: b.BatchID}, wire.Errorf(wire.CodeSysStorage, "store batch: %v", err))
+			return
+		}
+		in.C.Batches.Add(1)
+		if dup {
+			in.C.Duplicates.Add(1)
+		} else {
+			in.C.Frames.Add(uint64(len(frames)))
+			in.C.Bytes.Add(uint64(n))
+			if in.cfg.Uplink {
+				select {
+				case in.queued <- struct{}{}:
+				default:
+				}
+			}
+		}
+		cb(Result{Accepted: len(frames), BatchID: b.BatchID, Duplicate: dup}, nil)
+	})
+	return nil
+}
+
+// refusal turns a decode error into the client-visible error, with the index
+// of the first bad frame.
+func refusal(err error) error {
+	var we *wire.Error
+	if errors.As(err, &we) {
+		return we
+	}
+	var fe *FrameError
+	switch {
+	case errors.As(err, &fe):
+		return wire.Errorf(wire.CodeInvalidParams, "batch refused: %v", err).
+			With("frame_index", fe.Index).With("field", fe.Field)
+	case errors.Is(err, ErrUnknownRoutine), errors.Is(err, ErrVersionMismatch):
+		return wire.Errorf(wire.CodeCapabilityLacking, "batch refused: %v", err)
+	case errors.Is(err, ErrTooManyFrames):
+		return wire.Errorf(wire.CodePayloadTooLarge, "batch refused: %v", err)
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return wire.Errorf(wire.CodeAgentNotReady, "batch not stored: %v", err)
+	}
+	return wire.Errorf(wire.CodeMessageFormatInvalid, "batch refused: %v", err)
+}
+
+// byteBudget is a counting semaphore over bytes.
+type byteBudget struct {
+	mu    sync.Mutex
+	cond  *sync.Cond
+	free  int64
+	limit int64
+}
+
+func newByteBudget(limit int64) *byteBudget {
+	b := &byteBudget{free: limit, limit: limit}
+	b.cond = sync.NewCond(&b.mu)
+	return b
+}
+
+// acquire takes n bytes, waiting while they are not free. A request larger
+// than the whole budget waits until the budget is entirely free.
+func (b *byteBudget) acquire(ctx context.Context, n int64) error {
+	n = min(n, b.limit)
+	stop := context.AfterFunc(ctx, func() {
+		b.mu.Lock()
+		b.cond.Broadcast()
+		b.mu.Unlock()
+	})
+	defer stop()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for b.free < n {
+		if err := ctx.Err(); err != nil {
+			return wire.Errorf(wire.CodeAgentNotReady, "waiting for the disk: %v", err)
+		}
+		b.cond.Wait()
+	}
+	b.free -= n
+	return nil
+}
+
+func (b *byteBudget) release(n int64) {
+	n = min(n, b.limit)
+	b.mu.Lock()
+	b.free += n
+	b.mu.Unlock()
+	b.cond.Broadcast()
+}
