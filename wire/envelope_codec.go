@@ -1,0 +1,587 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/vmihailenco/msgpack/v5"
+	"github.com/vmihailenco/msgpack/v5/msgpcode"
+)
+
+// Envelope codecs.
+//
+// JSON: one object. Keys are matched exactly (case-sensitive); unknown keys
+// are skipped (a newer MINOR may add fields); a known key given twice is
+// refused, so that no two readers can disagree on which value was signed.
+// String fields take a string or null (null = absent); hop_count an integer.
+// The payload is kept as the exact bytes of its value (json.RawMessage). The
+// whole input must be UTF-8 and nothing but whitespace may follow the object.
+//
+// msgpack: one map with the same string keys and the same rules; string
+// fields are msgpack str (or nil), hop_count any msgpack integer, and the
+// payload is kept as the exact bytes of its value. Input is checked with
+// CheckMsgpack before decoding and no byte may follow the map.
+//
+// Both writers emit keys in the order of SPEC §3 and leave out empty
+// optional fields, a zero receiver, a nil trace_info and a zero payload. The
+// payload is written byte for byte when it is already in the writer's codec
+// and converted (RawPayload.Convert) when it is not.
+
+// DecodeEnvelopeJSON decodes and validates a JSON envelope of at most
+// MaxEnvelopeBytes.
+func DecodeEnvelopeJSON(b []byte) (*UnifiedSynapseMessage, error) {
+	return DecodeEnvelopeJSONLimit(b, MaxEnvelopeBytes)
+}
+
+// DecodeEnvelopeJSONLimit decodes and validates a JSON envelope of at most
+// maxBytes bytes (no limit when maxBytes <= 0: only for input the caller has
+// already bounded). The message does not share memory with b.
+func DecodeEnvelopeJSONLimit(b []byte, maxBytes int) (*UnifiedSynapseMessage, error) {
+	if err := envCheckSize(b, maxBytes); err != nil {
+		return nil, err
+	}
+	m := new(UnifiedSynapseMessage)
+	if err := m.UnmarshalJSON(b); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// EncodeEnvelopeJSON is m.MarshalJSON.
+func EncodeEnvelopeJSON(m *UnifiedSynapseMessage) ([]byte, error) { return m.MarshalJSON() }
+
+// DecodeEnvelopeMsgpack decodes and validates a msgpack envelope of at most
+// MaxEnvelopeBytes.
+func DecodeEnvelopeMsgpack(b []byte) (*UnifiedSynapseMessage, error) {
+	return DecodeEnvelopeMsgpackLimit(b, MaxEnvelopeBytes)
+}
+
+// DecodeEnvelopeMsgpackLimit decodes and validates a msgpack envelope of at
+// most maxBytes bytes (no limit when maxBytes <= 0). The message does not
+// share memory with b.
+func DecodeEnvelopeMsgpackLimit(b []byte, maxBytes int) (*UnifiedSynapseMessage, error) {
+	if err := envCheckSize(b, maxBytes); err != nil {
+		return nil, err
+	}
+	if err := CheckMsgpack(b, DefaultMsgpackLimits); err != nil {
+		return nil, invalidf("%v", err)
+	}
+	r := bytes.NewReader(b)
+	dec := msgpack.NewDecoder(r)
+	m := new(UnifiedSynapseMessage)
+	if err := m.DecodeMsgpack(dec); err != nil {
+		return nil, err
+	}
+	if r.Len() != 0 {
+		return nil, invalidf("%d bytes after the envelope", r.Len())
+	}
+	return m, nil
+}
+
+// EncodeEnvelopeMsgpack writes m as a msgpack map.
+func EncodeEnvelopeMsgpack(m *UnifiedSynapseMessage) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := m.EncodeMsgpack(msgpack.NewEncoder(&buf)); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func envCheckSize(b []byte, maxBytes int) error {
+	if maxBytes > 0 && len(b) > maxBytes {
+		return fmt.Errorf("%w: %w: %d bytes, limit %d", ErrEnvelopeInvalid, ErrEnvelopeTooLarge, len(b), maxBytes)
+	}
+	return nil
+}
+
+// Key bits, to refuse a key given twice; 0 is an unknown key.
+const (
+	envKeyTPVersion = 1 << iota
+	envKeyMessageID
+	envKeyMessageType
+	envKeySender
+	envKeyReceiver
+	envKeyTimestamp
+	envKeyCorrelationID
+	envKeyConversationID
+	envKeyContractRef
+	envKeyContentType
+	envKeyPayload
+	envKeyTraceInfo
+	envKeySignature
+)
+
+// envTopKey maps a top-level key to its bit (the order of the constants).
+func envTopKey(key string) int {
+	return envKeyBit(key, "tp_version", "message_id", "message_type", "sender", "receiver",
+		"timestamp", "correlation_id", "conversation_id", "protocol_contract_ref",
+		"content_type", "payload", "trace_info", "signature")
+}
+
+// envKeyBit is 1<<i for the i-th of keys equal to k, 0 when none is.
+func envKeyBit(k string, keys ...string) int {
+	for i, key := range keys {
+		if k == key {
+			return 1 << i
+		}
+	}
+	return 0
+}
+
+// envString is the string field of a top-level key bit.
+func (m *UnifiedSynapseMessage) envString(bit int) *string {
+	switch bit {
+	case envKeyTPVersion:
+		return &m.TPVersion
+	case envKeyMessageID:
+		return &m.MessageID
+	case envKeyMessageType:
+		return &m.MessageType
+	case envKeyTimestamp:
+		return &m.Timestamp
+	case envKeyCorrelationID:
+		return &m.CorrelationID
+	case envKeyConversationID:
+		return &m.ConversationID
+	case envKeyContractRef:
+		return &m.ProtocolContractRef
+	case envKeyContentType:
+		return &m.ContentType
+	case envKeySignature:
+		return &m.Signature
+	}
+	return nil
+}
+
+// envReader is what the shared decoder needs from a codec.
+type envReader interface {
+	// object reads an object (map) and calls field for each key with the
+	// reader at its value; null (nil) reports present=false.
+	object(field func(key string) error) (present bool, err error)
+	// str reads a string; null (nil) is "".
+	str(p *string) error
+	// hopCount reads an integer or null, clamped to the int32 range (values
+	// beyond it are refused either way, and int is 32 bits on some targets).
+	hopCount() (int, error)
+	// payload reads any value and keeps its exact bytes.
+	payload() (RawPayload, error)
+	skip() error
+}
+
+// envObject is r.object with every key's error wrapped in
+// ErrEnvelopeInvalid, and a key given twice refused; key maps a key to its
+// bit (0 = unknown, skipped).
+func envObject(r envReader, key func(string) int, field func(k string, bit int) error) (bool, error) {
+	seen := 0
+	return r.object(func(k string) error {
+		bit := key(k)
+		var err error
+		switch {
+		case bit == 0:
+			err = r.skip()
+		case seen&bit != 0:
+			return invalidf("key %q given twice", k)
+		default:
+			seen |= bit
+			err = field(k, bit)
+		}
+		if err != nil && !errors.Is(err, ErrEnvelopeInvalid) {
+			return invalidf("%s: %v", k, err)
+		}
+		return err
+	})
+}
+
+// envDecode reads an envelope into m (without validating it).
+func envDecode(r envReader, m *UnifiedSynapseMessage) error {
+	*m = UnifiedSynapseMessage{}
+	present, err := envObject(r, envTopKey, func(_ string, bit int) error {
+		switch bit {
+		case envKeySender:
+			return envDecodeAgent(r, &m.Sender)
+		case envKeyReceiver:
+			return envDecodeAgent(r, &m.Receiver)
+		case envKeyTraceInfo:
+			t := new(TraceInfo)
+			ok, err := envDecodeTrace(r, t)
+			if ok {
+				m.TraceInfo = t
+			}
+			return err
+		case envKeyPayload:
+			p, err := r.payload()
+			m.Payload = p
+			return err
+		}
+		return r.str(m.envString(bit))
+	})
+	if err != nil {
+		return err
+	}
+	if !present {
+		return invalidf("not an object")
+	}
+	return nil
+}
+
+func envDecodeAgent(r envReader, a *AgentRef) error {
+	_, err := envObject(r, envAgentKey, func(_ string, bit int) error {
+		switch bit {
+		case 1:
+			return r.str(&a.AgentID)
+		case 2:
+			return r.str(&a.SystemID)
+		}
+		return r.str(&a.Endpoint)
+	})
+	return err
+}
+
+func envAgentKey(k string) int { return envKeyBit(k, "agent_id", "system_id", "endpoint") }
+
+func envDecodeTrace(r envReader, t *TraceInfo) (bool, error) {
+	return envObject(r, envTraceKey, func(_ string, bit int) error {
+		switch bit {
+		case 1:
+			return r.str(&t.OriginalProtocol)
+		case 2:
+			return r.str(&t.OriginalMessageID)
+		}
+		h, err := r.hopCount()
+		t.HopCount = h
+		return err
+	})
+}
+
+func envTraceKey(k string) int {
+	return envKeyBit(k, "original_protocol", "original_message_id", "hop_count")
+}
+
+func envClampHop(h int64) int { return int(max(min(h, math.MaxInt32), math.MinInt32)) }
+
+// envEntry is one key of an encoded object, in the order it is written.
+type envEntry struct {
+	key      string
+	kind     uint8 // envStr, envInt, envObj or envRaw
+	str      string
+	num      int64
+	children []envEntry
+	raw      []byte
+}
+
+const (
+	envStr = iota
+	envInt
+	envObj
+	envRaw
+)
+
+// envEntries lists what both writers write: keys in SPEC §3 order, empty
+// optional fields left out, payload already in the writer's codec.
+func (m *UnifiedSynapseMessage) envEntries(payload RawPayload) []envEntry {
+	var e []envEntry
+	str := func(list *[]envEntry, k, v string, omitEmpty bool) {
+		if !omitEmpty || v != "" {
+			*list = append(*list, envEntry{key: k, kind: envStr, str: v})
+		}
+	}
+	agent := func(k string, r AgentRef) {
+		c := []envEntry{{key: "agent_id", kind: envStr, str: r.AgentID}}
+		str(&c, "system_id", r.SystemID, true)
+		str(&c, "endpoint", r.Endpoint, true)
+		e = append(e, envEntry{key: k, kind: envObj, children: c})
+	}
+	str(&e, "tp_version", m.TPVersion, false)
+	str(&e, "message_id", m.MessageID, false)
+	str(&e, "message_type", m.MessageType, false)
+	agent("sender", m.Sender)
+	if !m.Receiver.IsZero() {
+		agent("receiver", m.Receiver)
+	}
+	str(&e, "timestamp", m.Timestamp, false)
+	str(&e, "correlation_id", m.CorrelationID, true)
+	str(&e, "conversation_id", m.ConversationID, true)
+	str(&e, "protocol_contract_ref", m.ProtocolContractRef, true)
+	str(&e, "content_type", m.ContentType, true)
+	if payload.codec != PayloadNone {
+		e = append(e, envEntry{key: "payload", kind: envRaw, raw: payload.raw})
+	}
+	if t := m.TraceInfo; t != nil {
+		var c []envEntry
+		str(&c, "original_protocol", t.OriginalProtocol, true)
+		str(&c, "original_message_id", t.OriginalMessageID, true)
+		c = append(c, envEntry{key: "hop_count", kind: envInt, num: int64(t.HopCount)})
+		e = append(e, envEntry{key: "trace_info", kind: envObj, children: c})
+	}
+	str(&e, "signature", m.Signature, true)
+	return e
+}
+
+// ---- JSON ----
+
+// UnmarshalJSON decodes and validates a JSON envelope (rules above; no size
+// limit: bound the input first or use DecodeEnvelopeJSONLimit).
+func (m *UnifiedSynapseMessage) UnmarshalJSON(b []byte) error {
+	if !utf8.Valid(b) {
+		return invalidf("not UTF-8")
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := envDecode(envJSONReader{dec}, m); err != nil {
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return invalidf("data after the envelope object")
+	}
+	return m.Validate()
+}
+
+// MarshalJSON writes the envelope as one compact JSON object (rules above).
+// Send these bytes as they are: when the envelope is nested in a value that
+// encoding/json marshals, encoding/json compacts and HTML-escapes them, which
+// changes a payload's bytes (and so its signature) if the payload contains
+// whitespace or <, >, &.
+func (m UnifiedSynapseMessage) MarshalJSON() ([]byte, error) {
+	payload, err := m.Payload.Convert(PayloadJSON)
+	if err != nil {
+		return nil, err
+	}
+	return envWriteJSON(make([]byte, 0, 512+len(payload.raw)), m.envEntries(payload)), nil
+}
+
+type envJSONReader struct{ dec *json.Decoder }
+
+func (r envJSONReader) object(field func(key string) error) (bool, error) {
+	tok, err := r.dec.Token()
+	if err != nil {
+		return false, invalidf("%v", err)
+	}
+	if tok == nil {
+		return false, nil
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return false, invalidf("want an object, found %v", tok)
+	}
+	for r.dec.More() {
+		tok, err := r.dec.Token()
+		if err != nil {
+			return false, invalidf("%v", err)
+		}
+		key, _ := tok.(string) // inside an object, Token returns keys as strings
+		if err := field(key); err != nil {
+			return false, err
+		}
+	}
+	if _, err := r.dec.Token(); err != nil { // the closing brace
+		return false, invalidf("%v", err)
+	}
+	return true, nil
+}
+
+func (r envJSONReader) str(p *string) error { return r.dec.Decode(p) }
+
+func (r envJSONReader) hopCount() (int, error) {
+	var raw json.RawMessage
+	if err := r.dec.Decode(&raw); err != nil {
+		return 0, err
+	}
+	if string(raw) == "null" {
+		return 0, nil
+	}
+	h, err := strconv.ParseInt(string(raw), 10, 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return 0, fmt.Errorf("%s is not an integer", raw)
+	}
+	return envClampHop(h), nil
+}
+
+func (r envJSONReader) payload() (RawPayload, error) {
+	var raw json.RawMessage
+	if err := r.dec.Decode(&raw); err != nil {
+		return RawPayload{}, err
+	}
+	return RawPayload{codec: PayloadJSON, raw: raw}, nil
+}
+
+func (r envJSONReader) skip() error {
+	var raw json.RawMessage
+	return r.dec.Decode(&raw)
+}
+
+func envWriteJSON(b []byte, entries []envEntry) []byte {
+	b = append(b, '{')
+	for i, e := range entries {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = envAppendJSONString(b, e.key)
+		b = append(b, ':')
+		switch e.kind {
+		case envStr:
+			b = envAppendJSONString(b, e.str)
+		case envInt:
+			b = strconv.AppendInt(b, e.num, 10)
+		case envObj:
+			b = envWriteJSON(b, e.children)
+		case envRaw:
+			b = append(b, e.raw...)
+		}
+	}
+	return append(b, '}')
+}
+
+// envAppendJSONString appends s as a JSON string: quote, backslash and
+// control characters escaped, invalid UTF-8 replaced by U+FFFD (as
+// encoding/json does), everything else as UTF-8.
+func envAppendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c == '\n':
+				b = append(b, '\\', 'n')
+			case c == '\r':
+				b = append(b, '\\', 'r')
+			case c == '\t':
+				b = append(b, '\\', 't')
+			case c < 0x20:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, `\ufffd`...)
+		} else {
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(b, '"')
+}
+
+// ---- msgpack ----
+
+// DecodeMsgpack decodes and validates a msgpack envelope map (rules above;
+// it does not run CheckMsgpack: DecodeEnvelopeMsgpack does).
+func (m *UnifiedSynapseMessage) DecodeMsgpack(dec *msgpack.Decoder) error {
+	if err := envDecode(envMsgpackReader{dec}, m); err != nil {
+		return err
+	}
+	return m.Validate()
+}
+
+// EncodeMsgpack writes the envelope as one msgpack map (rules above).
+func (m UnifiedSynapseMessage) EncodeMsgpack(enc *msgpack.Encoder) error {
+	payload, err := m.Payload.Convert(PayloadMsgpack)
+	if err != nil {
+		return err
+	}
+	return envWriteMsgpack(enc, m.envEntries(payload))
+}
+
+type envMsgpackReader struct{ dec *msgpack.Decoder }
+
+func (r envMsgpackReader) object(field func(key string) error) (bool, error) {
+	c, err := r.dec.PeekCode()
+	if err != nil {
+		return false, invalidf("%v", err)
+	}
+	if c == msgpcode.Nil {
+		return false, r.dec.Skip()
+	}
+	if !msgpcode.IsFixedMap(c) && c != msgpcode.Map16 && c != msgpcode.Map32 {
+		return false, invalidf("want a map, found code 0x%02x", c)
+	}
+	n, err := r.dec.DecodeMapLen()
+	if err != nil {
+		return false, invalidf("%v", err)
+	}
+	// Each entry reads at least two bytes, so n is bounded by the input.
+	for i := 0; i < n; i++ {
+		var key string
+		if err := r.str(&key); err != nil {
+			return false, invalidf("key %d: %v", i, err)
+		}
+		if err := field(key); err != nil {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+func (r envMsgpackReader) str(p *string) error {
+	c, err := r.dec.PeekCode()
+	if err != nil {
+		return err
+	}
+	if c != msgpcode.Nil && !msgpcode.IsFixedString(c) && c != msgpcode.Str8 && c != msgpcode.Str16 && c != msgpcode.Str32 {
+		return fmt.Errorf("want a string, found code 0x%02x", c)
+	}
+	*p, err = r.dec.DecodeString()
+	return err
+}
+
+func (r envMsgpackReader) hopCount() (int, error) {
+	c, err := r.dec.PeekCode()
+	if err != nil {
+		return 0, err
+	}
+	if c != msgpcode.Nil && !msgpcode.IsFixedNum(c) && (c < msgpcode.Uint8 || c > msgpcode.Int64) {
+		return 0, fmt.Errorf("want an integer, found code 0x%02x", c)
+	}
+	if c == msgpcode.Uint64 { // above MaxInt64 it would wrap negative
+		u, err := r.dec.DecodeUint64()
+		return int(min(u, math.MaxInt32)), err
+	}
+	h, err := r.dec.DecodeInt64()
+	return envClampHop(h), err
+}
+
+func (r envMsgpackReader) payload() (RawPayload, error) {
+	raw, err := r.dec.DecodeRaw()
+	if err != nil {
+		return RawPayload{}, err
+	}
+	return RawPayload{codec: PayloadMsgpack, raw: raw}, nil
+}
+
+func (r envMsgpackReader) skip() error { return r.dec.Skip() }
+
+func envWriteMsgpack(enc *msgpack.Encoder, entries []envEntry) error {
+	if err := enc.EncodeMapLen(len(entries)); err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := enc.EncodeString(e.key); err != nil {
+			return err
+		}
+		var err error
+		switch e.kind {
+		case envStr:
+			err = enc.EncodeString(e.str)
+		case envInt:
+			err = enc.EncodeInt(e.num)
+		case envObj:
+			err = envWriteMsgpack(enc, e.children)
+		case envRaw:
+			_, err = enc.Writer().Write(e.raw)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
