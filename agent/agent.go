@@ -32,6 +32,7 @@ type Agent struct {
 	tokens   tokens
 	eng      *engine
 	started  time.Time
+	p2p      remote
 	t1       *tier1.Ingestor
 	uplink   *tier1.Uplink
 	stopBg   context.CancelFunc

@@ -50,5 +50,31 @@ func builtinHandlers() []Handler {
 				}
 			},
 		},
+		{
+			Type: wire.SupportedTaskType{
+				Type: "confirm", Name: "Confirm", EstimatedTime: "until a person decides",
+				Description:  `Diagnostics: asks a person {"question": "..."} and completes with their decision (rejected if they reject).`,
+				Capabilities: []string{"diagnostics", "human_in_the_loop"},
+			},
+			InputSchema: json.RawMessage(`{"type":"object","required":["question"],"properties":{"question":{"type":"string","minLength":1}}}`),
+			Func: func(ctx context.Context, r *Run) (any, error) {
+				var p struct {
+					Question string             `json:"question"`
+					Options  []wire.HumanOption `json:"options"`
+				}
+				if err := r.Decode(&p); err != nil {
+					return nil, err
+				}
+				d, err := r.AskHuman(ctx, HumanRequest{
+					Reason:  wire.Reason{Code: "confirmation", Message: p.Question},
+					Summary: p.Question, Options: p.Options,
+				})
+				if err != nil {
+					return nil, err
+				}
+				return map[string]any{"approved": true, "action": d.Decision.Action,
+					"approved_fields": d.Decision.ApprovedFields, "decided_by": d.DecidedBy, "notes": d.Notes}, nil
+			},
+		},
 	}
 }

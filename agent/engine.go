@@ -50,6 +50,9 @@ type run struct {
 	cancel context.CancelCauseFunc
 	timer  Timer
 	done   chan struct{}
+	// decision receives a person's decision while the handler waits in
+	// AskHuman.
+	decision chan *wire.HumanDecisionPayload
 	// unsaved is set when the final state could not be persisted; readers
 	// then go to the store rather than trust the in-memory state.
 	unsaved bool
@@ -112,13 +115,30 @@ func (e *engine) transition(t *wire.Task, to wire.Status, now time.Time, reason 
 // apply mutates the run's task, persists the new state with its events and
 // publishes the events once they are durable. With wait it returns after the
 // commit; otherwise the write is queued (in order) and apply returns at once.
+// Messages the change announces to a peer are queued in the same
+// transaction.
 func (e *engine) apply(r *run, wait bool, mut func(t *wire.Task, now time.Time) ([]*wire.Event, error)) error {
+	return e.applyOut(r, wait, func(t *wire.Task, now time.Time) ([]*wire.Event, []Outgoing, error) {
+		evs, err := mut(t, now)
+		return evs, nil, err
+	})
+}
+
+// applyOut is apply for changes that also send explicit messages.
+func (e *engine) applyOut(r *run, wait bool, mut func(t *wire.Task, now time.Time) ([]*wire.Event, []Outgoing, error)) error {
 	r.mu.Lock()
-	next := *r.task
-	evs, err := mut(&next, e.a.clock.Now())
-	if err != nil || (len(evs) == 0 && next.Seq == r.task.Seq) {
+	prev := r.task
+	next := *prev
+	evs, out, err := mut(&next, e.a.clock.Now())
+	if err != nil || (len(evs) == 0 && len(out) == 0 && next.Seq == prev.Seq) {
 		r.mu.Unlock()
 		return err
+	}
+	if next.Target != "" || next.Origin != nil {
+		out = append(outgoingFor(prev, &next), out...)
+	}
+	if next.CallbackURL != "" && next.Status.Terminal() && !prev.Status.Terminal() {
+		out = append(out, Outgoing{URL: next.CallbackURL, Type: WebhookType, Payload: next.StatusResponse(true)})
 	}
 	snap := &next
 	r.task = snap
@@ -135,7 +155,7 @@ func (e *engine) apply(r *run, wait bool, mut func(t *wire.Task, now time.Time) 
 				return err
 			}
 		}
-		return nil
+		return e.enqueue(tx, out)
 	}, func(err error) {
 		if err == nil {
 			e.hub.publish(snap.ID, evs)
@@ -190,11 +210,14 @@ func (e *engine) submit(ctx context.Context, p Principal, req *wire.SubmitReques
 	if err := req.Normalize(); err != nil {
 		return nil, err
 	}
-	if req.Target != "" {
-		return nil, wire.Errorf(wire.CodeInvalidParams, "target %q: this agent has no paired peers to delegate to", req.Target).With("field", "target")
+	if err := checkCallbackURL(req.CallbackURL); err != nil {
+		return nil, err
 	}
-	if req.CallbackURL != "" {
-		return nil, wire.Errorf(wire.CodeInvalidParams, "callback_url is not supported by this agent; poll, use ?wait= or the SSE stream").With("field", "callback_url")
+	if req.CallbackURL != "" && e.a.p2p == nil {
+		return nil, wire.Errorf(wire.CodeInvalidParams, "callback_url needs the outbox, which this agent does not run").With("field", "callback_url")
+	}
+	if req.Target != "" {
+		return e.submitRemote(ctx, p, req, idem)
 	}
 	h := e.a.handlers.get(req.TaskType)
 	if h == nil {
@@ -211,7 +234,7 @@ func (e *engine) submit(ctx context.Context, p Principal, req *wire.SubmitReques
 	now := e.a.clock.Now()
 	t := &wire.Task{
 		ID: id.String(), Type: req.TaskType, Status: wire.StatusIdle, Payload: req.Payload,
-		TTLSeconds: req.TTLSeconds, Priority: req.Priority, Owner: p.ID,
+		TTLSeconds: req.TTLSeconds, Priority: req.Priority, Owner: p.ID, CallbackURL: req.CallbackURL,
 		CreatedAt: now, UpdatedAt: now,
 	}
 	evs, _ := e.transition(t, wire.StatusPending, now, "submitted")
@@ -235,35 +258,9 @@ func (e *engine) submit(ctx context.Context, p Principal, req *wire.SubmitReques
 		evs = append(evs, more...)
 	}
 	r.task = t
-	err = e.db.Update(ctx, func(tx *store.Tx) error {
-		if idem != nil {
-			if _, err := tx.Idem(idem.Scope, idem.Key); err == nil {
-				return errIdemRace
-			}
-		}
-		if err := tx.CreateTask(t); err != nil {
-			return err
-		}
-		for _, ev := range evs {
-			if err := tx.AppendEvent(ev); err != nil {
-				return err
-			}
-		}
-		if idem != nil {
-			status, ct, body := idem.Render(t)
-			return tx.PutIdem(idem.Scope, idem.Key, &store.IdemRecord{
-				RequestHash: idem.RequestHash, Status: status, ContentType: ct, Body: body,
-				TaskID: t.ID, CreatedAt: now,
-			})
-		}
-		return nil
-	})
-	if err != nil {
+	if err := e.create(ctx, t, evs, nil, idem); err != nil {
 		e.release(r)
-		if errors.Is(err, errIdemRace) {
-			return nil, err
-		}
-		return nil, wire.Errorf(wire.CodeSysStorage, "could not store the task: %v", err)
+		return nil, err
 	}
 	e.a.m.submitted.Inc()
 	e.hub.publish(t.ID, evs)
@@ -304,7 +301,7 @@ func (e *engine) park(r *run) {
 
 func (e *engine) expire(r *run) {
 	t := r.snapshot()
-	if t.Status.Terminal() || t.Status == wire.StatusExecuting || t.Status == wire.StatusConfirmed {
+	if t.Status.Terminal() || t.Status == wire.StatusExecuting || t.Status == wire.StatusConfirmed || t.Target != "" {
 		return
 	}
 	e.finish(r, wire.StatusFailed, nil, wire.Errorf(wire.CodeTaskExpired, "ttl of %d s passed while the task waited in %s", t.TTLSeconds, t.Status))
@@ -364,6 +361,8 @@ func (e *engine) execute(ctx context.Context, r *run) {
 		e.finish(r, wire.StatusCancelled, nil, nil)
 	case ctx.Err() != nil && errors.Is(cause, errTTL):
 		e.finish(r, wire.StatusFailed, nil, wire.Errorf(wire.CodeTaskExpired, "the task did not finish within its ttl of %d s", t.TTLSeconds))
+	case errors.Is(err, ErrHumanRejected):
+		e.finish(r, wire.StatusRejected, nil, wire.Errorf(wire.CodePermissionDenied, "a person rejected the task"))
 	case ctx.Err() != nil && errors.Is(cause, errMaxDuration):
 		e.finish(r, wire.StatusFailed, nil, wire.Errorf(wire.CodeExecutionTimeout, "the task exceeded max_task_duration_seconds (%d)", e.a.cfg.MaxTaskDurationSeconds))
 	default:

@@ -63,7 +63,23 @@ func (e *engine) cancel(ctx context.Context, id string) (*wire.Task, error) {
 	r.mu.Lock()
 	running := r.cancel != nil
 	cancel := r.cancel
+	delegated := r.task.Target != ""
 	r.mu.Unlock()
+	if delegated {
+		if err := e.cancelRemote(r); err != nil {
+			return nil, err
+		}
+		// Wait a little for the peer's confirmation; the task becomes
+		// cancelled when it arrives, however late.
+		t := time.NewTimer(cancelWait)
+		defer t.Stop()
+		select {
+		case <-r.done:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		return e.get(id)
+	}
 	if running {
 		cancel(errCancelled)
 		t := time.NewTimer(cancelWait)
@@ -114,6 +130,12 @@ func (e *engine) provideInfo(ctx context.Context, id string, fields wire.JSONVal
 		return nil, wire.Errorf(wire.CodeInvalidStateChange, "task %s is %s, not info_needed", id, t.Status)
 	}
 	cur := r.snapshot()
+	if cur.Target != "" {
+		if err := e.provideInfoRemote(r, fields); err != nil {
+			return nil, err
+		}
+		return e.get(id)
+	}
 	if cur.Status != wire.StatusInfoNeeded {
 		return nil, wire.Errorf(wire.CodeInvalidStateChange, "task %s is %s, not info_needed", id, cur.Status)
 	}
@@ -219,6 +241,12 @@ func (e *engine) recover(ctx context.Context) (int, error) {
 		e.mu.Lock()
 		e.runs[t.ID] = r
 		e.mu.Unlock()
+		if t.Target != "" {
+			// Delegated: the peer runs it and its reports arrive through
+			// the outbox, whatever happened here.
+			e.park(r)
+			continue
+		}
 		if r.h == nil {
 			e.finish(r, wire.StatusFailed, nil, wire.Errorf(wire.CodeCapabilityLacking, "no handler for task type %q after restart", t.Type))
 			continue

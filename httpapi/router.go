@@ -34,6 +34,7 @@ func (s *Server) routes() []route {
 		{"GET", seg("task/*/status"), agent.ScopeTasksRead, s.getTaskStatus},
 		{"POST", seg("task/*/cancel"), agent.ScopeTasksWrite, s.cancelTask},
 		{"POST", seg("task/*/info"), agent.ScopeTasksWrite, s.provideInfo},
+		{"POST", seg("task/*/decision"), agent.ScopeTasksWrite, s.decide},
 		{"GET", seg("task/*/stream"), agent.ScopeTasksRead, s.streamTask},
 
 		{"GET", seg("tier1/routines"), agent.ScopeTier1Read, s.tier1Routines},

@@ -41,13 +41,16 @@ func (s *Server) submitRequest(ctx *fasthttp.RequestCtx, p agent.Principal, req 
 			return err
 		}
 		hash := requestHash(ctx)
-		if done, err := s.replay(ctx, p.ID, key, hash); done || err != nil {
-			return err
-		}
+		// In flight first: the record is stored with the task, before a
+		// ?wait= request has its final answer, so it must not be replayed
+		// while the first request is still being answered.
 		if !s.idem.begin(p.ID, key) {
 			return wire.Errorf(wire.CodeIdempotencyInFlight, "")
 		}
 		defer s.idem.end(p.ID, key)
+		if done, err := s.replay(ctx, p.ID, key, hash); done || err != nil {
+			return err
+		}
 		idem = &agent.IdemWrite{Scope: p.ID, Key: key, RequestHash: hash,
 			Render: func(t *wire.Task) (int, string, []byte) {
 				ct, body, _ := encode(ctx, submitResponse(t))
@@ -180,6 +183,22 @@ func (s *Server) provideInfo(ctx *fasthttp.RequestCtx, _ agent.Principal, args [
 		return wire.Errorf(wire.CodeInvalidParams, `give the missing fields as {"fields": {...}}`).With("field", "fields")
 	}
 	t, err := s.a.ProvideInfo(ctx, args[0], body.Fields)
+	if err != nil {
+		return err
+	}
+	write(ctx, fasthttp.StatusOK, t.StatusResponse(false))
+	return nil
+}
+
+// decide serves POST /task/{id}/decision: a person's decision on a task in
+// need_human, {"action": "approve"|"reject"|"modify", "approved_fields",
+// "rejection_reason", "notes"}.
+func (s *Server) decide(ctx *fasthttp.RequestCtx, p agent.Principal, args []string) error {
+	var req agent.DecisionRequest
+	if err := decode(ctx, &req); err != nil {
+		return err
+	}
+	t, err := s.a.Decide(ctx, p, args[0], req)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -166,51 +167,59 @@ func (tx *Tx) Events(taskID string, after uint64, limit int) ([]*wire.Event, err
 // ---- retention ----
 
 // PruneFinished deletes finished tasks (and their events) that finished
-// before olderThan, and then the oldest ones beyond keep, at most max per
-// call. It returns how many it deleted.
+// before olderThan, and then the oldest ones beyond keep, looking at most at
+// max index entries per call. It returns how many tasks it deleted.
 func (tx *Tx) PruneFinished(olderThan time.Time, keep, max int) (int, error) {
 	fin := tx.b(bucketFinished)
 	total := fin.Stats().KeyN
 	cut := beTime(olderThan)
 	c := fin.Cursor()
-	n := 0
-	for k, _ := c.First(); k != nil && n < max; k, _ = c.First() {
-		if bytes.Compare(k[:8], cut) >= 0 && total-n <= keep {
+	seen, n := 0, 0
+	for k, _ := c.First(); k != nil && seen < max; k, _ = c.First() {
+		if bytes.Compare(k[:8], cut) >= 0 && total-seen <= keep {
 			break
 		}
-		id := string(k[8:])
-		if err := tx.deleteTask(id); err != nil {
+		deleted, err := tx.deleteTask(string(k[8:]))
+		if err != nil {
 			return n, err
 		}
 		if err := fin.Delete(k); err != nil {
 			return n, err
 		}
-		n++
+		seen++
+		if deleted {
+			n++
+		}
 	}
 	return n, nil
 }
 
-func (tx *Tx) deleteTask(id string) error {
+// deleteTask deletes a finished task and its events; it reports false when
+// the task is gone already or is live again (then it is not ours to delete).
+func (tx *Tx) deleteTask(id string) (bool, error) {
 	t, err := tx.Task(id)
-	if err == ErrNotFound {
-		return nil
+	if errors.Is(err, ErrNotFound) {
+		return false, nil
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	if !t.Status.Terminal() {
-		return nil // reopened: not ours to delete
+		return false, nil
 	}
 	if err := tx.b(bucketTasks).Delete([]byte(id)); err != nil {
-		return err
+		return false, err
 	}
 	prefix := append([]byte(id), 0)
 	ev := tx.b(bucketEvents)
 	c := ev.Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Seek(prefix) {
 		if err := ev.Delete(k); err != nil {
-			return err
+			return false, err
 		}
 	}
-	return nil
+	return true, nil
 }
+
+// OnCommit calls fn after the transaction commits (never if it rolls back).
+func (tx *Tx) OnCommit(fn func()) { tx.tx.OnCommit(fn) }

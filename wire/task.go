@@ -276,24 +276,30 @@ type MissingField struct {
 
 // Task is the persisted record of one task.
 type Task struct {
-	ID            string         `json:"task_id" msgpack:"id"`
-	Type          string         `json:"task_type" msgpack:"type"`
-	Status        Status         `json:"status" msgpack:"st"`
-	Progress      int            `json:"progress" msgpack:"pr"`
-	Payload       JSONValue      `json:"payload,omitempty" msgpack:"pl,omitempty"`
-	Result        JSONValue      `json:"result,omitempty" msgpack:"rs,omitempty"`
-	ErrorCode     string         `json:"error_code,omitempty" msgpack:"ec,omitempty"`
-	ErrorMessage  string         `json:"error_message,omitempty" msgpack:"em,omitempty"`
-	Recoverable   bool           `json:"recoverable,omitempty" msgpack:"rc,omitempty"`
-	CallbackURL   string         `json:"callback_url,omitempty" msgpack:"cb,omitempty"`
-	TTLSeconds    int            `json:"ttl_seconds,omitempty" msgpack:"ttl,omitempty"`
-	Priority      string         `json:"priority,omitempty" msgpack:"pri,omitempty"`
-	Target        string         `json:"target,omitempty" msgpack:"tgt,omitempty"`
-	Owner         string         `json:"owner,omitempty" msgpack:"own,omitempty"`
-	MissingFields []MissingField `json:"missing_fields,omitempty" msgpack:"mf,omitempty"`
-	CreatedAt     time.Time      `json:"created_at" msgpack:"ca"`
-	UpdatedAt     time.Time      `json:"updated_at" msgpack:"ua"`
-	StartedAt     time.Time      `json:"started_at,omitzero" msgpack:"sa,omitempty"`
+	ID           string      `json:"task_id" msgpack:"id"`
+	Type         string      `json:"task_type" msgpack:"type"`
+	Status       Status      `json:"status" msgpack:"st"`
+	Progress     int         `json:"progress" msgpack:"pr"`
+	Payload      JSONValue   `json:"payload,omitempty" msgpack:"pl,omitempty"`
+	Result       JSONValue   `json:"result,omitempty" msgpack:"rs,omitempty"`
+	ErrorCode    string      `json:"error_code,omitempty" msgpack:"ec,omitempty"`
+	ErrorMessage string      `json:"error_message,omitempty" msgpack:"em,omitempty"`
+	Recoverable  bool        `json:"recoverable,omitempty" msgpack:"rc,omitempty"`
+	CallbackURL  string      `json:"callback_url,omitempty" msgpack:"cb,omitempty"`
+	TTLSeconds   int         `json:"ttl_seconds,omitempty" msgpack:"ttl,omitempty"`
+	Priority     string      `json:"priority,omitempty" msgpack:"pri,omitempty"`
+	Target       string      `json:"target,omitempty" msgpack:"tgt,omitempty"`
+	Origin       *TaskOrigin `json:"origin,omitempty" msgpack:"org,omitempty"`
+	// CancelRequested marks a delegated task whose cancel was sent to the
+	// executing peer and not yet confirmed.
+	CancelRequested bool `json:"cancel_requested,omitempty" msgpack:"cx,omitempty"`
+	// Human is the pending request for a person (need_human), if any.
+	Human         *TaskNeedHumanPayload `json:"human,omitempty" msgpack:"hu,omitempty"`
+	Owner         string                `json:"owner,omitempty" msgpack:"own,omitempty"`
+	MissingFields []MissingField        `json:"missing_fields,omitempty" msgpack:"mf,omitempty"`
+	CreatedAt     time.Time             `json:"created_at" msgpack:"ca"`
+	UpdatedAt     time.Time             `json:"updated_at" msgpack:"ua"`
+	StartedAt     time.Time             `json:"started_at,omitzero" msgpack:"sa,omitempty"`
 	// Seq is the sequence number of the task's last event; the ETag derives from it.
 	Seq     uint64       `json:"seq" msgpack:"seq"`
 	History []Transition `json:"history" msgpack:"h"`
@@ -305,21 +311,23 @@ func (t *Task) ETag() string { return fmt.Sprintf(`"%s-%d"`, t.ID, t.Seq) }
 // TaskStatusResponse is the answer of GET /task/{id} (SPEC §5.2). The status
 // route leaves out payload, result and history.
 type TaskStatusResponse struct {
-	TaskID        string         `json:"task_id" msgpack:"task_id"`
-	TaskType      string         `json:"task_type" msgpack:"task_type"`
-	Status        Status         `json:"status" msgpack:"status"`
-	Progress      int            `json:"progress" msgpack:"progress"`
-	Payload       JSONValue      `json:"payload,omitempty" msgpack:"payload,omitempty"`
-	ResultJSON    string         `json:"result_json" msgpack:"result_json"`
-	ErrorMessage  string         `json:"error_message" msgpack:"error_message"`
-	ErrorCode     string         `json:"error_code,omitempty" msgpack:"error_code,omitempty"`
-	Recoverable   bool           `json:"recoverable,omitempty" msgpack:"recoverable,omitempty"`
-	MissingFields []MissingField `json:"missing_fields,omitempty" msgpack:"missing_fields,omitempty"`
-	Target        string         `json:"target,omitempty" msgpack:"target,omitempty"`
-	CreatedAt     string         `json:"created_at" msgpack:"created_at"`
-	UpdatedAt     string         `json:"updated_at" msgpack:"updated_at"`
-	ETag          string         `json:"etag" msgpack:"etag"`
-	History       []Transition   `json:"history,omitempty" msgpack:"history,omitempty"`
+	TaskID        string                `json:"task_id" msgpack:"task_id"`
+	TaskType      string                `json:"task_type" msgpack:"task_type"`
+	Status        Status                `json:"status" msgpack:"status"`
+	Progress      int                   `json:"progress" msgpack:"progress"`
+	Payload       JSONValue             `json:"payload,omitempty" msgpack:"payload,omitempty"`
+	ResultJSON    string                `json:"result_json" msgpack:"result_json"`
+	ErrorMessage  string                `json:"error_message" msgpack:"error_message"`
+	ErrorCode     string                `json:"error_code,omitempty" msgpack:"error_code,omitempty"`
+	Recoverable   bool                  `json:"recoverable,omitempty" msgpack:"recoverable,omitempty"`
+	MissingFields []MissingField        `json:"missing_fields,omitempty" msgpack:"missing_fields,omitempty"`
+	Target        string                `json:"target,omitempty" msgpack:"target,omitempty"`
+	Origin        *TaskOrigin           `json:"origin,omitempty" msgpack:"origin,omitempty"`
+	Human         *TaskNeedHumanPayload `json:"human,omitempty" msgpack:"human,omitempty"`
+	CreatedAt     string                `json:"created_at" msgpack:"created_at"`
+	UpdatedAt     string                `json:"updated_at" msgpack:"updated_at"`
+	ETag          string                `json:"etag" msgpack:"etag"`
+	History       []Transition          `json:"history,omitempty" msgpack:"history,omitempty"`
 }
 
 // TimeFormat is how every timestamp is written: RFC 3339, UTC, milliseconds.
@@ -333,7 +341,7 @@ func (t *Task) StatusResponse(full bool) *TaskStatusResponse {
 	r := &TaskStatusResponse{
 		TaskID: t.ID, TaskType: t.Type, Status: t.Status, Progress: t.Progress,
 		ErrorMessage: t.ErrorMessage, ErrorCode: t.ErrorCode, Recoverable: t.Recoverable,
-		MissingFields: t.MissingFields, Target: t.Target,
+		MissingFields: t.MissingFields, Target: t.Target, Origin: t.Origin, Human: t.Human,
 		CreatedAt: FormatTime(t.CreatedAt), UpdatedAt: FormatTime(t.UpdatedAt), ETag: t.ETag(),
 	}
 	if full {

@@ -1,0 +1,204 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// Human intervention (seed 004 §4.3): a handler asks a person and waits;
+// the task sits in need_human until a decision arrives, from a person on
+// this agent or, for a task a peer asked for, as the peer's
+// p2p:human_decision.
+
+// Decision actions.
+const (
+	ActionApprove = "approve"
+	ActionReject  = "reject"
+	ActionModify  = "modify"
+)
+
+// ErrHumanRejected is returned by AskHuman when the person rejected; a
+// handler that returns it ends its task rejected.
+var ErrHumanRejected = errors.New("a person rejected the task")
+
+// HumanRequest is what a handler asks a person.
+type HumanRequest struct {
+	Reason  wire.Reason
+	Summary string
+	Options []wire.HumanOption
+	// Deadline is informational for now: it is shown to the person.
+	Deadline time.Time
+}
+
+// AskHuman parks the task in need_human until a person decides and returns
+// the decision; on reject it returns ErrHumanRejected with the decision.
+func (r *Run) AskHuman(ctx context.Context, req HumanRequest) (*wire.HumanDecisionPayload, error) {
+	return r.e.askHuman(ctx, r.id, req)
+}
+
+func (e *engine) askHuman(ctx context.Context, id string, req HumanRequest) (*wire.HumanDecisionPayload, error) {
+	r := e.live(id)
+	if r == nil {
+		return nil, fmt.Errorf("task %s is not running", id)
+	}
+	ch := make(chan *wire.HumanDecisionPayload, 1)
+	r.mu.Lock()
+	r.decision = ch
+	r.mu.Unlock()
+	err := e.apply(r, true, func(t *wire.Task, now time.Time) ([]*wire.Event, error) {
+		h := &wire.TaskNeedHumanPayload{TaskID: t.ID, Reason: req.Reason, Options: req.Options, EscalationLevel: 1,
+			Context: &wire.HumanContext{TaskSummary: req.Summary, CurrentProgress: t.Progress, BlockedReason: req.Reason.Message}}
+		if !req.Deadline.IsZero() {
+			h.Deadline = wire.FormatTime(req.Deadline)
+		}
+		t.Human = h
+		return e.transition(t, wire.StatusNeedHuman, now, req.Reason.Message)
+	})
+	if err != nil {
+		return nil, err
+	}
+	var d *wire.HumanDecisionPayload
+	select {
+	case d = <-ch:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	approved := d.Decision.Action != ActionReject
+	err = e.apply(r, true, func(t *wire.Task, now time.Time) ([]*wire.Event, error) {
+		t.Human = nil
+		if !approved {
+			return e.transition(t, wire.StatusHumanRejected, now, "rejected by "+d.DecidedBy.UserID)
+		}
+		evs, err := e.transition(t, wire.StatusHumanApproved, now, d.Decision.Action+" by "+d.DecidedBy.UserID)
+		if err != nil {
+			return nil, err
+		}
+		more, err := e.transition(t, wire.StatusExecuting, now, "resumed after the decision")
+		return append(evs, more...), err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !approved {
+		return d, ErrHumanRejected
+	}
+	return d, nil
+}
+
+// DecisionRequest is a person's answer to a task in need_human.
+type DecisionRequest struct {
+	Action          string         `json:"action" msgpack:"action"`
+	ApprovedFields  map[string]any `json:"approved_fields,omitempty" msgpack:"approved_fields,omitempty"`
+	RejectionReason string         `json:"rejection_reason,omitempty" msgpack:"rejection_reason,omitempty"`
+	Notes           string         `json:"notes,omitempty" msgpack:"notes,omitempty"`
+}
+
+// Decide records a person's decision on a task in need_human. For a task
+// delegated to a peer it is sent as p2p:human_decision.
+func (a *Agent) Decide(ctx context.Context, p Principal, id string, req DecisionRequest) (*wire.Task, error) {
+	switch req.Action {
+	case ActionApprove, ActionReject, ActionModify:
+	default:
+		return nil, wire.Errorf(wire.CodeInvalidParams, "action must be approve, reject or modify").With("field", "action")
+	}
+	r := a.eng.live(id)
+	if r == nil {
+		if _, err := a.eng.get(id); err != nil {
+			return nil, err
+		}
+		return nil, wire.Errorf(wire.CodeInvalidStateChange, "task %s is not waiting for a person", id)
+	}
+	cur := r.snapshot()
+	if cur.Status != wire.StatusNeedHuman && cur.Status != wire.StatusHumanDeciding {
+		return nil, wire.Errorf(wire.CodeInvalidStateChange, "task %s is %s, not need_human", id, cur.Status)
+	}
+	did, _ := uuid.NewV7()
+	d := &wire.HumanDecisionPayload{
+		TaskID: id, DecisionID: did.String(),
+		DecidedBy: wire.DecidedBy{UserID: p.ID, UserName: p.Name, Role: "reviewer"},
+		Decision:  wire.Decision{Action: req.Action, ApprovedFields: req.ApprovedFields, RejectionReason: req.RejectionReason},
+		Notes:     req.Notes, Timestamp: wire.FormatTime(a.clock.Now()),
+	}
+	if cur.Target != "" {
+		if err := a.eng.decideRemote(r, d); err != nil {
+			return nil, err
+		}
+		return a.eng.get(id)
+	}
+	if err := a.eng.deliverDecision(r, d); err != nil {
+		return nil, err
+	}
+	// The handler records the outcome; wait briefly so the answer shows it.
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		if t := r.snapshot(); t.Status != wire.StatusNeedHuman {
+			break
+		}
+		select {
+		case <-r.done:
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return a.eng.get(id)
+}
+
+func (e *engine) deliverDecision(r *run, d *wire.HumanDecisionPayload) error {
+	r.mu.Lock()
+	ch := r.decision
+	r.decision = nil
+	r.mu.Unlock()
+	if ch == nil {
+		return wire.Errorf(wire.CodeInvalidStateChange, "task %s has no handler waiting for a decision", d.TaskID)
+	}
+	ch <- d
+	return nil
+}
+
+// decideRemote records the decision on a delegated task and sends it.
+func (e *engine) decideRemote(r *run, d *wire.HumanDecisionPayload) error {
+	return e.applyOut(r, true, func(t *wire.Task, now time.Time) ([]*wire.Event, []Outgoing, error) {
+		if t.Status != wire.StatusNeedHuman && t.Status != wire.StatusHumanDeciding {
+			return nil, nil, wire.Errorf(wire.CodeInvalidStateChange, "task %s is %s, not need_human", t.ID, t.Status)
+		}
+		to := wire.StatusHumanApproved
+		if d.Decision.Action == ActionReject {
+			to = wire.StatusHumanRejected
+		}
+		if t.Human != nil {
+			d.ReplyTo = t.Human.TaskID
+		}
+		t.Human = nil
+		evs, err := e.transition(t, to, now, d.Decision.Action+" by "+d.DecidedBy.UserID)
+		return evs, []Outgoing{{Peer: t.Target, Type: wire.MsgHumanDecision, Payload: d}}, err
+	})
+}
+
+// remoteDecision handles a peer's p2p:human_decision for a task it asked for.
+func (e *engine) remoteDecision(peer string, d *wire.HumanDecisionPayload) error {
+	r := e.live(d.TaskID)
+	if r == nil {
+		return nil // finished meanwhile, or a repeated message
+	}
+	if t := r.snapshot(); t.Origin == nil || t.Origin.Peer != peer {
+		return wire.Errorf(wire.CodePermissionDenied, "task %q was not requested by %s", d.TaskID, peer)
+	}
+	switch d.Decision.Action {
+	case ActionApprove, ActionReject, ActionModify:
+	default:
+		return wire.Errorf(wire.CodeMessageFormatInvalid, "decision.action %q is not approve, reject or modify", d.Decision.Action)
+	}
+	if err := e.deliverDecision(r, d); err != nil {
+		var we *wire.Error
+		if errors.As(err, &we) {
+			return nil // nobody waits: a repeated decision
+		}
+		return err
+	}
+	return nil
+}

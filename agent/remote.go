@@ -1,0 +1,490 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/synapse-edge/synapse/store"
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// Delegation between agents (seed 004 §4). A task submitted with a target
+// is tracked here from the requester's side and never runs locally; a task
+// a peer asks for runs here with an Origin. Every state change that a peer
+// must hear of queues its p2p:* message in the same store transaction as
+// the change, so a crash can lose neither.
+
+// Outgoing is a protocol message for a peer, or a callback to a plain
+// webhook (URL set, Peer empty), queued with a state change.
+type Outgoing struct {
+	Peer          string
+	URL           string
+	Type          string
+	CorrelationID string
+	Payload       any
+}
+
+// remote is what the engine needs of the P2P layer.
+type remote interface {
+	// known reports whether peer is paired.
+	known(peer string) bool
+	// enqueue queues m durably inside tx.
+	enqueue(tx *store.Tx, m Outgoing) error
+}
+
+// outgoingFor derives the messages a change from prev to next announces.
+func outgoingFor(prev, next *wire.Task) []Outgoing {
+	added := next.History[len(prev.History):]
+	var out []Outgoing
+	switch {
+	case next.Target != "":
+		for _, tr := range added {
+			switch tr.Status {
+			case wire.StatusPending:
+				out = append(out, Outgoing{Peer: next.Target, Type: wire.MsgTaskRequest, Payload: &wire.TaskRequestPayload{
+					Task: wire.TaskSpec{ID: next.ID, Type: next.Type, Priority: next.Priority, Payload: next.Payload},
+				}})
+			case wire.StatusCompleted, wire.StatusFailed, wire.StatusRejected:
+				out = append(out, Outgoing{Peer: next.Target, Type: wire.MsgTaskAck, Payload: &wire.TaskAckPayload{
+					TaskID: next.ID, AckedType: ackedType(tr.Status), Status: tr.Status,
+				}})
+			}
+		}
+	case next.Origin != nil:
+		peer, corr := next.Origin.Peer, next.Origin.MessageID
+		for _, tr := range added {
+			out = append(out, Outgoing{Peer: peer, CorrelationID: corr, Type: "", Payload: nil})
+			m := &out[len(out)-1]
+			switch tr.Status {
+			case wire.StatusConfirmed:
+				m.Type, m.Payload = wire.MsgTaskConfirm, &wire.TaskConfirmPayload{TaskID: next.ID, Confirmed: true, CapabilitiesUsed: []string{next.Type}}
+			case wire.StatusRejected:
+				m.Type, m.Payload = wire.MsgTaskReject, &wire.TaskRejectPayload{TaskID: next.ID,
+					Reason: wire.Reason{Code: next.ErrorCode, Message: next.ErrorMessage}}
+			case wire.StatusInfoNeeded:
+				m.Type, m.Payload = wire.MsgTaskNeedInfo, &wire.TaskNeedInfoPayload{TaskID: next.ID, MissingFields: next.MissingFields,
+					Question: "the payload is missing required fields"}
+			case wire.StatusNeedHuman:
+				h := next.Human
+				if h == nil {
+					h = &wire.TaskNeedHumanPayload{TaskID: next.ID, EscalationLevel: 1}
+				}
+				m.Type, m.Payload = wire.MsgTaskNeedHuman, h
+			case wire.StatusCompleted:
+				m.Type, m.Payload = wire.MsgTaskComplete, &wire.TaskCompletePayload{TaskID: next.ID,
+					Result: wire.TaskResult{OutputType: "json", Output: next.Result}, Summary: "task completed"}
+			case wire.StatusFailed:
+				m.Type, m.Payload = wire.MsgTaskFailed, &wire.TaskFailedPayload{TaskID: next.ID,
+					Error: wire.TaskError{Code: next.ErrorCode, Message: next.ErrorMessage, Recoverable: next.Recoverable}}
+			case wire.StatusCancelled:
+				m.Type, m.Payload = wire.MsgTaskAck, &wire.TaskAckPayload{TaskID: next.ID, AckedType: wire.MsgTaskCancel, Status: wire.StatusCancelled}
+			default:
+				m.Type, m.Payload = wire.MsgTaskStatusUpdate, &wire.TaskStatusUpdatePayload{TaskID: next.ID, Status: tr.Status,
+					Progress: next.Progress, Message: tr.Reason}
+			}
+		}
+		if len(added) == 0 && next.Progress != prev.Progress && next.Status == wire.StatusExecuting {
+			out = append(out, Outgoing{Peer: peer, CorrelationID: corr, Type: wire.MsgTaskStatusUpdate,
+				Payload: &wire.TaskStatusUpdatePayload{TaskID: next.ID, Status: next.Status, Progress: next.Progress}})
+		}
+	}
+	return out
+}
+
+// WebhookType is the Type of a callback to a plain webhook: the task's
+// TaskStatusResponse as JSON, signed with X-Synapse-Signature.
+const WebhookType = "webhook"
+
+// checkCallbackURL accepts an absolute http or https URL.
+func checkCallbackURL(u string) error {
+	if u == "" {
+		return nil
+	}
+	pu, err := url.Parse(u)
+	if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" || len(u) > 2048 {
+		return wire.Errorf(wire.CodeInvalidParams, "callback_url must be an absolute http or https URL of at most 2048 bytes").With("field", "callback_url")
+	}
+	return nil
+}
+
+func ackedType(s wire.Status) string {
+	switch s {
+	case wire.StatusCompleted:
+		return wire.MsgTaskComplete
+	case wire.StatusFailed:
+		return wire.MsgTaskFailed
+	}
+	return wire.MsgTaskReject
+}
+
+// walk moves t to the state to, through the intermediate states a peer's
+// report may have skipped (pending → confirmed → executing → ...).
+func (e *engine) walk(t *wire.Task, to wire.Status, now time.Time, reason string) ([]*wire.Event, error) {
+	if t.Status == to {
+		return nil, nil
+	}
+	var evs []*wire.Event
+	for _, via := range []wire.Status{wire.StatusConfirmed, wire.StatusExecuting} {
+		if CanTransition(t.Status, to) {
+			break
+		}
+		if CanTransition(t.Status, via) {
+			more, err := e.transition(t, via, now, "reported by the executing agent")
+			if err != nil {
+				return nil, err
+			}
+			evs = append(evs, more...)
+		}
+	}
+	more, err := e.transition(t, to, now, reason)
+	return append(evs, more...), err
+}
+
+// submitRemote stores a task to be run by a peer and queues its request.
+func (e *engine) submitRemote(ctx context.Context, p Principal, req *wire.SubmitRequest, idem *IdemWrite) (*wire.Task, error) {
+	if e.a.p2p == nil || !e.a.p2p.known(req.Target) {
+		return nil, wire.Errorf(wire.CodeInvalidParams, "target %q is not a paired peer (POST /agents to pair it)", req.Target).With("field", "target")
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return nil, fmt.Errorf("task id: %w", err)
+	}
+	now := e.a.clock.Now()
+	t := &wire.Task{
+		ID: id.String(), Type: req.TaskType, Status: wire.StatusIdle, Payload: req.Payload,
+		TTLSeconds: req.TTLSeconds, Priority: req.Priority, Owner: p.ID, Target: req.Target,
+		CreatedAt: now, UpdatedAt: now,
+	}
+	prev := *t
+	evs, _ := e.transition(t, wire.StatusPending, now, "sent to "+req.Target)
+	r := &run{task: t, done: make(chan struct{})}
+	if err := e.create(ctx, t, evs, outgoingFor(&prev, t), idem); err != nil {
+		return nil, err
+	}
+	e.a.m.submitted.Inc()
+	e.hub.publish(t.ID, evs)
+	e.track(r)
+	return t, nil
+}
+
+// acceptRemote handles a peer's p2p:task_request: the task is stored with
+// its origin and answered (confirm, reject or need info) in the same
+// transaction. A request for a task id already here is a duplicate and has
+// no second effect.
+func (e *engine) acceptRemote(ctx context.Context, peer, messageID string, req *wire.TaskRequestPayload) error {
+	id := req.Task.ID
+	if id == "" || len(id) > 64 || req.Task.Type == "" {
+		return wire.Errorf(wire.CodeMessageFormatInvalid, "task.id and task.type are required (task.id at most 64 bytes)")
+	}
+	if e.live(id) != nil {
+		return nil
+	}
+	if _, err := e.get(id); err == nil {
+		return nil
+	}
+	now := e.a.clock.Now()
+	payload := req.Task.Payload
+	if len(payload) == 0 {
+		payload = wire.JSONValue("{}")
+	}
+	t := &wire.Task{ID: id, Type: req.Task.Type, Status: wire.StatusIdle, Payload: payload, Priority: req.Task.Priority,
+		Owner: "peer:" + peer, Origin: &wire.TaskOrigin{Peer: peer, MessageID: messageID}, CreatedAt: now, UpdatedAt: now}
+	prev := *t
+	evs, _ := e.transition(t, wire.StatusPending, now, "requested by "+peer)
+	r := &run{done: make(chan struct{})}
+	reject := func(we *wire.Error) {
+		t.ErrorCode, t.ErrorMessage, t.Recoverable = we.Code, we.Message, we.Class() == wire.Retriable
+		more, _ := e.transition(t, wire.StatusRejected, now, we.Message)
+		evs = append(evs, more...)
+	}
+	r.h = e.a.handlers.get(t.Type)
+	var missing []wire.MissingField
+	var verr error
+	if r.h == nil {
+		reject(wire.Errorf(wire.CodeCapabilityLacking, "this agent has no handler for task type %q", t.Type))
+	} else if !t.Payload.IsObject() {
+		reject(wire.Errorf(wire.CodeInvalidParams, "payload must be a JSON object"))
+	} else if missing, verr = r.h.schema.validate(t.Payload); verr != nil {
+		reject(wire.AsError(verr))
+	} else if len(missing) > 0 {
+		t.MissingFields = missing
+		more, _ := e.transition(t, wire.StatusInfoNeeded, now, "payload is missing required fields")
+		evs = append(evs, more...)
+	} else if err := e.acquire(false); err != nil {
+		reject(wire.AsError(err))
+	} else {
+		r.slot = true
+		more, _ := e.transition(t, wire.StatusConfirmed, now, "accepted")
+		evs = append(evs, more...)
+	}
+	r.task = t
+	if err := e.create(ctx, t, evs, outgoingFor(&prev, t), nil); err != nil {
+		e.release(r)
+		return err
+	}
+	e.a.m.submitted.Inc()
+	e.hub.publish(t.ID, evs)
+	if t.Status.Terminal() {
+		e.a.m.finished.With(string(t.Status)).Add(1)
+		return nil
+	}
+	e.track(r)
+	return nil
+}
+
+// create stores a new task, its events, its outgoing messages and an
+// idempotency record in one transaction.
+func (e *engine) create(ctx context.Context, t *wire.Task, evs []*wire.Event, out []Outgoing, idem *IdemWrite) error {
+	err := e.db.Update(ctx, func(tx *store.Tx) error {
+		if idem != nil {
+			if _, err := tx.Idem(idem.Scope, idem.Key); err == nil {
+				return errIdemRace
+			}
+		}
+		if err := tx.CreateTask(t); err != nil {
+			return err
+		}
+		for _, ev := range evs {
+			if err := tx.AppendEvent(ev); err != nil {
+				return err
+			}
+		}
+		if err := e.enqueue(tx, out); err != nil {
+			return err
+		}
+		if idem != nil {
+			status, ct, body := idem.Render(t)
+			return tx.PutIdem(idem.Scope, idem.Key, &store.IdemRecord{
+				RequestHash: idem.RequestHash, Status: status, ContentType: ct, Body: body,
+				TaskID: t.ID, CreatedAt: t.CreatedAt,
+			})
+		}
+		return nil
+	})
+	if errors.Is(err, errIdemRace) {
+		return err
+	}
+	if err != nil {
+		return wire.Errorf(wire.CodeSysStorage, "could not store the task: %v", err)
+	}
+	return nil
+}
+
+func (e *engine) enqueue(tx *store.Tx, out []Outgoing) error {
+	if len(out) == 0 {
+		return nil
+	}
+	if e.a.p2p == nil {
+		return fmt.Errorf("no P2P layer to send %s to %s", out[0].Type, out[0].Peer)
+	}
+	for _, m := range out {
+		if err := e.a.p2p.enqueue(tx, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// remoteUpdate applies a report from the peer executing one of our tasks.
+func (e *engine) remoteUpdate(peer, msgType string, payload wire.RawPayload) error {
+	var taskID string
+	var to wire.Status
+	var mut func(t *wire.Task)
+	var result wire.JSONValue
+	var fail *wire.Error
+	switch msgType {
+	case wire.MsgTaskConfirm:
+		var p wire.TaskConfirmPayload
+		if err := payload.Decode(&p); err != nil {
+			return badPayload(msgType, err)
+		}
+		taskID, to = p.TaskID, wire.StatusConfirmed
+	case wire.MsgTaskReject:
+		var p wire.TaskRejectPayload
+		if err := payload.Decode(&p); err != nil {
+			return badPayload(msgType, err)
+		}
+		taskID, to = p.TaskID, wire.StatusRejected
+		fail = &wire.Error{Code: p.Reason.Code, Message: p.Reason.Message}
+	case wire.MsgTaskStatusUpdate:
+		var p wire.TaskStatusUpdatePayload
+		if err := payload.Decode(&p); err != nil {
+			return badPayload(msgType, err)
+		}
+		taskID, to = p.TaskID, p.Status
+		prog := min(max(p.Progress, 0), 100)
+		mut = func(t *wire.Task) { t.Progress = prog }
+	case wire.MsgTaskNeedInfo:
+		var p wire.TaskNeedInfoPayload
+		if err := payload.Decode(&p); err != nil {
+			return badPayload(msgType, err)
+		}
+		taskID, to = p.TaskID, wire.StatusInfoNeeded
+		mut = func(t *wire.Task) { t.MissingFields = p.MissingFields }
+	case wire.MsgTaskNeedHuman:
+		var p wire.TaskNeedHumanPayload
+		if err := payload.Decode(&p); err != nil {
+			return badPayload(msgType, err)
+		}
+		taskID, to = p.TaskID, wire.StatusNeedHuman
+		mut = func(t *wire.Task) { t.Human = &p }
+	case wire.MsgTaskComplete:
+		var p wire.TaskCompletePayload
+		if err := payload.Decode(&p); err != nil {
+			return badPayload(msgType, err)
+		}
+		taskID, to, result = p.TaskID, wire.StatusCompleted, p.Result.Output
+	case wire.MsgTaskFailed:
+		var p wire.TaskFailedPayload
+		if err := payload.Decode(&p); err != nil {
+			return badPayload(msgType, err)
+		}
+		taskID, to = p.TaskID, wire.StatusFailed
+		fail = &wire.Error{Code: p.Error.Code, Message: p.Error.Message, Retriable: p.Error.Recoverable}
+	case wire.MsgTaskAck:
+		var p wire.TaskAckPayload
+		if err := payload.Decode(&p); err != nil {
+			return badPayload(msgType, err)
+		}
+		if p.AckedType != wire.MsgTaskCancel {
+			return nil
+		}
+		taskID, to = p.TaskID, wire.StatusCancelled
+	default:
+		return wire.Errorf(wire.CodeMessageFormatInvalid, "%s is not a report about a delegated task", msgType)
+	}
+	r := e.live(taskID)
+	if r == nil {
+		// Finished or unknown: a late or repeated report has no effect.
+		if t, err := e.get(taskID); err == nil && t.Target == peer {
+			return nil
+		}
+		return wire.Errorf(wire.CodeTaskNotFound, "no task %q delegated to %s", taskID, peer)
+	}
+	if cur := r.snapshot(); cur.Target != peer {
+		return wire.Errorf(wire.CodePermissionDenied, "task %q was not delegated to %s", taskID, peer)
+	}
+	if !to.Valid() {
+		return wire.Errorf(wire.CodeMessageFormatInvalid, "unknown status %q", to)
+	}
+	if to.Terminal() {
+		if fail != nil && fail.Code == "" {
+			fail.Code = wire.CodeExecutionFailed
+		}
+		e.finishRemote(r, to, result, fail)
+		return nil
+	}
+	return e.apply(r, true, func(t *wire.Task, now time.Time) ([]*wire.Event, error) {
+		if t.Status.Terminal() {
+			return nil, nil
+		}
+		if mut != nil {
+			mut(t)
+		}
+		evs, err := e.walk(t, to, now, "reported by "+peer)
+		if err != nil {
+			e.log.Warn("ignoring a report that does not fit the task's state", "task_id", t.ID, "status", t.Status, "reported", to)
+			return nil, nil
+		}
+		if len(evs) == 0 && mut != nil {
+			t.UpdatedAt = now
+			evs = append(evs, e.newEvent(t, wire.EventProgress, now, map[string]any{"task_id": t.ID, "progress": t.Progress}))
+		}
+		return evs, nil
+	})
+}
+
+func badPayload(msgType string, err error) error {
+	return wire.Errorf(wire.CodeMessageFormatInvalid, "%s payload: %v", msgType, err)
+}
+
+// finishRemote ends a delegated task on the peer's word.
+func (e *engine) finishRemote(r *run, to wire.Status, result wire.JSONValue, fail *wire.Error) {
+	err := e.apply(r, true, func(t *wire.Task, now time.Time) ([]*wire.Event, error) {
+		if t.Status.Terminal() {
+			return nil, nil
+		}
+		t.Result = result
+		if to == wire.StatusCompleted {
+			t.Progress = 100
+		}
+		if fail != nil {
+			t.ErrorCode, t.ErrorMessage, t.Recoverable = fail.Code, fail.Message, fail.Retriable
+		}
+		t.MissingFields, t.Human, t.CancelRequested = nil, nil, false
+		return e.walk(t, to, now, "reported by "+t.Target)
+	})
+	if err != nil {
+		e.log.Error("finish delegated task", "task_id", r.snapshot().ID, "err", err)
+	}
+	e.a.m.finished.With(string(to)).Add(1)
+	e.untrack(r)
+}
+
+// cancelRemote asks the executing peer to cancel; the task becomes
+// cancelled when the peer confirms.
+func (e *engine) cancelRemote(r *run) error {
+	return e.applyOut(r, true, func(t *wire.Task, now time.Time) ([]*wire.Event, []Outgoing, error) {
+		if t.Status.Terminal() || t.CancelRequested {
+			return nil, nil, nil
+		}
+		t.CancelRequested, t.UpdatedAt = true, now
+		ev := e.newEvent(t, wire.EventLog, now, map[string]any{"task_id": t.ID, "line": "cancel sent to " + t.Target})
+		return []*wire.Event{ev}, []Outgoing{{Peer: t.Target, Type: wire.MsgTaskCancel,
+			Payload: &wire.TaskCancelPayload{TaskID: t.ID, Reason: "cancelled by the requester"}}}, nil
+	})
+}
+
+// provideInfoRemote forwards missing fields to the executing peer.
+func (e *engine) provideInfoRemote(r *run, fields wire.JSONValue) error {
+	return e.applyOut(r, true, func(t *wire.Task, now time.Time) ([]*wire.Event, []Outgoing, error) {
+		if t.Status != wire.StatusInfoNeeded {
+			return nil, nil, wire.Errorf(wire.CodeInvalidStateChange, "task %s is %s, not info_needed", t.ID, t.Status)
+		}
+		evs, err := e.transition(t, wire.StatusInfoProvided, now, "information sent to "+t.Target)
+		if err != nil {
+			return nil, nil, err
+		}
+		t.MissingFields = nil
+		return evs, []Outgoing{{Peer: t.Target, Type: wire.MsgTaskInfoProvided,
+			Payload: &wire.TaskInfoProvidedPayload{TaskID: t.ID, Fields: fields}}}, nil
+	})
+}
+
+// remoteCancel handles a peer's p2p:task_cancel for a task it asked for.
+func (e *engine) remoteCancel(ctx context.Context, peer string, p *wire.TaskCancelPayload) error {
+	t, err := e.get(p.TaskID)
+	if err != nil {
+		return err
+	}
+	if t.Origin == nil || t.Origin.Peer != peer {
+		return wire.Errorf(wire.CodePermissionDenied, "task %q was not requested by %s", p.TaskID, peer)
+	}
+	_, err = e.cancel(ctx, p.TaskID)
+	var we *wire.Error
+	if errors.As(err, &we) && we.Code == wire.CodeTaskAlreadyCompleted {
+		return nil // its outcome was already sent
+	}
+	return err
+}
+
+// remoteInfo handles a peer's p2p:task_info_provided.
+func (e *engine) remoteInfo(ctx context.Context, peer string, p *wire.TaskInfoProvidedPayload) error {
+	t, err := e.get(p.TaskID)
+	if err != nil {
+		return err
+	}
+	if t.Origin == nil || t.Origin.Peer != peer {
+		return wire.Errorf(wire.CodePermissionDenied, "task %q was not requested by %s", p.TaskID, peer)
+	}
+	if t.Status != wire.StatusInfoNeeded {
+		return nil // a repeated message
+	}
+	_, err = e.provideInfo(ctx, p.TaskID, p.Fields)
+	return err
+}
