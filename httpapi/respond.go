@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"strconv"
 
 	"github.com/valyala/fasthttp"
@@ -41,7 +43,14 @@ func decode(ctx *fasthttp.RequestCtx, v any) error {
 		return wire.Errorf(wire.CodeMessageFormatInvalid, "the request body is empty")
 	}
 	if err := c.Unmarshal(body, v); err != nil {
-		return wire.Errorf(wire.CodeMessageFormatInvalid, "body: %v", err)
+		name := "JSON"
+		if c == wire.Msgpack {
+			name = "msgpack"
+		}
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return wire.Errorf(wire.CodeMessageFormatInvalid, "the %s body ends early (truncated)", name)
+		}
+		return wire.Errorf(wire.CodeMessageFormatInvalid, "%s body: %v", name, err)
 	}
 	return nil
 }

@@ -70,6 +70,7 @@ func New(a *agent.Agent, opts Options) *Server {
 	h := cfg.HTTP
 	s.srv = &fasthttp.Server{
 		Handler:                       s.handle,
+		Logger:                        connLogger{s.log},
 		Name:                          "synapse",
 		ReadTimeout:                   time.Duration(h.ReadTimeoutSeconds) * time.Second,
 		WriteTimeout:                  time.Duration(h.WriteTimeoutSeconds) * time.Second,
@@ -117,6 +118,15 @@ func New(a *agent.Agent, opts Options) *Server {
 		},
 	}
 	return s
+}
+
+// connLogger sends fasthttp's connection errors (garbage on the socket,
+// bodies over the limit) to the server's logger at debug level instead of
+// the standard logger.
+type connLogger struct{ l *slog.Logger }
+
+func (c connLogger) Printf(format string, args ...any) {
+	c.l.Debug("connection", "msg", fmt.Sprintf(format, args...))
 }
 
 func isTimeout(err error) bool {

@@ -179,7 +179,7 @@ func (s *Server) provideInfo(ctx *fasthttp.RequestCtx, _ agent.Principal, args [
 	if err := decode(ctx, &body); err != nil {
 		return err
 	}
-	if len(body.Fields) == 0 {
+	if len(body.Fields) == 0 || string(body.Fields) == "{}" {
 		return wire.Errorf(wire.CodeInvalidParams, `give the missing fields as {"fields": {...}}`).With("field", "fields")
 	}
 	t, err := s.a.ProvideInfo(ctx, args[0], body.Fields)

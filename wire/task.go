@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -112,14 +114,18 @@ func (v *JSONValue) DecodeMsgpack(dec *msgpack.Decoder) error {
 	return nil
 }
 
-// jsonNumbers turns json.Number into int64 or float64 so msgpack gets numbers.
+// jsonNumbers turns json.Number into int64, uint64 or float64 so msgpack
+// gets numbers of the right kind.
 func jsonNumbers(x any) any {
 	switch t := x.(type) {
 	case json.Number:
 		if i, err := t.Int64(); err == nil {
 			return i
 		}
-		f, _ := t.Float64()
+		if u, err := strconv.ParseUint(string(t), 10, 64); err == nil {
+			return u
+		}
+		f, _ := t.Float64() // CheckJSON refused numbers out of range
 		return f
 	case map[string]any:
 		for k, e := range t {
@@ -131,6 +137,43 @@ func jsonNumbers(x any) any {
 		}
 	}
 	return x
+}
+
+// MaxJSONDepth bounds the nesting of JSON payloads, as DefaultMsgpackLimits
+// bounds msgpack, so that every accepted payload can be answered in either
+// codec.
+const MaxJSONDepth = 32
+
+// CheckJSON verifies that b (valid JSON) nests at most MaxJSONDepth deep and
+// that every number fits a float64.
+func CheckJSON(b []byte) error {
+	depth := 0
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '"':
+			for i++; i < len(b) && b[i] != '"'; i++ {
+				if b[i] == '\\' {
+					i++
+				}
+			}
+		case c == '{' || c == '[':
+			if depth++; depth > MaxJSONDepth {
+				return fmt.Errorf("JSON nested deeper than %d", MaxJSONDepth)
+			}
+		case c == '}' || c == ']':
+			depth--
+		case c == '-' || (c >= '0' && c <= '9'):
+			j := i
+			for j < len(b) && strings.IndexByte("+-.eE0123456789", b[j]) >= 0 {
+				j++
+			}
+			if _, err := strconv.ParseFloat(string(b[i:j]), 64); err != nil {
+				return fmt.Errorf("number %s is out of range", b[i:j])
+			}
+			i = j - 1
+		}
+	}
+	return nil
 }
 
 // stringKeys converts maps with interface keys (msgpack allows them) into
@@ -199,6 +242,9 @@ func (r *SubmitRequest) Normalize() error {
 	}
 	if !r.Payload.IsObject() {
 		return Errorf(CodeInvalidParams, "payload must be a JSON object").With("field", "payload")
+	}
+	if err := CheckJSON(r.Payload); err != nil {
+		return Errorf(CodeInvalidParams, "payload: %v", err).With("field", "payload")
 	}
 	if r.TTLSeconds < 0 {
 		return Errorf(CodeInvalidParams, "ttl_seconds must not be negative").With("field", "ttl_seconds")
@@ -311,12 +357,13 @@ func (t *Task) ETag() string { return fmt.Sprintf(`"%s-%d"`, t.ID, t.Seq) }
 // TaskStatusResponse is the answer of GET /task/{id} (SPEC §5.2). The status
 // route leaves out payload, result and history.
 type TaskStatusResponse struct {
-	TaskID        string                `json:"task_id" msgpack:"task_id"`
-	TaskType      string                `json:"task_type" msgpack:"task_type"`
-	Status        Status                `json:"status" msgpack:"status"`
-	Progress      int                   `json:"progress" msgpack:"progress"`
-	Payload       JSONValue             `json:"payload,omitempty" msgpack:"payload,omitempty"`
-	ResultJSON    string                `json:"result_json" msgpack:"result_json"`
+	TaskID   string    `json:"task_id" msgpack:"task_id"`
+	TaskType string    `json:"task_type" msgpack:"task_type"`
+	Status   Status    `json:"status" msgpack:"status"`
+	Progress int       `json:"progress" msgpack:"progress"`
+	Payload  JSONValue `json:"payload,omitempty" msgpack:"payload,omitempty"`
+	// ResultJSON is set in full answers only (nil: left out).
+	ResultJSON    *string               `json:"result_json,omitempty" msgpack:"result_json,omitempty"`
 	ErrorMessage  string                `json:"error_message" msgpack:"error_message"`
 	ErrorCode     string                `json:"error_code,omitempty" msgpack:"error_code,omitempty"`
 	Recoverable   bool                  `json:"recoverable,omitempty" msgpack:"recoverable,omitempty"`
@@ -346,7 +393,8 @@ func (t *Task) StatusResponse(full bool) *TaskStatusResponse {
 	}
 	if full {
 		r.Payload = t.Payload
-		r.ResultJSON = string(t.Result)
+		res := string(t.Result)
+		r.ResultJSON = &res
 		r.History = t.History
 	}
 	return r

@@ -1,0 +1,208 @@
+package httpapi_test
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/wire"
+)
+
+func TestConcurrencyLimit(t *testing.T) {
+	ts := startServer(t, func(c *agent.Config) { c.MaxConcurrentTasks = 10 })
+	const n = 11
+	body := []byte(`{"task_type":"sleep","payload":{"ms":5000}}`)
+	replies := make([]*reply, n)
+	errs := make([]error, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			replies[i], errs[i] = ts.try("POST", api("/task"), body)
+		}()
+	}
+	close(start)
+	wg.Wait()
+
+	var created []string
+	var limited []*reply
+	for i, r := range replies {
+		if errs[i] != nil {
+			t.Fatalf("request %d: %v", i, errs[i])
+		}
+		switch r.status {
+		case http.StatusCreated:
+			created = append(created, r.object(t)["task_id"].(string))
+		case http.StatusTooManyRequests:
+			limited = append(limited, r)
+		default:
+			t.Errorf("request %d: status %d: %s", i, r.status, r.body)
+		}
+	}
+	t.Cleanup(func() {
+		for _, id := range created {
+			ts.cancelTask(t, id)
+		}
+	})
+	if len(created) != 10 || len(limited) != 1 {
+		t.Fatalf("got %d created and %d limited, want 10 and 1", len(created), len(limited))
+	}
+	e := limited[0].wantError(t, http.StatusTooManyRequests, wire.CodeRateLimited)
+	if d, _ := e["details"].(map[string]any); d["numeric_code"] != float64(wire.NumericTooManyTasks) {
+		t.Errorf("details = %v, want numeric_code 4004", e["details"])
+	}
+	if e["retriable"] != true {
+		t.Errorf("retriable = %v, want true", e["retriable"])
+	}
+	if ra := limited[0].header.Get("Retry-After"); ra == "" {
+		t.Errorf("no Retry-After header")
+	}
+	if got := ts.listIDs(t, ""); len(got) != 10 {
+		t.Errorf("GET /tasks lists %d tasks, want 10 (nothing stored for the refused one)", len(got))
+	}
+}
+
+func TestHostileInput(t *testing.T) {
+	ts := startServer(t, func(c *agent.Config) {
+		c.HTTP.MaxBodyBytes = 64 << 10
+		c.HTTP.MaxHeaderBytes = 8 << 10
+	})
+	// After each case the server must still answer.
+	t.Cleanup(func() { ts.do(t, "GET", api("/health"), nil).wantStatus(t, http.StatusOK) })
+	alive := func(t *testing.T) {
+		t.Helper()
+		ts.do(t, "GET", api("/health"), nil).wantStatus(t, http.StatusOK)
+	}
+	mpBody := withHeader("Content-Type", "application/msgpack")
+
+	tests := []struct {
+		name   string
+		method string
+		path   string
+		body   []byte
+		opts   []reqOpt
+		status int
+		code   string
+		inMsg  string // a part of the message that makes it clear
+	}{
+		{name: "truncated JSON", body: []byte(`{"task_type":"echo","payload":{"a":`), status: 400, code: wire.CodeMessageFormatInvalid, inMsg: "JSON body ends early"},
+		{name: "trailing data", body: []byte(`{"task_type":"echo"} {}`), status: 400, code: wire.CodeMessageFormatInvalid, inMsg: "trailing"},
+		{name: "empty body", body: []byte{}, status: 400, code: wire.CodeMessageFormatInvalid, inMsg: "empty"},
+		{name: "task_type a number", body: []byte(`{"task_type":5}`), status: 400, code: wire.CodeMessageFormatInvalid, inMsg: "task_type"},
+		{name: "payload an array", body: []byte(`{"task_type":"echo","payload":[1]}`), status: 400, code: wire.CodeInvalidParams, inMsg: "payload"},
+		{name: "payload a string", body: []byte(`{"task_type":"echo","payload":"x"}`), status: 400, code: wire.CodeInvalidParams, inMsg: "payload"},
+		{name: "payload_json not JSON", body: []byte(`{"task_type":"echo","payload_json":"{x"}`), status: 400, code: wire.CodeInvalidParams, inMsg: "payload_json"},
+		{name: "payload and payload_json", body: []byte(`{"task_type":"echo","payload":{},"payload_json":"{}"}`), status: 400, code: wire.CodeInvalidParams, inMsg: "payload_json"},
+		{name: "no task_type", body: []byte(`{"payload":{}}`), status: 400, code: wire.CodeInvalidParams, inMsg: "task_type"},
+		{name: "top level array", body: []byte(`[1,2]`), status: 400, code: wire.CodeMessageFormatInvalid},
+		{name: "bad priority", body: []byte(`{"task_type":"echo","priority":"now"}`), status: 400, code: wire.CodeInvalidParams, inMsg: "priority"},
+		{name: "negative ttl", body: []byte(`{"task_type":"echo","ttl_seconds":-1}`), status: 400, code: wire.CodeInvalidParams, inMsg: "ttl_seconds"},
+		{name: "unknown task type", body: []byte(`{"task_type":"launch","payload":{}}`), status: 403, code: wire.CodeCapabilityLacking, inMsg: "launch"},
+		{name: "schema violation", body: []byte(`{"task_type":"sleep","payload":{"ms":"soon"}}`), status: 400, code: wire.CodeValSchema, inMsg: "ms"},
+		{name: "body over max_body_bytes", body: bytes.Repeat([]byte(" "), 128<<10), status: 413, code: wire.CodePayloadTooLarge},
+		{name: "text/plain", body: []byte(`{"task_type":"echo"}`), opts: []reqOpt{withHeader("Content-Type", "text/plain")}, status: 415, code: wire.CodeUnsupportedMedia, inMsg: "text/plain"},
+		{name: "msgpack not a map", body: []byte{0x93, 1, 2, 3}, opts: []reqOpt{mpBody}, status: 400, code: wire.CodeMessageFormatInvalid},
+		{name: "msgpack truncated", body: []byte{0x82, 0xa9, 't', 'a'}, opts: []reqOpt{mpBody}, status: 400, code: wire.CodeMessageFormatInvalid, inMsg: "truncated"},
+		{name: "msgpack integer key", body: []byte{0x81, 0x01, 0x02}, opts: []reqOpt{mpBody}, status: 400, code: wire.CodeMessageFormatInvalid},
+		{name: "msgpack never-used byte", body: []byte{0x81, 0xa1, 'a', 0xc1}, opts: []reqOpt{mpBody}, status: 400, code: wire.CodeMessageFormatInvalid},
+		{name: "msgpack nested 1000 deep", body: deepMsgpack(1000), opts: []reqOpt{mpBody}, status: 400, code: wire.CodeMessageFormatInvalid, inMsg: "deep"},
+		{name: "unknown route", method: "GET", path: api("/nope"), status: 404, code: wire.CodeNotFound, inMsg: "/nope"},
+		{name: "route outside the prefix", method: "GET", path: "/nope", status: 404, code: wire.CodeNotFound},
+		{name: "wrong method", method: "DELETE", path: api("/task"), status: 405, code: wire.CodeMethodNotAllowed, inMsg: "DELETE"},
+		{name: "GET a POST route", method: "GET", path: api("/task/abc/cancel"), status: 405, code: wire.CodeMethodNotAllowed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			method, path := tt.method, tt.path
+			if method == "" {
+				method, path = "POST", api("/task")
+			}
+			r := ts.do(t, method, path, tt.body, tt.opts...)
+			e := r.wantError(t, tt.status, tt.code)
+			if msg, _ := e["message"].(string); !strings.Contains(msg, tt.inMsg) {
+				t.Errorf("message %q does not mention %q", msg, tt.inMsg)
+			}
+			alive(t)
+		})
+	}
+	if got := ts.listIDs(t, ""); len(got) != 0 {
+		t.Errorf("hostile requests stored tasks: %v", got)
+	}
+
+	t.Run("msgpack array32 of 2^32-1", func(t *testing.T) {
+		heap := func() uint64 {
+			runtime.GC()
+			var ms runtime.MemStats
+			runtime.ReadMemStats(&ms)
+			return ms.HeapAlloc
+		}
+		before := heap()
+		for _, b := range [][]byte{
+			{0xdd, 0xff, 0xff, 0xff, 0xff},
+			// {"task_type":"echo","payload":[2^32-1 elements...]}
+			append([]byte{0x82, 0xa9, 't', 'a', 's', 'k', '_', 't', 'y', 'p', 'e', 0xa4, 'e', 'c', 'h', 'o',
+				0xa7, 'p', 'a', 'y', 'l', 'o', 'a', 'd'}, 0xdd, 0xff, 0xff, 0xff, 0xff, 0xc0),
+			{0xdf, 0xff, 0xff, 0xff, 0xff, 0xa1, 'a'},
+			{0x81, 0xa7, 'p', 'a', 'y', 'l', 'o', 'a', 'd', 0xdb, 0xff, 0xff, 0xff, 0xff, 'x'},
+		} {
+			t0 := time.Now()
+			r := ts.do(t, "POST", api("/task"), b, mpBody)
+			if took := time.Since(t0); took > 500*time.Millisecond {
+				t.Errorf("% x took %s, want well under a second", b, took)
+			}
+			r.wantError(t, http.StatusBadRequest, wire.CodeMessageFormatInvalid)
+		}
+		after := heap()
+		if after > before && after-before > 16<<20 {
+			t.Errorf("heap grew by %d MiB, want < 16 MiB", (after-before)>>20)
+		}
+		alive(t)
+	})
+
+	t.Run("header over max_header_bytes", func(t *testing.T) {
+		r := ts.do(t, "GET", api("/health"), nil, withHeader("X-Big", strings.Repeat("a", 16<<10)))
+		r.wantError(t, http.StatusRequestHeaderFieldsTooLarge, wire.CodeMessageFormatInvalid)
+		alive(t)
+	})
+
+	t.Run("garbage on the socket", func(t *testing.T) {
+		c, err := net.DialTimeout("tcp", strings.TrimPrefix(ts.base, "http://"), 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := fmt.Fprint(c, "NOT HTTP AT ALL\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("no HTTP answer to garbage: %v", err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode < 400 || resp.StatusCode > 499 {
+			t.Errorf("status = %d, want a 4xx", resp.StatusCode)
+		}
+		alive(t)
+	})
+}
+
+// deepMsgpack is {"task_type":"echo","payload":{"a":[[[...nil...]]]}} with
+// depth nested arrays.
+func deepMsgpack(depth int) []byte {
+	b := []byte{0x82, 0xa9, 't', 'a', 's', 'k', '_', 't', 'y', 'p', 'e', 0xa4, 'e', 'c', 'h', 'o',
+		0xa7, 'p', 'a', 'y', 'l', 'o', 'a', 'd', 0x81, 0xa1, 'a'}
+	b = append(b, bytes.Repeat([]byte{0x91}, depth)...)
+	return append(b, 0xc0)
+}
