@@ -1,0 +1,84 @@
+# Synapse: the one entry point for building, running, testing and
+# cross-compiling. `make` or `make help` lists the targets.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+MODULE    := github.com/synapse-edge/synapse
+GO        ?= go
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -s -w -X $(MODULE)/cli.Version=$(VERSION)
+BIN       := bin/synapse
+DATA      ?= ./data
+LISTEN    ?= 127.0.0.1:8080
+BENCHTIME ?= 1s
+FUZZTIME  ?= 20s
+# Packages whose tests also run as linux/arm64 under qemu (those present).
+ARM64_PKGS := $(foreach d,wire tier1 store,$(if $(wildcard $(d)/*.go),./$(d)/...))
+QEMU_AARCH64 = $(shell command -v qemu-aarch64-static 2>/dev/null || command -v qemu-aarch64 2>/dev/null)
+
+.PHONY: help build run test test-arm64 cross bench check fuzz clean
+
+help: ## list the targets
+	@echo "Usage: make TARGET [VAR=value]"
+	@echo
+	@awk 'BEGIN { FS = ":.*## " } /^[a-zA-Z0-9_-]+:.*## / { printf "  %-11s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
+	@echo
+	@echo "Variables: VERSION=$(VERSION) BENCHTIME=$(BENCHTIME) FUZZTIME=$(FUZZTIME) DATA=$(DATA) LISTEN=$(LISTEN)"
+
+build: ## build the static binary bin/synapse (version from git describe)
+	@mkdir -p bin
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) .
+	@echo "built $(BIN) $(VERSION)"
+
+run: build ## build, then serve with DATA=./data on LISTEN=127.0.0.1:8080
+	@if [ -n "$${SYNAPSE_ADMIN_TOKEN:-}" ]; then \
+	  echo "admin token: \$$SYNAPSE_ADMIN_TOKEN"; \
+	else \
+	  echo "admin token: $(DATA)/admin.token (written at first start)"; \
+	fi
+	@echo "try: $(BIN) task submit echo --payload '{\"msg\":\"hi\"}' --wait 5s --data $(DATA) --agent http://$(LISTEN)"
+	./$(BIN) serve --data $(DATA) --listen $(LISTEN)
+
+test: ## go vet, then every test with the race detector; arm64 too when CI=true or qemu is installed
+	$(GO) vet ./...
+	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m ./...
+	@if [ "$${CI:-}" = "true" ] || [ -n "$(QEMU_AARCH64)" ]; then \
+	  $(MAKE) --no-print-directory test-arm64; \
+	fi
+
+test-arm64: ## run the wire, tier1 and store tests as linux/arm64 under qemu-aarch64-static
+	@if [ "$${CI:-}" = "true" ]; then scripts/ci-deps.sh; fi
+	@qemu="$$(command -v qemu-aarch64-static 2>/dev/null || command -v qemu-aarch64 2>/dev/null || true)"; \
+	if [ -z "$$qemu" ]; then \
+	  echo "test-arm64: skipped: qemu-aarch64-static is not installed (scripts/ci-deps.sh --install)"; exit 0; \
+	fi; \
+	if [ -z "$(ARM64_PKGS)" ]; then echo "test-arm64: no packages to test"; exit 0; fi; \
+	echo "GOARCH=arm64 $(GO) test -exec $$qemu $(ARM64_PKGS)"; \
+	GOARCH=arm64 CGO_ENABLED=0 $(GO) test -exec "$$qemu" -count=1 -timeout 20m $(ARM64_PKGS)
+
+cross: ## static binaries for build/targets.txt into dist/, with their sizes
+	@LDFLAGS="$(LDFLAGS)" GO="$(GO)" scripts/cross.sh build/targets.txt dist
+
+bench: ## run every benchmark (BENCHTIME=1s; e.g. make bench BENCHTIME=5x)
+	@pkgs="$$(scripts/list-bench-pkgs.sh)"; \
+	if [ -z "$$pkgs" ]; then echo "bench: no benchmarks"; exit 0; fi; \
+	echo "$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $$pkgs"; \
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $$pkgs
+
+.PHONY: bench-tier1
+bench-tier1: ## tier-1 ingest vs mosquitto QoS1, NATS JetStream, bbolt, bare WebSocket (BENCH_ARGS="-frames N -rounds R")
+	@GO="$(GO)" BENCH_ARGS="$(BENCH_ARGS)" bench/tier1/run.sh
+
+check: ## gofmt -l must list nothing, go vet, go test -race
+	@unformatted="$$(gofmt -l .)"; \
+	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m ./...
+
+fuzz: ## run every Fuzz target for FUZZTIME=20s each
+	@GO="$(GO)" FUZZTIME="$(FUZZTIME)" scripts/fuzz.sh
+
+clean: ## remove bin/ and dist/
+	rm -rf bin dist

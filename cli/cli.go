@@ -1,0 +1,189 @@
+// Package cli implements the synapse command line: the serve command that
+// runs an agent, and the commands that talk to a running agent over its
+// REST API (task, token, db) or work on its data directory directly.
+//
+// # Shape
+//
+//	synapse [global flags] COMMAND [VERB] [flags] [args]
+//
+// Every command and verb answers --help (or -h) with its usage and
+// examples on standard output. Flags may follow positional arguments; "--"
+// ends the flags.
+//
+// # Exit codes
+//
+// 0 success; 1 a runtime error (the agent refused, the network failed, a
+// watched or awaited task ended other than completed, a check found
+// errors); 2 a usage error (unknown command or verb, bad flag, wrong
+// number of arguments, invalid input).
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+)
+
+// Version is the version the binary reports; the Makefile sets it with
+// -ldflags "-X github.com/synapse-edge/synapse/cli.Version=...".
+var Version = "dev"
+
+// Exit codes of Main.
+const (
+	ExitOK      = 0
+	ExitFailure = 1
+	ExitUsage   = 2
+)
+
+// IO is the standard streams a command reads and writes.
+type IO struct {
+	In       io.Reader
+	Out, Err io.Writer
+}
+
+// errUsage marks a usage error (exit 2); the message has been printed.
+var errUsage = errors.New("usage error")
+
+// exitError ends a command with a given exit code after printing msg (if
+// not empty) on standard error.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+// Main runs the synapse command line with args (without the program name,
+// i.e. os.Args[1:]) and returns the process exit code. It reads the
+// environment variables SYNAPSE_AGENT, SYNAPSE_TOKEN and
+// SYNAPSE_ADMIN_TOKEN. Cancelling ctx (on SIGINT or SIGTERM) stops the
+// running command.
+func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return run(ctx, &IO{In: stdin, Out: stdout, Err: stderr}, args, os.Getenv)
+}
+
+// run is Main with the environment passed in.
+func run(ctx context.Context, sio *IO, args []string, getenv func(string) string) int {
+	s := newSession(sio, getenv)
+	top := newFlagSet("synapse")
+	s.g.register(top, 0)
+	showVersion := top.Bool("version", false, "print the version and exit")
+	if err := top.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			printMainUsage(sio.Out, s)
+			return ExitOK
+		}
+		fmt.Fprintf(sio.Err, "synapse: %v\n\n", err)
+		printMainUsage(sio.Err, s)
+		return ExitUsage
+	}
+	if *showVersion {
+		printVersion(sio.Out)
+		return ExitOK
+	}
+	rest := top.Args()
+	if len(rest) == 0 {
+		printMainUsage(sio.Err, s)
+		return ExitUsage
+	}
+	name, rest := rest[0], rest[1:]
+	if name == "help" {
+		return runHelp(ctx, s, rest)
+	}
+	cmd := findCommand(name)
+	if cmd == nil {
+		fmt.Fprintf(sio.Err, "synapse: unknown command %q\n\n", name)
+		printMainUsage(sio.Err, s)
+		return ExitUsage
+	}
+	if cmd.name == "serve" {
+		// Global flags given before "serve" go to serve's own parser.
+		return s.exitCode(nil, runServe(ctx, sio, append(topFlagArgs(args, len(top.Args())), rest...)))
+	}
+	if cmd.leaf != nil {
+		return runVerb(ctx, s, cmd.leaf, rest)
+	}
+	if len(rest) == 0 {
+		fmt.Fprintf(sio.Err, "synapse %s: missing verb\n\n", cmd.name)
+		printCommandUsage(sio.Err, cmd)
+		return ExitUsage
+	}
+	switch rest[0] {
+	case "-h", "-help", "--help", "help":
+		printCommandUsage(sio.Out, cmd)
+		return ExitOK
+	}
+	v := cmd.find(rest[0])
+	if v == nil {
+		fmt.Fprintf(sio.Err, "synapse %s: unknown verb %q\n\n", cmd.name, rest[0])
+		printCommandUsage(sio.Err, cmd)
+		return ExitUsage
+	}
+	return runVerb(ctx, s, v, rest[1:])
+}
+
+// topFlagArgs returns the global flag arguments that came before the
+// command: args without the command and what followed it.
+func topFlagArgs(args []string, remaining int) []string {
+	return append([]string(nil), args[:len(args)-remaining]...)
+}
+
+// runHelp prints the usage of the named command or verb.
+func runHelp(ctx context.Context, s *session, args []string) int {
+	switch len(args) {
+	case 0:
+		printMainUsage(s.io.Out, s)
+		return ExitOK
+	case 1, 2:
+		cmd := findCommand(args[0])
+		if cmd == nil {
+			fmt.Fprintf(s.io.Err, "synapse help: unknown command %q\n\n", args[0])
+			printMainUsage(s.io.Err, s)
+			return ExitUsage
+		}
+		if cmd.name == "serve" {
+			return s.exitCode(nil, runServe(ctx, s.io, []string{"--help"}))
+		}
+		if cmd.leaf != nil && len(args) == 1 {
+			printVerbUsage(s.io.Out, s, cmd.leaf)
+			return ExitOK
+		}
+		if len(args) == 1 {
+			printCommandUsage(s.io.Out, cmd)
+			return ExitOK
+		}
+		v := cmd.find(args[1])
+		if v == nil {
+			fmt.Fprintf(s.io.Err, "synapse help: unknown verb %q of %s\n\n", args[1], cmd.name)
+			printCommandUsage(s.io.Err, cmd)
+			return ExitUsage
+		}
+		printVerbUsage(s.io.Out, s, v)
+		return ExitOK
+	}
+	fmt.Fprintln(s.io.Err, "synapse help: too many arguments")
+	fmt.Fprintln(s.io.Err, "Usage: synapse help [COMMAND [VERB]]")
+	return ExitUsage
+}
+
+// printVersion writes "synapse <version> <goos>/<goarch> <go version>".
+func printVersion(w io.Writer) {
+	fmt.Fprintf(w, "synapse %s %s/%s %s\n", Version, runtime.GOOS, runtime.GOARCH, runtime.Version())
+}
+
+// versionVerb is the version command.
+var versionVerb = &verb{
+	name:     "version",
+	summary:  "print the version, platform and Go version",
+	examples: []string{"synapse version"},
+	setup: func(fs *flag.FlagSet, s *session) runFunc {
+		return func(ctx context.Context, args []string) error {
+			printVersion(s.io.Out)
+			return nil
+		}
+	},
+}

@@ -1,0 +1,151 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/httpapi"
+	"github.com/synapse-edge/synapse/store"
+)
+
+const serveUsage = `Usage: synapse serve [--data DIR] [--listen HOST:PORT] [--config FILE] [flags]
+
+Runs an agent: the task engine on an embedded bbolt file in DIR and the HTTP
+API on HOST:PORT. The admin bearer token is $SYNAPSE_ADMIN_TOKEN if set, else
+the content of DIR/admin.token (created at first start, mode 0600).
+
+Configuration is read in this order: defaults, the JSON config file, SYNAPSE_*
+environment variables, then these flags.
+
+SIGTERM or SIGINT stops accepting requests, lets running tasks finish for
+--grace, closes streams and the store, and exits 0.
+
+Examples:
+  synapse serve
+  synapse serve --data /var/lib/synapse --listen 0.0.0.0:8080 --config /etc/synapse.json
+  SYNAPSE_ADMIN_TOKEN=secret synapse serve --data ./d1 --listen 127.0.0.1:9001
+
+Flags:
+`
+
+// runServe is the serve command.
+func runServe(ctx context.Context, sio *IO, args []string) error {
+	fs := newFlagSet("serve")
+	data := fs.String("data", "", "data directory (default ./data)")
+	listen := fs.String("listen", "", "address to listen on (default 127.0.0.1:8080)")
+	config := fs.String("config", "", "JSON config file")
+	endpoint := fs.String("endpoint", "", "base URL peers use to reach this agent (default http://LISTEN)")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	logFormat := fs.String("log-format", "text", "text or json")
+	grace := fs.Duration("grace", 20*time.Second, "how long running tasks may finish on shutdown")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(sio.Out, serveUsage)
+			fs.SetOutput(sio.Out)
+			fs.PrintDefaults()
+			return nil
+		}
+		fmt.Fprintf(sio.Err, "synapse serve: %v\n\n%s", err, serveUsage)
+		fs.SetOutput(sio.Err)
+		fs.PrintDefaults()
+		return errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(sio.Err, "synapse serve: unexpected argument %q\n", fs.Arg(0))
+		return errUsage
+	}
+	log, err := newLogger(sio, *logLevel, *logFormat)
+	if err != nil {
+		fmt.Fprintf(sio.Err, "synapse serve: %v\n", err)
+		return errUsage
+	}
+
+	cfg := agent.Defaults()
+	if *config != "" {
+		if err := cfg.LoadFile(*config); err != nil {
+			return err
+		}
+	}
+	if err := cfg.LoadEnv(os.Getenv); err != nil {
+		return err
+	}
+	if *data != "" {
+		cfg.DataDir = *data
+	}
+	if *listen != "" {
+		cfg.Listen = *listen
+	}
+	if *endpoint != "" {
+		cfg.Endpoint = *endpoint
+	}
+	return serve(ctx, sio, log, cfg, *grace)
+}
+
+func serve(ctx context.Context, sio *IO, log *slog.Logger, cfg agent.Config, grace time.Duration) error {
+	a, err := agent.New(cfg, agent.WithLogger(log))
+	if err != nil {
+		return err
+	}
+	if err := a.Open(ctx); err != nil {
+		if errors.Is(err, store.ErrLocked) {
+			return fmt.Errorf("data directory %s is in use by another synapse process (is an agent already serving it?)", cfg.DataDir)
+		}
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		_ = a.Close(context.Background())
+		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	}
+	srv := httpapi.New(a, httpapi.Options{Logger: log, Version: Version})
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	id := a.Identity()
+	tokenHint := "$SYNAPSE_ADMIN_TOKEN"
+	if cfg.AdminToken == "" {
+		tokenHint = filepath.Join(cfg.DataDir, agent.AdminTokenFile)
+	}
+	log.Info("serving", "agent_id", id.AgentID, "listen", ln.Addr().String(), "data", cfg.DataDir, "admin_token", tokenHint)
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down", "grace", grace)
+	case serveErr = <-served:
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		log.Warn("http shutdown", "err", err)
+	}
+	if err := a.Close(sctx); err != nil {
+		return fmt.Errorf("close agent: %w", err)
+	}
+	log.Info("stopped")
+	return serveErr
+}
+
+func newLogger(sio *IO, level, format string) (*slog.Logger, error) {
+	var lv slog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch strings.ToLower(format) {
+	case "text":
+		return slog.New(slog.NewTextHandler(sio.Err, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(sio.Err, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: use text or json", format)
+}

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs the system packages that the test targets need on a Debian or
+# Ubuntu machine that has only Go, gcc, git, make and curl:
+#   qemu-user-static  runs the linux/arm64 tests (make test-arm64)
+#   gcc               the race detector needs cgo (make test)
+# It installs only when CI=true or when called with --install; otherwise it
+# says what is missing. Idempotent and quiet: nothing happens when all is
+# there.
+set -euo pipefail
+
+missing=()
+if ! command -v qemu-aarch64-static >/dev/null 2>&1 && ! command -v qemu-aarch64 >/dev/null 2>&1; then
+	missing+=(qemu-user-static)
+fi
+command -v gcc >/dev/null 2>&1 || missing+=(gcc)
+[ "${#missing[@]}" -eq 0 ] && exit 0
+
+if [ "${CI:-}" != "true" ] && [ "${1:-}" != "--install" ]; then
+	echo "ci-deps: missing ${missing[*]}; run 'scripts/ci-deps.sh --install' (needs root) to install them"
+	exit 0
+fi
+if ! command -v apt-get >/dev/null 2>&1; then
+	echo "ci-deps: missing ${missing[*]} and no apt-get to install them" >&2
+	exit 1
+fi
+sudo=()
+if [ "$(id -u)" -ne 0 ]; then
+	if ! command -v sudo >/dev/null 2>&1; then
+		echo "ci-deps: installing ${missing[*]} needs root" >&2
+		exit 1
+	fi
+	sudo=(sudo -n)
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+echo "ci-deps: installing ${missing[*]}"
+"${sudo[@]}" apt-get update -qq >/dev/null
+if ! "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; then
+	# Newer releases ship the static emulators in qemu-user.
+	alt=("${missing[@]/qemu-user-static/qemu-user}")
+	"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${alt[@]}" >/dev/null
+fi
