@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"net/url"
+	"sync"
 	"time"
 
 	"github.com/fasthttp/websocket"
@@ -61,6 +62,22 @@ func (s *Server) upgrade(ctx *fasthttp.RequestCtx, handler func(c *websocket.Con
 	return nil
 }
 
+// startKeepAlive runs keepAlive and returns the function that stops it and
+// waits for it: the connection must not be used once its handler returned.
+func (s *Server) startKeepAlive(c *websocket.Conn) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.keepAlive(c, done)
+	}()
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}
+
 // keepAlive pings the peer, ends the connection when a pong is late or on
 // shutdown, and returns when done is closed.
 func (s *Server) keepAlive(c *websocket.Conn, done <-chan struct{}) {
@@ -96,9 +113,8 @@ func (s *Server) tier1Stream(ctx *fasthttp.RequestCtx, p agent.Principal, _ []st
 	max := int64(s.a.Config().Tier1.MaxBatchBytes)
 	return s.upgrade(ctx, func(c *websocket.Conn) {
 		c.SetReadLimit(max)
-		done := make(chan struct{})
-		defer close(done)
-		go s.keepAlive(c, done)
+		stop := s.startKeepAlive(c)
+		defer stop()
 
 		// order holds one slot per batch in arrival order; the writer
 		// answers them in that order as they are filled.
