@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Side-by-side tier-1 ingest benchmark (make bench-tier1).
+#
+# Installs mosquitto and nats-server with apt-get when they are missing (as
+# root; otherwise says what to install and leaves those engines out), builds
+# the agent and the harness, starts the agent, mosquitto and nats-server on
+# free 127.0.0.1 ports with their data in one temporary directory, runs the
+# harness (extra flags from $BENCH_ARGS), stops everything and prints the
+# table. The raw numbers go to bench/results/tier1-<UTC date-time>.json.
+#
+# Bounded: each run has the harness's -timeout (2m), the whole harness
+# $BENCH_TIMEOUT (default 30m).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+GO="${GO:-go}"
+BENCH_ARGS="${BENCH_ARGS:-}"
+BENCH_TIMEOUT="${BENCH_TIMEOUT:-30m}"
+
+say() { echo "bench-tier1: $*" >&2; }
+
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/bench-tier1.XXXXXX")"
+PIDS=()
+cleanup() {
+  local pid
+  for pid in "${PIDS[@]}"; do
+    kill "$pid" 2>/dev/null || true
+  done
+  for pid in "${PIDS[@]}"; do
+    wait "$pid" 2>/dev/null || true
+  done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+# ---- engines to install ----
+
+apt_updated=0
+# need PACKAGE BINARY: prints the binary's path when present or installed.
+need() {
+  local pkg="$1" bin="$2" path
+  path="$(command -v "$bin" 2>/dev/null || true)"
+  [ -z "$path" ] && [ -x "/usr/sbin/$bin" ] && path="/usr/sbin/$bin"
+  if [ -n "$path" ]; then echo "$path"; return 0; fi
+  if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
+    say "$bin is not installed: install the Debian package '$pkg' (apt-get install $pkg) to include it; leaving it out"
+    return 0
+  fi
+  say "installing $pkg"
+  if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$pkg" >"$WORK/apt.log" 2>&1; then
+    if [ "$apt_updated" = 0 ]; then
+      apt_updated=1
+      apt-get update -qq >>"$WORK/apt.log" 2>&1 || true
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$pkg" >>"$WORK/apt.log" 2>&1 || true
+    fi
+  fi
+  path="$(command -v "$bin" 2>/dev/null || true)"
+  [ -z "$path" ] && [ -x "/usr/sbin/$bin" ] && path="/usr/sbin/$bin"
+  if [ -z "$path" ]; then
+    say "could not install $pkg (see below); leaving it out"
+    tail -n 5 "$WORK/apt.log" >&2 || true
+  fi
+  echo "$path"
+}
+
+MOSQUITTO="$(need mosquitto mosquitto)"
+NATS="$(need nats-server nats-server)"
+
+# ---- build ----
+
+say "building synapse and the harness"
+(cd "$ROOT" && CGO_ENABLED=0 "$GO" build -trimpath -o "$WORK/synapse" .)
+if ! (cd "$ROOT/bench/tier1" && "$GO" build -o "$WORK/tier1bench" .); then
+  say "the harness does not build; if the agent's dependencies changed, run: cd bench/tier1 && go mod tidy"
+  exit 1
+fi
+
+mapfile -t PORTS < <("$WORK/tier1bench" -free-ports 3)
+SYN_PORT="${PORTS[0]}" MQTT_PORT="${PORTS[1]}" NATS_PORT="${PORTS[2]}"
+ARGS=()
+VERSIONS="synapse=$(cd "$ROOT" && git describe --tags --always --dirty 2>/dev/null || echo dev)"
+
+# ---- start ----
+
+SYNAPSE_ADMIN_TOKEN="bench-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
+export SYNAPSE_ADMIN_TOKEN
+"$WORK/synapse" serve --data "$WORK/synapse-data" --listen "127.0.0.1:$SYN_PORT" --log-level warn \
+  >"$WORK/synapse.log" 2>&1 &
+PIDS+=("$!")
+ARGS+=(-synapse "127.0.0.1:$SYN_PORT" -synapse-pid "$!")
+
+if [ -n "$MOSQUITTO" ]; then
+  mkdir -p "$WORK/mosquitto"
+  cat >"$WORK/mosquitto.conf" <<EOF
+listener $MQTT_PORT 127.0.0.1
+persistence true
+persistence_location $WORK/mosquitto/
+allow_anonymous true
+EOF
+  "$MOSQUITTO" -c "$WORK/mosquitto.conf" >"$WORK/mosquitto.log" 2>&1 &
+  PIDS+=("$!")
+  ARGS+=(-mqtt "127.0.0.1:$MQTT_PORT" -mqtt-pid "$!")
+  VERSIONS+=",mosquitto=$({ "$MOSQUITTO" -h 2>/dev/null || true; } | sed -n 's/^mosquitto version \([^ ]*\).*/\1/p' | head -n1)"
+fi
+
+if [ -n "$NATS" ]; then
+  mkdir -p "$WORK/nats"
+  "$NATS" -js -sd "$WORK/nats" -a 127.0.0.1 -p "$NATS_PORT" >"$WORK/nats.log" 2>&1 &
+  PIDS+=("$!")
+  ARGS+=(-nats "127.0.0.1:$NATS_PORT" -nats-pid "$!")
+  VERSIONS+=",nats-server=$({ "$NATS" --version 2>/dev/null || true; } | sed -n 's/.*v\([0-9][0-9.]*\).*/\1/p' | head -n1)"
+fi
+
+# ---- run ----
+
+mkdir -p "$ROOT/bench/results"
+OUT="$ROOT/bench/results/tier1-$(date -u +%Y%m%dT%H%M%SZ).json"
+say "running (the servers' data is in $WORK; engines: ${VERSIONS//,/, })"
+status=0
+# shellcheck disable=SC2086 # BENCH_ARGS is a list of flags
+timeout --kill-after=10s "$BENCH_TIMEOUT" "$WORK/tier1bench" "${ARGS[@]}" -dir "$WORK" -out "$OUT" \
+  -versions "$VERSIONS" $BENCH_ARGS || status=$?
+if [ "$status" != 0 ]; then
+  for log in synapse mosquitto nats; do
+    if [ -s "$WORK/$log.log" ]; then
+      say "last lines of the $log log:"
+      tail -n 10 "$WORK/$log.log" >&2
+    fi
+  done
+  exit "$status"
+fi
