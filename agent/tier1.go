@@ -52,17 +52,17 @@ func (a *Agent) pruneTier1(ctx context.Context) error {
 	_ = a.db.View(func(tx *store.Tx) error { routines = tx.T1Routines(); return nil })
 	for _, id := range routines {
 		for {
-			var n int
+			var frames, blocks int
 			err := a.db.Update(ctx, func(tx *store.Tx) error {
 				var err error
-				n, err = tx.T1Prune(id, before, uint64(a.cfg.Tier1.MaxBytesPerRoutine), 10_000)
+				frames, blocks, err = tx.T1Prune(id, before-tier1.BlockSpan, uint64(a.cfg.Tier1.MaxBytesPerRoutine), 1000, tier1.BlockLen)
 				return err
 			})
 			if err != nil {
 				return err
 			}
-			a.t1.C.Pruned.Add(uint64(n))
-			if n < 10_000 {
+			a.t1.C.Pruned.Add(uint64(frames))
+			if blocks < 1000 {
 				break
 			}
 		}

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/base64"
+	"encoding/binary"
 	"net/url"
 	"strconv"
 	"time"
@@ -97,56 +98,77 @@ func (s *Server) tier1Frames(ctx *fasthttp.RequestCtx, _ agent.Principal, args [
 	if err != nil {
 		return err
 	}
+	// Blocks are keyed by their first frame's ts and span at most
+	// tier1.BlockSpan, so a scan starts that much before since.
 	var from, to []byte
 	if since != nil {
-		from = store.T1Key(nil, *since, "", 0)
+		from = store.T1Key(nil, *since-tier1.BlockSpan, "", 0)
 	}
 	if until != nil {
 		to = store.T1Key(nil, *until, "", 0)
 	}
-	after := []byte(nil)
+	var afterKey []byte
+	afterIdx := -1
 	if tok := q.Peek("page_token"); len(tok) > 0 {
-		if after, err = base64.RawURLEncoding.DecodeString(string(tok)); err != nil || len(after) < 17 {
+		raw, err := base64.RawURLEncoding.DecodeString(string(tok))
+		if err != nil || len(raw) < 19 {
 			return wire.Errorf(wire.CodeInvalidParams, "page_token is not one this agent gave").With("field", "page_token")
 		}
-		from = after
+		afterKey, afterIdx = raw[:len(raw)-2], int(binary.BigEndian.Uint16(raw[len(raw)-2:]))
+		from = afterKey
 	}
 	device := q.Peek("device_id")
+	kts := tsField(d)
 	var frames []tier1.Frame
-	var last []byte
+	var lastKey []byte
+	lastIdx := 0
 	more := false
-	var decErr error
+	var scanErr error
 	err = s.a.Store().View(func(tx *store.Tx) error {
 		return tx.T1Scan(capID, from, to, func(k, v []byte) bool {
-			if after != nil && string(k) == string(after) {
-				return true
-			}
 			if len(device) > 0 && string(store.T1KeyDevice(k)) != string(device) {
 				return true
 			}
-			if len(frames) == limit {
-				more = true
-				return false
-			}
-			f, err := tier1.DecodeFrame(v, d)
+			br, err := tier1.NewBlockReader(v, d)
 			if err != nil {
-				decErr = err
+				scanErr = err
 				return false
 			}
-			frames = append(frames, f)
-			last = append(last[:0], k...)
+			same := afterKey != nil && string(k) == string(afterKey)
+			for i := 0; i < br.Len(); i++ {
+				f, err := br.Next()
+				if err != nil {
+					scanErr = err
+					return false
+				}
+				if same && i <= afterIdx {
+					continue
+				}
+				if kts >= 0 {
+					if t := f.At(kts); t.Kind() == tier1.KindInt &&
+						(since != nil && t.Int() < *since || until != nil && t.Int() >= *until) {
+						continue
+					}
+				}
+				if len(frames) == limit {
+					more = true
+					return false
+				}
+				frames = append(frames, f)
+				lastKey, lastIdx = append(lastKey[:0], k...), i
+			}
 			return true
 		})
 	})
 	if err == nil {
-		err = decErr
+		err = scanErr
 	}
 	if err != nil {
 		return wire.Errorf(wire.CodeSysStorage, "read frames: %v", err)
 	}
 	next := ""
 	if more {
-		next = base64.RawURLEncoding.EncodeToString(last)
+		next = base64.RawURLEncoding.EncodeToString(binary.BigEndian.AppendUint16(lastKey, uint16(lastIdx)))
 	}
 	if wire.IsMsgpack(string(ctx.Request.Header.Peek(fasthttp.HeaderAccept))) {
 		objs := make([]map[string]any, len(frames))
@@ -171,6 +193,16 @@ func (s *Server) tier1Frames(ctx *fasthttp.RequestCtx, _ agent.Principal, args [
 	buf = append(buf, '}')
 	writeRaw(ctx, fasthttp.StatusOK, wire.ContentJSON, buf)
 	return nil
+}
+
+// tsField is the index of a routine's ts field (int), or -1.
+func tsField(d *tier1.Descriptor) int {
+	for i, f := range d.Fields {
+		if f.Name == "ts" && f.Type == tier1.TypeInt {
+			return i
+		}
+	}
+	return -1
 }
 
 func queryTime(raw []byte, name string) (*int64, error) {

@@ -19,7 +19,7 @@ const (
 	wsPingEvery  = 30 * time.Second
 	wsPongWait   = 10 * time.Second
 	wsWriteWait  = 10 * time.Second
-	tier1Window  = 32 // batches read ahead of their acknowledgements
+	tier1Window  = 256 // batches read ahead of their acknowledgements
 	wsBufferSize = 64 << 10
 )
 
@@ -137,11 +137,19 @@ func (s *Server) tier1Stream(ctx *fasthttp.RequestCtx, p agent.Principal, _ []st
 			}
 		}()
 		in := s.a.Tier1()
+		// One read buffer per connection: IngestAsync keeps nothing of the
+		// bytes it is given once it returns.
+		var buf bytes.Buffer
 		for {
-			mt, data, err := c.ReadMessage()
+			mt, rd, err := c.NextReader()
 			if err != nil {
 				break
 			}
+			buf.Reset()
+			if _, err := buf.ReadFrom(rd); err != nil {
+				break
+			}
+			data := buf.Bytes()
 			slot := make(chan tier1Ack, 1)
 			order <- slot // blocks when tier1Window batches are unanswered
 			if mt != websocket.BinaryMessage {

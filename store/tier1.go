@@ -12,7 +12,8 @@ import (
 // Tier-1 frames live in nested buckets, one per routine, under "t1":
 //
 //	t1/<capability_id>   key: ts(int64 BE, sign bit flipped) device_id 0x00 seq(uint64 BE)
-//	                     value: the frame as a msgpack array (tier1.AppendFrame)
+//	                     value: a block of frames (tier1/block.go); ts is the
+//	                     block's first frame's
 //	t1_stats             capability_id → frames(uint64 BE) bytes(uint64 BE)
 //	t1_seen              scope 0x00 batch_id → received_at(unix ns, uint64 BE)
 //	t1_outbox            seq(uint64 BE) → a batch to forward upstream
@@ -90,11 +91,11 @@ func (tx *Tx) T1Writer(capID string) (*T1Frames, error) {
 // NextSeq returns a number unique within the routine.
 func (w *T1Frames) NextSeq() (uint64, error) { return w.b.NextSequence() }
 
-// Put stores one frame.
-func (w *T1Frames) Put(key, frame []byte) error {
-	w.n++
-	w.sz += uint64(len(key) + len(frame))
-	return w.b.Put(key, frame)
+// Put stores one block of frames frames.
+func (w *T1Frames) Put(key, block []byte, frames int) error {
+	w.n += uint64(frames)
+	w.sz += uint64(len(key) + len(block))
+	return w.b.Put(key, block)
 }
 
 // Done adds what was put to the routine's counters.
@@ -188,41 +189,42 @@ func (tx *Tx) T1Routines() []string {
 	return out
 }
 
-// T1Prune deletes a routine's oldest frames: those older than before (unix
-// ns) and then the oldest until the routine holds at most maxBytes; at most
-// max frames per call. It returns the frames deleted.
-func (tx *Tx) T1Prune(capID string, before int64, maxBytes uint64, max int) (int, error) {
+// T1Prune deletes a routine's oldest blocks: those whose key time is before
+// before (unix ns), and then the oldest until the routine holds at most
+// maxBytes; at most max blocks per call. count tells how many frames a
+// block holds. It returns the frames and the blocks deleted.
+func (tx *Tx) T1Prune(capID string, before int64, maxBytes uint64, max int, count func(block []byte) int) (frames, blocks int, err error) {
 	root := tx.tx.Bucket(bucketT1)
 	if root == nil {
-		return 0, nil
+		return 0, 0, nil
 	}
 	b := root.Bucket([]byte(capID))
 	if b == nil {
-		return 0, nil
+		return 0, 0, nil
 	}
 	stats, err := tx.tx.CreateBucketIfNotExists(bucketT1Stats)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	frames, size := t1Stats(stats.Get([]byte(capID)))
+	total, size := t1Stats(stats.Get([]byte(capID)))
 	c := b.Cursor()
-	n := 0
-	for k, v := c.First(); k != nil && n < max; k, v = c.First() {
+	for k, v := c.First(); k != nil && blocks < max; k, v = c.First() {
 		if T1KeyTime(k) >= before && (maxBytes == 0 || size <= maxBytes) {
 			break
 		}
-		sz := uint64(len(k) + len(v))
+		sz, fr := uint64(len(k)+len(v)), count(v)
 		if err := c.Delete(); err != nil {
-			return n, err
+			return frames, blocks, err
 		}
-		n++
-		frames--
+		blocks++
+		frames += fr
+		total -= min(uint64(fr), total)
 		size -= min(sz, size)
 	}
-	if n > 0 {
-		return n, stats.Put([]byte(capID), t1StatsValue(frames, size))
+	if blocks > 0 {
+		err = stats.Put([]byte(capID), t1StatsValue(total, size))
 	}
-	return 0, nil
+	return frames, blocks, err
 }
 
 // T1PruneSeen deletes batch-id records older than before (unix ns), at most

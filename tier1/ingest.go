@@ -1,9 +1,12 @@
 package tier1
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -121,16 +124,7 @@ func (in *Ingestor) IngestAsync(ctx context.Context, scope, wantID string, body 
 		return refusal(err)
 	}
 	now := in.cfg.Now()
-	kf := in.keys[b.CapabilityID]
-	frames := make([][]byte, len(b.Frames))
-	keys := make([][]byte, len(b.Frames))
-	buf := make([]byte, 0, len(body)+len(b.Frames)*8)
-	for i, f := range b.Frames {
-		start := len(buf)
-		buf = AppendFrame(buf, f)
-		frames[i] = buf[start:len(buf):len(buf)]
-	}
-	keyBuf := make([]byte, 0, len(b.Frames)*32)
+	blocks := in.blocks(b, scope, now.UnixNano())
 	var upBatch []byte
 	dup := false
 	in.db.UpdateAsync(func(tx *store.Tx) error {
@@ -149,28 +143,15 @@ func (in *Ingestor) IngestAsync(ctx context.Context, scope, wantID string, body 
 		if err != nil {
 			return err
 		}
-		kb := keyBuf[:0]
-		for i, f := range b.Frames {
+		for i := range blocks {
+			blk := &blocks[i]
 			seq, err := w.NextSeq()
 			if err != nil {
 				return err
 			}
-			ts := now.UnixNano()
-			if kf.ts >= 0 {
-				if v := f.At(kf.ts); v.Kind() == KindInt {
-					ts = v.Int()
-				}
-			}
-			dev := scope
-			if kf.device >= 0 {
-				if v := f.At(kf.device); v.Kind() == KindStr {
-					dev = v.Str()
-				}
-			}
-			start := len(kb)
-			kb = store.T1Key(kb, ts, dev, seq)
-			keys[i] = kb[start:len(kb):len(kb)]
-			if err := w.Put(keys[i], frames[i]); err != nil {
+			// bbolt keeps the key until the commit: one slice per block.
+			key := store.T1Key(make([]byte, 0, len(blk.dev)+17), blk.ts, blk.dev, seq)
+			if err := w.Put(key, blk.data, blk.n); err != nil {
 				return err
 			}
 		}
@@ -194,7 +175,7 @@ func (in *Ingestor) IngestAsync(ctx context.Context, scope, wantID string, body 
 		if dup {
 			in.C.Duplicates.Add(1)
 		} else {
-			in.C.Frames.Add(uint64(len(frames)))
+			in.C.Frames.Add(uint64(len(b.Frames)))
 			in.C.Bytes.Add(uint64(n))
 			if in.cfg.Uplink {
 				select {
@@ -203,9 +184,83 @@ func (in *Ingestor) IngestAsync(ctx context.Context, scope, wantID string, body 
 				}
 			}
 		}
-		cb(Result{Accepted: len(frames), BatchID: b.BatchID, Duplicate: dup}, nil)
+		cb(Result{Accepted: len(b.Frames), BatchID: b.BatchID, Duplicate: dup}, nil)
 	})
 	return nil
+}
+
+// block is one stored record: frames of one device, in time order.
+type block struct {
+	ts   int64 // of the first frame
+	dev  string
+	n    int
+	data []byte
+}
+
+// blocks groups a batch's frames into blocks (see block.go): by device, in
+// time order, at most BlockSpan of ts and MaxBlockFrames frames each. The
+// ts of a frame is its ts field when the routine has one, else the time of
+// arrival; its device is its device_id field, else the sender.
+func (in *Ingestor) blocks(b *Batch, scope string, now int64) []block {
+	kf := in.keys[b.CapabilityID]
+	n := len(b.Frames)
+	ts := make([]int64, n)
+	dev := make([]string, n)
+	order := make([]int, n)
+	sorted := true
+	for i, f := range b.Frames {
+		ts[i], dev[i], order[i] = now, scope, i
+		if kf.ts >= 0 {
+			if v := f.At(kf.ts); v.Kind() == KindInt {
+				ts[i] = v.Int()
+			}
+		}
+		if kf.device >= 0 {
+			if v := f.At(kf.device); v.Kind() == KindStr {
+				dev[i] = v.Str()
+			}
+		}
+		if i > 0 && (dev[i] < dev[i-1] || dev[i] == dev[i-1] && ts[i] < ts[i-1]) {
+			sorted = false
+		}
+	}
+	if !sorted {
+		slices.SortStableFunc(order, func(x, y int) int {
+			if c := strings.Compare(dev[x], dev[y]); c != 0 {
+				return c
+			}
+			return cmp.Compare(ts[x], ts[y])
+		})
+	}
+	var out []block
+	buf := make([]byte, 0, n*(frameSizeHint(b)+1)+16)
+	for start := 0; start < n; {
+		first := order[start]
+		end := start + 1
+		for end < n && end-start < MaxBlockFrames {
+			j := order[end]
+			if dev[j] != dev[first] || ts[j]-ts[first] >= BlockSpan {
+				break
+			}
+			end++
+		}
+		off := len(buf)
+		buf = AppendBlockHeader(buf, end-start)
+		for _, i := range order[start:end] {
+			buf = AppendFrame(buf, b.Frames[i])
+		}
+		out = append(out, block{ts: ts[first], dev: dev[first], n: end - start, data: buf[off:len(buf):len(buf)]})
+		start = end
+	}
+	return out
+}
+
+// frameSizeHint guesses the encoded size of one frame.
+func frameSizeHint(b *Batch) int {
+	if len(b.Frames) == 0 {
+		return 0
+	}
+	return len(AppendFrame(nil, b.Frames[0]))
 }
 
 // refusal turns a decode error into the client-visible error, with the index
