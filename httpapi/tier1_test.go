@@ -336,7 +336,7 @@ func TestTier1WebSocket(t *testing.T) {
 }
 
 func TestTier1Retention(t *testing.T) {
-	ts := startServer(t, func(c *agent.Config) { c.Tier1.MaxBytesPerRoutine = 4000 })
+	ts := startServer(t, func(c *agent.Config) { c.Tier1.MaxBytesPerRoutine = 1500 })
 	now := time.Now().UnixNano()
 	for i := range 10 {
 		r := ts.do(t, "POST", api("/tier1/synapse.telemetry"), telemetryBatch("", "r", i*20, 20, now), withMsgpack())

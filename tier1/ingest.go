@@ -233,6 +233,7 @@ func (in *Ingestor) blocks(b *Batch, scope string, now int64) []block {
 		})
 	}
 	var out []block
+	var run []Frame
 	buf := make([]byte, 0, n*(frameSizeHint(b)+1)+16)
 	for start := 0; start < n; {
 		first := order[start]
@@ -244,11 +245,12 @@ func (in *Ingestor) blocks(b *Batch, scope string, now int64) []block {
 			}
 			end++
 		}
-		off := len(buf)
-		buf = AppendBlockHeader(buf, end-start)
+		run = run[:0]
 		for _, i := range order[start:end] {
-			buf = AppendFrame(buf, b.Frames[i])
+			run = append(run, b.Frames[i])
 		}
+		off := len(buf)
+		buf = AppendBlock(buf, run, len(b.Desc.Fields))
 		out = append(out, block{ts: ts[first], dev: dev[first], n: end - start, data: buf[off:len(buf):len(buf)]})
 		start = end
 	}
