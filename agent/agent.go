@@ -213,6 +213,13 @@ func (a *Agent) Submit(ctx context.Context, p Principal, req *wire.SubmitRequest
 	return a.eng.submit(ctx, p, req, idem)
 }
 
+// SubmitWait is Submit for the sync mode: it returns the task once it is
+// final, or after wait. For idempotent handlers that finish at once the
+// task is stored only once, already final (see inline.go).
+func (a *Agent) SubmitWait(ctx context.Context, p Principal, req *wire.SubmitRequest, idem *IdemWrite, wait time.Duration) (*wire.Task, error) {
+	return a.eng.submitWait(ctx, p, req, idem, wait)
+}
+
 // Task reads a task.
 func (a *Agent) Task(id string) (*wire.Task, error) { return a.eng.get(id) }
 

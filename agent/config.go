@@ -117,6 +117,9 @@ type UplinkConfig struct {
 	TokenEnv string `json:"token_env,omitempty"`
 	// Token is read from TokenEnv at start; never from the file.
 	Token string `json:"-"`
+	// MaxBackoffMS caps the wait between attempts while the upstream is
+	// unreachable. Default 30000.
+	MaxBackoffMS int `json:"max_backoff_ms,omitempty"`
 }
 
 // Defaults returns the configuration used when nothing is set.

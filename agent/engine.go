@@ -207,23 +207,13 @@ func (e *engine) release(r *run) {
 // ---- submit ----
 
 func (e *engine) submit(ctx context.Context, p Principal, req *wire.SubmitRequest, idem *IdemWrite) (*wire.Task, error) {
-	if err := req.Normalize(); err != nil {
+	if err := e.check(req); err != nil {
 		return nil, err
-	}
-	if err := checkCallbackURL(req.CallbackURL); err != nil {
-		return nil, err
-	}
-	if req.CallbackURL != "" && e.a.p2p == nil {
-		return nil, wire.Errorf(wire.CodeInvalidParams, "callback_url needs the outbox, which this agent does not run").With("field", "callback_url")
 	}
 	if req.Target != "" {
 		return e.submitRemote(ctx, p, req, idem)
 	}
-	h := e.a.handlers.get(req.TaskType)
-	if h == nil {
-		return nil, wire.Errorf(wire.CodeCapabilityLacking, "this agent has no handler for task type %q", req.TaskType).With("task_type", req.TaskType)
-	}
-	missing, err := h.schema.validate(req.Payload)
+	h, missing, err := e.handlerFor(req)
 	if err != nil {
 		return nil, err
 	}
@@ -247,10 +237,7 @@ func (e *engine) submit(ctx context.Context, p Principal, req *wire.SubmitReques
 		}
 		evs = append(evs, more...)
 	} else {
-		if err := e.acquire(false); err != nil {
-			if we := (*wire.Error)(nil); errors.As(err, &we) && we.Code == wire.CodeRateLimited {
-				e.a.m.rejected.Inc()
-			}
+		if err := e.admit(); err != nil {
 			return nil, err
 		}
 		r.slot = true
@@ -266,6 +253,39 @@ func (e *engine) submit(ctx context.Context, p Principal, req *wire.SubmitReques
 	e.hub.publish(t.ID, evs)
 	e.track(r)
 	return t, nil
+}
+
+// check validates a submission's fields.
+func (e *engine) check(req *wire.SubmitRequest) error {
+	if err := req.Normalize(); err != nil {
+		return err
+	}
+	if err := checkCallbackURL(req.CallbackURL); err != nil {
+		return err
+	}
+	if req.CallbackURL != "" && e.a.p2p == nil {
+		return wire.Errorf(wire.CodeInvalidParams, "callback_url needs the outbox, which this agent does not run").With("field", "callback_url")
+	}
+	return nil
+}
+
+// handlerFor finds the handler of a local task and validates its payload.
+func (e *engine) handlerFor(req *wire.SubmitRequest) (*registered, []wire.MissingField, error) {
+	h := e.a.handlers.get(req.TaskType)
+	if h == nil {
+		return nil, nil, wire.Errorf(wire.CodeCapabilityLacking, "this agent has no handler for task type %q", req.TaskType).With("task_type", req.TaskType)
+	}
+	missing, err := h.schema.validate(req.Payload)
+	return h, missing, err
+}
+
+// admit takes an execution slot, counting refusals.
+func (e *engine) admit() error {
+	err := e.acquire(false)
+	if we := (*wire.Error)(nil); errors.As(err, &we) && we.Code == wire.CodeRateLimited {
+		e.a.m.rejected.Inc()
+	}
+	return err
 }
 
 // errIdemRace is returned when another request stored the same idempotency
@@ -310,8 +330,17 @@ func (e *engine) expire(r *run) {
 // ---- execution ----
 
 func (e *engine) start(r *run) {
-	ctx, cancel := context.WithCancelCause(e.base)
 	r.mu.Lock()
+	ctx := e.arm(r)
+	r.mu.Unlock()
+	e.wg.Add(1)
+	go e.execute(ctx, r)
+}
+
+// arm makes the handler context of r, cancelled at the task's deadline
+// (max_task_duration_seconds or its TTL, whichever is first). r.mu is held.
+func (e *engine) arm(r *run) context.Context {
+	ctx, cancel := context.WithCancelCause(e.base)
 	r.cancel = cancel
 	t := r.task
 	now := e.a.clock.Now()
@@ -322,9 +351,7 @@ func (e *engine) start(r *run) {
 		}
 	}
 	r.timer = e.a.clock.AfterFunc(max(deadline.Sub(now), 0), func() { cancel(cause) })
-	r.mu.Unlock()
-	e.wg.Add(1)
-	go e.execute(ctx, r)
+	return ctx
 }
 
 func (e *engine) execute(ctx context.Context, r *run) {
@@ -340,38 +367,52 @@ func (e *engine) execute(ctx context.Context, r *run) {
 	}
 	t := r.snapshot()
 	result, err := callHandler(ctx, r.h.Func, &Run{id: t.ID, taskType: t.Type, payload: json.RawMessage(t.Payload), e: e})
+	e.complete(ctx, r, result, err)
+}
+
+// complete records what a handler returned.
+func (e *engine) complete(ctx context.Context, r *run, result any, err error) {
+	to, res, fail, shutdown := e.outcome(ctx, r.snapshot(), result, err)
+	if shutdown {
+		// Left as executing: the next start fails it with agent_restarted
+		// or runs it again if its handler is idempotent.
+		e.release(r)
+		e.untrack(r)
+		return
+	}
+	e.finish(r, to, res, fail)
+}
+
+// outcome classifies what a handler returned: the final state, the result
+// or the failure; shutdown when the agent is stopping (no final state).
+func (e *engine) outcome(ctx context.Context, t *wire.Task, result any, err error) (to wire.Status, res wire.JSONValue, fail *wire.Error, shutdown bool) {
 	if err == nil && ctx.Err() != nil {
 		err = ctx.Err() // finished too late: the cancel or deadline wins
 	}
 	if err == nil {
 		res, encErr := encodeResult(result)
 		if encErr == nil {
-			e.finish(r, wire.StatusCompleted, res, nil)
-			return
+			return wire.StatusCompleted, res, nil, false
 		}
 		err = wire.Errorf(wire.CodeExecutionFailed, "%v", encErr)
 	}
 	switch cause := context.Cause(ctx); {
 	case ctx.Err() != nil && errors.Is(cause, errShutdown):
-		// Left as executing: the next start fails it with agent_restarted
-		// or runs it again if its handler is idempotent.
-		e.release(r)
-		e.untrack(r)
+		return "", nil, nil, true
 	case ctx.Err() != nil && errors.Is(cause, errCancelled):
-		e.finish(r, wire.StatusCancelled, nil, nil)
+		return wire.StatusCancelled, nil, nil, false
 	case ctx.Err() != nil && errors.Is(cause, errTTL):
-		e.finish(r, wire.StatusFailed, nil, wire.Errorf(wire.CodeTaskExpired, "the task did not finish within its ttl of %d s", t.TTLSeconds))
+		return wire.StatusFailed, nil, wire.Errorf(wire.CodeTaskExpired, "the task did not finish within its ttl of %d s", t.TTLSeconds), false
 	case errors.Is(err, ErrHumanRejected):
-		e.finish(r, wire.StatusRejected, nil, wire.Errorf(wire.CodePermissionDenied, "a person rejected the task"))
+		return wire.StatusRejected, nil, wire.Errorf(wire.CodePermissionDenied, "a person rejected the task"), false
 	case ctx.Err() != nil && errors.Is(cause, errMaxDuration):
-		e.finish(r, wire.StatusFailed, nil, wire.Errorf(wire.CodeExecutionTimeout, "the task exceeded max_task_duration_seconds (%d)", e.a.cfg.MaxTaskDurationSeconds))
-	default:
-		we := (*wire.Error)(nil)
-		if !errors.As(err, &we) {
-			we = wire.Errorf(wire.CodeExecutionFailed, "%v", err)
-		}
-		e.finish(r, wire.StatusFailed, nil, we)
+		return wire.StatusFailed, nil, wire.Errorf(wire.CodeExecutionTimeout, "the task exceeded max_task_duration_seconds (%d)", e.a.cfg.MaxTaskDurationSeconds), false
 	}
+	we := (*wire.Error)(nil)
+	if !errors.As(err, &we) {
+		we = wire.Errorf(wire.CodeExecutionFailed, "%v", err)
+	}
+	return wire.StatusFailed, nil, we, false
 }
 
 func callHandler(ctx context.Context, f HandlerFunc, r *Run) (res any, err error) {
@@ -386,18 +427,7 @@ func callHandler(ctx context.Context, f HandlerFunc, r *Run) (res any, err error
 // finish moves a live task to a final state, durably, then forgets it.
 func (e *engine) finish(r *run, to wire.Status, result wire.JSONValue, fail *wire.Error) {
 	err := e.apply(r, true, func(t *wire.Task, now time.Time) ([]*wire.Event, error) {
-		if t.Status.Terminal() {
-			return nil, nil
-		}
-		t.Result = result
-		if to == wire.StatusCompleted {
-			t.Progress = 100
-		}
-		if fail != nil {
-			t.ErrorCode, t.ErrorMessage, t.Recoverable = fail.Code, fail.Message, fail.Class() == wire.Retriable
-		}
-		t.MissingFields = nil
-		return e.transition(t, to, now, "")
+		return e.final(t, to, result, fail, now)
 	})
 	if err != nil {
 		e.log.Error("finish task", "task_id", r.snapshot().ID, "status", to, "err", err)
@@ -408,6 +438,22 @@ func (e *engine) finish(r *run, to wire.Status, result wire.JSONValue, fail *wir
 	e.a.m.finished.With(string(to)).Add(1)
 	e.release(r)
 	e.untrack(r)
+}
+
+// final moves t to a final state with its result or failure.
+func (e *engine) final(t *wire.Task, to wire.Status, result wire.JSONValue, fail *wire.Error, now time.Time) ([]*wire.Event, error) {
+	if t.Status.Terminal() {
+		return nil, nil
+	}
+	t.Result = result
+	if to == wire.StatusCompleted {
+		t.Progress = 100
+	}
+	if fail != nil {
+		t.ErrorCode, t.ErrorMessage, t.Recoverable = fail.Code, fail.Message, fail.Class() == wire.Retriable
+	}
+	t.MissingFields = nil
+	return e.transition(t, to, now, "")
 }
 
 func (e *engine) untrack(r *run) {

@@ -93,6 +93,7 @@ type Run struct {
 	id, taskType string
 	payload      json.RawMessage
 	e            *engine
+	inline       *inlineBuf // events kept until the task is stored
 }
 
 // ID is the task id.
@@ -115,11 +116,20 @@ func (r *Run) Decode(v any) error {
 // Progress reports progress (0-100) with an optional message. It is
 // persisted and streamed; values outside 0..100 are clamped.
 func (r *Run) Progress(pct int, message string) {
-	r.e.progress(r.id, min(max(pct, 0), 100), message)
+	pct = min(max(pct, 0), 100)
+	if r.inline.record(r.e.a.clock.Now(), pct, message) {
+		return
+	}
+	r.e.progress(r.id, pct, message)
 }
 
 // Log adds a log line to the task's event stream.
-func (r *Run) Log(line string) { r.e.logLine(r.id, line) }
+func (r *Run) Log(line string) {
+	if r.inline.record(r.e.a.clock.Now(), -1, line) {
+		return
+	}
+	r.e.logLine(r.id, line)
+}
 
 func encodeResult(v any) (wire.JSONValue, error) {
 	switch t := v.(type) {

@@ -44,6 +44,15 @@ func (r *Run) AskHuman(ctx context.Context, req HumanRequest) (*wire.HumanDecisi
 
 func (e *engine) askHuman(ctx context.Context, id string, req HumanRequest) (*wire.HumanDecisionPayload, error) {
 	r := e.live(id)
+	// A sync-mode task is stored (and becomes live) once its handler has
+	// run for inlineBudget; a handler that asks a person waits for that.
+	for wait := time.Now().Add(50 * inlineBudget); r == nil && time.Now().Before(wait); r = e.live(id) {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Millisecond):
+		}
+	}
 	if r == nil {
 		return nil, fmt.Errorf("task %s is not running", id)
 	}

@@ -240,7 +240,12 @@ func (e *engine) acceptRemote(ctx context.Context, peer, messageID string, req *
 // create stores a new task, its events, its outgoing messages and an
 // idempotency record in one transaction.
 func (e *engine) create(ctx context.Context, t *wire.Task, evs []*wire.Event, out []Outgoing, idem *IdemWrite) error {
-	err := e.db.Update(ctx, func(tx *store.Tx) error {
+	return storeErr(e.db.Update(ctx, e.createFn(t, evs, out, idem)))
+}
+
+// createFn is the write of create.
+func (e *engine) createFn(t *wire.Task, evs []*wire.Event, out []Outgoing, idem *IdemWrite) func(*store.Tx) error {
+	return func(tx *store.Tx) error {
 		if idem != nil {
 			if _, err := tx.Idem(idem.Scope, idem.Key); err == nil {
 				return errIdemRace
@@ -265,14 +270,15 @@ func (e *engine) create(ctx context.Context, t *wire.Task, evs []*wire.Event, ou
 			})
 		}
 		return nil
-	})
-	if errors.Is(err, errIdemRace) {
+	}
+}
+
+// storeErr maps a failed task write to the client-visible error.
+func storeErr(err error) error {
+	if err == nil || errors.Is(err, errIdemRace) {
 		return err
 	}
-	if err != nil {
-		return wire.Errorf(wire.CodeSysStorage, "could not store the task: %v", err)
-	}
-	return nil
+	return wire.Errorf(wire.CodeSysStorage, "could not store the task: %v", err)
 }
 
 func (e *engine) enqueue(tx *store.Tx, out []Outgoing) error {

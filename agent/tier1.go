@@ -32,6 +32,9 @@ func (a *Agent) openTier1() error {
 	r.CounterFunc("synapse_tier1_retention_dropped_frames_total", "Tier-1 frames deleted by retention (age or size).", func() float64 { return float64(c.Pruned.Load()) })
 	if u := a.cfg.Uplink; u != nil {
 		a.uplink = tier1.NewUplink(a.t1, a.db, u.Endpoint, u.Token, a.identity.AgentID, a.log.With("component", "uplink"))
+		if u.MaxBackoffMS > 0 {
+			a.uplink.MaxBackoff = time.Duration(u.MaxBackoffMS) * time.Millisecond
+		}
 		up := a.uplink
 		r.CounterFunc("synapse_tier1_uplink_sent_batches_total", "Batches the upstream acknowledged.", func() float64 { return float64(up.Sent.Load()) })
 		r.CounterFunc("synapse_tier1_uplink_failures_total", "Failed attempts to reach the upstream.", func() float64 { return float64(up.Failures.Load()) })

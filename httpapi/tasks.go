@@ -35,7 +35,8 @@ func (s *Server) submitRequest(ctx *fasthttp.RequestCtx, p agent.Principal, req 
 		key = req.IdempotencyKey
 	}
 	var idem *agent.IdemWrite
-	var sent []byte
+	var sent []byte // the answer stored with the task, sent as is
+	sentStatus := 0
 	if key != "" {
 		if err := checkIdemKey(key); err != nil {
 			return err
@@ -53,12 +54,21 @@ func (s *Server) submitRequest(ctx *fasthttp.RequestCtx, p agent.Principal, req 
 		}
 		idem = &agent.IdemWrite{Scope: p.ID, Key: key, RequestHash: hash,
 			Render: func(t *wire.Task) (int, string, []byte) {
-				ct, body, _ := encode(ctx, submitResponse(t))
-				sent = body
-				return fasthttp.StatusCreated, ct, body
+				status, v := fasthttp.StatusCreated, any(submitResponse(t))
+				if wait > 0 && t.Status.Terminal() {
+					status, v = fasthttp.StatusOK, t.StatusResponse(true)
+				}
+				ct, body, _ := encode(ctx, v)
+				sent, sentStatus = body, status
+				return status, ct, body
 			}}
 	}
-	t, err := s.a.Submit(ctx, p, req, idem)
+	var t *wire.Task
+	if wait > 0 {
+		t, err = s.a.SubmitWait(ctx, p, req, idem, time.Duration(wait)*time.Second)
+	} else {
+		t, err = s.a.Submit(ctx, p, req, idem)
+	}
 	if agent.ErrIdemRace(err) {
 		_, err = s.replay(ctx, p.ID, key, idem.RequestHash)
 		return err
@@ -66,29 +76,29 @@ func (s *Server) submitRequest(ctx *fasthttp.RequestCtx, p agent.Principal, req 
 	if err != nil {
 		return err
 	}
-	if wait > 0 {
-		done, err := s.a.Wait(ctx, t.ID, time.Duration(wait)*time.Second)
+	if wait > 0 && t.Status.Terminal() {
+		ctx.Response.Header.Set(fasthttp.HeaderETag, t.ETag())
+		if sentStatus == fasthttp.StatusOK {
+			writeRaw(ctx, fasthttp.StatusOK, responseCodec(ctx).ContentType(), sent)
+			return nil
+		}
+		ct, body, err := encode(ctx, t.StatusResponse(true))
 		if err != nil {
 			return err
 		}
-		if done.Status.Terminal() {
-			ct, body, err := encode(ctx, done.StatusResponse(true))
-			if err != nil {
+		if idem != nil {
+			// The record holds the 201 stored with the task; the replay
+			// of a sync request is its final answer.
+			if err := s.storeIdem(ctx, idem, t.ID, fasthttp.StatusOK, ct, body); err != nil {
 				return err
 			}
-			if idem != nil {
-				if err := s.storeIdem(ctx, idem, t.ID, fasthttp.StatusOK, ct, body); err != nil {
-					return err
-				}
-			}
-			ctx.Response.Header.Set(fasthttp.HeaderETag, done.ETag())
-			writeRaw(ctx, fasthttp.StatusOK, ct, body)
-			return nil
 		}
+		writeRaw(ctx, fasthttp.StatusOK, ct, body)
+		return nil
 	}
 	ctx.Response.Header.Set(fasthttp.HeaderLocation, Prefix+"/task/"+t.ID)
 	if sent != nil {
-		writeRaw(ctx, fasthttp.StatusCreated, responseCodec(ctx).ContentType(), sent)
+		writeRaw(ctx, sentStatus, responseCodec(ctx).ContentType(), sent)
 		return nil
 	}
 	write(ctx, fasthttp.StatusCreated, submitResponse(t))

@@ -33,6 +33,9 @@ type Uplink struct {
 	log      *slog.Logger
 	sleep    func(ctx context.Context, d time.Duration) error
 
+	// MaxBackoff caps the wait between attempts (default 30 s).
+	MaxBackoff time.Duration
+
 	Sent, Dropped, Failures atomic.Uint64
 }
 
@@ -50,7 +53,7 @@ const (
 // as agent source.
 func NewUplink(in *Ingestor, db *store.DB, endpoint, token, source string, log *slog.Logger) *Uplink {
 	return &Uplink{in: in, db: db, endpoint: endpoint, token: token, source: source,
-		client: &http.Client{Timeout: 30 * time.Second}, log: log,
+		client: &http.Client{Timeout: 30 * time.Second}, log: log, MaxBackoff: uplinkBackoffMax,
 		sleep: func(ctx context.Context, d time.Duration) error {
 			t := time.NewTimer(d)
 			defer t.Stop()
@@ -72,7 +75,7 @@ func (u *Uplink) Pending() int {
 
 // Run forwards until ctx is done.
 func (u *Uplink) Run(ctx context.Context) {
-	backoff := uplinkBackoffMin
+	backoff := min(uplinkBackoffMin, u.MaxBackoff)
 	for ctx.Err() == nil {
 		var seqs []uint64
 		var batches [][]byte
@@ -101,12 +104,12 @@ func (u *Uplink) Run(ctx context.Context) {
 				if u.sleep(ctx, d) != nil {
 					return
 				}
-				backoff = min(backoff*2, uplinkBackoffMax)
+				backoff = min(backoff*2, u.MaxBackoff)
 				break
 			} else {
 				u.Sent.Add(1)
 			}
-			backoff = uplinkBackoffMin
+			backoff = min(uplinkBackoffMin, u.MaxBackoff)
 			seq := seqs[i]
 			if err := u.db.Update(ctx, func(tx *store.Tx) error { return tx.T1Ack(seq) }); err != nil {
 				return
