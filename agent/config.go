@@ -98,7 +98,8 @@ type Tier1Config struct {
 	// Default 4 MiB.
 	MaxBatchBytes int `json:"max_batch_bytes,omitempty"`
 	// MaxInflightBytes bounds batch bytes waiting for the disk; senders
-	// wait beyond it. Default 64 MiB.
+	// wait beyond it. Default 16 MiB (decoded, a batch takes about 2.5
+	// times its size in memory).
 	MaxInflightBytes int64 `json:"max_inflight_bytes,omitempty"`
 	// RetentionHours drops frames older than this (by their ts). Default
 	// 720 (30 days).
@@ -143,7 +144,7 @@ func Defaults() Config {
 		},
 		Tier1: Tier1Config{
 			MaxBatchBytes:      4 << 20,
-			MaxInflightBytes:   64 << 20,
+			MaxInflightBytes:   16 << 20,
 			RetentionHours:     720,
 			MaxBytesPerRoutine: 1 << 30,
 		},

@@ -19,7 +19,7 @@ import (
 type IngestConfig struct {
 	Limits Limits
 	// MaxInflightBytes bounds the batch bytes decoded and waiting for the
-	// disk at once; senders wait beyond it (back-pressure). Default 64 MiB.
+	// disk at once; senders wait beyond it (back-pressure). Default 16 MiB.
 	MaxInflightBytes int64
 	// Uplink queues every stored batch for forwarding upstream.
 	Uplink bool
@@ -59,7 +59,7 @@ type keyFields struct{ ts, device int }
 // NewIngestor builds an ingestor over db for the routines of reg.
 func NewIngestor(reg *Registry, db *store.DB, cfg IngestConfig) *Ingestor {
 	if cfg.MaxInflightBytes <= 0 {
-		cfg.MaxInflightBytes = 64 << 20
+		cfg.MaxInflightBytes = 16 << 20
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
