@@ -257,6 +257,12 @@ func (e *engine) submit(ctx context.Context, p Principal, req *wire.SubmitReques
 
 // check validates a submission's fields.
 func (e *engine) check(req *wire.SubmitRequest) error {
+	e.mu.Lock()
+	closing := e.closing
+	e.mu.Unlock()
+	if closing {
+		return wire.Errorf(wire.CodeAgentNotReady, "the agent is shutting down")
+	}
 	if err := req.Normalize(); err != nil {
 		return err
 	}

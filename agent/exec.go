@@ -43,12 +43,17 @@ func commandHandler(c CommandHandlerConfig) Handler {
 		OutputSchema: c.OutputSchema,
 		Idempotent:   c.Idempotent,
 		Func: func(ctx context.Context, r *Run) (any, error) {
-			if c.TimeoutSeconds > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, time.Duration(c.TimeoutSeconds)*time.Second)
-				defer cancel()
+			if c.TimeoutSeconds <= 0 {
+				return runCommand(ctx, c, r)
 			}
-			return runCommand(ctx, c, r)
+			cctx, cancel := context.WithTimeout(ctx, time.Duration(c.TimeoutSeconds)*time.Second)
+			defer cancel()
+			res, err := runCommand(cctx, c, r)
+			if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+				// The command's own limit, not a cancel or the task's deadline.
+				return nil, wire.Errorf(wire.CodeExecutionTimeout, "%s did not finish within timeout_seconds (%d)", c.Command[0], c.TimeoutSeconds)
+			}
+			return res, err
 		},
 	}
 }

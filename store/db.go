@@ -80,6 +80,11 @@ type DB struct {
 	writerEnd chan struct{}
 	closeOnce sync.Once
 	closeErr  error
+	// sendMu orders queueing against Close: writers hold it shared while they
+	// queue, Close takes it exclusively to set closed, so no write is queued
+	// after the writer's final drain (it would never be answered).
+	sendMu sync.RWMutex
+	closed bool
 
 	stats Stats
 }
@@ -159,7 +164,10 @@ func (db *DB) Stats() *Stats { return &db.stats }
 // file. It is safe to call more than once; ctx bounds the wait for the writer.
 func (db *DB) Close(ctx context.Context) error {
 	db.closeOnce.Do(func() {
+		db.sendMu.Lock()
+		db.closed = true
 		close(db.closing)
+		db.sendMu.Unlock()
 		select {
 		case <-db.writerEnd:
 		case <-ctx.Done():
@@ -180,14 +188,10 @@ func (db *DB) Close(ctx context.Context) error {
 func (db *DB) Update(ctx context.Context, fn func(*Tx) error) error {
 	req := reqPool.Get().(*writeReq)
 	req.fn = fn
-	select {
-	case db.writes <- req:
-	case <-ctx.Done():
+	if err := db.enqueue(ctx, req); err != nil {
+		req.fn = nil
 		reqPool.Put(req)
-		return ctx.Err()
-	case <-db.closing:
-		reqPool.Put(req)
-		return ErrClosed
+		return err
 	}
 	// Once queued the write will happen; wait for its outcome regardless of
 	// ctx so that a caller never reports failure for a committed write.
@@ -201,13 +205,24 @@ func (db *DB) Update(ctx context.Context, fn func(*Tx) error) error {
 // so it must not block) with the outcome. It blocks only while the queue is
 // full.
 func (db *DB) UpdateAsync(fn func(*Tx) error, cb func(error)) {
-	req := &writeReq{fn: fn, cb: cb}
+	if err := db.enqueue(context.Background(), &writeReq{fn: fn, cb: cb}); err != nil && cb != nil {
+		cb(err)
+	}
+}
+
+// enqueue hands req to the writer, or fails with ErrClosed once Close has
+// begun, or with ctx's error while the queue is full.
+func (db *DB) enqueue(ctx context.Context, req *writeReq) error {
+	db.sendMu.RLock()
+	defer db.sendMu.RUnlock()
+	if db.closed {
+		return ErrClosed
+	}
 	select {
 	case db.writes <- req:
-	case <-db.closing:
-		if cb != nil {
-			cb(ErrClosed)
-		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

@@ -289,7 +289,12 @@ func number(v any) (float64, bool) {
 }
 
 // Validate checks a JSON document and returns every violation (at most 100).
+// A document nested deeper than the depth limit is one violation at the
+// root, whatever the schema, and is not decoded.
 func (s *Schema) Validate(doc []byte) ([]Violation, error) {
+	if nestedDeeper(doc, maxDepth) {
+		return []Violation{{Message: fmt.Sprintf("value nested deeper than %d", maxDepth)}}, nil
+	}
 	v, err := decode(doc)
 	if err != nil {
 		return nil, err
@@ -300,6 +305,35 @@ func (s *Schema) Validate(doc []byte) ([]Violation, error) {
 }
 
 const maxViolations = 100
+
+// nestedDeeper reports whether the arrays and objects of a JSON text nest
+// deeper than limit. It scans the bytes without decoding (a malformed text
+// is left to the decoder to refuse).
+func nestedDeeper(doc []byte, limit int) bool {
+	depth, inString, escaped := 0, false, false
+	for _, c := range doc {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			if depth++; depth > limit {
+				return true
+			}
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return false
+}
 
 func (s *Schema) check(v any, at string, depth int, out *[]Violation) {
 	add := func(format string, args ...any) {

@@ -1,0 +1,132 @@
+package agent_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/wire"
+)
+
+func TestPrincipalCan(t *testing.T) {
+	tests := []struct {
+		scopes []string
+		scope  string
+		want   bool
+	}{
+		{[]string{agent.ScopeAdmin}, agent.ScopeAdmin, true},
+		{[]string{agent.ScopeAdmin}, agent.ScopeTasksWrite, true},
+		{[]string{agent.ScopeAdmin}, agent.ScopeTasksRead, true},
+		{[]string{agent.ScopeTasksWrite}, agent.ScopeTasksWrite, true},
+		{[]string{agent.ScopeTasksWrite}, agent.ScopeTasksRead, true},
+		{[]string{agent.ScopeTasksWrite}, agent.ScopeAdmin, false},
+		{[]string{agent.ScopeTasksRead}, agent.ScopeTasksRead, true},
+		{[]string{agent.ScopeTasksRead}, agent.ScopeTasksWrite, false},
+		{[]string{agent.ScopeTasksRead}, agent.ScopeAdmin, false},
+		{nil, agent.ScopeTasksRead, false},
+		{[]string{"unknown"}, agent.ScopeTasksRead, false},
+		{[]string{agent.ScopeTasksRead, agent.ScopeTasksWrite}, agent.ScopeTasksWrite, true},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.scopes, ",")+"/"+tt.scope, func(t *testing.T) {
+			p := agent.Principal{ID: "p", Scopes: tt.scopes}
+			if got := p.Can(tt.scope); got != tt.want {
+				t.Errorf("Principal%v.Can(%s) = %v, want %v", tt.scopes, tt.scope, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestTokens(t *testing.T) {
+	cfg := testConfig(t)
+	a := openAgent(t, cfg, nil)
+	ctx := context.Background()
+
+	reader, err := a.CreateToken(ctx, "dashboard", []string{agent.ScopeTasksRead})
+	if err != nil {
+		t.Fatalf("CreateToken: %v", err)
+	}
+	writer, err := a.CreateToken(ctx, "ci", []string{agent.ScopeTasksWrite})
+	if err != nil {
+		t.Fatalf("CreateToken: %v", err)
+	}
+	if reader.Token == "" || reader.Token == writer.Token || reader.ID == writer.ID {
+		t.Fatalf("tokens %+v and %+v are not distinct secrets", reader, writer)
+	}
+
+	t.Run("authenticate", func(t *testing.T) {
+		p, err := a.Authenticate(reader.Token)
+		if err != nil {
+			t.Fatalf("Authenticate: %v", err)
+		}
+		if p.ID != reader.ID || p.Name != "dashboard" || !slices.Equal(p.Scopes, []string{agent.ScopeTasksRead}) {
+			t.Errorf("principal = %+v, want %s dashboard [tasks:read]", p, reader.ID)
+		}
+		if !p.Can(agent.ScopeTasksRead) || p.Can(agent.ScopeTasksWrite) {
+			t.Errorf("read token: Can(read)=%v Can(write)=%v", p.Can(agent.ScopeTasksRead), p.Can(agent.ScopeTasksWrite))
+		}
+		for _, bad := range []string{"", "nope", reader.Token + "x", strings.ToUpper(reader.Token)} {
+			_, err := a.Authenticate(bad)
+			wantCode(t, err, wire.CodeUnauthorized)
+		}
+	})
+	t.Run("list without secrets", func(t *testing.T) {
+		list, err := a.Tokens()
+		if err != nil {
+			t.Fatalf("Tokens: %v", err)
+		}
+		var names []string
+		for _, ti := range list {
+			names = append(names, ti.Name)
+			if ti.Token != "" {
+				t.Errorf("Tokens lists the secret of %s", ti.ID)
+			}
+		}
+		slices.Sort(names)
+		if !slices.Equal(names, []string{"ci", "dashboard"}) {
+			t.Errorf("token names = %v, want [ci dashboard]", names)
+		}
+	})
+	t.Run("refused", func(t *testing.T) {
+		for _, tc := range []struct {
+			name   string
+			scopes []string
+		}{
+			{"x", []string{"tasks:delete"}},
+			{"x", nil},
+			{"", []string{agent.ScopeTasksRead}},
+			{strings.Repeat("n", 129), []string{agent.ScopeTasksRead}},
+		} {
+			_, err := a.CreateToken(ctx, tc.name, tc.scopes)
+			wantCode(t, err, wire.CodeInvalidParams)
+		}
+		if list, _ := a.Tokens(); len(list) != 2 {
+			t.Errorf("%d tokens after refused creations, want 2", len(list))
+		}
+	})
+	// Tokens survive a restart; a revoked one stays revoked.
+	closeAgent(t, a, time.Second)
+	a = openAgent(t, cfg, nil)
+	if _, err := a.Authenticate(writer.Token); err != nil {
+		t.Fatalf("Authenticate after reopen: %v", err)
+	}
+	if err := a.RevokeToken(ctx, writer.ID); err != nil {
+		t.Fatalf("RevokeToken: %v", err)
+	}
+	_, err = a.Authenticate(writer.Token)
+	wantCode(t, err, wire.CodeUnauthorized)
+	if _, err := a.Authenticate(reader.Token); err != nil {
+		t.Errorf("the other token stopped working: %v", err)
+	}
+	wantCode(t, a.RevokeToken(ctx, writer.ID), wire.CodeNotFound)
+	closeAgent(t, a, time.Second)
+	a = openAgent(t, cfg, nil)
+	_, err = a.Authenticate(writer.Token)
+	wantCode(t, err, wire.CodeUnauthorized)
+	if list, _ := a.Tokens(); len(list) != 1 || list[0].ID != reader.ID {
+		t.Errorf("tokens after revoke and reopen = %+v, want only %s", list, reader.ID)
+	}
+}

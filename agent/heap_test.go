@@ -1,0 +1,123 @@
+package agent_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// Finished tasks live only in the store: after many tasks the heap is back
+// near where it started.
+func TestFinishedTasksLeaveMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("submits 20,000 tasks")
+	}
+	const (
+		workers = 32
+		bound   = 32 << 20 // total heap
+		perTask = 256      // heap growth per finished task
+	)
+	tasks := 20_000
+	if raceEnabled {
+		tasks = 5_000
+	}
+	cfg := testConfig(t)
+	cfg.MaxConcurrentTasks = workers
+	a := openAgent(t, cfg, newFakeClock())
+	heap := func() uint64 {
+		runtime.GC()
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	before := heap()
+
+	var wg sync.WaitGroup
+	jobs := make(chan int)
+	errs := make(chan error, workers)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				payload := wire.JSONValue(`{"i":` + strconv.Itoa(i) + `,"pad":"................................................................"}`)
+				task, err := a.Submit(context.Background(), admin, &wire.SubmitRequest{TaskType: "echo", Payload: payload}, nil)
+				if err == nil {
+					task, err = a.Wait(context.Background(), task.ID, 10*time.Second)
+				}
+				if err == nil && task.Status != wire.StatusCompleted {
+					err = fmt.Errorf("task %s is %s", task.ID, task.Status)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	start := time.Now()
+feed:
+	for i := range tasks {
+		select {
+		case jobs <- i:
+		case err := <-errs:
+			t.Errorf("task %d: %v", i, err)
+			break feed
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	elapsed := time.Since(start)
+	after := heap()
+	t.Logf("%d echo tasks in %v (%.0f/s); heap %d KiB before, %d KiB after",
+		tasks, elapsed, float64(tasks)/elapsed.Seconds(), before>>10, after>>10)
+	if after > bound {
+		t.Errorf("heap after %d finished tasks = %d MiB, want < %d MiB", tasks, after>>20, bound>>20)
+	}
+	if after > before && (after-before)/uint64(tasks) > perTask {
+		t.Errorf("heap grew by %d B per finished task, want < %d: finished tasks stay in memory", (after-before)/uint64(tasks), perTask)
+	}
+	if got := metric(t, a, "synapse_tasks_active"); got != 0 {
+		t.Errorf("synapse_tasks_active = %v after every task finished", got)
+	}
+}
+
+func BenchmarkSubmitEcho(b *testing.B) {
+	cfg := agent.Defaults()
+	cfg.DataDir = b.TempDir()
+	cfg.AdminToken = "t"
+	a, err := agent.New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := a.Open(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { a.Close(context.Background()) })
+	req := func() *wire.SubmitRequest {
+		return &wire.SubmitRequest{TaskType: "echo", Payload: wire.JSONValue(`{"msg":"hello"}`)}
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		task, err := a.Submit(ctx, admin, req(), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if task, err = a.Wait(ctx, task.ID, 10*time.Second); err != nil || task.Status != wire.StatusCompleted {
+			b.Fatalf("Wait: %v %v", task, err)
+		}
+	}
+}

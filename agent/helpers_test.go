@@ -1,0 +1,287 @@
+package agent_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// fakeClock is an agent.Clock whose time moves only when Advance is called;
+// Advance runs the AfterFunc callbacks that fall due, in time order, on the
+// caller's goroutine.
+type fakeClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers []*fakeTimer
+}
+
+type fakeTimer struct {
+	c    *fakeClock
+	at   time.Time
+	f    func()
+	done bool // fired or stopped
+}
+
+var _ agent.Clock = (*fakeClock)(nil)
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) AfterFunc(d time.Duration, f func()) agent.Timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &fakeTimer{c: c, at: c.now.Add(d), f: f}
+	c.timers = append(c.timers, t)
+	return t
+}
+
+func (t *fakeTimer) Stop() bool {
+	c := t.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t.done {
+		return false
+	}
+	t.done = true
+	// Forget it, as a real timer would: the callback may hold a lot.
+	if i := slices.Index(c.timers, t); i >= 0 {
+		c.timers = slices.Delete(c.timers, i, i+1)
+	}
+	return true
+}
+
+// Advance moves the clock forward by d and fires every timer due by then.
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	var due []*fakeTimer
+	live := c.timers[:0]
+	for _, t := range c.timers {
+		switch {
+		case t.done:
+		case !t.at.After(c.now):
+			t.done = true
+			due = append(due, t)
+		default:
+			live = append(live, t)
+		}
+	}
+	c.timers = live
+	c.mu.Unlock()
+	sort.SliceStable(due, func(i, j int) bool { return due[i].at.Before(due[j].at) })
+	for _, t := range due {
+		t.f()
+	}
+}
+
+// admin is the principal tests submit as.
+var admin = agent.Principal{ID: "admin", Name: "admin", Scopes: []string{agent.ScopeAdmin}}
+
+// testConfig is a valid configuration with its own data directory.
+func testConfig(t *testing.T) agent.Config {
+	t.Helper()
+	cfg := agent.Defaults()
+	cfg.DataDir = t.TempDir()
+	cfg.AdminToken = "t"
+	cfg.AgentName = "tester"
+	return cfg
+}
+
+// openAgent builds and opens an agent with the given clock and extra
+// handlers; it is closed when the test ends (running tasks get 100 ms).
+func openAgent(t *testing.T, cfg agent.Config, clock agent.Clock, hs ...agent.Handler) *agent.Agent {
+	t.Helper()
+	var opts []agent.Option
+	if clock != nil {
+		opts = append(opts, agent.WithClock(clock))
+	}
+	a, err := agent.New(cfg, opts...)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	for _, h := range hs {
+		if err := a.Handle(h); err != nil {
+			t.Fatalf("Handle(%s): %v", h.Type.Type, err)
+		}
+	}
+	if err := a.Open(context.Background()); err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { closeAgent(t, a, 100*time.Millisecond) })
+	return a
+}
+
+// closeAgent closes a, giving running tasks d to finish.
+func closeAgent(t *testing.T, a *agent.Agent, d time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	if err := a.Close(ctx); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+}
+
+// submit submits a task and fails the test if it is refused.
+func submit(t *testing.T, a *agent.Agent, taskType, payload string) *wire.Task {
+	t.Helper()
+	task, err := a.Submit(context.Background(), admin, &wire.SubmitRequest{TaskType: taskType, Payload: wire.JSONValue(payload)}, nil)
+	if err != nil {
+		t.Fatalf("Submit(%s, %s): %v", taskType, payload, err)
+	}
+	return task
+}
+
+// waitFinal waits until the task is in a final state.
+func waitFinal(t *testing.T, a *agent.Agent, id string) *wire.Task {
+	t.Helper()
+	task, err := a.Wait(context.Background(), id, 10*time.Second)
+	if err != nil {
+		t.Fatalf("Wait(%s): %v", id, err)
+	}
+	if !task.Status.Terminal() {
+		t.Fatalf("task %s is still %s after 10s", id, task.Status)
+	}
+	return task
+}
+
+// waitStatus polls until the stored task is in status want.
+func waitStatus(t *testing.T, a *agent.Agent, id string, want wire.Status) *wire.Task {
+	t.Helper()
+	var task *wire.Task
+	eventually(t, 10*time.Second, func() bool {
+		var err error
+		task, err = a.Task(id)
+		return err == nil && task.Status == want
+	}, func() string { return "task " + id + " did not reach " + string(want) + ": last " + describe(task) })
+	return task
+}
+
+func describe(task *wire.Task) string {
+	if task == nil {
+		return "<nil>"
+	}
+	return string(task.Status) + " " + task.ErrorCode + " " + task.ErrorMessage
+}
+
+// eventually polls cond until it holds or d passes.
+func eventually(t *testing.T, d time.Duration, cond func() bool, msg func() string) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal(msg())
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// wantCode asserts err is a *wire.Error with code.
+func wantCode(t *testing.T, err error, code string) *wire.Error {
+	t.Helper()
+	var we *wire.Error
+	if !errors.As(err, &we) {
+		t.Fatalf("error = %v (%T), want *wire.Error %s", err, err, code)
+	}
+	if we.Code != code {
+		t.Fatalf("error code = %s (%v), want %s", we.Code, we, code)
+	}
+	return we
+}
+
+// statuses lists the states of a task's history.
+func statuses(task *wire.Task) []wire.Status {
+	var out []wire.Status
+	for _, h := range task.History {
+		out = append(out, h.Status)
+	}
+	return out
+}
+
+// jsonEqual compares two JSON texts by value.
+func jsonEqual(t *testing.T, got, want []byte) bool {
+	t.Helper()
+	var g, w any
+	if err := json.Unmarshal(got, &g); err != nil {
+		t.Errorf("invalid JSON %q: %v", got, err)
+		return false
+	}
+	if err := json.Unmarshal(want, &w); err != nil {
+		t.Fatalf("invalid JSON %q: %v", want, err)
+	}
+	return reflect.DeepEqual(g, w)
+}
+
+// eventsOf reads the stored events of a task.
+func eventsOf(t *testing.T, a *agent.Agent, id string) []*wire.Event {
+	t.Helper()
+	evs, err := a.Events(id, 0)
+	if err != nil {
+		t.Fatalf("Events(%s): %v", id, err)
+	}
+	return evs
+}
+
+// eventData decodes an event's data object.
+func eventData(t *testing.T, e *wire.Event) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(e.Data, &m); err != nil {
+		t.Fatalf("event %d data %q: %v", e.Seq, e.Data, err)
+	}
+	return m
+}
+
+// metric reads one sample of the agent's metrics by its exact series name.
+func metric(t *testing.T, a *agent.Agent, series string) float64 {
+	t.Helper()
+	var buf bytes.Buffer
+	a.Metrics().WriteTo(&buf)
+	sc := bufio.NewScanner(&buf)
+	for sc.Scan() {
+		name, value, ok := strings.Cut(sc.Text(), " ")
+		if ok && name == series {
+			v, err := strconv.ParseFloat(value, 64)
+			if err != nil {
+				t.Fatalf("metric %s = %q: %v", series, value, err)
+			}
+			return v
+		}
+	}
+	return 0
+}
+
+// blockHandler runs until its context ends and then returns the context's
+// error; started receives the task id when it begins.
+func blockHandler(taskType string, idempotent bool, started chan<- string) agent.Handler {
+	return agent.Handler{
+		Type:       wire.SupportedTaskType{Type: taskType},
+		Idempotent: idempotent,
+		Func: func(ctx context.Context, r *agent.Run) (any, error) {
+			if started != nil {
+				started <- r.ID()
+			}
+			<-ctx.Done()
+			return nil, ctx.Err()
+		},
+	}
+}
