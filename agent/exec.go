@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -59,11 +60,18 @@ func commandHandler(c CommandHandlerConfig) Handler {
 }
 
 func runCommand(ctx context.Context, c CommandHandlerConfig, r *Run) (any, error) {
+	// Pdeathsig is tied to the thread that starts the child: keep this
+	// goroutine on it until the child is reaped, so that the child dies
+	// with the agent even on SIGKILL. (Its own children, if it forks, are
+	// killed with the process group on cancel and timeout, but not on the
+	// agent's SIGKILL.)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	cmd := exec.Command(c.Command[0], c.Command[1:]...)
 	cmd.Dir = c.Dir
 	cmd.Env = append(os.Environ(), c.Env...)
 	cmd.Env = append(cmd.Env, "SYNAPSE_TASK_ID="+r.ID(), "SYNAPSE_TASK_TYPE="+r.TaskType())
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Stdin = bytes.NewReader(r.Payload())
 	var stdout limitedBuffer
 	stdout.max = maxCommandOutput

@@ -36,7 +36,7 @@ func TestRestartRules(t *testing.T) {
 	a.waitTask(slowID, 10*time.Second, "executing", isExecuting)
 	// The command has started when it has written its pid.
 	pid := waitPIDFile(t, pidFile, 10*time.Second)
-	t.Cleanup(func() { killOrphan(t, pid) })
+	t.Cleanup(func() { checkNoOrphan(t, pid) })
 
 	a.kill()
 	a.start()
@@ -101,16 +101,25 @@ func waitPIDFile(t *testing.T, path string, timeout time.Duration) int {
 	}
 }
 
-// killOrphan ends the "sleep 60" a killed agent left behind (a command
-// handler runs in its own process group, which SIGKILL of the agent does
-// not reach), checking first that the pid is still that sleep.
-func killOrphan(t *testing.T, pid int) {
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil || !bytes.HasPrefix(cmdline, []byte("sleep\x0060")) {
-		return
+// checkNoOrphan fails unless the "sleep 60" of a command handler dies with
+// the agent that was killed (the handler's child gets SIGKILL through
+// Pdeathsig); a zombie waiting for init to reap it counts as dead.
+func checkNoOrphan(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		zombie := bytes.Contains(stat, []byte(") Z "))
+		if err != nil || zombie || !bytes.HasPrefix(cmdline, []byte("sleep\x0060")) {
+			return
+		}
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("the slow command (pid %d) outlived the killed agent", pid)
+		}
+		time.Sleep(pollEvery) // poll interval
 	}
-	t.Logf("the slow command (pid %d) outlived the killed agent; killing it", pid)
-	_ = syscall.Kill(pid, syscall.SIGKILL)
 }
 
 // TestSecondServeOnSameDataDir checks the data directory lock (SPEC §11).
