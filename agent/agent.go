@@ -200,6 +200,9 @@ func (a *Agent) Capabilities() *wire.AgentCapabilities {
 	c.MaxFileSize = a.cfg.MaxFileSize
 	c.MaxConcurrentTasks = a.cfg.MaxConcurrentTasks
 	c.MaxTaskDuration = a.cfg.MaxTaskDurationSeconds
+	// Handlers can ask a person (AskHuman) and the approval policy holds
+	// tasks for one.
+	c.SupportHiL = true
 	return c
 }
 

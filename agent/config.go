@@ -38,6 +38,9 @@ type Config struct {
 	DisableBuiltins bool `json:"disable_builtins,omitempty"`
 	// Handlers maps task types to external commands.
 	Handlers []CommandHandlerConfig `json:"handlers,omitempty"`
+	// Approvals lists tasks that need a person's approval before they run
+	// (SPEC §9), e.g. actuating a valve.
+	Approvals []ApprovalRule `json:"approvals,omitempty"`
 
 	Retention RetentionConfig `json:"retention"`
 	HTTP      HTTPConfig      `json:"http"`
@@ -68,6 +71,17 @@ type CommandHandlerConfig struct {
 	// Dir is the working directory; Env adds KEY=VALUE entries.
 	Dir string   `json:"dir,omitempty"`
 	Env []string `json:"env,omitempty"`
+}
+
+// ApprovalRule makes tasks of TaskType wait for a person before they run:
+// all of them, or, with Field set, those whose payload's top-level Field
+// equals Equals (compared as JSON).
+type ApprovalRule struct {
+	TaskType string          `json:"task_type"`
+	Field    string          `json:"field,omitempty"`
+	Equals   json.RawMessage `json:"equals,omitempty"`
+	// Reason is shown to the person; default "approval required by policy".
+	Reason string `json:"reason,omitempty"`
 }
 
 // RetentionConfig bounds how many finished tasks the data file keeps.
@@ -261,6 +275,17 @@ func (c *Config) Validate() error {
 			bad(f+".timeout_seconds", "must not be negative")
 		}
 		seen[h.TaskType] = true
+	}
+	for i, r := range c.Approvals {
+		f := fmt.Sprintf("approvals[%d]", i)
+		switch {
+		case r.TaskType == "":
+			bad(f+".task_type", "must not be empty")
+		case r.Field != "" && len(r.Equals) == 0:
+			bad(f+".equals", "is required with field")
+		case len(r.Equals) > 0 && !json.Valid(r.Equals):
+			bad(f+".equals", "is not valid JSON")
+		}
 	}
 	hp := c.HTTP
 	for _, l := range []struct {

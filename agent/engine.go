@@ -236,6 +236,13 @@ func (e *engine) submit(ctx context.Context, p Principal, req *wire.SubmitReques
 			return nil, err
 		}
 		evs = append(evs, more...)
+	} else if rule := e.approvalFor(req); rule != nil {
+		t.Human = approvalRequest(t, rule)
+		more, err := e.transition(t, wire.StatusNeedHuman, now, t.Human.Reason.Message)
+		if err != nil {
+			return nil, err
+		}
+		evs = append(evs, more...)
 	} else {
 		if err := e.admit(); err != nil {
 			return nil, err

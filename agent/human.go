@@ -140,6 +140,16 @@ func (a *Agent) Decide(ctx context.Context, p Principal, id string, req Decision
 		}
 		return a.eng.get(id)
 	}
+	r.mu.Lock()
+	waiting := r.decision != nil
+	r.mu.Unlock()
+	if !waiting && r.cancel == nil {
+		// Held by the approval policy: no handler runs yet.
+		if err := a.eng.decideApproval(r, d); err != nil {
+			return nil, err
+		}
+		return a.eng.get(id)
+	}
 	if err := a.eng.deliverDecision(r, d); err != nil {
 		return nil, err
 	}

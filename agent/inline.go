@@ -90,7 +90,7 @@ func (e *engine) submitWait(ctx context.Context, p Principal, req *wire.SubmitRe
 	if err != nil {
 		return nil, err
 	}
-	if len(missing) > 0 {
+	if len(missing) > 0 || e.approvalFor(req) != nil {
 		return e.submitThenWait(ctx, p, req, idem, wait)
 	}
 	if err := e.admit(); err != nil {

@@ -1,0 +1,127 @@
+package agent
+
+import (
+	"bytes"
+	"encoding/json"
+	"time"
+
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// Approval policy (SPEC §9): tasks the config lists wait in need_human
+// before they run. A person's approve (or modify, whose approved_fields
+// are merged into the payload) runs the task; reject ends it rejected.
+
+// approvalFor returns the rule a submission matches, or nil.
+func (e *engine) approvalFor(req *wire.SubmitRequest) *ApprovalRule {
+	for i := range e.a.cfg.Approvals {
+		r := &e.a.cfg.Approvals[i]
+		if r.TaskType != req.TaskType {
+			continue
+		}
+		if r.Field == "" {
+			return r
+		}
+		var p map[string]json.RawMessage
+		if json.Unmarshal(req.Payload, &p) != nil {
+			continue
+		}
+		if v, ok := p[r.Field]; ok && jsonEqual(v, r.Equals) {
+			return r
+		}
+	}
+	return nil
+}
+
+func jsonEqual(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return bytes.Equal(a, b)
+	}
+	xa, _ := json.Marshal(x)
+	ya, _ := json.Marshal(y)
+	return bytes.Equal(xa, ya)
+}
+
+// approvalRequest is the need_human payload of a policy.
+func approvalRequest(t *wire.Task, rule *ApprovalRule) *wire.TaskNeedHumanPayload {
+	reason := rule.Reason
+	if reason == "" {
+		reason = "approval required by policy"
+	}
+	return &wire.TaskNeedHumanPayload{
+		TaskID:          t.ID,
+		Reason:          wire.Reason{Code: "approval_required", Message: reason},
+		Context:         &wire.HumanContext{TaskSummary: "run " + t.Type + " with payload " + string(t.Payload), BlockedReason: reason},
+		EscalationLevel: 1,
+	}
+}
+
+// decideApproval applies a decision to a task held by the policy.
+func (e *engine) decideApproval(r *run, d *wire.HumanDecisionPayload) error {
+	approved := d.Decision.Action != ActionReject
+	if approved {
+		if err := e.acquire(true); err != nil {
+			return err
+		}
+	}
+	err := e.apply(r, true, func(t *wire.Task, now time.Time) ([]*wire.Event, error) {
+		if t.Status != wire.StatusNeedHuman && t.Status != wire.StatusHumanDeciding {
+			return nil, wire.Errorf(wire.CodeInvalidStateChange, "task %s is %s, not need_human", t.ID, t.Status)
+		}
+		t.Human = nil
+		by := d.DecidedBy.UserID
+		if !approved {
+			t.ErrorCode, t.ErrorMessage = wire.CodePermissionDenied, "a person rejected the task"
+			if d.Decision.RejectionReason != "" {
+				t.ErrorMessage += ": " + d.Decision.RejectionReason
+			}
+			evs, err := e.transition(t, wire.StatusHumanRejected, now, "rejected by "+by)
+			if err != nil {
+				return nil, err
+			}
+			more, err := e.transition(t, wire.StatusRejected, now, t.ErrorMessage)
+			return append(evs, more...), err
+		}
+		if len(d.Decision.ApprovedFields) > 0 {
+			var p map[string]any
+			_ = json.Unmarshal(t.Payload, &p)
+			if p == nil {
+				p = map[string]any{}
+			}
+			for k, v := range d.Decision.ApprovedFields {
+				p[k] = v
+			}
+			b, err := json.Marshal(p)
+			if err != nil {
+				return nil, wire.Errorf(wire.CodeInvalidParams, "approved_fields: %v", err)
+			}
+			t.Payload = b
+		}
+		evs, err := e.transition(t, wire.StatusHumanApproved, now, d.Decision.Action+" by "+by)
+		if err != nil {
+			return nil, err
+		}
+		more, err := e.transition(t, wire.StatusConfirmed, now, "approved")
+		return append(evs, more...), err
+	})
+	if err != nil {
+		if approved {
+			e.acquireUndo()
+		}
+		return err
+	}
+	if !approved {
+		e.a.m.finished.With(string(wire.StatusRejected)).Add(1)
+		e.untrack(r)
+		return nil
+	}
+	r.mu.Lock()
+	r.slot = true
+	if r.timer != nil {
+		r.timer.Stop()
+	}
+	r.mu.Unlock()
+	e.start(r)
+	return nil
+}
