@@ -1,0 +1,52 @@
+package metrics_test
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/synapse-edge/synapse/internal/metrics"
+)
+
+func TestPrometheusText(t *testing.T) {
+	r := metrics.New()
+	c := r.Counter("b_total", "A counter.")
+	g := r.Gauge("a_gauge", "A gauge.")
+	v := r.CounterVec("c_total", "By code.", "code")
+	r.GaugeFunc("d_func", "Computed.", func() float64 { return 2.5 })
+	c.Add(3)
+	c.Inc()
+	g.Set(7)
+	g.Add(-2)
+	v.With("200").Add(5)
+	v.With(`we"ird`).Add(1)
+	var buf bytes.Buffer
+	r.WriteTo(&buf)
+	want := `# HELP a_gauge A gauge.
+# TYPE a_gauge gauge
+a_gauge 5
+# HELP b_total A counter.
+# TYPE b_total counter
+b_total 4
+# HELP c_total By code.
+# TYPE c_total counter
+c_total{code="200"} 5
+c_total{code="we\"ird"} 1
+# HELP d_func Computed.
+# TYPE d_func gauge
+d_func 2.5
+`
+	if got := buf.String(); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	if c.Value() != 4 || g.Value() != 5 {
+		t.Errorf("Value() = %d, %v", c.Value(), g.Value())
+	}
+}
+
+func BenchmarkCounterInc(b *testing.B) {
+	c := metrics.New().Counter("x_total", "x")
+	b.ReportAllocs()
+	for b.Loop() {
+		c.Inc()
+	}
+}
