@@ -9,6 +9,9 @@ MODULE    := github.com/synapse-edge/synapse
 GO        ?= go
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -s -w -X $(MODULE)/cli.Version=$(VERSION)
+# nethttpomithttp2 leaves HTTP/2 out of net/http (about 450 KiB): the agent
+# serves HTTP/1.1 (fasthttp) and its clients talk to agents and webhooks.
+TAGS      ?= nethttpomithttp2
 BIN       := bin/synapse
 DATA      ?= ./data
 LISTEN    ?= 127.0.0.1:8080
@@ -29,7 +32,7 @@ help: ## list the targets
 
 build: ## build the static binary bin/synapse (version from git describe)
 	@mkdir -p bin
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) .
+	CGO_ENABLED=0 $(GO) build -trimpath -tags "$(TAGS)" -ldflags "$(LDFLAGS)" -o $(BIN) .
 	@echo "built $(BIN) $(VERSION)"
 
 run: build ## build, then serve with DATA=./data on LISTEN=127.0.0.1:8080
@@ -59,7 +62,7 @@ test-arm64: ## run the wire, tier1 and store tests as linux/arm64 under qemu-aar
 	GOARCH=arm64 CGO_ENABLED=0 $(GO) test -exec "$$qemu" -count=1 -timeout 20m $(ARM64_PKGS)
 
 cross: ## static binaries for build/targets.txt into dist/, with their sizes
-	@LDFLAGS="$(LDFLAGS)" GO="$(GO)" scripts/cross.sh build/targets.txt dist
+	@LDFLAGS="$(LDFLAGS)" TAGS="$(TAGS)" GO="$(GO)" scripts/cross.sh build/targets.txt dist
 
 bench: ## run every benchmark (BENCHTIME=1s; e.g. make bench BENCHTIME=5x)
 	@pkgs="$$(scripts/list-bench-pkgs.sh)"; \

@@ -4,13 +4,14 @@
 # and # comments are skipped. Output names: OUT_DIR/synapse-GOOS-GOARCH, with
 # vGOARM appended for arm (synapse-linux-armv7).
 #
-# Usage: LDFLAGS="-s -w ..." scripts/cross.sh build/targets.txt dist
+# Usage: LDFLAGS="-s -w ..." TAGS="..." scripts/cross.sh build/targets.txt dist
 set -euo pipefail
 
 targets=${1:?usage: cross.sh TARGETS_FILE OUT_DIR}
 out=${2:?usage: cross.sh TARGETS_FILE OUT_DIR}
 go=${GO:-go}
 ldflags=${LDFLAGS:--s -w}
+tags=${TAGS:-}
 cd "$(dirname "$0")/.."
 mkdir -p "$out"
 
@@ -26,7 +27,7 @@ while IFS= read -r line || [ -n "$line" ]; do
 	fi
 	name="synapse-$goos-$goarch${goarm:+v$goarm}"
 	GOOS=$goos GOARCH=$goarch GOARM=${goarm:-} CGO_ENABLED=0 \
-		"$go" build -trimpath -ldflags "$ldflags" -o "$out/$name" .
+		"$go" build -trimpath -tags "$tags" -ldflags "$ldflags" -o "$out/$name" .
 	size=$(wc -c <"$out/$name")
 	printf '%-26s %10d bytes %7.2f MiB\n' "$out/$name" "$size" "$(awk -v s="$size" 'BEGIN { print s / 1048576 }')"
 	built=$((built + 1))
