@@ -56,6 +56,9 @@ func commands() []*command {
 		{name: "task", summary: "submit, follow and manage tasks", verbs: taskVerbs()},
 		{name: "token", summary: "manage API tokens (admin)", verbs: tokenVerbs()},
 		{name: "db", summary: "check and back up the database", verbs: dbVerbs()},
+		{name: "tier1", summary: "tier-1 routines: list, load-test ingest, export frames", verbs: tier1Verbs()},
+		{name: "peer", summary: "pair with other agents and list them", verbs: peerVerbs()},
+		{name: "outbox", summary: "inspect and replay undelivered messages (admin)", verbs: outboxVerbs()},
 		{name: "version", summary: versionVerb.summary, leaf: versionVerb},
 		{name: "help", summary: "show help for a command or verb"},
 	}

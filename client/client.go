@@ -3,9 +3,9 @@
 // server-sent event stream of a task, health and identity, and the admin
 // routes for API tokens and the database.
 //
-// It uses net/http only, so it links into any Go program without the
-// agent's own dependencies. Every method takes a context first; cancel it to
-// stop a call, including a task stream.
+// It uses net/http, and github.com/fasthttp/websocket for the tier-1
+// stream; it does not link the agent itself. Every method takes a context
+// first; cancel it to stop a call, including a task stream.
 //
 // Errors answered by the agent are *APIError values carrying the stable
 // error code of the agent's registry:

@@ -1,0 +1,145 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net/url"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/synapse-edge/synapse/client"
+)
+
+func peerVerbs() []*verb {
+	return []*verb{peerAddVerb(), peerListVerb(), peerRemoveVerb()}
+}
+
+func peerAddVerb() *verb {
+	return &verb{
+		name: "peer add", args: "ENDPOINT", minArgs: 1, maxArgs: 1,
+		summary: "pair with the agent at ENDPOINT and pin its key",
+		about: `The agent fetches the identity of the agent at ENDPOINT (its base URL) and
+pins its public key: from then on it accepts messages from that agent only
+when they are signed with that key. The key fingerprint printed is the
+SHA-256 of that key in OpenSSH's form; when the network between the agents
+is not trusted, check it against the key the other agent's own identity
+route shows. Pairing is one-way: run peer add on both agents for them to
+talk both ways. Needs an admin token.`,
+		agent: true, timeout: defaultRequestTimeout,
+		examples: []string{
+			"synapse peer add http://127.0.0.1:8081",
+			"synapse --agent 127.0.0.1:8081 peer add http://127.0.0.1:8080 --json",
+		},
+		setup: func(fs *flag.FlagSet, s *session) runFunc {
+			return func(ctx context.Context, args []string) error {
+				endpoint, err := peerEndpoint(args[0])
+				if err != nil {
+					return err
+				}
+				ctx, cancel := s.withTimeout(ctx)
+				defer cancel()
+				p, err := s.client().AddPeer(ctx, endpoint)
+				if err != nil {
+					return err
+				}
+				if s.g.json {
+					return s.printJSON(p)
+				}
+				printKV(s.io.Out, []kv{
+					{"agent_id", p.AgentID},
+					{"agent_name", p.AgentName},
+					{"system_id", p.SystemID},
+					{"endpoint", p.Endpoint},
+					{"status", p.Status},
+					{"key fingerprint", p.KeyFingerprint()},
+				})
+				return nil
+			}
+		},
+	}
+}
+
+// peerEndpoint checks an agent base URL; an address without a scheme gets
+// http://.
+func peerEndpoint(arg string) (string, error) {
+	e := strings.TrimSpace(arg)
+	if !strings.Contains(e, "://") {
+		e = "http://" + e
+	}
+	u, err := url.Parse(e)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", usageErrorf("bad ENDPOINT %q: want the agent's base URL, http://HOST:PORT", arg)
+	}
+	return strings.TrimRight(u.String(), "/"), nil
+}
+
+func peerListVerb() *verb {
+	return &verb{
+		name: "peer list", maxArgs: 0,
+		summary: "list the paired agents and their status",
+		agent:   true, timeout: defaultRequestTimeout,
+		examples: []string{"synapse peer list", "synapse peer list --json"},
+		setup: func(fs *flag.FlagSet, s *session) runFunc {
+			return func(ctx context.Context, args []string) error {
+				ctx, cancel := s.withTimeout(ctx)
+				defer cancel()
+				peers, err := s.client().ListPeers(ctx)
+				if err != nil {
+					return err
+				}
+				if peers == nil {
+					peers = []client.Peer{}
+				}
+				if s.g.json {
+					return s.printJSON(map[string]any{"agents": peers})
+				}
+				tw := tabwriter.NewWriter(s.io.Out, 0, 0, 2, ' ', 0)
+				fmt.Fprintln(tw, "AGENT ID\tENDPOINT\tSTATUS\tLAST SEEN")
+				for _, p := range peers {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.AgentID, p.Endpoint, orDash(p.Status), orDash(timeText(p.LastSeen)))
+				}
+				return tw.Flush()
+			}
+		},
+	}
+}
+
+func peerRemoveVerb() *verb {
+	return &verb{
+		name: "peer remove", args: "AGENT_ID", minArgs: 1, maxArgs: 1,
+		summary: "unpair an agent; its messages are refused from then on",
+		agent:   true, timeout: defaultRequestTimeout,
+		examples: []string{"synapse peer remove edge-1_gateway_3fa9c2"},
+		setup: func(fs *flag.FlagSet, s *session) runFunc {
+			return func(ctx context.Context, args []string) error {
+				ctx, cancel := s.withTimeout(ctx)
+				defer cancel()
+				if err := s.client().RemovePeer(ctx, args[0]); err != nil {
+					return err
+				}
+				if s.g.json {
+					return s.printJSON(map[string]any{"agent_id": args[0], "removed": true})
+				}
+				fmt.Fprintf(s.io.Out, "removed peer %s\n", args[0])
+				return nil
+			}
+		},
+	}
+}
+
+// timeText is a time as the agent sent it, with Go's zero time (never)
+// as "".
+func timeText(t string) string {
+	if strings.HasPrefix(t, "0001-01-01") {
+		return ""
+	}
+	return t
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

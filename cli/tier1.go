@@ -1,0 +1,489 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"github.com/synapse-edge/synapse/client"
+)
+
+// defaultRoutine is the built-in tier-1 routine.
+const defaultRoutine = "synapse.telemetry"
+
+// exportPageSize is the page size tier1 export asks for (the agent's most).
+const exportPageSize = 10_000
+
+// maxExportPages bounds the pages one export follows (10^10 frames).
+const maxExportPages = 1_000_000
+
+func tier1Verbs() []*verb {
+	return []*verb{tier1RoutinesVerb(), tier1SendVerb(), tier1ExportVerb()}
+}
+
+func tier1RoutinesVerb() *verb {
+	return &verb{
+		name: "tier1 routines", maxArgs: 0,
+		summary: "list the agent's tier-1 routines with their descriptor hashes",
+		about: `Each routine is listed with its version, descriptor hash (two agents speak a
+routine in tier 1 only when the hashes match) and its fields in wire order as
+name:type, with the unit in brackets and a ? after optional fields. --json
+prints the full descriptors.`,
+		agent: true, timeout: defaultRequestTimeout,
+		examples: []string{"synapse tier1 routines", "synapse tier1 routines --json"},
+		setup: func(fs *flag.FlagSet, s *session) runFunc {
+			return func(ctx context.Context, args []string) error {
+				ctx, cancel := s.withTimeout(ctx)
+				defer cancel()
+				routines, err := s.client().Tier1Routines(ctx)
+				if err != nil {
+					return err
+				}
+				if routines == nil {
+					routines = []client.Tier1Routine{}
+				}
+				if s.g.json {
+					return s.printJSON(map[string]any{"routines": routines})
+				}
+				tw := tabwriter.NewWriter(s.io.Out, 0, 0, 2, ' ', 0)
+				fmt.Fprintln(tw, "CAPABILITY ID\tVERSION\tHASH\tFIELDS")
+				for _, r := range routines {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.CapabilityID, r.Version, r.Hash, fieldList(r.Fields))
+				}
+				return tw.Flush()
+			}
+		},
+	}
+}
+
+// fieldList renders fields as "name:type[unit]" words, optional ones
+// with a trailing "?".
+func fieldList(fields []client.Tier1Field) string {
+	words := make([]string, len(fields))
+	for i, f := range fields {
+		w := f.Name + ":" + f.Type
+		if f.Unit != "" {
+			w += "[" + f.Unit + "]"
+		}
+		if f.Optional {
+			w += "?"
+		}
+		words[i] = w
+	}
+	return strings.Join(words, " ")
+}
+
+func tier1ExportVerb() *verb {
+	return &verb{
+		name: "tier1 export", maxArgs: 0,
+		summary: "export stored tier-1 frames as JSON lines or CSV",
+		about: `Pages through the frames of a routine in time order. --format jsonl writes
+one JSON object per frame, as the agent returns it; --format csv writes a
+header of the routine's field names in descriptor order and one row per
+frame, with missing optional values empty. Output goes to standard output, or
+with --out to FILE (written to a temporary file and renamed when complete).
+The number of frames is printed on standard error.
+
+--since and --until take an RFC 3339 time, unix nanoseconds, or a duration
+meaning that long ago (1h, 30m). --timeout bounds each page request.`,
+		agent: true, timeout: defaultRequestTimeout,
+		examples: []string{
+			"synapse tier1 export > frames.jsonl",
+			"synapse tier1 export --format csv --since 1h --out last-hour.csv",
+			"synapse tier1 export --device dev-0001 --since 2025-01-01T00:00:00Z --until 2025-01-02T00:00:00Z",
+			"synapse tier1 export --routine acme.vibration --format csv",
+		},
+		setup: func(fs *flag.FlagSet, s *session) runFunc {
+			routine := fs.String("routine", defaultRoutine, "export the frames of this routine `ID`")
+			since := fs.String("since", "", "only frames at or after `TIME`")
+			until := fs.String("until", "", "only frames before `TIME`")
+			device := fs.String("device", "", "only frames of this device `ID`")
+			format := fs.String("format", "jsonl", "output `FORMAT`: jsonl or csv")
+			out := fs.String("out", "", "write to `FILE` instead of standard output")
+			return func(ctx context.Context, args []string) error {
+				if *format != "jsonl" && *format != "csv" {
+					return usageErrorf("--format %q: want jsonl or csv", *format)
+				}
+				if *routine == "" {
+					return usageErrorf("--routine must not be empty")
+				}
+				now := time.Now()
+				q := client.Tier1FrameQuery{DeviceID: *device, Limit: exportPageSize}
+				var err error
+				if q.Since, err = parseTimeFlag("since", *since, now); err != nil {
+					return err
+				}
+				if q.Until, err = parseTimeFlag("until", *until, now); err != nil {
+					return err
+				}
+				return exportFrames(ctx, s, *routine, q, *format, *out)
+			}
+		},
+	}
+}
+
+// parseTimeFlag turns a --since or --until value into what the agent
+// takes: RFC 3339 text and unix nanoseconds as they are, a duration as
+// the unix nanoseconds of that long before now.
+func parseTimeFlag(name, v string, now time.Time) (string, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return "", nil
+	}
+	if _, err := strconv.ParseInt(v, 10, 64); err == nil {
+		return v, nil
+	}
+	if _, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return v, nil
+	}
+	if d, err := time.ParseDuration(v); err == nil && d >= 0 {
+		return strconv.FormatInt(now.Add(-d).UnixNano(), 10), nil
+	}
+	return "", usageErrorf("--%s %q: want an RFC 3339 time, unix nanoseconds or a duration ago (e.g. 1h)", name, v)
+}
+
+// exportFrames pages through the frames and writes them to out (standard
+// output when empty).
+func exportFrames(ctx context.Context, s *session, routine string, q client.Tier1FrameQuery, format, out string) error {
+	c := s.client()
+	var header []string
+	if format == "csv" {
+		rctx, cancel := s.withTimeout(ctx)
+		routines, err := c.Tier1Routines(rctx)
+		cancel()
+		if err != nil {
+			return err
+		}
+		for _, r := range routines {
+			if r.CapabilityID == routine {
+				for _, f := range r.Fields {
+					header = append(header, f.Name)
+				}
+			}
+		}
+		if header == nil {
+			return fmt.Errorf("export: the agent has no routine %q (see synapse tier1 routines)", routine)
+		}
+	}
+	var w io.Writer = s.io.Out
+	var file *atomicFile
+	if out != "" {
+		var err error
+		if file, err = createAtomic(out); err != nil {
+			return err
+		}
+		defer file.abort()
+		w = file
+	}
+	bw := bufio.NewWriterSize(w, 256<<10)
+	fw := newFrameWriter(bw, format, header)
+	n, err := fetchFrames(ctx, s, c, routine, q, fw.write)
+	if err == nil {
+		err = fw.flush()
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil && file != nil {
+		err = file.commit()
+	}
+	if err != nil {
+		return err
+	}
+	dest := ""
+	if out != "" {
+		dest = " to " + out
+	}
+	fmt.Fprintf(s.io.Err, "exported %s frames of %s%s\n", groupDigits(int64(n)), routine, dest)
+	return nil
+}
+
+// fetchFrames calls fn with each frame of every page and returns their
+// number.
+func fetchFrames(ctx context.Context, s *session, c *client.Client, routine string, q client.Tier1FrameQuery,
+	fn func(json.RawMessage) error) (int, error) {
+	n := 0
+	seen := map[string]bool{}
+	for page := 0; ; page++ {
+		if page >= maxExportPages {
+			return n, fmt.Errorf("export: stopped after %d pages", maxExportPages)
+		}
+		rctx, cancel := s.withTimeout(ctx)
+		p, err := c.Tier1Frames(rctx, routine, q)
+		cancel()
+		if err != nil {
+			return n, err
+		}
+		for _, f := range p.Frames {
+			if err := fn(f); err != nil {
+				return n, err
+			}
+			n++
+		}
+		if p.NextPageToken == "" {
+			return n, nil
+		}
+		if seen[p.NextPageToken] {
+			return n, fmt.Errorf("export: the agent repeated page token %q", p.NextPageToken)
+		}
+		seen[p.NextPageToken] = true
+		q.PageToken = p.NextPageToken
+	}
+}
+
+// frameWriter writes frames as JSON lines or CSV rows.
+type frameWriter struct {
+	w           io.Writer
+	csv         *csv.Writer
+	names       []string       // CSV columns: the routine's field names
+	index       map[string]int // column of each name
+	row         []string
+	wroteHeader bool
+}
+
+func newFrameWriter(w io.Writer, format string, names []string) *frameWriter {
+	fw := &frameWriter{w: w}
+	if format == "csv" {
+		fw.csv = csv.NewWriter(w)
+		fw.names = names
+		fw.row = make([]string, len(names))
+		fw.index = make(map[string]int, len(names))
+		for i, n := range names {
+			fw.index[n] = i
+		}
+	}
+	return fw
+}
+
+func (fw *frameWriter) write(frame json.RawMessage) error {
+	if fw.csv == nil {
+		if _, err := fw.w.Write(frame); err != nil {
+			return fmt.Errorf("write frame: %w", err)
+		}
+		if _, err := io.WriteString(fw.w, "\n"); err != nil {
+			return fmt.Errorf("write frame: %w", err)
+		}
+		return nil
+	}
+	if err := fw.header(); err != nil {
+		return err
+	}
+	clear(fw.row)
+	if !scanFlatObject(frame, func(key, val []byte) {
+		if i, ok := fw.index[jsonText(key)]; ok {
+			fw.row[i] = csvValue(val)
+		}
+	}) {
+		// Not a flat object: take the slow, general way.
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(frame, &obj); err != nil {
+			return fmt.Errorf("decode frame %.200s: %w", frame, err)
+		}
+		for i, name := range fw.names {
+			fw.row[i] = csvValue(obj[name])
+		}
+	}
+	if err := fw.csv.Write(fw.row); err != nil {
+		return fmt.Errorf("write CSV row: %w", err)
+	}
+	return nil
+}
+
+// header writes the CSV header once.
+func (fw *frameWriter) header() error {
+	if fw.wroteHeader {
+		return nil
+	}
+	fw.wroteHeader = true
+	if err := fw.csv.Write(fw.names); err != nil {
+		return fmt.Errorf("write CSV header: %w", err)
+	}
+	return nil
+}
+
+// flush writes the header of an empty CSV export and flushes the CSV
+// writer.
+func (fw *frameWriter) flush() error {
+	if fw.csv == nil {
+		return nil
+	}
+	if err := fw.header(); err != nil {
+		return err
+	}
+	fw.csv.Flush()
+	if err := fw.csv.Error(); err != nil {
+		return fmt.Errorf("write CSV: %w", err)
+	}
+	return nil
+}
+
+// csvValue renders one JSON value of a frame as a CSV cell: a string's
+// text, a number or boolean as written, and "" for a missing value or null.
+func csvValue(raw []byte) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	if raw[0] == '"' {
+		return jsonText(raw)
+	}
+	return string(raw)
+}
+
+// jsonText returns the text of a JSON string (quotes included in raw),
+// as encoding/json decodes it.
+func jsonText(raw []byte) string {
+	if len(raw) >= 2 && bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
+		return string(raw[1 : len(raw)-1])
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return string(raw)
+	}
+	return s
+}
+
+// scanFlatObject calls fn with the raw key (quoted) and value of each
+// member of a JSON object whose values are all strings, numbers, booleans
+// or null; it returns false, maybe after some calls, for any other input.
+// b must be valid JSON (a frame the JSON decoder has checked); the scan
+// only finds where the members start and end.
+func scanFlatObject(b []byte, fn func(key, val []byte)) bool {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return false
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return skipSpace(b, i+1) == len(b)
+	}
+	for i < len(b) && b[i] == '"' {
+		kend := stringEnd(b, i)
+		if kend < 0 {
+			return false
+		}
+		j := skipSpace(b, kend)
+		if j >= len(b) || b[j] != ':' {
+			return false
+		}
+		v := skipSpace(b, j+1)
+		if v >= len(b) {
+			return false
+		}
+		vend := v
+		switch b[v] {
+		case '"':
+			vend = stringEnd(b, v)
+		case '{', '[':
+			return false
+		default:
+			for vend < len(b) && !isSpace(b[vend]) && b[vend] != ',' && b[vend] != '}' {
+				vend++
+			}
+		}
+		if vend <= v {
+			return false
+		}
+		fn(b[i:kend], b[v:vend])
+		i = skipSpace(b, vend)
+		switch {
+		case i < len(b) && b[i] == '}':
+			return skipSpace(b, i+1) == len(b)
+		case i < len(b) && b[i] == ',':
+			i = skipSpace(b, i+1)
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+// stringEnd returns the index after the closing quote of the JSON string
+// that opens at b[i], or -1.
+func stringEnd(b []byte, i int) int {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return -1
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	return i
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
+
+// atomicFile is an output file written under a temporary name and renamed
+// into place by commit; abort removes it unless it was committed.
+type atomicFile struct {
+	*os.File
+	path      string
+	committed bool
+}
+
+func createAtomic(path string) (*atomicFile, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return nil, fmt.Errorf("create output: %w", err)
+	}
+	return &atomicFile{File: f, path: path}, nil
+}
+
+func (f *atomicFile) commit() error {
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", f.Name(), err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", f.Name(), err)
+	}
+	if err := os.Rename(f.Name(), f.path); err != nil {
+		return fmt.Errorf("write output: %w", err)
+	}
+	f.committed = true
+	syncDir(filepath.Dir(f.path))
+	return nil
+}
+
+func (f *atomicFile) abort() {
+	if !f.committed {
+		f.Close()
+		os.Remove(f.Name())
+	}
+}
+
+// groupDigits writes n with thousands separators: 1234567 → "1,234,567".
+func groupDigits(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
