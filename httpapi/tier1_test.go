@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -360,5 +361,57 @@ func TestTier1Retention(t *testing.T) {
 	want := fmt.Sprintf("synapse_tier1_retention_dropped_frames_total %d", 200-len(got))
 	if !strings.Contains(string(m.body), want) {
 		t.Errorf("metrics lack %q", want)
+	}
+}
+
+// TestTier1StreamShutdown: on shutdown the stream answers every batch it
+// has read before it closes (1001), so every stored batch was acknowledged.
+func TestTier1StreamShutdown(t *testing.T) {
+	ts := startServer(t)
+	c := dialTier1(t, ts, nil)
+	now := time.Now().UnixNano()
+	const n = 300
+	go func() {
+		for i := range n {
+			if c.WriteMessage(websocket.BinaryMessage, telemetryBatch(fmt.Sprintf("s-%d", i), "sd", i*10, 10, now)) != nil {
+				return
+			}
+		}
+	}()
+	// Shut down once the first answers arrive, while batches are in flight.
+	acked := 0
+	if a := readAck(t, c); a.OK {
+		acked++
+	}
+	shut := make(chan struct{})
+	go func() {
+		defer close(shut)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		ts.shutdown(ctx)
+	}()
+	var closeErr error
+	for {
+		_ = c.SetReadDeadline(time.Now().Add(pollTimeout))
+		_, b, err := c.ReadMessage()
+		if err != nil {
+			closeErr = err
+			break
+		}
+		var a wsAck
+		if err := wire.Msgpack.Unmarshal(b, &a); err != nil {
+			t.Fatal(err)
+		}
+		if a.OK {
+			acked++
+		}
+	}
+	if !websocket.IsCloseError(closeErr, websocket.CloseGoingAway) {
+		t.Errorf("stream ended with %v, want close 1001", closeErr)
+	}
+	<-shut
+	ts.restart()
+	if got := len(ts.frames(t, "&device_id=sd")); got != acked*10 {
+		t.Errorf("%d frames stored, %d acknowledged: a stored batch went unanswered", got, acked*10)
 	}
 }

@@ -63,7 +63,9 @@ func (s *Server) upgrade(ctx *fasthttp.RequestCtx, handler func(c *websocket.Con
 }
 
 // startKeepAlive runs keepAlive and returns the function that stops it and
-// waits for it: the connection must not be used once its handler returned.
+// waits for it (the connection must not be used once its handler returned)
+// and, when the server is shutting down, sends the close frame (1001) — after
+// the handler answered everything it had read.
 func (s *Server) startKeepAlive(c *websocket.Conn) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
@@ -75,6 +77,12 @@ func (s *Server) startKeepAlive(c *websocket.Conn) (stop func()) {
 	return func() {
 		close(done)
 		wg.Wait()
+		select {
+		case <-s.streamsDone:
+			_ = c.WriteControl(websocket.CloseMessage,
+				websocket.FormatCloseMessage(websocket.CloseGoingAway, "agent shutting down"), time.Now().Add(wsWriteWait))
+		default:
+		}
 	}
 }
 
@@ -94,8 +102,8 @@ func (s *Server) keepAlive(c *websocket.Conn, done <-chan struct{}) {
 				return
 			}
 		case <-s.streamsDone:
-			_ = c.WriteControl(websocket.CloseMessage,
-				websocket.FormatCloseMessage(websocket.CloseGoingAway, "agent shutting down"), time.Now().Add(wsWriteWait))
+			// Stop reading; the handler answers what it has read, and
+			// stop sends the close frame after that.
 			_ = c.SetReadDeadline(time.Now())
 			return
 		case <-done:
