@@ -33,6 +33,7 @@ type Agent struct {
 	eng      *engine
 	started  time.Time
 	p2p      remote
+	node     *p2pNode
 	t1       *tier1.Ingestor
 	uplink   *tier1.Uplink
 	stopBg   context.CancelFunc
@@ -131,11 +132,15 @@ func (a *Agent) Open(ctx context.Context) error {
 	if err := a.openTier1(); err != nil {
 		return fail(err)
 	}
+	if err := a.openP2P(); err != nil {
+		return fail(err)
+	}
 	a.eng = newEngine(a)
 	n, err := a.eng.recover(ctx)
 	if err != nil {
 		return fail(fmt.Errorf("recover tasks: %w", err))
 	}
+	a.node.start()
 	if n > 0 {
 		a.log.Info("took over unfinished tasks", "count", n)
 	}
@@ -163,6 +168,7 @@ func (a *Agent) Close(ctx context.Context) error {
 			return
 		}
 		a.eng.shutdown(ctx)
+		a.node.close(ctx)
 		a.stopBg()
 		<-a.bgDone
 		close(a.sweepStop)
@@ -196,7 +202,7 @@ func (a *Agent) Capabilities() *wire.AgentCapabilities {
 	c.AgentID, c.AgentName, c.SystemID = a.identity.AgentID, a.identity.AgentName, a.identity.SystemID
 	c.SupportedTaskTypes = a.handlers.types()
 	c.SupportedContentTypes = []string{wire.ContentJSON, wire.ContentMsgpack, "multipart/form-data"}
-	c.SupportedTransportModes = []wire.TransportMode{wire.TransportPolling, wire.TransportSync}
+	c.SupportedTransportModes = []wire.TransportMode{wire.TransportCallback, wire.TransportPolling, wire.TransportSync, wire.TransportHybrid}
 	c.MaxFileSize = a.cfg.MaxFileSize
 	c.MaxConcurrentTasks = a.cfg.MaxConcurrentTasks
 	c.MaxTaskDuration = a.cfg.MaxTaskDurationSeconds
@@ -305,6 +311,9 @@ func (a *Agent) Prune(ctx context.Context) (int, error) {
 		}
 	}
 	if err := a.pruneTier1(ctx); err != nil {
+		return total, err
+	}
+	if err := a.pruneP2P(ctx); err != nil {
 		return total, err
 	}
 	for {

@@ -48,6 +48,8 @@ type Config struct {
 	// Uplink, if set, names the upstream agent stored tier-1 frames are
 	// forwarded to.
 	Uplink *UplinkConfig `json:"uplink,omitempty"`
+	// P2P configures delivery to peers and webhooks (seed 004 §5.4).
+	P2P P2PConfig `json:"p2p"`
 
 	// AdminToken is the admin bearer token; from SYNAPSE_ADMIN_TOKEN, never
 	// from the file. Empty: generated at first start into DataDir/admin.token.
@@ -137,6 +139,40 @@ type UplinkConfig struct {
 	MaxBackoffMS int `json:"max_backoff_ms,omitempty"`
 }
 
+// P2PConfig configures the P2P layer: the outbox's retries, heartbeats
+// and the webhook secret (seed 004 §5.4).
+type P2PConfig struct {
+	// MaxRetries is how many times a failed delivery is retried before the
+	// message becomes a dead letter. Default 5.
+	MaxRetries int `json:"max_retries"`
+	// RetryBaseDelayMS is the base of the exponential backoff: retry n
+	// waits a random time up to base * 2^n. Default 2000.
+	RetryBaseDelayMS int `json:"retry_base_delay_ms,omitempty"`
+	// TaskTimeoutSeconds is seed 004's TaskTimeout. Default 300.
+	TaskTimeoutSeconds int `json:"task_timeout_seconds,omitempty"`
+	// HeartbeatIntervalSeconds is how often each peer is sent a
+	// p2p:heartbeat; a peer silent for three intervals is offline.
+	// Default 30.
+	HeartbeatIntervalSeconds int `json:"heartbeat_interval_seconds,omitempty"`
+	// CallbackSecretEnv names the environment variable holding the HMAC
+	// secret that signs webhook callbacks (X-Synapse-Signature). Without
+	// one, callbacks are sent unsigned.
+	CallbackSecretEnv string `json:"callback_secret_env,omitempty"`
+	// CallbackSecret is read from CallbackSecretEnv at start; never from
+	// the file.
+	CallbackSecret string `json:"-"`
+}
+
+// RetryBaseDelay is retry_base_delay_ms as a duration.
+func (p *P2PConfig) RetryBaseDelay() time.Duration {
+	return time.Duration(p.RetryBaseDelayMS) * time.Millisecond
+}
+
+// HeartbeatInterval is heartbeat_interval_seconds as a duration.
+func (p *P2PConfig) HeartbeatInterval() time.Duration {
+	return time.Duration(p.HeartbeatIntervalSeconds) * time.Second
+}
+
 // Defaults returns the configuration used when nothing is set.
 func Defaults() Config {
 	return Config{
@@ -162,6 +198,7 @@ func Defaults() Config {
 			RetentionHours:     720,
 			MaxBytesPerRoutine: 1 << 30,
 		},
+		P2P: P2PConfig{MaxRetries: 5, RetryBaseDelayMS: 2000, TaskTimeoutSeconds: 300, HeartbeatIntervalSeconds: 30},
 	}
 }
 
@@ -209,6 +246,9 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 	}
 	if c.Uplink != nil && c.Uplink.TokenEnv != "" {
 		c.Uplink.Token = getenv(c.Uplink.TokenEnv)
+	}
+	if c.P2P.CallbackSecretEnv != "" {
+		c.P2P.CallbackSecret = getenv(c.P2P.CallbackSecretEnv)
 	}
 	ints := map[string]*int{
 		"SYNAPSE_MAX_CONCURRENT_TASKS":      &c.MaxConcurrentTasks,
@@ -323,6 +363,17 @@ func (c *Config) Validate() error {
 		if !strings.HasPrefix(u.Endpoint, "http://") && !strings.HasPrefix(u.Endpoint, "https://") {
 			bad("uplink.endpoint", "%q must be an http:// or https:// URL", u.Endpoint)
 		}
+	}
+	p := c.P2P
+	switch {
+	case p.MaxRetries < 0 || p.MaxRetries > 30:
+		bad("p2p.max_retries", "%d is outside 0..30", p.MaxRetries)
+	case p.RetryBaseDelayMS < 1:
+		bad("p2p.retry_base_delay_ms", "must be at least 1")
+	case p.TaskTimeoutSeconds < 1:
+		bad("p2p.task_timeout_seconds", "must be at least 1")
+	case p.HeartbeatIntervalSeconds < 1:
+		bad("p2p.heartbeat_interval_seconds", "must be at least 1")
 	}
 	return errors.Join(errs...)
 }

@@ -273,13 +273,7 @@ func (e *engine) check(req *wire.SubmitRequest) error {
 	if err := req.Normalize(); err != nil {
 		return err
 	}
-	if err := checkCallbackURL(req.CallbackURL); err != nil {
-		return err
-	}
-	if req.CallbackURL != "" && e.a.p2p == nil {
-		return wire.Errorf(wire.CodeInvalidParams, "callback_url needs the outbox, which this agent does not run").With("field", "callback_url")
-	}
-	return nil
+	return checkCallbackURL(req.CallbackURL)
 }
 
 // handlerFor finds the handler of a local task and validates its payload.

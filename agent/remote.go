@@ -58,6 +58,9 @@ func outgoingFor(prev, next *wire.Task) []Outgoing {
 	case next.Origin != nil:
 		peer, corr := next.Origin.Peer, next.Origin.MessageID
 		for _, tr := range added {
+			if tr.Status == wire.StatusPending {
+				continue // the requester's own first state: nothing to tell
+			}
 			out = append(out, Outgoing{Peer: peer, CorrelationID: corr, Type: "", Payload: nil})
 			m := &out[len(out)-1]
 			switch tr.Status {

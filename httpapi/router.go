@@ -21,7 +21,7 @@ type route struct {
 }
 
 func (s *Server) routes() []route {
-	return []route{
+	return append([]route{
 		{"GET", seg("health"), "", s.health},
 		{"GET", seg("identity"), "", s.identity},
 		{"GET", seg("capabilities"), "", s.capabilities},
@@ -47,7 +47,7 @@ func (s *Server) routes() []route {
 		{"DELETE", seg("tokens/*"), agent.ScopeAdmin, s.revokeToken},
 		{"GET", seg("admin/db/backup"), agent.ScopeAdmin, s.backup},
 		{"GET", seg("admin/db/check"), agent.ScopeAdmin, s.checkDB},
-	}
+	}, s.p2pRoutes()...)
 }
 
 func seg(p string) []string { return strings.Split(p, "/") }

@@ -22,6 +22,13 @@
 //	tokens      token_id → Token JSON
 //	token_hash  sha256(token) → token_id
 //
+// Created on first use (older files open unchanged):
+//
+//	t1, t1_stats, t1_seen, t1_outbox   tier-1 frames (see tier1.go)
+//	peers                              agent_id → pinned peer JSON
+//	p2p_seen, p2p_seen_at              received message ids, for replay protection
+//	outbox, outbox_dead, outbox_id     messages to peers and webhooks, dead letters
+//
 // The schema version is checked on open; a file written by a newer schema is
 // refused rather than misread.
 //

@@ -1,0 +1,427 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/synapse-edge/synapse/internal/metrics"
+	"github.com/synapse-edge/synapse/store"
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// The P2P layer (seed 004, SPEC §6) has four parts:
+//
+//   - peers (peers.go): agents paired by fetching their /identity and
+//     pinning its Ed25519 key, with an online/offline/busy status kept by
+//     heartbeats;
+//   - the outbox (p2p_outbox.go): every message for a peer, and every
+//     callback to a plain webhook, is written to bbolt in the transaction
+//     of the state change that announces it and delivered from there, in
+//     order per destination, with retries and dead letters;
+//   - inbound (p2p_inbound.go): envelopes from peers are checked (pinned
+//     sender, signature, timestamp, message id not seen) and handed to the
+//     task engine;
+//   - the feed (below): the last envelopes received, for observers.
+//
+// Peers authenticate by signature, not by bearer token: an envelope is
+// accepted only when it verifies with the key pinned for its sender.
+
+// P2P timing that is not configurable.
+const (
+	// deliveryTimeout bounds one delivery (seed 004 §8.1 suggests 30 s).
+	deliveryTimeout = 30 * time.Second
+	// identityTimeout bounds the identity fetch of pairing.
+	identityTimeout = 10 * time.Second
+	// maxHeartbeatTimeout bounds one heartbeat request.
+	maxHeartbeatTimeout = 10 * time.Second
+	// offlineAfter is how many heartbeat intervals of silence make a peer
+	// offline.
+	offlineAfter = 3
+	// seenTTL is how long received message ids are remembered. The outbox
+	// of a peer may redeliver an old message with a fresh timestamp, so
+	// this is far longer than the replay window.
+	seenTTL = 7 * 24 * time.Hour
+	// flushWait bounds how long close lets deliveries under way finish.
+	flushWait = 5 * time.Second
+	// maxAnswerBytes bounds the part of an answer body that is read.
+	maxAnswerBytes = 64 << 10
+)
+
+// MessagePath is the path of the inbound message endpoint.
+const MessagePath = "/api/v1/synapse/message"
+
+// p2pNode is the P2P layer of one agent.
+type p2pNode struct {
+	a      *Agent
+	log    *slog.Logger
+	cfg    P2PConfig
+	client *http.Client
+	secret []byte
+
+	peers peerSet
+	out   *outbox
+	in    inflight
+	feed  MessageFeed
+	m     p2pMetrics
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	// hbTimer wakes the heartbeat loop; stopped ends it and refuses new
+	// goroutines.
+	hbMu    sync.Mutex
+	hbTimer Timer
+	stopped bool
+}
+
+var _ remote = (*p2pNode)(nil)
+
+type p2pMetrics struct {
+	queued, delivered, retries, dead *metrics.Counter
+	received                         *metrics.CounterVec
+	refused                          *metrics.CounterVec
+}
+
+// openP2P builds the P2P layer and loads the peers; deliveries and
+// heartbeats begin with start.
+func (a *Agent) openP2P() error {
+	n := &p2pNode{a: a, log: a.log.With("component", "p2p"), cfg: a.cfg.P2P}
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	n.client = &http.Client{
+		Timeout: deliveryTimeout,
+		Transport: &http.Transport{
+			Proxy:               http.ProxyFromEnvironment,
+			MaxIdleConnsPerHost: 8,
+			IdleConnTimeout:     90 * time.Second,
+			DisableCompression:  true,
+		},
+		// A signed message is for the endpoint it was sent to.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	if s := a.cfg.P2P.CallbackSecret; s != "" {
+		n.secret = []byte(s)
+	}
+	n.feed.init()
+	if err := n.peers.load(a.db); err != nil {
+		return fmt.Errorf("load peers: %w", err)
+	}
+	n.out = newOutbox(n)
+	r := a.metrics
+	n.m = p2pMetrics{
+		queued:    r.Counter("synapse_outbox_queued_total", "Messages and callbacks written to the outbox."),
+		delivered: r.Counter("synapse_outbox_delivered_total", "Outbox messages delivered (answered 2xx)."),
+		retries:   r.Counter("synapse_outbox_retries_total", "Failed deliveries that will be retried."),
+		dead:      r.Counter("synapse_outbox_dead_total", "Outbox messages moved to the dead letters."),
+		received:  r.CounterVec("synapse_p2p_received_total", "Envelopes accepted from peers, by message type.", "type"),
+		refused:   r.CounterVec("synapse_p2p_refused_total", "Envelopes refused, by error code.", "code"),
+	}
+	r.GaugeFunc("synapse_outbox_pending", "Messages waiting in the outbox.", func() float64 { return float64(n.out.count(store.OutboxPending)) })
+	r.GaugeFunc("synapse_outbox_dead_letters", "Messages on the dead-letter list.", func() float64 { return float64(n.out.count(store.OutboxDead)) })
+	r.GaugeFunc("synapse_peers", "Paired peers.", func() float64 { return float64(n.peers.len()) })
+	a.node, a.p2p = n, n
+	return nil
+}
+
+// start begins deliveries (of what earlier runs left queued too) and
+// heartbeats.
+func (n *p2pNode) start() {
+	n.out.start()
+	n.spawn(n.heartbeats)
+}
+
+// close lets deliveries under way finish (for up to flushWait, within
+// ctx), then stops deliveries and heartbeats and waits for them.
+// Undelivered messages stay queued for the next start.
+func (n *p2pNode) close(ctx context.Context) {
+	dctx, cancel := context.WithTimeout(ctx, flushWait)
+	n.out.drain(dctx)
+	cancel()
+	n.hbMu.Lock()
+	n.stopped = true
+	if n.hbTimer != nil {
+		n.hbTimer.Stop()
+	}
+	n.hbMu.Unlock()
+	n.out.close()
+	n.cancel()
+	done := make(chan struct{})
+	go func() { n.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		<-done // every request has the cancelled context: this is short
+	}
+	n.client.CloseIdleConnections()
+	n.feed.closeAll()
+}
+
+// spawn runs f on a tracked goroutine; after close it does nothing.
+func (n *p2pNode) spawn(f func()) {
+	n.hbMu.Lock()
+	defer n.hbMu.Unlock()
+	if n.stopped {
+		return
+	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		f()
+	}()
+}
+
+func (n *p2pNode) known(peer string) bool { return n.peers.get(peer) != nil }
+
+func (n *p2pNode) enqueue(tx *store.Tx, m Outgoing) error { return n.out.enqueue(tx, m) }
+
+// self is this agent as an envelope's sender.
+func (n *p2pNode) self() wire.AgentRef {
+	id := n.a.identity
+	return wire.AgentRef{AgentID: id.AgentID, SystemID: id.SystemID, Endpoint: id.Endpoint}
+}
+
+// envelope builds and signs a message for peer.
+func (n *p2pNode) envelope(msgType, peer, id, corr string, payload wire.RawPayload) (*wire.UnifiedSynapseMessage, error) {
+	m := wire.NewMessage(msgType, n.self(), wire.AgentRef{AgentID: peer}, payload, n.a.clock.Now())
+	if id != "" {
+		m.MessageID = id
+	}
+	m.CorrelationID = corr
+	if err := wire.Sign(m, n.a.key); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// postResult is the outcome of one POST.
+type postResult struct {
+	status     int
+	retryAfter time.Duration
+	body       []byte
+}
+
+// errNotDelivered wraps every failed delivery.
+var errNotDelivered = errors.New("not delivered")
+
+// post sends body to url and reads (the start of) the answer. A transport
+// error is returned as such; any status is a result.
+func (n *p2pNode) post(ctx context.Context, url, contentType string, body []byte, header http.Header) (postResult, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return postResult{}, err
+	}
+	req.Header.Set("Content-Type", contentType)
+	req.Header.Set("User-Agent", "synapse")
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	resp, err := n.client.Do(req)
+	if err != nil {
+		return postResult{}, err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20)) // keep the connection reusable
+	return postResult{status: resp.StatusCode, retryAfter: parseRetryAfter(resp.Header.Get("Retry-After"), n.a.clock.Now()), body: b}, nil
+}
+
+// parseRetryAfter reads delay-seconds or an HTTP date; 0 when absent or
+// unreadable; at most an hour.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	var d time.Duration
+	if s, err := strconv.Atoi(v); err == nil {
+		d = time.Duration(s) * time.Second
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = t.Sub(now)
+	}
+	return min(max(d, 0), time.Hour)
+}
+
+// sendEnvelope posts a signed JSON envelope to a peer's message endpoint.
+func (n *p2pNode) sendEnvelope(ctx context.Context, endpoint string, m *wire.UnifiedSynapseMessage) (postResult, error) {
+	body, err := wire.EncodeEnvelopeJSON(m)
+	if err != nil {
+		return postResult{}, fmt.Errorf("encode %s: %w", m.MessageType, err)
+	}
+	return n.post(ctx, endpoint+MessagePath, wire.ContentJSON, body, nil)
+}
+
+// answerError describes a non-2xx answer for logs and last_error.
+func answerError(r postResult) error {
+	var eb wire.ErrorBody
+	if err := wire.JSON.Unmarshal(r.body, &eb); err == nil && eb.Error != nil && eb.Error.Code != "" {
+		return fmt.Errorf("%w: HTTP %d %s: %s", errNotDelivered, r.status, eb.Error.Code, eb.Error.Message)
+	}
+	snippet := bytes.TrimSpace(r.body)
+	if len(snippet) > 200 {
+		snippet = snippet[:200]
+	}
+	return fmt.Errorf("%w: HTTP %d %s", errNotDelivered, r.status, snippet)
+}
+
+// ---- feed of received envelopes ----
+
+// The feed keeps the last feedSize envelopes, and at most feedMaxBytes of
+// them (large envelopes push out old ones sooner).
+const (
+	feedSize     = 1000
+	feedMaxBytes = 32 << 20
+)
+
+// ReceivedMessage is an envelope this agent accepted from a peer.
+type ReceivedMessage struct {
+	// Seq increases by one per envelope, from 1, for the agent's lifetime.
+	Seq       uint64
+	MessageID string
+	Type      string
+	From      string
+	// Msgpack tells whether Raw is a msgpack envelope (else JSON).
+	Msgpack bool
+	// Raw is the envelope exactly as received (its signature verifies).
+	Raw []byte
+	// JSON is the envelope as JSON: Raw for a JSON envelope, else the
+	// envelope with its payload converted (which no longer verifies).
+	JSON []byte
+}
+
+func (m *ReceivedMessage) size() int {
+	if m.Msgpack {
+		return len(m.Raw) + len(m.JSON)
+	}
+	return len(m.Raw)
+}
+
+// MessageFeed keeps the last envelopes received and hands new ones to
+// subscribers (SSE and WebSocket observers).
+type MessageFeed struct {
+	mu    sync.Mutex
+	kept  []ReceivedMessage // oldest first, from kept[head]
+	head  int
+	bytes int
+	next  uint64 // seq of the next message
+	subs  map[*FeedSubscription]struct{}
+}
+
+func (f *MessageFeed) init() {
+	f.next = 1
+	f.subs = map[*FeedSubscription]struct{}{}
+}
+
+// FeedSubscription receives envelopes as they are accepted.
+type FeedSubscription struct {
+	// C delivers envelopes in order; it is closed when the reader fell
+	// too far behind (Lagged is then true) or on Close.
+	C      chan ReceivedMessage
+	f      *MessageFeed
+	lagged bool
+	once   sync.Once
+}
+
+// Subscribe delivers future envelopes; combine with Since to resume.
+func (f *MessageFeed) Subscribe() *FeedSubscription {
+	s := &FeedSubscription{C: make(chan ReceivedMessage, subBuffer), f: f}
+	f.mu.Lock()
+	f.subs[s] = struct{}{}
+	f.mu.Unlock()
+	return s
+}
+
+// Close stops delivery.
+func (s *FeedSubscription) Close() {
+	s.f.mu.Lock()
+	defer s.f.mu.Unlock()
+	s.detach()
+}
+
+// detach removes s; f.mu is held.
+func (s *FeedSubscription) detach() {
+	s.once.Do(func() {
+		delete(s.f.subs, s)
+		close(s.C)
+	})
+}
+
+// Lagged reports whether the channel was closed because the reader was
+// too slow.
+func (s *FeedSubscription) Lagged() bool {
+	s.f.mu.Lock()
+	defer s.f.mu.Unlock()
+	return s.lagged
+}
+
+// Since returns the kept envelopes with Seq > after, in order, and whether
+// that is all of them (false when some were already dropped).
+func (f *MessageFeed) Since(after uint64) ([]ReceivedMessage, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	live := f.kept[f.head:]
+	first := f.next
+	if len(live) > 0 {
+		first = live[0].Seq
+	}
+	if after+1 < first {
+		return append([]ReceivedMessage(nil), live...), false
+	}
+	skip := int(min(after+1-first, uint64(len(live))))
+	return append([]ReceivedMessage(nil), live[skip:]...), true
+}
+
+// Last is the Seq of the newest envelope (0 when none).
+func (f *MessageFeed) Last() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.next - 1
+}
+
+func (f *MessageFeed) publish(m ReceivedMessage) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m.Seq = f.next
+	f.next++
+	f.kept = append(f.kept, m)
+	f.bytes += m.size()
+	for len(f.kept)-f.head > 1 && (len(f.kept)-f.head > feedSize || f.bytes > feedMaxBytes) {
+		f.bytes -= f.kept[f.head].size()
+		f.kept[f.head] = ReceivedMessage{}
+		f.head++
+	}
+	if f.head > feedSize { // compact
+		f.kept = append(f.kept[:0], f.kept[f.head:]...)
+		f.head = 0
+	}
+	for s := range f.subs {
+		select {
+		case s.C <- m:
+		default:
+			s.lagged = true
+			s.detach()
+		}
+	}
+}
+
+// closeAll ends every subscription (shutdown).
+func (f *MessageFeed) closeAll() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for s := range f.subs {
+		s.detach()
+	}
+}
+
+// Messages is the feed of envelopes received from peers.
+func (a *Agent) Messages() *MessageFeed {
+	if a.node == nil {
+		return nil
+	}
+	return &a.node.feed
+}

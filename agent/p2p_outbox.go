@@ -1,0 +1,514 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/synapse-edge/synapse/store"
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// The outbox delivers, per destination (a peer or a webhook URL), the
+// oldest message first and nothing behind it until it is delivered or
+// given up (head of line): a peer sees the messages of a task in the order
+// they were sent.
+//
+// A destination with messages has a lane. A lane runs on a goroutine only
+// while it delivers; while its head waits for its next attempt it is a
+// timer. At most maxDelivering lanes deliver at once.
+//
+// Retries: after failure n (1-based) the next attempt waits a random time
+// up to retry_base_delay * 2^(n-1) (full jitter), or the Retry-After the
+// destination asked for if that is longer. After max_retries retries, or
+// at once on 410 Gone, on a peer's refusal that it marks not retriable
+// (a 4xx TPError with "retriable": false, but for 401, 408 and 429) or for
+// a peer that is no longer paired, the message becomes a dead letter with
+// its last error. Dead letters that gave up
+// because the peer could not be reached (a transport error, 401, 502, 503,
+// 504) are requeued at their original place when the peer is heard from
+// again (its heartbeat, or ours answered); the others wait for a person
+// (POST /outbox/{id}/retry).
+//
+// Delivery is at least once: a message is deleted after its 2xx answer, so
+// a crash in between sends it again, with the same message_id, which the
+// receiver answers as a duplicate.
+
+const (
+	// outboxBatch is how many items a lane reads per round.
+	outboxBatch = 64
+	// maxDelivering bounds the lanes delivering at once.
+	maxDelivering = 16
+	// maxRevive bounds the dead letters requeued in one transaction.
+	maxRevive = 100_000
+	// maxBackoff caps one wait.
+	maxBackoff = time.Hour
+)
+
+type outbox struct {
+	n   *p2pNode
+	db  *store.DB
+	log *slog.Logger
+	sem chan struct{}
+
+	mu      sync.Mutex
+	started bool
+	closed  bool
+	lanes   map[string]*lane
+	// quiet is closed (and replaced) whenever a lane stops delivering.
+	quiet chan struct{}
+}
+
+// lane is the delivery state of one destination; outbox.mu guards it.
+type lane struct {
+	running bool  // a goroutine delivers
+	again   bool  // poked while running: look at the queue once more
+	urgent  bool  // deliver the head now even if it waits for a retry
+	timer   Timer // wakes the lane for its head's next attempt
+
+	// Owned by the delivering goroutine: the ids delivered whose deletion
+	// is being committed (skipped when the queue is read again), and that
+	// commit's outcome. Deleting in the background lets the next message
+	// go without waiting for an fsync; at most one deletion is pending.
+	deleting map[string]bool
+	flushed  chan struct{}
+}
+
+// settle waits for the lane's pending deletion.
+func (l *lane) settle() {
+	if l.flushed != nil {
+		<-l.flushed
+	}
+	l.flushed, l.deleting = nil, nil
+}
+
+func newOutbox(n *p2pNode) *outbox {
+	return &outbox{n: n, db: n.a.db, log: n.log.With("component", "outbox"),
+		sem: make(chan struct{}, maxDelivering), lanes: map[string]*lane{}, quiet: make(chan struct{})}
+}
+
+// enqueue writes m in tx; its lane is poked when tx commits.
+func (o *outbox) enqueue(tx *store.Tx, m Outgoing) error {
+	if m.Type == "" {
+		return errors.New("outbox: message without a type")
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return fmt.Errorf("outbox: message id: %w", err)
+	}
+	payload, err := wire.NewJSONPayload(m.Payload)
+	if err != nil {
+		return fmt.Errorf("outbox: %s: %w", m.Type, err)
+	}
+	now := o.n.a.clock.Now().UTC()
+	it := &store.OutboxItem{ID: id.String(), Peer: m.Peer, URL: m.URL, Type: m.Type, CorrelationID: m.CorrelationID,
+		Payload: payload.Bytes(), CreatedAt: now, NextAttempt: now}
+	if it.URL != "" {
+		it.Peer = ""
+	}
+	if err := tx.Enqueue(it); err != nil {
+		return fmt.Errorf("outbox: queue %s: %w", m.Type, err)
+	}
+	dest := it.Dest()
+	tx.OnCommit(func() {
+		o.n.m.queued.Inc()
+		o.poke(dest, false)
+	})
+	return nil
+}
+
+// start pokes every destination with queued messages.
+func (o *outbox) start() {
+	o.mu.Lock()
+	o.started = true
+	o.mu.Unlock()
+	var dests []string
+	if err := o.db.View(func(tx *store.Tx) error {
+		var err error
+		dests, err = tx.OutboxDests()
+		return err
+	}); err != nil {
+		o.log.Error("read outbox", "err", err)
+	}
+	for _, d := range dests {
+		o.poke(d, false)
+	}
+}
+
+// drain waits until no lane is delivering (lanes waiting for a retry do
+// not count), or ctx is done: what can be sent now goes before shutdown.
+func (o *outbox) drain(ctx context.Context) {
+	for { // each wait ends when a lane stops
+		o.mu.Lock()
+		busy := false
+		for _, l := range o.lanes {
+			busy = busy || l.running
+		}
+		ch := o.quiet
+		o.mu.Unlock()
+		if !busy {
+			return
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// close stops the timers; delivering lanes end with the node's context.
+func (o *outbox) close() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.closed = true
+	for _, l := range o.lanes {
+		if l.timer != nil {
+			l.timer.Stop()
+			l.timer = nil
+		}
+	}
+}
+
+// poke makes dest's lane look at its queue now; with urgent its head is
+// sent even if it waits for a retry. It never blocks (the store's writer
+// calls it).
+func (o *outbox) poke(dest string, urgent bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.started || o.closed {
+		return
+	}
+	l := o.lanes[dest]
+	if l == nil {
+		l = &lane{}
+		o.lanes[dest] = l
+	}
+	l.urgent = l.urgent || urgent
+	if l.running {
+		l.again = true
+		return
+	}
+	if l.timer != nil {
+		l.timer.Stop()
+		l.timer = nil
+	}
+	l.running = true
+	o.n.spawn(func() { o.run(dest, l) })
+}
+
+// run delivers dest's queue until it is empty, its head must wait, or the
+// agent closes.
+func (o *outbox) run(dest string, l *lane) {
+	select {
+	case o.sem <- struct{}{}:
+	case <-o.n.ctx.Done():
+		o.idle(dest, l, 0)
+		return
+	}
+	defer func() { <-o.sem }()
+	// Each round delivers or gives up at least one message, or ends the
+	// loop: it is bounded by the queue.
+	for {
+		if o.n.ctx.Err() != nil {
+			l.settle()
+			o.idle(dest, l, 0)
+			return
+		}
+		stop, wait := o.round(dest, l)
+		if !stop {
+			continue
+		}
+		l.settle()
+		if o.idle(dest, l, wait) {
+			return
+		}
+	}
+}
+
+// idle ends a lane's goroutine unless it was poked meanwhile (then it
+// reports false and the lane goes on). wait > 0 arms the timer of the
+// head's next attempt.
+func (o *outbox) idle(dest string, l *lane, wait time.Duration) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if l.again && !o.closed {
+		l.again = false
+		return false
+	}
+	l.running = false
+	close(o.quiet)
+	o.quiet = make(chan struct{})
+	if wait <= 0 || o.closed {
+		delete(o.lanes, dest)
+		return true
+	}
+	l.timer = o.n.a.clock.AfterFunc(wait, func() { o.poke(dest, false) })
+	return true
+}
+
+// round reads the head of dest's queue and delivers what is due. stop is
+// true when the lane has nothing to do now, wait then being the time until
+// its head is due (0: the queue is empty).
+func (o *outbox) round(dest string, l *lane) (stop bool, wait time.Duration) {
+	var read []*store.OutboxItem
+	err := o.db.View(func(tx *store.Tx) error {
+		var err error
+		read, err = tx.OutboxBatch(dest, outboxBatch+len(l.deleting))
+		return err
+	})
+	if err != nil {
+		o.log.Error("read outbox", "dest", dest, "err", err)
+		return true, time.Second
+	}
+	batch := read[:0]
+	for _, it := range read {
+		if !l.deleting[it.ID] {
+			batch = append(batch, it)
+		}
+	}
+	if len(batch) == 0 {
+		if len(read) > 0 {
+			l.settle() // only delivered ones left: wait for their deletion
+			return false, 0
+		}
+		return true, 0
+	}
+	o.mu.Lock()
+	urgent := l.urgent
+	l.urgent = false
+	o.mu.Unlock()
+	now := o.n.a.clock.Now()
+	if d := batch[0].NextAttempt.Sub(now); d > 0 && !urgent {
+		return true, d
+	}
+	var delivered []string
+	var failed *store.OutboxItem
+	dead := false
+	for i, it := range batch {
+		if i > 0 && it.NextAttempt.After(now) {
+			break // waits for its own retry: the next round sees it as head
+		}
+		derr := o.deliver(it)
+		if derr == nil {
+			delivered = append(delivered, it.ID)
+			continue
+		}
+		if o.n.ctx.Err() != nil {
+			break // shutting down: not the message's fault
+		}
+		failed, dead = it, o.failed(it, derr, o.n.a.clock.Now())
+		break
+	}
+	l.settle()
+	if failed == nil {
+		o.forget(l, delivered)
+		return false, 0
+	}
+	err = o.db.Update(context.Background(), func(tx *store.Tx) error {
+		for _, id := range delivered {
+			if err := tx.OutboxDelivered(id); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+		}
+		var err error
+		if dead {
+			err = tx.OutboxKill(failed)
+		} else {
+			err = tx.OutboxRetryLater(failed)
+		}
+		if errors.Is(err, store.ErrNotFound) {
+			return nil // dropped meanwhile
+		}
+		return err
+	})
+	if err != nil {
+		// Delivered messages will be sent again (the receiver drops the
+		// duplicates); a failure is retried without being counted.
+		o.log.Error("record deliveries", "dest", dest, "err", err)
+		return true, time.Second
+	}
+	o.n.m.delivered.Add(uint64(len(delivered)))
+	switch {
+	case dead:
+		o.n.m.dead.Inc()
+		o.log.Warn("message given up", "id", failed.ID, "type", failed.Type, "dest", dest,
+			"attempts", failed.Attempts, "err", failed.LastError)
+	default:
+		o.n.m.retries.Inc()
+		o.log.Debug("delivery failed", "id", failed.ID, "type", failed.Type, "dest", dest,
+			"attempts", failed.Attempts, "next", failed.NextAttempt, "err", failed.LastError)
+	}
+	return false, 0
+}
+
+// forget deletes delivered messages in the background; the lane skips
+// them until the deletion has committed. A crash before that sends them
+// again, and the receiver answers them as duplicates.
+func (o *outbox) forget(l *lane, ids []string) {
+	if len(ids) == 0 {
+		return
+	}
+	l.deleting = make(map[string]bool, len(ids))
+	for _, id := range ids {
+		l.deleting[id] = true
+	}
+	done := make(chan struct{})
+	l.flushed = done
+	o.db.UpdateAsync(func(tx *store.Tx) error {
+		for _, id := range ids {
+			if err := tx.OutboxDelivered(id); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+		}
+		return nil
+	}, func(err error) {
+		if err != nil {
+			o.log.Error("record deliveries", "count", len(ids), "err", err)
+		} else {
+			o.n.m.delivered.Add(uint64(len(ids)))
+		}
+		close(done)
+	})
+}
+
+// deliveryError is a failed delivery and what it means for retries.
+type deliveryError struct {
+	err        error
+	retryAfter time.Duration
+	// unreachable: the destination could not be reached (or did not know
+	// us yet); requeue when it is heard from again.
+	unreachable bool
+	// permanent: do not retry.
+	permanent bool
+}
+
+func (e *deliveryError) Error() string { return e.err.Error() }
+
+// failed records a failed attempt in it; true means it is now dead.
+func (o *outbox) failed(it *store.OutboxItem, derr *deliveryError, now time.Time) bool {
+	cfg := o.n.cfg
+	it.LastError = derr.Error()
+	it.Attempts++
+	if derr.permanent || it.Attempts > cfg.MaxRetries {
+		it.DeadAt = now.UTC()
+		it.Unreachable = derr.unreachable && !derr.permanent
+		return true
+	}
+	it.NextAttempt = now.Add(max(backoff(cfg.RetryBaseDelay(), it.Attempts-1), derr.retryAfter)).UTC()
+	return false
+}
+
+// backoff is a random wait in [0, base * 2^n] (full jitter), at most
+// maxBackoff.
+func backoff(base time.Duration, n int) time.Duration {
+	ceil := maxBackoff
+	if n < 40 && base < maxBackoff>>min(n, 40) {
+		ceil = base << n
+	}
+	return time.Duration(rand.Int64N(int64(ceil) + 1))
+}
+
+// deliver sends one item.
+func (o *outbox) deliver(it *store.OutboxItem) *deliveryError {
+	ctx, cancel := context.WithTimeout(o.n.ctx, deliveryTimeout)
+	defer cancel()
+	if it.Peer != "" {
+		p := o.n.peers.get(it.Peer)
+		if p == nil {
+			return &deliveryError{err: fmt.Errorf("%s is not a paired peer", it.Peer), permanent: true}
+		}
+		pl, err := wire.RawJSONPayload(it.Payload)
+		if err != nil {
+			return &deliveryError{err: fmt.Errorf("stored payload: %w", err), permanent: true}
+		}
+		m, err := o.n.envelope(it.Type, it.Peer, it.ID, it.CorrelationID, pl)
+		if err != nil {
+			return &deliveryError{err: err, permanent: true}
+		}
+		r, err := o.n.sendEnvelope(ctx, p.rec.Endpoint, m)
+		if derr := classify(r, err, true); derr != nil {
+			return derr
+		}
+		if o.n.heard(it.Peer, nil) {
+			peer := it.Peer
+			o.n.spawn(func() { o.wake(peer) })
+		}
+		return nil
+	}
+	h := http.Header{"X-Synapse-Message-Id": {it.ID}}
+	if o.n.secret != nil {
+		h.Set(wire.HeaderSignature, wire.SignHMAC(o.n.secret, o.n.a.clock.Now(), it.Payload))
+	}
+	r, err := o.n.post(ctx, it.URL, wire.ContentJSON, it.Payload, h)
+	return classify(r, err, false)
+}
+
+// classify turns an answer into a delivery error (nil for 2xx). A peer's
+// 4xx TPError that says it is not retriable is permanent (the same bytes
+// would be refused again), except 401 (it may not have paired us yet), 408
+// and 429; a plain webhook's 4xx is retried like any failure.
+func classify(r postResult, err error, peer bool) *deliveryError {
+	if err != nil {
+		return &deliveryError{err: fmt.Errorf("%w: %v", errNotDelivered, err), unreachable: true}
+	}
+	if r.status/100 == 2 {
+		return nil
+	}
+	d := &deliveryError{err: answerError(r), retryAfter: r.retryAfter}
+	switch r.status {
+	case http.StatusGone:
+		d.permanent = true
+	case http.StatusUnauthorized, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		d.unreachable = true
+	case http.StatusRequestTimeout, http.StatusTooManyRequests:
+	default:
+		if peer && r.status/100 == 4 {
+			var eb wire.ErrorBody
+			d.permanent = wire.JSON.Unmarshal(r.body, &eb) == nil && eb.Error != nil && !eb.Error.Retriable
+		}
+	}
+	return d
+}
+
+// wake is called when a peer is heard from: its dead letters that gave up
+// for want of a connection are requeued, in their original order ahead of
+// newer messages, and its head is sent now.
+func (o *outbox) wake(peer string) {
+	dest := store.PeerDest(peer)
+	has := false
+	_ = o.db.View(func(tx *store.Tx) error {
+		has = tx.OutboxHasDead(dest, true)
+		return nil
+	})
+	if has {
+		var n int
+		err := o.db.Update(o.n.ctx, func(tx *store.Tx) error {
+			var err error
+			n, err = tx.OutboxReviveDest(dest, true, o.n.a.clock.Now().UTC(), maxRevive)
+			return err
+		})
+		if err != nil {
+			o.log.Error("requeue dead letters", "peer", peer, "err", err)
+		} else if n > 0 {
+			o.log.Info("requeued dead letters", "peer", peer, "count", n)
+		}
+	}
+	o.poke(dest, true)
+}
+
+func (o *outbox) count(s store.OutboxState) int {
+	n := 0
+	_ = o.db.View(func(tx *store.Tx) error {
+		n = tx.OutboxCount(s)
+		return nil
+	})
+	return n
+}

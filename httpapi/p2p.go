@@ -1,0 +1,334 @@
+package httpapi
+
+import (
+	"bytes"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// P2P routes (SPEC §6).
+//
+// POST /message and POST /callback take one envelope (JSON, or msgpack
+// with Content-Type: application/msgpack) and need no bearer token: the
+// signature of a paired peer is the authentication (an unknown sender or a
+// bad signature is 401 TP-ID003). They answer 200 with a signed response
+// envelope for synchronous types (p2p:capability_query), 202
+// {"accepted":true,"message_id"} otherwise, and 200 {"accepted":true,
+// "message_id","duplicate":true,"code":"TP-ID004"} for a message_id
+// already processed.
+//
+// Peers: POST /agents {"endpoint"} (admin) pairs, GET /agents,
+// GET /agents/{agent_id}, DELETE /agents/{agent_id} (admin).
+//
+// Outbox (admin): GET /outbox?state=pending|dead&peer=&url=&limit=
+// &page_token= → {"items":[...],"next_page_token"}; POST
+// /outbox/{id}/retry; POST /outbox/retry?peer= (or url=) →
+// {"requeued":N}; DELETE /outbox/{id}.
+//
+// Streams: GET /messages/stream (WebSocket, p2p_ws.go) and
+// GET /messages/callback (SSE of received envelopes).
+func (s *Server) p2pRoutes() []route {
+	return []route{
+		{"POST", seg("message"), "", s.receiveMessage},
+		{"POST", seg("callback"), "", s.receiveMessage},
+		{"GET", seg("messages/stream"), agent.ScopeTasksWrite, s.messageStream},
+		{"GET", seg("messages/callback"), agent.ScopeTasksRead, s.messageFeed},
+
+		{"POST", seg("agents"), agent.ScopeAdmin, s.addPeer},
+		{"GET", seg("agents"), agent.ScopeTasksRead, s.listPeers},
+		{"GET", seg("agents/*"), agent.ScopeTasksRead, s.getPeer},
+		{"DELETE", seg("agents/*"), agent.ScopeAdmin, s.removePeer},
+
+		{"GET", seg("outbox"), agent.ScopeAdmin, s.listOutbox},
+		{"POST", seg("outbox/retry"), agent.ScopeAdmin, s.retryDeadLetters},
+		{"POST", seg("outbox/*/retry"), agent.ScopeAdmin, s.retryOutbox},
+		{"DELETE", seg("outbox/*"), agent.ScopeAdmin, s.dropOutbox},
+	}
+}
+
+// receiveMessage serves POST /message and POST /callback.
+func (s *Server) receiveMessage(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
+	c, err := requestCodec(ctx)
+	if err != nil {
+		return err
+	}
+	msgpack := c == wire.Msgpack
+	body := ctx.PostBody()
+	if len(body) == 0 {
+		return wire.Errorf(wire.CodeMessageFormatInvalid, "the request body is empty: send one envelope")
+	}
+	m, err := agent.DecodeEnvelope(body, msgpack)
+	if err != nil {
+		return err
+	}
+	reply, err := s.a.Receive(ctx, m, bytes.Clone(body), msgpack)
+	if err != nil {
+		return err
+	}
+	if reply.Envelope != nil {
+		ct, b, err := encodeEnvelope(reply.Envelope, msgpack)
+		if err != nil {
+			return err
+		}
+		writeRaw(ctx, fasthttp.StatusOK, ct, b)
+		return nil
+	}
+	codec := responseCodec(ctx)
+	if msgpack && len(ctx.Request.Header.Peek(fasthttp.HeaderAccept)) == 0 {
+		codec = wire.Msgpack
+	}
+	b, err := codec.Marshal(reply.Accepted)
+	if err != nil {
+		return wire.Errorf(wire.CodeInternal, "encode answer: %v", err)
+	}
+	writeRaw(ctx, reply.Status(), codec.ContentType(), b)
+	return nil
+}
+
+// encodeEnvelope writes m in msgpack or JSON with its content type.
+func encodeEnvelope(m *wire.UnifiedSynapseMessage, msgpack bool) (string, []byte, error) {
+	var b []byte
+	var err error
+	ct := wire.ContentJSON
+	if msgpack {
+		ct = wire.ContentMsgpack
+		b, err = wire.EncodeEnvelopeMsgpack(m)
+	} else {
+		b, err = wire.EncodeEnvelopeJSON(m)
+	}
+	if err != nil {
+		return "", nil, wire.Errorf(wire.CodeInternal, "encode envelope: %v", err)
+	}
+	return ct, b, nil
+}
+
+// ---- peers ----
+
+func (s *Server) addPeer(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
+	var req struct {
+		Endpoint string `json:"endpoint" msgpack:"endpoint"`
+	}
+	if err := decode(ctx, &req); err != nil {
+		return err
+	}
+	p, created, err := s.a.AddPeer(ctx, req.Endpoint)
+	if err != nil {
+		return err
+	}
+	status := fasthttp.StatusOK
+	if created {
+		status = fasthttp.StatusCreated
+		ctx.Response.Header.Set(fasthttp.HeaderLocation, Prefix+"/agents/"+url.PathEscape(p.AgentID))
+	}
+	write(ctx, status, p)
+	return nil
+}
+
+func (s *Server) listPeers(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
+	write(ctx, fasthttp.StatusOK, map[string]any{"agents": s.a.Peers()})
+	return nil
+}
+
+func pathArg(arg, what string) (string, error) {
+	v, err := url.PathUnescape(arg)
+	if err != nil {
+		return "", wire.Errorf(wire.CodeInvalidParams, "bad %s in path", what)
+	}
+	return v, nil
+}
+
+func (s *Server) getPeer(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
+	id, err := pathArg(args[0], "agent_id")
+	if err != nil {
+		return err
+	}
+	p, err := s.a.Peer(id)
+	if err != nil {
+		return err
+	}
+	write(ctx, fasthttp.StatusOK, p)
+	return nil
+}
+
+func (s *Server) removePeer(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
+	id, err := pathArg(args[0], "agent_id")
+	if err != nil {
+		return err
+	}
+	if err := s.a.RemovePeer(ctx, id); err != nil {
+		return err
+	}
+	ctx.SetStatusCode(fasthttp.StatusNoContent)
+	return nil
+}
+
+// ---- outbox ----
+
+func (s *Server) listOutbox(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
+	limit, err := queryInt(ctx, "limit", 100, 1, 1000)
+	if err != nil {
+		return err
+	}
+	q := ctx.QueryArgs()
+	items, next, err := s.a.Outbox(agent.OutboxQuery{
+		State: string(q.Peek("state")), Peer: string(q.Peek("peer")), URL: string(q.Peek("url")),
+		After: string(q.Peek("page_token")), Limit: limit,
+	})
+	if err != nil {
+		return err
+	}
+	if items == nil {
+		items = []agent.OutboxEntry{}
+	}
+	write(ctx, fasthttp.StatusOK, map[string]any{"items": items, "next_page_token": next})
+	return nil
+}
+
+func (s *Server) retryOutbox(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
+	id, err := pathArg(args[0], "id")
+	if err != nil {
+		return err
+	}
+	e, err := s.a.RetryOutbox(ctx, id)
+	if err != nil {
+		return err
+	}
+	write(ctx, fasthttp.StatusOK, e)
+	return nil
+}
+
+func (s *Server) retryDeadLetters(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
+	q := ctx.QueryArgs()
+	n, err := s.a.RetryDeadLetters(ctx, string(q.Peek("peer")), string(q.Peek("url")))
+	if err != nil {
+		return err
+	}
+	write(ctx, fasthttp.StatusOK, map[string]any{"requeued": n})
+	return nil
+}
+
+func (s *Server) dropOutbox(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
+	id, err := pathArg(args[0], "id")
+	if err != nil {
+		return err
+	}
+	if err := s.a.DropOutbox(ctx, id); err != nil {
+		return err
+	}
+	ctx.SetStatusCode(fasthttp.StatusNoContent)
+	return nil
+}
+
+// ---- SSE of received envelopes ----
+
+// messageFeed serves GET /messages/callback: every envelope the agent
+// accepts, as an SSE event "message" whose data is the envelope as JSON and
+// whose id increases by one per envelope. Last-Event-ID (or the
+// last_event_id query parameter) resumes after that id while it is among
+// the last 1,000 kept in memory; older ones are gone.
+func (s *Server) messageFeed(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
+	feed := s.a.Messages()
+	if feed == nil {
+		return wire.Errorf(wire.CodeAgentNotReady, "")
+	}
+	last := feed.Last()
+	raw := ctx.Request.Header.Peek("Last-Event-ID")
+	if len(raw) == 0 {
+		raw = ctx.QueryArgs().Peek("last_event_id")
+	}
+	if len(raw) > 0 {
+		n, ok := parseUint(raw)
+		if !ok {
+			return wire.Errorf(wire.CodeInvalidParams, "Last-Event-ID must be an event id (a whole number)")
+		}
+		last = n
+	}
+	header := httpHeader(fasthttp.StatusOK, "text/event-stream; charset=utf-8",
+		"Cache-Control: no-cache", "X-Accel-Buffering: no")
+	s.takeOver(ctx, header, func(w *deadlineWriter, done <-chan struct{}) error {
+		return pumpFeed(w, done, feed, last)
+	})
+	return nil
+}
+
+func pumpFeed(w *deadlineWriter, done <-chan struct{}, feed *agent.MessageFeed, last uint64) error {
+	keep := time.NewTicker(sseKeepAlive)
+	defer keep.Stop()
+	for { // one pass per subscription; a lagging reader reloads from the ring
+		sub := feed.Subscribe()
+		kept, _ := feed.Since(last)
+		for _, m := range kept {
+			if err := writeMessageEvent(w, m); err != nil {
+				sub.Close()
+				return err
+			}
+			last = m.Seq
+		}
+		if err := w.Flush(); err != nil {
+			sub.Close()
+			return err
+		}
+		lagged, err := followFeed(w, done, sub, keep, &last)
+		sub.Close()
+		if !lagged {
+			return err
+		}
+	}
+}
+
+func followFeed(w *deadlineWriter, done <-chan struct{}, sub *agent.FeedSubscription, keep *time.Ticker, last *uint64) (lagged bool, err error) {
+	for {
+		select {
+		case m, ok := <-sub.C:
+			if !ok {
+				return sub.Lagged(), nil
+			}
+			if m.Seq <= *last {
+				continue
+			}
+			if err := writeMessageEvent(w, m); err != nil {
+				return false, err
+			}
+			*last = m.Seq
+			if err := w.Flush(); err != nil {
+				return false, err
+			}
+		case <-keep.C:
+			if _, err := w.WriteString(": keep-alive\n\n"); err != nil {
+				return false, err
+			}
+			if err := w.Flush(); err != nil {
+				return false, err
+			}
+		case <-done:
+			return false, nil
+		}
+	}
+}
+
+// writeMessageEvent writes one SSE event; a line break inside the data
+// (a pretty-printed JSON envelope) becomes another data line.
+func writeMessageEvent(w *deadlineWriter, m agent.ReceivedMessage) error {
+	var b bytes.Buffer
+	b.WriteString("id: ")
+	b.WriteString(strconv.FormatUint(m.Seq, 10))
+	b.WriteString("\nevent: message\n")
+	data := m.JSON
+	if len(data) == 0 {
+		data = []byte("{}")
+	}
+	for _, line := range bytes.Split(bytes.ReplaceAll(data, []byte("\r\n"), []byte("\n")), []byte("\n")) {
+		b.WriteString("data: ")
+		b.Write(bytes.TrimSuffix(line, []byte("\r")))
+		b.WriteByte('\n')
+	}
+	b.WriteByte('\n')
+	_, err := w.Write(b.Bytes())
+	return err
+}

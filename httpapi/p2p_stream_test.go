@@ -1,0 +1,368 @@
+package httpapi_test
+
+import (
+	"bufio"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fasthttp/websocket"
+	"github.com/google/uuid"
+
+	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// hook is a plain HTTP server (not an agent) that records the callbacks it
+// receives; answer picks each one's status.
+type hook struct {
+	srv    *httptest.Server
+	mu     sync.Mutex
+	got    []hookCall
+	answer func(n int) int
+}
+
+type hookCall struct {
+	header http.Header
+	body   []byte
+	status int
+}
+
+func newHook(t *testing.T, answer func(n int) int) *hook {
+	t.Helper()
+	h := &hook{answer: answer}
+	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		h.mu.Lock()
+		status := h.answer(len(h.got))
+		h.got = append(h.got, hookCall{header: r.Header.Clone(), body: body, status: status})
+		h.mu.Unlock()
+		w.WriteHeader(status)
+	}))
+	t.Cleanup(h.srv.Close)
+	return h
+}
+
+func (h *hook) calls() []hookCall {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]hookCall(nil), h.got...)
+}
+
+// checkSignature verifies X-Synapse-Signature by hand: t=<unix>,v1=<hex
+// HMAC-SHA256(secret, "<t>.<body>")>.
+func checkSignature(t *testing.T, header string, secret, body []byte) {
+	t.Helper()
+	var ts, v1 string
+	for _, part := range strings.Split(header, ",") {
+		k, v, _ := strings.Cut(strings.TrimSpace(part), "=")
+		switch k {
+		case "t":
+			ts = v
+		case "v1":
+			v1 = v
+		}
+	}
+	sec, err := strconv.ParseInt(ts, 10, 64)
+	if err != nil || v1 == "" {
+		t.Fatalf("X-Synapse-Signature %q has no t or v1", header)
+	}
+	if d := time.Since(time.Unix(sec, 0)); d > time.Minute || d < -time.Minute {
+		t.Errorf("signature time %s is far from now", time.Unix(sec, 0))
+	}
+	mac := hmac.New(sha256.New, secret)
+	mac.Write([]byte(ts + "."))
+	mac.Write(body)
+	if want := hex.EncodeToString(mac.Sum(nil)); !hmac.Equal([]byte(v1), []byte(want)) {
+		t.Errorf("v1 = %s, want %s", v1, want)
+	}
+}
+
+func TestWebhookCallback(t *testing.T) {
+	secret := []byte("s3cret-for-hooks")
+	ts := startPeerServer(t, "a", func(c *agent.Config) {
+		c.P2P.CallbackSecret = string(secret)
+		c.P2P.RetryBaseDelayMS = 10
+		c.P2P.MaxRetries = 3
+	})
+
+	t.Run("signed, retried after 503, same message id", func(t *testing.T) {
+		h := newHook(t, func(n int) int {
+			if n == 0 {
+				return http.StatusServiceUnavailable
+			}
+			return http.StatusOK
+		})
+		id := ts.submit(t, `{"task_type":"echo","payload":{"v":"é<>"},"callback_url":"`+h.srv.URL+`/cb"}`)
+		eventually(t, "two webhook calls", func() bool { return len(h.calls()) >= 2 })
+		calls := h.calls()
+		if len(calls) != 2 {
+			t.Fatalf("webhook called %d times, want 2 (one failure, one success)", len(calls))
+		}
+		mid := calls[0].header.Get("X-Synapse-Message-Id")
+		if mid == "" || calls[1].header.Get("X-Synapse-Message-Id") != mid {
+			t.Errorf("message ids %q and %q, want the same id on the retry", mid, calls[1].header.Get("X-Synapse-Message-Id"))
+		}
+		last := calls[1]
+		if ct := last.header.Get("Content-Type"); ct != "application/json" {
+			t.Errorf("Content-Type = %q", ct)
+		}
+		checkSignature(t, last.header.Get("X-Synapse-Signature"), secret, last.body)
+		var got struct {
+			TaskID     string `json:"task_id"`
+			Status     string `json:"status"`
+			ResultJSON string `json:"result_json"`
+		}
+		if err := json.Unmarshal(last.body, &got); err != nil {
+			t.Fatalf("callback body is not a TaskStatusResponse: %v\n%s", err, last.body)
+		}
+		if got.TaskID != id || got.Status != "completed" || !jsonEqual(t, got.ResultJSON, `{"v":"é<>"}`) {
+			t.Errorf("callback = %+v, want task %s completed with its result", got, id)
+		}
+		eventually(t, "an empty outbox", func() bool {
+			return strings.Contains(string(ts.do(t, "GET", api("/outbox"), nil).body), `"items":[]`)
+		})
+	})
+
+	t.Run("410 stops at once", func(t *testing.T) {
+		h := newHook(t, func(int) int { return http.StatusGone })
+		ts.submit(t, `{"task_type":"echo","payload":{},"callback_url":"`+h.srv.URL+`"}`)
+		var items []map[string]any
+		eventually(t, "a dead letter", func() bool {
+			var body struct {
+				Items []map[string]any `json:"items"`
+			}
+			_ = json.Unmarshal(ts.do(t, "GET", api("/outbox?state=dead&url="+h.srv.URL), nil).body, &body)
+			items = body.Items
+			return len(items) == 1
+		})
+		if len(h.calls()) != 1 || items[0]["attempts"] != 1.0 || !strings.Contains(items[0]["last_error"].(string), "410") {
+			t.Errorf("after 410: %d calls, dead letter %v; want one call and a dead letter", len(h.calls()), items[0])
+		}
+	})
+}
+
+// dialMessages opens GET /messages/stream with a token.
+func dialMessages(t *testing.T, ts *testServer, token string, hdr http.Header) (*websocket.Conn, *http.Response, error) {
+	t.Helper()
+	if hdr == nil {
+		hdr = http.Header{}
+	}
+	if token != "" {
+		hdr.Set("Authorization", "Bearer "+token)
+	}
+	c, resp, err := websocket.DefaultDialer.Dial("ws"+strings.TrimPrefix(ts.base, "http")+api("/messages/stream"), hdr)
+	if err == nil {
+		t.Cleanup(func() { c.Close() })
+	}
+	return c, resp, err
+}
+
+// toMsgpack converts an envelope's payload to msgpack before it is signed
+// (a signature covers the payload's bytes in the codec it travels in).
+func toMsgpack(t *testing.T) func(m *wire.UnifiedSynapseMessage) {
+	return func(m *wire.UnifiedSynapseMessage) {
+		p, err := m.Payload.Convert(wire.PayloadMsgpack)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Payload = p
+	}
+}
+
+func readFrame(t *testing.T, c *websocket.Conn) (int, []byte) {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(pollTimeout))
+	mt, b, err := c.ReadMessage()
+	if err != nil {
+		t.Fatalf("read: %v", err)
+	}
+	return mt, b
+}
+
+func TestMessageStream(t *testing.T) {
+	a := startPeerServer(t, "a")
+	b := startPeerServer(t, "b")
+	a.pairWith(t, b)
+	b.pairWith(t, a)
+	pub, _ := base64.StdEncoding.DecodeString(a.a.Identity().PublicKey)
+
+	t.Run("envelopes in both framings", func(t *testing.T) {
+		c, _, err := dialMessages(t, a, adminToken, nil)
+		if err != nil {
+			t.Fatalf("dial: %v", err)
+		}
+		q := envelopeFrom(t, b, a, wire.MsgCapabilityQuery, nil, nil)
+		if err := c.WriteMessage(websocket.TextMessage, envelopeJSON(t, q)); err != nil {
+			t.Fatal(err)
+		}
+		// The admin connection is an observer too: it sees the query
+		// pushed, and the answer, in either order.
+		var answer *wire.UnifiedSynapseMessage
+		for range 2 {
+			mt, data := readFrame(t, c)
+			if mt != websocket.TextMessage {
+				t.Fatalf("frame type %d, want text", mt)
+			}
+			m, err := agent.DecodeEnvelope(data, false)
+			if err != nil {
+				t.Fatalf("frame is not an envelope: %v: %s", err, data)
+			}
+			if m.MessageType == wire.MsgCapabilityResponse {
+				answer = m
+			} else if m.MessageID != q.MessageID {
+				t.Errorf("pushed %s %s, want the query %s", m.MessageType, m.MessageID, q.MessageID)
+			}
+		}
+		if answer == nil || answer.CorrelationID != q.MessageID || wire.Verify(answer, pub) != nil {
+			t.Fatalf("answer = %+v, want a signed capability response to the query", answer)
+		}
+
+		w, _, err := dialMessages(t, a, adminToken, http.Header{}) // a second observer
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok := a.do(t, "POST", api("/tokens"), []byte(`{"name":"w","scopes":["tasks:write"]}`)).object(t)["token"].(string)
+		s, _, err := dialMessages(t, a, tok, nil) // a sender, not an observer
+		if err != nil {
+			t.Fatal(err)
+		}
+		taskID := uuid.NewString()
+		req := envelopeFrom(t, b, a, wire.MsgTaskRequest, echoRequest(taskID), toMsgpack(t))
+		bin, err := wire.EncodeEnvelopeMsgpack(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.WriteMessage(websocket.BinaryMessage, bin); err != nil {
+			t.Fatal(err)
+		}
+		mt, data := readFrame(t, s)
+		var acc struct {
+			Accepted  bool   `msgpack:"accepted"`
+			MessageID string `msgpack:"message_id"`
+		}
+		if mt != websocket.BinaryMessage || wire.Msgpack.Unmarshal(data, &acc) != nil || !acc.Accepted || acc.MessageID != req.MessageID {
+			t.Fatalf("answer to a msgpack request: type %d %q, want binary accepted", mt, data)
+		}
+		a.waitStatus(t, taskID, wire.StatusCompleted)
+		mt, data = readFrame(t, w)
+		if mt != websocket.BinaryMessage || string(data) != string(bin) {
+			t.Errorf("observer got type %d %d bytes, want the msgpack envelope as received", mt, len(data))
+		}
+		if err := s.WriteMessage(websocket.TextMessage, []byte(`{"not":"an envelope"}`)); err != nil {
+			t.Fatal(err)
+		}
+		mt, data = readFrame(t, s)
+		var eb wire.ErrorBody
+		if mt != websocket.TextMessage || json.Unmarshal(data, &eb) != nil || eb.Error == nil || eb.Error.Code != wire.CodeMessageFormatInvalid {
+			t.Errorf("answer to garbage: %s, want message_format_invalid", data)
+		}
+		if err := s.WriteMessage(websocket.BinaryMessage, bin); err != nil {
+			t.Fatal(err)
+		}
+		_, data = readFrame(t, s)
+		var dup struct {
+			Duplicate bool   `msgpack:"duplicate"`
+			Code      string `msgpack:"code"`
+		}
+		if wire.Msgpack.Unmarshal(data, &dup) != nil || !dup.Duplicate || dup.Code != wire.CodeIDDuplicate {
+			t.Errorf("answer to a replay: %q, want a TP-ID004 duplicate", data)
+		}
+	})
+
+	t.Run("a frame over 1 MiB closes with 1009", func(t *testing.T) {
+		c, _, err := dialMessages(t, a, adminToken, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.WriteMessage(websocket.TextMessage, []byte(`"`+strings.Repeat("x", 1<<20)+`"`))
+		_ = c.SetReadDeadline(time.Now().Add(pollTimeout))
+		for range 10 { // skip pushes that may precede the close
+			if _, _, err = c.ReadMessage(); err != nil {
+				break
+			}
+		}
+		if !websocket.IsCloseError(err, websocket.CloseMessageTooBig) {
+			t.Errorf("read after an oversized frame: %v, want close 1009", err)
+		}
+	})
+
+	t.Run("refused connections", func(t *testing.T) {
+		hdr := http.Header{}
+		hdr.Set("Origin", "http://evil.example")
+		if _, resp, err := dialMessages(t, a, adminToken, hdr); err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
+			t.Errorf("foreign Origin: %v %v, want 403", err, resp)
+		}
+		if _, resp, err := dialMessages(t, a, "", nil); err == nil || resp == nil || resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("no token: %v %v, want 401", err, resp)
+		}
+	})
+}
+
+func TestMessageFeed(t *testing.T) {
+	a := startPeerServer(t, "a")
+	b := startPeerServer(t, "b")
+	a.pairWith(t, b)
+	b.pairWith(t, a)
+	var sent []string
+	for range 3 {
+		m := envelopeFrom(t, b, a, wire.MsgHeartbeat, &wire.HeartbeatPayload{Status: "online", MaxTasks: 10}, nil)
+		a.postEnvelope(t, envelopeJSON(t, m)).wantStatus(t, http.StatusAccepted)
+		sent = append(sent, m.MessageID)
+	}
+	open := func(t *testing.T, last string) *sseReader {
+		ctx, cancel := context.WithTimeout(context.Background(), pollTimeout)
+		t.Cleanup(cancel)
+		req, _ := http.NewRequestWithContext(ctx, "GET", a.base+api("/messages/callback"), nil)
+		req.Header.Set("Authorization", "Bearer "+adminToken)
+		if last != "" {
+			req.Header.Set("Last-Event-ID", last)
+		}
+		resp, err := a.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+			t.Fatalf("GET /messages/callback: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+		return &sseReader{br: bufio.NewReader(resp.Body)}
+	}
+	t.Run("from the start", func(t *testing.T) {
+		r := open(t, "0")
+		for i, id := range sent {
+			e, err := r.next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.event != "message" || e.id != uint64(i+1) || e.data["message_id"] != id || e.data["message_type"] != wire.MsgHeartbeat {
+				t.Errorf("event %d = %d %s %v, want message %s", i, e.id, e.event, e.data["message_id"], id)
+			}
+		}
+	})
+	t.Run("resume and follow", func(t *testing.T) {
+		r := open(t, "2")
+		e, err := r.next()
+		if err != nil || e.id != 3 || e.data["message_id"] != sent[2] {
+			t.Fatalf("first event after Last-Event-ID 2 = %v %v, want 3", e, err)
+		}
+		m := envelopeFrom(t, b, a, wire.MsgHeartbeat, &wire.HeartbeatPayload{Status: "online", MaxTasks: 10}, nil)
+		a.postEnvelope(t, envelopeJSON(t, m)).wantStatus(t, http.StatusAccepted)
+		e, err = r.next()
+		if err != nil || e.id != 4 || e.data["message_id"] != m.MessageID {
+			t.Fatalf("live event = %v %v, want 4 for %s", e, err, m.MessageID)
+		}
+	})
+	a.do(t, "GET", api("/messages/callback"), nil, withToken("")).wantError(t, 401, wire.CodeUnauthorized)
+}

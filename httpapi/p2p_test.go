@@ -1,0 +1,422 @@
+package httpapi_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/httpapi"
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// startPeerServer runs an agent whose endpoint is the address it listens
+// on (so that other agents can pair it); addr "" picks a free port.
+func startPeerServer(t *testing.T, name string, mutate ...func(*agent.Config)) *testServer {
+	t.Helper()
+	cfg := agent.Defaults()
+	cfg.DataDir = t.TempDir()
+	cfg.AdminToken = adminToken
+	cfg.AgentName = name
+	for _, m := range mutate {
+		m(&cfg)
+	}
+	ts := servePeer(t, cfg, "127.0.0.1:0")
+	t.Cleanup(ts.stop)
+	return ts
+}
+
+// servePeer listens on addr, opens the agent with that endpoint and serves
+// it; the caller stops it.
+func servePeer(t *testing.T, cfg agent.Config, addr string) *testServer {
+	t.Helper()
+	var ln net.Listener
+	var err error
+	for try := 0; try < 50; try++ { // a closed socket may linger a moment
+		if ln, err = net.Listen("tcp", addr); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("listen %s: %v", addr, err)
+	}
+	cfg.Listen = ln.Addr().String()
+	cfg.Endpoint = "http://" + cfg.Listen
+	a, err := agent.New(cfg)
+	if err != nil {
+		t.Fatalf("agent.New: %v", err)
+	}
+	if err := a.Open(context.Background()); err != nil {
+		t.Fatalf("agent.Open: %v", err)
+	}
+	ts := &testServer{t: t, cfg: cfg, a: a, srv: httpapi.New(a, httpapi.Options{Version: "test"}), base: cfg.Endpoint,
+		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 32, DisableCompression: true}, Timeout: 30 * time.Second},
+		served: make(chan struct{}), up: true}
+	go func() {
+		defer close(ts.served)
+		ts.serveErr = ts.srv.Serve(ln)
+	}()
+	return ts
+}
+
+// pairWith makes ts pin other through POST /agents.
+func (ts *testServer) pairWith(t *testing.T, other *testServer) map[string]any {
+	t.Helper()
+	r := ts.do(t, "POST", api("/agents"), []byte(`{"endpoint":"`+other.base+`"}`))
+	if r.status != http.StatusCreated && r.status != http.StatusOK {
+		t.Fatalf("POST /agents %s: %d %s", other.base, r.status, r.body)
+	}
+	return r.object(t)
+}
+
+// agentKey reads the private key an agent keeps in its data directory.
+func agentKey(t *testing.T, ts *testServer) ed25519.PrivateKey {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(ts.cfg.DataDir, agent.KeyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blk, _ := pem.Decode(raw)
+	if blk == nil {
+		t.Fatal("agent key is not PEM")
+	}
+	k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k.(ed25519.PrivateKey)
+}
+
+// envelopeFrom builds an envelope from one agent to another, signed with
+// from's key after build (which may change it) ran.
+func envelopeFrom(t *testing.T, from, to *testServer, typ string, payload any, build func(m *wire.UnifiedSynapseMessage)) *wire.UnifiedSynapseMessage {
+	t.Helper()
+	var pl wire.RawPayload
+	if payload != nil {
+		var err error
+		if pl, err = wire.NewJSONPayload(payload); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := from.a.Identity()
+	m := wire.NewMessage(typ, wire.AgentRef{AgentID: id.AgentID, SystemID: id.SystemID, Endpoint: id.Endpoint},
+		wire.AgentRef{AgentID: to.a.Identity().AgentID}, pl, time.Now())
+	if build != nil {
+		build(m)
+	}
+	if err := wire.Sign(m, agentKey(t, from)); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func envelopeJSON(t *testing.T, m *wire.UnifiedSynapseMessage) []byte {
+	t.Helper()
+	b, err := wire.EncodeEnvelopeJSON(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// postEnvelope sends raw envelope bytes to POST /message without a token.
+func (ts *testServer) postEnvelope(t *testing.T, body []byte, opts ...reqOpt) *reply {
+	t.Helper()
+	return ts.do(t, "POST", api("/message"), body, append([]reqOpt{withToken("")}, opts...)...)
+}
+
+func echoRequest(taskID string) *wire.TaskRequestPayload {
+	return &wire.TaskRequestPayload{Task: wire.TaskSpec{ID: taskID, Type: "echo", Payload: wire.JSONValue(`{"x":1}`)}}
+}
+
+func TestPeersAPI(t *testing.T) {
+	a := startPeerServer(t, "a")
+	b := startPeerServer(t, "b")
+	bID := b.a.Identity().AgentID
+
+	t.Run("refusals", func(t *testing.T) {
+		a.do(t, "POST", api("/agents"), []byte(`{"endpoint":"ftp://127.0.0.1:1"}`)).wantError(t, 400, wire.CodeInvalidParams)
+		a.do(t, "POST", api("/agents"), []byte(`{}`)).wantError(t, 400, wire.CodeInvalidParams)
+		a.do(t, "POST", api("/agents"), []byte(`{"endpoint":"`+a.base+`"}`)).wantError(t, 400, wire.CodeInvalidParams)
+		closed := freeAddr(t)
+		a.do(t, "POST", api("/agents"), []byte(`{"endpoint":"http://`+closed+`"}`)).wantError(t, 502, wire.CodeCallbackUndeliverable)
+		a.do(t, "POST", api("/agents"), []byte(`{"endpoint":"`+b.base+`"}`), withToken("")).wantError(t, 401, wire.CodeUnauthorized)
+	})
+	t.Run("pair", func(t *testing.T) {
+		r := a.do(t, "POST", api("/agents"), []byte(`{"endpoint":"`+b.base+`/"}`))
+		r.wantStatus(t, http.StatusCreated)
+		p := r.object(t)
+		if p["agent_id"] != bID || p["public_key"] != b.a.Identity().PublicKey || p["endpoint"] != b.base || p["status"] != "online" {
+			t.Errorf("paired peer = %v, want %s at %s online with its key", p, bID, b.base)
+		}
+		if loc := r.header.Get("Location"); loc != api("/agents/"+bID) {
+			t.Errorf("Location = %q", loc)
+		}
+		a.do(t, "POST", api("/agents"), []byte(`{"endpoint":"`+b.base+`"}`)).wantStatus(t, http.StatusOK)
+		var list struct {
+			Agents []map[string]any `json:"agents"`
+		}
+		r = a.do(t, "GET", api("/agents"), nil)
+		r.wantStatus(t, http.StatusOK)
+		if err := json.Unmarshal(r.body, &list); err != nil || len(list.Agents) != 1 || list.Agents[0]["agent_id"] != bID {
+			t.Errorf("GET /agents = %s", r.body)
+		}
+		a.do(t, "GET", api("/agents/"+bID), nil).wantStatus(t, http.StatusOK)
+		a.do(t, "GET", api("/agents/nobody"), nil).wantError(t, 404, wire.CodeNotFound)
+	})
+	t.Run("a changed key is refused", func(t *testing.T) {
+		old := b.a.Identity().PublicKey
+		b.stop()
+		if err := os.Remove(filepath.Join(b.cfg.DataDir, agent.KeyFile)); err != nil {
+			t.Fatal(err)
+		}
+		b2 := servePeer(t, b.cfg, b.cfg.Listen)
+		t.Cleanup(b2.stop)
+		if b2.a.Identity().AgentID != bID || b2.a.Identity().PublicKey == old {
+			t.Fatalf("restarted agent is %s with key %s; want the same id with a new key", b2.a.Identity().AgentID, b2.a.Identity().PublicKey)
+		}
+		a.do(t, "POST", api("/agents"), []byte(`{"endpoint":"`+b.base+`"}`)).wantError(t, 409, wire.CodeInvalidStateChange)
+		if got := a.do(t, "GET", api("/agents/"+bID), nil).object(t)["public_key"]; got != old {
+			t.Errorf("pinned key = %v after the refused re-pin, want the old one", got)
+		}
+		a.do(t, "DELETE", api("/agents/"+bID), nil).wantStatus(t, http.StatusNoContent)
+		a.do(t, "DELETE", api("/agents/"+bID), nil).wantError(t, 404, wire.CodeNotFound)
+		r := a.do(t, "POST", api("/agents"), []byte(`{"endpoint":"`+b.base+`"}`))
+		r.wantStatus(t, http.StatusCreated)
+		if got := r.object(t)["public_key"]; got != b2.a.Identity().PublicKey {
+			t.Errorf("re-pinned key = %v, want the new one", got)
+		}
+	})
+}
+
+// freeAddr returns a loopback address nobody listens on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+func TestInboundSecurity(t *testing.T) {
+	a := startPeerServer(t, "a")
+	b := startPeerServer(t, "b")
+	c := startPeerServer(t, "stranger")
+	a.pairWith(t, b)
+	b.pairWith(t, a)
+
+	t.Run("a replay has no second effect", func(t *testing.T) {
+		taskID := uuid.NewString()
+		body := envelopeJSON(t, envelopeFrom(t, b, a, wire.MsgTaskRequest, echoRequest(taskID), nil))
+		r := a.postEnvelope(t, body)
+		r.wantStatus(t, http.StatusAccepted)
+		if m := r.object(t); m["accepted"] != true || m["duplicate"] != nil {
+			t.Errorf("first answer = %s", r.body)
+		}
+		for i := range 3 {
+			r = a.postEnvelope(t, body)
+			r.wantStatus(t, http.StatusOK)
+			m := r.object(t)
+			if m["accepted"] != true || m["duplicate"] != true || m["code"] != wire.CodeIDDuplicate {
+				t.Errorf("replay %d answer = %s, want a TP-ID004 duplicate", i, r.body)
+			}
+		}
+		a.waitStatus(t, taskID, wire.StatusCompleted)
+		if ids := a.listIDs(t, "task_type=echo"); len(ids) != 1 || ids[0] != taskID {
+			t.Errorf("tasks on the receiver = %v, want only %s", ids, taskID)
+		}
+	})
+
+	t.Run("a tampered signed field is refused", func(t *testing.T) {
+		cases := map[string]func(m *wire.UnifiedSynapseMessage){
+			"tp_version":   func(m *wire.UnifiedSynapseMessage) { m.TPVersion = "1.0.1" },
+			"message_id":   func(m *wire.UnifiedSynapseMessage) { m.MessageID = m.MessageID[:35] + flipHex(m.MessageID[35]) },
+			"message_type": func(m *wire.UnifiedSynapseMessage) { m.MessageType = wire.MsgTaskCancel },
+			"timestamp": func(m *wire.UnifiedSynapseMessage) {
+				m.Timestamp = m.Timestamp[:22] + flipHex(m.Timestamp[22]) + m.Timestamp[23:]
+			},
+			"correlation_id":        func(m *wire.UnifiedSynapseMessage) { m.CorrelationID = "x" },
+			"protocol_contract_ref": func(m *wire.UnifiedSynapseMessage) { m.ProtocolContractRef = "contract-1" },
+			"receiver removed":      func(m *wire.UnifiedSynapseMessage) { m.Receiver = wire.AgentRef{} },
+			"sender.agent_id":       func(m *wire.UnifiedSynapseMessage) { m.Sender.AgentID += "x" },
+			"payload": func(m *wire.UnifiedSynapseMessage) {
+				raw := strings.Replace(string(m.Payload.Bytes()), `"x":1`, `"x":0`, 1)
+				p, err := wire.RawJSONPayload([]byte(raw))
+				if err != nil {
+					t.Fatal(err)
+				}
+				m.Payload = p
+			},
+			"signature": func(m *wire.UnifiedSynapseMessage) {
+				sig, _ := base64.StdEncoding.DecodeString(m.Signature)
+				sig[10] ^= 0x40
+				m.Signature = base64.StdEncoding.EncodeToString(sig)
+			},
+		}
+		for name, tamper := range cases {
+			t.Run(name, func(t *testing.T) {
+				taskID := uuid.NewString()
+				m := envelopeFrom(t, b, a, wire.MsgTaskRequest, echoRequest(taskID), nil)
+				tamper(m)
+				a.postEnvelope(t, envelopeJSON(t, m)).wantError(t, 401, wire.CodeIDUnknownSender)
+				a.do(t, "GET", api("/task/"+taskID), nil).wantError(t, 404, wire.CodeTaskNotFound)
+			})
+		}
+	})
+
+	t.Run("timestamps outside ±300 s", func(t *testing.T) {
+		for _, off := range []time.Duration{-301 * time.Second, 301 * time.Second} {
+			m := envelopeFrom(t, b, a, wire.MsgHeartbeat, &wire.HeartbeatPayload{Status: "online"}, func(m *wire.UnifiedSynapseMessage) {
+				m.Timestamp = wire.FormatTimestamp(time.Now().Add(off))
+			})
+			a.postEnvelope(t, envelopeJSON(t, m)).wantError(t, 401, wire.CodeIDStaleTimestamp)
+		}
+	})
+
+	t.Run("an unpaired sender", func(t *testing.T) {
+		m := envelopeFrom(t, c, a, wire.MsgTaskRequest, echoRequest(uuid.NewString()), nil)
+		a.postEnvelope(t, envelopeJSON(t, m)).wantError(t, 401, wire.CodeIDUnknownSender)
+	})
+
+	t.Run("malformed envelopes", func(t *testing.T) {
+		a.postEnvelope(t, []byte(`{"tp_version":`)).wantError(t, 400, wire.CodeMessageFormatInvalid)
+		v2 := envelopeFrom(t, b, a, wire.MsgHeartbeat, nil, func(m *wire.UnifiedSynapseMessage) { m.TPVersion = "2.0.0" })
+		a.postEnvelope(t, envelopeJSON(t, v2)).wantError(t, 400, wire.CodeVerUnsupported)
+		hops := envelopeFrom(t, b, a, wire.MsgHeartbeat, nil, func(m *wire.UnifiedSynapseMessage) { m.TraceInfo = &wire.TraceInfo{HopCount: 6} })
+		a.postEnvelope(t, envelopeJSON(t, hops)).wantError(t, 400, wire.CodeTraHopLimit)
+		other := envelopeFrom(t, b, a, wire.MsgHeartbeat, nil, func(m *wire.UnifiedSynapseMessage) { m.Receiver.AgentID = "someone_else" })
+		a.postEnvelope(t, envelopeJSON(t, other)).wantError(t, 400, wire.CodeInvalidParams)
+	})
+
+	t.Run("capability query is answered with a signed envelope", func(t *testing.T) {
+		for _, msgpack := range []bool{false, true} {
+			q := envelopeFrom(t, b, a, wire.MsgCapabilityQuery, nil, nil)
+			body, opts := envelopeJSON(t, q), []reqOpt(nil)
+			if msgpack {
+				var err error
+				if body, err = wire.EncodeEnvelopeMsgpack(q); err != nil {
+					t.Fatal(err)
+				}
+				opts = append(opts, withHeader("Content-Type", wire.ContentMsgpack))
+			}
+			r := a.postEnvelope(t, body, opts...)
+			r.wantStatus(t, http.StatusOK)
+			resp, err := agent.DecodeEnvelope(r.body, msgpack)
+			if err != nil {
+				t.Fatalf("answer (msgpack %v) is not an envelope: %v", msgpack, err)
+			}
+			pub, _ := base64.StdEncoding.DecodeString(a.a.Identity().PublicKey)
+			if err := wire.Verify(resp, pub); err != nil {
+				t.Errorf("answer (msgpack %v) does not verify with the agent's key: %v", msgpack, err)
+			}
+			var caps wire.AgentCapabilities
+			if err := resp.Payload.Decode(&caps); err != nil {
+				t.Fatal(err)
+			}
+			if resp.MessageType != wire.MsgCapabilityResponse || resp.CorrelationID != q.MessageID || caps.AgentID != a.a.Identity().AgentID {
+				t.Errorf("answer %s correlation %s agent %s", resp.MessageType, resp.CorrelationID, caps.AgentID)
+			}
+			modes := map[wire.TransportMode]bool{}
+			for _, m := range caps.SupportedTransportModes {
+				modes[m] = true
+			}
+			if !modes[wire.TransportCallback] || !modes[wire.TransportHybrid] {
+				t.Errorf("transport modes = %v, want callback and hybrid", caps.SupportedTransportModes)
+			}
+		}
+	})
+
+	t.Run("the callback endpoint takes envelopes too", func(t *testing.T) {
+		m := envelopeFrom(t, b, a, wire.MsgHeartbeat, &wire.HeartbeatPayload{Status: "online", ActiveTasks: 3, MaxTasks: 3}, nil)
+		r := a.do(t, "POST", api("/callback"), envelopeJSON(t, m), withToken(""))
+		r.wantStatus(t, http.StatusAccepted)
+		p := a.do(t, "GET", api("/agents/"+b.a.Identity().AgentID), nil).object(t)
+		if p["status"] != agent.PeerBusy || p["active_tasks"] != 3.0 {
+			t.Errorf("peer after a full heartbeat = %v, want busy with 3 active tasks", p)
+		}
+	})
+}
+
+func flipHex(c byte) string {
+	if c == '0' {
+		return "1"
+	}
+	return "0"
+}
+
+func TestOutboxAPI(t *testing.T) {
+	fast := func(c *agent.Config) { c.P2P.MaxRetries = 0; c.P2P.RetryBaseDelayMS = 10 }
+	a := startPeerServer(t, "a", fast)
+	b := startPeerServer(t, "b", fast)
+	a.pairWith(t, b)
+	b.pairWith(t, a)
+	bID := b.a.Identity().AgentID
+	b.stop()
+	id := a.submit(t, `{"task_type":"echo","payload":{},"target":"`+bID+`"}`)
+	var items []map[string]any
+	eventually(t, "a dead letter", func() bool {
+		r := a.do(t, "GET", api("/outbox?state=dead&peer="+bID), nil)
+		r.wantStatus(t, http.StatusOK)
+		var body struct {
+			Items         []map[string]any `json:"items"`
+			NextPageToken *string          `json:"next_page_token"`
+		}
+		if err := json.Unmarshal(r.body, &body); err != nil || body.NextPageToken == nil {
+			t.Fatalf("GET /outbox = %s", r.body)
+		}
+		items = body.Items
+		return len(items) == 1
+	})
+	it := items[0]
+	for _, k := range []string{"id", "peer", "type", "attempts", "last_error", "created_at"} {
+		if _, ok := it[k]; !ok {
+			t.Errorf("dead letter %v has no %q", it, k)
+		}
+	}
+	if it["peer"] != bID || it["type"] != wire.MsgTaskRequest || it["state"] != "dead" {
+		t.Errorf("dead letter = %v", it)
+	}
+	tok := a.do(t, "POST", api("/tokens"), []byte(`{"name":"w","scopes":["tasks:write"]}`)).object(t)["token"].(string)
+	a.do(t, "GET", api("/outbox"), nil, withToken(tok)).wantError(t, 403, wire.CodePermissionDenied)
+	a.do(t, "POST", api("/outbox/nope/retry"), nil).wantError(t, 404, wire.CodeNotFound)
+	a.do(t, "GET", api("/outbox?state=maybe"), nil).wantError(t, 400, wire.CodeInvalidParams)
+	a.do(t, "POST", api("/outbox/retry"), nil).wantError(t, 400, wire.CodeInvalidParams)
+
+	r := a.do(t, "POST", api("/outbox/retry?peer="+bID), nil)
+	r.wantStatus(t, http.StatusOK)
+	if got := r.object(t)["requeued"]; got != 1.0 {
+		t.Errorf("requeued = %v, want 1", got)
+	}
+	eventually(t, "the retried letter to die again", func() bool {
+		return strings.Contains(string(a.do(t, "GET", api("/outbox?state=dead"), nil).body), it["id"].(string))
+	})
+	r = a.do(t, "POST", api("/outbox/"+it["id"].(string)+"/retry"), nil)
+	r.wantStatus(t, http.StatusOK)
+	if got := r.object(t)["state"]; got != "pending" {
+		t.Errorf("retried item state = %v", got)
+	}
+	eventually(t, "the retried letter to die again", func() bool {
+		return strings.Contains(string(a.do(t, "GET", api("/outbox?state=dead"), nil).body), it["id"].(string))
+	})
+	a.do(t, "DELETE", api("/outbox/"+it["id"].(string)), nil).wantStatus(t, http.StatusNoContent)
+	a.do(t, "DELETE", api("/outbox/"+it["id"].(string)), nil).wantError(t, 404, wire.CodeNotFound)
+	if got := a.task(t, id)["status"]; got != "pending" {
+		t.Errorf("task whose request was dropped is %v, want pending", got)
+	}
+}

@@ -1,0 +1,131 @@
+package httpapi
+
+import (
+	"time"
+
+	"github.com/fasthttp/websocket"
+	"github.com/valyala/fasthttp"
+
+	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// WebSocket limits of GET /messages/stream.
+const (
+	// wsMaxEnvelope is the largest message read; a larger one closes the
+	// connection with 1009 (message too big).
+	wsMaxEnvelope = 1 << 20
+	// wsOutQueue is how many answers and pushes may wait for the writer.
+	wsOutQueue = 64
+)
+
+type wsFrame struct {
+	typ  int
+	data []byte
+}
+
+// messageStream serves GET /messages/stream. The connection is
+// authenticated by its bearer token (scope tasks:write); every envelope on
+// it is still checked like POST /message (paired sender, signature,
+// timestamp, message id). A text message carries one JSON envelope, a
+// binary message one msgpack envelope; each is answered, in order and in
+// the same framing, with what POST /message would answer: the response
+// envelope, {"accepted":true,"message_id",...}, or the TPError
+// {"error":{...}}. A connection whose token has the admin scope is also an
+// observer: every envelope the agent accepts (from any transport) is pushed
+// to it as received, JSON as text and msgpack as binary. A ping goes every
+// 30 s and a pong must come within 10 s; a message over 1 MiB closes the
+// connection with 1009; a foreign Origin is refused with 403.
+func (s *Server) messageStream(ctx *fasthttp.RequestCtx, p agent.Principal, _ []string) error {
+	observer := p.Can(agent.ScopeAdmin)
+	feed := s.a.Messages()
+	if feed == nil {
+		return wire.Errorf(wire.CodeAgentNotReady, "")
+	}
+	return s.upgrade(ctx, func(c *websocket.Conn) {
+		c.SetReadLimit(wsMaxEnvelope)
+		done := make(chan struct{})
+		defer close(done)
+		go s.keepAlive(c, done)
+
+		out := make(chan wsFrame, wsOutQueue)
+		wrote := make(chan struct{})
+		go func() {
+			defer close(wrote)
+			broken := false
+			for f := range out { // after a write error, drain so senders never block
+				if broken {
+					continue
+				}
+				_ = c.SetWriteDeadline(time.Now().Add(wsWriteWait))
+				broken = c.WriteMessage(f.typ, f.data) != nil
+			}
+		}()
+		var pushed chan struct{}
+		var sub *agent.FeedSubscription
+		if observer {
+			sub = feed.Subscribe()
+			pushed = make(chan struct{})
+			go func() {
+				defer close(pushed)
+				for m := range sub.C {
+					typ := websocket.TextMessage
+					if m.Msgpack {
+						typ = websocket.BinaryMessage
+					}
+					out <- wsFrame{typ, m.Raw}
+				}
+			}()
+		}
+		for {
+			mt, data, err := c.ReadMessage()
+			if err != nil {
+				break
+			}
+			out <- s.wsAnswer(mt, data)
+		}
+		if sub != nil {
+			sub.Close()
+			<-pushed
+		}
+		close(out)
+		<-wrote
+	})
+}
+
+// wsAnswer handles one envelope read from the stream.
+func (s *Server) wsAnswer(mt int, data []byte) wsFrame {
+	msgpack := mt == websocket.BinaryMessage
+	typ, codec := websocket.TextMessage, wire.JSON
+	if msgpack {
+		typ, codec = websocket.BinaryMessage, wire.Msgpack
+	}
+	fail := func(err error) wsFrame {
+		b, merr := codec.Marshal(wire.ErrorBody{Error: wire.AsError(err)})
+		if merr != nil {
+			b = []byte(`{"error":{"code":"internal_error","message":"internal error","retriable":true}}`)
+			typ = websocket.TextMessage
+		}
+		return wsFrame{typ, b}
+	}
+	m, err := agent.DecodeEnvelope(data, msgpack)
+	if err != nil {
+		return fail(err)
+	}
+	reply, err := s.a.Receive(s.bg, m, data, msgpack)
+	if err != nil {
+		return fail(err)
+	}
+	if reply.Envelope != nil {
+		_, b, err := encodeEnvelope(reply.Envelope, msgpack)
+		if err != nil {
+			return fail(err)
+		}
+		return wsFrame{typ, b}
+	}
+	b, err := codec.Marshal(reply.Accepted)
+	if err != nil {
+		return fail(wire.Errorf(wire.CodeInternal, "encode answer: %v", err))
+	}
+	return wsFrame{typ, b}
+}

@@ -1,0 +1,220 @@
+package store_test
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/synapse-edge/synapse/store"
+)
+
+func newItem(tb testing.TB, peer, url string) *store.OutboxItem {
+	tb.Helper()
+	now := time.Now().UTC()
+	return &store.OutboxItem{ID: uuid.NewString(), Peer: peer, URL: url, Type: "p2p:task_request",
+		Payload: []byte(`{"task":{"id":"t"}}`), CreatedAt: now, NextAttempt: now}
+}
+
+func ids(items []*store.OutboxItem) []string {
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = it.ID
+	}
+	return out
+}
+
+// enqueueAll queues items in one transaction each, in order.
+func enqueueAll(tb testing.TB, db *store.DB, items ...*store.OutboxItem) {
+	tb.Helper()
+	for _, it := range items {
+		update(tb, db, func(tx *store.Tx) error { return tx.Enqueue(it) })
+	}
+}
+
+func TestOutboxQueues(t *testing.T) {
+	db := openDB(t, tempPath(t), store.Options{})
+	// Interleaved destinations: each keeps its own order.
+	var a, b []*store.OutboxItem
+	for range 5 {
+		a = append(a, newItem(t, "agent-a", ""))
+		b = append(b, newItem(t, "", "http://127.0.0.1:9/hook"))
+		enqueueAll(t, db, a[len(a)-1], b[len(b)-1])
+	}
+	var gotA, gotB []*store.OutboxItem
+	var dests []string
+	view(t, db, func(tx *store.Tx) error {
+		var err error
+		if gotA, err = tx.OutboxBatch(store.PeerDest("agent-a"), 3); err != nil {
+			return err
+		}
+		if gotB, err = tx.OutboxBatch(store.URLDest("http://127.0.0.1:9/hook"), 100); err != nil {
+			return err
+		}
+		dests, err = tx.OutboxDests()
+		return err
+	})
+	if !slices.Equal(ids(gotA), ids(a[:3])) {
+		t.Errorf("first 3 of agent-a = %v, want %v", ids(gotA), ids(a[:3]))
+	}
+	if !slices.Equal(ids(gotB), ids(b)) {
+		t.Errorf("hook queue = %v, want %v", ids(gotB), ids(b))
+	}
+	if want := []string{"peer:agent-a", "url:http://127.0.0.1:9/hook"}; !slices.Equal(dests, want) {
+		t.Errorf("destinations = %v, want %v", dests, want)
+	}
+
+	t.Run("refusals", func(t *testing.T) {
+		for name, it := range map[string]*store.OutboxItem{
+			"no destination": newItem(t, "", ""),
+			"both":           newItem(t, "p", "http://x"),
+			"NUL":            newItem(t, "p\x00q", ""),
+		} {
+			err := db.Update(t.Context(), func(tx *store.Tx) error { return tx.Enqueue(it) })
+			if !errors.Is(err, store.ErrBadDestination) {
+				t.Errorf("%s: %v, want ErrBadDestination", name, err)
+			}
+		}
+		dup := *a[0]
+		err := db.Update(t.Context(), func(tx *store.Tx) error { return tx.Enqueue(&dup) })
+		if !errors.Is(err, store.ErrExists) {
+			t.Errorf("same id twice: %v, want ErrExists", err)
+		}
+	})
+
+	t.Run("dead letters keep their place", func(t *testing.T) {
+		now := time.Now().UTC()
+		update(t, db, func(tx *store.Tx) error {
+			if err := tx.OutboxDelivered(a[0].ID); err != nil {
+				return err
+			}
+			for i, it := range a[1:3] {
+				it.Attempts, it.LastError, it.DeadAt, it.Unreachable = 6, "refused", now, i == 0
+				if err := tx.OutboxKill(it); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		view(t, db, func(tx *store.Tx) error {
+			if got := tx.OutboxCount(store.OutboxDead); got != 2 {
+				t.Errorf("dead = %d, want 2", got)
+			}
+			if !tx.OutboxHasDead(store.PeerDest("agent-a"), true) || tx.OutboxHasDead(store.URLDest("http://127.0.0.1:9/hook"), false) {
+				t.Error("OutboxHasDead disagrees")
+			}
+			it, state, err := tx.OutboxGet(a[2].ID)
+			if err != nil || state != store.OutboxDead || it.LastError != "refused" || it.Unreachable {
+				t.Errorf("OutboxGet = %+v %s %v", it, state, err)
+			}
+			head, err := tx.OutboxBatch(store.PeerDest("agent-a"), 1)
+			if err != nil || len(head) != 1 || head[0].ID != a[3].ID {
+				t.Errorf("head after two deaths = %v, want %s", ids(head), a[3].ID)
+			}
+			return nil
+		})
+		var n int
+		update(t, db, func(tx *store.Tx) error {
+			var err error
+			n, err = tx.OutboxReviveDest(store.PeerDest("agent-a"), true, now, 100)
+			return err
+		})
+		if n != 1 {
+			t.Errorf("revived %d unreachable, want 1", n)
+		}
+		update(t, db, func(tx *store.Tx) error {
+			it, err := tx.OutboxRevive(a[2].ID, now)
+			if err == nil && (it.Attempts != 0 || it.LastError != "refused") {
+				t.Errorf("revived = %+v, want attempts reset and the last error kept", it)
+			}
+			return err
+		})
+		view(t, db, func(tx *store.Tx) error {
+			all, err := tx.OutboxBatch(store.PeerDest("agent-a"), 100)
+			if want := ids(a[1:]); !slices.Equal(ids(all), want) {
+				t.Errorf("queue after revival = %v, want %v (original order)", ids(all), want)
+			}
+			return err
+		})
+	})
+
+	t.Run("list pages and drop", func(t *testing.T) {
+		var page1, page2 []*store.OutboxItem
+		var next string
+		view(t, db, func(tx *store.Tx) error {
+			var err error
+			if page1, next, err = tx.OutboxList(store.OutboxFilter{State: store.OutboxPending, Limit: 5}); err != nil {
+				return err
+			}
+			page2, _, err = tx.OutboxList(store.OutboxFilter{State: store.OutboxPending, After: next, Limit: 100})
+			return err
+		})
+		all := append(ids(page1), ids(page2)...)
+		want := append(ids(a[1:]), ids(b)...)
+		if !slices.Equal(all, want) || next != page1[4].ID {
+			t.Errorf("pages = %v / next %s, want %v", all, next, want)
+		}
+		update(t, db, func(tx *store.Tx) error { return tx.OutboxDrop(b[0].ID) })
+		err := db.Update(t.Context(), func(tx *store.Tx) error { return tx.OutboxDrop(b[0].ID) })
+		if !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("second drop: %v, want ErrNotFound", err)
+		}
+	})
+}
+
+func TestPeersAndSeen(t *testing.T) {
+	path := tempPath(t)
+	db := openDB(t, path, store.Options{})
+	now := time.Now().UTC().Truncate(time.Millisecond)
+	p := &store.Peer{AgentID: "edge_b_1", Endpoint: "http://127.0.0.1:1", PublicKey: "k", Status: "online", LastSeen: now, AddedAt: now}
+	view(t, db, func(tx *store.Tx) error {
+		if _, err := tx.Peer("edge_b_1"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("Peer before any: %v", err)
+		}
+		if tx.SeenMessage("m1") {
+			t.Error("seen before any")
+		}
+		return nil
+	})
+	update(t, db, func(tx *store.Tx) error {
+		if err := tx.PutPeer(p); err != nil {
+			return err
+		}
+		if err := tx.MarkSeen("old", now.Add(-8*24*time.Hour)); err != nil {
+			return err
+		}
+		return tx.MarkSeen("new", now)
+	})
+	view(t, db, func(tx *store.Tx) error {
+		got, err := tx.Peer("edge_b_1")
+		if err != nil || got.Endpoint != p.Endpoint || !got.LastSeen.Equal(now) {
+			t.Errorf("Peer = %+v, %v", got, err)
+		}
+		list, err := tx.Peers()
+		if err != nil || len(list) != 1 {
+			t.Errorf("Peers = %v, %v", list, err)
+		}
+		if !tx.SeenMessage("old") || !tx.SeenMessage("new") {
+			t.Error("marked ids not seen")
+		}
+		return nil
+	})
+	var n int
+	update(t, db, func(tx *store.Tx) error {
+		var err error
+		n, err = tx.PruneSeen(now.Add(-7*24*time.Hour), 100)
+		return err
+	})
+	view(t, db, func(tx *store.Tx) error {
+		if n != 1 || tx.SeenMessage("old") || !tx.SeenMessage("new") {
+			t.Errorf("pruned %d; old seen %v, new seen %v; want only old forgotten", n, tx.SeenMessage("old"), tx.SeenMessage("new"))
+		}
+		return nil
+	})
+	update(t, db, func(tx *store.Tx) error { return tx.DeletePeer("edge_b_1") })
+	if err := db.Update(t.Context(), func(tx *store.Tx) error { return tx.DeletePeer("edge_b_1") }); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("second delete: %v", err)
+	}
+}
