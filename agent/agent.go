@@ -183,6 +183,9 @@ func (a *Agent) Close(ctx context.Context) error {
 // Config is the agent's configuration.
 func (a *Agent) Config() Config { return a.cfg }
 
+// Clock is the agent's clock (the wall clock unless WithClock replaced it).
+func (a *Agent) Clock() Clock { return a.clock }
+
 // Identity is the agent's public identity.
 func (a *Agent) Identity() wire.Identity { return a.identity }
 

@@ -25,10 +25,16 @@ const (
 	ScopeTier1Read  = "tier1:read"
 	ScopeTier1Write = "tier1:write"
 	ScopeAdmin      = "admin"
+	// Reviewers of human-in-the-loop requests, one scope per escalation
+	// level (the defaults of hil.levels).
+	ScopeHILL1 = "hil:l1"
+	ScopeHILL2 = "hil:l2"
+	ScopeHILL3 = "hil:l3"
 )
 
 // KnownScopes lists the scopes tokens may be created with.
-var KnownScopes = []string{ScopeTasksRead, ScopeTasksWrite, ScopeTier1Read, ScopeTier1Write, ScopeAdmin}
+var KnownScopes = []string{ScopeTasksRead, ScopeTasksWrite, ScopeTier1Read, ScopeTier1Write, ScopeAdmin,
+	ScopeHILL1, ScopeHILL2, ScopeHILL3}
 
 // Principal is who a request comes from.
 type Principal struct {

@@ -50,6 +50,8 @@ type Config struct {
 	Uplink *UplinkConfig `json:"uplink,omitempty"`
 	// P2P configures delivery to peers and webhooks (seed 004 §5.4).
 	P2P P2PConfig `json:"p2p"`
+	// HIL configures human-in-the-loop escalation (SPEC §9).
+	HIL HILConfig `json:"hil"`
 
 	// AdminToken is the admin bearer token; from SYNAPSE_ADMIN_TOKEN, never
 	// from the file. Empty: generated at first start into DataDir/admin.token.
@@ -375,6 +377,7 @@ func (c *Config) Validate() error {
 	case p.HeartbeatIntervalSeconds < 1:
 		bad("p2p.heartbeat_interval_seconds", "must be at least 1")
 	}
+	c.HIL.check(bad)
 	return errors.Join(errs...)
 }
 

@@ -59,6 +59,7 @@ func commands() []*command {
 		{name: "tier1", summary: "tier-1 routines: list, load-test ingest, export frames", verbs: tier1Verbs()},
 		{name: "peer", summary: "pair with other agents and list them", verbs: peerVerbs()},
 		{name: "outbox", summary: "inspect and replay undelivered messages (admin)", verbs: outboxVerbs()},
+		{name: "hil", summary: "decisions waiting for a person: list, show, approve, reject, modify", verbs: hilVerbs()},
 		{name: "version", summary: versionVerb.summary, leaf: versionVerb},
 		{name: "help", summary: "show help for a command or verb"},
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/hil"
 	"github.com/synapse-edge/synapse/httpapi"
 	"github.com/synapse-edge/synapse/store"
 )
@@ -106,7 +107,13 @@ func serve(ctx context.Context, sio *IO, log *slog.Logger, cfg agent.Config, gra
 		_ = a.Close(context.Background())
 		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
-	srv := httpapi.New(a, httpapi.Options{Logger: log, Version: Version})
+	hm := hil.New(a, hil.Options{Logger: log})
+	if err := hm.Start(ctx); err != nil {
+		_ = ln.Close()
+		_ = a.Close(context.Background())
+		return fmt.Errorf("start human-in-the-loop: %w", err)
+	}
+	srv := httpapi.New(a, httpapi.Options{Logger: log, Version: Version, HIL: hm})
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 
@@ -127,6 +134,9 @@ func serve(ctx context.Context, sio *IO, log *slog.Logger, cfg agent.Config, gra
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		log.Warn("http shutdown", "err", err)
+	}
+	if err := hm.Close(sctx); err != nil {
+		log.Warn("human-in-the-loop shutdown", "err", err)
 	}
 	if err := a.Close(sctx); err != nil {
 		return fmt.Errorf("close agent: %w", err)

@@ -47,7 +47,7 @@ func (s *Server) routes() []route {
 		{"DELETE", seg("tokens/*"), agent.ScopeAdmin, s.revokeToken},
 		{"GET", seg("admin/db/backup"), agent.ScopeAdmin, s.backup},
 		{"GET", seg("admin/db/check"), agent.ScopeAdmin, s.checkDB},
-	}, s.p2pRoutes()...)
+	}, append(s.p2pRoutes(), s.hilRoutes()...)...)
 }
 
 func seg(p string) []string { return strings.Split(p, "/") }
@@ -56,6 +56,9 @@ func seg(p string) []string { return strings.Split(p, "/") }
 // another method 405.
 func (s *Server) route(ctx *fasthttp.RequestCtx) error {
 	path := string(ctx.Path())
+	if path == "/" || strings.HasPrefix(path, consolePrefix) {
+		return s.console(ctx, path)
+	}
 	if path == "/metrics" {
 		if _, err := s.authorize(ctx, agent.ScopeTasksRead); err != nil {
 			return err

@@ -14,6 +14,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/hil"
 	"github.com/synapse-edge/synapse/internal/metrics"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -38,6 +39,7 @@ type Server struct {
 	closeOnce sync.Once
 
 	table    []route
+	hil      *hil.Manager
 	requests *metrics.CounterVec
 	panics   *metrics.Counter
 }
@@ -47,6 +49,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Version is reported by /health.
 	Version string
+	// HIL, if set, serves the human-in-the-loop routes (/hil...); the
+	// caller starts and closes it. Without it they answer 503.
+	HIL *hil.Manager
 }
 
 // New builds a server for a (opened) agent.
@@ -59,7 +64,7 @@ func New(a *agent.Agent, opts Options) *Server {
 	}
 	s := &Server{
 		a: a, log: opts.Logger.With("component", "http"), version: opts.Version,
-		streamsDone: make(chan struct{}),
+		streamsDone: make(chan struct{}), hil: opts.HIL,
 	}
 	s.bg, s.cancelBg = context.WithCancel(context.Background())
 	s.table = s.routes()

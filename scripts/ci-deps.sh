@@ -3,6 +3,7 @@
 # Ubuntu machine that has only Go, gcc, git, make and curl:
 #   qemu-user-static  runs the linux/arm64 tests (make test-arm64)
 #   gcc               the race detector needs cgo (make test)
+#   chromium          the web console's browser test (httpapi), headless
 # It installs only when CI=true or when called with --install; otherwise it
 # says what is missing. Idempotent and quiet: nothing happens when all is
 # there.
@@ -13,6 +14,9 @@ if ! command -v qemu-aarch64-static >/dev/null 2>&1 && ! command -v qemu-aarch64
 	missing+=(qemu-user-static)
 fi
 command -v gcc >/dev/null 2>&1 || missing+=(gcc)
+if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
+	missing+=(chromium)
+fi
 [ "${#missing[@]}" -eq 0 ] && exit 0
 
 if [ "${CI:-}" != "true" ] && [ "${1:-}" != "--install" ]; then

@@ -1,0 +1,274 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/synapse-edge/synapse/client"
+)
+
+func hilVerbs() []*verb {
+	return []*verb{hilListVerb(), hilShowVerb(),
+		hilDecideVerb(client.ActionApprove), hilDecideVerb(client.ActionReject), hilDecideVerb(client.ActionModify)}
+}
+
+// decisionFields is a repeatable --field k=v flag; v is JSON when it parses as
+// JSON (true, 42, "text", {...}), otherwise the text itself.
+type decisionFields map[string]any
+
+func (l decisionFields) String() string {
+	if len(l) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(map[string]any(l))
+	return string(b)
+}
+
+func (l decisionFields) Set(v string) error {
+	k, val, ok := strings.Cut(v, "=")
+	if k = strings.TrimSpace(k); !ok || k == "" {
+		return fmt.Errorf("want KEY=VALUE, got %q", v)
+	}
+	var x any
+	if err := json.Unmarshal([]byte(val), &x); err != nil {
+		x = val
+	}
+	l[k] = x
+	return nil
+}
+
+func hilListVerb() *verb {
+	return &verb{
+		name: "hil list", maxArgs: 0,
+		summary: "list the requests waiting for a person, most urgent first",
+		about: `Shows each pending request's task, escalation level, the scope that may
+decide it now, and the time left before it escalates. --all lists decided and
+closed requests too, newest first. Needs tasks:read or a hil:l1/l2/l3 scope.`,
+		agent: true, timeout: defaultRequestTimeout,
+		examples: []string{"synapse hil list", "synapse hil list --all --json"},
+		setup: func(fs *flag.FlagSet, s *session) runFunc {
+			all := fs.Bool("all", false, "include decided and closed requests")
+			limit := fs.Int("limit", 50, "with --all: list at most `N` requests")
+			return func(ctx context.Context, args []string) error {
+				if *limit < 1 || *limit > 1000 {
+					return usageErrorf("--limit %d is outside 1..1000", *limit)
+				}
+				ctx, cancel := s.withTimeout(ctx)
+				defer cancel()
+				list, err := s.client().ListHIL(ctx, client.HILListOptions{All: *all, PageSize: *limit})
+				if err != nil {
+					return err
+				}
+				if list.Requests == nil {
+					list.Requests = []client.HILRequest{}
+				}
+				if s.g.json {
+					return s.printJSON(list)
+				}
+				if len(list.Requests) == 0 {
+					fmt.Fprintln(s.io.Err, "nothing waits for a person")
+					return nil
+				}
+				now := serverNow(list.ServerTime)
+				tw := tabwriter.NewWriter(s.io.Out, 0, 0, 2, ' ', 0)
+				fmt.Fprintln(tw, "TASK ID\tTYPE\tSTATE\tLEVEL\tSCOPE\tLEFT\tREASON")
+				for _, r := range list.Requests {
+					left := "-"
+					if r.State == "pending" {
+						left = timeLeft(r.Deadline, now)
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", r.TaskID, r.TaskType, r.State,
+						r.EscalationLevel, r.Levels, r.ReviewersScope, left, oneLine(r.Reason.Message, 60))
+				}
+				return tw.Flush()
+			}
+		},
+	}
+}
+
+// serverNow is the agent's time from a list answer, or the local time.
+func serverNow(s string) time.Time {
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t
+	}
+	return time.Now()
+}
+
+// timeLeft is the time from now to the deadline, rounded to seconds.
+func timeLeft(deadline string, now time.Time) string {
+	d, err := time.Parse(time.RFC3339, deadline)
+	if err != nil {
+		return "-"
+	}
+	left := d.Sub(now).Round(time.Second)
+	if left < 0 {
+		return "overdue"
+	}
+	return left.String()
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+func hilShowVerb() *verb {
+	return &verb{
+		name: "hil show", args: "TASK_ID", minArgs: 1, maxArgs: 1,
+		summary: "show a task's request for a person with its options and audit trail",
+		agent:   true, timeout: defaultRequestTimeout,
+		examples: []string{"synapse hil show TASK_ID", "synapse hil show TASK_ID --json"},
+		setup: func(fs *flag.FlagSet, s *session) runFunc {
+			return func(ctx context.Context, args []string) error {
+				ctx, cancel := s.withTimeout(ctx)
+				defer cancel()
+				r, err := s.client().GetHIL(ctx, args[0])
+				if err != nil {
+					return err
+				}
+				if s.g.json {
+					return s.printJSON(r)
+				}
+				printHIL(s.io.Out, r)
+				return nil
+			}
+		},
+	}
+}
+
+// printHIL writes a request as "key: value" lines, then its options and
+// audit trail.
+func printHIL(w io.Writer, r *client.HILRequest) {
+	rows := []kv{
+		{"task_id", r.TaskID},
+		{"task_type", r.TaskType},
+		{"target", r.Target},
+		{"state", r.State},
+		{"reason", strings.TrimPrefix(r.Reason.Code+": "+r.Reason.Message, ": ")},
+	}
+	if c := r.Context; c != nil {
+		rows = append(rows, kv{"summary", c.TaskSummary}, kv{"blocked", c.BlockedReason})
+	}
+	rows = append(rows,
+		kv{"level", fmt.Sprintf("%d of %d (%s)", r.EscalationLevel, r.Levels, r.ReviewersScope)},
+		kv{"deadline", r.Deadline},
+		kv{"created_at", r.CreatedAt},
+		kv{"closed_at", r.ClosedAt},
+		kv{"note", r.Note},
+	)
+	if d := r.Decision; d != nil {
+		rows = append(rows, kv{"decision", fmt.Sprintf("%s by %s at level %d", d.Action, d.DecidedBy, d.Level)},
+			kv{"rejection_reason", d.RejectionReason}, kv{"notes", d.Notes})
+		if len(d.ApprovedFields) > 0 {
+			b, _ := json.Marshal(d.ApprovedFields)
+			rows = append(rows, kv{"approved_fields", string(b)})
+		}
+	}
+	printKV(w, rows)
+	if len(r.Options) > 0 {
+		fmt.Fprintln(w, "options:")
+		for _, o := range r.Options {
+			b, _ := json.Marshal(o.Value)
+			line := fmt.Sprintf("  %s = %s", o.Field, b)
+			if o.ProsCons != "" {
+				line += "  (" + o.ProsCons + ")"
+			}
+			fmt.Fprintln(w, line)
+		}
+	}
+	if len(r.Steps) > 0 {
+		fmt.Fprintln(w, "steps:")
+		for _, st := range r.Steps {
+			line := fmt.Sprintf("  %s  %s", st.At, st.Step)
+			if st.Level > 0 {
+				line += fmt.Sprintf(" level %d", st.Level)
+			}
+			for _, x := range []string{st.Action, st.Actor, st.Detail} {
+				if x != "" {
+					line += "  " + x
+				}
+			}
+			fmt.Fprintln(w, line)
+		}
+	}
+}
+
+func hilDecideVerb(action string) *verb {
+	v := &verb{
+		name: "hil " + action, args: "TASK_ID", minArgs: 1, maxArgs: 1,
+		agent: true, timeout: defaultRequestTimeout,
+	}
+	switch action {
+	case client.ActionApprove:
+		v.summary = "approve a task's request, optionally with fields"
+		v.examples = []string{"synapse hil approve TASK_ID", `synapse hil approve TASK_ID --field authorized=true --notes "licence checked"`}
+	case client.ActionReject:
+		v.summary = "reject a task's request"
+		v.examples = []string{`synapse hil reject TASK_ID --reason "not during business hours"`}
+	case client.ActionModify:
+		v.summary = "approve a task's request with changed fields"
+		v.examples = []string{`synapse hil modify TASK_ID --field window='"tonight"' --field retries=3`}
+	}
+	v.about = `The token needs the reviewers scope of the request's current escalation
+level (hil:l1, hil:l2, hil:l3 by default) or admin. A request that is already
+decided is refused (exit 1, HTTP 409).`
+	if action != client.ActionReject {
+		v.about += ` --field KEY=VALUE takes VALUE as JSON when
+it parses as JSON (true, 3, "text", {...}) and as text otherwise.`
+	}
+	v.setup = func(fs *flag.FlagSet, s *session) runFunc {
+		fields := decisionFields{}
+		if action != client.ActionReject {
+			fs.Var(fields, "field", "approve with field `KEY=VALUE` (repeatable)")
+		}
+		reason := ""
+		if action == client.ActionReject {
+			fs.StringVar(&reason, "reason", "", "record `TEXT` as the rejection reason")
+		}
+		notes := fs.String("notes", "", "record `TEXT` as notes with the decision")
+		return func(ctx context.Context, args []string) error {
+			if action == client.ActionModify && len(fields) == 0 {
+				return usageErrorf("modify needs at least one --field KEY=VALUE")
+			}
+			d := client.DecisionRequest{Action: action, RejectionReason: reason, Notes: *notes}
+			if len(fields) > 0 {
+				d.ApprovedFields = fields
+			}
+			ctx, cancel := s.withTimeout(ctx)
+			defer cancel()
+			r, err := s.client().DecideHIL(ctx, args[0], d)
+			if err != nil {
+				return err
+			}
+			if s.g.json {
+				return s.printJSON(r)
+			}
+			status := ""
+			if r.Decision != nil {
+				status = r.Decision.TaskStatus
+			}
+			fmt.Fprintf(s.io.Out, "%s task %s at level %d; the task is %s\n", pastTense(action), r.TaskID, r.EscalationLevel, orDash(status))
+			return nil
+		}
+	}
+	return v
+}
+
+func pastTense(action string) string {
+	switch action {
+	case client.ActionApprove:
+		return "approved"
+	case client.ActionReject:
+		return "rejected"
+	}
+	return "approved with changes"
+}

@@ -1,0 +1,71 @@
+package hil_test
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/synapse-edge/synapse/agent"
+)
+
+func TestConfig(t *testing.T) {
+	t.Run("defaults", func(t *testing.T) {
+		cfg := agent.Defaults()
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("Validate: %v", err)
+		}
+		levels := cfg.HIL.EffectiveLevels()
+		if len(levels) != 3 || levels[0].ReviewersScope != "hil:l1" || levels[2].ReviewersScope != "hil:l3" || levels[1].DeadlineSeconds != 300 {
+			t.Errorf("default levels = %+v", levels)
+		}
+		if got := cfg.HIL.EffectiveDefaultAction(); got != agent.ActionReject {
+			t.Errorf("default action = %q, want reject", got)
+		}
+		for _, s := range []string{agent.ScopeHILL1, agent.ScopeHILL2, agent.ScopeHILL3} {
+			if !slices.Contains(agent.KnownScopes, s) {
+				t.Errorf("KnownScopes lacks %s", s)
+			}
+		}
+	})
+	t.Run("file replaces the levels", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "config.json")
+		body := `{"hil":{"levels":[{"reviewers_scope":"hil:l2","deadline_seconds":60,"notify_url":"http://127.0.0.1:9/hook"}],"default_action":"approve"}}`
+		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg := agent.Defaults()
+		if err := cfg.LoadFile(path); err != nil {
+			t.Fatalf("LoadFile: %v", err)
+		}
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("Validate: %v", err)
+		}
+		want := []agent.HILLevel{{ReviewersScope: "hil:l2", DeadlineSeconds: 60, NotifyURL: "http://127.0.0.1:9/hook"}}
+		if got := cfg.HIL.EffectiveLevels(); !slices.Equal(got, want) || cfg.HIL.EffectiveDefaultAction() != agent.ActionApprove {
+			t.Errorf("levels = %+v, action %q", got, cfg.HIL.DefaultAction)
+		}
+	})
+	bad := []struct {
+		name  string
+		hil   agent.HILConfig
+		field string
+	}{
+		{"unknown scope", agent.HILConfig{Levels: []agent.HILLevel{{ReviewersScope: "hil:l9", DeadlineSeconds: 1}}}, "hil.levels[0].reviewers_scope"},
+		{"zero deadline", agent.HILConfig{Levels: []agent.HILLevel{{ReviewersScope: "hil:l1"}}}, "hil.levels[0].deadline_seconds"},
+		{"relative notify_url", agent.HILConfig{Levels: []agent.HILLevel{{ReviewersScope: "admin", DeadlineSeconds: 5, NotifyURL: "/hook"}}}, "hil.levels[0].notify_url"},
+		{"default action", agent.HILConfig{DefaultAction: "modify"}, "hil.default_action"},
+		{"too many levels", agent.HILConfig{Levels: slices.Repeat([]agent.HILLevel{{ReviewersScope: "hil:l1", DeadlineSeconds: 1}}, agent.MaxHILLevels+1)}, "hil.levels"},
+	}
+	for _, tt := range bad {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := agent.Defaults()
+			cfg.HIL = tt.hil
+			err := cfg.Validate()
+			if err == nil || !strings.Contains(err.Error(), tt.field+":") {
+				t.Errorf("Validate = %v, want an error naming %s", err, tt.field)
+			}
+		})
+	}
+}

@@ -1,0 +1,283 @@
+package hil_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/hil"
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// pollTimeout bounds every wait for a state; generous for -race.
+const pollTimeout = 10 * time.Second
+
+// fakeClock is an agent.Clock whose time moves only when Advance is called;
+// Advance runs the AfterFunc callbacks that fall due, in time order, on the
+// caller's goroutine.
+type fakeClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers []*fakeTimer
+}
+
+type fakeTimer struct {
+	c    *fakeClock
+	at   time.Time
+	f    func()
+	done bool
+}
+
+var _ agent.Clock = (*fakeClock)(nil)
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) AfterFunc(d time.Duration, f func()) agent.Timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &fakeTimer{c: c, at: c.now.Add(d), f: f}
+	c.timers = append(c.timers, t)
+	return t
+}
+
+func (t *fakeTimer) Stop() bool {
+	c := t.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t.done {
+		return false
+	}
+	t.done = true
+	if i := slices.Index(c.timers, t); i >= 0 {
+		c.timers = slices.Delete(c.timers, i, i+1)
+	}
+	return true
+}
+
+// Advance moves the clock forward by d and fires every timer due by then.
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	var due []*fakeTimer
+	live := c.timers[:0]
+	for _, t := range c.timers {
+		switch {
+		case t.done:
+		case !t.at.After(c.now):
+			t.done = true
+			due = append(due, t)
+		default:
+			live = append(live, t)
+		}
+	}
+	c.timers = live
+	c.mu.Unlock()
+	sort.SliceStable(due, func(i, j int) bool { return due[i].at.Before(due[j].at) })
+	for _, t := range due {
+		t.f()
+	}
+}
+
+// Principals of the tests.
+var (
+	admin    = agent.Principal{ID: "admin", Name: "admin", Scopes: []string{agent.ScopeAdmin}}
+	reviewL1 = agent.Principal{ID: "tok_l1", Name: "first line", Scopes: []string{agent.ScopeHILL1}}
+	reviewL2 = agent.Principal{ID: "tok_l2", Name: "second line", Scopes: []string{agent.ScopeHILL2}}
+	writer   = agent.Principal{ID: "tok_w", Name: "writer", Scopes: []string{agent.ScopeTasksWrite}}
+)
+
+// env is an open agent with a started manager on a fake clock.
+type env struct {
+	t        *testing.T
+	cfg      agent.Config
+	clock    *fakeClock
+	handlers []agent.Handler
+	a        *agent.Agent
+	m        *hil.Manager
+}
+
+// newEnv opens an agent on a fresh data directory (mutate tweaks its
+// config) and starts a manager; both close when the test ends.
+func newEnv(t *testing.T, mutate ...func(*agent.Config)) *env {
+	t.Helper()
+	return newEnvWith(t, newFakeClock(), nil, mutate...)
+}
+
+// newEnvWith is newEnv with a given clock and extra handlers.
+func newEnvWith(t *testing.T, clock *fakeClock, hs []agent.Handler, mutate ...func(*agent.Config)) *env {
+	t.Helper()
+	cfg := agent.Defaults()
+	cfg.DataDir = t.TempDir()
+	cfg.AdminToken = "t"
+	for _, f := range mutate {
+		f(&cfg)
+	}
+	e := &env{t: t, cfg: cfg, clock: clock, handlers: hs}
+	e.open()
+	return e
+}
+
+// open opens the agent and the manager on e's data directory and clock.
+func (e *env) open() {
+	t := e.t
+	t.Helper()
+	a, err := agent.New(e.cfg, agent.WithClock(e.clock))
+	if err != nil {
+		t.Fatalf("agent.New: %v", err)
+	}
+	for _, h := range e.handlers {
+		if err := a.Handle(h); err != nil {
+			t.Fatalf("Handle(%s): %v", h.Type.Type, err)
+		}
+	}
+	if err := a.Open(context.Background()); err != nil {
+		t.Fatalf("agent.Open: %v", err)
+	}
+	m := hil.New(a, hil.Options{PollInterval: time.Hour, NotifyBackoff: time.Second})
+	if err := m.Start(context.Background()); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	e.a, e.m = a, m
+	t.Cleanup(e.close)
+}
+
+// close closes manager and agent; safe to call twice.
+func (e *env) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := e.m.Close(ctx); err != nil {
+		e.t.Errorf("Manager.Close: %v", err)
+	}
+	if err := e.m.Close(ctx); err != nil {
+		e.t.Errorf("second Manager.Close: %v", err)
+	}
+	actx, acancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer acancel()
+	if err := e.a.Close(actx); err != nil {
+		e.t.Errorf("agent.Close: %v", err)
+	}
+}
+
+// confirm submits a confirm task and waits until it waits for a person
+// and the manager has taken it in.
+func (e *env) confirm(question string, options ...wire.HumanOption) string {
+	t := e.t
+	t.Helper()
+	payload, _ := json.Marshal(map[string]any{"question": question, "options": options})
+	task, err := e.a.Submit(context.Background(), admin, &wire.SubmitRequest{TaskType: "confirm", Payload: payload}, nil)
+	if err != nil {
+		t.Fatalf("Submit: %v", err)
+	}
+	e.waitStatus(task.ID, wire.StatusNeedHuman)
+	if err := e.m.Sync(context.Background()); err != nil {
+		t.Fatalf("Sync: %v", err)
+	}
+	return task.ID
+}
+
+// waitStatus polls the task until it is in state want.
+func (e *env) waitStatus(id string, want wire.Status) *wire.Task {
+	t := e.t
+	t.Helper()
+	var last *wire.Task
+	eventually(t, fmt.Sprintf("task %s to be %s", id, want), func() bool {
+		var err error
+		if last, err = e.a.Task(id); err != nil {
+			t.Fatalf("Task(%s): %v", id, err)
+		}
+		if last.Status != want && last.Status.Terminal() {
+			t.Fatalf("task %s is %s, want %s", id, last.Status, want)
+		}
+		return last.Status == want
+	})
+	return last
+}
+
+// pending returns the manager's pending request of task id, failing the
+// test when there is none.
+func (e *env) pending(id string) *hil.Request {
+	e.t.Helper()
+	for _, r := range e.m.Pending() {
+		if r.TaskID == id {
+			return r
+		}
+	}
+	e.t.Fatalf("task %s has no pending request; pending: %v", id, e.m.Pending())
+	return nil
+}
+
+// logLines returns the log lines of a task's events that start with "hil:".
+func (e *env) logLines(id string) []string {
+	e.t.Helper()
+	evs, err := e.a.Events(id, 0)
+	if err != nil {
+		e.t.Fatalf("Events: %v", err)
+	}
+	var out []string
+	for _, ev := range evs {
+		if ev.Type != wire.EventLog {
+			continue
+		}
+		var d struct {
+			Line string `json:"line"`
+		}
+		if err := json.Unmarshal(ev.Data, &d); err != nil {
+			e.t.Fatalf("log event data %s: %v", ev.Data, err)
+		}
+		if strings.HasPrefix(d.Line, "hil:") {
+			out = append(out, d.Line)
+		}
+	}
+	return out
+}
+
+// eventually polls cond until it holds, failing the test after pollTimeout.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(pollTimeout)
+	for delay := time.Millisecond; ; delay = min(delay*2, 20*time.Millisecond) {
+		if cond() {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", pollTimeout, what)
+		}
+		time.Sleep(delay) // poll interval, not a wait for a state
+	}
+}
+
+// wantCode checks that err is a wire error with code and HTTP status.
+func wantCode(t *testing.T, err error, code string, status int) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("err = nil, want %s", code)
+	}
+	we := wire.AsError(err)
+	if we.Code != code || we.Status() != status {
+		t.Fatalf("err = %v (status %d), want code %s status %d", err, we.Status(), code, status)
+	}
+}
+
+// stepNames lists the step names of a request's audit trail.
+func stepNames(r *hil.Request) []string {
+	var out []string
+	for _, s := range r.Steps {
+		out = append(out, fmt.Sprintf("%s@%d", s.Step, s.Level))
+	}
+	return out
+}

@@ -1,0 +1,356 @@
+package hil
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/store"
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// ErrClosed is returned by a Manager after Close.
+var ErrClosed = errors.New("hil: manager closed")
+
+// Defaults of Options and limits.
+const (
+	DefaultPollInterval  = 250 * time.Millisecond
+	DefaultNotifyBackoff = time.Second
+	DefaultNotifyTimeout = 10 * time.Second
+	NotifyAttempts       = 3
+	// MaxNotifyInFlight bounds notifications being delivered at once;
+	// beyond it a notification is skipped (and audited as failed).
+	MaxNotifyInFlight = 16
+	// KeepClosed bounds the decided and closed requests kept in the store.
+	KeepClosed = 10_000
+	// pruneEvery is how often closed records are pruned.
+	pruneEvery = time.Hour
+	pruneBatch = 1000
+	// retryEscalation is how long a failed escalation write waits before
+	// it is tried again.
+	retryEscalation = 5 * time.Second
+)
+
+// Options configure a Manager.
+type Options struct {
+	// Logger receives the manager's log; by default it logs nothing.
+	Logger *slog.Logger
+	// PollInterval is how often the agent's live tasks are looked at for
+	// new requests. Default DefaultPollInterval.
+	PollInterval time.Duration
+	// HTTPClient sends notifications. Default: a client with a
+	// DefaultNotifyTimeout timeout that does not follow redirects.
+	HTTPClient *http.Client
+	// NotifyBackoff is the wait before the second notification attempt
+	// (doubled for the third), on the agent's clock. Default 1 s.
+	NotifyBackoff time.Duration
+}
+
+// Manager runs the human-in-the-loop layer of one agent. Build it with New
+// after the agent is open, Start it, and Close it before the agent.
+type Manager struct {
+	a         *agent.Agent
+	db        *store.DB
+	clock     agent.Clock
+	log       *slog.Logger
+	levels    []agent.HILLevel
+	defAction string
+	secret    []byte
+	maxAge    time.Duration
+	opts      Options
+	hc        *http.Client
+	feed      *feed
+
+	mu      sync.Mutex
+	pending map[string]*entry
+	closed  bool
+
+	wg        sync.WaitGroup
+	notifying chan struct{} // semaphore of notifications in flight
+	stop      chan struct{}
+	bg        context.Context
+	cancelBg  context.CancelFunc
+	startOnce sync.Once
+	closeOnce sync.Once
+}
+
+// entry is a pending request in memory.
+type entry struct {
+	rec   *store.HILRequest // replaced, never mutated in place
+	timer agent.Timer
+	// busy is set while a decision is being applied.
+	busy bool
+	// expired is set when the level's deadline passed while busy.
+	expired bool
+}
+
+// New builds a manager for an open agent.
+func New(a *agent.Agent, opts Options) *Manager {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = DefaultPollInterval
+	}
+	if opts.NotifyBackoff <= 0 {
+		opts.NotifyBackoff = DefaultNotifyBackoff
+	}
+	hc := opts.HTTPClient
+	if hc == nil {
+		hc = &http.Client{
+			Timeout:       DefaultNotifyTimeout,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+	}
+	cfg := a.Config()
+	m := &Manager{
+		a: a, db: a.Store(), clock: a.Clock(), log: opts.Logger.With("component", "hil"),
+		levels: cfg.HIL.EffectiveLevels(), defAction: cfg.HIL.EffectiveDefaultAction(),
+		maxAge: time.Duration(cfg.Retention.MaxAgeHours) * time.Hour,
+		opts:   opts, hc: hc,
+		// Ids start above those of earlier processes (see Event).
+		feed:      newFeed(uint64(max(a.Clock().Now().UnixMilli(), 0)) * 1000),
+		pending:   map[string]*entry{},
+		notifying: make(chan struct{}, MaxNotifyInFlight),
+		stop:      make(chan struct{}),
+	}
+	if s := cfg.P2P.CallbackSecret; s != "" {
+		m.secret = []byte(s)
+	}
+	m.bg, m.cancelBg = context.WithCancel(context.Background())
+	return m
+}
+
+// Levels returns the escalation levels in use.
+func (m *Manager) Levels() []agent.HILLevel { return slices.Clone(m.levels) }
+
+// Start loads the pending requests of an earlier run, takes in the tasks
+// waiting now, arms the deadlines, and starts looking for new requests.
+func (m *Manager) Start(ctx context.Context) error {
+	var err error
+	m.startOnce.Do(func() {
+		if err = m.load(); err != nil {
+			return
+		}
+		if err = m.Sync(ctx); err != nil {
+			return
+		}
+		m.wg.Add(1)
+		go m.loop()
+	})
+	return err
+}
+
+// load puts the stored pending requests in memory.
+func (m *Manager) load() error {
+	after := ""
+	for range 10_000 { // pages of 1000: bounded
+		var page []*store.HILRequest
+		var next string
+		err := m.db.View(func(tx *store.Tx) error {
+			var err error
+			page, next, err = tx.HILRequests(true, after, 1000)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("hil: load pending requests: %w", err)
+		}
+		m.mu.Lock()
+		for _, r := range page {
+			m.pending[r.TaskID] = &entry{rec: r}
+		}
+		m.mu.Unlock()
+		if next == "" {
+			return nil
+		}
+		after = next
+	}
+	return nil
+}
+
+// loop looks for new requests and prunes old records until Close.
+func (m *Manager) loop() {
+	defer m.wg.Done()
+	poll := time.NewTicker(m.opts.PollInterval)
+	defer poll.Stop()
+	prune := time.NewTicker(pruneEvery)
+	defer prune.Stop()
+	m.prune()
+	for {
+		select {
+		case <-poll.C:
+			if err := m.Sync(m.bg); err != nil && !errors.Is(err, ErrClosed) {
+				m.log.Error("look for requests", "err", err)
+			}
+		case <-prune.C:
+			m.prune()
+		case <-m.stop:
+			return
+		}
+	}
+}
+
+func (m *Manager) prune() {
+	cut := m.clock.Now().Add(-m.maxAge)
+	for range 1000 { // bounded: each pass deletes up to pruneBatch
+		var n int
+		err := m.db.Update(m.bg, func(tx *store.Tx) error {
+			var err error
+			n, err = tx.PruneHIL(cut, KeepClosed, pruneBatch)
+			return err
+		})
+		if err != nil {
+			if !errors.Is(err, store.ErrClosed) && !errors.Is(err, context.Canceled) {
+				m.log.Error("prune requests", "err", err)
+			}
+			return
+		}
+		if n < pruneBatch {
+			return
+		}
+	}
+}
+
+// Close stops the deadlines, the polling, the notifications and the
+// streams, waiting for them until ctx is done. It is safe to call twice.
+func (m *Manager) Close(ctx context.Context) error {
+	var err error
+	m.closeOnce.Do(func() {
+		m.mu.Lock()
+		m.closed = true
+		for _, e := range m.pending {
+			if e.timer != nil {
+				e.timer.Stop()
+			}
+		}
+		m.mu.Unlock()
+		close(m.stop)
+		m.cancelBg()
+		m.feed.close()
+		done := make(chan struct{})
+		go func() { m.wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			err = fmt.Errorf("hil: close: %w", ctx.Err())
+		}
+	})
+	return err
+}
+
+// Subscribe delivers the events from now on. With resume, replay holds the
+// events after the id after; ok is false when they are no longer all in
+// memory, and the caller should reload the requests.
+func (m *Manager) Subscribe(after uint64, resume bool) (sub *Subscription, replay []Event, ok bool) {
+	return m.feed.subscribe(after, resume)
+}
+
+// CanView reports whether p may list and read requests: tasks:read or the
+// reviewers scope of some level.
+func (m *Manager) CanView(p agent.Principal) bool {
+	if p.Can(agent.ScopeTasksRead) {
+		return true
+	}
+	for _, l := range m.levels {
+		if p.Can(l.ReviewersScope) {
+			return true
+		}
+	}
+	return false
+}
+
+// Pending returns the pending requests, the most urgent deadline first.
+func (m *Manager) Pending() []*Request {
+	m.mu.Lock()
+	recs := make([]*store.HILRequest, 0, len(m.pending))
+	for _, e := range m.pending {
+		recs = append(recs, e.rec)
+	}
+	m.mu.Unlock()
+	slices.SortFunc(recs, func(x, y *store.HILRequest) int {
+		if c := x.Deadline.Compare(y.Deadline); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.TaskID, y.TaskID)
+	})
+	out := make([]*Request, len(recs))
+	for i, r := range recs {
+		out[i] = view(r, m.levels)
+	}
+	return out
+}
+
+// List returns stored requests of every state, newest task first, up to
+// limit, continuing after the task id after; next is the id to continue
+// after ("" at the end).
+func (m *Manager) List(after string, limit int) (reqs []*Request, next string, err error) {
+	var recs []*store.HILRequest
+	err = m.db.View(func(tx *store.Tx) error {
+		var err error
+		recs, next, err = tx.HILRequests(false, after, limit)
+		return err
+	})
+	if err != nil {
+		return nil, "", wire.Errorf(wire.CodeSysStorage, "list requests: %v", err)
+	}
+	m.mu.Lock()
+	for i, r := range recs {
+		if e := m.pending[r.TaskID]; e != nil && e.rec.EnteredAt.Equal(r.EnteredAt) {
+			recs[i] = e.rec // memory is ahead while a write is queued
+		}
+	}
+	m.mu.Unlock()
+	reqs = make([]*Request, len(recs))
+	for i, r := range recs {
+		reqs[i] = view(r, m.levels)
+	}
+	return reqs, next, nil
+}
+
+// Get returns a task's request (pending or not) with its audit trail.
+func (m *Manager) Get(ctx context.Context, id string) (*Request, error) {
+	if err := m.Sync(ctx); err != nil {
+		return nil, err
+	}
+	var rec *store.HILRequest
+	var steps []*store.HILStep
+	err := m.db.View(func(tx *store.Tx) error {
+		var err error
+		if rec, err = tx.HILRequest(id); err != nil {
+			return err
+		}
+		steps, err = tx.HILSteps(id)
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, m.noRequest(id)
+	}
+	if err != nil {
+		return nil, wire.Errorf(wire.CodeSysStorage, "read request: %v", err)
+	}
+	m.mu.Lock()
+	if e := m.pending[id]; e != nil {
+		rec = e.rec
+	}
+	m.mu.Unlock()
+	v := view(rec, m.levels)
+	for _, s := range steps {
+		v.Steps = append(v.Steps, viewStep(s))
+	}
+	return v, nil
+}
+
+// noRequest is the error for a task without a request record.
+func (m *Manager) noRequest(id string) error {
+	if _, err := m.a.Task(id); err != nil {
+		return err
+	}
+	return wire.Errorf(wire.CodeNotFound, "task %s has no request for a person", id).With("task_id", id)
+}

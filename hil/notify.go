@@ -1,0 +1,126 @@
+package hil
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/synapse-edge/synapse/store"
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// HeaderEvent names the kind of body a notification carries.
+const HeaderEvent = "X-Synapse-Event"
+
+// notify sends ev to the notify_url of level, if it has one, in the
+// background; m.mu is held.
+func (m *Manager) notify(ev Event, level int) {
+	target := m.levels[level-1].NotifyURL
+	if target == "" || m.closed {
+		return
+	}
+	select {
+	case m.notifying <- struct{}{}:
+	default:
+		m.log.Warn("notification skipped: too many in flight", "task_id", ev.TaskID, "level", level)
+		m.wg.Add(1)
+		go func() {
+			defer m.wg.Done()
+			m.recordNotify(ev, level, StepNotifyFailed, "skipped: too many notifications in flight")
+		}()
+		return
+	}
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		defer func() { <-m.notifying }()
+		err := m.deliver(target, ev)
+		if err != nil {
+			m.log.Warn("notification failed", "task_id", ev.TaskID, "level", level, "err", err)
+			m.recordNotify(ev, level, StepNotifyFailed, err.Error())
+			return
+		}
+		m.recordNotify(ev, level, StepNotified, "delivered")
+	}()
+}
+
+// deliver POSTs ev to target, trying NotifyAttempts times.
+func (m *Manager) deliver(target string, ev Event) error {
+	body, err := json.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("encode notification: %w", err)
+	}
+	var last error
+	for attempt := range NotifyAttempts {
+		if attempt > 0 && !m.wait(m.opts.NotifyBackoff<<(attempt-1)) {
+			return fmt.Errorf("shutting down after %d attempts: %w", attempt, last)
+		}
+		if last = m.post(target, body, ev.Change); last == nil {
+			return nil
+		}
+	}
+	return fmt.Errorf("%d attempts: %w", NotifyAttempts, last)
+}
+
+func (m *Manager) post(target string, body []byte, change string) error {
+	ctx, cancel := context.WithTimeout(m.bg, DefaultNotifyTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", wire.ContentJSON)
+	req.Header.Set("User-Agent", "synapse-hil")
+	req.Header.Set(HeaderEvent, "hil."+change)
+	if m.secret != nil {
+		req.Header.Set(wire.HeaderSignature, wire.SignHMAC(m.secret, m.clock.Now(), body))
+	}
+	resp, err := m.hc.Do(req)
+	if err != nil {
+		// Leave the URL (it may carry a secret) out of the audit trail.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			return ue.Err
+		}
+		return err
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return fmt.Errorf("notify_url answered %d", resp.StatusCode)
+	}
+	return nil
+}
+
+// wait waits d on the agent's clock; false when the manager closes first.
+func (m *Manager) wait(d time.Duration) bool {
+	ch := make(chan struct{})
+	t := m.clock.AfterFunc(d, func() { close(ch) })
+	select {
+	case <-ch:
+		return true
+	case <-m.stop:
+		t.Stop()
+		return false
+	}
+}
+
+// recordNotify writes the outcome of a notification into the audit trail
+// and the task's events.
+func (m *Manager) recordNotify(ev Event, level int, step, detail string) {
+	s := &store.HILStep{TaskID: ev.TaskID, At: m.clock.Now(), Step: step, Level: level, Detail: detail}
+	if err := m.save(m.bg, change{steps: []*store.HILStep{s}}); err != nil {
+		m.log.Error("record notification", "task_id", ev.TaskID, "err", err)
+	}
+	if step == StepNotified {
+		m.a.NoteTask(ev.TaskID, fmt.Sprintf("hil: level %d reviewers notified", level))
+	} else {
+		m.a.NoteTask(ev.TaskID, fmt.Sprintf("hil: notifying level %d failed: %s", level, detail))
+	}
+}

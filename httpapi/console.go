@@ -1,0 +1,97 @@
+package httpapi
+
+import (
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"io/fs"
+	"path"
+	"strings"
+	"sync"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// The web console: static files compiled into the binary, served at / and
+// /console/* without auth. The page asks for a token and sends it as a
+// bearer token with every API call; nothing here needs one.
+
+//go:embed console
+var consoleFiles embed.FS
+
+const consolePrefix = "/console/"
+
+// consoleCSP allows only the console's own script, style and API calls:
+// no inline script or style, no framing, no form posts.
+const consoleCSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+	"connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+// consoleTypes are the content types of the console's files (fixed here
+// rather than taken from the system's MIME table).
+var consoleTypes = map[string]string{
+	".html": "text/html; charset=utf-8",
+	".js":   "text/javascript; charset=utf-8",
+	".css":  "text/css; charset=utf-8",
+	".svg":  "image/svg+xml",
+}
+
+// asset is one console file ready to serve.
+type asset struct {
+	body        []byte
+	contentType string
+	etag        string
+}
+
+// consoleAssets reads the embedded files once.
+var consoleAssets = sync.OnceValue(func() map[string]asset {
+	out := map[string]asset{}
+	_ = fs.WalkDir(consoleFiles, "console", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := consoleFiles.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		ct, ok := consoleTypes[path.Ext(p)]
+		if !ok {
+			ct = "application/octet-stream"
+		}
+		sum := sha256.Sum256(b)
+		out["/"+p] = asset{body: b, contentType: ct, etag: `"` + hex.EncodeToString(sum[:8]) + `"`}
+		return nil
+	})
+	return out
+})
+
+// console serves GET / (the page) and GET /console/<file>.
+func (s *Server) console(ctx *fasthttp.RequestCtx, p string) error {
+	if p == "/" {
+		p = consolePrefix + "index.html"
+	}
+	a, ok := consoleAssets()[p]
+	if !ok || strings.Contains(p, "..") {
+		return wire.Errorf(wire.CodeNotFound, "no console file %s", p)
+	}
+	if !ctx.IsGet() && !ctx.IsHead() {
+		ctx.Response.Header.Set(fasthttp.HeaderAllow, "GET, HEAD")
+		return wire.Errorf(wire.CodeMethodNotAllowed, "%s is not allowed on %s", ctx.Method(), p)
+	}
+	h := &ctx.Response.Header
+	h.Set("Content-Security-Policy", consoleCSP)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set(fasthttp.HeaderCacheControl, "no-cache")
+	h.Set(fasthttp.HeaderETag, a.etag)
+	if inm := ctx.Request.Header.Peek(fasthttp.HeaderIfNoneMatch); len(inm) > 0 && strings.Contains(string(inm), a.etag) {
+		ctx.SetStatusCode(fasthttp.StatusNotModified)
+		return nil
+	}
+	ctx.SetStatusCode(fasthttp.StatusOK)
+	ctx.SetContentType(a.contentType)
+	ctx.SetBody(a.body)
+	return nil
+}

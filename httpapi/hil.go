@@ -1,0 +1,247 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/hil"
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// Human-in-the-loop routes (SPEC §9), served when Options.HIL is set:
+//
+//	GET  /hil                  pending requests, most urgent first;
+//	                           ?all=true lists every stored request, newest
+//	                           first, with page_size and page_token
+//	GET  /hil/stream           SSE: "event: hil" with the request and its
+//	                           change; "event: reset" when a resumed stream
+//	                           lost events (reload the list)
+//	GET  /hil/{task_id}        one request with its audit trail
+//	POST /hil/{task_id}/decision
+//	     {"action":"approve|reject|modify","approved_fields":{},
+//	      "rejection_reason":"","notes":""}
+//
+// Reading needs tasks:read or a reviewers scope of some level; deciding
+// needs the reviewers scope of the request's current level (or admin).
+
+func (s *Server) hilRoutes() []route {
+	return []route{
+		{"GET", seg("hil"), "", s.listHIL},
+		{"GET", seg("hil/stream"), "", s.streamHIL},
+		{"GET", seg("hil/*"), "", s.getHIL},
+		{"POST", seg("hil/*/decision"), "", s.decideHIL},
+	}
+}
+
+// hilList is the answer of GET /hil.
+type hilList struct {
+	Requests      []*hil.Request `json:"requests" msgpack:"requests"`
+	NextPageToken string         `json:"next_page_token" msgpack:"next_page_token"`
+	// ServerTime lets a console count deadlines down on the agent's clock.
+	ServerTime string `json:"server_time" msgpack:"server_time"`
+}
+
+// hilViewer authenticates a request that reads requests.
+func (s *Server) hilViewer(ctx *fasthttp.RequestCtx) (agent.Principal, error) {
+	if s.hil == nil {
+		return agent.Principal{}, wire.Errorf(wire.CodeAgentNotReady, "human-in-the-loop is not running on this server")
+	}
+	// authorize answers the principal along with a permission error, so a
+	// reviewer without tasks:read still gets here.
+	p, err := s.authorize(ctx, agent.ScopeTasksRead)
+	if err != nil && wire.AsError(err).Code != wire.CodePermissionDenied {
+		return p, err
+	}
+	if !s.hil.CanView(p) {
+		return p, wire.Errorf(wire.CodePermissionDenied, "reading requests needs tasks:read or a reviewers scope (hil:l1, hil:l2, hil:l3)")
+	}
+	return p, nil
+}
+
+func (s *Server) listHIL(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
+	if _, err := s.hilViewer(ctx); err != nil {
+		return err
+	}
+	out := hilList{Requests: []*hil.Request{}}
+	all := string(ctx.QueryArgs().Peek("all"))
+	switch all {
+	case "", "false", "0":
+		if err := s.hil.Sync(ctx); err != nil {
+			return err
+		}
+		out.Requests = s.hil.Pending()
+	case "true", "1":
+		size, err := queryInt(ctx, "page_size", 50, 1, 1000)
+		if err != nil {
+			return err
+		}
+		reqs, next, err := s.hil.List(string(ctx.QueryArgs().Peek("page_token")), size)
+		if err != nil {
+			return err
+		}
+		if reqs != nil {
+			out.Requests = reqs
+		}
+		out.NextPageToken = next
+	default:
+		return wire.Errorf(wire.CodeInvalidParams, "all must be true or false").With("field", "all")
+	}
+	out.ServerTime = wire.FormatTime(s.a.Clock().Now())
+	write(ctx, fasthttp.StatusOK, out)
+	return nil
+}
+
+func (s *Server) getHIL(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
+	if _, err := s.hilViewer(ctx); err != nil {
+		return err
+	}
+	id, err := url.PathUnescape(args[0])
+	if err != nil {
+		return wire.Errorf(wire.CodeInvalidParams, "bad task id in path")
+	}
+	r, err := s.hil.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	write(ctx, fasthttp.StatusOK, r)
+	return nil
+}
+
+func (s *Server) decideHIL(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
+	// A principal that may not read holds none of the levels' scopes:
+	// Decide refuses it, naming the scope the request's level needs.
+	p, err := s.hilViewer(ctx)
+	if err != nil && wire.AsError(err).Code != wire.CodePermissionDenied {
+		return err
+	}
+	id, err := url.PathUnescape(args[0])
+	if err != nil {
+		return wire.Errorf(wire.CodeInvalidParams, "bad task id in path")
+	}
+	var req agent.DecisionRequest
+	if err := decode(ctx, &req); err != nil {
+		return err
+	}
+	r, err := s.hil.Decide(ctx, p, id, req)
+	if err != nil {
+		return err
+	}
+	write(ctx, fasthttp.StatusOK, r)
+	return nil
+}
+
+// streamHIL serves GET /hil/stream. Last-Event-ID (or last_event_id)
+// resumes after that event from the manager's memory; when that is no
+// longer possible the stream starts with "event: reset".
+func (s *Server) streamHIL(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
+	if _, err := s.hilViewer(ctx); err != nil {
+		return err
+	}
+	raw := ctx.Request.Header.Peek("Last-Event-ID")
+	if len(raw) == 0 {
+		raw = ctx.QueryArgs().Peek("last_event_id")
+	}
+	var last uint64
+	resume := len(raw) > 0
+	if resume {
+		n, ok := parseUint(raw)
+		if !ok {
+			return wire.Errorf(wire.CodeInvalidParams, "Last-Event-ID must be an event id (a whole number)")
+		}
+		last = n
+	}
+	// Subscribe before answering so that nothing falls between the
+	// answer and a list the client loads once it has it.
+	sub, replay, ok := s.hil.Subscribe(last, resume)
+	header := httpHeader(fasthttp.StatusOK, "text/event-stream; charset=utf-8",
+		"Cache-Control: no-cache", "X-Accel-Buffering: no")
+	s.takeOver(ctx, header, func(w *deadlineWriter, done <-chan struct{}) error {
+		defer func() { sub.Close() }()
+		if !ok {
+			if err := writeHILReset(w); err != nil {
+				return err
+			}
+		}
+		for _, ev := range replay {
+			if err := writeHILEvent(w, ev); err != nil {
+				return err
+			}
+			last = ev.ID
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		for range 1_000_000 { // a new subscription only after lagging
+			lagged, err := s.followHIL(w, done, sub, &last)
+			if !lagged || err != nil {
+				return err
+			}
+			sub.Close()
+			sub, replay, ok = s.hil.Subscribe(last, true)
+			if !ok {
+				if err := writeHILReset(w); err != nil {
+					return err
+				}
+			}
+			for _, ev := range replay {
+				if err := writeHILEvent(w, ev); err != nil {
+					return err
+				}
+				last = ev.ID
+			}
+		}
+		return nil
+	})
+	return nil
+}
+
+// followHIL writes events until shutdown, the manager closing, or the
+// subscription lagging (then lagged is true).
+func (s *Server) followHIL(w *deadlineWriter, done <-chan struct{}, sub *hil.Subscription, last *uint64) (lagged bool, err error) {
+	keep := time.NewTicker(sseKeepAlive)
+	defer keep.Stop()
+	for {
+		select {
+		case ev, ok := <-sub.C:
+			if !ok {
+				return sub.Lagged(), nil
+			}
+			if err := writeHILEvent(w, ev); err != nil {
+				return false, err
+			}
+			*last = ev.ID
+			if err := w.Flush(); err != nil {
+				return false, err
+			}
+		case <-keep.C:
+			if _, err := w.WriteString(": keep-alive\n\n"); err != nil {
+				return false, err
+			}
+			if err := w.Flush(); err != nil {
+				return false, err
+			}
+		case <-done:
+			return false, nil
+		}
+	}
+}
+
+func writeHILEvent(w *deadlineWriter, ev hil.Event) error {
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("encode hil event: %w", err)
+	}
+	_, err = fmt.Fprintf(w, "id: %s\nevent: hil\ndata: %s\n\n", strconv.FormatUint(ev.ID, 10), data)
+	return err
+}
+
+func writeHILReset(w *deadlineWriter) error {
+	_, err := w.WriteString("event: reset\ndata: {\"reason\":\"events were lost; reload the requests\"}\n\n")
+	return err
+}
