@@ -12,6 +12,9 @@ import (
 // before they run. A person's approve (or modify, whose approved_fields
 // are merged into the payload) runs the task; reject ends it rejected.
 
+// approvalCode is the reason code of requests the policy makes.
+const approvalCode = "approval_required"
+
 // approvalFor returns the rule a submission matches, or nil.
 func (e *engine) approvalFor(req *wire.SubmitRequest) *ApprovalRule {
 	for i := range e.a.cfg.Approvals {
@@ -51,7 +54,7 @@ func approvalRequest(t *wire.Task, rule *ApprovalRule) *wire.TaskNeedHumanPayloa
 	}
 	return &wire.TaskNeedHumanPayload{
 		TaskID:          t.ID,
-		Reason:          wire.Reason{Code: "approval_required", Message: reason},
+		Reason:          wire.Reason{Code: approvalCode, Message: reason},
 		Context:         &wire.HumanContext{TaskSummary: "run " + t.Type + " with payload " + string(t.Payload), BlockedReason: reason},
 		EscalationLevel: 1,
 	}

@@ -78,3 +78,37 @@ func TestApprovalPolicy(t *testing.T) {
 		waitStatus(t, b, task.ID, wire.StatusCompleted)
 	})
 }
+
+// TestDecisionAfterRestart: a handler that asked a person is gone after a
+// restart; the decision made then runs it again, and its AskHuman returns
+// that decision at once.
+func TestDecisionAfterRestart(t *testing.T) {
+	cfg := testConfig(t)
+	a := openAgent(t, cfg, nil)
+	ctx := context.Background()
+	ask := submit(t, a, "confirm", `{"question":"open valve 3?"}`)
+	waitStatus(t, a, ask.ID, wire.StatusNeedHuman)
+	no := submit(t, a, "confirm", `{"question":"close valve 4?"}`)
+	waitStatus(t, a, no.ID, wire.StatusNeedHuman)
+	closeAgent(t, a, 0)
+
+	b := openAgent(t, cfg, nil)
+	if _, err := b.Decide(ctx, admin, ask.ID, agent.DecisionRequest{Action: agent.ActionApprove, Notes: "go"}); err != nil {
+		t.Fatal(err)
+	}
+	done := waitStatus(t, b, ask.ID, wire.StatusCompleted)
+	var res struct {
+		Approved bool   `json:"approved"`
+		Notes    string `json:"notes"`
+	}
+	if err := json.Unmarshal(done.Result, &res); err != nil || !res.Approved || res.Notes != "go" {
+		t.Errorf("result %s, want the decision made after the restart", done.Result)
+	}
+	if n := countStatus(done, wire.StatusNeedHuman); n != 1 {
+		t.Errorf("need_human %d times in the history, want once (the person is asked once)", n)
+	}
+	if _, err := b.Decide(ctx, admin, no.ID, agent.DecisionRequest{Action: agent.ActionReject}); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, b, no.ID, wire.StatusRejected)
+}

@@ -53,6 +53,9 @@ type run struct {
 	// decision receives a person's decision while the handler waits in
 	// AskHuman.
 	decision chan *wire.HumanDecisionPayload
+	// preDecided is a decision made after a restart, returned by the next
+	// AskHuman of the re-run handler.
+	preDecided *wire.HumanDecisionPayload
 	// unsaved is set when the final state could not be persisted; readers
 	// then go to the store rather than trust the in-memory state.
 	unsaved bool

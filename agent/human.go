@@ -58,6 +58,16 @@ func (e *engine) askHuman(ctx context.Context, id string, req HumanRequest) (*wi
 	}
 	ch := make(chan *wire.HumanDecisionPayload, 1)
 	r.mu.Lock()
+	if pre := r.preDecided; pre != nil {
+		// The decision came after a restart, before this run of the
+		// handler asked again: it is the answer.
+		r.preDecided = nil
+		r.mu.Unlock()
+		if pre.Decision.Action == ActionReject {
+			return pre, ErrHumanRejected
+		}
+		return pre, nil
+	}
 	r.decision = ch
 	r.mu.Unlock()
 	err := e.apply(r, true, func(t *wire.Task, now time.Time) ([]*wire.Event, error) {
@@ -78,8 +88,14 @@ func (e *engine) askHuman(ctx context.Context, id string, req HumanRequest) (*wi
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+	return e.recordDecision(r, d)
+}
+
+// recordDecision moves a task out of need_human after the decision d and
+// returns it to the handler (ErrHumanRejected on reject).
+func (e *engine) recordDecision(r *run, d *wire.HumanDecisionPayload) (*wire.HumanDecisionPayload, error) {
 	approved := d.Decision.Action != ActionReject
-	err = e.apply(r, true, func(t *wire.Task, now time.Time) ([]*wire.Event, error) {
+	err := e.apply(r, true, func(t *wire.Task, now time.Time) ([]*wire.Event, error) {
 		t.Human = nil
 		if !approved {
 			return e.transition(t, wire.StatusHumanRejected, now, "rejected by "+d.DecidedBy.UserID)
@@ -144,8 +160,13 @@ func (a *Agent) Decide(ctx context.Context, p Principal, id string, req Decision
 	waiting := r.decision != nil
 	r.mu.Unlock()
 	if !waiting && r.cancel == nil {
-		// Held by the approval policy: no handler runs yet.
-		if err := a.eng.decideApproval(r, d); err != nil {
+		if cur.Human != nil && cur.Human.Reason.Code == approvalCode {
+			// Held by the approval policy: no handler runs yet.
+			if err := a.eng.decideApproval(r, d); err != nil {
+				return nil, err
+			}
+		} else if err := a.eng.decideResume(r, d); err != nil {
+			// A handler asked before a restart and is gone.
 			return nil, err
 		}
 		return a.eng.get(id)
@@ -176,6 +197,61 @@ func (e *engine) deliverDecision(r *run, d *wire.HumanDecisionPayload) error {
 		return wire.Errorf(wire.CodeInvalidStateChange, "task %s has no handler waiting for a decision", d.TaskID)
 	}
 	ch <- d
+	return nil
+}
+
+// decideResume records a decision on a task whose handler asked a person
+// before the agent restarted: the handler is run again from the start, and
+// its AskHuman returns this decision at once; on reject the task ends
+// rejected without running.
+func (e *engine) decideResume(r *run, d *wire.HumanDecisionPayload) error {
+	approved := d.Decision.Action != ActionReject
+	if approved {
+		if err := e.acquire(true); err != nil {
+			return err
+		}
+	}
+	err := e.apply(r, true, func(t *wire.Task, now time.Time) ([]*wire.Event, error) {
+		if t.Status != wire.StatusNeedHuman && t.Status != wire.StatusHumanDeciding {
+			return nil, wire.Errorf(wire.CodeInvalidStateChange, "task %s is %s, not need_human", t.ID, t.Status)
+		}
+		t.Human = nil
+		by := d.DecidedBy.UserID
+		if !approved {
+			t.ErrorCode, t.ErrorMessage = wire.CodePermissionDenied, "a person rejected the task"
+			evs, err := e.transition(t, wire.StatusHumanRejected, now, "rejected by "+by)
+			if err != nil {
+				return nil, err
+			}
+			more, err := e.transition(t, wire.StatusRejected, now, t.ErrorMessage)
+			return append(evs, more...), err
+		}
+		evs, err := e.transition(t, wire.StatusHumanApproved, now, d.Decision.Action+" by "+by)
+		if err != nil {
+			return nil, err
+		}
+		more, err := e.transition(t, wire.StatusExecuting, now, "the handler runs again with the decision")
+		return append(evs, more...), err
+	})
+	if err != nil {
+		if approved {
+			e.acquireUndo()
+		}
+		return err
+	}
+	if !approved {
+		e.a.m.finished.With(string(wire.StatusRejected)).Add(1)
+		e.untrack(r)
+		return nil
+	}
+	r.mu.Lock()
+	r.slot = true
+	r.preDecided = d
+	if r.timer != nil {
+		r.timer.Stop()
+	}
+	r.mu.Unlock()
+	e.start(r)
 	return nil
 }
 

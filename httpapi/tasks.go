@@ -208,6 +208,18 @@ func (s *Server) decide(ctx *fasthttp.RequestCtx, p agent.Principal, args []stri
 	if err := decode(ctx, &req); err != nil {
 		return err
 	}
+	if s.hil != nil {
+		// The escalation levels' reviewer scopes apply here too.
+		if _, err := s.hil.Decide(ctx, p, args[0], req); err != nil {
+			return err
+		}
+		t, err := s.a.Task(args[0])
+		if err != nil {
+			return err
+		}
+		write(ctx, fasthttp.StatusOK, t.StatusResponse(false))
+		return nil
+	}
 	t, err := s.a.Decide(ctx, p, args[0], req)
 	if err != nil {
 		return err
