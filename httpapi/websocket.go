@@ -19,6 +19,7 @@ const (
 	wsPingEvery  = 30 * time.Second
 	wsPongWait   = 10 * time.Second
 	wsWriteWait  = 10 * time.Second
+	wsDrainWait  = 2 * time.Second
 	tier1Window  = 256 // batches read ahead of their acknowledgements
 	wsBufferSize = 64 << 10
 )
@@ -81,7 +82,23 @@ func (s *Server) startKeepAlive(c *websocket.Conn) (stop func()) {
 		case <-s.streamsDone:
 			_ = c.WriteControl(websocket.CloseMessage,
 				websocket.FormatCloseMessage(websocket.CloseGoingAway, "agent shutting down"), time.Now().Add(wsWriteWait))
+			drain(c)
 		default:
+		}
+	}
+}
+
+// drain reads and discards what the peer still sends, until it closes or
+// a short deadline passes: closing a socket with unread data makes the
+// kernel reset it, and the peer would then lose the answers (and the close
+// frame) already sent.
+func drain(c *websocket.Conn) {
+	nc := c.UnderlyingConn()
+	_ = nc.SetReadDeadline(time.Now().Add(wsDrainWait))
+	buf := make([]byte, 16<<10)
+	for {
+		if _, err := nc.Read(buf); err != nil {
+			return
 		}
 	}
 }
