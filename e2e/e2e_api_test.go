@@ -46,7 +46,11 @@ type taskView struct {
 	ErrorMessage string          `json:"error_message"`
 	ErrorCode    string          `json:"error_code"`
 	Recoverable  bool            `json:"recoverable"`
-	History      []struct {
+	// MissingFields is set in info_needed.
+	MissingFields []struct {
+		Field string `json:"field"`
+	} `json:"missing_fields"`
+	History []struct {
 		From   string `json:"from"`
 		Status string `json:"status"`
 		Reason string `json:"reason"`
