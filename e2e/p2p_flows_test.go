@@ -102,3 +102,48 @@ func TestP2PFlows(t *testing.T) {
 		}
 	})
 }
+
+// TestHILAcrossAgents is seed 004 §4.3 through the people's side of the
+// requester: B's handler asks for a person; A's human-in-the-loop list
+// (what A's console shows) has the request; the decision made there (what
+// the console's buttons send) reaches B, and the task completes on both.
+func TestHILAcrossAgents(t *testing.T) {
+	a, b, bID := pairedAgents(t)
+	_, id := a.submit(http.StatusCreated, `{"task_type":"confirm","payload":{"question":"flush line 2?"},"target":"`+bID+`"}`)
+	var req struct {
+		TaskID string `json:"task_id"`
+		Target string `json:"target"`
+		Reason struct {
+			Message string `json:"message"`
+		} `json:"reason"`
+		EscalationLevel int `json:"escalation_level"`
+	}
+	poll(t, 30*time.Second, "the request in A's HiL list", func() bool {
+		r := a.call(http.MethodGet, prefix+"/hil", nil)
+		var list struct {
+			Requests []json.RawMessage `json:"requests"`
+		}
+		if r.status != http.StatusOK || json.Unmarshal(r.body, &list) != nil {
+			t.Fatalf("GET /hil: %s", r)
+		}
+		for _, raw := range list.Requests {
+			if json.Unmarshal(raw, &req) == nil && req.TaskID == id {
+				return true
+			}
+		}
+		return false
+	})
+	if req.Target != bID || req.Reason.Message != "flush line 2?" || req.EscalationLevel != 1 {
+		t.Errorf("A's request = %+v, want B's question at level 1", req)
+	}
+	if r := a.call(http.MethodPost, prefix+"/hil/"+id+"/decision", []byte(`{"action":"approve","notes":"line is empty"}`)); r.status != http.StatusOK {
+		t.Fatalf("POST /hil/%s/decision: %s", id, r)
+	}
+	if v := a.waitTask(id, 30*time.Second, "final", taskView.terminal); v.Status != "completed" {
+		t.Errorf("requester: %s, want completed", v.Status)
+	}
+	remote := b.waitTask(id, 30*time.Second, "final", taskView.terminal)
+	if remote.Status != "completed" || !json.Valid([]byte(remote.ResultJSON)) {
+		t.Errorf("executor: %s %q", remote.Status, remote.ResultJSON)
+	}
+}
