@@ -255,7 +255,7 @@ func eventData(t *testing.T, e *wire.Event) map[string]any {
 func metric(t *testing.T, a *agent.Agent, series string) float64 {
 	t.Helper()
 	var buf bytes.Buffer
-	a.Metrics().WriteTo(&buf)
+	a.Metrics().Write(&buf)
 	sc := bufio.NewScanner(&buf)
 	for sc.Scan() {
 		name, value, ok := strings.Cut(sc.Text(), " ")

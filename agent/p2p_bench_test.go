@@ -153,7 +153,7 @@ func BenchmarkOutboxDrain(b *testing.B) {
 // counter reads one series of the agent's metrics (0 when absent).
 func counter(a *agent.Agent, series string) float64 {
 	var buf bytes.Buffer
-	a.Metrics().WriteTo(&buf)
+	a.Metrics().Write(&buf)
 	sc := bufio.NewScanner(&buf)
 	for sc.Scan() {
 		name, value, ok := strings.Cut(sc.Text(), " ")

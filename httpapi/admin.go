@@ -43,7 +43,7 @@ func (s *Server) taskTypeCapability(ctx *fasthttp.RequestCtx, _ agent.Principal,
 
 func (s *Server) metrics(ctx *fasthttp.RequestCtx) error {
 	var buf bytes.Buffer
-	s.a.Metrics().WriteTo(&buf)
+	s.a.Metrics().Write(&buf)
 	writeRaw(ctx, fasthttp.StatusOK, "text/plain; version=0.0.4; charset=utf-8", buf.Bytes())
 	return nil
 }

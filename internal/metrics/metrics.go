@@ -35,8 +35,8 @@ func (r *Registry) add(m metric) {
 	r.metrics = append(r.metrics, m)
 }
 
-// WriteTo writes every metric, sorted by name.
-func (r *Registry) WriteTo(w io.Writer) {
+// Write writes every metric, sorted by name.
+func (r *Registry) Write(w io.Writer) {
 	r.mu.Lock()
 	ms := append([]metric(nil), r.metrics...)
 	r.mu.Unlock()

@@ -20,7 +20,7 @@ func TestPrometheusText(t *testing.T) {
 	v.With("200").Add(5)
 	v.With(`we"ird`).Add(1)
 	var buf bytes.Buffer
-	r.WriteTo(&buf)
+	r.Write(&buf)
 	want := `# HELP a_gauge A gauge.
 # TYPE a_gauge gauge
 a_gauge 5
