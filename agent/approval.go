@@ -60,8 +60,18 @@ func approvalRequest(t *wire.Task, rule *ApprovalRule) *wire.TaskNeedHumanPayloa
 	}
 }
 
-// decideApproval applies a decision to a task held by the policy.
+// decideApproval applies a decision to a task held by the policy: approve
+// (or modify, whose approved_fields are merged into the payload) queues it
+// to run; reject ends it.
 func (e *engine) decideApproval(r *run, d *wire.HumanDecisionPayload) error {
+	return e.decideHeld(r, d, wire.StatusConfirmed, "approved", true)
+}
+
+// decideHeld applies a decision to a task that waits in need_human with no
+// handler waiting for it: on approve it goes on to next (confirmed for the
+// policy, executing for a handler that asked before a restart) and starts;
+// on reject it ends rejected without running.
+func (e *engine) decideHeld(r *run, d *wire.HumanDecisionPayload, next wire.Status, reason string, mergeFields bool) error {
 	approved := d.Decision.Action != ActionReject
 	if approved {
 		if err := e.acquire(true); err != nil {
@@ -86,7 +96,7 @@ func (e *engine) decideApproval(r *run, d *wire.HumanDecisionPayload) error {
 			more, err := e.transition(t, wire.StatusRejected, now, t.ErrorMessage)
 			return append(evs, more...), err
 		}
-		if len(d.Decision.ApprovedFields) > 0 {
+		if mergeFields && len(d.Decision.ApprovedFields) > 0 {
 			var p map[string]any
 			_ = json.Unmarshal(t.Payload, &p)
 			if p == nil {
@@ -105,7 +115,7 @@ func (e *engine) decideApproval(r *run, d *wire.HumanDecisionPayload) error {
 		if err != nil {
 			return nil, err
 		}
-		more, err := e.transition(t, wire.StatusConfirmed, now, "approved")
+		more, err := e.transition(t, next, now, reason)
 		return append(evs, more...), err
 	})
 	if err != nil {
@@ -121,6 +131,9 @@ func (e *engine) decideApproval(r *run, d *wire.HumanDecisionPayload) error {
 	}
 	r.mu.Lock()
 	r.slot = true
+	if next == wire.StatusExecuting {
+		r.preDecided = d
+	}
 	if r.timer != nil {
 		r.timer.Stop()
 	}

@@ -205,54 +205,7 @@ func (e *engine) deliverDecision(r *run, d *wire.HumanDecisionPayload) error {
 // its AskHuman returns this decision at once; on reject the task ends
 // rejected without running.
 func (e *engine) decideResume(r *run, d *wire.HumanDecisionPayload) error {
-	approved := d.Decision.Action != ActionReject
-	if approved {
-		if err := e.acquire(true); err != nil {
-			return err
-		}
-	}
-	err := e.apply(r, true, func(t *wire.Task, now time.Time) ([]*wire.Event, error) {
-		if t.Status != wire.StatusNeedHuman && t.Status != wire.StatusHumanDeciding {
-			return nil, wire.Errorf(wire.CodeInvalidStateChange, "task %s is %s, not need_human", t.ID, t.Status)
-		}
-		t.Human = nil
-		by := d.DecidedBy.UserID
-		if !approved {
-			t.ErrorCode, t.ErrorMessage = wire.CodePermissionDenied, "a person rejected the task"
-			evs, err := e.transition(t, wire.StatusHumanRejected, now, "rejected by "+by)
-			if err != nil {
-				return nil, err
-			}
-			more, err := e.transition(t, wire.StatusRejected, now, t.ErrorMessage)
-			return append(evs, more...), err
-		}
-		evs, err := e.transition(t, wire.StatusHumanApproved, now, d.Decision.Action+" by "+by)
-		if err != nil {
-			return nil, err
-		}
-		more, err := e.transition(t, wire.StatusExecuting, now, "the handler runs again with the decision")
-		return append(evs, more...), err
-	})
-	if err != nil {
-		if approved {
-			e.acquireUndo()
-		}
-		return err
-	}
-	if !approved {
-		e.a.m.finished.With(string(wire.StatusRejected)).Add(1)
-		e.untrack(r)
-		return nil
-	}
-	r.mu.Lock()
-	r.slot = true
-	r.preDecided = d
-	if r.timer != nil {
-		r.timer.Stop()
-	}
-	r.mu.Unlock()
-	e.start(r)
-	return nil
+	return e.decideHeld(r, d, wire.StatusExecuting, "the handler runs again with the decision", false)
 }
 
 // decideRemote records the decision on a delegated task and sends it.

@@ -1,4 +1,4 @@
-// Command tier1bench measures tier-1 ingest side by side: the agent's
+// Package main (command tier1bench) measures tier-1 ingest side by side: the agent's
 // durable WebSocket ingest, mosquitto at QoS 1, NATS JetStream with a file
 // stream and async publish, and two physical limits run in process (the
 // same frames written straight into bbolt in 1000-record transactions, and
