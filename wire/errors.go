@@ -52,6 +52,8 @@ const (
 	CodeTaskExpired           = "task_expired"
 	CodeInvalidStateChange    = "invalid_state_transition"
 	CodeCallbackUndeliverable = "callback_undeliverable"
+	CodeNotCompliant          = "not_compliant"
+	CodePeerUnreachable       = "peer_unreachable"
 
 	CodeIDUnknownSender  = "TP-ID003"
 	CodeIDDuplicate      = "TP-ID004"
@@ -106,6 +108,8 @@ var registry = func() map[string]Def {
 		{CodeTaskExpired, http.StatusGone, Terminal, "the task expired before it ran", 0},
 		{CodeInvalidStateChange, http.StatusConflict, Terminal, "that state transition is not allowed", 0},
 		{CodeCallbackUndeliverable, http.StatusBadGateway, Retriable, "the callback could not be delivered", 0},
+		{CodeNotCompliant, http.StatusUnprocessableEntity, Terminal, "the agent lacks basic interfaces", 0},
+		{CodePeerUnreachable, http.StatusBadGateway, Retriable, "the other agent could not be reached", 0},
 
 		{CodeIDUnknownSender, http.StatusUnauthorized, Terminal, "unknown sender or bad signature", 0},
 		{CodeIDDuplicate, http.StatusOK, Terminal, "duplicate message id; already processed", 0},
