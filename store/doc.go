@@ -28,6 +28,12 @@
 //	peers                              agent_id → pinned peer JSON
 //	p2p_seen, p2p_seen_at              received message ids, for replay protection
 //	outbox, outbox_dead, outbox_id     messages to peers and webhooks, dead letters
+//	contracts, contracts_peer          negotiated protocol contracts, by id and by peer
+//	registry                           the directory of agents registered here
+//	hil (requests, steps, closed)      human-in-the-loop escalation state and audit
+//	groups, group_votes, group_tasks,
+//	group_events, group_event_ids      groups, their votes, tasks and event log
+//	a2a_push                           A2A push-notification configs
 //
 // The schema version is checked on open; a file written by a newer schema is
 // refused rather than misread.
