@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/synapse-edge/synapse/internal/metrics"
@@ -25,6 +26,8 @@ type Agent struct {
 	log      *slog.Logger
 	clock    Clock
 	handlers handlers
+	// caps holds the standard interfaces provided (capabilities.go).
+	caps capabilityState
 
 	db       *store.DB
 	key      ed25519.PrivateKey
@@ -38,6 +41,8 @@ type Agent struct {
 	uplink   *tier1.Uplink
 	stopBg   context.CancelFunc
 	bgDone   chan struct{}
+	// groupHandler takes the group:* envelopes (p2p_group.go).
+	groupHandler atomic.Pointer[GroupHandler]
 
 	m       agentMetrics
 	metrics *metrics.Registry
@@ -88,6 +93,9 @@ func New(cfg Config, opts ...Option) (*Agent, error) {
 			return nil, fmt.Errorf("config: handlers: %w", err)
 		}
 	}
+	if err := a.registerNaturalLanguage(); err != nil {
+		return nil, err
+	}
 	r := a.metrics
 	a.m = agentMetrics{
 		submitted: r.Counter("synapse_tasks_submitted_total", "Tasks accepted and stored."),
@@ -100,7 +108,13 @@ func New(cfg Config, opts ...Option) (*Agent, error) {
 }
 
 // Handle registers a Go handler for a task type.
-func (a *Agent) Handle(h Handler) error { return a.handlers.add(h) }
+func (a *Agent) Handle(h Handler) error {
+	if err := a.handlers.add(h); err != nil {
+		return err
+	}
+	a.caps.changed()
+	return nil
+}
 
 // Open opens the data directory (failing with store.ErrLocked if another
 // process serves it), loads or creates the identity and admin token, and
@@ -140,6 +154,7 @@ func (a *Agent) Open(ctx context.Context) error {
 	if err != nil {
 		return fail(fmt.Errorf("recover tasks: %w", err))
 	}
+	a.provideCoreInterfaces()
 	a.node.start()
 	if n > 0 {
 		a.log.Info("took over unfinished tasks", "count", n)
@@ -198,22 +213,6 @@ func (a *Agent) Metrics() *metrics.Registry { return a.metrics }
 // Store is the agent's store, for the HTTP layer's idempotency records,
 // backups and checks.
 func (a *Agent) Store() *store.DB { return a.db }
-
-// Capabilities declares what the agent can do, from what is registered.
-func (a *Agent) Capabilities() *wire.AgentCapabilities {
-	c := wire.DefaultAgentCapabilities()
-	c.AgentID, c.AgentName, c.SystemID = a.identity.AgentID, a.identity.AgentName, a.identity.SystemID
-	c.SupportedTaskTypes = a.handlers.types()
-	c.SupportedContentTypes = []string{wire.ContentJSON, wire.ContentMsgpack, "multipart/form-data"}
-	c.SupportedTransportModes = []wire.TransportMode{wire.TransportCallback, wire.TransportPolling, wire.TransportSync, wire.TransportHybrid}
-	c.MaxFileSize = a.cfg.MaxFileSize
-	c.MaxConcurrentTasks = a.cfg.MaxConcurrentTasks
-	c.MaxTaskDuration = a.cfg.MaxTaskDurationSeconds
-	// Handlers can ask a person (AskHuman) and the approval policy holds
-	// tasks for one.
-	c.SupportHiL = true
-	return c
-}
 
 // SupportsTaskType reports whether a handler is registered for taskType.
 func (a *Agent) SupportsTaskType(taskType string) bool { return a.handlers.get(taskType) != nil }

@@ -30,11 +30,14 @@ const (
 	ScopeHILL1 = "hil:l1"
 	ScopeHILL2 = "hil:l2"
 	ScopeHILL3 = "hil:l3"
+	// ScopeRegistryWrite lets an agent register with this one when it
+	// acts as a registry (seed 000 §6.4).
+	ScopeRegistryWrite = "registry:write"
 )
 
 // KnownScopes lists the scopes tokens may be created with.
 var KnownScopes = []string{ScopeTasksRead, ScopeTasksWrite, ScopeTier1Read, ScopeTier1Write, ScopeAdmin,
-	ScopeHILL1, ScopeHILL2, ScopeHILL3}
+	ScopeHILL1, ScopeHILL2, ScopeHILL3, ScopeRegistryWrite}
 
 // Principal is who a request comes from.
 type Principal struct {

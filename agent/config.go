@@ -52,6 +52,12 @@ type Config struct {
 	P2P P2PConfig `json:"p2p"`
 	// HIL configures human-in-the-loop escalation (SPEC §9).
 	HIL HILConfig `json:"hil"`
+	// Negotiation configures protocol contracts (SPEC §7;
+	// negotiate_config.go).
+	Negotiation NegotiationConfig `json:"negotiation"`
+	// Registry, if set, names the registry agent this agent registers
+	// with (seed 000 §6.4; registrar.go).
+	Registry *RegistryConfig `json:"registry,omitempty"`
 
 	// AdminToken is the admin bearer token; from SYNAPSE_ADMIN_TOKEN, never
 	// from the file. Empty: generated at first start into DataDir/admin.token.
@@ -252,6 +258,8 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 	if c.P2P.CallbackSecretEnv != "" {
 		c.P2P.CallbackSecret = getenv(c.P2P.CallbackSecretEnv)
 	}
+	c.Negotiation.loadEnv(getenv)
+	c.Registry.loadEnv(getenv)
 	ints := map[string]*int{
 		"SYNAPSE_MAX_CONCURRENT_TASKS":      &c.MaxConcurrentTasks,
 		"SYNAPSE_MAX_TASK_DURATION_SECONDS": &c.MaxTaskDurationSeconds,
@@ -378,6 +386,8 @@ func (c *Config) Validate() error {
 		bad("p2p.heartbeat_interval_seconds", "must be at least 1")
 	}
 	c.HIL.check(bad)
+	c.Negotiation.check(bad)
+	c.Registry.check(bad)
 	return errors.Join(errs...)
 }
 

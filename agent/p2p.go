@@ -130,11 +130,14 @@ func (a *Agent) openP2P() error {
 	return nil
 }
 
-// start begins deliveries (of what earlier runs left queued too) and
-// heartbeats.
+// start begins deliveries (of what earlier runs left queued too),
+// heartbeats and the registrar, and declares the interfaces the P2P layer
+// implements.
 func (n *p2pNode) start() {
 	n.out.start()
 	n.spawn(n.heartbeats)
+	n.provideInterfaces()
+	n.spawn(n.registrar)
 }
 
 // close lets deliveries under way finish (for up to flushWait, within

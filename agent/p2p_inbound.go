@@ -107,6 +107,11 @@ func (n *p2pNode) receive(ctx context.Context, m *wire.UnifiedSynapseMessage, ra
 		}
 		return nil, wire.Errorf(wire.CodeMessageFormatInvalid, "%v", err)
 	}
+	// The contract with the sender, decryption (negotiate_guard.go).
+	dm, err := n.admit(p, m)
+	if err != nil {
+		return nil, err
+	}
 	done, dup, err := n.in.begin(ctx, n.a.db, m.MessageID, n.a.clock.Now().UTC())
 	if err != nil {
 		return nil, err
@@ -114,7 +119,7 @@ func (n *p2pNode) receive(ctx context.Context, m *wire.UnifiedSynapseMessage, ra
 	if dup {
 		return &Reply{Accepted: &Accepted{Accepted: true, MessageID: m.MessageID, Duplicate: true, Code: wire.CodeIDDuplicate}}, nil
 	}
-	reply, err := n.dispatch(ctx, p, m, msgpack)
+	reply, err := n.dispatch(ctx, p, dm, msgpack)
 	done(err == nil)
 	if err != nil {
 		return nil, err
@@ -180,6 +185,8 @@ func (n *p2pNode) dispatch(ctx context.Context, p *peer, m *wire.UnifiedSynapseM
 		}
 		n.heard(peer, &hb)
 		n.out.wake(peer)
+	case wire.MsgNegotiateRequest, wire.MsgNegotiateResponse:
+		return n.negotiateMessage(ctx, p, m, msgpack)
 	case wire.MsgCapabilityQuery:
 		env, err := n.capabilityResponse(peer, m.MessageID, msgpack)
 		if err != nil {
@@ -195,6 +202,10 @@ func (n *p2pNode) dispatch(ctx context.Context, p *peer, m *wire.UnifiedSynapseM
 		}
 		lvl(msg, "peer", peer, "message_id", ack.MessageID, "correlation_id", m.CorrelationID, "error", ack.Error)
 	default:
+		if isGroupMessage(m.MessageType) {
+			err = n.a.groupMessage(ctx, peer, m)
+			break
+		}
 		n.log.Debug("message accepted without effect", "peer", peer, "type", m.MessageType, "message_id", m.MessageID)
 	}
 	if err != nil {

@@ -429,7 +429,7 @@ func (o *outbox) deliver(it *store.OutboxItem) *deliveryError {
 		if err != nil {
 			return &deliveryError{err: fmt.Errorf("stored payload: %w", err), permanent: true}
 		}
-		m, err := o.n.envelope(it.Type, it.Peer, it.ID, it.CorrelationID, pl)
+		m, err := o.n.outgoingEnvelope(it.Type, it.Peer, it.ID, it.CorrelationID, pl)
 		if err != nil {
 			return &deliveryError{err: err, permanent: true}
 		}

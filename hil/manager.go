@@ -133,6 +133,8 @@ func (m *Manager) Levels() []agent.HILLevel { return slices.Clone(m.levels) }
 
 // Start loads the pending requests of an earlier run, takes in the tasks
 // waiting now, arms the deadlines, and starts looking for new requests.
+// The agent then declares the HILHandler interface, and
+// EscalationHandler when there is more than one level.
 func (m *Manager) Start(ctx context.Context) error {
 	var err error
 	m.startOnce.Do(func() {
@@ -144,6 +146,11 @@ func (m *Manager) Start(ctx context.Context) error {
 		}
 		m.wg.Add(1)
 		go m.loop()
+		ifaces := []string{wire.IfaceHILHandler}
+		if len(m.levels) > 1 {
+			ifaces = append(ifaces, wire.IfaceEscalationHandler)
+		}
+		err = m.a.ProvideInterfaces(ifaces...)
 	})
 	return err
 }
