@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"bytes"
-	"net/url"
 	"strconv"
 
 	"github.com/valyala/fasthttp"
@@ -20,25 +19,6 @@ func (s *Server) identity(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []strin
 	id := s.a.Identity()
 	write(ctx, fasthttp.StatusOK, &id)
 	return nil
-}
-
-func (s *Server) capabilities(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
-	write(ctx, fasthttp.StatusOK, s.a.Capabilities())
-	return nil
-}
-
-func (s *Server) taskTypeCapability(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
-	typ, err := url.PathUnescape(args[0])
-	if err != nil {
-		return wire.Errorf(wire.CodeInvalidParams, "bad task type in path")
-	}
-	for _, t := range s.a.Capabilities().SupportedTaskTypes {
-		if t.Type == typ {
-			write(ctx, fasthttp.StatusOK, &t)
-			return nil
-		}
-	}
-	return wire.Errorf(wire.CodeCapabilityLacking, "task type %q is not supported", typ).With("task_type", typ)
 }
 
 func (s *Server) metrics(ctx *fasthttp.RequestCtx) error {

@@ -131,6 +131,9 @@ func (s *Server) addPeer(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string
 }
 
 func (s *Server) listPeers(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
+	if q, ok := directoryQuery(ctx); ok { // FindByCapability (registry.go)
+		return s.findAgents(ctx, q)
+	}
 	write(ctx, fasthttp.StatusOK, map[string]any{"agents": s.a.Peers()})
 	return nil
 }

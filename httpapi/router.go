@@ -47,7 +47,7 @@ func (s *Server) routes() []route {
 		{"DELETE", seg("tokens/*"), agent.ScopeAdmin, s.revokeToken},
 		{"GET", seg("admin/db/backup"), agent.ScopeAdmin, s.backup},
 		{"GET", seg("admin/db/check"), agent.ScopeAdmin, s.checkDB},
-	}, append(s.p2pRoutes(), s.hilRoutes()...)...)
+	}, append(append(append(append(s.p2pRoutes(), s.hilRoutes()...), s.discoveryRoutes()...), s.groupRoutes()...), s.negotiateRoutes()...)...)
 }
 
 func seg(p string) []string { return strings.Split(p, "/") }
@@ -64,6 +64,9 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) error {
 			return err
 		}
 		return s.metrics(ctx)
+	}
+	if path == a2aPath || path == agentCardPath {
+		return s.a2aRoute(ctx, path)
 	}
 	rest, ok := strings.CutPrefix(path, Prefix+"/")
 	if !ok {

@@ -14,6 +14,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/group"
 	"github.com/synapse-edge/synapse/hil"
 	"github.com/synapse-edge/synapse/internal/metrics"
 	"github.com/synapse-edge/synapse/wire"
@@ -40,6 +41,7 @@ type Server struct {
 
 	table    []route
 	hil      *hil.Manager
+	groups   *group.Manager
 	requests *metrics.CounterVec
 	panics   *metrics.Counter
 }
@@ -52,6 +54,9 @@ type Options struct {
 	// HIL, if set, serves the human-in-the-loop routes (/hil...); the
 	// caller starts and closes it. Without it they answer 503.
 	HIL *hil.Manager
+	// Groups, if set, serves the group routes (/group..., /groups); the
+	// caller starts and closes it. Without it they answer 503.
+	Groups *group.Manager
 }
 
 // New builds a server for a (opened) agent.
@@ -64,10 +69,11 @@ func New(a *agent.Agent, opts Options) *Server {
 	}
 	s := &Server{
 		a: a, log: opts.Logger.With("component", "http"), version: opts.Version,
-		streamsDone: make(chan struct{}), hil: opts.HIL,
+		streamsDone: make(chan struct{}), hil: opts.HIL, groups: opts.Groups,
 	}
 	s.bg, s.cancelBg = context.WithCancel(context.Background())
 	s.table = s.routes()
+	s.provideInterfaces()
 	reg := a.Metrics()
 	s.requests = reg.CounterVec("synapse_http_requests_total", "HTTP requests answered, by status code.", "code")
 	s.panics = reg.Counter("synapse_http_panics_total", "Requests whose handler panicked (answered 500).")

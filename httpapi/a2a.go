@@ -1,0 +1,440 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/url"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/valyala/fasthttp"
+
+	"github.com/synapse-edge/synapse/a2a"
+	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/store"
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// The A2A JSON-RPC 2.0 binding (see package a2a for the mapping). POST /a2a
+// takes one JSON-RPC request per HTTP request, with the bearer token of
+// every route (tasks:read; tasks:write for the methods that change
+// something); batches (a JSON array) are refused with -32600. Answers are
+// HTTP 200 with a JSON-RPC response, or an SSE stream for
+// SendStreamingMessage and SubscribeToTask; authentication failures are
+// HTTP 401/403 with a TPError, as on every route.
+const (
+	a2aPath       = "/a2a"
+	agentCardPath = "/.well-known/agent-card.json"
+	// a2aWait bounds a blocking SendMessage (the sync mode's limit).
+	a2aWait = 60 * time.Second
+	// a2aPageSize is ListTasks' default page size; a2aMaxPageSize its limit.
+	a2aPageSize    = 50
+	a2aMaxPageSize = 100
+	// a2aListScan bounds the store pages one filtered ListTasks reads.
+	a2aListScan = 20
+)
+
+// a2aRoute serves the A2A paths, outside the API prefix.
+func (s *Server) a2aRoute(ctx *fasthttp.RequestCtx, path string) error {
+	method := string(ctx.Method())
+	if path == agentCardPath {
+		if method != fasthttp.MethodGet && method != fasthttp.MethodHead {
+			return wire.Errorf(wire.CodeMethodNotAllowed, "%s is not allowed on %s", method, path)
+		}
+		return s.agentCard(ctx)
+	}
+	if method != fasthttp.MethodPost {
+		return wire.Errorf(wire.CodeMethodNotAllowed, "%s is not allowed on %s", method, path)
+	}
+	p, err := s.authorize(ctx, agent.ScopeTasksRead)
+	if err != nil {
+		return err
+	}
+	return s.a2aRPC(ctx, p)
+}
+
+func writeRPC(ctx *fasthttp.RequestCtx, r *a2a.Response) {
+	b, err := json.Marshal(r)
+	if err != nil {
+		b, _ = json.Marshal(a2a.NewErrorResponse(r.ID, a2a.Errorf(a2a.CodeInternal, "encode result: %v", err)))
+	}
+	writeRaw(ctx, fasthttp.StatusOK, wire.ContentJSON, b)
+}
+
+func (s *Server) a2aRPC(ctx *fasthttp.RequestCtx, p agent.Principal) error {
+	body := bytes.TrimSpace(ctx.PostBody())
+	if len(body) > 0 && body[0] == '[' {
+		writeRPC(ctx, a2a.NewErrorResponse(nil, a2a.Errorf(a2a.CodeInvalidRequest, "batch requests are not supported")))
+		return nil
+	}
+	var req a2a.Request
+	if err := json.Unmarshal(body, &req); err != nil {
+		writeRPC(ctx, a2a.NewErrorResponse(nil, a2a.Errorf(a2a.CodeParseError, "the body is not a JSON-RPC request: %v", err)))
+		return nil
+	}
+	if req.JSONRPC != "2.0" || req.Method == "" {
+		writeRPC(ctx, a2a.NewErrorResponse(req.ID, a2a.Errorf(a2a.CodeInvalidRequest, `a request needs "jsonrpc": "2.0" and a method`)))
+		return nil
+	}
+	op, v, ok := a2a.Method(req.Method)
+	if !ok {
+		writeRPC(ctx, a2a.NewErrorResponse(req.ID, a2a.Errorf(a2a.CodeMethodNotFound, "method %q is not supported", req.Method)))
+		return nil
+	}
+	if op.Writes() && !p.Can(agent.ScopeTasksWrite) {
+		return wire.Errorf(wire.CodePermissionDenied, "this token lacks the %q scope", agent.ScopeTasksWrite).With("scope", agent.ScopeTasksWrite)
+	}
+	if op.Streaming() {
+		if err := s.a2aStartStream(ctx, p, op, v, &req); err != nil {
+			writeRPC(ctx, a2a.NewErrorResponse(req.ID, a2a.ErrorFrom(err)))
+		}
+		return nil
+	}
+	res, err := s.a2aCall(ctx, p, op, v, req.Params)
+	if err != nil {
+		writeRPC(ctx, a2a.NewErrorResponse(req.ID, a2a.ErrorFrom(err)))
+		return nil
+	}
+	writeRPC(ctx, a2a.NewResponse(req.ID, res))
+	return nil
+}
+
+// params decodes a method's params; missing params decode as {}.
+func params(raw json.RawMessage, v any) error {
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		raw = []byte("{}")
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return a2a.Errorf(a2a.CodeInvalidParams, "params: %v", err)
+	}
+	return nil
+}
+
+func (s *Server) a2aCall(ctx context.Context, p agent.Principal, op a2a.Op, v a2a.Version, raw json.RawMessage) (any, error) {
+	switch op {
+	case a2a.OpSend:
+		var sp a2a.SendParams
+		if err := params(raw, &sp); err != nil {
+			return nil, err
+		}
+		t, err := s.a2aSend(ctx, p, &sp)
+		if err != nil {
+			return nil, err
+		}
+		var hl *int
+		if sp.Configuration != nil {
+			hl = sp.Configuration.HistoryLength
+		}
+		return a2a.Wrap(a2a.FromTask(t, v, hl), v), nil
+	case a2a.OpGet, a2a.OpCancel:
+		var ip a2a.TaskIDParams
+		if err := params(raw, &ip); err != nil {
+			return nil, err
+		}
+		if ip.ID == "" {
+			return nil, a2a.Errorf(a2a.CodeInvalidParams, "params.id is required")
+		}
+		var t *wire.Task
+		var err error
+		t, err = s.a.Task(ip.ID)
+		if err == nil && op == a2a.OpCancel {
+			// A2A refuses to cancel any final task, a cancelled one too.
+			if t.Status.Terminal() {
+				return nil, a2a.Errorf(a2a.CodeTaskNotCancelable, "task %s is %s", t.ID, a2a.State(t.Status, v))
+			}
+			t, err = s.a.Cancel(ctx, ip.ID)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return a2a.FromTask(t, v, ip.HistoryLength), nil
+	case a2a.OpList:
+		var lp a2a.ListParams
+		if err := params(raw, &lp); err != nil {
+			return nil, err
+		}
+		return s.a2aList(v, &lp)
+	default:
+		var pp a2a.PushParams
+		if err := params(raw, &pp); err != nil {
+			return nil, err
+		}
+		return s.a2aPush(ctx, op, v, &pp)
+	}
+}
+
+// a2aSend submits a message as a task, or gives a task waiting for
+// information the message's data.
+func (s *Server) a2aSend(ctx context.Context, p agent.Principal, sp *a2a.SendParams) (*wire.Task, error) {
+	taskType, payload, err := a2a.Submission(sp.Message)
+	if err != nil {
+		return nil, err
+	}
+	push := sp.Configuration.Push()
+	if push != nil {
+		if err := checkPushURL(push.URL); err != nil {
+			return nil, err
+		}
+	}
+	wait := a2aWait
+	if !sp.Configuration.Blocks() {
+		wait = 0
+	}
+	if id := sp.Message.TaskID; id != "" {
+		return s.a2aContinue(ctx, id, payload, push, wait)
+	}
+	if !s.a.SupportsTaskType(taskType) {
+		return nil, a2a.Errorf(a2a.CodeUnsupportedOperation, "this agent has no handler for task type %q", taskType)
+	}
+	req := &wire.SubmitRequest{TaskType: taskType, Payload: payload}
+	if push != nil {
+		req.CallbackURL = push.URL
+	}
+	if err := req.Normalize(); err != nil {
+		return nil, err
+	}
+	var t *wire.Task
+	if wait > 0 {
+		t, err = s.a.SubmitWait(ctx, p, req, nil, wait)
+	} else {
+		t, err = s.a.Submit(ctx, p, req, nil)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if push != nil {
+		if _, err := s.putPush(t.ID, push); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// a2aContinue answers a message for an existing task: only a task in
+// info_needed takes one (its data is the missing information).
+func (s *Server) a2aContinue(ctx context.Context, id string, payload wire.JSONValue, push *a2a.PushConfig, wait time.Duration) (*wire.Task, error) {
+	t, err := s.a.Task(id)
+	if err != nil {
+		return nil, err
+	}
+	if t.Status != wire.StatusInfoNeeded {
+		return nil, a2a.Errorf(a2a.CodeUnsupportedOperation, "task %s is %s and takes no message", id, a2a.State(t.Status, a2a.V03))
+	}
+	if push != nil {
+		if _, err := s.putPush(id, push); err != nil {
+			return nil, err
+		}
+		if _, err := s.a.SetCallbackURL(ctx, id, push.URL); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := s.a.ProvideInfo(ctx, id, payload); err != nil {
+		return nil, err
+	}
+	if wait > 0 {
+		return s.a.Wait(ctx, id, wait)
+	}
+	return s.a.Task(id)
+}
+
+func (s *Server) a2aList(v a2a.Version, lp *a2a.ListParams) (*a2a.ListResult, error) {
+	size := lp.PageSize
+	switch {
+	case size < 0:
+		return nil, a2a.Errorf(a2a.CodeInvalidParams, "pageSize must not be negative")
+	case size == 0:
+		size = a2aPageSize
+	case size > a2aMaxPageSize:
+		size = a2aMaxPageSize
+	}
+	var want []wire.Status
+	if lp.Status != "" {
+		var ok bool
+		if want, ok = a2a.Statuses(lp.Status); !ok {
+			return nil, a2a.Errorf(a2a.CodeInvalidParams, "status %q is no A2A task state", lp.Status)
+		}
+	}
+	keep := func(t *wire.Task) bool {
+		if lp.ContextID != "" && t.ID != lp.ContextID {
+			return false
+		}
+		if lp.Status == "" {
+			return true
+		}
+		for _, s := range want {
+			if t.Status == s {
+				return true
+			}
+		}
+		return false
+	}
+	res := &a2a.ListResult{Tasks: []*a2a.Task{}, PageSize: size}
+	if lp.Status != "" && len(want) == 0 {
+		return res, nil // auth-required: no state of ours maps to it
+	}
+	f := store.TaskFilter{After: lp.PageToken, Limit: size}
+	if len(want) == 1 {
+		f.Status = want[0]
+	}
+	for range a2aListScan {
+		ts, next, err := s.a.ListTasks(f)
+		if err != nil {
+			return nil, err
+		}
+		for i, t := range ts {
+			if !keep(t) {
+				continue
+			}
+			res.Tasks = append(res.Tasks, a2a.FromTask(t, v, new(int)))
+			if len(res.Tasks) == size {
+				if i < len(ts)-1 || next != "" {
+					res.NextPageToken = t.ID
+				}
+				return res, nil
+			}
+		}
+		if next == "" {
+			return res, nil
+		}
+		f.After, res.NextPageToken = next, next
+	}
+	return res, nil
+}
+
+func checkPushURL(u string) error {
+	pu, err := url.Parse(u)
+	if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" || len(u) > 2048 {
+		return a2a.Errorf(a2a.CodeInvalidParams, "the push notification url must be an absolute http or https URL of at most 2048 bytes")
+	}
+	return nil
+}
+
+// putPush stores a task's push config (a new id when it has none).
+func (s *Server) putPush(taskID string, c *a2a.PushConfig) (*store.PushConfig, error) {
+	rec := &store.PushConfig{TaskID: taskID, ID: c.ID, URL: c.URL, Token: c.Token, Auth: c.Authentication,
+		CreatedAt: s.a.Clock().Now().UTC()}
+	if rec.ID == "" {
+		rec.ID = uuid.NewString()
+	}
+	if len(rec.ID) > 256 {
+		return nil, a2a.Errorf(a2a.CodeInvalidParams, "the push notification config id is longer than 256 bytes")
+	}
+	err := s.a.Store().Update(context.Background(), func(tx *store.Tx) error { return tx.PutPushConfig(rec) })
+	if err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// a2aPush serves the four push config methods. A task's webhook callback
+// goes to its most recently created config.
+func (s *Server) a2aPush(ctx context.Context, op a2a.Op, v a2a.Version, pp *a2a.PushParams) (any, error) {
+	taskID, cfgID := pp.TaskID, pp.ID
+	if v == a2a.V03 && op != a2a.OpPushCreate {
+		taskID, cfgID = pp.ID, pp.ConfigID
+	}
+	if taskID == "" {
+		return nil, a2a.Errorf(a2a.CodeInvalidParams, "the task id is required")
+	}
+	if _, err := s.a.Task(taskID); err != nil {
+		return nil, err
+	}
+	db := s.a.Store()
+	switch op {
+	case a2a.OpPushCreate:
+		c := pp.Nested
+		if c == nil {
+			c = &a2a.PushConfig{ID: pp.ID, URL: pp.URL, Token: pp.Token, Authentication: pp.Authentication}
+		}
+		if err := checkPushURL(c.URL); err != nil {
+			return nil, err
+		}
+		rec, err := s.putPush(taskID, c)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := s.a.SetCallbackURL(ctx, taskID, rec.URL); err != nil {
+			return nil, err
+		}
+		return a2a.PushAnswer(rec, v), nil
+	case a2a.OpPushGet:
+		var rec *store.PushConfig
+		err := db.View(func(tx *store.Tx) error {
+			if cfgID != "" {
+				var err error
+				rec, err = tx.PushConfig(taskID, cfgID)
+				return err
+			}
+			all, err := tx.PushConfigs(taskID)
+			if err == nil && len(all) == 0 {
+				err = store.ErrNotFound
+			}
+			if err == nil {
+				rec = all[0]
+			}
+			return err
+		})
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, a2a.Errorf(a2a.CodeInvalidParams, "task %s has no push notification config %q", taskID, cfgID)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return a2a.PushAnswer(rec, v), nil
+	case a2a.OpPushList:
+		all, err := s.pushConfigs(taskID)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]*a2a.TaskPushConfig, 0, len(all))
+		for _, c := range all {
+			out = append(out, a2a.PushAnswer(c, v))
+		}
+		if v == a2a.V03 {
+			return out, nil
+		}
+		return &a2a.PushListResult{Configs: out}, nil
+	default: // OpPushDelete
+		if cfgID == "" {
+			return nil, a2a.Errorf(a2a.CodeInvalidParams, "the push notification config id is required")
+		}
+		err := db.Update(ctx, func(tx *store.Tx) error { return tx.DeletePushConfig(taskID, cfgID) })
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, a2a.Errorf(a2a.CodeInvalidParams, "task %s has no push notification config %q", taskID, cfgID)
+		}
+		if err != nil {
+			return nil, err
+		}
+		// The callback goes to the newest config left, or nowhere.
+		rest, err := s.pushConfigs(taskID)
+		if err != nil {
+			return nil, err
+		}
+		var newest *store.PushConfig
+		for _, c := range rest {
+			if newest == nil || c.CreatedAt.After(newest.CreatedAt) {
+				newest = c
+			}
+		}
+		next := ""
+		if newest != nil {
+			next = newest.URL
+		}
+		if _, err := s.a.SetCallbackURL(ctx, taskID, next); err != nil {
+			return nil, err
+		}
+		return nil, nil
+	}
+}
+
+func (s *Server) pushConfigs(taskID string) ([]*store.PushConfig, error) {
+	var all []*store.PushConfig
+	err := s.a.Store().View(func(tx *store.Tx) error {
+		var err error
+		all, err = tx.PushConfigs(taskID)
+		return err
+	})
+	return all, err
+}

@@ -1,0 +1,132 @@
+package httpapi_test
+
+import (
+	"encoding/json"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/synapse-edge/synapse/agent"
+)
+
+// A push notification config created over A2A is delivered through the
+// durable outbox: the webhook is down when the task finishes, the agent is
+// restarted, and the notification arrives once the webhook is up.
+func TestA2APushAfterRestart(t *testing.T) {
+	ts := startServer(t, func(c *agent.Config) {
+		c.P2P.RetryBaseDelayMS = 20
+		c.P2P.MaxRetries = 30
+	})
+	// A loopback address with nothing listening yet.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	hookURL := "http://" + addr + "/a2a-push"
+
+	var res struct{ Task a2aTask }
+	ts.ok(t, "SendMessage", map[string]any{"message": msg(false, "sleep", data(map[string]any{"ms": 200})),
+		"configuration": map[string]any{"returnImmediately": true}}, &res)
+	id := res.Task.ID
+
+	t.Run("create, get, list", func(t *testing.T) {
+		var created struct{ TaskID, ID, URL, Token string }
+		ts.ok(t, "CreateTaskPushNotificationConfig", map[string]any{"taskId": id, "id": "c1", "url": hookURL, "token": "tok-1"}, &created)
+		if created.TaskID != id || created.ID != "c1" || created.URL != hookURL || created.Token != "tok-1" {
+			t.Errorf("created = %+v", created)
+		}
+		var got struct{ ID, URL string }
+		ts.ok(t, "GetTaskPushNotificationConfig", map[string]any{"taskId": id, "id": "c1"}, &got)
+		if got.ID != "c1" || got.URL != hookURL {
+			t.Errorf("get = %+v", got)
+		}
+		var v03 []struct {
+			TaskID string                   `json:"taskId"`
+			Push   struct{ ID, URL string } `json:"pushNotificationConfig"`
+		}
+		ts.ok(t, "tasks/pushNotificationConfig/list", map[string]any{"id": id}, &v03)
+		if len(v03) != 1 || v03[0].Push.ID != "c1" || v03[0].TaskID != id {
+			t.Errorf("v0.3 list = %+v", v03)
+		}
+		ts.wantRPCError(t, "GetTaskPushNotificationConfig", map[string]any{"taskId": id, "id": "nope"}, -32602)
+	})
+
+	eventually(t, "the task completed", func() bool {
+		var tk a2aTask
+		ts.ok(t, "GetTask", map[string]any{"id": id}, &tk)
+		return tk.Status.State == "TASK_STATE_COMPLETED"
+	})
+	eventually(t, "a failed delivery attempt", func() bool {
+		return strings.Contains(string(ts.do(t, "GET", api("/outbox"), nil).body), `"attempts":`)
+	})
+
+	ts.restart()
+
+	var mu sync.Mutex
+	var bodies [][]byte
+	hl, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Skipf("the webhook port was taken meanwhile: %v", err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var b json.RawMessage
+		_ = json.NewDecoder(r.Body).Decode(&b)
+		mu.Lock()
+		bodies = append(bodies, b)
+		mu.Unlock()
+	})}
+	go func() { _ = srv.Serve(hl) }()
+	t.Cleanup(func() { _ = srv.Close() })
+
+	eventually(t, "the push notification", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(bodies) > 0
+	})
+	mu.Lock()
+	got := bodies[0]
+	mu.Unlock()
+	var n struct {
+		TaskID string `json:"task_id"`
+		Status string `json:"status"`
+	}
+	if err := json.Unmarshal(got, &n); err != nil || n.TaskID != id || n.Status != "completed" {
+		t.Errorf("notification %s, want task %s completed", got, id)
+	}
+
+	t.Run("configs survive the restart; delete", func(t *testing.T) {
+		var got struct{ ID string }
+		ts.ok(t, "tasks/pushNotificationConfig/get", map[string]any{"id": id, "pushNotificationConfigId": "c1"}, &got)
+		ts.ok(t, "DeleteTaskPushNotificationConfig", map[string]any{"taskId": id, "id": "c1"}, nil)
+		var list struct{ Configs []any }
+		ts.ok(t, "ListTaskPushNotificationConfig", map[string]any{"taskId": id}, &list)
+		if len(list.Configs) != 0 {
+			t.Errorf("configs after delete = %v", list.Configs)
+		}
+		ts.wantRPCError(t, "DeleteTaskPushNotificationConfig", map[string]any{"taskId": id, "id": "c1"}, -32602)
+	})
+}
+
+// A push config given with the message is used for that task.
+func TestA2APushWithMessage(t *testing.T) {
+	ts := startServer(t)
+	h := newHook(t, func(int) int { return http.StatusOK })
+	var tk a2aTask
+	ts.ok(t, "message/send", map[string]any{"message": msg(true, "", text("hi")),
+		"configuration": map[string]any{"pushNotificationConfig": map[string]any{"url": h.srv.URL + "/n", "token": "t"}}}, &tk)
+	eventually(t, "the push notification", func() bool { return len(h.calls()) > 0 })
+	if !strings.Contains(string(h.calls()[0].body), tk.ID) {
+		t.Errorf("notification %s does not name task %s", h.calls()[0].body, tk.ID)
+	}
+	var list []struct {
+		Push struct{ ID, URL, Token string } `json:"pushNotificationConfig"`
+	}
+	ts.ok(t, "tasks/pushNotificationConfig/list", map[string]any{"id": tk.ID}, &list)
+	if len(list) != 1 || list[0].Push.URL != h.srv.URL+"/n" || list[0].Push.ID == "" {
+		t.Errorf("configs = %+v", list)
+	}
+}

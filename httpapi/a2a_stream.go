@@ -1,0 +1,233 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/synapse-edge/synapse/a2a"
+	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// A2A streams (SendStreamingMessage, SubscribeToTask and their v0.3 names)
+// are SSE: each event's data is a JSON-RPC response to the request, its id
+// the sequence number of the task event it stands for, so Last-Event-ID
+// resumes after it. A fresh stream starts with the task (id = the task's
+// sequence when read); then a status update per state change, the result
+// artifact at the final state change and a final status update at the
+// task's complete event, after which the stream closes. Progress, log and
+// error events have no A2A counterpart and are left out.
+
+// a2aMaxReloads bounds how often one stream reloads after its subscription
+// lagged.
+const a2aMaxReloads = 1000
+
+// a2aStartStream does the request's work, then answers with the stream;
+// an error before the stream starts is answered as a JSON-RPC error.
+func (s *Server) a2aStartStream(ctx *fasthttp.RequestCtx, p agent.Principal, op a2a.Op, v a2a.Version, req *a2a.Request) error {
+	var id string
+	var last uint64
+	snapshot := true
+	if op == a2a.OpStream {
+		var sp a2a.SendParams
+		if err := params(req.Params, &sp); err != nil {
+			return err
+		}
+		if sp.Configuration != nil {
+			// The stream is what the client waits on.
+			f := false
+			sp.Configuration.Blocking, sp.Configuration.ReturnImmediately = &f, true
+		} else {
+			sp.Configuration = &a2a.SendConfiguration{ReturnImmediately: true}
+		}
+		t, err := s.a2aSend(ctx, p, &sp)
+		if err != nil {
+			return err
+		}
+		id = t.ID
+	} else {
+		var ip a2a.TaskIDParams
+		if err := params(req.Params, &ip); err != nil {
+			return err
+		}
+		if ip.ID == "" {
+			return a2a.Errorf(a2a.CodeInvalidParams, "params.id is required")
+		}
+		t, err := s.a.Task(ip.ID)
+		if err != nil {
+			return err
+		}
+		id = t.ID
+		if raw := ctx.Request.Header.Peek("Last-Event-ID"); len(raw) > 0 {
+			n, ok := parseUint(raw)
+			if !ok {
+				return a2a.Errorf(a2a.CodeInvalidParams, "Last-Event-ID must be an event id (a whole number)")
+			}
+			last, snapshot = n, false
+		} else if t.Status.Terminal() {
+			return a2a.Errorf(a2a.CodeUnsupportedOperation, "task %s is final; get it with GetTask", id)
+		}
+	}
+	header := httpHeader(fasthttp.StatusOK, "text/event-stream; charset=utf-8",
+		"Cache-Control: no-cache", "X-Accel-Buffering: no")
+	rpcID := append(json.RawMessage(nil), req.ID...)
+	s.takeOver(ctx, header, func(w *deadlineWriter, done <-chan struct{}) error {
+		st := &a2aStream{s: s, w: w, rpcID: rpcID, v: v, id: id, last: last}
+		return st.pump(done, snapshot)
+	})
+	return nil
+}
+
+type a2aStream struct {
+	s     *Server
+	w     *deadlineWriter
+	rpcID json.RawMessage
+	v     a2a.Version
+	id    string
+	last  uint64
+}
+
+func (st *a2aStream) write(seq uint64, x any) error {
+	b, err := json.Marshal(a2a.NewResponse(st.rpcID, a2a.Wrap(x, st.v)))
+	if err != nil {
+		return fmt.Errorf("encode stream event: %w", err)
+	}
+	if _, err := fmt.Fprintf(st.w, "id: %d\ndata: %s\n\n", seq, b); err != nil {
+		return err
+	}
+	st.last = seq
+	return nil
+}
+
+// emit writes what e stands for; end is true after the complete event.
+func (st *a2aStream) emit(e *wire.Event) (end bool, err error) {
+	switch e.Type {
+	case wire.EventStatus:
+		var d struct {
+			Status wire.Status `json:"status"`
+		}
+		if err := json.Unmarshal(e.Data, &d); err != nil {
+			return false, fmt.Errorf("status event: %w", err)
+		}
+		t, err := st.s.a.Task(st.id)
+		if err != nil {
+			return false, err
+		}
+		if d.Status.Terminal() {
+			if au := a2a.ArtifactUpdateOf(t, st.v); au != nil {
+				return false, st.write(e.Seq, au)
+			}
+			st.last = e.Seq
+			return false, nil
+		}
+		at := *t
+		if at.Status != d.Status {
+			at.Status, at.ErrorCode, at.ErrorMessage, at.MissingFields, at.Human = d.Status, "", "", nil, nil
+		}
+		at.UpdatedAt = e.At.Time
+		return false, st.write(e.Seq, a2a.StatusUpdateOf(&at, st.v))
+	case wire.EventComplete:
+		t, err := st.s.a.Task(st.id)
+		if err != nil {
+			return false, err
+		}
+		return true, st.write(e.Seq, a2a.StatusUpdateOf(t, st.v))
+	}
+	st.last = e.Seq
+	return false, nil
+}
+
+func (st *a2aStream) pump(done <-chan struct{}, snapshot bool) error {
+	for range a2aMaxReloads {
+		// Subscribe before reading the store so nothing falls between.
+		sub := st.s.a.Subscribe(st.id)
+		end, err := st.catchUp(&snapshot)
+		if err != nil || end {
+			sub.Close()
+			if err == nil {
+				err = st.w.Flush()
+			}
+			return err
+		}
+		if err := st.w.Flush(); err != nil {
+			sub.Close()
+			return err
+		}
+		lagged, err := st.follow(done, sub)
+		sub.Close()
+		if !lagged {
+			return err
+		}
+	}
+	return nil
+}
+
+// catchUp writes the first task snapshot (once) and the stored events after
+// the last one written.
+func (st *a2aStream) catchUp(snapshot *bool) (end bool, err error) {
+	if *snapshot {
+		*snapshot = false
+		t, err := st.s.a.Task(st.id)
+		if err != nil {
+			return false, err
+		}
+		if err := st.write(t.Seq, a2a.FromTask(t, st.v, nil)); err != nil {
+			return false, err
+		}
+		if t.Status.Terminal() {
+			return true, nil
+		}
+	}
+	evs, err := st.s.a.Events(st.id, st.last)
+	if err != nil {
+		return false, err
+	}
+	for _, e := range evs {
+		if end, err := st.emit(e); err != nil || end {
+			return end, err
+		}
+	}
+	t, err := st.s.a.Task(st.id)
+	if err != nil {
+		return false, err
+	}
+	return t.Status.Terminal() && t.Seq <= st.last, nil
+}
+
+func (st *a2aStream) follow(done <-chan struct{}, sub *agent.Subscription) (lagged bool, err error) {
+	keep := time.NewTicker(sseKeepAlive)
+	defer keep.Stop()
+	for {
+		select {
+		case e, ok := <-sub.C:
+			if !ok {
+				return sub.Lagged(), nil
+			}
+			if e.Seq <= st.last {
+				continue
+			}
+			end, err := st.emit(e)
+			if err != nil {
+				return false, err
+			}
+			if err := st.w.Flush(); err != nil {
+				return false, err
+			}
+			if end {
+				return false, nil
+			}
+		case <-keep.C:
+			if _, err := st.w.WriteString(": keep-alive\n\n"); err != nil {
+				return false, err
+			}
+			if err := st.w.Flush(); err != nil {
+				return false, err
+			}
+		case <-done:
+			return false, nil
+		}
+	}
+}

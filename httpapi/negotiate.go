@@ -1,0 +1,98 @@
+package httpapi
+
+import (
+	"net/url"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/negotiate"
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// Negotiation routes (SPEC §7). The negotiate_request and
+// negotiate_response envelopes themselves travel over POST /message.
+//
+// POST /negotiate (admin): body = a negotiate_request payload plus "peer",
+// the agent_id of a paired agent to negotiate with. Candidate lists left
+// out are filled from this agent's configuration; an empty list is sent as
+// is. 201 with the stored contract (Location: /contracts/{id}); a refusal
+// is the peer's TPError (TP-NEG00x, its status, details with the seed's
+// rejected / reason / alternative_proposal); no answer after the retries
+// is 504 TP-NEG020.
+//
+// GET /contracts?peer=&page_token=&limit= → {"contracts":[...],
+// "next_page_token"}: one peer's newest first, or all in creation order.
+// GET /contracts/{id} (TP-NEG011 when unknown). POST /contracts/{id}/revoke
+// (admin): revoked here and the peer told; revoking again changes nothing.
+func (s *Server) negotiateRoutes() []route {
+	return []route{
+		{"POST", seg("negotiate"), agent.ScopeAdmin, s.negotiate},
+		{"GET", seg("contracts"), agent.ScopeTasksRead, s.listContracts},
+		{"GET", seg("contracts/*"), agent.ScopeTasksRead, s.getContract},
+		{"POST", seg("contracts/*/revoke"), agent.ScopeAdmin, s.revokeContract},
+	}
+}
+
+// negotiateBody is POST /negotiate's body.
+type negotiateBody struct {
+	Peer string `json:"peer" msgpack:"peer"`
+	negotiate.Request
+}
+
+func (s *Server) negotiate(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
+	var b negotiateBody
+	if err := decode(ctx, &b); err != nil {
+		return err
+	}
+	if b.Peer == "" {
+		return wire.Errorf(wire.CodeInvalidParams, `name the agent to negotiate with: {"peer": "<agent_id>", ...}`).With("field", "peer")
+	}
+	ci, err := s.a.Negotiate(ctx, b.Peer, b.Request)
+	if err != nil {
+		return err
+	}
+	ctx.Response.Header.Set(fasthttp.HeaderLocation, Prefix+"/contracts/"+url.PathEscape(ci.Contract.ContractID))
+	write(ctx, fasthttp.StatusCreated, ci)
+	return nil
+}
+
+func (s *Server) listContracts(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
+	limit, err := queryInt(ctx, "limit", 100, 1, 1000)
+	if err != nil {
+		return err
+	}
+	q := ctx.QueryArgs()
+	list, next, err := s.a.Contracts(agent.ContractQuery{Peer: string(q.Peek("peer")), After: string(q.Peek("page_token")), Limit: limit})
+	if err != nil {
+		return err
+	}
+	write(ctx, fasthttp.StatusOK, map[string]any{"contracts": list, "next_page_token": next})
+	return nil
+}
+
+func (s *Server) getContract(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
+	id, err := pathArg(args[0], "contract id")
+	if err != nil {
+		return err
+	}
+	ci, err := s.a.Contract(id)
+	if err != nil {
+		return err
+	}
+	write(ctx, fasthttp.StatusOK, ci)
+	return nil
+}
+
+func (s *Server) revokeContract(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
+	id, err := pathArg(args[0], "contract id")
+	if err != nil {
+		return err
+	}
+	ci, err := s.a.RevokeContract(ctx, id)
+	if err != nil {
+		return err
+	}
+	write(ctx, fasthttp.StatusOK, ci)
+	return nil
+}
