@@ -60,6 +60,13 @@ func commands() []*command {
 		{name: "peer", summary: "pair with other agents and list them", verbs: peerVerbs()},
 		{name: "outbox", summary: "inspect and replay undelivered messages (admin)", verbs: outboxVerbs()},
 		{name: "hil", summary: "decisions waiting for a person: list, show, approve, reject, modify", verbs: hilVerbs()},
+		{name: "group", summary: "groups of agents: create, invite, join, leave, disband, send, tasks", verbs: groupVerbs()},
+		{name: "vote", summary: "votes in a group: open, cast, show, list", verbs: voteVerbs()},
+		{name: "capabilities", summary: capabilitiesVerb.summary, leaf: capabilitiesVerb},
+		{name: "caps", summary: "short for capabilities", leaf: capabilitiesVerb},
+		{name: "registry", summary: "agents registered with this one: list, find by capability, remove", verbs: registryVerbs()},
+		{name: "negotiate", summary: negotiateVerb.summary, leaf: negotiateVerb},
+		{name: "contract", summary: "protocol contracts with peers: list, show, revoke", verbs: contractVerbs()},
 		{name: "version", summary: versionVerb.summary, leaf: versionVerb},
 		{name: "help", summary: "show help for a command or verb"},
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/group"
 	"github.com/synapse-edge/synapse/hil"
 	"github.com/synapse-edge/synapse/httpapi"
 	"github.com/synapse-edge/synapse/store"
@@ -48,6 +49,7 @@ func runServe(ctx context.Context, sio *IO, args []string) error {
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "text or json")
 	grace := fs.Duration("grace", 20*time.Second, "how long running tasks may finish on shutdown")
+	extra := addExtraFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(sio.Out, serveUsage)
@@ -88,10 +90,10 @@ func runServe(ctx context.Context, sio *IO, args []string) error {
 	if *endpoint != "" {
 		cfg.Endpoint = *endpoint
 	}
-	return serve(ctx, sio, log, cfg, *grace)
+	return serve(ctx, sio, log, cfg, *grace, extra)
 }
 
-func serve(ctx context.Context, sio *IO, log *slog.Logger, cfg agent.Config, grace time.Duration) error {
+func serve(ctx context.Context, sio *IO, log *slog.Logger, cfg agent.Config, grace time.Duration, extra *extraServers) error {
 	a, err := agent.New(cfg, agent.WithLogger(log))
 	if err != nil {
 		return err
@@ -113,7 +115,20 @@ func serve(ctx context.Context, sio *IO, log *slog.Logger, cfg agent.Config, gra
 		_ = a.Close(context.Background())
 		return fmt.Errorf("start human-in-the-loop: %w", err)
 	}
-	srv := httpapi.New(a, httpapi.Options{Logger: log, Version: Version, HIL: hm})
+	gm := group.New(a, group.Options{Logger: log})
+	if err := gm.Start(ctx); err != nil {
+		_ = hm.Close(context.Background())
+		_ = ln.Close()
+		_ = a.Close(context.Background())
+		return fmt.Errorf("start groups: %w", err)
+	}
+	stopExtra, err := extra.start(ctx, a, gm, log)
+	if err != nil {
+		_, _, _ = gm.Close(context.Background()), hm.Close(context.Background()), ln.Close()
+		_ = a.Close(context.Background())
+		return err
+	}
+	srv := httpapi.New(a, httpapi.Options{Logger: log, Version: Version, HIL: hm, Groups: gm})
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 
@@ -134,6 +149,12 @@ func serve(ctx context.Context, sio *IO, log *slog.Logger, cfg agent.Config, gra
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		log.Warn("http shutdown", "err", err)
+	}
+	if err := stopExtra(sctx); err != nil {
+		log.Warn("extra servers shutdown", "err", err)
+	}
+	if err := gm.Close(sctx); err != nil {
+		log.Warn("groups shutdown", "err", err)
 	}
 	if err := hm.Close(sctx); err != nil {
 		log.Warn("human-in-the-loop shutdown", "err", err)

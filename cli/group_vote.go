@@ -1,0 +1,199 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/synapse-edge/synapse/group"
+)
+
+func voteVerbs() []*verb {
+	return []*verb{voteOpenVerb(), voteCastVerb(), voteShowVerb(), voteListVerb()}
+}
+
+func voteOpenVerb() *verb {
+	return &verb{
+		name: "vote open", args: "GROUP_ID TITLE", minArgs: 2, maxArgs: 2,
+		summary: "put a proposal to a group's members",
+		about: `Consensus types: majority (more than 1/2 of the ballots cast), supermajority
+(at least 2/3), unanimous (every member, the same option), weighted (more
+than 1/2 of the weight cast), ranked (instant-runoff over ranked ballots).
+--quorum is the number of ballots needed. The vote closes at --deadline on
+the owner's clock, or when every member has voted; every member gets the
+result with the full tally.`,
+		agent: true, timeout: defaultRequestTimeout,
+		examples: []string{
+			`synapse vote open GROUP_ID "upgrade tonight?" --option yes --option no`,
+			`synapse vote open GROUP_ID "next site" --option lyon,turin,graz --consensus ranked --quorum 3 --deadline 10m`,
+		},
+		setup: func(fs *flag.FlagSet, s *session) runFunc {
+			var options idList
+			fs.Var(&options, "option", "an `OPTION` (repeatable, or comma-separated; at least two)")
+			consensus := fs.String("consensus", group.Majority, "majority, supermajority, unanimous, weighted or ranked")
+			quorum := fs.Int("quorum", 0, "ballots needed for a result (0: none)")
+			deadline := fs.Duration("deadline", time.Hour, "how long the vote stays open")
+			desc := fs.String("description", "", "more about the proposal")
+			return func(ctx context.Context, args []string) error {
+				if len(options) < 2 {
+					return usageErrorf("give at least two --option")
+				}
+				if *deadline < time.Second {
+					return usageErrorf("--deadline must be at least 1s")
+				}
+				req := group.VoteRequest{Title: args[1], Description: *desc, Options: options, Consensus: *consensus,
+					Quorum: *quorum, DeadlineSeconds: int(deadline.Seconds())}
+				ctx, cancel := s.withTimeout(ctx)
+				defer cancel()
+				var v group.Vote
+				status, err := s.api(ctx, http.MethodPost, groupRoute(args[0], "vote"), nil, req, &v)
+				if err != nil {
+					return err
+				}
+				s.sentNote(status, "the proposal was")
+				if s.g.json {
+					return s.printJSON(&v)
+				}
+				printVote(s.io.Out, &v)
+				return nil
+			}
+		},
+	}
+}
+
+func voteCastVerb() *verb {
+	return &verb{
+		name: "vote cast", args: "GROUP_ID VOTE_ID OPTION...", minArgs: 3, maxArgs: -1,
+		summary: "cast this agent's ballot (again to change it)",
+		about: `Give one OPTION; for a ranked vote give the options in order of preference.
+A ballot after the vote closed is refused (409).`,
+		agent: true, timeout: defaultRequestTimeout,
+		examples: []string{"synapse vote cast GROUP_ID VOTE_ID yes", "synapse vote cast GROUP_ID VOTE_ID turin lyon"},
+		setup: func(fs *flag.FlagSet, s *session) runFunc {
+			return func(ctx context.Context, args []string) error {
+				req := group.BallotRequest{Option: args[2]}
+				if len(args) > 3 {
+					req = group.BallotRequest{Ranking: args[2:]}
+				}
+				ctx, cancel := s.withTimeout(ctx)
+				defer cancel()
+				var v group.Vote
+				status, err := s.api(ctx, http.MethodPost, groupRoute(args[0], "vote", args[1], "ballot"), nil, req, &v)
+				if err != nil {
+					return err
+				}
+				s.sentNote(status, "the ballot was")
+				if s.g.json {
+					return s.printJSON(&v)
+				}
+				fmt.Fprintf(s.io.Out, "cast %s on %s\n", strings.Join(args[2:], " > "), args[1])
+				return nil
+			}
+		},
+	}
+}
+
+func voteShowVerb() *verb {
+	return &verb{
+		name: "vote show", args: "GROUP_ID VOTE_ID", minArgs: 2, maxArgs: 2,
+		summary: "show a vote, and its result and tally once closed",
+		agent:   true, timeout: defaultRequestTimeout,
+		examples: []string{"synapse vote show GROUP_ID VOTE_ID", "synapse vote show GROUP_ID VOTE_ID --json"},
+		setup: func(fs *flag.FlagSet, s *session) runFunc {
+			return func(ctx context.Context, args []string) error {
+				ctx, cancel := s.withTimeout(ctx)
+				defer cancel()
+				var v group.Vote
+				if _, err := s.api(ctx, http.MethodGet, groupRoute(args[0], "vote", args[1]), nil, nil, &v); err != nil {
+					return err
+				}
+				if s.g.json {
+					return s.printJSON(&v)
+				}
+				printVote(s.io.Out, &v)
+				return nil
+			}
+		},
+	}
+}
+
+func voteListVerb() *verb {
+	return &verb{
+		name: "vote list", args: "GROUP_ID", minArgs: 1, maxArgs: 1,
+		summary: "list a group's votes",
+		agent:   true, timeout: defaultRequestTimeout,
+		examples: []string{"synapse vote list GROUP_ID"},
+		setup: func(fs *flag.FlagSet, s *session) runFunc {
+			return func(ctx context.Context, args []string) error {
+				ctx, cancel := s.withTimeout(ctx)
+				defer cancel()
+				var out struct {
+					Votes []group.Vote `json:"votes"`
+				}
+				if _, err := s.api(ctx, http.MethodGet, groupRoute(args[0], "votes"), nil, nil, &out); err != nil {
+					return err
+				}
+				if s.g.json {
+					if out.Votes == nil {
+						out.Votes = []group.Vote{}
+					}
+					return s.printJSON(out)
+				}
+				tw := tabwriter.NewWriter(s.io.Out, 0, 0, 2, ' ', 0)
+				fmt.Fprintln(tw, "VOTE ID\tTITLE\tCONSENSUS\tSTATUS\tOUTCOME\tWINNER")
+				for _, v := range out.Votes {
+					outcome, winner := "", ""
+					if v.Result != nil {
+						outcome, winner = v.Result.Outcome, v.Result.Winner
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", v.VoteID, v.Title, v.Consensus, v.Status, orDash(outcome), orDash(winner))
+				}
+				return tw.Flush()
+			}
+		},
+	}
+}
+
+func printVote(w io.Writer, v *group.Vote) {
+	rows := []kv{
+		{"vote_id", v.VoteID},
+		{"title", v.Title},
+		{"options", strings.Join(v.Options, ", ")},
+		{"consensus", v.Consensus},
+		{"quorum", strconv.Itoa(v.Quorum)},
+		{"proposer", v.Proposer},
+		{"status", v.Status},
+		{"deadline", wireTime(v.Deadline.Time)},
+	}
+	if r := v.Result; r != nil {
+		rows = append(rows, kv{"outcome", r.Outcome}, kv{"winner", r.Winner}, kv{"rule", r.Tally.Rule},
+			kv{"ballots", fmt.Sprintf("%d of %d voters", r.Tally.Cast, r.Tally.Eligible)})
+	}
+	printKV(w, rows)
+	if v.Result == nil {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "OPTION\tVOTES\tWEIGHT")
+	for _, c := range v.Result.Tally.Counts {
+		fmt.Fprintf(tw, "%s\t%d\t%s\n", c.Option, c.Votes, weightText(c.Weight))
+	}
+	tw.Flush()
+	for _, r := range v.Result.Tally.Rounds {
+		var parts []string
+		for _, c := range r.Counts {
+			parts = append(parts, fmt.Sprintf("%s %d", c.Option, c.Votes))
+		}
+		line := fmt.Sprintf("round %d: %s", r.Round, strings.Join(parts, ", "))
+		if r.Eliminated != "" {
+			line += "; eliminated " + r.Eliminated
+		}
+		fmt.Fprintln(w, line)
+	}
+}
