@@ -13,6 +13,10 @@ LDFLAGS   := -s -w -X $(MODULE)/cli.Version=$(VERSION)
 # serves HTTP/1.1 (fasthttp) and its clients talk to agents and webhooks.
 TAGS      ?= nethttpomithttp2
 BIN       := bin/synapse
+# The gRPC API (seed 003) is built only with these tags: grpcnotrace keeps
+# golang.org/x/net/trace out. The binary is bin/synapse-grpc.
+GRPC_TAGS := grpc grpcnotrace
+BIN_GRPC  := bin/synapse-grpc
 DATA      ?= ./data
 LISTEN    ?= 127.0.0.1:8080
 BENCHTIME ?= 1s
@@ -21,7 +25,7 @@ FUZZTIME  ?= 20s
 ARM64_PKGS := $(foreach d,wire tier1 store,$(if $(wildcard $(d)/*.go),./$(d)/...))
 QEMU_AARCH64 = $(shell command -v qemu-aarch64-static 2>/dev/null || command -v qemu-aarch64 2>/dev/null)
 
-.PHONY: help build run test test-arm64 cross bench check fuzz clean
+.PHONY: help build run test test-arm64 cross bench check fuzz clean build-grpc test-grpc proto
 
 help: ## list the targets
 	@echo "Usage: make TARGET [VAR=value]"
@@ -35,6 +39,18 @@ build: ## build the static binary bin/synapse (version from git describe)
 	CGO_ENABLED=0 $(GO) build -trimpath -tags "$(TAGS)" -ldflags "$(LDFLAGS)" -o $(BIN) .
 	@echo "built $(BIN) $(VERSION)"
 
+build-grpc: ## build bin/synapse-grpc: bin/synapse plus the gRPC API (serve --grpc-listen)
+	@mkdir -p bin
+	CGO_ENABLED=0 $(GO) build -trimpath -tags "$(TAGS) $(GRPC_TAGS)" -ldflags "$(LDFLAGS)" -o $(BIN_GRPC) .
+	@echo "built $(BIN_GRPC) $(VERSION)"
+
+proto: ## regenerate proto/*.pb.go from proto/synapse.proto (protoc, protoc-gen-go, protoc-gen-go-grpc)
+	@command -v protoc >/dev/null || { echo "proto: install protoc (Debian: apt-get install protobuf-compiler)"; exit 1; }
+	@PATH="$$PATH:$$($(GO) env GOPATH)/bin"; \
+	command -v protoc-gen-go >/dev/null && command -v protoc-gen-go-grpc >/dev/null || { \
+	  echo "proto: go install google.golang.org/protobuf/cmd/protoc-gen-go@latest google.golang.org/grpc/cmd/protoc-gen-go-grpc@latest"; exit 1; }; \
+	protoc -I proto --go_out=. --go_opt=module=$(MODULE) --go-grpc_out=. --go-grpc_opt=module=$(MODULE) proto/synapse.proto
+
 run: build ## build, then serve with DATA=./data on LISTEN=127.0.0.1:8080
 	@if [ -n "$${SYNAPSE_ADMIN_TOKEN:-}" ]; then \
 	  echo "admin token: \$$SYNAPSE_ADMIN_TOKEN"; \
@@ -44,12 +60,18 @@ run: build ## build, then serve with DATA=./data on LISTEN=127.0.0.1:8080
 	@echo "try: $(BIN) task submit echo --payload '{\"msg\":\"hi\"}' --wait 5s --data $(DATA) --agent http://$(LISTEN)"
 	./$(BIN) serve --data $(DATA) --listen $(LISTEN)
 
-test: ## go vet, then every test with the race detector; arm64 too when CI=true or qemu is installed
+test: ## go vet, every test with the race detector, then test-grpc; arm64 too when CI=true or qemu is installed
 	$(GO) vet ./...
 	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m ./...
+	@$(MAKE) --no-print-directory test-grpc
 	@if [ "$${CI:-}" = "true" ] || [ -n "$(QEMU_AARCH64)" ]; then \
 	  $(MAKE) --no-print-directory test-arm64; \
 	fi
+
+test-grpc: ## go vet and the gRPC API's tests with -tags grpc,grpcnotrace (a real grpc-go client against a running agent)
+	$(GO) vet -tags "$(TAGS) $(GRPC_TAGS)" ./grpcapi/... ./cli/... ./proto/... .
+	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 10m -tags "$(TAGS) $(GRPC_TAGS)" ./grpcapi/...
+	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 10m -tags "$(TAGS) $(GRPC_TAGS)" -run 'GRPC' ./cli/
 
 test-arm64: ## run the wire, tier1 and store tests as linux/arm64 under qemu-aarch64-static
 	@if [ "$${CI:-}" = "true" ]; then scripts/ci-deps.sh; fi
@@ -61,8 +83,8 @@ test-arm64: ## run the wire, tier1 and store tests as linux/arm64 under qemu-aar
 	echo "GOARCH=arm64 $(GO) test -exec $$qemu $(ARM64_PKGS)"; \
 	GOARCH=arm64 CGO_ENABLED=0 $(GO) test -exec "$$qemu" -count=1 -timeout 20m $(ARM64_PKGS)
 
-cross: ## static binaries for build/targets.txt into dist/, with their sizes
-	@LDFLAGS="$(LDFLAGS)" TAGS="$(TAGS)" GO="$(GO)" scripts/cross.sh build/targets.txt dist
+cross: ## static binaries for build/targets.txt into dist/, each also as -grpc, with their sizes
+	@LDFLAGS="$(LDFLAGS)" TAGS="$(TAGS)" GRPC_TAGS="$(GRPC_TAGS)" GO="$(GO)" scripts/cross.sh build/targets.txt dist
 
 bench: ## run every benchmark (BENCHTIME=1s; e.g. make bench BENCHTIME=5x)
 	@pkgs="$$(scripts/list-bench-pkgs.sh)"; \

@@ -1,0 +1,106 @@
+//go:build grpc
+
+package grpcapi
+
+import (
+	"context"
+	"strings"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/synapse-edge/synapse/agent"
+	pb "github.com/synapse-edge/synapse/proto"
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// methodScope is the scope each method of synapse.proto needs: that of
+// the matching REST route. "" is public: health, capabilities, and
+// SendMessage, whose envelope signature is the authentication; so are the
+// methods not listed (the standard health service, reflection).
+func methodScope(method string) string {
+	switch method {
+	case pb.TaskService_SubmitTask_FullMethodName,
+		pb.TaskService_SubmitTaskWithFiles_FullMethodName,
+		pb.TaskService_CancelTask_FullMethodName,
+		pb.SynapseMessageService_StreamMessages_FullMethodName,
+		pb.GroupService_CreateGroup_FullMethodName,
+		pb.GroupService_JoinGroup_FullMethodName,
+		pb.GroupService_LeaveGroup_FullMethodName,
+		pb.GroupService_DisbandGroup_FullMethodName:
+		return agent.ScopeTasksWrite
+	case pb.TaskService_GetTask_FullMethodName,
+		pb.TaskService_GetTaskStatus_FullMethodName,
+		pb.TaskService_ListTasks_FullMethodName,
+		pb.TaskService_StreamTaskStatus_FullMethodName,
+		pb.SynapseMessageService_ReceiveCallback_FullMethodName,
+		pb.CapabilitiesService_QueryAgent_FullMethodName,
+		pb.CapabilitiesService_ListAgents_FullMethodName,
+		pb.GroupService_ListGroupMembers_FullMethodName,
+		pb.GroupService_StreamGroupMessages_FullMethodName:
+		return agent.ScopeTasksRead
+	}
+	return ""
+}
+
+type principalKey struct{}
+
+// principal is the caller authenticated by the interceptors (zero for
+// public methods).
+func principal(ctx context.Context) agent.Principal {
+	p, _ := ctx.Value(principalKey{}).(agent.Principal)
+	return p
+}
+
+// authorize checks the bearer token of ctx for method's scope and returns
+// ctx with the principal.
+func (s *Server) authorize(ctx context.Context, method string) (context.Context, error) {
+	scope := methodScope(method)
+	if scope == "" {
+		return ctx, nil
+	}
+	md, _ := metadata.FromIncomingContext(ctx)
+	var tok string
+	for _, v := range md.Get("authorization") {
+		if t, ok := strings.CutPrefix(v, "Bearer "); ok {
+			tok = strings.TrimSpace(t)
+			break
+		}
+	}
+	if tok == "" {
+		return ctx, toStatus(wire.Errorf(wire.CodeUnauthorized, "missing authorization: Bearer <token> metadata"))
+	}
+	p, err := s.a.Authenticate(tok)
+	if err != nil {
+		return ctx, toStatus(err)
+	}
+	if !p.Can(scope) {
+		return ctx, toStatus(wire.Errorf(wire.CodePermissionDenied, "this token lacks the %q scope", scope).With("scope", scope))
+	}
+	return context.WithValue(ctx, principalKey{}, p), nil
+}
+
+func (s *Server) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	ctx, err := s.authorize(ctx, info.FullMethod)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := h(ctx, req)
+	return resp, toStatus(err)
+}
+
+// authStream is a server stream whose context carries the principal.
+type authStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (a *authStream) Context() context.Context { return a.ctx }
+
+func (s *Server) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+	ctx, err := s.authorize(ss.Context(), info.FullMethod)
+	if err != nil {
+		return err
+	}
+	return toStatus(h(srv, &authStream{ServerStream: ss, ctx: ctx}))
+}

@@ -1,0 +1,105 @@
+//go:build grpc
+
+package grpcapi
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"sync"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+
+	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/group"
+	pb "github.com/synapse-edge/synapse/proto"
+)
+
+// maxMessage bounds a received gRPC message: a task with files of up to
+// max_file_size each, with room for the rest of the request.
+const maxMessage = 64 << 20
+
+// Options configure a Server.
+type Options struct {
+	// Logger, by default discarding.
+	Logger *slog.Logger
+	// Version is reported by HealthCheck.
+	Version string
+	// Groups serves GroupService; without it its RPCs answer
+	// Unavailable (like the REST group routes without groups).
+	Groups *group.Manager
+}
+
+// Server is the gRPC server of one agent.
+type Server struct {
+	a       *agent.Agent
+	groups  *group.Manager
+	log     *slog.Logger
+	version string
+	g       *grpc.Server
+	health  *health.Server
+	// done is closed by Shutdown; streams end when it is.
+	done     chan struct{}
+	stopOnce sync.Once
+
+	pb.UnimplementedTaskServiceServer
+	pb.UnimplementedSynapseMessageServiceServer
+	pb.UnimplementedCapabilitiesServiceServer
+	pb.UnimplementedGroupServiceServer
+	pb.UnimplementedHealthServiceServer
+}
+
+// New builds the server for an open agent.
+func New(a *agent.Agent, opts Options) *Server {
+	s := &Server{a: a, groups: opts.Groups, log: opts.Logger, version: opts.Version,
+		health: health.NewServer(), done: make(chan struct{})}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.g = grpc.NewServer(
+		grpc.ChainUnaryInterceptor(s.unary),
+		grpc.ChainStreamInterceptor(s.stream),
+		grpc.MaxRecvMsgSize(maxMessage),
+	)
+	pb.RegisterTaskServiceServer(s.g, s)
+	pb.RegisterSynapseMessageServiceServer(s.g, s)
+	pb.RegisterCapabilitiesServiceServer(s.g, s)
+	pb.RegisterGroupServiceServer(s.g, s)
+	pb.RegisterHealthServiceServer(s.g, s)
+	healthpb.RegisterHealthServer(s.g, s.health)
+	reflection.Register(s.g)
+	for name := range s.g.GetServiceInfo() {
+		s.health.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
+	}
+	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	return s
+}
+
+// Serve serves on ln until Shutdown.
+func (s *Server) Serve(ln net.Listener) error {
+	s.log.Info("grpc serving", "listen", ln.Addr().String())
+	return s.g.Serve(ln)
+}
+
+// Shutdown reports NOT_SERVING, ends the streams, and waits for running
+// calls until ctx is done; then it stops the rest.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.health.Shutdown()
+	s.stopOnce.Do(func() { close(s.done) })
+	stopped := make(chan struct{})
+	go func() {
+		s.g.GracefulStop()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+		return nil
+	case <-ctx.Done():
+		s.g.Stop()
+		<-stopped
+		return ctx.Err()
+	}
+}
