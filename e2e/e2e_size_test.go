@@ -9,10 +9,11 @@ import (
 )
 
 // maxARM64Binary is the size budget of the arm64 release binary. The
-// foundation alone was 7.9 MiB (under its 8 MiB goal); P2P, the tier-1
-// tools and the console brought it above, so the guard is now 9 MiB: it
-// still catches a dependency that bloats the edge binary.
-const maxARM64Binary = 9 << 20
+// foundation alone was 7.9 MiB (under its 8 MiB goal); P2P, tier-1 tools,
+// the console, negotiation, groups, discovery and A2A bring it to 9.3 MiB,
+// so the guard is 10 MiB: it still catches a dependency that bloats the
+// edge binary (gRPC, for one, is in a separate build).
+const maxARM64Binary = 10 << 20
 
 // TestARM64BinarySize builds the arm64 release binary the way `make cross`
 // does (static, -trimpath, -s -w, the Makefile's TAGS) and checks its size.
