@@ -117,6 +117,10 @@ func (a *Agent) saveContract(ctx context.Context, peer, role string, c *negotiat
 		if err := tx.PutContract(rec); err != nil {
 			return err
 		}
+		if err := a.auditIn(tx, AuditContractMade, peer, map[string]any{"contract_id": c.ContractID, "role": role,
+			"expires_at": rec.ExpiresAt, "contract_sha256": sha256Hex(raw)}); err != nil {
+			return err
+		}
 		_, err := tx.PruneContracts(now.Add(-contractKeep), 100)
 		return err
 	})
@@ -337,6 +341,9 @@ func (a *Agent) RevokeContract(ctx context.Context, id string) (*ContractInfo, e
 	err = a.db.Update(ctx, func(tx *store.Tx) error {
 		var err error
 		if rec, err = tx.RevokeContract(id, a.clock.Now(), "local"); err != nil {
+			return err
+		}
+		if err := a.auditIn(tx, AuditContractRevoked, rec.Peer, map[string]any{"contract_id": id, "by": "local"}); err != nil {
 			return err
 		}
 		if !n.known(rec.Peer) {

@@ -103,8 +103,10 @@ func (a *Agent) revokedByPeer(ctx context.Context, peer, id string) error {
 		if r.Peer != peer {
 			return store.ErrNotFound
 		}
-		rec, err = tx.RevokeContract(id, a.clock.Now(), peer)
-		return err
+		if rec, err = tx.RevokeContract(id, a.clock.Now(), peer); err != nil {
+			return err
+		}
+		return a.auditIn(tx, AuditContractRevoked, peer, map[string]any{"contract_id": id, "by": peer})
 	})
 	switch {
 	case errors.Is(err, store.ErrNotFound):

@@ -197,7 +197,12 @@ func (n *p2pNode) admit(p *peer, m *wire.UnifiedSynapseMessage) (*wire.UnifiedSy
 	}
 	dm, sealed, err := n.open(m)
 	if err != nil {
+		a.audit(AuditDecryptFailed, peerID, map[string]any{"message_id": m.MessageID, "message_type": m.MessageType, "error": err.Error()})
 		return nil, err
+	}
+	if sealed.whole || len(sealed.fields) > 0 {
+		a.audit(AuditDecrypted, peerID, map[string]any{"message_id": m.MessageID, "message_type": m.MessageType,
+			"whole": sealed.whole, "fields": sealed.fields})
 	}
 	if c == nil {
 		return dm, nil

@@ -121,6 +121,19 @@ func TestHighAcrossSystems(t *testing.T) {
 		if _, err := b.a.Task(id); err == nil {
 			t.Error("the executor created the task of a payload it could not decrypt")
 		}
+		// The failure, the contract and the decryptions are in b's audit
+		// log, and its chain verifies.
+		eventually(t, 10*time.Second, func() bool {
+			recs, err := b.a.AuditLog(0, 1000)
+			kinds := map[string]bool{}
+			for _, r := range recs {
+				kinds[r.Kind] = true
+			}
+			return err == nil && kinds[agent.AuditContractMade] && kinds[agent.AuditDecryptFailed]
+		}, func() string { return "b's audit log lacks contract_made or decrypt_failed" })
+		if rep, err := b.a.VerifyAudit(context.Background()); err != nil || !rep.OK || rep.Records < 2 {
+			t.Errorf("VerifyAudit = %+v, %v", rep, err)
+		}
 	})
 	t.Run("plaintext under a high contract is TP-NEG004", func(t *testing.T) {
 		id := uuid.Must(uuid.NewV7()).String()

@@ -99,6 +99,7 @@ func (n *p2pNode) receive(ctx context.Context, m *wire.UnifiedSynapseMessage, ra
 			With("sender", m.Sender.AgentID)
 	}
 	if err := wire.Verify(m, p.pub); err != nil {
+		n.a.audit(AuditSignatureFailed, m.Sender.AgentID, map[string]any{"message_id": m.MessageID, "message_type": m.MessageType, "error": err.Error()})
 		return nil, wire.Errorf(wire.CodeIDUnknownSender, "%v", err).With("sender", m.Sender.AgentID)
 	}
 	if err := wire.CheckTimestamp(m, n.a.clock.Now(), wire.ReplayWindow); err != nil {

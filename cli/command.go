@@ -67,6 +67,7 @@ func commands() []*command {
 		{name: "registry", summary: "agents registered with this one: list, find by capability, remove", verbs: registryVerbs()},
 		{name: "negotiate", summary: negotiateVerb.summary, leaf: negotiateVerb},
 		{name: "contract", summary: "protocol contracts with peers: list, show, revoke", verbs: contractVerbs()},
+		{name: "audit", summary: "the hash-chained audit log of security events: list, verify", verbs: auditVerbs()},
 		{name: "version", summary: versionVerb.summary, leaf: versionVerb},
 		{name: "help", summary: "show help for a command or verb"},
 	}

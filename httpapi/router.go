@@ -47,7 +47,7 @@ func (s *Server) routes() []route {
 		{"DELETE", seg("tokens/*"), agent.ScopeAdmin, s.revokeToken},
 		{"GET", seg("admin/db/backup"), agent.ScopeAdmin, s.backup},
 		{"GET", seg("admin/db/check"), agent.ScopeAdmin, s.checkDB},
-	}, append(append(append(append(s.p2pRoutes(), s.hilRoutes()...), s.discoveryRoutes()...), s.groupRoutes()...), s.negotiateRoutes()...)...)
+	}, append(append(append(append(s.p2pRoutes(), s.hilRoutes()...), s.discoveryRoutes()...), s.groupRoutes()...), append(s.negotiateRoutes(), s.auditRoutes()...)...)...)
 }
 
 func seg(p string) []string { return strings.Split(p, "/") }
