@@ -158,6 +158,10 @@ func TestP2PStoreAndForward(t *testing.T) {
 		}
 	})
 
+	// Everything A owed B so far (the echo's acknowledgement) is
+	// delivered before B goes down, so that the dead letters below are
+	// exactly the new requests.
+	poll(t, 30*time.Second, "A's outbox to B empty", func() bool { return len(outboxIDs(t, a, "pending", bID)) == 0 })
 	b.kill()
 	const n = 8
 	var ids []string

@@ -30,6 +30,10 @@ func TestPrune(t *testing.T) {
 		t.Fatal(err)
 	}
 	poll(t, "the owner alone", func() bool { return len(memberIDs(owner, g.GroupID)) == 1 })
+	// The member's copy takes the owner's announcement of the leave
+	// asynchronously; prune only once it has it, or it would bring the
+	// group back.
+	poll(t, "the member's copy without the member", func() bool { return len(memberIDs(member, g.GroupID)) == 1 })
 
 	if n, err := owner.gm.Prune(ctx); err != nil || n != 0 {
 		t.Fatalf("Prune before the retention age: %d, %v; want nothing", n, err)
