@@ -3,10 +3,10 @@ package group_test
 import (
 	"context"
 	"errors"
+	"github.com/synapse-edge/synapse/internal/clocktest"
 	"net"
 	"slices"
 	"sort"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,79 +19,11 @@ import (
 // pollTimeout bounds every wait for a state; generous for -race.
 const pollTimeout = 20 * time.Second
 
-// fakeClock is an agent.Clock whose time moves only when Advance is called;
-// Advance runs the callbacks that fall due, in time order, on the caller's
-// goroutine. The agents of a test share one, so their envelopes are within
-// each other's replay window.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []*fakeTimer
-}
-
-type fakeTimer struct {
-	c    *fakeClock
-	at   time.Time
-	f    func()
-	done bool
-}
-
-var _ agent.Clock = (*fakeClock)(nil)
+// fakeClock is the test clock: time moves only on Advance.
+type fakeClock = clocktest.Clock
 
 func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Now().UTC().Truncate(time.Millisecond)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) AfterFunc(d time.Duration, f func()) agent.Timer {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := &fakeTimer{c: c, at: c.now.Add(d), f: f}
-	c.timers = append(c.timers, t)
-	return t
-}
-
-func (t *fakeTimer) Stop() bool {
-	c := t.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if t.done {
-		return false
-	}
-	t.done = true
-	if i := slices.Index(c.timers, t); i >= 0 {
-		c.timers = slices.Delete(c.timers, i, i+1)
-	}
-	return true
-}
-
-// Advance moves the clock forward by d and fires every timer due by then.
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	var due []*fakeTimer
-	live := c.timers[:0]
-	for _, t := range c.timers {
-		switch {
-		case t.done:
-		case !t.at.After(c.now):
-			t.done = true
-			due = append(due, t)
-		default:
-			live = append(live, t)
-		}
-	}
-	c.timers = live
-	c.mu.Unlock()
-	sort.SliceStable(due, func(i, j int) bool { return due[i].at.Before(due[j].at) })
-	for _, t := range due {
-		t.f()
-	}
+	return clocktest.New(time.Now().UTC().Truncate(time.Millisecond))
 }
 
 // node is an agent with its group manager, served over HTTP on a
