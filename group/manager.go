@@ -196,26 +196,36 @@ func (m *Manager) view(fn func(tx *store.Tx) error) error {
 }
 
 func getGroup(tx *store.Tx, id string) (*Group, error) {
-	doc, err := tx.Group(id)
+	return getDoc[Group]("group", id, func() ([]byte, error) { return tx.Group(id) })
+}
+
+func putGroup(tx *store.Tx, g *Group) error {
+	return putDoc("group", g.GroupID, g, func(doc []byte) error { return tx.PutGroup(g.GroupID, doc) })
+}
+
+// getDoc reads a JSON record with read; a missing one is notFound(kind, id).
+func getDoc[T any](kind, id string, read func() ([]byte, error)) (*T, error) {
+	doc, err := read()
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, notFound("group", id)
+		return nil, notFound(kind, id)
 	}
 	if err != nil {
 		return nil, err
 	}
-	g := new(Group)
-	if err := json.Unmarshal(doc, g); err != nil {
-		return nil, fmt.Errorf("decode group %s: %w", id, err)
+	v := new(T)
+	if err := json.Unmarshal(doc, v); err != nil {
+		return nil, fmt.Errorf("decode %s %s: %w", kind, id, err)
 	}
-	return g, nil
+	return v, nil
 }
 
-func putGroup(tx *store.Tx, g *Group) error {
-	doc, err := json.Marshal(g)
+// putDoc writes v as JSON with write.
+func putDoc(kind, id string, v any, write func([]byte) error) error {
+	doc, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Errorf("encode group %s: %w", g.GroupID, err)
+		return fmt.Errorf("encode %s %s: %w", kind, id, err)
 	}
-	return tx.PutGroup(g.GroupID, doc)
+	return write(doc)
 }
 
 // Group reads a group as this agent knows it.

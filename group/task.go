@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -205,26 +204,11 @@ func checkTask(t *Task) error {
 }
 
 func getTask(tx *store.Tx, groupID, taskID string) (*Task, error) {
-	doc, err := tx.GroupTask(groupID, taskID)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, notFound("group_task", taskID)
-	}
-	if err != nil {
-		return nil, err
-	}
-	t := new(Task)
-	if err := json.Unmarshal(doc, t); err != nil {
-		return nil, fmt.Errorf("decode group task %s: %w", taskID, err)
-	}
-	return t, nil
+	return getDoc[Task]("group_task", taskID, func() ([]byte, error) { return tx.GroupTask(groupID, taskID) })
 }
 
 func putTask(tx *store.Tx, t *Task) error {
-	doc, err := json.Marshal(t)
-	if err != nil {
-		return fmt.Errorf("encode group task %s: %w", t.TaskID, err)
-	}
-	return tx.PutGroupTask(t.GroupID, t.TaskID, doc)
+	return putDoc("group task", t.TaskID, t, func(doc []byte) error { return tx.PutGroupTask(t.GroupID, t.TaskID, doc) })
 }
 
 // RunTask distributes a task to a group's members; any member may ask. On

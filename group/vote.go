@@ -3,7 +3,6 @@ package group
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -73,26 +72,11 @@ func checkVote(v *Vote) error {
 }
 
 func getVote(tx *store.Tx, groupID, voteID string) (*Vote, error) {
-	doc, err := tx.GroupVote(groupID, voteID)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, notFound("vote", voteID)
-	}
-	if err != nil {
-		return nil, err
-	}
-	v := new(Vote)
-	if err := json.Unmarshal(doc, v); err != nil {
-		return nil, fmt.Errorf("decode vote %s: %w", voteID, err)
-	}
-	return v, nil
+	return getDoc[Vote]("vote", voteID, func() ([]byte, error) { return tx.GroupVote(groupID, voteID) })
 }
 
 func putVote(tx *store.Tx, v *Vote) error {
-	doc, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("encode vote %s: %w", v.VoteID, err)
-	}
-	return tx.PutGroupVote(v.GroupID, v.VoteID, doc)
+	return putDoc("vote", v.VoteID, v, func(doc []byte) error { return tx.PutGroupVote(v.GroupID, v.VoteID, doc) })
 }
 
 // OpenVote puts a proposal to a group; any member may. On the owner's

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -198,36 +197,10 @@ func (st *a2aStream) catchUp(snapshot *bool) (end bool, err error) {
 }
 
 func (st *a2aStream) follow(done <-chan struct{}, sub *agent.Subscription) (lagged bool, err error) {
-	keep := time.NewTicker(sseKeepAlive)
-	defer keep.Stop()
-	for {
-		select {
-		case e, ok := <-sub.C:
-			if !ok {
-				return sub.Lagged(), nil
-			}
-			if e.Seq <= st.last {
-				continue
-			}
-			end, err := st.emit(e)
-			if err != nil {
-				return false, err
-			}
-			if err := st.w.Flush(); err != nil {
-				return false, err
-			}
-			if end {
-				return false, nil
-			}
-		case <-keep.C:
-			if _, err := st.w.WriteString(": keep-alive\n\n"); err != nil {
-				return false, err
-			}
-			if err := st.w.Flush(); err != nil {
-				return false, err
-			}
-		case <-done:
+	return followSSE(st.w, done, sub.C, sub.Lagged, func(e *wire.Event) (bool, error) {
+		if e.Seq <= st.last {
 			return false, nil
 		}
-	}
+		return st.emit(e)
+	})
 }

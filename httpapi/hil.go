@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
-	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -204,32 +203,13 @@ func (s *Server) streamHIL(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []stri
 // followHIL writes events until shutdown, the manager closing, or the
 // subscription lagging (then lagged is true).
 func (s *Server) followHIL(w *deadlineWriter, done <-chan struct{}, sub *hil.Subscription, last *uint64) (lagged bool, err error) {
-	keep := time.NewTicker(sseKeepAlive)
-	defer keep.Stop()
-	for {
-		select {
-		case ev, ok := <-sub.C:
-			if !ok {
-				return sub.Lagged(), nil
-			}
-			if err := writeHILEvent(w, ev); err != nil {
-				return false, err
-			}
-			*last = ev.ID
-			if err := w.Flush(); err != nil {
-				return false, err
-			}
-		case <-keep.C:
-			if _, err := w.WriteString(": keep-alive\n\n"); err != nil {
-				return false, err
-			}
-			if err := w.Flush(); err != nil {
-				return false, err
-			}
-		case <-done:
-			return false, nil
+	return followSSE(w, done, sub.C, sub.Lagged, func(ev hil.Event) (bool, error) {
+		if err := writeHILEvent(w, ev); err != nil {
+			return false, err
 		}
-	}
+		*last = ev.ID
+		return false, nil
+	})
 }
 
 func writeHILEvent(w *deadlineWriter, ev hil.Event) error {

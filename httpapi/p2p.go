@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"net/url"
 	"strconv"
-	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -261,8 +260,6 @@ func (s *Server) messageFeed(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []st
 }
 
 func pumpFeed(w *deadlineWriter, done <-chan struct{}, feed *agent.MessageFeed, last uint64) error {
-	keep := time.NewTicker(sseKeepAlive)
-	defer keep.Stop()
 	for { // one pass per subscription; a lagging reader reloads from the ring
 		sub := feed.Subscribe()
 		kept, _ := feed.Since(last)
@@ -277,7 +274,7 @@ func pumpFeed(w *deadlineWriter, done <-chan struct{}, feed *agent.MessageFeed, 
 			sub.Close()
 			return err
 		}
-		lagged, err := followFeed(w, done, sub, keep, &last)
+		lagged, err := followFeed(w, done, sub, &last)
 		sub.Close()
 		if !lagged {
 			return err
@@ -285,34 +282,17 @@ func pumpFeed(w *deadlineWriter, done <-chan struct{}, feed *agent.MessageFeed, 
 	}
 }
 
-func followFeed(w *deadlineWriter, done <-chan struct{}, sub *agent.FeedSubscription, keep *time.Ticker, last *uint64) (lagged bool, err error) {
-	for {
-		select {
-		case m, ok := <-sub.C:
-			if !ok {
-				return sub.Lagged(), nil
-			}
-			if m.Seq <= *last {
-				continue
-			}
-			if err := writeMessageEvent(w, m); err != nil {
-				return false, err
-			}
-			*last = m.Seq
-			if err := w.Flush(); err != nil {
-				return false, err
-			}
-		case <-keep.C:
-			if _, err := w.WriteString(": keep-alive\n\n"); err != nil {
-				return false, err
-			}
-			if err := w.Flush(); err != nil {
-				return false, err
-			}
-		case <-done:
+func followFeed(w *deadlineWriter, done <-chan struct{}, sub *agent.FeedSubscription, last *uint64) (lagged bool, err error) {
+	return followSSE(w, done, sub.C, sub.Lagged, func(m agent.ReceivedMessage) (bool, error) {
+		if m.Seq <= *last {
 			return false, nil
 		}
-	}
+		if err := writeMessageEvent(w, m); err != nil {
+			return false, err
+		}
+		*last = m.Seq
+		return false, nil
+	})
 }
 
 // writeMessageEvent writes one SSE event; a line break inside the data

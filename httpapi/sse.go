@@ -85,38 +85,16 @@ func (s *Server) pumpTask(w *deadlineWriter, done <-chan struct{}, id string, la
 // follow writes live events until the complete event, shutdown, or the
 // subscription lagging (then lagged is true and the caller reloads).
 func (s *Server) follow(w *deadlineWriter, done <-chan struct{}, sub *agent.Subscription, last *uint64) (lagged bool, err error) {
-	keep := time.NewTicker(sseKeepAlive)
-	defer keep.Stop()
-	for {
-		select {
-		case e, ok := <-sub.C:
-			if !ok {
-				return sub.Lagged(), nil
-			}
-			if e.Seq <= *last {
-				continue
-			}
-			if err := writeEvent(w, e); err != nil {
-				return false, err
-			}
-			*last = e.Seq
-			if err := w.Flush(); err != nil {
-				return false, err
-			}
-			if e.Type == wire.EventComplete {
-				return false, nil
-			}
-		case <-keep.C:
-			if _, err := w.WriteString(": keep-alive\n\n"); err != nil {
-				return false, err
-			}
-			if err := w.Flush(); err != nil {
-				return false, err
-			}
-		case <-done:
+	return followSSE(w, done, sub.C, sub.Lagged, func(e *wire.Event) (bool, error) {
+		if e.Seq <= *last {
 			return false, nil
 		}
-	}
+		if err := writeEvent(w, e); err != nil {
+			return false, err
+		}
+		*last = e.Seq
+		return e.Type == wire.EventComplete, nil
+	})
 }
 
 func writeEvent(w *deadlineWriter, e *wire.Event) error {

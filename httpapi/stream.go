@@ -67,3 +67,40 @@ func httpHeader(status int, contentType string, extra ...string) string {
 	}
 	return h + "\r\n"
 }
+
+// followSSE writes the items of c as they come, with a keep-alive comment
+// every sseKeepAlive (which also finds clients that went away), until emit
+// says the stream is over, the server shuts down (done), or c is closed;
+// then lagged tells whether the reader fell behind (the caller reloads
+// from where it was) or the source ended.
+func followSSE[T any](w *deadlineWriter, done <-chan struct{}, c <-chan T, lagged func() bool, emit func(T) (end bool, err error)) (bool, error) {
+	keep := time.NewTicker(sseKeepAlive)
+	defer keep.Stop()
+	for {
+		select {
+		case it, ok := <-c:
+			if !ok {
+				return lagged(), nil
+			}
+			end, err := emit(it)
+			if err != nil {
+				return false, err
+			}
+			if err := w.Flush(); err != nil {
+				return false, err
+			}
+			if end {
+				return false, nil
+			}
+		case <-keep.C:
+			if _, err := w.WriteString(": keep-alive\n\n"); err != nil {
+				return false, err
+			}
+			if err := w.Flush(); err != nil {
+				return false, err
+			}
+		case <-done:
+			return false, nil
+		}
+	}
+}
