@@ -5,6 +5,7 @@ import (
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/store"
+	"github.com/synapse-edge/synapse/wire"
 )
 
 func (s *Server) auditRoutes() []route {
@@ -20,11 +21,15 @@ func (s *Server) auditLog(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []strin
 	if err != nil {
 		return err
 	}
-	after, err := queryInt(ctx, "after", 0, 0, 1<<62)
-	if err != nil {
-		return err
+	var after uint64
+	if raw := ctx.QueryArgs().Peek("after"); len(raw) > 0 {
+		n, ok := parseUint(raw)
+		if !ok {
+			return wire.Errorf(wire.CodeInvalidParams, "after must be a record seq (a whole number)").With("field", "after")
+		}
+		after = n
 	}
-	recs, err := s.a.AuditLog(uint64(after), limit)
+	recs, err := s.a.AuditLog(after, limit)
 	if err != nil {
 		return err
 	}
