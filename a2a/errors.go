@@ -57,7 +57,7 @@ func ErrorFrom(err error) *RPCError {
 		code = CodeUnsupportedOperation
 	case wire.CodeUnsupportedMedia:
 		code = CodeContentTypeNotSupported
-	case wire.CodeInvalidParams, wire.CodeMessageFormatInvalid, wire.CodeValSchema:
+	case wire.CodeInvalidParams, wire.CodeMessageFormatInvalid, wire.CodeValSchema, wire.CodeValUTF8, wire.CodeTargetRefused:
 		code = CodeInvalidParams
 	}
 	msg := we.Message

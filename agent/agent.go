@@ -43,6 +43,8 @@ type Agent struct {
 	bgDone   chan struct{}
 	// groupHandler takes the group:* envelopes (p2p_group.go).
 	groupHandler atomic.Pointer[GroupHandler]
+	// outbound is the policy of client-given URLs (outbound.go).
+	outbound *OutboundPolicy
 
 	m       agentMetrics
 	metrics *metrics.Registry
@@ -78,6 +80,10 @@ func New(cfg Config, opts ...Option) (*Agent, error) {
 		return nil, err
 	}
 	a := &Agent{cfg: cfg, log: slog.New(slog.DiscardHandler), clock: realClock{}, metrics: metrics.New()}
+	var err error
+	if a.outbound, err = NewOutboundPolicy(cfg.Outbound, cfg.Listen); err != nil {
+		return nil, fmt.Errorf("config: outbound.allow: %w", err)
+	}
 	for _, o := range opts {
 		o(a)
 	}

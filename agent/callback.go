@@ -14,8 +14,10 @@ import (
 // A final task is returned unchanged: its callback, if any, was already
 // queued.
 func (a *Agent) SetCallbackURL(ctx context.Context, id, url string) (*wire.Task, error) {
-	if err := checkCallbackURL(url); err != nil {
-		return nil, err
+	if url != "" {
+		if err := a.outbound.CheckURL(ctx, "callback_url", url); err != nil {
+			return nil, err
+		}
 	}
 	e := a.eng
 	r := e.live(id)

@@ -10,7 +10,9 @@ import (
 )
 
 func TestSetCallbackURL(t *testing.T) {
-	a := openAgent(t, testConfig(t), nil)
+	cfg := testConfig(t)
+	cfg.Outbound.Allow = []string{"127.0.0.0/8"} // the hook is on this host
+	a := openAgent(t, cfg, nil)
 	ctx := context.Background()
 	const hook = "http://127.0.0.1:9/hook"
 	queued := func() int {

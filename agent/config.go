@@ -50,6 +50,10 @@ type Config struct {
 	Uplink *UplinkConfig `json:"uplink,omitempty"`
 	// P2P configures delivery to peers and webhooks (seed 004 §5.4).
 	P2P P2PConfig `json:"p2p"`
+	// Outbound is the policy of URLs clients give the agent to call
+	// (callback_url, A2A push): private ranges are refused unless allowed
+	// here (outbound.go).
+	Outbound OutboundConfig `json:"outbound"`
 	// HIL configures human-in-the-loop escalation (SPEC §9).
 	HIL HILConfig `json:"hil"`
 	// Negotiation configures protocol contracts (SPEC §7;
@@ -258,6 +262,14 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 	if c.P2P.CallbackSecretEnv != "" {
 		c.P2P.CallbackSecret = getenv(c.P2P.CallbackSecretEnv)
 	}
+	if v := getenv("SYNAPSE_OUTBOUND_ALLOW"); v != "" {
+		c.Outbound.Allow = nil
+		for _, s := range strings.Split(v, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				c.Outbound.Allow = append(c.Outbound.Allow, s)
+			}
+		}
+	}
 	c.Negotiation.loadEnv(getenv)
 	c.Registry.loadEnv(getenv)
 	ints := map[string]*int{
@@ -384,6 +396,11 @@ func (c *Config) Validate() error {
 		bad("p2p.task_timeout_seconds", "must be at least 1")
 	case p.HeartbeatIntervalSeconds < 1:
 		bad("p2p.heartbeat_interval_seconds", "must be at least 1")
+	}
+	for i, s := range c.Outbound.Allow {
+		if _, err := parsePrefix(s); err != nil {
+			bad(fmt.Sprintf("outbound.allow[%d]", i), "%v", err)
+		}
 	}
 	c.HIL.check(bad)
 	c.Negotiation.check(bad)

@@ -210,7 +210,7 @@ func (e *engine) release(r *run) {
 // ---- submit ----
 
 func (e *engine) submit(ctx context.Context, p Principal, req *wire.SubmitRequest, idem *IdemWrite) (*wire.Task, error) {
-	if err := e.check(req); err != nil {
+	if err := e.check(ctx, req); err != nil {
 		return nil, err
 	}
 	if req.Target != "" {
@@ -266,7 +266,7 @@ func (e *engine) submit(ctx context.Context, p Principal, req *wire.SubmitReques
 }
 
 // check validates a submission's fields.
-func (e *engine) check(req *wire.SubmitRequest) error {
+func (e *engine) check(ctx context.Context, req *wire.SubmitRequest) error {
 	e.mu.Lock()
 	closing := e.closing
 	e.mu.Unlock()
@@ -276,7 +276,10 @@ func (e *engine) check(req *wire.SubmitRequest) error {
 	if err := req.Normalize(); err != nil {
 		return err
 	}
-	return checkCallbackURL(req.CallbackURL)
+	if req.CallbackURL == "" {
+		return nil
+	}
+	return e.a.outbound.CheckURL(ctx, "callback_url", req.CallbackURL)
 }
 
 // handlerFor finds the handler of a local task and validates its payload.

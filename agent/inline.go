@@ -79,7 +79,7 @@ type handlerOut struct {
 // submitWait is the sync mode: it returns the task once final, or after
 // wait.
 func (e *engine) submitWait(ctx context.Context, p Principal, req *wire.SubmitRequest, idem *IdemWrite, wait time.Duration) (*wire.Task, error) {
-	if err := e.check(req); err != nil {
+	if err := e.check(ctx, req); err != nil {
 		return nil, err
 	}
 	h := e.a.handlers.get(req.TaskType)

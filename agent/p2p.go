@@ -64,6 +64,10 @@ type p2pNode struct {
 	log    *slog.Logger
 	cfg    P2PConfig
 	client *http.Client
+	// hooks calls client-given URLs (callback_url): it dials through the
+	// outbound policy, and not through a proxy, so the policy sees the
+	// address actually connected to.
+	hooks  *http.Client
 	secret []byte
 
 	peers peerSet
@@ -104,6 +108,16 @@ func (a *Agent) openP2P() error {
 			DisableCompression:  true,
 		},
 		// A signed message is for the endpoint it was sent to.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	n.hooks = &http.Client{
+		Timeout: deliveryTimeout,
+		Transport: &http.Transport{
+			DialContext:         a.outbound.DialContext,
+			MaxIdleConnsPerHost: 8,
+			IdleConnTimeout:     90 * time.Second,
+			DisableCompression:  true,
+		},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	if s := a.cfg.P2P.CallbackSecret; s != "" {
@@ -216,6 +230,15 @@ var errNotDelivered = errors.New("not delivered")
 // post sends body to url and reads (the start of) the answer. A transport
 // error is returned as such; any status is a result.
 func (n *p2pNode) post(ctx context.Context, url, contentType string, body []byte, header http.Header) (postResult, error) {
+	return n.postWith(ctx, n.client, url, contentType, body, header)
+}
+
+// postWebhook posts to a client-given URL through the outbound policy.
+func (n *p2pNode) postWebhook(ctx context.Context, url string, body []byte, header http.Header) (postResult, error) {
+	return n.postWith(ctx, n.hooks, url, wire.ContentJSON, body, header)
+}
+
+func (n *p2pNode) postWith(ctx context.Context, c *http.Client, url, contentType string, body []byte, header http.Header) (postResult, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return postResult{}, err
@@ -225,7 +248,7 @@ func (n *p2pNode) post(ctx context.Context, url, contentType string, body []byte
 	for k, v := range header {
 		req.Header[k] = v
 	}
-	resp, err := n.client.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		return postResult{}, err
 	}

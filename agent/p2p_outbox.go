@@ -447,7 +447,7 @@ func (o *outbox) deliver(it *store.OutboxItem) *deliveryError {
 	if o.n.secret != nil {
 		h.Set(wire.HeaderSignature, wire.SignHMAC(o.n.secret, o.n.a.clock.Now(), it.Payload))
 	}
-	r, err := o.n.post(ctx, it.URL, wire.ContentJSON, it.Payload, h)
+	r, err := o.n.postWebhook(ctx, it.URL, it.Payload, h)
 	return classify(r, err, false)
 }
 

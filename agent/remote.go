@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"time"
 
 	"github.com/google/uuid"
@@ -102,18 +101,6 @@ func outgoingFor(prev, next *wire.Task) []Outgoing {
 // WebhookType is the Type of a callback to a plain webhook: the task's
 // TaskStatusResponse as JSON, signed with X-Synapse-Signature.
 const WebhookType = "webhook"
-
-// checkCallbackURL accepts an absolute http or https URL.
-func checkCallbackURL(u string) error {
-	if u == "" {
-		return nil
-	}
-	pu, err := url.Parse(u)
-	if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" || len(u) > 2048 {
-		return wire.Errorf(wire.CodeInvalidParams, "callback_url must be an absolute http or https URL of at most 2048 bytes").With("field", "callback_url")
-	}
-	return nil
-}
 
 func ackedType(s wire.Status) string {
 	switch s {

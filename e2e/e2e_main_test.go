@@ -44,6 +44,11 @@ func runTests(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
+	if bin := os.Getenv("SYNAPSE_E2E_BIN"); bin != "" {
+		// a given binary, e.g. an older build to show a test fails on it
+		synapseBin = bin
+		return m.Run()
+	}
 	bin, err := buildBinary(dir, os.Getenv("SYNAPSE_E2E_RACE") == "1")
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)

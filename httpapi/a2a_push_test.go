@@ -15,7 +15,7 @@ import (
 // durable outbox: the webhook is down when the task finishes, the agent is
 // restarted, and the notification arrives once the webhook is up.
 func TestA2APushAfterRestart(t *testing.T) {
-	ts := startServer(t, func(c *agent.Config) {
+	ts := startServer(t, allowLoopback, func(c *agent.Config) {
 		c.P2P.RetryBaseDelayMS = 20
 		c.P2P.MaxRetries = 30
 	})
@@ -113,7 +113,7 @@ func TestA2APushAfterRestart(t *testing.T) {
 
 // A push config given with the message is used for that task.
 func TestA2APushWithMessage(t *testing.T) {
-	ts := startServer(t)
+	ts := startServer(t, allowLoopback)
 	h := newHook(t, func(int) int { return http.StatusOK })
 	var tk a2aTask
 	ts.ok(t, "message/send", map[string]any{"message": msg(true, "", text("hi")),

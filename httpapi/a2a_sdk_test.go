@@ -59,7 +59,7 @@ func sdkResult(t *testing.T, tk *sdk.Task) map[string]any {
 }
 
 func TestA2ASDKClient(t *testing.T) {
-	ts := startServer(t)
+	ts := startServer(t, allowLoopback)
 	c := sdkClient(t, ts)
 	ctx := t.Context()
 

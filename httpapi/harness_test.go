@@ -39,6 +39,10 @@ type testServer struct {
 	up       bool
 }
 
+// allowLoopback lets the agent call webhooks on this host: the outbound
+// policy refuses loopback targets unless the config allows them.
+func allowLoopback(c *agent.Config) { c.Outbound.Allow = []string{"127.0.0.0/8", "::1"} }
+
 // startServer opens an agent on a fresh data directory with the admin token
 // "admin-token" and serves it on 127.0.0.1:0; mutate tweaks the config.
 func startServer(t *testing.T, mutate ...func(*agent.Config)) *testServer {

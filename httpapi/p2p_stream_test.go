@@ -91,7 +91,7 @@ func checkSignature(t *testing.T, header string, secret, body []byte) {
 
 func TestWebhookCallback(t *testing.T) {
 	secret := []byte("s3cret-for-hooks")
-	ts := startPeerServer(t, "a", func(c *agent.Config) {
+	ts := startPeerServer(t, "a", allowLoopback, func(c *agent.Config) {
 		c.P2P.CallbackSecret = string(secret)
 		c.P2P.RetryBaseDelayMS = 10
 		c.P2P.MaxRetries = 3

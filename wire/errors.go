@@ -54,6 +54,9 @@ const (
 	CodeCallbackUndeliverable = "callback_undeliverable"
 	CodeNotCompliant          = "not_compliant"
 	CodePeerUnreachable       = "peer_unreachable"
+	CodeTargetRefused         = "outbound_target_refused"
+	CodeRequestTimeout        = "request_timeout"
+	CodeTooManyConnections    = "too_many_connections"
 
 	CodeIDUnknownSender  = "TP-ID003"
 	CodeIDDuplicate      = "TP-ID004"
@@ -61,6 +64,7 @@ const (
 	CodeSecDecrypt       = "TP-SEC003"
 	CodeTraHopLimit      = "TP-TRA001"
 	CodeValSchema        = "TP-VAL001"
+	CodeValUTF8          = "TP-VAL002"
 	CodeVerUnsupported   = "TP-VER001"
 	CodeSysOverloaded    = "TP-SYS001"
 	CodeSysStorage       = "TP-SYS002"
@@ -110,6 +114,9 @@ var registry = func() map[string]Def {
 		{CodeCallbackUndeliverable, http.StatusBadGateway, Retriable, "the callback could not be delivered", 0},
 		{CodeNotCompliant, http.StatusUnprocessableEntity, Terminal, "the agent lacks basic interfaces", 0},
 		{CodePeerUnreachable, http.StatusBadGateway, Retriable, "the other agent could not be reached", 0},
+		{CodeTargetRefused, http.StatusBadRequest, Terminal, "the outbound target is not allowed", 0},
+		{CodeRequestTimeout, http.StatusRequestTimeout, Retriable, "the request was not received in time", 0},
+		{CodeTooManyConnections, http.StatusTooManyRequests, Retriable, "too many connections from this address", 0},
 
 		{CodeIDUnknownSender, http.StatusUnauthorized, Terminal, "unknown sender or bad signature", 0},
 		{CodeIDDuplicate, http.StatusOK, Terminal, "duplicate message id; already processed", 0},
@@ -117,6 +124,7 @@ var registry = func() map[string]Def {
 		{CodeSecDecrypt, http.StatusBadRequest, Terminal, "the payload could not be decrypted", 0},
 		{CodeTraHopLimit, http.StatusBadRequest, Terminal, "hop count limit exceeded", 0},
 		{CodeValSchema, http.StatusBadRequest, Terminal, "the payload does not match the schema", 0},
+		{CodeValUTF8, http.StatusBadRequest, Terminal, "a string is not valid UTF-8", 0},
 		{CodeVerUnsupported, http.StatusBadRequest, Negotiable, "unsupported protocol major version", 0},
 		{CodeSysOverloaded, http.StatusServiceUnavailable, Retriable, "the agent is overloaded", 0},
 		{CodeSysStorage, http.StatusInternalServerError, Retriable, "storage error", 0},
