@@ -3,7 +3,6 @@ module github.com/synapse-edge/synapse
 go 1.26.8
 
 require (
-	github.com/a2aproject/a2a-go v0.3.3
 	github.com/fasthttp/websocket v1.5.12
 	github.com/google/uuid v1.6.0
 	github.com/valyala/fasthttp v1.78.0
@@ -24,5 +23,4 @@ require (
 	golang.org/x/net v0.62.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/text v0.44.0 // indirect
-	google.golang.org/genproto/googleapis/api v0.0.0-20260817212433-ac3dfec99bb1 // indirect
 )

@@ -3,6 +3,7 @@ package a2a
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -19,14 +20,38 @@ const (
 	CodePushNotSupported        = -32003
 	CodeUnsupportedOperation    = -32004
 	CodeContentTypeNotSupported = -32005
+	CodeUnauthenticated         = -31401
+	CodeUnauthorized            = -31403
 )
 
-// RPCError is a JSON-RPC error object. Data carries this agent's TPError
-// when the error came from the agent.
+// Domain is the ErrorInfo domain of A2A errors.
+const Domain = "a2a-protocol.org"
+
+// The type URLs of v1.0 error details.
+const (
+	TypeErrorInfo = "type.googleapis.com/google.rpc.ErrorInfo"
+	TypeStruct    = "type.googleapis.com/google.protobuf.Struct"
+)
+
+// reasons are the ErrorInfo reasons of the codes, as the reference SDKs
+// name them.
+var reasons = map[int]string{
+	CodeParseError: "PARSE_ERROR", CodeInvalidRequest: "INVALID_REQUEST", CodeMethodNotFound: "METHOD_NOT_FOUND",
+	CodeInvalidParams: "INVALID_PARAMS", CodeInternal: "INTERNAL_ERROR", CodeTaskNotFound: "TASK_NOT_FOUND",
+	CodeTaskNotCancelable: "TASK_NOT_CANCELABLE", CodePushNotSupported: "PUSH_NOTIFICATION_NOT_SUPPORTED",
+	CodeUnsupportedOperation: "UNSUPPORTED_OPERATION", CodeContentTypeNotSupported: "CONTENT_TYPE_NOT_SUPPORTED",
+	CodeUnauthenticated: "UNAUTHENTICATED", CodeUnauthorized: "UNAUTHORIZED",
+}
+
+// RPCError is a JSON-RPC error object. Agent is this agent's TPError when
+// the error came from the agent; Data renders it per version (see
+// ForVersion).
 type RPCError struct {
 	Code    int    `json:"code"`
 	Message string `json:"message"`
 	Data    any    `json:"data,omitempty"`
+	// Agent is the agent's error behind this one, if any.
+	Agent *wire.Error `json:"-"`
 }
 
 func (e *RPCError) Error() string { return fmt.Sprintf("a2a error %d: %s", e.Code, e.Message) }
@@ -36,11 +61,49 @@ func Errorf(code int, format string, args ...any) *RPCError {
 	return &RPCError{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
+// ForVersion renders e's data for version v. v0.3's data is free-form: the
+// agent's TPError object. v1.0's is a list of typed details, as the
+// reference SDKs send and read it: the TPError as a
+// google.protobuf.Struct, then a google.rpc.ErrorInfo with the A2A reason,
+// the domain and metadata (the TPError's code, and retry_after_s for a
+// rate limit).
+func (e *RPCError) ForVersion(v Version, now time.Time) *RPCError {
+	out := *e
+	if v == V03 {
+		if e.Agent != nil {
+			out.Data = e.Agent
+		}
+		return &out
+	}
+	reason, ok := reasons[e.Code]
+	if !ok {
+		reason = "INTERNAL_ERROR"
+	}
+	meta := map[string]string{"timestamp": now.UTC().Format(time.RFC3339)}
+	var details []map[string]any
+	if e.Agent != nil {
+		meta["synapse_code"] = e.Agent.Code
+		if e.Agent.Code == wire.CodeRateLimited {
+			reason = "RATE_LIMITED"
+			meta["retry_after_s"] = "1"
+		}
+		s := map[string]any{"@type": TypeStruct, "code": e.Agent.Code, "message": e.Agent.Message,
+			"retriable": e.Agent.Retriable}
+		if len(e.Agent.Details) > 0 {
+			s["details"] = e.Agent.Details
+		}
+		details = append(details, s)
+	}
+	details = append(details, map[string]any{"@type": TypeErrorInfo, "reason": reason, "domain": Domain, "metadata": meta})
+	out.Data = details
+	return &out
+}
+
 // ErrorFrom maps an error to its JSON-RPC error: an *RPCError is kept; an
 // agent error maps by code (task_not_found → -32001, task_already_completed
 // → -32002, capability_lacking → -32004, unsupported_media_type → -32005,
 // invalid_params, message_format_invalid and TP-VAL001 → -32602, anything
-// else → -32603) with the TPError as data.
+// else → -32603) and keeps the TPError as Agent.
 func ErrorFrom(err error) *RPCError {
 	var re *RPCError
 	if errors.As(err, &re) {
@@ -59,10 +122,14 @@ func ErrorFrom(err error) *RPCError {
 		code = CodeContentTypeNotSupported
 	case wire.CodeInvalidParams, wire.CodeMessageFormatInvalid, wire.CodeValSchema, wire.CodeValUTF8, wire.CodeTargetRefused:
 		code = CodeInvalidParams
+	case wire.CodeUnauthorized:
+		code = CodeUnauthenticated
+	case wire.CodePermissionDenied:
+		code = CodeUnauthorized
 	}
 	msg := we.Message
 	if msg == "" {
 		msg = "internal error"
 	}
-	return &RPCError{Code: code, Message: msg, Data: we}
+	return &RPCError{Code: code, Message: msg, Agent: we}
 }

@@ -211,8 +211,12 @@ func FromTask(t *wire.Task, v Version, historyLength *int) *Task {
 
 // StatusUpdateOf is the status update event of t's current state.
 func StatusUpdateOf(t *wire.Task, v Version) *StatusUpdate {
-	return &StatusUpdate{Kind: kind("status-update", v), TaskID: t.ID, ContextID: t.ID,
-		Status: statusOf(t, v), Final: t.Status.Terminal()}
+	u := &StatusUpdate{Kind: kind("status-update", v), TaskID: t.ID, ContextID: t.ID, Status: statusOf(t, v)}
+	if v == V03 {
+		final := t.Status.Terminal()
+		u.Final = &final
+	}
+	return u
 }
 
 // ArtifactUpdateOf is the artifact event of t's result; nil without one.

@@ -180,7 +180,8 @@ type StatusUpdate struct {
 	TaskID    string     `json:"taskId"`
 	ContextID string     `json:"contextId"`
 	Status    TaskStatus `json:"status"`
-	Final     bool       `json:"final"`
+	// Final is v0.3's; v1.0 has no such field (the stream ends).
+	Final *bool `json:"final,omitempty"`
 }
 
 // ArtifactUpdate is a TaskArtifactUpdateEvent.
@@ -243,10 +244,12 @@ type TaskIDParams struct {
 
 // ListParams are the params of ListTasks.
 type ListParams struct {
-	ContextID string `json:"contextId,omitempty"`
-	Status    string `json:"status,omitempty"`
-	PageSize  int    `json:"pageSize,omitempty"`
-	PageToken string `json:"pageToken,omitempty"`
+	ContextID        string `json:"contextId,omitempty"`
+	Status           string `json:"status,omitempty"`
+	PageSize         int    `json:"pageSize,omitempty"`
+	PageToken        string `json:"pageToken,omitempty"`
+	HistoryLength    *int   `json:"historyLength,omitempty"`
+	IncludeArtifacts bool   `json:"includeArtifacts,omitempty"`
 }
 
 // ListResult is the result of ListTasks.
@@ -254,6 +257,7 @@ type ListResult struct {
 	Tasks         []*Task `json:"tasks"`
 	NextPageToken string  `json:"nextPageToken"`
 	PageSize      int     `json:"pageSize"`
+	TotalSize     int     `json:"totalSize"`
 }
 
 // PushConfig is a PushNotificationConfig.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -50,15 +51,44 @@ func (s *Server) a2aRoute(ctx *fasthttp.RequestCtx, path string) error {
 	}
 	p, err := s.authorize(ctx, agent.ScopeTasksRead)
 	if err != nil {
-		return err
+		// The HTTP status says it; the body is a JSON-RPC error so that
+		// the SDKs, which read an error body as JSON-RPC, decode it.
+		a2aHTTPError(ctx, err, nil, a2a.V10)
+		return nil
 	}
 	return s.a2aRPC(ctx, p)
 }
 
-func writeRPC(ctx *fasthttp.RequestCtx, r *a2a.Response) {
+// a2aHTTPError answers an authentication or authorization failure: the
+// TPError's HTTP status, a JSON-RPC error body.
+func a2aHTTPError(ctx *fasthttp.RequestCtx, err error, id json.RawMessage, v a2a.Version) {
+	we := wire.AsError(err)
+	if we.Code == wire.CodeUnauthorized {
+		ctx.Response.Header.Set(fasthttp.HeaderWWWAuthenticate, `Bearer realm="synapse"`)
+	}
+	b, _ := json.Marshal(a2a.NewErrorResponse(id, a2a.ErrorFrom(err).ForVersion(v, time.Now())))
+	writeRaw(ctx, we.Status(), wire.ContentJSON, b)
+}
+
+// rpcVersion guesses the version of a request whose method is unknown:
+// v0.3 names are "group/verb".
+func rpcVersion(method string) a2a.Version {
+	if strings.Contains(method, "/") {
+		return a2a.V03
+	}
+	return a2a.V10
+}
+
+func writeRPC(ctx *fasthttp.RequestCtx, r *a2a.Response, v a2a.Version) {
+	if r.Error != nil {
+		r.Error = r.Error.ForVersion(v, time.Now())
+		if r.Error.Agent != nil && r.Error.Agent.Code == wire.CodeRateLimited {
+			ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, "1")
+		}
+	}
 	b, err := json.Marshal(r)
 	if err != nil {
-		b, _ = json.Marshal(a2a.NewErrorResponse(r.ID, a2a.Errorf(a2a.CodeInternal, "encode result: %v", err)))
+		b, _ = json.Marshal(a2a.NewErrorResponse(r.ID, a2a.Errorf(a2a.CodeInternal, "encode result: %v", err).ForVersion(v, time.Now())))
 	}
 	writeRaw(ctx, fasthttp.StatusOK, wire.ContentJSON, b)
 }
@@ -66,38 +96,42 @@ func writeRPC(ctx *fasthttp.RequestCtx, r *a2a.Response) {
 func (s *Server) a2aRPC(ctx *fasthttp.RequestCtx, p agent.Principal) error {
 	body := bytes.TrimSpace(ctx.PostBody())
 	if len(body) > 0 && body[0] == '[' {
-		writeRPC(ctx, a2a.NewErrorResponse(nil, a2a.Errorf(a2a.CodeInvalidRequest, "batch requests are not supported")))
+		writeRPC(ctx, a2a.NewErrorResponse(nil, a2a.Errorf(a2a.CodeInvalidRequest, "batch requests are not supported")), a2a.V10)
 		return nil
 	}
 	var req a2a.Request
 	if err := json.Unmarshal(body, &req); err != nil {
-		writeRPC(ctx, a2a.NewErrorResponse(nil, a2a.Errorf(a2a.CodeParseError, "the body is not a JSON-RPC request: %v", err)))
+		writeRPC(ctx, a2a.NewErrorResponse(nil, a2a.Errorf(a2a.CodeParseError, "the body is not a JSON-RPC request: %v", err)), a2a.V10)
 		return nil
 	}
 	if req.JSONRPC != "2.0" || req.Method == "" {
-		writeRPC(ctx, a2a.NewErrorResponse(req.ID, a2a.Errorf(a2a.CodeInvalidRequest, `a request needs "jsonrpc": "2.0" and a method`)))
+		writeRPC(ctx, a2a.NewErrorResponse(req.ID, a2a.Errorf(a2a.CodeInvalidRequest, `a request needs "jsonrpc": "2.0" and a method`)), rpcVersion(req.Method))
 		return nil
 	}
 	op, v, ok := a2a.Method(req.Method)
 	if !ok {
-		writeRPC(ctx, a2a.NewErrorResponse(req.ID, a2a.Errorf(a2a.CodeMethodNotFound, "method %q is not supported", req.Method)))
+		writeRPC(ctx, a2a.NewErrorResponse(req.ID, a2a.Errorf(a2a.CodeMethodNotFound, "method %q is not supported", req.Method)), rpcVersion(req.Method))
 		return nil
 	}
 	if op.Writes() && !p.Can(agent.ScopeTasksWrite) {
-		return wire.Errorf(wire.CodePermissionDenied, "this token lacks the %q scope", agent.ScopeTasksWrite).With("scope", agent.ScopeTasksWrite)
+		a2aHTTPError(ctx, wire.Errorf(wire.CodePermissionDenied, "this token lacks the %q scope", agent.ScopeTasksWrite).
+			With("scope", agent.ScopeTasksWrite), req.ID, v)
+		return nil
 	}
 	if op.Streaming() {
 		if err := s.a2aStartStream(ctx, p, op, v, &req); err != nil {
-			writeRPC(ctx, a2a.NewErrorResponse(req.ID, a2a.ErrorFrom(err)))
+			// As the reference server: a stream's error is an event of
+			// the stream.
+			a2aStreamError(ctx, a2a.NewErrorResponse(req.ID, a2a.ErrorFrom(err)), v)
 		}
 		return nil
 	}
 	res, err := s.a2aCall(ctx, p, op, v, req.Params)
 	if err != nil {
-		writeRPC(ctx, a2a.NewErrorResponse(req.ID, a2a.ErrorFrom(err)))
+		writeRPC(ctx, a2a.NewErrorResponse(req.ID, a2a.ErrorFrom(err)), v)
 		return nil
 	}
-	writeRPC(ctx, a2a.NewResponse(req.ID, res))
+	writeRPC(ctx, a2a.NewResponse(req.ID, res), v)
 	return nil
 }
 
@@ -239,6 +273,11 @@ func (s *Server) a2aContinue(ctx context.Context, id string, payload wire.JSONVa
 	return s.a.Task(id)
 }
 
+// a2aList serves ListTasks: newest first; artifacts only with
+// includeArtifacts and history only with historyLength, as v1.0 says.
+// totalSize counts every task that matches: exact without a status filter;
+// with one it counts at most a2aListScan pages of a2aMaxPageSize (a lower
+// bound past that).
 func (s *Server) a2aList(v a2a.Version, lp *a2a.ListParams) (*a2a.ListResult, error) {
 	size := lp.PageSize
 	switch {
@@ -249,6 +288,20 @@ func (s *Server) a2aList(v a2a.Version, lp *a2a.ListParams) (*a2a.ListResult, er
 	case size > a2aMaxPageSize:
 		size = a2aMaxPageSize
 	}
+	hl := lp.HistoryLength
+	if hl == nil {
+		hl = new(int)
+	}
+	if *hl < 0 {
+		return nil, a2a.Errorf(a2a.CodeInvalidParams, "historyLength must not be negative")
+	}
+	render := func(t *wire.Task) *a2a.Task {
+		out := a2a.FromTask(t, v, hl)
+		if !lp.IncludeArtifacts {
+			out.Artifacts = nil
+		}
+		return out
+	}
 	var want []wire.Status
 	if lp.Status != "" {
 		var ok bool
@@ -256,10 +309,7 @@ func (s *Server) a2aList(v a2a.Version, lp *a2a.ListParams) (*a2a.ListResult, er
 			return nil, a2a.Errorf(a2a.CodeInvalidParams, "status %q is no A2A task state", lp.Status)
 		}
 	}
-	keep := func(t *wire.Task) bool {
-		if lp.ContextID != "" && t.ID != lp.ContextID {
-			return false
-		}
+	match := func(t *wire.Task) bool {
 		if lp.Status == "" {
 			return true
 		}
@@ -271,6 +321,18 @@ func (s *Server) a2aList(v a2a.Version, lp *a2a.ListParams) (*a2a.ListResult, er
 		return false
 	}
 	res := &a2a.ListResult{Tasks: []*a2a.Task{}, PageSize: size}
+	if lp.ContextID != "" {
+		// A context is one task here.
+		t, err := s.a.Task(lp.ContextID)
+		if err != nil || !match(t) || (lp.PageToken != "" && t.ID >= lp.PageToken) {
+			if err != nil && wire.AsError(err).Code != wire.CodeTaskNotFound {
+				return nil, err
+			}
+			return res, nil
+		}
+		res.Tasks, res.TotalSize = append(res.Tasks, render(t)), 1
+		return res, nil
+	}
 	if lp.Status != "" && len(want) == 0 {
 		return res, nil // auth-required: no state of ours maps to it
 	}
@@ -278,29 +340,63 @@ func (s *Server) a2aList(v a2a.Version, lp *a2a.ListParams) (*a2a.ListResult, er
 	if len(want) == 1 {
 		f.Status = want[0]
 	}
+	full := false
 	for range a2aListScan {
 		ts, next, err := s.a.ListTasks(f)
 		if err != nil {
 			return nil, err
 		}
 		for i, t := range ts {
-			if !keep(t) {
+			if !match(t) {
 				continue
 			}
-			res.Tasks = append(res.Tasks, a2a.FromTask(t, v, new(int)))
+			res.Tasks = append(res.Tasks, render(t))
 			if len(res.Tasks) == size {
 				if i < len(ts)-1 || next != "" {
 					res.NextPageToken = t.ID
 				}
-				return res, nil
+				full = true
+				break
 			}
 		}
-		if next == "" {
-			return res, nil
+		if full || next == "" {
+			break
 		}
 		f.After, res.NextPageToken = next, next
 	}
+	n, err := s.a2aCount(lp.Status != "", match, f.Status)
+	if err != nil {
+		return nil, err
+	}
+	res.TotalSize = n
 	return res, nil
+}
+
+// a2aCount counts the tasks ListTasks would list over all pages.
+func (s *Server) a2aCount(filtered bool, match func(*wire.Task) bool, status wire.Status) (int, error) {
+	if !filtered {
+		n := 0
+		err := s.a.Store().View(func(tx *store.Tx) error { n = tx.CountTasks(); return nil })
+		return n, err
+	}
+	n := 0
+	f := store.TaskFilter{Status: status, Limit: a2aMaxPageSize}
+	for range a2aListScan {
+		ts, next, err := s.a.ListTasks(f)
+		if err != nil {
+			return 0, err
+		}
+		for _, t := range ts {
+			if match(t) {
+				n++
+			}
+		}
+		if next == "" {
+			break
+		}
+		f.After = next
+	}
+	return n, nil
 }
 
 func checkPushURL(u string) error {

@@ -8,18 +8,18 @@ import (
 	"github.com/synapse-edge/synapse/wire"
 )
 
-// The Agent Card (GET /.well-known/agent-card.json, public) advertises the
-// A2A JSON-RPC interface at /a2a in both the v0.3 fields (url,
-// preferredTransport, additionalInterfaces) and the v1.0 ones
-// (supportedInterfaces), next to the native API; one skill per registered
-// task type; bearer authentication in securitySchemes, required by
-// security. URLs are built from the request's Host.
+// The Agent Card (GET /.well-known/agent-card.json, public) is an A2A v1.0
+// card, as the reference servers serve it: supportedInterfaces lists the
+// JSON-RPC interface at /a2a for v1.0 and for v0.3 (same URL, the method
+// names tell the version apart) and the native API; one skill per
+// registered task type; bearer authentication in securitySchemes
+// (httpAuthSecurityScheme), required by securityRequirements. URLs are
+// built from the request's Host.
 
 type cardInterface struct {
 	URL             string `json:"url"`
-	Transport       string `json:"transport,omitempty"`
-	ProtocolBinding string `json:"protocolBinding,omitempty"`
-	ProtocolVersion string `json:"protocolVersion,omitempty"`
+	ProtocolBinding string `json:"protocolBinding"`
+	ProtocolVersion string `json:"protocolVersion"`
 }
 
 type cardSkill struct {
@@ -31,18 +31,18 @@ type cardSkill struct {
 	OutputModes []string `json:"outputModes"`
 }
 
+type cardSecurity struct {
+	Schemes map[string][]string `json:"schemes"`
+}
+
 type agentCard struct {
-	ProtocolVersion      string                    `json:"protocolVersion"`
 	Name                 string                    `json:"name"`
 	Description          string                    `json:"description"`
-	URL                  string                    `json:"url"`
-	PreferredTransport   string                    `json:"preferredTransport"`
-	AdditionalInterfaces []cardInterface           `json:"additionalInterfaces"`
 	SupportedInterfaces  []cardInterface           `json:"supportedInterfaces"`
 	Version              string                    `json:"version"`
 	Capabilities         map[string]any            `json:"capabilities"`
 	SecuritySchemes      map[string]map[string]any `json:"securitySchemes"`
-	Security             []map[string][]string     `json:"security"`
+	SecurityRequirements []cardSecurity            `json:"securityRequirements"`
 	DefaultInputModes    []string                  `json:"defaultInputModes"`
 	DefaultOutputModes   []string                  `json:"defaultOutputModes"`
 	Skills               []cardSkill               `json:"skills"`
@@ -66,31 +66,22 @@ func (s *Server) agentCard(ctx *fasthttp.RequestCtx) error {
 		name = id.AgentID
 	}
 	card := &agentCard{
-		ProtocolVersion:    "0.3.0",
-		Name:               name,
-		Description:        "Synapse edge agent: every task is persisted, callbacks are retried through a durable outbox.",
-		URL:                rpc,
-		PreferredTransport: "JSONRPC",
-		AdditionalInterfaces: []cardInterface{
-			{URL: rpc, Transport: "JSONRPC"},
-		},
+		Name:        name,
+		Description: "Synapse edge agent: every task is persisted, callbacks are retried through a durable outbox.",
 		SupportedInterfaces: []cardInterface{
 			{URL: rpc, ProtocolBinding: "JSONRPC", ProtocolVersion: "1.0"},
 			{URL: rpc, ProtocolBinding: "JSONRPC", ProtocolVersion: "0.3"},
 			{URL: base + Prefix, ProtocolBinding: "SYNAPSE", ProtocolVersion: "1"},
 		},
-		Version: s.version,
-		Capabilities: map[string]any{
-			"streaming": true, "pushNotifications": true, "stateTransitionHistory": false,
-		},
+		Version:      s.version,
+		Capabilities: map[string]any{"streaming": true, "pushNotifications": true},
 		SecuritySchemes: map[string]map[string]any{
-			"bearer": {"type": "http", "scheme": "bearer",
-				"httpAuthSecurityScheme": map[string]string{"scheme": "Bearer"}},
+			"bearer": {"httpAuthSecurityScheme": map[string]string{"scheme": "Bearer"}},
 		},
-		Security:           []map[string][]string{{"bearer": {}}},
-		DefaultInputModes:  a2aInputModes,
-		DefaultOutputModes: a2aOutputModes,
-		Skills:             []cardSkill{},
+		SecurityRequirements: []cardSecurity{{Schemes: map[string][]string{"bearer": {}}}},
+		DefaultInputModes:    a2aInputModes,
+		DefaultOutputModes:   a2aOutputModes,
+		Skills:               []cardSkill{},
 	}
 	for _, tt := range s.a.Capabilities().SupportedTaskTypes {
 		sk := cardSkill{ID: tt.Type, Name: tt.Name, Description: tt.Description,

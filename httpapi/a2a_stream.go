@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -78,6 +79,18 @@ func (s *Server) a2aStartStream(ctx *fasthttp.RequestCtx, p agent.Principal, op 
 		return st.pump(done, snapshot)
 	})
 	return nil
+}
+
+// a2aStreamError answers a streaming method's error as the reference
+// server does: an event stream whose one event is the JSON-RPC error.
+func a2aStreamError(ctx *fasthttp.RequestCtx, r *a2a.Response, v a2a.Version) {
+	r.Error = r.Error.ForVersion(v, time.Now())
+	b, err := json.Marshal(r)
+	if err != nil {
+		b = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"encode error"}}`)
+	}
+	ctx.Response.Header.Set(fasthttp.HeaderCacheControl, "no-cache")
+	writeRaw(ctx, fasthttp.StatusOK, "text/event-stream; charset=utf-8", append(append([]byte("data: "), b...), '\n', '\n'))
 }
 
 type a2aStream struct {

@@ -43,11 +43,44 @@ func (ts *testServer) rpc(t *testing.T, method string, params any) *rpcReply {
 	if r.status != http.StatusOK {
 		t.Fatalf("%s: HTTP %d %s", method, r.status, r.body)
 	}
+	body := r.body
+	if ct := r.header.Get("Content-Type"); strings.HasPrefix(ct, "text/event-stream") {
+		// A streaming method's error is the stream's one event.
+		d, ok := bytes.CutPrefix(bytes.TrimSpace(body), []byte("data: "))
+		if !ok || bytes.Contains(d, []byte("\ndata:")) {
+			t.Fatalf("%s: stream %q, want one data event", method, body)
+		}
+		body = d
+	}
 	var rep rpcReply
-	if err := json.Unmarshal(r.body, &rep); err != nil {
-		t.Fatalf("%s: answer is not JSON-RPC: %v\n%s", method, err, r.body)
+	if err := json.Unmarshal(body, &rep); err != nil {
+		t.Fatalf("%s: answer is not JSON-RPC: %v\n%s", method, err, body)
+	}
+	if rep.Error != nil {
+		checkErrorData(t, method, rep.Error.Data)
 	}
 	return &rep
+}
+
+// checkErrorData checks an error's data: v0.3 methods (group/verb) carry
+// the agent's TPError object, v1.0 ones a list of typed details ending in
+// an A2A ErrorInfo.
+func checkErrorData(t *testing.T, method string, data json.RawMessage) {
+	t.Helper()
+	if strings.Contains(method, "/") {
+		if len(data) > 0 && data[0] != '{' {
+			t.Errorf("%s: v0.3 error data %s, want an object", method, data)
+		}
+		return
+	}
+	var details []map[string]any
+	if err := json.Unmarshal(data, &details); err != nil || len(details) == 0 {
+		t.Fatalf("%s: v1.0 error data %s, want a list of typed details", method, data)
+	}
+	last := details[len(details)-1]
+	if last["@type"] != "type.googleapis.com/google.rpc.ErrorInfo" || last["domain"] != "a2a-protocol.org" || last["reason"] == "" {
+		t.Errorf("%s: last detail %v, want an A2A ErrorInfo", method, last)
+	}
 }
 
 // ok calls method, fails on a JSON-RPC error and decodes the result into v.
@@ -131,24 +164,30 @@ func TestA2AAgentCard(t *testing.T) {
 	r := ts.do(t, "GET", "/.well-known/agent-card.json", nil, withToken(""))
 	r.wantStatus(t, http.StatusOK)
 	var card struct {
-		URL                 string `json:"url"`
-		PreferredTransport  string `json:"preferredTransport"`
+		URL                 *string `json:"url"`
+		PreferredTransport  *string `json:"preferredTransport"`
+		ProtocolVersion     *string `json:"protocolVersion"`
 		SupportedInterfaces []struct {
 			URL, ProtocolBinding, ProtocolVersion string
 		} `json:"supportedInterfaces"`
 		Capabilities struct {
 			Streaming, PushNotifications bool
 		} `json:"capabilities"`
-		SecuritySchemes map[string]struct{ Type, Scheme string } `json:"securitySchemes"`
-		Security        []map[string][]string                    `json:"security"`
-		Skills          []struct{ ID string }                    `json:"skills"`
+		SecuritySchemes map[string]struct {
+			HTTPAuth struct{ Scheme string } `json:"httpAuthSecurityScheme"`
+		} `json:"securitySchemes"`
+		Security             []map[string][]string `json:"security"`
+		SecurityRequirements []struct {
+			Schemes map[string][]string `json:"schemes"`
+		} `json:"securityRequirements"`
+		Skills []struct{ ID string } `json:"skills"`
 	}
 	if err := json.Unmarshal(r.body, &card); err != nil {
 		t.Fatalf("card: %v\n%s", err, r.body)
 	}
 	t.Run("interfaces", func(t *testing.T) {
-		if got, want := card.URL, ts.base+"/a2a"; got != want || card.PreferredTransport != "JSONRPC" {
-			t.Errorf("url %q transport %q, want %q JSONRPC", got, card.PreferredTransport, want)
+		if card.URL != nil || card.PreferredTransport != nil || card.ProtocolVersion != nil {
+			t.Errorf("the v1.0 card has v0.3 top-level fields: %s", r.body)
 		}
 		var bindings []string
 		for _, i := range card.SupportedInterfaces {
@@ -163,15 +202,21 @@ func TestA2AAgentCard(t *testing.T) {
 		}
 	})
 	t.Run("bearer declared and enforced", func(t *testing.T) {
-		if s := card.SecuritySchemes["bearer"]; s.Type != "http" || s.Scheme != "bearer" {
+		if s := card.SecuritySchemes["bearer"]; s.HTTPAuth.Scheme != "Bearer" {
 			t.Errorf("securitySchemes.bearer = %+v", s)
 		}
-		if len(card.Security) != 1 || card.Security[0]["bearer"] == nil {
-			t.Errorf("security = %v, want bearer required", card.Security)
+		if len(card.SecurityRequirements) != 1 || card.SecurityRequirements[0].Schemes["bearer"] == nil || card.Security != nil {
+			t.Errorf("securityRequirements = %v, security = %v, want bearer required in v1.0 form only", card.SecurityRequirements, card.Security)
 		}
 		body := rpcBody(t, "GetTask", map[string]any{"id": "x"})
-		ts.do(t, "POST", "/a2a", body, withToken("")).wantError(t, http.StatusUnauthorized, "unauthorized")
-		ts.do(t, "POST", "/a2a", body, withToken("wrong")).wantStatus(t, http.StatusUnauthorized)
+		for _, tok := range []string{"", "wrong"} {
+			r := ts.do(t, "POST", "/a2a", body, withToken(tok))
+			r.wantStatus(t, http.StatusUnauthorized)
+			var rep rpcReply
+			if err := json.Unmarshal(r.body, &rep); err != nil || rep.Error == nil || rep.Error.Code != -31401 {
+				t.Errorf("token %q: body %s, want a JSON-RPC error -31401", tok, r.body)
+			}
+		}
 	})
 	t.Run("skills are the task types", func(t *testing.T) {
 		var ids []string
@@ -357,7 +402,11 @@ func TestA2AErrors(t *testing.T) {
 	t.Run("read-only token cannot send", func(t *testing.T) {
 		tok := createToken(t, ts, "a2a-reader", "tasks:read")
 		r := ts.do(t, "POST", "/a2a", rpcBody(t, "SendMessage", map[string]any{"message": msg(false, "", text("x"))}), withToken(tok))
-		r.wantError(t, http.StatusForbidden, "permission_denied")
+		r.wantStatus(t, http.StatusForbidden)
+		var rep rpcReply
+		if err := json.Unmarshal(r.body, &rep); err != nil || rep.Error == nil || rep.Error.Code != -31403 {
+			t.Errorf("body %s, want a JSON-RPC error -31403", r.body)
+		}
 		r = ts.do(t, "POST", "/a2a", rpcBody(t, "GetTask", map[string]any{"id": "nope"}), withToken(tok))
 		r.wantStatus(t, http.StatusOK)
 	})
