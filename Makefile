@@ -60,10 +60,11 @@ run: build ## build, then serve with DATA=./data on LISTEN=127.0.0.1:8080
 	@echo "try: $(BIN) task submit echo --payload '{\"msg\":\"hi\"}' --wait 5s --data $(DATA) --agent http://$(LISTEN)"
 	./$(BIN) serve --data $(DATA) --listen $(LISTEN)
 
-test: ## go vet, every test with the race detector, then test-grpc; arm64 too when CI=true or qemu is installed
+test: ## go vet, every test with the race detector, then test-grpc and test-a2a; arm64 too when CI=true or qemu is installed
 	$(GO) vet ./...
 	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m ./...
 	@$(MAKE) --no-print-directory test-grpc
+	@$(MAKE) --no-print-directory test-a2a
 	@if [ "$${CI:-}" = "true" ] || [ -n "$(QEMU_AARCH64)" ]; then \
 	  $(MAKE) --no-print-directory test-arm64; \
 	fi
@@ -72,6 +73,10 @@ test-grpc: ## go vet and the gRPC API's tests with -tags grpc,grpcnotrace (a rea
 	$(GO) vet -tags "$(TAGS) $(GRPC_TAGS)" ./grpcapi/... ./cli/... ./proto/... .
 	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 10m -tags "$(TAGS) $(GRPC_TAGS)" ./grpcapi/...
 	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 10m -tags "$(TAGS) $(GRPC_TAGS)" -run 'GRPC' ./cli/
+
+.PHONY: test-a2a
+test-a2a: ## the official A2A SDKs against the agent and against their own servers (e2e/a2asdk, its own module)
+	cd e2e/a2asdk && $(GO) vet ./... && CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 10m ./...
 
 test-arm64: ## run the wire, tier1 and store tests as linux/arm64 under qemu-aarch64-static
 	@if [ "$${CI:-}" = "true" ]; then scripts/ci-deps.sh; fi

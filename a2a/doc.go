@@ -36,9 +36,9 @@
 //
 // The A2A codes (-32001 task not found … -32005 content type, -31401
 // unauthenticated, -31403 unauthorized) and the JSON-RPC ones (-32600 …
-// -32603) come from this agent's errors by code (see ErrorFrom). Error data
-// is per version (see RPCError.ForVersion): v0.3 answers carry the agent's
-// TPError object; v1.0 answers a list of typed details as the reference
-// SDKs read it, the TPError as a google.protobuf.Struct and a
-// google.rpc.ErrorInfo with the A2A reason (TASK_NOT_FOUND, …).
+// -32603) come from this agent's errors by code (see ErrorFrom). Error data is
+// a list of typed details in both versions, as the reference SDKs send and
+// read it (see RPCError.WithDetails): the agent's TPError as a
+// google.protobuf.Struct and a google.rpc.ErrorInfo with the A2A reason
+// (TASK_NOT_FOUND, …).
 package a2a

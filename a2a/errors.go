@@ -44,8 +44,7 @@ var reasons = map[int]string{
 }
 
 // RPCError is a JSON-RPC error object. Agent is this agent's TPError when
-// the error came from the agent; Data renders it per version (see
-// ForVersion).
+// the error came from the agent; WithDetails renders it into Data.
 type RPCError struct {
 	Code    int    `json:"code"`
 	Message string `json:"message"`
@@ -61,20 +60,14 @@ func Errorf(code int, format string, args ...any) *RPCError {
 	return &RPCError{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// ForVersion renders e's data for version v. v0.3's data is free-form: the
-// agent's TPError object. v1.0's is a list of typed details, as the
-// reference SDKs send and read it: the TPError as a
-// google.protobuf.Struct, then a google.rpc.ErrorInfo with the A2A reason,
-// the domain and metadata (the TPError's code, and retry_after_s for a
-// rate limit).
-func (e *RPCError) ForVersion(v Version, now time.Time) *RPCError {
+// WithDetails renders e's data as a list of typed details, as the
+// reference SDKs send and read it for both versions (v0.3's data is
+// free-form, and a2a-go's v0.3 transport reads the list too): the agent's
+// TPError, if any, as a google.protobuf.Struct, then a google.rpc.ErrorInfo
+// with the A2A reason, the domain and metadata (the TPError's code as
+// synapse_code, and retry_after_s for a rate limit).
+func (e *RPCError) WithDetails(now time.Time) *RPCError {
 	out := *e
-	if v == V03 {
-		if e.Agent != nil {
-			out.Data = e.Agent
-		}
-		return &out
-	}
 	reason, ok := reasons[e.Code]
 	if !ok {
 		reason = "INTERNAL_ERROR"

@@ -134,17 +134,14 @@ func TestErrorFrom(t *testing.T) {
 			if e.Agent == nil || e.Agent.Code != code {
 				t.Errorf("agent error = %v, want the TPError", e.Agent)
 			}
-			if we, ok := e.ForVersion(a2a.V03, time.Time{}).Data.(*wire.Error); !ok || we.Code != code {
-				t.Errorf("v0.3 data = %v, want the TPError", e.Data)
-			}
-			b, _ := json.Marshal(e.ForVersion(a2a.V10, time.Time{}))
+			b, _ := json.Marshal(e.WithDetails(time.Time{}))
 			var got struct {
 				Data []map[string]any `json:"data"`
 			}
 			if err := json.Unmarshal(b, &got); err != nil || len(got.Data) != 2 ||
 				got.Data[0]["@type"] != a2a.TypeStruct || got.Data[0]["code"] != code ||
 				got.Data[1]["@type"] != a2a.TypeErrorInfo || got.Data[1]["domain"] != a2a.Domain || got.Data[1]["reason"] == "" {
-				t.Errorf("v1.0 error %s, want a Struct with the TPError and an A2A ErrorInfo", b)
+				t.Errorf("error %s, want a Struct with the TPError and an A2A ErrorInfo", b)
 			}
 		})
 	}

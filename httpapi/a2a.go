@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -53,7 +52,7 @@ func (s *Server) a2aRoute(ctx *fasthttp.RequestCtx, path string) error {
 	if err != nil {
 		// The HTTP status says it; the body is a JSON-RPC error so that
 		// the SDKs, which read an error body as JSON-RPC, decode it.
-		a2aHTTPError(ctx, err, nil, a2a.V10)
+		a2aHTTPError(ctx, err, nil)
 		return nil
 	}
 	return s.a2aRPC(ctx, p)
@@ -61,34 +60,25 @@ func (s *Server) a2aRoute(ctx *fasthttp.RequestCtx, path string) error {
 
 // a2aHTTPError answers an authentication or authorization failure: the
 // TPError's HTTP status, a JSON-RPC error body.
-func a2aHTTPError(ctx *fasthttp.RequestCtx, err error, id json.RawMessage, v a2a.Version) {
+func a2aHTTPError(ctx *fasthttp.RequestCtx, err error, id json.RawMessage) {
 	we := wire.AsError(err)
 	if we.Code == wire.CodeUnauthorized {
 		ctx.Response.Header.Set(fasthttp.HeaderWWWAuthenticate, `Bearer realm="synapse"`)
 	}
-	b, _ := json.Marshal(a2a.NewErrorResponse(id, a2a.ErrorFrom(err).ForVersion(v, time.Now())))
+	b, _ := json.Marshal(a2a.NewErrorResponse(id, a2a.ErrorFrom(err).WithDetails(time.Now())))
 	writeRaw(ctx, we.Status(), wire.ContentJSON, b)
 }
 
-// rpcVersion guesses the version of a request whose method is unknown:
-// v0.3 names are "group/verb".
-func rpcVersion(method string) a2a.Version {
-	if strings.Contains(method, "/") {
-		return a2a.V03
-	}
-	return a2a.V10
-}
-
-func writeRPC(ctx *fasthttp.RequestCtx, r *a2a.Response, v a2a.Version) {
+func writeRPC(ctx *fasthttp.RequestCtx, r *a2a.Response) {
 	if r.Error != nil {
-		r.Error = r.Error.ForVersion(v, time.Now())
+		r.Error = r.Error.WithDetails(time.Now())
 		if r.Error.Agent != nil && r.Error.Agent.Code == wire.CodeRateLimited {
 			ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, "1")
 		}
 	}
 	b, err := json.Marshal(r)
 	if err != nil {
-		b, _ = json.Marshal(a2a.NewErrorResponse(r.ID, a2a.Errorf(a2a.CodeInternal, "encode result: %v", err).ForVersion(v, time.Now())))
+		b, _ = json.Marshal(a2a.NewErrorResponse(r.ID, a2a.Errorf(a2a.CodeInternal, "encode result: %v", err).WithDetails(time.Now())))
 	}
 	writeRaw(ctx, fasthttp.StatusOK, wire.ContentJSON, b)
 }
@@ -96,42 +86,42 @@ func writeRPC(ctx *fasthttp.RequestCtx, r *a2a.Response, v a2a.Version) {
 func (s *Server) a2aRPC(ctx *fasthttp.RequestCtx, p agent.Principal) error {
 	body := bytes.TrimSpace(ctx.PostBody())
 	if len(body) > 0 && body[0] == '[' {
-		writeRPC(ctx, a2a.NewErrorResponse(nil, a2a.Errorf(a2a.CodeInvalidRequest, "batch requests are not supported")), a2a.V10)
+		writeRPC(ctx, a2a.NewErrorResponse(nil, a2a.Errorf(a2a.CodeInvalidRequest, "batch requests are not supported")))
 		return nil
 	}
 	var req a2a.Request
 	if err := json.Unmarshal(body, &req); err != nil {
-		writeRPC(ctx, a2a.NewErrorResponse(nil, a2a.Errorf(a2a.CodeParseError, "the body is not a JSON-RPC request: %v", err)), a2a.V10)
+		writeRPC(ctx, a2a.NewErrorResponse(nil, a2a.Errorf(a2a.CodeParseError, "the body is not a JSON-RPC request: %v", err)))
 		return nil
 	}
 	if req.JSONRPC != "2.0" || req.Method == "" {
-		writeRPC(ctx, a2a.NewErrorResponse(req.ID, a2a.Errorf(a2a.CodeInvalidRequest, `a request needs "jsonrpc": "2.0" and a method`)), rpcVersion(req.Method))
+		writeRPC(ctx, a2a.NewErrorResponse(req.ID, a2a.Errorf(a2a.CodeInvalidRequest, `a request needs "jsonrpc": "2.0" and a method`)))
 		return nil
 	}
 	op, v, ok := a2a.Method(req.Method)
 	if !ok {
-		writeRPC(ctx, a2a.NewErrorResponse(req.ID, a2a.Errorf(a2a.CodeMethodNotFound, "method %q is not supported", req.Method)), rpcVersion(req.Method))
+		writeRPC(ctx, a2a.NewErrorResponse(req.ID, a2a.Errorf(a2a.CodeMethodNotFound, "method %q is not supported", req.Method)))
 		return nil
 	}
 	if op.Writes() && !p.Can(agent.ScopeTasksWrite) {
 		a2aHTTPError(ctx, wire.Errorf(wire.CodePermissionDenied, "this token lacks the %q scope", agent.ScopeTasksWrite).
-			With("scope", agent.ScopeTasksWrite), req.ID, v)
+			With("scope", agent.ScopeTasksWrite), req.ID)
 		return nil
 	}
 	if op.Streaming() {
 		if err := s.a2aStartStream(ctx, p, op, v, &req); err != nil {
 			// As the reference server: a stream's error is an event of
 			// the stream.
-			a2aStreamError(ctx, a2a.NewErrorResponse(req.ID, a2a.ErrorFrom(err)), v)
+			a2aStreamError(ctx, a2a.NewErrorResponse(req.ID, a2a.ErrorFrom(err)))
 		}
 		return nil
 	}
 	res, err := s.a2aCall(ctx, p, op, v, req.Params)
 	if err != nil {
-		writeRPC(ctx, a2a.NewErrorResponse(req.ID, a2a.ErrorFrom(err)), v)
+		writeRPC(ctx, a2a.NewErrorResponse(req.ID, a2a.ErrorFrom(err)))
 		return nil
 	}
-	writeRPC(ctx, a2a.NewResponse(req.ID, res), v)
+	writeRPC(ctx, a2a.NewResponse(req.ID, res))
 	return nil
 }
 

@@ -83,8 +83,8 @@ func (s *Server) a2aStartStream(ctx *fasthttp.RequestCtx, p agent.Principal, op 
 
 // a2aStreamError answers a streaming method's error as the reference
 // server does: an event stream whose one event is the JSON-RPC error.
-func a2aStreamError(ctx *fasthttp.RequestCtx, r *a2a.Response, v a2a.Version) {
-	r.Error = r.Error.ForVersion(v, time.Now())
+func a2aStreamError(ctx *fasthttp.RequestCtx, r *a2a.Response) {
+	r.Error = r.Error.WithDetails(time.Now())
 	b, err := json.Marshal(r)
 	if err != nil {
 		b = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"encode error"}}`)

@@ -62,20 +62,13 @@ func (ts *testServer) rpc(t *testing.T, method string, params any) *rpcReply {
 	return &rep
 }
 
-// checkErrorData checks an error's data: v0.3 methods (group/verb) carry
-// the agent's TPError object, v1.0 ones a list of typed details ending in
-// an A2A ErrorInfo.
+// checkErrorData checks an error's data: a list of typed details ending
+// in an A2A ErrorInfo.
 func checkErrorData(t *testing.T, method string, data json.RawMessage) {
 	t.Helper()
-	if strings.Contains(method, "/") {
-		if len(data) > 0 && data[0] != '{' {
-			t.Errorf("%s: v0.3 error data %s, want an object", method, data)
-		}
-		return
-	}
 	var details []map[string]any
 	if err := json.Unmarshal(data, &details); err != nil || len(details) == 0 {
-		t.Fatalf("%s: v1.0 error data %s, want a list of typed details", method, data)
+		t.Fatalf("%s: error data %s, want a list of typed details", method, data)
 	}
 	last := details[len(details)-1]
 	if last["@type"] != "type.googleapis.com/google.rpc.ErrorInfo" || last["domain"] != "a2a-protocol.org" || last["reason"] == "" {

@@ -1,0 +1,158 @@
+package a2asdk_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
+	"github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
+	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
+
+	"github.com/synapse-edge/synapse/client/agenttest"
+	"github.com/synapse-edge/synapse/e2e/a2asdk"
+)
+
+// synapseBin is the agent binary TestMain builds from the root module.
+var synapseBin string
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "synapse-a2asdk-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	synapseBin, err = BuildSynapse(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
+
+// BuildSynapse builds the agent from the root module (two directories up).
+func BuildSynapse(dir string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	bin := filepath.Join(dir, "synapse")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
+	cmd.Dir = filepath.Join("..", "..")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build synapse: %w\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// target is an A2A server under test.
+type target struct {
+	name  string
+	base  string // where the agent card is
+	token string // bearer token; "" for none
+	// v03URL is the endpoint that speaks v0.3 method names.
+	v03URL string
+}
+
+// startSynapse runs the agent binary with a config file made of cfg
+// (JSON; "" for none).
+func startSynapse(t *testing.T, cfg string) *target {
+	t.Helper()
+	var args []string
+	if cfg != "" {
+		p := filepath.Join(t.TempDir(), "synapse.json")
+		if err := os.WriteFile(p, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args = []string{"--config", p}
+	}
+	a := agenttest.Start(t, synapseBin, agenttest.Options{Args: args})
+	return &target{name: "synapse", base: a.URL, token: a.Token, v03URL: a.URL + "/a2a"}
+}
+
+// startRef serves a2a-go's reference server on a loopback port: v1.0 at
+// /a2a and, through a2a-go's v0.3 compatibility handler, v0.3 at /a2a03.
+func startRef(t *testing.T) *target {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + ln.Addr().String()
+	h := a2asdk.RefServer(base)
+	mux := http.NewServeMux()
+	mux.Handle("/", h)
+	mux.Handle("/a2a03", a2av0.NewJSONRPCHandler(a2asdk.RefHandler()))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return &target{name: "a2a-go", base: base, v03URL: base + "/a2a03"}
+}
+
+// client builds the SDK's client from the target's card; the SDK's
+// AuthInterceptor adds the bearer token as the card's
+// securityRequirements ask.
+func (tg *target) client(t *testing.T) (*a2aclient.Client, context.Context) {
+	t.Helper()
+	ctx := t.Context()
+	card, err := agentcard.DefaultResolver.Resolve(ctx, tg.base)
+	if err != nil {
+		t.Fatalf("%s: the SDK cannot resolve the agent card: %v", tg.name, err)
+	}
+	creds := a2aclient.NewInMemoryCredentialsStore()
+	creds.Set("test", "bearer", a2aclient.AuthCredential(tg.token))
+	c, err := a2aclient.NewFromCard(ctx, card, a2aclient.WithCallInterceptors(&a2aclient.AuthInterceptor{Service: creds}))
+	if err != nil {
+		t.Fatalf("%s: NewFromCard: %v", tg.name, err)
+	}
+	t.Cleanup(func() { _ = c.Destroy() })
+	return c, a2aclient.AttachSessionID(ctx, "test")
+}
+
+// client03 builds the SDK's v0.3 compatibility client for the target's
+// v0.3 endpoint.
+func (tg *target) client03(t *testing.T) (*a2aclient.Client, context.Context) {
+	t.Helper()
+	hc := &http.Client{Timeout: time.Minute, Transport: bearer{token: tg.token}}
+	ifc := &a2a.AgentInterface{URL: tg.v03URL, ProtocolBinding: a2a.TransportProtocolJSONRPC, ProtocolVersion: a2av0.Version}
+	c, err := a2aclient.NewFromEndpoints(t.Context(), []*a2a.AgentInterface{ifc},
+		a2av0.WithJSONRPCTransport(a2av0.JSONRPCTransportConfig{Client: hc}))
+	if err != nil {
+		t.Fatalf("%s: v0.3 client: %v", tg.name, err)
+	}
+	t.Cleanup(func() { _ = c.Destroy() })
+	return c, t.Context()
+}
+
+type bearer struct{ token string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	if b.token != "" {
+		r = r.Clone(r.Context())
+		r.Header.Set("Authorization", "Bearer "+b.token)
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
