@@ -198,7 +198,7 @@ func (s *Server) a2aSend(ctx context.Context, p agent.Principal, sp *a2a.SendPar
 	}
 	push := sp.Configuration.Push()
 	if push != nil {
-		if err := checkPushURL(push.URL); err != nil {
+		if err := s.checkPushURL(ctx, push.URL); err != nil {
 			return nil, err
 		}
 	}
@@ -389,12 +389,14 @@ func (s *Server) a2aCount(filtered bool, match func(*wire.Task) bool, status wir
 	return n, nil
 }
 
-func checkPushURL(u string) error {
+// checkPushURL checks a push notification URL's form, then the agent's
+// outbound policy (refused targets are invalid params).
+func (s *Server) checkPushURL(ctx context.Context, u string) error {
 	pu, err := url.Parse(u)
 	if err != nil || (pu.Scheme != "http" && pu.Scheme != "https") || pu.Host == "" || len(u) > 2048 {
 		return a2a.Errorf(a2a.CodeInvalidParams, "the push notification url must be an absolute http or https URL of at most 2048 bytes")
 	}
-	return nil
+	return s.a.CheckOutboundURL(ctx, "url", u)
 }
 
 // putPush stores a task's push config (a new id when it has none).
@@ -434,7 +436,7 @@ func (s *Server) a2aPush(ctx context.Context, op a2a.Op, v a2a.Version, pp *a2a.
 		if c == nil {
 			c = &a2a.PushConfig{ID: pp.ID, URL: pp.URL, Token: pp.Token, Authentication: pp.Authentication}
 		}
-		if err := checkPushURL(c.URL); err != nil {
+		if err := s.checkPushURL(ctx, c.URL); err != nil {
 			return nil, err
 		}
 		rec, err := s.putPush(taskID, c)

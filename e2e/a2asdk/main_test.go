@@ -77,7 +77,8 @@ func startSynapse(t *testing.T, cfg string) *target {
 		}
 		args = []string{"--config", p}
 	}
-	a := agenttest.Start(t, synapseBin, agenttest.Options{Args: args})
+	// The tests' webhooks are on this host: allow loopback targets.
+	a := agenttest.Start(t, synapseBin, agenttest.Options{Args: args, Env: []string{"SYNAPSE_OUTBOUND_ALLOW=127.0.0.0/8"}})
 	return &target{name: "synapse", base: a.URL, token: a.Token, v03URL: a.URL + "/a2a"}
 }
 
