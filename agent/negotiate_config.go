@@ -27,10 +27,11 @@ type NegotiationConfig struct {
 	// ContractTTLSeconds is how long contracts made here last; default
 	// and maximum 86400 (24 h).
 	ContractTTLSeconds int `json:"contract_ttl_seconds,omitempty"`
-	// RequireContract refuses messages without an active contract from
-	// every peer (TP-NEG010), not only from those that negotiated before
-	// or are in another system.
-	RequireContract bool `json:"require_contract,omitempty"`
+	// RequireContract refuses messages without an active contract
+	// (TP-NEG010, seed 002 §8.3.4); default true. false lets peers of the
+	// same system that never negotiated send without one; peers of another
+	// system, and those that negotiated before, always need one.
+	RequireContract *bool `json:"require_contract,omitempty"`
 	// TimeoutMS bounds one negotiation attempt; default and maximum 30000.
 	TimeoutMS int `json:"timeout_ms,omitempty"`
 	// Retries after a failed attempt; default and maximum 3.
@@ -82,6 +83,11 @@ func levelOr(s string, def negotiate.SecurityLevel) negotiate.SecurityLevel {
 		return def
 	}
 	return negotiate.SecurityLevel(s)
+}
+
+// ContractRequired is require_contract (default true).
+func (c NegotiationConfig) ContractRequired() bool {
+	return c.RequireContract == nil || *c.RequireContract
 }
 
 // ContractTTL is contract_ttl_seconds as a duration (default 24 h).

@@ -53,7 +53,7 @@ func TestNegotiationConfig(t *testing.T) {
 	t.Run("file and environment", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "config.json")
 		raw := `{"negotiation": {"tiers": ["tier_3_natural_language"], "transports": ["rest_api"], "min_security_level": "standard",
-			"contract_ttl_seconds": 600, "timeout_ms": 500, "retries": 0, "require_contract": true,
+			"contract_ttl_seconds": 600, "timeout_ms": 500, "retries": 0, "require_contract": false,
 			"private_fields": {"claim": ["ssn"]},
 			"llm": {"url": "http://127.0.0.1:8081/v1", "model": "tiny", "api_key_env": "TEST_LLM_KEY"}}}`
 		if err := os.WriteFile(path, []byte(raw), 0o600); err != nil {
@@ -76,7 +76,7 @@ func TestNegotiationConfig(t *testing.T) {
 		}
 		n := cfg.Negotiation
 		if n.LLM == nil || n.LLM.APIKey != "secret-key" || n.Attempts() != (negotiate.Attempts{Timeout: 500 * time.Millisecond, Retries: zero}) ||
-			n.ContractTTL() != 10*time.Minute || !n.RequireContract || n.PrivateFields["claim"][0] != "ssn" {
+			n.ContractTTL() != 10*time.Minute || n.ContractRequired() || n.PrivateFields["claim"][0] != "ssn" {
 			t.Errorf("loaded %+v (llm %+v)", n, n.LLM)
 		}
 	})

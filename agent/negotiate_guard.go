@@ -14,8 +14,9 @@ import (
 
 // Contracts enforced on every envelope (seed 002 §8.3.4, SPEC §7).
 //
-// Outgoing (outgoingEnvelope, when the outbox builds an envelope at send
-// time): the active contract with the peer, if any, is named in
+// Outgoing (envelopeUnder, when the outbox builds an envelope at send
+// time): the active contract with the peer (negotiated first when there
+// is none, negotiate_auto.go) is named in
 // protocol_contract_ref; under high the whole payload is sealed for the
 // peer (content_type ContentEncrypted), under standard the private fields
 // of a p2p:task_request's task.payload (the contract's private_fields for
@@ -29,10 +30,11 @@ import (
 //     active, else TP-NEG011 (unknown, or another peer's; 404) or TP-NEG012
 //     (expired or revoked; 410);
 //   - no protocol_contract_ref: the peer's active contract applies
-//     implicitly (seed §8.3.4 MAY); with none, TP-NEG010 (428) if this
-//     agent negotiated with the peer before or negotiation.require_contract
-//     is set. A peer that never negotiated may still send basic messages
-//     without a contract, so P2P works before any negotiation;
+//     implicitly (seed §8.3.4 MAY); with none, TP-NEG010 (428: seed
+//     §8.3.4 MUST). Only negotiation.require_contract: false lets a peer
+//     of the same system that never negotiated send without a contract;
+//   - a peer of another system_id needs a high contract (seed §8.3.2:
+//     cross-organisation collaboration), else TP-NEG004 (409);
 //   - an encrypted payload is opened with this agent's key, else TP-SEC003
 //     (400) and nothing takes effect;
 //   - the contract's level is met: under high the payload must have been
@@ -57,19 +59,15 @@ func exempt(msgType string) bool {
 	return false
 }
 
-// outgoingEnvelope builds and signs a message for peer under its active
-// contract.
-func (n *p2pNode) outgoingEnvelope(msgType, peerID, id, corr string, pl wire.RawPayload) (*wire.UnifiedSynapseMessage, error) {
+// envelopeUnder builds and signs a message for peer under contract c
+// (nil: none; negotiate_auto.go finds or makes it).
+func (n *p2pNode) envelopeUnder(c *negotiate.Contract, msgType, peerID, id, corr string, pl wire.RawPayload) (*wire.UnifiedSynapseMessage, error) {
 	now := n.a.clock.Now()
 	m := wire.NewMessage(msgType, n.self(), wire.AgentRef{AgentID: peerID}, pl, now)
 	if id != "" {
 		m.MessageID = id
 	}
 	m.CorrelationID = corr
-	c, _, err := n.a.activeContract(peerID, now)
-	if err != nil {
-		return nil, err
-	}
 	if c != nil {
 		m.ProtocolContractRef = c.ContractID
 		if !exempt(msgType) {
@@ -191,7 +189,7 @@ func (n *p2pNode) admit(p *peer, m *wire.UnifiedSynapseMessage) (*wire.UnifiedSy
 	var c *negotiate.Contract
 	if !exempt(m.MessageType) {
 		var err error
-		if c, err = a.contractFor(peerID, m, now); err != nil {
+		if c, err = a.contractFor(p, m, now); err != nil {
 			return nil, err
 		}
 	}
@@ -224,8 +222,12 @@ func (n *p2pNode) admit(p *peer, m *wire.UnifiedSynapseMessage) (*wire.UnifiedSy
 	return dm, nil
 }
 
-// contractFor is the contract a non-exempt message is under, or nil.
-func (a *Agent) contractFor(peerID string, m *wire.UnifiedSynapseMessage, now time.Time) (*negotiate.Contract, error) {
+// contractFor is the contract a non-exempt message from p is under, or
+// nil.
+func (a *Agent) contractFor(p *peer, m *wire.UnifiedSynapseMessage, now time.Time) (*negotiate.Contract, error) {
+	peerID := p.rec.AgentID
+	cross := p.rec.SystemID != a.identity.SystemID
+	var c *negotiate.Contract
 	if ref := m.ProtocolContractRef; ref != "" {
 		rec, err := a.contractRecord(ref)
 		if err != nil {
@@ -242,17 +244,27 @@ func (a *Agent) contractFor(peerID string, m *wire.UnifiedSynapseMessage, now ti
 			return nil, wire.Errorf(wire.CodeNegContractExpired, "contract %s was revoked at %s: negotiate again", ref, wire.FormatTime(rec.RevokedAt)).
 				With("contract_id", ref).With("reason", negotiate.StatusRevoked)
 		}
-		return contractTerms(rec)
+		if c, err = contractTerms(rec); err != nil {
+			return nil, err
+		}
+	} else {
+		var negotiated bool
+		var err error
+		if c, negotiated, err = a.activeContract(peerID, now); err != nil {
+			return nil, err
+		}
+		if c == nil && (cross || negotiated || a.cfg.Negotiation.ContractRequired()) {
+			return nil, wire.Errorf(wire.CodeNegContractMissing,
+				"%s has no protocol_contract_ref and there is no active contract with %s: negotiate first", m.MessageType, peerID).
+				With("peer", peerID)
+		}
 	}
-	c, negotiated, err := a.activeContract(peerID, now)
-	if err != nil || c != nil {
-		return c, err
+	if c != nil && cross && c.SecurityLevel != negotiate.High {
+		return nil, wire.Errorf(wire.CodeNegSecurity, "%s is in system %q, not %q: its contract %s must be high, not %s",
+			peerID, p.rec.SystemID, a.identity.SystemID, c.ContractID, c.SecurityLevel).
+			With("contract_id", c.ContractID).With("security_level", string(c.SecurityLevel))
 	}
-	if negotiated || a.cfg.Negotiation.RequireContract {
-		return nil, wire.Errorf(wire.CodeNegContractMissing,
-			"%s has no protocol_contract_ref and there is no active contract with %s: negotiate first", m.MessageType, peerID)
-	}
-	return nil, nil
+	return c, nil
 }
 
 // sealing tells what of a received payload was encrypted.

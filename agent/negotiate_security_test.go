@@ -15,7 +15,6 @@ import (
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/negotiate"
-	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -228,8 +227,8 @@ func TestContractRefs(t *testing.T) {
 		}
 	}
 
-	t.Run("never negotiated: basic messages allowed without a contract", func(t *testing.T) {
-		expect(t, a, "", http.StatusAccepted, "")
+	t.Run("never negotiated: no contract is TP-NEG010", func(t *testing.T) {
+		expect(t, a, "", http.StatusPreconditionRequired, wire.CodeNegContractMissing)
 	})
 	c1 := negotiated(t, a, b, negotiate.Request{}).Contract
 	t.Run("active contract", func(t *testing.T) {
@@ -250,19 +249,16 @@ func TestContractRefs(t *testing.T) {
 			t.Errorf("requester's copy is %+v, want expired", ci)
 		}
 	})
-	t.Run("no ref and no active contract is TP-NEG010", func(t *testing.T) {
+	t.Run("no ref and no active contract is TP-NEG010; the outbox renegotiates", func(t *testing.T) {
 		expect(t, a, "", http.StatusPreconditionRequired, wire.CodeNegContractMissing)
 		task := submitTo(t, a, b, "echo", `{}`)
 		eventually(t, 10*time.Second, func() bool {
-			for _, d := range outbox(t, a.a, store.OutboxDead) {
-				if d.Type == wire.MsgTaskRequest && strings.Contains(d.LastError, wire.CodeNegContractMissing) {
-					return true
-				}
-			}
-			return false
-		}, func() string { return "the task request did not give up with TP-NEG010" })
-		if _, err := b.a.Task(task.ID); err == nil {
-			t.Error("the responder created a task without a contract")
+			got, err := a.a.Task(task.ID)
+			return err == nil && got.Status == wire.StatusCompleted
+		}, func() string { return "the task request was not delivered under a new contract" })
+		ci, _, err := a.a.Contracts(agent.ContractQuery{Peer: b.id(), Limit: 10})
+		if err != nil || len(ci) < 2 || ci[0].Status != negotiate.StatusActive || ci[0].Contract.ContractID == c1.ContractID {
+			t.Errorf("contracts with the responder: %+v, %v; want a new active one first", ci, err)
 		}
 	})
 	t.Run("revoked contract is TP-NEG012 on both sides", func(t *testing.T) {
@@ -282,8 +278,8 @@ func TestContractRefs(t *testing.T) {
 			t.Errorf("revoking again = %+v, %v; want the first revocation", again, err)
 		}
 	})
-	t.Run("require_contract refuses peers that never negotiated", func(t *testing.T) {
-		strict := startPeerWith(t, "strict", opts, func(c *agent.Config) { c.Negotiation.RequireContract = true })
+	t.Run("by default peers that never negotiated are refused; liveness is exempt", func(t *testing.T) {
+		strict := startPeerWith(t, "strict", opts)
 		pair(t, a, strict)
 		status, code := sendAs(t, a, strict, wire.MsgAck, ack, clock.Now(), nil)
 		if status != http.StatusPreconditionRequired || code != wire.CodeNegContractMissing {
@@ -292,6 +288,25 @@ func TestContractRefs(t *testing.T) {
 		status, code = sendAs(t, a, strict, wire.MsgHeartbeat, &wire.HeartbeatPayload{Status: agent.PeerOnline}, clock.Now(), nil)
 		if status != http.StatusAccepted {
 			t.Errorf("heartbeat answered %d %s, want 202: liveness needs no contract", status, code)
+		}
+	})
+	t.Run("require_contract false admits a same-system peer without one", func(t *testing.T) {
+		lax := startPeerWith(t, "lax", opts, func(c *agent.Config) { no := false; c.Negotiation.RequireContract = &no })
+		pair(t, a, lax)
+		if status, code := sendAs(t, a, lax, wire.MsgAck, ack, clock.Now(), nil); status != http.StatusAccepted {
+			t.Errorf("answer %d %s, want 202", status, code)
+		}
+	})
+	t.Run("a peer of another system needs a contract even when not required", func(t *testing.T) {
+		no := false
+		other := startPeerWith(t, "other", opts, func(c *agent.Config) { c.SystemID = "elsewhere"; c.Negotiation.RequireContract = &no })
+		pair(t, a, other)
+		if status, code := sendAs(t, a, other, wire.MsgAck, ack, clock.Now(), nil); status != http.StatusPreconditionRequired || code != wire.CodeNegContractMissing {
+			t.Errorf("answer %d %s, want 428 TP-NEG010", status, code)
+		}
+		ci := negotiated(t, a, other, negotiate.Request{})
+		if ci.Contract.SecurityLevel != negotiate.High {
+			t.Errorf("cross-system contract is %s, want high", ci.Contract.SecurityLevel)
 		}
 	})
 }

@@ -72,6 +72,7 @@ type p2pNode struct {
 
 	peers peerSet
 	out   *outbox
+	auto  autoNegotiator
 	in    inflight
 	feed  MessageFeed
 	m     p2pMetrics

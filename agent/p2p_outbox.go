@@ -429,11 +429,7 @@ func (o *outbox) deliver(it *store.OutboxItem) *deliveryError {
 		if err != nil {
 			return &deliveryError{err: fmt.Errorf("stored payload: %w", err), permanent: true}
 		}
-		m, err := o.n.outgoingEnvelope(it.Type, it.Peer, it.ID, it.CorrelationID, pl)
-		if err != nil {
-			return &deliveryError{err: err, permanent: true}
-		}
-		r, err := o.n.sendEnvelope(ctx, p.rec.Endpoint, m)
+		r, err := o.n.sendUnderContract(ctx, p, it.Type, it.ID, it.CorrelationID, pl)
 		if derr := classify(r, err, true); derr != nil {
 			return derr
 		}
@@ -456,6 +452,9 @@ func (o *outbox) deliver(it *store.OutboxItem) *deliveryError {
 // would be refused again), except 401 (it may not have paired us yet), 408
 // and 429; a plain webhook's 4xx is retried like any failure.
 func classify(r postResult, err error, peer bool) *deliveryError {
+	if d := (*deliveryError)(nil); errors.As(err, &d) {
+		return d // classified already (negotiate_auto.go)
+	}
 	if err != nil {
 		return &deliveryError{err: fmt.Errorf("%w: %v", errNotDelivered, err), unreachable: true}
 	}

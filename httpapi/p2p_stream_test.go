@@ -196,6 +196,7 @@ func TestMessageStream(t *testing.T) {
 	b := startPeerServer(t, "b")
 	a.pairWith(t, b)
 	b.pairWith(t, a)
+	b.contractWith(t, a)
 	pub, _ := base64.StdEncoding.DecodeString(a.a.Identity().PublicKey)
 
 	t.Run("envelopes in both framings", func(t *testing.T) {

@@ -82,6 +82,17 @@ func (ts *testServer) pairWith(t *testing.T, other *testServer) map[string]any {
 	return r.object(t)
 }
 
+// contractWith makes ts negotiate a contract with other (POST /negotiate
+// with the defaults), so that hand-made envelopes from ts without a
+// protocol_contract_ref are under it implicitly.
+func (ts *testServer) contractWith(t *testing.T, other *testServer) {
+	t.Helper()
+	r := ts.do(t, "POST", api("/negotiate"), []byte(`{"peer":"`+other.a.Identity().AgentID+`"}`))
+	if r.status != http.StatusCreated {
+		t.Fatalf("POST /negotiate with %s: %d %s", other.base, r.status, r.body)
+	}
+}
+
 // agentKey reads the private key an agent keeps in its data directory.
 func agentKey(t *testing.T, ts *testServer) ed25519.PrivateKey {
 	t.Helper()
@@ -220,6 +231,7 @@ func TestInboundSecurity(t *testing.T) {
 	c := startPeerServer(t, "stranger")
 	a.pairWith(t, b)
 	b.pairWith(t, a)
+	b.contractWith(t, a)
 
 	t.Run("a replay has no second effect", func(t *testing.T) {
 		taskID := uuid.NewString()
