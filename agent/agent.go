@@ -53,6 +53,10 @@ type Agent struct {
 	sweepDone chan struct{}
 	closeOnce sync.Once
 	closeErr  error
+	// closing is set when Close begins (health.go).
+	closing atomic.Bool
+	// storeFault is WithStoreFault's hook.
+	storeFault func() error
 }
 
 type agentMetrics struct {
@@ -129,7 +133,7 @@ func (a *Agent) Open(ctx context.Context) error {
 	if err := os.MkdirAll(a.cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
-	db, err := store.Open(ctx, filepath.Join(a.cfg.DataDir, store.FileName), store.Options{Logger: a.log.With("component", "store")})
+	db, err := store.Open(ctx, filepath.Join(a.cfg.DataDir, store.FileName), store.Options{Logger: a.log.With("component", "store"), Fault: a.storeFault})
 	if err != nil {
 		return err
 	}
@@ -184,6 +188,7 @@ func (a *Agent) Open(ctx context.Context) error {
 // (the rest stay executing for the next start), and closes the store. It is
 // safe to call more than once.
 func (a *Agent) Close(ctx context.Context) error {
+	a.closing.Store(true)
 	a.closeOnce.Do(func() {
 		if a.eng == nil {
 			return

@@ -80,6 +80,9 @@ func (s *Server) HealthCheck(context.Context, *emptypb.Empty) (*pb.HealthCheckRe
 	case <-s.done:
 		st = "NOT_SERVING"
 	default:
+		if s.a.Serving() != nil {
+			st = "NOT_SERVING" // shutting down, or the store cannot commit
+		}
 	}
 	return &pb.HealthCheckResponse{Status: st, Version: s.version, UptimeSeconds: int64(s.a.Uptime().Seconds())}, nil
 }

@@ -10,8 +10,22 @@ import (
 	"github.com/synapse-edge/synapse/wire"
 )
 
+// health serves GET /health: 200 SERVING, or 503 NOT_SERVING with the
+// reason once shutdown has begun or while the store cannot commit.
 func (s *Server) health(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
-	write(ctx, fasthttp.StatusOK, &wire.Health{Status: "SERVING", Version: s.version, UptimeSeconds: int64(s.a.Uptime().Seconds())})
+	h := &wire.Health{Status: "SERVING", Version: s.version, UptimeSeconds: int64(s.a.Uptime().Seconds())}
+	status := fasthttp.StatusOK
+	err := s.a.Serving()
+	if err == nil && s.draining.Load() {
+		err = wire.Errorf(wire.CodeAgentNotReady, "shutting down").With("reason", "shutting_down")
+	}
+	if err != nil {
+		h.Status, status = "NOT_SERVING", fasthttp.StatusServiceUnavailable
+		if r, ok := wire.AsError(err).Details["reason"].(string); ok {
+			h.Reason = r
+		}
+	}
+	write(ctx, status, h)
 	return nil
 }
 

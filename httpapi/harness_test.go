@@ -29,6 +29,7 @@ const pollTimeout = 15 * time.Second
 type testServer struct {
 	t      *testing.T
 	cfg    agent.Config
+	opts   []agent.Option
 	a      *agent.Agent
 	srv    *httpapi.Server
 	base   string
@@ -62,7 +63,7 @@ func startServer(t *testing.T, mutate ...func(*agent.Config)) *testServer {
 func (ts *testServer) open() {
 	t := ts.t
 	t.Helper()
-	a, err := agent.New(ts.cfg)
+	a, err := agent.New(ts.cfg, ts.opts...)
 	if err != nil {
 		t.Fatalf("agent.New: %v", err)
 	}

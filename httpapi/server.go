@@ -9,6 +9,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -38,6 +39,8 @@ type Server struct {
 	bg        context.Context
 	cancelBg  context.CancelFunc
 	closeOnce sync.Once
+	// draining is set when Shutdown begins: /health answers 503.
+	draining atomic.Bool
 
 	table    []route
 	hil      *hil.Manager
@@ -158,6 +161,7 @@ func (s *Server) Serve(ln net.Listener) error {
 // flight until ctx is done. It is safe to call more than once.
 func (s *Server) Shutdown(ctx context.Context) error {
 	var err error
+	s.draining.Store(true)
 	s.closeOnce.Do(func() {
 		close(s.streamsDone)
 		s.cancelBg()

@@ -51,6 +51,10 @@ type Options struct {
 	QueueSize int
 	// Logger gets the store's few log lines; nil discards them.
 	Logger *slog.Logger
+	// Fault, when set, is called before each commit; an error it returns
+	// fails that commit as a failing disk would (the transaction is rolled
+	// back). It is for fault-injection tests (see Health).
+	Fault func() error
 }
 
 func (o *Options) defaults() {
@@ -87,6 +91,25 @@ type DB struct {
 	closed bool
 
 	stats Stats
+	// failing is the error of the last commit while commits fail; nil
+	// after a commit succeeds.
+	failing atomic.Pointer[error]
+}
+
+// Health reports whether the store can commit: ErrClosed once Close has
+// begun, the error of the last commit when it failed (until one
+// succeeds), else nil. It reads two flags and never writes.
+func (db *DB) Health() error {
+	db.sendMu.RLock()
+	closed := db.closed
+	db.sendMu.RUnlock()
+	if closed {
+		return ErrClosed
+	}
+	if e := db.failing.Load(); e != nil {
+		return *e
+	}
+	return nil
 }
 
 // Stats are counters of the writer, for /metrics.
@@ -303,7 +326,9 @@ func (db *DB) commit(batch []*writeReq) {
 		start := time.Now()
 		btx, err := db.bolt.Begin(true)
 		if err != nil {
-			db.finish(batch, fmt.Errorf("begin write: %w", err))
+			err = fmt.Errorf("begin write: %w", err)
+			db.failing.Store(&err)
+			db.finish(batch, err)
 			return
 		}
 		failed, ferr := -1, error(nil)
@@ -320,12 +345,24 @@ func (db *DB) commit(batch []*writeReq) {
 			batch = append(batch[:failed], batch[failed+1:]...)
 			continue
 		}
-		err = btx.Commit()
+		if db.opts.Fault != nil {
+			err = db.opts.Fault()
+		}
+		if err != nil {
+			_ = btx.Rollback()
+		} else {
+			err = btx.Commit()
+		}
 		if err != nil {
 			db.stats.FailedCommits.Add(1)
 			db.log.Error("commit failed", "err", err, "writes", len(batch))
 			err = fmt.Errorf("commit: %w", err)
+			failed := err
+			db.failing.Store(&failed)
 		} else {
+			if db.failing.Load() != nil {
+				db.failing.Store(nil)
+			}
 			db.stats.Commits.Add(1)
 			db.stats.Writes.Add(uint64(len(batch)))
 			db.stats.CommitNanos.Add(uint64(time.Since(start)))

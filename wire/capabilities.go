@@ -72,4 +72,7 @@ type Health struct {
 	Status        string `json:"status" msgpack:"status"`
 	Version       string `json:"version" msgpack:"version"`
 	UptimeSeconds int64  `json:"uptime_seconds" msgpack:"uptime_seconds"`
+	// Reason says why the status is NOT_SERVING: shutting_down or
+	// store_failing.
+	Reason string `json:"reason,omitempty" msgpack:"reason,omitempty"`
 }
