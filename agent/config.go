@@ -115,6 +115,11 @@ type HTTPConfig struct {
 	IdleTimeoutSeconds  int `json:"idle_timeout_seconds,omitempty"`
 	MaxConnsPerIP       int `json:"max_conns_per_ip,omitempty"`
 	MaxConns            int `json:"max_conns,omitempty"`
+	// MaxInflightBodyBytes bounds the request bodies held in memory at
+	// once, over all connections; requests beyond it wait, then get 503.
+	// Routes without a bearer token (signed P2P envelopes) may use a
+	// quarter of it. Default 32 MiB.
+	MaxInflightBodyBytes int64 `json:"max_inflight_body_bytes,omitempty"`
 }
 
 // Tier1Config configures tier-1 routines and their storage (SPEC §8).
@@ -203,6 +208,8 @@ func Defaults() Config {
 			IdleTimeoutSeconds:  120,
 			MaxConnsPerIP:       256,
 			MaxConns:            4096,
+
+			MaxInflightBodyBytes: 32 << 20,
 		},
 		Tier1: Tier1Config{
 			MaxBatchBytes:      4 << 20,
@@ -362,6 +369,9 @@ func (c *Config) Validate() error {
 		if l.v < 1 {
 			bad(l.field, "must be at least 1")
 		}
+	}
+	if hp.MaxInflightBodyBytes < 1 {
+		bad("http.max_inflight_body_bytes", "must be at least 1")
 	}
 	t1 := c.Tier1
 	if t1.MaxBatchBytes < 1 {

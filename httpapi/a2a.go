@@ -55,6 +55,11 @@ func (s *Server) a2aRoute(ctx *fasthttp.RequestCtx, path string) error {
 		a2aHTTPError(ctx, err, nil)
 		return nil
 	}
+	release, err := s.readBody(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer release()
 	return s.a2aRPC(ctx, p)
 }
 

@@ -94,6 +94,13 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) error {
 				return err
 			}
 		}
+		if method != fasthttp.MethodGet {
+			release, err := s.readBody(ctx, r.scope == "")
+			if err != nil {
+				return err
+			}
+			defer release()
+		}
 		return r.h(ctx, p, args)
 	}
 	if pathMatched {

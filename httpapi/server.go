@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -47,6 +46,9 @@ type Server struct {
 	groups   *group.Manager
 	requests *metrics.CounterVec
 	panics   *metrics.Counter
+	// bodies bounds the request bodies in memory, publicBodies those of
+	// routes without a token (body.go).
+	bodies, publicBodies *budget
 }
 
 // Options configure a Server.
@@ -82,34 +84,37 @@ func New(a *agent.Agent, opts Options) *Server {
 	s.panics = reg.Counter("synapse_http_panics_total", "Requests whose handler panicked (answered 500).")
 	cfg := a.Config()
 	h := cfg.HTTP
+	s.bodies = newBudget(h.MaxInflightBodyBytes)
+	s.publicBodies = newBudget(max(h.MaxInflightBodyBytes/4, int64(h.MaxBodyBytes)))
+	reg.GaugeFunc("synapse_http_body_bytes_in_flight", "Request body bytes being read or handled.", func() float64 {
+		return float64(s.bodies.inUse() + s.publicBodies.inUse())
+	})
 	s.srv = &fasthttp.Server{
-		Handler:                       s.handle,
-		Logger:                        connLogger{s.log},
-		Name:                          "synapse",
-		ReadTimeout:                   time.Duration(h.ReadTimeoutSeconds) * time.Second,
-		WriteTimeout:                  time.Duration(h.WriteTimeoutSeconds) * time.Second,
-		IdleTimeout:                   time.Duration(h.IdleTimeoutSeconds) * time.Second,
-		MaxConnsPerIP:                 h.MaxConnsPerIP,
-		Concurrency:                   h.MaxConns,
-		ReadBufferSize:                h.MaxHeaderBytes,
-		MaxRequestBodySize:            h.MaxBodyBytes,
+		Handler:        s.handle,
+		Logger:         connLogger{s.log},
+		Name:           "synapse",
+		ReadTimeout:    time.Duration(h.ReadTimeoutSeconds) * time.Second,
+		WriteTimeout:   time.Duration(h.WriteTimeoutSeconds) * time.Second,
+		IdleTimeout:    time.Duration(h.IdleTimeoutSeconds) * time.Second,
+		MaxConnsPerIP:  h.MaxConnsPerIP,
+		Concurrency:    h.MaxConns,
+		ReadBufferSize: h.MaxHeaderBytes,
+		// Bodies are streamed and read by readBody once the request is
+		// authorized, within its route's limit and the body budget.
+		StreamRequestBody:             true,
+		DisablePreParseMultipartForm:  true,
+		MaxRequestBodySize:            max(h.MaxBodyBytes, cfg.Tier1.MaxBatchBytes, int(cfg.MaxFileSize)+1<<20),
 		DisableHeaderNamesNormalizing: false,
 		NoDefaultServerHeader:         false,
 		NoDefaultContentType:          true,
 		CloseOnShutdown:               true,
 		ReduceMemoryUsage:             false,
-		HeaderReceived: func(hd *fasthttp.RequestHeader) fasthttp.RequestConfig {
-			if string(hd.Method()) != fasthttp.MethodPost {
-				return fasthttp.RequestConfig{}
-			}
-			uri := hd.RequestURI()
-			switch {
-			case bytes.HasPrefix(uri, []byte(Prefix+"/task/multipart")):
-				return fasthttp.RequestConfig{MaxRequestBodySize: int(cfg.MaxFileSize) + 1<<20}
-			case bytes.HasPrefix(uri, []byte(Prefix+"/tier1/")):
-				return fasthttp.RequestConfig{MaxRequestBodySize: cfg.Tier1.MaxBatchBytes}
-			}
-			return fasthttp.RequestConfig{}
+		// fasthttp reads min(limit, Content-Length, 8 KiB) of a streamed
+		// body before the handler runs; a limit of 1 makes that one byte, so
+		// that a refused request (no token, over the route's limit) is
+		// answered after its first body byte rather than after 8 KiB.
+		HeaderReceived: func(*fasthttp.RequestHeader) fasthttp.RequestConfig {
+			return fasthttp.RequestConfig{MaxRequestBodySize: 1}
 		},
 		ErrorHandler: func(ctx *fasthttp.RequestCtx, err error) {
 			code := wire.CodeMessageFormatInvalid
