@@ -160,6 +160,9 @@ func (a *Agent) Open(ctx context.Context) error {
 		return fail(err)
 	}
 	a.eng = newEngine(a)
+	if err := a.eng.loadPushIndex(); err != nil {
+		return fail(fmt.Errorf("load push configs: %w", err))
+	}
 	n, err := a.eng.recover(ctx)
 	if err != nil {
 		return fail(fmt.Errorf("recover tasks: %w", err))

@@ -30,6 +30,8 @@ type engine struct {
 	db  *store.DB
 	log *slog.Logger
 	hub hub
+	// pushes indexes the live tasks with A2A push configs.
+	pushes pushIndex
 
 	mu      sync.Mutex
 	runs    map[string]*run
@@ -158,7 +160,10 @@ func (e *engine) applyOut(r *run, wait bool, mut func(t *wire.Task, now time.Tim
 				return err
 			}
 		}
-		return e.enqueue(tx, out)
+		if err := e.enqueue(tx, out); err != nil {
+			return err
+		}
+		return e.pushOut(tx, prev, snap)
 	}, func(err error) {
 		if err == nil {
 			e.hub.publish(snap.ID, evs)

@@ -138,7 +138,7 @@ func (e *engine) submitWait(ctx context.Context, p Principal, req *wire.SubmitRe
 	r.mu.Lock()
 	evs = append(evs, e.flush(buf, t)...)
 	done := make(chan error, 1)
-	e.db.UpdateAsync(e.createFn(t, evs, nil, idem), func(err error) { done <- err })
+	e.db.UpdateAsync(e.withPush(ctx, t, e.createFn(t, evs, nil, idem)), func(err error) { done <- err })
 	e.mu.Lock()
 	e.runs[t.ID] = r
 	e.mu.Unlock()

@@ -439,6 +439,9 @@ func (o *outbox) deliver(it *store.OutboxItem) *deliveryError {
 		}
 		return nil
 	}
+	if it.Type == A2APushType {
+		return o.deliverA2APush(ctx, it)
+	}
 	h := http.Header{"X-Synapse-Message-Id": {it.ID}}
 	if o.n.secret != nil {
 		h.Set(wire.HeaderSignature, wire.SignHMAC(o.n.secret, o.n.a.clock.Now(), it.Payload))

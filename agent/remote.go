@@ -230,7 +230,7 @@ func (e *engine) acceptRemote(ctx context.Context, peer, messageID string, req *
 // create stores a new task, its events, its outgoing messages and an
 // idempotency record in one transaction.
 func (e *engine) create(ctx context.Context, t *wire.Task, evs []*wire.Event, out []Outgoing, idem *IdemWrite) error {
-	return storeErr(e.db.Update(ctx, e.createFn(t, evs, out, idem)))
+	return storeErr(e.db.Update(ctx, e.withPush(ctx, t, e.createFn(t, evs, out, idem))))
 }
 
 // createFn is the write of create.

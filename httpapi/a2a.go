@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -148,7 +149,7 @@ func (s *Server) a2aCall(ctx context.Context, p agent.Principal, op a2a.Op, v a2
 		if err := params(raw, &sp); err != nil {
 			return nil, err
 		}
-		t, err := s.a2aSend(ctx, p, &sp)
+		t, err := s.a2aSend(ctx, p, v, &sp)
 		if err != nil {
 			return nil, err
 		}
@@ -195,15 +196,16 @@ func (s *Server) a2aCall(ctx context.Context, p agent.Principal, op a2a.Op, v a2
 }
 
 // a2aSend submits a message as a task, or gives a task waiting for
-// information the message's data.
-func (s *Server) a2aSend(ctx context.Context, p agent.Principal, sp *a2a.SendParams) (*wire.Task, error) {
+// information the message's data. A push config given with the message is
+// stored with the task, in the task's own transaction.
+func (s *Server) a2aSend(ctx context.Context, p agent.Principal, v a2a.Version, sp *a2a.SendParams) (*wire.Task, error) {
 	taskType, payload, err := a2a.Submission(sp.Message)
 	if err != nil {
 		return nil, err
 	}
-	push := sp.Configuration.Push()
-	if push != nil {
-		if err := s.checkPushURL(ctx, push.URL); err != nil {
+	var push *store.PushConfig
+	if c := sp.Configuration.Push(); c != nil {
+		if push, err = s.pushRecord(ctx, "", c, v); err != nil {
 			return nil, err
 		}
 	}
@@ -218,32 +220,21 @@ func (s *Server) a2aSend(ctx context.Context, p agent.Principal, sp *a2a.SendPar
 		return nil, a2a.Errorf(a2a.CodeUnsupportedOperation, "this agent has no handler for task type %q", taskType)
 	}
 	req := &wire.SubmitRequest{TaskType: taskType, Payload: payload}
-	if push != nil {
-		req.CallbackURL = push.URL
-	}
 	if err := req.Normalize(); err != nil {
 		return nil, err
 	}
-	var t *wire.Task
-	if wait > 0 {
-		t, err = s.a.SubmitWait(ctx, p, req, nil, wait)
-	} else {
-		t, err = s.a.Submit(ctx, p, req, nil)
-	}
-	if err != nil {
-		return nil, err
-	}
 	if push != nil {
-		if _, err := s.putPush(t.ID, push); err != nil {
-			return nil, err
-		}
+		ctx = agent.WithPushConfig(ctx, push)
 	}
-	return t, nil
+	if wait > 0 {
+		return s.a.SubmitWait(ctx, p, req, nil, wait)
+	}
+	return s.a.Submit(ctx, p, req, nil)
 }
 
 // a2aContinue answers a message for an existing task: only a task in
 // info_needed takes one (its data is the missing information).
-func (s *Server) a2aContinue(ctx context.Context, id string, payload wire.JSONValue, push *a2a.PushConfig, wait time.Duration) (*wire.Task, error) {
+func (s *Server) a2aContinue(ctx context.Context, id string, payload wire.JSONValue, push *store.PushConfig, wait time.Duration) (*wire.Task, error) {
 	t, err := s.a.Task(id)
 	if err != nil {
 		return nil, err
@@ -252,10 +243,8 @@ func (s *Server) a2aContinue(ctx context.Context, id string, payload wire.JSONVa
 		return nil, a2a.Errorf(a2a.CodeUnsupportedOperation, "task %s is %s and takes no message", id, a2a.State(t.Status, a2a.V03))
 	}
 	if push != nil {
-		if _, err := s.putPush(id, push); err != nil {
-			return nil, err
-		}
-		if _, err := s.a.SetCallbackURL(ctx, id, push.URL); err != nil {
+		push.TaskID = id
+		if err := s.a.PutPushConfig(ctx, push); err != nil {
 			return nil, err
 		}
 	}
@@ -268,11 +257,6 @@ func (s *Server) a2aContinue(ctx context.Context, id string, payload wire.JSONVa
 	return s.a.Task(id)
 }
 
-// a2aList serves ListTasks: newest first; artifacts only with
-// includeArtifacts and history only with historyLength, as v1.0 says.
-// totalSize counts every task that matches: exact without a status filter;
-// with one it counts at most a2aListScan pages of a2aMaxPageSize (a lower
-// bound past that).
 func (s *Server) a2aList(v a2a.Version, lp *a2a.ListParams) (*a2a.ListResult, error) {
 	size := lp.PageSize
 	switch {
@@ -404,25 +388,28 @@ func (s *Server) checkPushURL(ctx context.Context, u string) error {
 	return s.a.CheckOutboundURL(ctx, "url", u)
 }
 
-// putPush stores a task's push config (a new id when it has none).
-func (s *Server) putPush(taskID string, c *a2a.PushConfig) (*store.PushConfig, error) {
+// pushRecord checks a push config and makes its record (a new id when it
+// has none).
+func (s *Server) pushRecord(ctx context.Context, taskID string, c *a2a.PushConfig, v a2a.Version) (*store.PushConfig, error) {
+	if err := s.checkPushURL(ctx, c.URL); err != nil {
+		return nil, err
+	}
 	rec := &store.PushConfig{TaskID: taskID, ID: c.ID, URL: c.URL, Token: c.Token, Auth: c.Authentication,
 		CreatedAt: s.a.Clock().Now().UTC()}
+	if v == a2a.V03 {
+		rec.Version = "0.3"
+	}
 	if rec.ID == "" {
 		rec.ID = uuid.NewString()
 	}
-	if len(rec.ID) > 256 {
-		return nil, a2a.Errorf(a2a.CodeInvalidParams, "the push notification config id is longer than 256 bytes")
-	}
-	err := s.a.Store().Update(context.Background(), func(tx *store.Tx) error { return tx.PutPushConfig(rec) })
-	if err != nil {
-		return nil, err
+	if len(rec.ID) > 256 || strings.IndexByte(rec.ID, 0) >= 0 {
+		return nil, a2a.Errorf(a2a.CodeInvalidParams, "the push notification config id must be at most 256 bytes, without NUL")
 	}
 	return rec, nil
 }
 
-// a2aPush serves the four push config methods. A task's webhook callback
-// goes to its most recently created config.
+// a2aPush serves the four push config methods (see agent's a2a_push.go
+// for the notifications).
 func (s *Server) a2aPush(ctx context.Context, op a2a.Op, v a2a.Version, pp *a2a.PushParams) (any, error) {
 	taskID, cfgID := pp.TaskID, pp.ID
 	if v == a2a.V03 && op != a2a.OpPushCreate {
@@ -441,14 +428,11 @@ func (s *Server) a2aPush(ctx context.Context, op a2a.Op, v a2a.Version, pp *a2a.
 		if c == nil {
 			c = &a2a.PushConfig{ID: pp.ID, URL: pp.URL, Token: pp.Token, Authentication: pp.Authentication}
 		}
-		if err := s.checkPushURL(ctx, c.URL); err != nil {
-			return nil, err
-		}
-		rec, err := s.putPush(taskID, c)
+		rec, err := s.pushRecord(ctx, taskID, c, v)
 		if err != nil {
 			return nil, err
 		}
-		if _, err := s.a.SetCallbackURL(ctx, taskID, rec.URL); err != nil {
+		if err := s.a.PutPushConfig(ctx, rec); err != nil {
 			return nil, err
 		}
 		return a2a.PushAnswer(rec, v), nil
@@ -493,29 +477,11 @@ func (s *Server) a2aPush(ctx context.Context, op a2a.Op, v a2a.Version, pp *a2a.
 		if cfgID == "" {
 			return nil, a2a.Errorf(a2a.CodeInvalidParams, "the push notification config id is required")
 		}
-		err := db.Update(ctx, func(tx *store.Tx) error { return tx.DeletePushConfig(taskID, cfgID) })
+		err := s.a.DeletePushConfig(ctx, taskID, cfgID)
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, a2a.Errorf(a2a.CodeInvalidParams, "task %s has no push notification config %q", taskID, cfgID)
 		}
 		if err != nil {
-			return nil, err
-		}
-		// The callback goes to the newest config left, or nowhere.
-		rest, err := s.pushConfigs(taskID)
-		if err != nil {
-			return nil, err
-		}
-		var newest *store.PushConfig
-		for _, c := range rest {
-			if newest == nil || c.CreatedAt.After(newest.CreatedAt) {
-				newest = c
-			}
-		}
-		next := ""
-		if newest != nil {
-			next = newest.URL
-		}
-		if _, err := s.a.SetCallbackURL(ctx, taskID, next); err != nil {
 			return nil, err
 		}
 		return nil, nil

@@ -68,6 +68,7 @@ func TestA2APushAfterRestart(t *testing.T) {
 
 	var mu sync.Mutex
 	var bodies [][]byte
+	var headers []http.Header
 	hl, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Skipf("the webhook port was taken meanwhile: %v", err)
@@ -77,25 +78,50 @@ func TestA2APushAfterRestart(t *testing.T) {
 		_ = json.NewDecoder(r.Body).Decode(&b)
 		mu.Lock()
 		bodies = append(bodies, b)
+		headers = append(headers, r.Header.Clone())
 		mu.Unlock()
 	})}
 	go func() { _ = srv.Serve(hl) }()
 	t.Cleanup(func() { _ = srv.Close() })
 
-	eventually(t, "the push notification", func() bool {
+	// The last two notifications are the result artifact, then the final
+	// status (a working status may come first, as the config may have come
+	// before the task started), each with the config's token.
+	eventually(t, "the push notifications", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
-		return len(bodies) > 0
+		return len(bodies) >= 2 && strings.Contains(string(bodies[len(bodies)-1]), "TASK_STATE_COMPLETED")
 	})
 	mu.Lock()
-	got := bodies[0]
+	got, hdrs := bodies[len(bodies)-2:], headers[len(headers)-2:]
 	mu.Unlock()
-	var n struct {
-		TaskID string `json:"task_id"`
-		Status string `json:"status"`
+	var art struct {
+		ArtifactUpdate *struct {
+			TaskID   string `json:"taskId"`
+			Artifact struct {
+				Parts []a2aPart `json:"parts"`
+			} `json:"artifact"`
+		} `json:"artifactUpdate"`
 	}
-	if err := json.Unmarshal(got, &n); err != nil || n.TaskID != id || n.Status != "completed" {
-		t.Errorf("notification %s, want task %s completed", got, id)
+	if err := json.Unmarshal(got[0], &art); err != nil || art.ArtifactUpdate == nil || art.ArtifactUpdate.TaskID != id ||
+		!jsonEqual(t, string(art.ArtifactUpdate.Artifact.Parts[0].Data), `{"slept_ms":200}`) {
+		t.Errorf("first notification %s, want the result artifact of %s", got[0], id)
+	}
+	var st struct {
+		StatusUpdate *struct {
+			TaskID string                 `json:"taskId"`
+			Status struct{ State string } `json:"status"`
+			Final  *bool                  `json:"final"`
+		} `json:"statusUpdate"`
+	}
+	if err := json.Unmarshal(got[1], &st); err != nil || st.StatusUpdate == nil || st.StatusUpdate.TaskID != id ||
+		st.StatusUpdate.Status.State != "TASK_STATE_COMPLETED" || st.StatusUpdate.Final != nil {
+		t.Errorf("second notification %s, want the completed status of %s (v1.0: no final)", got[1], id)
+	}
+	for i, h := range hdrs[:2] {
+		if h.Get("Content-Type") != "application/a2a+json" || h.Get("X-A2A-Notification-Token") != "tok-1" {
+			t.Errorf("notification %d: Content-Type %q, token %q; want application/a2a+json, tok-1", i, h.Get("Content-Type"), h.Get("X-A2A-Notification-Token"))
+		}
 	}
 
 	t.Run("configs survive the restart; delete", func(t *testing.T) {
@@ -111,16 +137,35 @@ func TestA2APushAfterRestart(t *testing.T) {
 	})
 }
 
-// A push config given with the message is used for that task.
+// A push config given with a v0.3 message is stored with the task: every
+// change is notified from the creation on, as v0.3 tasks (kind "task"),
+// with the token and the authentication as headers.
 func TestA2APushWithMessage(t *testing.T) {
 	ts := startServer(t, allowLoopback)
 	h := newHook(t, func(int) int { return http.StatusOK })
 	var tk a2aTask
 	ts.ok(t, "message/send", map[string]any{"message": msg(true, "", text("hi")),
-		"configuration": map[string]any{"pushNotificationConfig": map[string]any{"url": h.srv.URL + "/n", "token": "t"}}}, &tk)
-	eventually(t, "the push notification", func() bool { return len(h.calls()) > 0 })
-	if !strings.Contains(string(h.calls()[0].body), tk.ID) {
-		t.Errorf("notification %s does not name task %s", h.calls()[0].body, tk.ID)
+		"configuration": map[string]any{"pushNotificationConfig": map[string]any{"url": h.srv.URL + "/n", "token": "t",
+			"authentication": map[string]any{"schemes": []string{"Bearer"}, "credentials": "cred"}}}}, &tk)
+	eventually(t, "the push notifications up to completed", func() bool {
+		c := h.calls()
+		return len(c) > 0 && strings.Contains(string(c[len(c)-1].body), `"completed"`)
+	})
+	calls := h.calls()
+	var states []string
+	for _, c := range calls {
+		var n a2aTask
+		if err := json.Unmarshal(c.body, &n); err != nil || n.Kind != "task" || n.ID != tk.ID {
+			t.Fatalf("notification %s, want v0.3 task %s", c.body, tk.ID)
+		}
+		states = append(states, n.Status.State)
+		if c.header.Get("X-A2A-Notification-Token") != "t" || c.header.Get("Authorization") != "Bearer cred" ||
+			c.header.Get("Content-Type") != "application/json" {
+			t.Errorf("headers %v, want the token, Bearer cred and application/json", c.header)
+		}
+	}
+	if states[0] != "submitted" || states[len(states)-1] != "completed" {
+		t.Errorf("states notified %v, want submitted first, completed last", states)
 	}
 	var list []struct {
 		Push struct{ ID, URL, Token string } `json:"pushNotificationConfig"`

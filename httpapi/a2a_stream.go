@@ -43,7 +43,7 @@ func (s *Server) a2aStartStream(ctx *fasthttp.RequestCtx, p agent.Principal, op 
 		} else {
 			sp.Configuration = &a2a.SendConfiguration{ReturnImmediately: true}
 		}
-		t, err := s.a2aSend(ctx, p, &sp)
+		t, err := s.a2aSend(ctx, p, v, &sp)
 		if err != nil {
 			return err
 		}

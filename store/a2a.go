@@ -27,6 +27,9 @@ type PushConfig struct {
 	Token     string          `json:"token,omitempty"`
 	Auth      json.RawMessage `json:"authentication,omitempty"`
 	CreatedAt time.Time       `json:"created_at"`
+	// Version is the A2A version the config was created in ("0.3"; empty
+	// for 1.0): it decides the shape of the notifications.
+	Version string `json:"version,omitempty"`
 }
 
 func pushKey(taskID, id string) []byte {
@@ -94,4 +97,42 @@ func (tx *Tx) DeletePushConfig(taskID, id string) error {
 		return ErrNotFound
 	}
 	return b.Delete(k)
+}
+
+// PushTaskIDs calls fn with the id of every task that has push configs,
+// once each, in id order.
+func (tx *Tx) PushTaskIDs(fn func(taskID string) error) error {
+	b, err := tx.bucket(bucketA2APush)
+	if err != nil || b == nil {
+		return err
+	}
+	last := ""
+	c := b.Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		id, _, _ := bytes.Cut(k, []byte{0})
+		if string(id) == last {
+			continue
+		}
+		last = string(id)
+		if err := fn(last); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deletePushConfigs deletes every push config of a task (with the task).
+func (tx *Tx) deletePushConfigs(taskID string) error {
+	b := tx.tx.Bucket(bucketA2APush)
+	if b == nil {
+		return nil
+	}
+	prefix := pushKey(taskID, "")
+	c := b.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Seek(prefix) {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/store"
+	"github.com/synapse-edge/synapse/wire"
 )
 
 func TestPushConfigs(t *testing.T) {
@@ -70,4 +71,45 @@ func TestPushConfigs(t *testing.T) {
 			return nil
 		})
 	})
+}
+
+// A task's push configs go with the task when it is pruned, and
+// PushTaskIDs names each task with configs once.
+func TestPushConfigsPrunedWithTask(t *testing.T) {
+	db := openDB(t, tempPath(t), store.Options{})
+	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	done := newTask(t, "echo", wire.StatusCompleted, base)
+	live := newTask(t, "sleep", wire.StatusExecuting, base)
+	update(t, db, func(tx *store.Tx) error {
+		for _, task := range []*wire.Task{done, live} {
+			if err := tx.CreateTask(task); err != nil {
+				return err
+			}
+			for _, id := range []string{"a", "b"} {
+				if err := tx.PutPushConfig(&store.PushConfig{TaskID: task.ID, ID: id, URL: "http://x/"}); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	ids := func() []string {
+		var out []string
+		if err := db.View(func(tx *store.Tx) error {
+			return tx.PushTaskIDs(func(id string) error { out = append(out, id); return nil })
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	if got := ids(); len(got) != 2 {
+		t.Fatalf("PushTaskIDs = %v, want both tasks once", got)
+	}
+	update(t, db, func(tx *store.Tx) error {
+		_, err := tx.PruneFinished(base.Add(time.Hour), 0, 10)
+		return err
+	})
+	if got := ids(); len(got) != 1 || got[0] != live.ID {
+		t.Errorf("PushTaskIDs after pruning = %v, want only the live task %s", got, live.ID)
+	}
 }

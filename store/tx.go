@@ -218,7 +218,7 @@ func (tx *Tx) deleteTask(id string) (bool, error) {
 			return false, err
 		}
 	}
-	return true, nil
+	return true, tx.deletePushConfigs(id)
 }
 
 // OnCommit calls fn after the transaction commits (never if it rolls back).
