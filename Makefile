@@ -107,6 +107,14 @@ check: ## gofmt -l must list nothing, go vet, go test -race
 	$(GO) vet ./...
 	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m ./...
 
+.PHONY: screenshots console
+screenshots: ## PNGs of each console view at 390 and 1280 px into docs/ (headless Chromium)
+	@mkdir -p docs
+	CI=true SYNAPSE_SCREENSHOTS="$(CURDIR)/docs" $(GO) test -count=1 -run '^TestConsoleViews$$' ./httpapi/
+
+console: ## regenerate the gzipped console files (httpapi/console/*.gz) after editing the console
+	cd httpapi && $(GO) generate ./
+
 fuzz: ## run every Fuzz target for FUZZTIME=20s each
 	@GO="$(GO)" FUZZTIME="$(FUZZTIME)" scripts/fuzz.sh
 

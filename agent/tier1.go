@@ -40,6 +40,7 @@ func (a *Agent) openTier1() error {
 		r.CounterFunc("synapse_tier1_uplink_failures_total", "Failed attempts to reach the upstream.", func() float64 { return float64(up.Failures.Load()) })
 		r.CounterFunc("synapse_tier1_uplink_dropped_batches_total", "Batches the upstream refused for good.", func() float64 { return float64(up.Dropped.Load()) })
 		r.GaugeFunc("synapse_tier1_uplink_pending_batches", "Batches waiting to go upstream.", func() float64 { return float64(up.Pending()) })
+		r.GaugeFunc("synapse_tier1_uplink_lag_seconds", "Age of the oldest frame waiting to go upstream (by its ts).", func() float64 { return up.Lag().Seconds() })
 	}
 	return nil
 }

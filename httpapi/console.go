@@ -1,9 +1,12 @@
 package httpapi
 
 import (
+	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
+	"io"
 	"io/fs"
 	"path"
 	"strings"
@@ -17,8 +20,15 @@ import (
 // The web console: static files compiled into the binary, served at / and
 // /console/* without auth. The page asks for a token and sends it as a
 // bearer token with every API call; nothing here needs one.
+//
+// The files are embedded gzipped (console/NAME.gz, written by
+// gen_console.go from console/NAME) and sent as they are, with
+// Content-Encoding: gzip, to clients that accept it; others get them
+// inflated once on first use.
 
-//go:embed console
+//go:generate go run gen_console.go
+
+//go:embed console/*.gz
 var consoleFiles embed.FS
 
 const consolePrefix = "/console/"
@@ -39,9 +49,10 @@ var consoleTypes = map[string]string{
 
 // asset is one console file ready to serve.
 type asset struct {
-	body        []byte
+	gz          []byte
+	raw         func() []byte // inflated on first use
 	contentType string
-	etag        string
+	etag        string // of the gzipped form; the inflated one adds -id
 }
 
 // consoleAssets reads the embedded files once.
@@ -51,16 +62,28 @@ var consoleAssets = sync.OnceValue(func() map[string]asset {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		b, err := consoleFiles.ReadFile(p)
+		gz, err := consoleFiles.ReadFile(p)
 		if err != nil {
 			return err
 		}
+		p = strings.TrimSuffix(p, ".gz")
 		ct, ok := consoleTypes[path.Ext(p)]
 		if !ok {
 			ct = "application/octet-stream"
 		}
-		sum := sha256.Sum256(b)
-		out["/"+p] = asset{body: b, contentType: ct, etag: `"` + hex.EncodeToString(sum[:8]) + `"`}
+		sum := sha256.Sum256(gz)
+		out["/"+p] = asset{gz: gz, contentType: ct, etag: hex.EncodeToString(sum[:8]),
+			raw: sync.OnceValue(func() []byte {
+				zr, err := gzip.NewReader(bytes.NewReader(gz))
+				if err != nil {
+					panic("console: " + p + ": " + err.Error()) // checked by TestConsoleFiles
+				}
+				b, err := io.ReadAll(zr)
+				if err != nil {
+					panic("console: " + p + ": " + err.Error())
+				}
+				return b
+			})}
 		return nil
 	})
 	return out
@@ -79,19 +102,30 @@ func (s *Server) console(ctx *fasthttp.RequestCtx, p string) error {
 		ctx.Response.Header.Set(fasthttp.HeaderAllow, "GET, HEAD")
 		return wire.Errorf(wire.CodeMethodNotAllowed, "%s is not allowed on %s", ctx.Method(), p)
 	}
+	gz := ctx.Request.Header.HasAcceptEncoding("gzip")
+	etag := `"` + a.etag + `"`
+	if !gz {
+		etag = `"` + a.etag + `-id"`
+	}
 	h := &ctx.Response.Header
 	h.Set("Content-Security-Policy", consoleCSP)
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set(fasthttp.HeaderCacheControl, "no-cache")
-	h.Set(fasthttp.HeaderETag, a.etag)
-	if inm := ctx.Request.Header.Peek(fasthttp.HeaderIfNoneMatch); len(inm) > 0 && strings.Contains(string(inm), a.etag) {
+	h.Set(fasthttp.HeaderVary, "Accept-Encoding")
+	h.Set(fasthttp.HeaderETag, etag)
+	if inm := ctx.Request.Header.Peek(fasthttp.HeaderIfNoneMatch); len(inm) > 0 && strings.Contains(string(inm), etag) {
 		ctx.SetStatusCode(fasthttp.StatusNotModified)
 		return nil
 	}
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	ctx.SetContentType(a.contentType)
-	ctx.SetBody(a.body)
+	if gz {
+		h.Set(fasthttp.HeaderContentEncoding, "gzip")
+		ctx.SetBody(a.gz)
+		return nil
+	}
+	ctx.SetBody(a.raw())
 	return nil
 }

@@ -1,8 +1,11 @@
 package httpapi_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,7 +17,8 @@ import (
 	"github.com/synapse-edge/synapse/wire"
 )
 
-// consoleBudget bounds the console's files together.
+// consoleBudget bounds the console's files together, gzipped as they are
+// embedded and sent.
 const consoleBudget = 40 << 10
 
 func TestConsoleFiles(t *testing.T) {
@@ -26,6 +30,9 @@ func TestConsoleFiles(t *testing.T) {
 		{"/console/index.html", "text/html"},
 		{"/console/app.js", "text/javascript"},
 		{"/console/app.css", "text/css"},
+		{"/console/chart.js", "text/javascript"},
+		{"/console/ops.js", "text/javascript"},
+		{"/console/net.js", "text/javascript"},
 	}
 	total := 0
 	for _, f := range files {
@@ -52,16 +59,59 @@ func TestConsoleFiles(t *testing.T) {
 				t.Fatalf("no ETag")
 			}
 			ts.do(t, "GET", f.path, nil, withToken(""), withHeader("If-None-Match", etag)).wantStatus(t, http.StatusNotModified)
+
+			// The file as sent equals its source in console/, inflated
+			// (no Accept-Encoding) or gzipped.
+			name := strings.TrimPrefix(f.path, "/console/")
+			if f.path == "/" {
+				name = "index.html"
+			}
+			src, err := os.ReadFile(filepath.Join("console", name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(r.body, src) {
+				t.Errorf("%s inflated differs from console/%s: run go generate ./httpapi", f.path, name)
+			}
+			if ce := r.header.Get("Content-Encoding"); ce != "" {
+				t.Errorf("Content-Encoding = %q without Accept-Encoding", ce)
+			}
+			z := ts.do(t, "GET", f.path, nil, withToken(""), withHeader("Accept-Encoding", "gzip, deflate, br"))
+			z.wantStatus(t, http.StatusOK)
+			if ce := z.header.Get("Content-Encoding"); ce != "gzip" || z.header.Get("Vary") != "Accept-Encoding" {
+				t.Errorf("Content-Encoding = %q, Vary = %q; want gzip, Accept-Encoding", ce, z.header.Get("Vary"))
+			}
+			zr, err := gzip.NewReader(bytes.NewReader(z.body))
+			if err != nil {
+				t.Fatalf("gzip: %v", err)
+			}
+			if raw, err := io.ReadAll(zr); err != nil || !bytes.Equal(raw, src) {
+				t.Errorf("%s gzipped inflates to %d bytes (%v), want console/%s", f.path, len(raw), err, name)
+			}
+			if zetag := z.header.Get("ETag"); zetag == etag || zetag == "" {
+				t.Errorf("gzipped ETag %q, identity ETag %q: want two different tags", zetag, etag)
+			}
 			if f.path != "/" {
-				total += len(r.body)
+				total += len(z.body)
 			}
 		})
 	}
+	t.Run("every source is embedded", func(t *testing.T) {
+		names, _ := filepath.Glob("console/*")
+		for _, n := range names {
+			if strings.HasSuffix(n, ".gz") {
+				continue
+			}
+			if _, err := os.Stat(n + ".gz"); err != nil {
+				t.Errorf("%s has no %s.gz: run go generate ./httpapi", n, n)
+			}
+		}
+	})
 	t.Run("size", func(t *testing.T) {
 		if total > consoleBudget || total == 0 {
-			t.Errorf("console files = %d bytes, budget %d", total, consoleBudget)
+			t.Errorf("console files = %d bytes gzipped, budget %d", total, consoleBudget)
 		}
-		t.Logf("console: %d bytes", total)
+		t.Logf("console: %d bytes gzipped", total)
 	})
 	t.Run("no inline script or style", func(t *testing.T) {
 		page := string(ts.do(t, "GET", "/", nil).body)

@@ -17,6 +17,14 @@
 // outlive the server's write timeout; each stream ends on a final event, when
 // the client goes away, or when the server shuts down.
 //
+// # Console
+//
+// The web console at / (console.go, console/) is static HTML, CSS and
+// JavaScript embedded gzipped; it calls only the public routes, with the
+// token a person signs in with. Routes added for it are documented in the
+// README: the live frames stream (tier1_live.go), GET /tasks/summary
+// (summary.go) and the retention figures in GET /tier1/routines.
+//
 // # Limits
 //
 // Body size (max_body_bytes; multipart: max_file_size plus 1 MiB), header

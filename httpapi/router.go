@@ -30,6 +30,7 @@ func (s *Server) routes() []route {
 		{"POST", seg("task"), agent.ScopeTasksWrite, s.submit},
 		{"POST", seg("task/multipart"), agent.ScopeTasksWrite, s.submitMultipart},
 		{"GET", seg("tasks"), agent.ScopeTasksRead, s.listTasks},
+		{"GET", seg("tasks/summary"), agent.ScopeTasksRead, s.taskSummary},
 		{"GET", seg("task/*"), agent.ScopeTasksRead, s.getTask},
 		{"GET", seg("task/*/status"), agent.ScopeTasksRead, s.getTaskStatus},
 		{"POST", seg("task/*/cancel"), agent.ScopeTasksWrite, s.cancelTask},
@@ -41,6 +42,7 @@ func (s *Server) routes() []route {
 		{"GET", seg("tier1/stream"), agent.ScopeTier1Write, s.tier1Stream},
 		{"POST", seg("tier1/*"), agent.ScopeTier1Write, s.ingestTier1},
 		{"GET", seg("tier1/*/frames"), agent.ScopeTier1Read, s.tier1Frames},
+		{"GET", seg("tier1/*/frames/stream"), agent.ScopeTier1Read, s.tier1Live},
 
 		{"POST", seg("tokens"), agent.ScopeAdmin, s.createToken},
 		{"GET", seg("tokens"), agent.ScopeAdmin, s.listTokens},

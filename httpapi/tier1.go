@@ -57,14 +57,15 @@ type tier1Ack struct {
 
 type routineInfo struct {
 	tier1.Descriptor
-	Hash string `json:"hash" msgpack:"hash"`
+	Hash   string        `json:"hash" msgpack:"hash"`
+	Stored routineStored `json:"stored" msgpack:"stored"`
 }
 
 func (s *Server) tier1Routines(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
 	list := s.a.Tier1().Registry().List()
 	out := make([]routineInfo, len(list))
 	for i := range list {
-		out[i] = routineInfo{Descriptor: list[i], Hash: list[i].Hash()}
+		out[i] = routineInfo{Descriptor: list[i], Hash: list[i].Hash(), Stored: s.storedOf(list[i].CapabilityID)}
 	}
 	write(ctx, fasthttp.StatusOK, map[string]any{"routines": out})
 	return nil

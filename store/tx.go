@@ -131,6 +131,23 @@ func (tx *Tx) ListTasks(f TaskFilter) ([]*wire.Task, string, error) {
 // CountTasks counts all task records.
 func (tx *Tx) CountTasks() int { return tx.b(bucketTasks).Stats().KeyN }
 
+// CountTasksByStatus counts the task records by status.
+func (tx *Tx) CountTasksByStatus() (map[wire.Status]int, error) {
+	out := map[wire.Status]int{}
+	var t struct {
+		Status wire.Status `json:"status"`
+	}
+	err := tx.b(bucketTasks).ForEach(func(k, v []byte) error {
+		t.Status = ""
+		if err := json.Unmarshal(v, &t); err != nil {
+			return fmt.Errorf("decode task %q: %w", k, err)
+		}
+		out[t.Status]++
+		return nil
+	})
+	return out, err
+}
+
 // ---- events ----
 
 func eventKey(taskID string, seq uint64) []byte {

@@ -51,6 +51,7 @@ type Ingestor struct {
 	C      Counters
 	// queued is poked when a batch is queued for the uplink.
 	queued chan struct{}
+	watch  watchers // live views (watch.go)
 }
 
 // keyFields are the positions of the fields that order a routine's frames.
@@ -177,6 +178,7 @@ func (in *Ingestor) IngestAsync(ctx context.Context, scope, wantID string, body 
 		} else {
 			in.C.Frames.Add(uint64(len(b.Frames)))
 			in.C.Bytes.Add(uint64(n))
+			in.publish(b.Desc, blocks)
 			if in.cfg.Uplink {
 				select {
 				case in.queued <- struct{}{}:

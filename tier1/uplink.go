@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -71,6 +72,39 @@ func (u *Uplink) Pending() int {
 	n := 0
 	_ = u.db.View(func(tx *store.Tx) error { n = tx.T1OutboxLen(); return nil })
 	return n
+}
+
+// Lag is the age of the oldest frame waiting to go up, by its ts field
+// (0 when nothing waits or its routine has no ts field).
+func (u *Uplink) Lag() time.Duration {
+	var raw []byte
+	_ = u.db.View(func(tx *store.Tx) error {
+		if _, bs := tx.T1Outbox(1); len(bs) > 0 {
+			raw = bs[0] // a copy
+		}
+		return nil
+	})
+	if raw == nil {
+		return 0
+	}
+	b, err := DecodeBatch(raw, u.in.reg, u.in.cfg.Limits)
+	if err != nil {
+		return 0
+	}
+	kts := u.in.keys[b.CapabilityID].ts
+	if kts < 0 || len(b.Frames) == 0 {
+		return 0
+	}
+	oldest := int64(math.MaxInt64)
+	for _, f := range b.Frames {
+		if v := f.At(kts); v.Kind() == KindInt {
+			oldest = min(oldest, v.Int())
+		}
+	}
+	if oldest == math.MaxInt64 {
+		return 0
+	}
+	return max(u.in.cfg.Now().Sub(time.Unix(0, oldest)), 0)
 }
 
 // Run forwards until ctx is done.

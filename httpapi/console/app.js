@@ -1,7 +1,9 @@
-// Synapse web console: decisions waiting for a person (live), tasks, peers.
-// No framework, no build step. The token is kept in sessionStorage and sent
-// as a bearer token; the SSE stream is read with fetch because EventSource
-// cannot send headers.
+// Synapse web console: the shell (sign in, tabs, helpers shared with the
+// other views through window.SY) and the decisions view: decisions waiting
+// for a person (live), tasks. No framework, no build step. The token is kept
+// in sessionStorage and sent as a bearer token; SSE streams are read with
+// fetch because EventSource cannot send headers. chart.js, ops.js and
+// net.js add the other views with SY.view(name, {show, hide}).
 'use strict';
 (() => {
   const API = '/api/v1/synapse';
@@ -12,6 +14,8 @@
   let streamCtl = null;
   let tasksTimer = 0;
   const reqs = new Map(); // task id -> request
+  const views = {}; // name -> {show, hide}
+  let current = '';
 
   function el(tag, cls, text) {
     const e = document.createElement(tag);
@@ -50,7 +54,11 @@
     const t = $('#token').value.trim();
     if (!t) return;
     token = t;
-    const r = await api('GET', '/hil');
+    let r = await api('GET', '/hil');
+    if (r.status === 503) { // no human-in-the-loop here: check the token on another route
+      r = await api('GET', '/tasks?page_size=1');
+      if (r.status === 403) r.status = 200;
+    }
     if (r.status === 401) { token = ''; $('#login-error').textContent = 'The agent refused this token.'; return; }
     if (r.status === 403) { token = ''; $('#login-error').textContent = 'This token may not see decisions (it needs tasks:read or a hil scope).'; return; }
     if (r.status !== 200) { token = ''; $('#login-error').textContent = errText(r); return; }
@@ -67,7 +75,8 @@
     clearInterval(tasksTimer);
     reqs.clear();
     $('#pending').replaceChildren();
-    $('#app').hidden = true;
+    leave();
+    $('#nav').hidden = true;
     $('#logout').hidden = true;
     $('#login-view').hidden = false;
     $('#login-error').textContent = msg || '';
@@ -75,15 +84,34 @@
 
   function start() {
     $('#login-view').hidden = true;
-    $('#app').hidden = false;
+    $('#nav').hidden = false;
     $('#logout').hidden = false;
     stream();
-    loadRecent();
-    loadTasks();
-    loadPeers();
+    route();
     clearInterval(tasksTimer);
-    tasksTimer = setInterval(() => { if (!document.hidden) loadTasks(); }, 2000);
+    tasksTimer = setInterval(() => { if (!document.hidden && current === 'decisions') loadTasks(); }, 2000);
   }
+
+  // ---- tabs: #name in the address shows that view ----
+  function leave() {
+    if (current && views[current] && views[current].hide) views[current].hide();
+    current = '';
+    for (const v of document.querySelectorAll('.view')) v.hidden = true;
+  }
+
+  function route() {
+    if (!token) return;
+    let name = location.hash.slice(1);
+    if (!views[name]) name = 'decisions';
+    if (name === current) return;
+    leave();
+    current = name;
+    for (const v of document.querySelectorAll('.view')) v.hidden = v.dataset.view !== name;
+    for (const a of document.querySelectorAll('#nav a')) a.classList.toggle('on', a.dataset.view === name);
+    views[name].show();
+  }
+
+  views.decisions = { show() { loadRecent(); loadTasks(); loadPeers(); } };
 
   // ---- requests ----
   async function loadPending() {
@@ -378,7 +406,52 @@
     }
   }
 
+  // Helpers for the other views.
+  const fmtBytes = (n) => {
+    if (!(n >= 0)) return '–';
+    const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+    let i = 0;
+    while (n >= 1024 && i < u.length - 1) { n /= 1024; i++; }
+    return (i ? n.toFixed(n < 10 ? 1 : 0) : n) + ' ' + u[i];
+  };
+  const fmtAge = (ms) => {
+    const s = Math.max(0, Math.round(ms / 1000));
+    if (s < 60) return s + ' s';
+    if (s < 3600) return Math.floor(s / 60) + ' min';
+    if (s < 172800) return Math.floor(s / 3600) + ' h ' + Math.floor(s / 60) % 60 + ' min';
+    return Math.floor(s / 86400) + ' d';
+  };
+  // metrics reads /metrics into {name: value} (labels kept in the name).
+  async function metrics() {
+    const res = await fetch('/metrics', { headers: { Authorization: 'Bearer ' + token }, cache: 'no-store' });
+    if (res.status === 401 && token) signOut('The agent refused the token.');
+    if (!res.ok) return null;
+    const out = {};
+    for (const line of (await res.text()).split('\n')) {
+      if (!line || line[0] === '#') continue;
+      const i = line.lastIndexOf(' ');
+      out[line.slice(0, i)] = Number(line.slice(i + 1));
+    }
+    return out;
+  }
+  // note shows why a view is empty (or hides the note when msg is empty).
+  function note(view, msg) {
+    const n = $('#v-' + view + ' .note');
+    n.textContent = msg || '';
+    n.hidden = !msg;
+  }
+  const denied = (r, scope) => (r.status === 403 ? 'This token lacks the ' + scope + ' scope.' : errText(r));
+  window.SY = {
+    $, el, api, errText, toast, metrics, note, denied, fmtBytes, fmtAge, fmtLeft, API,
+    view(name, v) { views[name] = v; },
+    visible: (name) => current === name && !document.hidden,
+    token: () => token,
+    now: () => Date.now() + skew,
+    signOut,
+  };
+
   document.addEventListener('DOMContentLoaded', () => {
+    window.addEventListener('hashchange', route);
     $('#login').addEventListener('submit', signIn);
     $('#logout').addEventListener('click', () => signOut(''));
     $('#recent-box').addEventListener('toggle', loadRecent);

@@ -1,0 +1,383 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/group"
+	"github.com/synapse-edge/synapse/hil"
+	"github.com/synapse-edge/synapse/httpapi"
+	"github.com/synapse-edge/synapse/tier1"
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// consoleScene is an agent with something in every view: telemetry of the
+// last minutes, a paired peer (with a contract) that went away leaving a
+// dead letter, a group with an open vote, tasks, tokens.
+type consoleScene struct {
+	a, b   *testServer
+	bID    string
+	task   string // delegated to b, dead-lettered
+	group  string
+	vote   string
+	victim string // token id to revoke
+	secret string // its secret
+}
+
+func newConsoleScene(t *testing.T) *consoleScene {
+	t.Helper()
+	sc := &consoleScene{}
+	a := startConsoleServer(t)
+	b := startPeerServer(t, "press-line-b")
+	sc.a, sc.b, sc.bID = a, b, b.a.Identity().AgentID
+	a.pairWith(t, b)
+	b.pairWith(t, a)
+	a.do(t, "POST", api("/negotiate"), []byte(`{"peer":"`+sc.bID+`"}`)).wantStatus(t, http.StatusCreated)
+
+	// Five minutes of two devices and two metrics, one frame every 5 s.
+	now := time.Now()
+	d := tier1.Telemetry()
+	var frames []tier1.Frame
+	for i := 60; i > 0; i-- {
+		at := now.Add(-time.Duration(i) * 5 * time.Second)
+		x := float64(60 - i)
+		for j, dev := range []string{"boiler-1", "boiler-2"} {
+			frames = append(frames,
+				tier1.Frame{tier1.Str(dev), tier1.Uint(uint64(i)), tier1.Int(at.UnixNano()), tier1.Str("temp"), tier1.Float(60 + 8*float64(j) + 5*math.Sin(x/7+float64(j))), tier1.Str("C")},
+				tier1.Frame{tier1.Str(dev), tier1.Uint(uint64(i)), tier1.Int(at.UnixNano() + 1), tier1.Str("pressure"), tier1.Float(2.1 + 0.3*float64(j) + 0.2*math.Sin(x/5)), tier1.Str("bar")})
+		}
+	}
+	a.do(t, "POST", api("/tier1/synapse.telemetry"), tier1.AppendBatch(nil, d.CapabilityID, d.Version, "history", frames, &d), withMsgpack()).
+		wantStatus(t, http.StatusOK)
+
+	for _, p := range []string{`{"msg":"hello"}`, `{"msg":"again"}`, `{"msg":"third"}`} {
+		id := a.submit(t, `{"task_type":"echo","payload":`+p+`}`)
+		a.waitStatus(t, id, wire.StatusCompleted)
+	}
+
+	// b goes away: a task for it ends in a's outbox as a dead letter.
+	b.stop()
+	sc.task = a.submit(t, `{"task_type":"echo","payload":{"msg":"for b"},"target":"`+sc.bID+`"}`)
+	eventually(t, "a dead letter for b", func() bool {
+		return strings.Contains(string(a.do(t, "GET", api("/outbox?state=dead&peer="+sc.bID), nil).body), wire.MsgTaskRequest)
+	})
+
+	g := a.do(t, "POST", api("/group"), []byte(`{"name":"boiler-room","description":"Agents that share the boiler room's work"}`)).object(t)
+	sc.group = g["group_id"].(string)
+	v := a.do(t, "POST", api("/group/"+sc.group+"/vote"), []byte(`{"title":"Ship firmware 2.1 tonight?","options":["yes","no","wait"],"deadline_seconds":900}`)).object(t)
+	sc.vote = v["vote_id"].(string)
+
+	createToken(t, a, "dashboard", agent.ScopeTasksRead, agent.ScopeTier1Read)
+	victim := a.do(t, "POST", api("/tokens"), []byte(`{"name":"old-sensor","scopes":["tier1:write"]}`)).object(t)
+	sc.victim, sc.secret = victim["token_id"].(string), victim["token"].(string)
+	return sc
+}
+
+// chartPoints is a JavaScript expression: the points the telemetry charts
+// drew in their window.
+const chartPoints = `[...document.querySelectorAll("#t-charts canvas")].reduce((n, c) => n + Number(c.dataset.points || 0), 0)`
+
+// TestConsoleViews drives every view of the console in headless Chromium:
+// the data appears, a live telemetry frame reaches the chart within a
+// second, a dead letter is retried (and delivered), a ballot is cast, a
+// token is created and revoked; no page error, console error or CSP
+// violation, and nothing scrolls sideways at 390 px.
+// SYNAPSE_SCREENSHOTS names a directory for PNGs of each view at 390 and
+// 1280 px (make screenshots).
+func TestConsoleViews(t *testing.T) {
+	bin := chromiumPath(t)
+	sc := newConsoleScene(t)
+	a := sc.a
+	shots := os.Getenv("SYNAPSE_SCREENSHOTS")
+
+	br := startBrowser(t, bin)
+	br.call("Runtime.enable", nil)
+	br.call("Log.enable", nil)
+	br.call("Page.enable", nil)
+	br.call("Page.addScriptToEvaluateOnNewDocument", map[string]any{"source": `document.addEventListener("securitypolicyviolation",
+		(e) => console.error("CSP violation: " + e.violatedDirective + " " + e.blockedURI))`})
+	phone(br)
+	br.call("Page.navigate", map[string]any{"url": a.base + "/"})
+	br.waitJS("the sign-in form", `document.readyState === "complete" && !document.querySelector("#login-view").hidden`)
+	br.eval(`document.querySelector("#token").value = `+jsString(adminToken)+`; document.querySelector("#login").requestSubmit(); true`, nil)
+	br.waitJS("the tabs", `!document.querySelector("#nav").hidden`)
+
+	open := func(t *testing.T, view string) {
+		t.Helper()
+		br.click(`#nav a[data-view="` + view + `"]`)
+		br.waitJS(view+" shown", `!document.querySelector(".view[data-view=`+view+`]").hidden`)
+	}
+	narrow := func(t *testing.T) {
+		t.Helper()
+		var w struct{ Scroll, Inner int }
+		br.eval(`({Scroll: document.documentElement.scrollWidth, Inner: window.innerWidth})`, &w)
+		if w.Inner != 390 || w.Scroll > w.Inner {
+			t.Errorf("page is %d px wide in a %d px window: it must not scroll sideways on a phone", w.Scroll, w.Inner)
+		}
+	}
+	shoot := func(t *testing.T, view string) {
+		t.Helper()
+		if shots == "" {
+			return
+		}
+		br.eval(`window.scrollTo(0, 0); document.querySelector("#toast").hidden = true; true`, nil)
+		br.screenshotFull(filepath.Join(shots, "console-"+view+"-390.png"), 390)
+		desktop(br)
+		br.eval(`window.dispatchEvent(new Event("resize")); true`, nil) // charts redraw at the new width
+		br.screenshotFull(filepath.Join(shots, "console-"+view+"-1280.png"), 1280)
+		phone(br)
+		br.eval(`window.dispatchEvent(new Event("resize")); true`, nil)
+	}
+
+	t.Run("telemetry", func(t *testing.T) {
+		open(t, "telemetry")
+		br.waitJS("history in the chart and the table", `document.querySelectorAll("#t-charts .legend li").length === 4 &&
+			document.querySelectorAll("#t-latest tbody tr").length === 4 && `+chartPoints+` >= 200`)
+		br.waitJS("the live stream", `document.querySelector("#t-live").textContent.includes("live")`)
+		var seen struct{ Table, Frames, Bytes, Oldest string }
+		br.eval(`({Table: document.querySelector("#t-latest").textContent, Frames: document.querySelector("#t-frames").textContent,
+			Bytes: document.querySelector("#t-bytes").textContent, Oldest: document.querySelector("#t-oldest").textContent})`, &seen)
+		for _, want := range []string{"boiler-1", "boiler-2", "temp", "pressure", "bar"} {
+			if !strings.Contains(seen.Table, want) {
+				t.Errorf("latest values lack %q: %q", want, seen.Table)
+			}
+		}
+		if seen.Frames != "240" || !strings.Contains(seen.Bytes, "of 1.0 GiB") || !strings.Contains(seen.Oldest, "min ago") {
+			t.Errorf("retention tiles: frames %q, bytes %q, oldest %q", seen.Frames, seen.Bytes, seen.Oldest)
+		}
+
+		var before int
+		br.eval(chartPoints, &before)
+		d := tier1.Telemetry()
+		f := []tier1.Frame{{tier1.Str("probe-7"), tier1.Uint(1), tier1.Int(time.Now().UnixNano()), tier1.Str("temp"), tier1.Float(71.25), tier1.Str("C")}}
+		a.do(t, "POST", api("/tier1/synapse.telemetry"), tier1.AppendBatch(nil, d.CapabilityID, d.Version, "", f, &d), withMsgpack()).
+			wantStatus(t, http.StatusOK)
+		var ms []int
+		br.eval(fmt.Sprintf(`new Promise((done) => { const start = Date.now(), end = start + 1000; let pts = 0, tab = 0; (function poll() {
+			if (!pts && `+chartPoints+` > %d) pts = Date.now() - start;
+			if (!tab && document.querySelector("#t-latest").textContent.includes("71.25")) tab = Date.now() - start;
+			if (pts && tab) return done([pts, tab]);
+			if (Date.now() > end) return done([pts, tab]);
+			setTimeout(poll, 5); })(); })`, before), &ms)
+		if len(ms) != 2 || ms[0] == 0 || ms[1] == 0 {
+			t.Fatalf("a second after its acknowledgement the frame is not in the chart and the latest values (ms: %v)", ms)
+		}
+		t.Logf("a live frame reached the chart %d ms and the latest values %d ms after its acknowledgement", ms[0], ms[1])
+		br.waitJS("frames/s", `document.querySelector("#t-rate").textContent !== "–"`)
+		narrow(t)
+		shoot(t, "telemetry")
+	})
+
+	t.Run("peers and outbox", func(t *testing.T) {
+		open(t, "peers")
+		card := `#p-list .peer[data-id="` + sc.bID + `"]`
+		br.waitJS("the peer with its dead letter", `document.querySelector(`+jsString(card)+`) &&
+			document.querySelector(`+jsString(card)+`).textContent.includes("Dead letters1") && document.querySelector("#p-deadlist .dead")`)
+		var text string
+		br.eval(`document.querySelector(`+jsString(card)+`).textContent`, &text)
+		for _, want := range []string{"press-line-b", "Last seen", "ago", "Queued"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("peer card lacks %q: %q", want, text)
+			}
+		}
+		if strings.Contains(text, "Contractnone") {
+			t.Errorf("peer card shows no contract: %q", text)
+		}
+		narrow(t)
+		shoot(t, "peers")
+
+		// Retry while b is still away: the letter goes back to the queue
+		// (and, after its retries, dies again with a later dead_at).
+		deadAt := func() string {
+			var body struct {
+				Items []struct {
+					DeadAt string `json:"dead_at"`
+				} `json:"items"`
+			}
+			a.do(t, "GET", api("/outbox?state=dead&peer="+sc.bID), nil).decodeInto(t, &body)
+			if len(body.Items) != 1 {
+				return ""
+			}
+			return body.Items[0].DeadAt
+		}
+		first := deadAt()
+		br.click(`#p-deadlist .dead .retry`)
+		br.waitJS("the toast", `document.querySelector("#toast").textContent.includes("Queued again")`)
+		eventually(t, "the letter retried and dead again", func() bool { d := deadAt(); return d != "" && d > first })
+
+		// b comes back: the task it missed completes.
+		sc.b = servePeer(t, sc.b.cfg, sc.b.cfg.Listen)
+		t.Cleanup(sc.b.stop)
+		a.waitStatus(t, sc.task, wire.StatusCompleted)
+		br.waitJS("the empty dead-letter list", `!document.querySelector("#p-deadlist .dead")`)
+	})
+
+	t.Run("groups", func(t *testing.T) {
+		open(t, "groups")
+		vote := `#g-list .vote[data-id="` + sc.vote + `"]`
+		br.waitJS("the group and its open vote", `document.querySelector(`+jsString(vote+" .ballot")+`)`)
+		var text string
+		br.eval(`document.querySelector("#g-list").textContent`, &text)
+		for _, want := range []string{"boiler-room", "owner", "Ship firmware 2.1 tonight?", "closes in", "0 of 1 ballots"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("groups view lacks %q: %q", want, text)
+			}
+		}
+		narrow(t)
+		shoot(t, "groups")
+		br.click(vote + ` .ballot`) // the first option: yes
+		eventually(t, "the ballot on the agent", func() bool {
+			return strings.Contains(string(a.do(t, "GET", api("/group/"+sc.group+"/vote/"+sc.vote), nil).body), `"option":"yes"`)
+		})
+		br.waitJS("the result", `document.querySelector("#g-list").textContent.includes("Recent results")`)
+	})
+
+	t.Run("health", func(t *testing.T) {
+		open(t, "health")
+		br.waitJS("figures, tasks and the audit chain", `document.querySelector("#h-size").textContent.includes("iB") &&
+			document.querySelector("#h-commit").textContent.includes("ms") &&
+			document.querySelector("#h-tasks").textContent.includes("completed") &&
+			document.querySelector("#h-audit").textContent.includes("Intact")`)
+		var sum struct {
+			ByStatus map[string]int `json:"by_status"`
+		}
+		a.do(t, "GET", api("/tasks/summary"), nil).decodeInto(t, &sum)
+		var s struct{ Status, Tasks string }
+		br.eval(`({Status: document.querySelector("#h-status").textContent, Tasks: document.querySelector("#h-tasks").textContent})`, &s)
+		if want := fmt.Sprintf("completed%d", sum.ByStatus["completed"]); s.Status != "SERVING" || !strings.Contains(s.Tasks, want) || sum.ByStatus["completed"] < 4 {
+			t.Errorf("health: status %q, tasks %q (want SERVING and %s)", s.Status, s.Tasks, want)
+		}
+		br.waitJS("growth measured", `document.querySelector("#h-growth").textContent.includes("/min")`)
+		narrow(t)
+		shoot(t, "health")
+	})
+
+	t.Run("tokens", func(t *testing.T) {
+		open(t, "tokens")
+		item := `#k-list .token[data-id="` + sc.victim + `"]`
+		br.waitJS("the token list", `document.querySelector(`+jsString(item)+`)`)
+		br.eval(`document.querySelector("#k-name").value = "line-3 sensors";
+			for (const s of ["tier1:write", "tier1:read"]) document.querySelector('#k-scopes input[value="' + s + '"]').checked = true; true`, nil)
+		br.click(`#k-form button[type=submit]`)
+		br.waitJS("the new secret", `!document.querySelector("#k-secret").hidden && document.querySelector("#k-value").textContent.startsWith("syn_")`)
+		var secret string
+		br.eval(`document.querySelector("#k-value").textContent`, &secret)
+		a.do(t, "GET", api("/tier1/routines"), nil, withToken(secret)).wantStatus(t, http.StatusOK)
+		br.waitJS("the new token listed", `document.querySelector("#k-list").textContent.includes("line-3 sensors")`)
+		narrow(t)
+		shoot(t, "tokens")
+
+		a.do(t, "GET", api("/tasks"), nil, withToken(sc.secret)).wantStatus(t, http.StatusForbidden) // alive, lacks tasks:read
+		br.click(item + " .revoke")
+		br.waitJS("the confirm step", `document.querySelector(`+jsString(item+" .revoke")+`).textContent === "Revoke now"`)
+		br.click(item + " .revoke")
+		br.waitJS("the token gone", `!document.querySelector(`+jsString(item)+`)`)
+		a.do(t, "GET", api("/tasks"), nil, withToken(sc.secret)).wantStatus(t, http.StatusUnauthorized)
+	})
+
+	t.Run("decisions", func(t *testing.T) {
+		open(t, "decisions")
+		br.waitJS("the tasks", `document.querySelectorAll("#tasks li").length >= 4`)
+		narrow(t)
+		shoot(t, "decisions")
+	})
+
+	if p := br.pageProblems(); len(p) > 0 {
+		t.Errorf("the page reported problems:\n%s", strings.Join(p, "\n"))
+	}
+}
+
+func phone(b *browser) {
+	b.call("Emulation.setDeviceMetricsOverride", map[string]any{"width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": true})
+}
+
+func desktop(b *browser) {
+	b.call("Emulation.setDeviceMetricsOverride", map[string]any{"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": false})
+}
+
+// screenshotFull saves a PNG of the whole page (up to 2,400 px tall) at
+// width px.
+func (b *browser) screenshotFull(path string, width int) {
+	b.t.Helper()
+	var h float64
+	b.eval(`document.documentElement.scrollHeight`, &h)
+	h = min(max(h, 400), 2400)
+	var r struct {
+		Data []byte `json:"data"`
+	}
+	raw := b.call("Page.captureScreenshot", map[string]any{"format": "png", "captureBeyondViewport": true,
+		"clip": map[string]any{"x": 0, "y": 0, "width": width, "height": h, "scale": 1}})
+	if err := json.Unmarshal(raw, &r); err != nil {
+		b.t.Fatalf("screenshot: %v", err)
+	}
+	if err := os.WriteFile(path, r.Data, 0o644); err != nil {
+		b.t.Fatalf("write screenshot: %v", err)
+	}
+}
+
+// startConsoleServer is an agent wired as synapse serve wires it: with
+// groups and human-in-the-loop, and an endpoint peers can reach.
+func startConsoleServer(t *testing.T) *testServer {
+	t.Helper()
+	cfg := agent.Defaults()
+	cfg.DataDir = t.TempDir()
+	cfg.AdminToken = adminToken
+	cfg.AgentName = "gateway-a"
+	cfg.P2P.MaxRetries, cfg.P2P.RetryBaseDelayMS, cfg.P2P.HeartbeatIntervalSeconds = 3, 50, 1
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("listen: %v", err)
+	}
+	cfg.Listen = ln.Addr().String()
+	cfg.Endpoint = "http://" + cfg.Listen
+	a, err := agent.New(cfg)
+	if err != nil {
+		t.Fatalf("agent.New: %v", err)
+	}
+	ctx := context.Background()
+	if err := a.Open(ctx); err != nil {
+		t.Fatalf("agent.Open: %v", err)
+	}
+	gm := group.New(a, group.Options{})
+	if err := gm.Start(ctx); err != nil {
+		t.Fatalf("group Start: %v", err)
+	}
+	hm := hil.New(a, hil.Options{PollInterval: 20 * time.Millisecond})
+	if err := hm.Start(ctx); err != nil {
+		t.Fatalf("hil Start: %v", err)
+	}
+	ts := &testServer{t: t, cfg: cfg, a: a, base: cfg.Endpoint, up: true,
+		srv:    httpapi.New(a, httpapi.Options{Version: "test", Groups: gm, HIL: hm}),
+		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 32}, Timeout: 30 * time.Second},
+		served: make(chan struct{})}
+	go func(srv *httpapi.Server, done chan struct{}) {
+		defer close(done)
+		ts.serveErr = srv.Serve(ln)
+	}(ts.srv, ts.served)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		ts.shutdown(ctx)
+		if err := hm.Close(ctx); err != nil {
+			t.Errorf("hil Close: %v", err)
+		}
+		if err := gm.Close(ctx); err != nil {
+			t.Errorf("group Close: %v", err)
+		}
+		if err := a.Close(ctx); err != nil {
+			t.Errorf("agent.Close: %v", err)
+		}
+		ts.up = false
+	})
+	return ts
+}

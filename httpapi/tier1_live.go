@@ -1,0 +1,160 @@
+package httpapi
+
+import (
+	"net/url"
+	"strconv"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/store"
+	"github.com/synapse-edge/synapse/tier1"
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// routineStored is what the store holds of a routine, in GET
+// /tier1/routines: frames and bytes kept, the retention limit on bytes,
+// and the time (unix ns) of the oldest frame kept (0 when none).
+type routineStored struct {
+	Frames   uint64 `json:"frames" msgpack:"frames"`
+	Bytes    uint64 `json:"bytes" msgpack:"bytes"`
+	MaxBytes int64  `json:"max_bytes" msgpack:"max_bytes"`
+	OldestTS int64  `json:"oldest_ts,omitempty" msgpack:"oldest_ts,omitempty"`
+}
+
+// storedOf reads a routine's retention figures.
+func (s *Server) storedOf(capID string) routineStored {
+	st := routineStored{MaxBytes: s.a.Config().Tier1.MaxBytesPerRoutine}
+	_ = s.a.Store().View(func(tx *store.Tx) error {
+		st.Frames, st.Bytes = tx.T1Stats(capID)
+		return tx.T1Scan(capID, nil, nil, func(k, _ []byte) bool {
+			st.OldestTS = store.T1KeyTime(k)
+			return false
+		})
+	})
+	return st
+}
+
+// Live frames: GET /tier1/{capability_id}/frames/stream?device_id= is an
+// SSE stream of the routine's frames as they are stored, one event
+// "frames" per batch (or per few batches when they come fast):
+//
+//	event: frames
+//	data: {"frames":[{...},...],"skipped":0,"missed_batches":0}
+//
+// Frames have the shape of GET /tier1/{id}/frames. An event carries at
+// most liveMaxFrames frames, the newest; skipped counts the older ones of
+// the same batches left out. A reader that does not keep up loses whole
+// batches (counted in missed_batches, a running total) instead of slowing
+// the ingest. The stream starts with the comment ": live" once it is
+// subscribed, so a client that opens it first and then reads the history
+// with GET /tier1/{id}/frames misses nothing.
+const (
+	liveMaxFrames = 500
+	liveBuffer    = 256 // batches queued for one reader
+)
+
+func (s *Server) tier1Live(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
+	capID, err := url.PathUnescape(args[0])
+	if err != nil {
+		return wire.Errorf(wire.CodeInvalidParams, "bad routine id in path")
+	}
+	if _, ok := s.a.Tier1().Registry().Get(capID); !ok {
+		return wire.Errorf(wire.CodeCapabilityLacking, "no routine %q", capID)
+	}
+	device := string(ctx.QueryArgs().Peek("device_id"))
+	header := httpHeader(fasthttp.StatusOK, "text/event-stream; charset=utf-8",
+		"Cache-Control: no-cache", "X-Accel-Buffering: no")
+	in := s.a.Tier1()
+	s.takeOver(ctx, header, func(w *deadlineWriter, done <-chan struct{}) error {
+		wt := in.Watch(liveBuffer)
+		defer wt.Close()
+		if _, err := w.WriteString(": live\n\n"); err != nil {
+			return err
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
+		var buf []byte
+		_, err := followSSE(w, done, wt.C, func() bool { return false }, func(l tier1.Live) (bool, error) {
+			ls := []tier1.Live{l}
+		drain:
+			for len(ls) < 64 { // take what else waits: one event for them
+				select {
+				case more, ok := <-wt.C:
+					if !ok {
+						break drain
+					}
+					ls = append(ls, more)
+				default:
+					break drain
+				}
+			}
+			var err error
+			buf, err = appendLiveEvent(buf[:0], ls, capID, device, wt.Missed.Load())
+			if err != nil || len(buf) == 0 {
+				return false, err
+			}
+			_, err = w.Write(buf)
+			return false, err
+		})
+		return err
+	})
+	return nil
+}
+
+// appendLiveEvent writes one "frames" event of the batches of routine
+// capID (and device, when not empty); nothing when none matches.
+func appendLiveEvent(buf []byte, ls []tier1.Live, capID, device string, missed uint64) ([]byte, error) {
+	var frames []tier1.Frame
+	var d *tier1.Descriptor
+	for _, l := range ls {
+		if l.Desc.CapabilityID != capID {
+			continue
+		}
+		d = l.Desc
+		dev := deviceField(d)
+		for _, blk := range l.Blocks {
+			br, err := tier1.NewBlockReader(blk, d)
+			if err != nil {
+				return nil, err
+			}
+			for i := 0; i < br.Len(); i++ {
+				f, err := br.Next()
+				if err != nil {
+					return nil, err
+				}
+				if device != "" && (dev < 0 || f.At(dev).Kind() != tier1.KindStr || f.At(dev).Str() != device) {
+					continue
+				}
+				frames = append(frames, f)
+			}
+		}
+	}
+	if len(frames) == 0 {
+		return buf, nil
+	}
+	skipped := max(len(frames)-liveMaxFrames, 0)
+	buf = append(buf, "event: frames\ndata: {\"frames\":["...)
+	for i, f := range frames[skipped:] {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = f.AppendJSON(buf, d)
+	}
+	buf = append(buf, `],"skipped":`...)
+	buf = strconv.AppendInt(buf, int64(skipped), 10)
+	buf = append(buf, `,"missed_batches":`...)
+	buf = strconv.AppendUint(buf, missed, 10)
+	return append(buf, "}\n\n"...), nil
+}
+
+// deviceField is the index of a routine's device_id field (str), or -1.
+func deviceField(d *tier1.Descriptor) int {
+	for i, f := range d.Fields {
+		if f.Name == "device_id" && f.Type == tier1.TypeStr {
+			return i
+		}
+	}
+	return -1
+}
