@@ -170,6 +170,9 @@ type CreateRequest struct {
 	Description string `json:"description,omitempty" msgpack:"description,omitempty"`
 	// InitialMembers are invited as members with weight 1.
 	InitialMembers []string `json:"initial_members,omitempty" msgpack:"initial_members,omitempty"`
+	// IdempotencyKey (seed 003 §5.3) is read by the API layers like the
+	// Idempotency-Key header; Create ignores it.
+	IdempotencyKey string `json:"idempotency_key,omitempty" msgpack:"idempotency_key,omitempty"`
 }
 
 // InviteRequest is the body of POST /group/{id}/invite.

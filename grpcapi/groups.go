@@ -11,10 +11,12 @@ import (
 	"time"
 
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/group"
 	pb "github.com/synapse-edge/synapse/proto"
+	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -49,17 +51,60 @@ func groupJSON(g *group.Group) string {
 	return string(b)
 }
 
-// CreateGroup is POST /group.
+// CreateGroup is POST /group. With idempotency_key (seed 003 §5.3) a
+// repeated request answers the first response and creates nothing, a
+// different request with the key is idempotency_key_reused, and one that
+// arrives while the first is still being answered is
+// idempotency_key_in_flight; keys are scoped by token and kept 24 h, as
+// for SubmitTask.
 func (s *Server) CreateGroup(ctx context.Context, in *pb.CreateGroupRequest) (*pb.CreateGroupResponse, error) {
 	gm, err := s.running()
 	if err != nil {
 		return nil, err
 	}
-	g, err := gm.Create(ctx, group.CreateRequest{Name: in.GetName(), Description: in.GetDescription(), InitialMembers: in.GetInitialMembers()})
+	create := func() (*pb.CreateGroupResponse, error) {
+		g, err := gm.Create(ctx, group.CreateRequest{Name: in.GetName(), Description: in.GetDescription(), InitialMembers: in.GetInitialMembers()})
+		if err != nil {
+			return nil, err
+		}
+		return &pb.CreateGroupResponse{GroupId: g.GroupID, Status: g.Status, GroupJson: groupJSON(g)}, nil
+	}
+	key := in.GetIdempotencyKey()
+	if key == "" {
+		return create()
+	}
+	if err := checkIdemKey(key); err != nil {
+		return nil, err
+	}
+	hash, err := requestHash(in)
 	if err != nil {
 		return nil, err
 	}
-	return &pb.CreateGroupResponse{GroupId: g.GroupID, Status: g.Status, GroupJson: groupJSON(g)}, nil
+	scope := principal(ctx).ID
+	if _, busy := s.creating.LoadOrStore(scope+"\x00"+key, true); busy {
+		return nil, wire.Errorf(wire.CodeIdempotencyInFlight, "")
+	}
+	defer s.creating.Delete(scope + "\x00" + key)
+	var out pb.CreateGroupResponse
+	if done, err := s.replayRecord(scope, key, hash, func(b []byte) error { return proto.Unmarshal(b, &out) }); done || err != nil {
+		if err != nil {
+			return nil, err
+		}
+		return &out, nil
+	}
+	resp, err := create()
+	if err != nil {
+		return nil, err
+	}
+	body, err := proto.Marshal(resp)
+	if err != nil {
+		return nil, wire.Errorf(wire.CodeInternal, "encode response: %v", err)
+	}
+	rec := &store.IdemRecord{RequestHash: hash, Status: 201, ContentType: "application/protobuf", Body: body, CreatedAt: time.Now()}
+	if err := s.a.Store().Update(ctx, func(tx *store.Tx) error { return tx.PutIdem(scope, key, rec) }); err != nil {
+		s.log.Warn("store idempotency record", "err", err)
+	}
+	return resp, nil
 }
 
 // JoinGroup is POST /group/{id}/join; done is false when the join was

@@ -7,10 +7,12 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 
 	"github.com/synapse-edge/synapse/agent"
@@ -22,6 +24,21 @@ import (
 // max_file_size each, with room for the rest of the request.
 const maxMessage = 64 << 20
 
+// Keepalive (seed 003 §5.1). The seed's client pings every 30 s, also
+// without calls (PermitWithoutStream), and waits 10 s for the answer.
+// grpc-go's server by default refuses pings closer than 5 minutes and
+// those without streams: it would send such a client GOAWAY
+// too_many_pings after its third ping (about 90 s). This server admits
+// pings down to DefaultKeepaliveMinTime apart, with or without calls (so
+// grpc-go clients at their 10 s floor are admitted too), and pings idle
+// clients itself every 30 s, closing connections whose answer does not
+// come within 10 s.
+const (
+	DefaultKeepaliveMinTime = 5 * time.Second
+	keepaliveServerPing     = 30 * time.Second
+	keepaliveServerTimeout  = 10 * time.Second
+)
+
 // Options configure a Server.
 type Options struct {
 	// Logger, by default discarding.
@@ -31,6 +48,9 @@ type Options struct {
 	// Groups serves GroupService; without it its RPCs answer
 	// Unavailable (like the REST group routes without groups).
 	Groups *group.Manager
+	// KeepaliveMinTime is the shortest interval between client pings
+	// admitted; default DefaultKeepaliveMinTime.
+	KeepaliveMinTime time.Duration
 }
 
 // Server is the gRPC server of one agent.
@@ -44,6 +64,9 @@ type Server struct {
 	// done is closed by Shutdown; streams end when it is.
 	done     chan struct{}
 	stopOnce sync.Once
+	// creating holds the idempotency keys of CreateGroup calls being
+	// answered (scope + NUL + key).
+	creating sync.Map
 
 	pb.UnimplementedTaskServiceServer
 	pb.UnimplementedSynapseMessageServiceServer
@@ -59,10 +82,16 @@ func New(a *agent.Agent, opts Options) *Server {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	minPing := opts.KeepaliveMinTime
+	if minPing <= 0 {
+		minPing = DefaultKeepaliveMinTime
+	}
 	s.g = grpc.NewServer(
 		grpc.ChainUnaryInterceptor(s.unary),
 		grpc.ChainStreamInterceptor(s.stream),
 		grpc.MaxRecvMsgSize(maxMessage),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: minPing, PermitWithoutStream: true}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: keepaliveServerPing, Timeout: keepaliveServerTimeout}),
 	)
 	pb.RegisterTaskServiceServer(s.g, s)
 	pb.RegisterSynapseMessageServiceServer(s.g, s)

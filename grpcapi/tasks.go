@@ -91,6 +91,18 @@ func requestHash(m proto.Message) (string, error) {
 // replay answers from a stored idempotency record; done reports that it
 // did (or that the key was used for another request).
 func (s *Server) replay(scope, key, hash string) (*pb.SubmitTaskResponse, bool, error) {
+	var r wire.SubmitResponse
+	done, err := s.replayRecord(scope, key, hash, func(b []byte) error { return json.Unmarshal(b, &r) })
+	if !done || err != nil {
+		return nil, done, err
+	}
+	return &pb.SubmitTaskResponse{TaskId: r.TaskID, Status: string(r.Status), Message: r.Message}, true, nil
+}
+
+// replayRecord reads the idempotency record of key and hands its body to
+// decode; done reports that there was one (or that the key was used for
+// another request: idempotency_key_reused).
+func (s *Server) replayRecord(scope, key, hash string, decode func([]byte) error) (bool, error) {
 	var rec *store.IdemRecord
 	err := s.a.Store().View(func(tx *store.Tx) error {
 		var err error
@@ -98,22 +110,21 @@ func (s *Server) replay(scope, key, hash string) (*pb.SubmitTaskResponse, bool, 
 		return err
 	})
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, false, nil
+		return false, nil
 	}
 	if err != nil {
-		return nil, true, wire.Errorf(wire.CodeSysStorage, "read idempotency record: %v", err)
+		return true, wire.Errorf(wire.CodeSysStorage, "read idempotency record: %v", err)
 	}
 	if time.Since(rec.CreatedAt) > agent.IdempotencyTTL {
-		return nil, false, nil
+		return false, nil
 	}
 	if rec.RequestHash != hash {
-		return nil, true, wire.Errorf(wire.CodeIdempotencyMismatch, "").With("idempotency_key", key)
+		return true, wire.Errorf(wire.CodeIdempotencyMismatch, "").With("idempotency_key", key)
 	}
-	var r wire.SubmitResponse
-	if err := json.Unmarshal(rec.Body, &r); err != nil {
-		return nil, true, wire.Errorf(wire.CodeSysStorage, "idempotency record: %v", err)
+	if err := decode(rec.Body); err != nil {
+		return true, wire.Errorf(wire.CodeSysStorage, "idempotency record: %v", err)
 	}
-	return &pb.SubmitTaskResponse{TaskId: r.TaskID, Status: string(r.Status), Message: r.Message}, true, nil
+	return true, nil
 }
 
 // submitResponse is the answer of POST /task.

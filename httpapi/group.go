@@ -39,7 +39,7 @@ import (
 // group and sent to the owner's agent (the body is this agent's record of
 // it); the outcome arrives as an announcement. Reading needs tasks:read,
 // changing tasks:write. POSTs that create something honour
-// Idempotency-Key.
+// Idempotency-Key; POST /group also the body's idempotency_key.
 func (s *Server) groupRoutes() []route {
 	r, w := agent.ScopeTasksRead, agent.ScopeTasksWrite
 	return []route{
@@ -99,7 +99,16 @@ func changed(done bool) int {
 // a repeated request replays the first answer. The record is stored after
 // the request succeeded, in a transaction of its own.
 func (s *Server) idempotent(ctx *fasthttp.RequestCtx, p agent.Principal, run func() (int, any, error)) error {
+	return s.idempotentKey(ctx, p, "", run)
+}
+
+// idempotentKey is idempotent with the body's idempotency_key field as the
+// key when the header is absent (seed 003 §5.3; the header wins).
+func (s *Server) idempotentKey(ctx *fasthttp.RequestCtx, p agent.Principal, bodyKey string, run func() (int, any, error)) error {
 	key := string(ctx.Request.Header.Peek("Idempotency-Key"))
+	if key == "" {
+		key = bodyKey
+	}
 	if key == "" {
 		status, v, err := run()
 		if err == nil {
@@ -143,7 +152,7 @@ func (s *Server) createGroup(ctx *fasthttp.RequestCtx, p agent.Principal, _ []st
 	if err := decode(ctx, &req); err != nil {
 		return err
 	}
-	return s.idempotent(ctx, p, func() (int, any, error) {
+	return s.idempotentKey(ctx, p, req.IdempotencyKey, func() (int, any, error) {
 		g, err := gm.Create(ctx, req)
 		if err != nil {
 			return 0, nil, err

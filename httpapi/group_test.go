@@ -227,6 +227,9 @@ func TestGroupRoutes(t *testing.T) {
 			if m["type"] == wire.MsgGroupMessage {
 				break
 			}
+			if _, event := m["seq"]; event {
+				continue // an announcement of an earlier subtest still arriving
+			}
 			if _, ok := m["sent"]; !ok {
 				t.Fatalf("unexpected frame %v", m)
 			}

@@ -1483,6 +1483,10 @@ type CreateGroupRequest struct {
 	Name           string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	Description    string                 `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
 	InitialMembers []string               `protobuf:"bytes,3,rep,name=initial_members,json=initialMembers,proto3" json:"initial_members,omitempty"`
+	// Seed 003 §5.3: a repeated request with the same key (per token, 24 h)
+	// returns the first answer and creates nothing; another request with
+	// the key is refused (idempotency_key_reused).
+	IdempotencyKey string `protobuf:"bytes,4,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -1536,6 +1540,13 @@ func (x *CreateGroupRequest) GetInitialMembers() []string {
 		return x.InitialMembers
 	}
 	return nil
+}
+
+func (x *CreateGroupRequest) GetIdempotencyKey() string {
+	if x != nil {
+		return x.IdempotencyKey
+	}
+	return ""
 }
 
 type CreateGroupResponse struct {
@@ -2321,11 +2332,12 @@ const file_synapse_proto_rawDesc = "" +
 	"agent_name\x18\x02 \x01(\tR\tagentName\x12\x1a\n" +
 	"\bendpoint\x18\x03 \x01(\tR\bendpoint\x12\"\n" +
 	"\fcapabilities\x18\x04 \x03(\tR\fcapabilities\x12\x16\n" +
-	"\x06status\x18\x05 \x01(\tR\x06status\"s\n" +
+	"\x06status\x18\x05 \x01(\tR\x06status\"\x9c\x01\n" +
 	"\x12CreateGroupRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12'\n" +
-	"\x0finitial_members\x18\x03 \x03(\tR\x0einitialMembers\"g\n" +
+	"\x0finitial_members\x18\x03 \x03(\tR\x0einitialMembers\x12'\n" +
+	"\x0fidempotency_key\x18\x04 \x01(\tR\x0eidempotencyKey\"g\n" +
 	"\x13CreateGroupResponse\x12\x19\n" +
 	"\bgroup_id\x18\x01 \x01(\tR\agroupId\x12\x16\n" +
 	"\x06status\x18\x02 \x01(\tR\x06status\x12\x1d\n" +
