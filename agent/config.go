@@ -178,6 +178,9 @@ type P2PConfig struct {
 	// CallbackSecret is read from CallbackSecretEnv at start; never from
 	// the file.
 	CallbackSecret string `json:"-"`
+	// PeerSecrets are the HMAC secrets shared with peers: envelopes to
+	// and from them carry and need X-Synapse-Signature (p2p_hmac.go).
+	PeerSecrets []PeerSecretConfig `json:"peer_secrets,omitempty"`
 }
 
 // RetryBaseDelay is retry_base_delay_ms as a duration.
@@ -268,6 +271,15 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 	}
 	if c.P2P.CallbackSecretEnv != "" {
 		c.P2P.CallbackSecret = getenv(c.P2P.CallbackSecretEnv)
+	}
+	for i := range c.P2P.PeerSecrets {
+		ps := &c.P2P.PeerSecrets[i]
+		ps.Secrets = nil
+		for _, env := range ps.SecretEnvs {
+			if v := getenv(env); v != "" {
+				ps.Secrets = append(ps.Secrets, []byte(v))
+			}
+		}
 	}
 	if v := getenv("SYNAPSE_OUTBOUND_ALLOW"); v != "" {
 		c.Outbound.Allow = nil
@@ -410,6 +422,17 @@ func (c *Config) Validate() error {
 	for i, s := range c.Outbound.Allow {
 		if _, err := parsePrefix(s); err != nil {
 			bad(fmt.Sprintf("outbound.allow[%d]", i), "%v", err)
+		}
+	}
+	for i, ps := range p.PeerSecrets {
+		f := fmt.Sprintf("p2p.peer_secrets[%d]", i)
+		switch {
+		case ps.AgentID == "":
+			bad(f+".agent_id", "must not be empty")
+		case len(ps.Secrets) == 0 && len(ps.SecretEnvs) == 0:
+			bad(f+".secret_envs", "must name at least one environment variable")
+		case len(ps.SecretEnvs) > 0 && len(ps.Secrets) != len(ps.SecretEnvs):
+			bad(f+".secret_envs", "every variable of %v must be set and not empty", ps.SecretEnvs)
 		}
 	}
 	c.HIL.check(bad)

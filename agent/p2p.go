@@ -73,6 +73,7 @@ type p2pNode struct {
 	peers peerSet
 	out   *outbox
 	auto  autoNegotiator
+	hmac  hmacGuard
 	in    inflight
 	feed  MessageFeed
 	m     p2pMetrics
@@ -280,7 +281,7 @@ func (n *p2pNode) sendEnvelope(ctx context.Context, endpoint string, m *wire.Uni
 	if err != nil {
 		return postResult{}, fmt.Errorf("encode %s: %w", m.MessageType, err)
 	}
-	return n.post(ctx, endpoint+MessagePath, wire.ContentJSON, body, nil)
+	return n.post(ctx, endpoint+MessagePath, wire.ContentJSON, body, n.signHeader(m.Receiver.AgentID, body))
 }
 
 // answerError describes a non-2xx answer for logs and last_error.

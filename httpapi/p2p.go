@@ -16,7 +16,8 @@ import (
 // POST /message and POST /callback take one envelope (JSON, or msgpack
 // with Content-Type: application/msgpack) and need no bearer token: the
 // signature of a paired peer is the authentication (an unknown sender or a
-// bad signature is 401 TP-ID003). They answer 200 with a signed response
+// bad signature is 401 TP-ID003), and for a peer that shares an HMAC
+// secret also its X-Synapse-Signature header (agent/p2p_hmac.go). They answer 200 with a signed response
 // envelope for synchronous types (p2p:capability_query), 202
 // {"accepted":true,"message_id"} otherwise, and 200 {"accepted":true,
 // "message_id","duplicate":true,"code":"TP-ID004"} for a message_id
@@ -64,6 +65,9 @@ func (s *Server) receiveMessage(ctx *fasthttp.RequestCtx, _ agent.Principal, _ [
 	}
 	m, err := agent.DecodeEnvelope(body, msgpack)
 	if err != nil {
+		return err
+	}
+	if err := s.a.CheckTransportSignature(m.Sender.AgentID, string(ctx.Request.Header.Peek(wire.HeaderSignature)), body); err != nil {
 		return err
 	}
 	reply, err := s.a.Receive(ctx, m, bytes.Clone(body), msgpack)
