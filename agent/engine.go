@@ -112,7 +112,11 @@ func (e *engine) transition(t *wire.Task, to wire.Status, now time.Time, reason 
 				"task_id": t.ID, "code": t.ErrorCode, "message": t.ErrorMessage, "recoverable": t.Recoverable,
 			}))
 		}
-		evs = append(evs, e.newEvent(t, wire.EventComplete, now, t.StatusResponse(true)))
+		// The complete event carries the task as it is once this event is
+		// counted: the same etag as GET /task/{id} then.
+		final := t.StatusResponse(true)
+		final.ETag = fmt.Sprintf(`"%s-%d"`, t.ID, t.Seq+1)
+		evs = append(evs, e.newEvent(t, wire.EventComplete, now, final))
 	}
 	return evs, nil
 }

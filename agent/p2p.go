@@ -77,6 +77,9 @@ type p2pNode struct {
 	in    inflight
 	feed  MessageFeed
 	m     p2pMetrics
+	// pairing is the pair requests waiting here and the peers that have
+	// not accepted this agent yet (pairing.go).
+	pairing pairing
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -126,6 +129,7 @@ func (a *Agent) openP2P() error {
 		n.secret = []byte(s)
 	}
 	n.feed.init()
+	n.pairing.init()
 	if err := n.peers.load(a.db); err != nil {
 		return fmt.Errorf("load peers: %w", err)
 	}

@@ -95,8 +95,7 @@ func (n *p2pNode) receive(ctx context.Context, m *wire.UnifiedSynapseMessage, ra
 	}
 	p := n.peers.get(m.Sender.AgentID)
 	if p == nil {
-		return nil, wire.Errorf(wire.CodeIDUnknownSender, "sender %q is not a paired peer", m.Sender.AgentID).
-			With("sender", m.Sender.AgentID)
+		return nil, n.unpaired(m) // pairing.go
 	}
 	if err := wire.Verify(m, p.pub); err != nil {
 		n.a.audit(AuditSignatureFailed, m.Sender.AgentID, map[string]any{"message_id": m.MessageID, "message_type": m.MessageType, "error": err.Error()})
@@ -107,6 +106,9 @@ func (n *p2pNode) receive(ctx context.Context, m *wire.UnifiedSynapseMessage, ra
 			return nil, wire.Errorf(wire.CodeIDStaleTimestamp, "%v", err)
 		}
 		return nil, wire.Errorf(wire.CodeMessageFormatInvalid, "%v", err)
+	}
+	if m.MessageType == wire.MsgPairRequest {
+		return n.pairedHello(p, m), nil // pairing.go
 	}
 	// The contract with the sender, decryption (negotiate_guard.go).
 	dm, err := n.admit(p, m)

@@ -431,8 +431,12 @@ func (o *outbox) deliver(it *store.OutboxItem) *deliveryError {
 		}
 		r, err := o.n.sendUnderContract(ctx, p, it.Type, it.ID, it.CorrelationID, pl)
 		if derr := classify(r, err, true); derr != nil {
+			if err == nil {
+				o.n.refusedBy(it.Peer, errorCode(r.body)) // pairing.go
+			}
 			return derr
 		}
+		o.n.acceptedBy(it.Peer)
 		if o.n.heard(it.Peer, nil) {
 			peer := it.Peer
 			o.n.spawn(func() { o.wake(peer) })

@@ -212,6 +212,7 @@ func (a *Agent) AddPeer(ctx context.Context, endpoint string) (info *PeerInfo, c
 	n.log.Info("peer paired", "agent_id", id.AgentID, "endpoint", endpoint, "again", old != nil)
 	// Messages that waited for this peer (or gave up) go now.
 	n.spawn(func() { n.out.wake(id.AgentID) })
+	n.pinned(id.AgentID) // pairing.go
 	return &pi, old == nil, nil
 }
 
@@ -409,6 +410,9 @@ func (n *p2pNode) beat(interval time.Duration) {
 			}
 			if err != nil {
 				n.log.Debug("heartbeat not answered", "peer", p.rec.AgentID, "err", err)
+				if r.status != 0 {
+					n.refusedBy(p.rec.AgentID, errorCode(r.body)) // pairing.go
+				}
 				return
 			}
 			n.heard(p.rec.AgentID, nil)

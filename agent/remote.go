@@ -43,6 +43,9 @@ func outgoingFor(prev, next *wire.Task) []Outgoing {
 	switch {
 	case next.Target != "":
 		for _, tr := range added {
+			if isNote(tr) {
+				continue // waiting_for_peer (pairing.go)
+			}
 			switch tr.Status {
 			case wire.StatusPending:
 				out = append(out, Outgoing{Peer: next.Target, Type: wire.MsgTaskRequest, Payload: &wire.TaskRequestPayload{
@@ -152,6 +155,9 @@ func (e *engine) submitRemote(ctx context.Context, p Principal, req *wire.Submit
 	}
 	prev := *t
 	evs, _ := e.transition(t, wire.StatusPending, now, "sent to "+req.Target)
+	if why := e.a.node.refusal(req.Target); why != "" {
+		evs = append(evs, noteWaiting(e, t, req.Target, why, now)...)
+	}
 	r := &run{task: t, done: make(chan struct{})}
 	if err := e.create(ctx, t, evs, outgoingFor(&prev, t), idem); err != nil {
 		return nil, err

@@ -13,11 +13,14 @@ import (
 
 // printJSON writes v as indented JSON.
 func (s *session) printJSON(v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
 		return fmt.Errorf("encode output: %w", err)
 	}
-	_, err = fmt.Fprintf(s.io.Out, "%s\n", b)
+	_, err := s.io.Out.Write(buf.Bytes())
 	return err
 }
 

@@ -12,7 +12,7 @@ import (
 )
 
 func peerVerbs() []*verb {
-	return []*verb{peerAddVerb(), peerListVerb(), peerRemoveVerb()}
+	return []*verb{peerAddVerb(), peerListVerb(), peerRemoveVerb(), peerPendingVerb(), peerAcceptVerb(), peerDeclineVerb()}
 }
 
 func peerAddVerb() *verb {
@@ -23,13 +23,17 @@ func peerAddVerb() *verb {
 pins its public key: from then on it accepts messages from that agent only
 when they are signed with that key. The key fingerprint printed is the
 SHA-256 of that key in OpenSSH's form; when the network between the agents
-is not trusted, check it against the key the other agent's own identity
-route shows. Pairing is one-way: run peer add on both agents for them to
-talk both ways. Needs an admin token.`,
+is not trusted, check it against 'synapse identity' on the other agent.
+
+Pairing asks the other agent too: it lists this one as a pending pair
+request until an operator there accepts it ('synapse peer pending', then
+'synapse peer accept AGENT_ID'), or pairs it with peer add. Until then it
+refuses this agent's messages; they wait in the outbox and go once it has
+accepted. Needs an admin token.`,
 		agent: true, timeout: defaultRequestTimeout,
 		examples: []string{
 			"synapse peer add http://127.0.0.1:8081",
-			"synapse --agent 127.0.0.1:8081 peer add http://127.0.0.1:8080 --json",
+			"synapse --agent 127.0.0.1:8081 --data ./data-b peer add http://127.0.0.1:8080 --json",
 		},
 		setup: func(fs *flag.FlagSet, s *session) runFunc {
 			return func(ctx context.Context, args []string) error {
@@ -54,6 +58,10 @@ talk both ways. Needs an admin token.`,
 					{"status", p.Status},
 					{"key fingerprint", p.KeyFingerprint()},
 				})
+				if me, err := s.client().Identity(ctx); err == nil {
+					fmt.Fprintf(s.io.Out, "\n%s asks %s to pair back; there, an operator runs:\n  synapse peer accept %s\n",
+						me.AgentID, p.AgentID, me.AgentID)
+				}
 				return nil
 			}
 		},

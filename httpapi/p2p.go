@@ -24,7 +24,10 @@ import (
 // already processed.
 //
 // Peers: POST /agents {"endpoint"} (admin) pairs, GET /agents,
-// GET /agents/{agent_id}, DELETE /agents/{agent_id} (admin).
+// GET /agents/{agent_id}, DELETE /agents/{agent_id} (admin). Pair
+// requests of agents that paired this one (admin, pairing.go): GET
+// /pairing → {"pending":[...]}, POST /pairing/{agent_id}/accept → 201 the
+// new peer, DELETE /pairing/{agent_id} declines.
 //
 // Outbox (admin): GET /outbox?state=pending|dead&peer=&url=&limit=
 // &page_token= → {"items":[...],"next_page_token"}; POST
@@ -44,6 +47,9 @@ func (s *Server) p2pRoutes() []route {
 		{"GET", seg("agents"), agent.ScopeTasksRead, s.listPeers},
 		{"GET", seg("agents/*"), agent.ScopeTasksRead, s.getPeer},
 		{"DELETE", seg("agents/*"), agent.ScopeAdmin, s.removePeer},
+		{"GET", seg("pairing"), agent.ScopeAdmin, s.listPairRequests},
+		{"POST", seg("pairing/*/accept"), agent.ScopeAdmin, s.acceptPeer},
+		{"DELETE", seg("pairing/*"), agent.ScopeAdmin, s.declinePeer},
 
 		{"GET", seg("outbox"), agent.ScopeAdmin, s.listOutbox},
 		{"POST", seg("outbox/retry"), agent.ScopeAdmin, s.retryDeadLetters},

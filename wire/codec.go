@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -31,7 +32,27 @@ type jsonCodec struct{}
 
 func (jsonCodec) ContentType() string { return ContentJSON }
 
-func (jsonCodec) Marshal(v any) ([]byte, error) { return json.Marshal(v) }
+// Marshal encodes v without HTML escaping: "<token>" stays "<token>",
+// not "\u003ctoken\u003e" (answers are read by people and tools, never
+// pasted into HTML).
+func (jsonCodec) Marshal(v any) ([]byte, error) {
+	buf := jsonBufs.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= 64<<10 {
+			buf.Reset()
+			jsonBufs.Put(buf)
+		}
+	}()
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	b := buf.Bytes()
+	return append([]byte(nil), b[:len(b)-1]...), nil // without Encode's newline
+}
+
+var jsonBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // Unmarshal decodes one JSON value and refuses trailing data.
 func (jsonCodec) Unmarshal(b []byte, v any) error {

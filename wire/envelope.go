@@ -88,6 +88,11 @@ const (
 	MsgGroupVoteResult = "group:vote_result"
 	MsgGroupTask       = "group:task"
 	MsgGroupTaskResult = "group:task_result"
+
+	// MsgPairRequest asks the receiver to pair with the sender; its
+	// payload is the sender's Identity (with its public key, which verifies
+	// the envelope). The receiver lists it for an operator to accept.
+	MsgPairRequest = "peer:pair_request"
 )
 
 // MessageTypes returns every message type this package names, p2p first.
@@ -100,6 +105,7 @@ func MessageTypes() []string {
 		MsgNegotiateRequest, MsgNegotiateResponse, MsgError,
 		MsgGroupInvite, MsgGroupJoin, MsgGroupLeave, MsgGroupDisband, MsgGroupMessage,
 		MsgGroupBallot, MsgGroupVoteOpen, MsgGroupVoteResult, MsgGroupTask, MsgGroupTaskResult,
+		MsgPairRequest,
 	}
 }
 

@@ -57,6 +57,7 @@ const (
 	CodeTargetRefused         = "outbound_target_refused"
 	CodeRequestTimeout        = "request_timeout"
 	CodeTooManyConnections    = "too_many_connections"
+	CodePeerApprovalPending   = "peer_approval_pending"
 
 	CodeIDUnknownSender  = "TP-ID003"
 	CodeIDDuplicate      = "TP-ID004"
@@ -117,6 +118,7 @@ var registry = func() map[string]Def {
 		{CodeTargetRefused, http.StatusBadRequest, Terminal, "the outbound target is not allowed", 0},
 		{CodeRequestTimeout, http.StatusRequestTimeout, Retriable, "the request was not received in time", 0},
 		{CodeTooManyConnections, http.StatusTooManyRequests, Retriable, "too many connections from this address", 0},
+		{CodePeerApprovalPending, http.StatusUnauthorized, Retriable, "this agent has not accepted the sender as a peer yet", 0},
 
 		{CodeIDUnknownSender, http.StatusUnauthorized, Terminal, "unknown sender or bad signature", 0},
 		{CodeIDDuplicate, http.StatusOK, Terminal, "duplicate message id; already processed", 0},

@@ -363,7 +363,10 @@ type TaskStatusResponse struct {
 	Progress int       `json:"progress" msgpack:"progress"`
 	Payload  JSONValue `json:"payload,omitempty" msgpack:"payload,omitempty"`
 	// ResultJSON is set in full answers only (nil: left out).
-	ResultJSON    *string               `json:"result_json,omitempty" msgpack:"result_json,omitempty"`
+	ResultJSON *string `json:"result_json,omitempty" msgpack:"result_json,omitempty"`
+	// Result is the same result parsed, in full JSON answers only (so that
+	// jq .result.x works); msgpack answers carry result_json alone.
+	Result        JSONValue             `json:"result,omitempty" msgpack:"-"`
 	ErrorMessage  string                `json:"error_message" msgpack:"error_message"`
 	ErrorCode     string                `json:"error_code,omitempty" msgpack:"error_code,omitempty"`
 	Recoverable   bool                  `json:"recoverable,omitempty" msgpack:"recoverable,omitempty"`
@@ -395,6 +398,7 @@ func (t *Task) StatusResponse(full bool) *TaskStatusResponse {
 		r.Payload = t.Payload
 		res := string(t.Result)
 		r.ResultJSON = &res
+		r.Result = t.Result
 		r.History = t.History
 	}
 	return r

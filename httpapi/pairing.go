@@ -1,0 +1,43 @@
+package httpapi
+
+import (
+	"net/url"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/synapse-edge/synapse/agent"
+)
+
+// Pair requests (agent/pairing.go): agents that paired this one and wait
+// for an operator to accept them.
+
+func (s *Server) listPairRequests(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
+	write(ctx, fasthttp.StatusOK, map[string]any{"pending": s.a.PairRequests()})
+	return nil
+}
+
+func (s *Server) acceptPeer(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
+	id, err := pathArg(args[0], "agent_id")
+	if err != nil {
+		return err
+	}
+	p, err := s.a.AcceptPeer(ctx, id)
+	if err != nil {
+		return err
+	}
+	ctx.Response.Header.Set(fasthttp.HeaderLocation, Prefix+"/agents/"+url.PathEscape(p.AgentID))
+	write(ctx, fasthttp.StatusCreated, p)
+	return nil
+}
+
+func (s *Server) declinePeer(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
+	id, err := pathArg(args[0], "agent_id")
+	if err != nil {
+		return err
+	}
+	if err := s.a.DeclinePeer(id); err != nil {
+		return err
+	}
+	ctx.SetStatusCode(fasthttp.StatusNoContent)
+	return nil
+}
