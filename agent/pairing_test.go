@@ -51,7 +51,10 @@ func TestPairingIsMutual(t *testing.T) {
 			}
 		}
 		return false
-	}, func() string { cur, _ := a.a.Task(task.ID); return "no waiting_for_peer note in " + describeHistory(cur) })
+	}, func() string {
+		cur, _ := a.a.Task(task.ID)
+		return "no waiting_for_peer note in " + describeHistory(cur)
+	})
 
 	if _, err := b.a.AcceptPeer(context.Background(), "nobody"); err == nil {
 		t.Fatal("AcceptPeer of an agent that did not ask succeeded")
