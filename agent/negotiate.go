@@ -230,7 +230,9 @@ func (n *p2pNode) requestContract(ctx context.Context, p *peer, payload wire.Raw
 	if r.status != http.StatusOK {
 		var eb wire.ErrorBody
 		if wire.JSON.Unmarshal(r.body, &eb) == nil && eb.Error != nil && eb.Error.Code != "" {
-			if _, known := wire.Lookup(eb.Error.Code); known && !eb.Error.Retriable {
+			// A peer that has not accepted this agent yet will not within
+			// the retries: its refusal is the answer (pairing.go).
+			if _, known := wire.Lookup(eb.Error.Code); known && (!eb.Error.Retriable || eb.Error.Code == wire.CodePeerApprovalPending) {
 				return nil, nil, eb.Error
 			}
 		}

@@ -154,6 +154,7 @@ func negotiationFailed(peerID string, err error) *deliveryError {
 		derr.unreachable = true
 		return derr
 	}
+	derr.code = we.Code
 	switch {
 	case we.Status() == http.StatusUnauthorized || we.Retriable || we.Code == wire.CodePeerUnreachable:
 		derr.unreachable = true

@@ -388,6 +388,8 @@ type deliveryError struct {
 	unreachable bool
 	// permanent: do not retry.
 	permanent bool
+	// code is the TPError code of the peer's refusal, if any.
+	code string
 }
 
 func (e *deliveryError) Error() string { return e.err.Error() }
@@ -431,9 +433,7 @@ func (o *outbox) deliver(it *store.OutboxItem) *deliveryError {
 		}
 		r, err := o.n.sendUnderContract(ctx, p, it.Type, it.ID, it.CorrelationID, pl)
 		if derr := classify(r, err, true); derr != nil {
-			if err == nil {
-				o.n.refusedBy(it.Peer, errorCode(r.body)) // pairing.go
-			}
+			o.n.refusedBy(it.Peer, derr.code) // pairing.go
 			return derr
 		}
 		o.n.acceptedBy(it.Peer)
@@ -468,7 +468,7 @@ func classify(r postResult, err error, peer bool) *deliveryError {
 	if r.status/100 == 2 {
 		return nil
 	}
-	d := &deliveryError{err: answerError(r), retryAfter: r.retryAfter}
+	d := &deliveryError{err: answerError(r), retryAfter: r.retryAfter, code: errorCode(r.body)}
 	switch r.status {
 	case http.StatusGone:
 		d.permanent = true
