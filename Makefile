@@ -75,7 +75,8 @@ test-grpc: ## go vet and the gRPC API's tests with -tags grpc,grpcnotrace (a rea
 	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 10m -tags "$(TAGS) $(GRPC_TAGS)" -run 'GRPC' ./cli/
 
 .PHONY: test-a2a
-test-a2a: ## the official A2A SDKs against the agent and against their own servers (e2e/a2asdk, its own module)
+test-a2a: ## the official A2A SDKs (a2a-go v2, @a2a-js/sdk via npm ci) against the agent and their own servers (e2e/a2asdk)
+	cd e2e/a2asdk/js && npm ci --no-audit --no-fund --loglevel=error
 	cd e2e/a2asdk && $(GO) vet ./... && CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 10m ./...
 
 test-arm64: ## run the wire, tier1 and store tests as linux/arm64 under qemu-aarch64-static

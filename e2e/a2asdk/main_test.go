@@ -1,6 +1,7 @@
 package a2asdk_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"net"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -63,6 +65,20 @@ type target struct {
 	token string // bearer token; "" for none
 	// v03URL is the endpoint that speaks v0.3 method names.
 	v03URL string
+	// known are assertions a reference server is known to fail, with
+	// why; they are logged, not asserted, for that server only.
+	known map[string]string
+}
+
+// differs reports whether the target is known to fail assertion what (and
+// logs why).
+func (tg *target) differs(t *testing.T, what string) bool {
+	t.Helper()
+	why, ok := tg.known[what]
+	if ok {
+		t.Logf("%s: not asserted: %s", tg.name, why)
+	}
+	return ok
 }
 
 // startSynapse runs the agent binary with a config file made of cfg
@@ -156,4 +172,53 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// startJS runs @a2a-js/sdk's reference server (js/server.mjs) under node.
+// Without node or js/node_modules (make test-a2a runs npm ci) the test is
+// skipped, except in CI, where it fails.
+func startJS(t *testing.T) *target {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err == nil {
+		_, err = os.Stat(filepath.Join("js", "node_modules", "@a2a-js", "sdk"))
+	}
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the JS SDK server needs node and js/node_modules (npm ci): %v", err)
+		}
+		t.Skipf("the JS SDK server needs node and js/node_modules (npm ci in js/): %v", err)
+	}
+	cmd := exec.Command(node, "server.mjs", "0")
+	cmd.Dir = "js"
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	port := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if p, ok := strings.CutPrefix(sc.Text(), "listening "); ok {
+				port <- p
+			}
+		}
+	}()
+	select {
+	case p := <-port:
+		base := "http://127.0.0.1:" + p
+		return &target{name: "a2a-js", base: base, v03URL: base + "/a2a", known: map[string]string{
+			"executor error": "its request handler turns an executor's error into a failed task, so SendMessage succeeds",
+			"pre-stream error": "it answers a streaming method's early error as 200 application/json, which a2a-go's client does not read (it reads only data: lines)",
+			"token header": "its sender sends the token only when the config has no authentication",
+		}}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the JS SDK server did not start")
+	}
+	return nil
 }
