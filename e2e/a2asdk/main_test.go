@@ -213,9 +213,9 @@ func startJS(t *testing.T) *target {
 	case p := <-port:
 		base := "http://127.0.0.1:" + p
 		return &target{name: "a2a-js", base: base, v03URL: base + "/a2a", known: map[string]string{
-			"executor error": "its request handler turns an executor's error into a failed task, so SendMessage succeeds",
+			"executor error":   "its request handler turns an executor's error into a failed task, so SendMessage succeeds",
 			"pre-stream error": "it answers a streaming method's early error as 200 application/json, which a2a-go's client does not read (it reads only data: lines)",
-			"token header": "its sender sends the token only when the config has no authentication",
+			"token header":     "its sender sends the token only when the config has no authentication",
 		}}
 	case <-time.After(20 * time.Second):
 		t.Fatal("the JS SDK server did not start")
