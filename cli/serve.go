@@ -22,8 +22,9 @@ import (
 const serveUsage = `Usage: synapse serve [--data DIR] [--listen HOST:PORT] [--config FILE] [flags]
 
 Runs an agent: the task engine on an embedded bbolt file in DIR and the HTTP
-API on HOST:PORT. The admin bearer token is $SYNAPSE_ADMIN_TOKEN if set, else
-the content of DIR/admin.token (created at first start, mode 0600).
+API on HOST:PORT. The admin bearer token is $SYNAPSE_ADMIN_TOKEN if set (at
+least 16 bytes), else the content of DIR/admin.token (created at first start,
+mode 0600).
 
 Configuration is read in this order: defaults, the JSON config file, SYNAPSE_*
 environment variables, then these flags.
@@ -34,7 +35,7 @@ SIGTERM or SIGINT stops accepting requests, lets running tasks finish for
 Examples:
   synapse serve
   synapse serve --data /var/lib/synapse --listen 0.0.0.0:8080 --config /etc/synapse.json
-  SYNAPSE_ADMIN_TOKEN=secret synapse serve --data ./d1 --listen 127.0.0.1:9001
+  SYNAPSE_ADMIN_TOKEN=$(openssl rand -hex 16) synapse serve --data ./d1 --listen 127.0.0.1:9001
 
 Flags:
 `
@@ -81,6 +82,9 @@ func runServe(ctx context.Context, sio *IO, args []string) error {
 	if err := cfg.LoadEnv(os.Getenv); err != nil {
 		return err
 	}
+	if n := len(cfg.AdminToken); n > 0 && n < minAdminToken {
+		return fmt.Errorf("SYNAPSE_ADMIN_TOKEN is %d bytes; an admin token must have at least %d (e.g. openssl rand -hex 16), or leave it unset to have one generated", n, minAdminToken)
+	}
 	if *data != "" {
 		cfg.DataDir = *data
 	}
@@ -92,6 +96,10 @@ func runServe(ctx context.Context, sio *IO, args []string) error {
 	}
 	return serve(ctx, sio, log, cfg, *grace, extra)
 }
+
+// minAdminToken is the shortest SYNAPSE_ADMIN_TOKEN serve accepts: a
+// shorter one is guessable by anyone who can reach the port.
+const minAdminToken = 16
 
 func serve(ctx context.Context, sio *IO, log *slog.Logger, cfg agent.Config, grace time.Duration, extra *extraServers) error {
 	a, err := agent.New(cfg, agent.WithLogger(log))

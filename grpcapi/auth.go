@@ -62,8 +62,8 @@ func (s *Server) authorize(ctx context.Context, method string) (context.Context,
 	md, _ := metadata.FromIncomingContext(ctx)
 	var tok string
 	for _, v := range md.Get("authorization") {
-		if t, ok := strings.CutPrefix(v, "Bearer "); ok {
-			tok = strings.TrimSpace(t)
+		if len(v) > 7 && strings.EqualFold(v[:7], "Bearer ") {
+			tok = strings.TrimSpace(v[7:])
 			break
 		}
 	}

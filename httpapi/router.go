@@ -132,13 +132,12 @@ func match(pattern, parts []string) ([]string, bool) {
 
 // authorize checks the bearer token and its scope.
 func (s *Server) authorize(ctx *fasthttp.RequestCtx, scope string) (agent.Principal, error) {
-	h := ctx.Request.Header.Peek(fasthttp.HeaderAuthorization)
-	tok, ok := bytes.CutPrefix(h, []byte("Bearer "))
+	tok, ok := bearer(ctx.Request.Header.Peek(fasthttp.HeaderAuthorization))
 	if !ok {
 		ctx.Response.Header.Set(fasthttp.HeaderWWWAuthenticate, `Bearer realm="synapse"`)
 		return agent.Principal{}, wire.Errorf(wire.CodeUnauthorized, "missing Authorization: Bearer <token>")
 	}
-	p, err := s.a.Authenticate(string(bytes.TrimSpace(tok)))
+	p, err := s.a.Authenticate(string(tok))
 	if err != nil {
 		ctx.Response.Header.Set(fasthttp.HeaderWWWAuthenticate, `Bearer realm="synapse", error="invalid_token"`)
 		return p, err
@@ -147,4 +146,15 @@ func (s *Server) authorize(ctx *fasthttp.RequestCtx, scope string) (agent.Princi
 		return p, wire.Errorf(wire.CodePermissionDenied, "this token lacks the %q scope", scope).With("scope", scope)
 	}
 	return p, nil
+}
+
+// bearer returns the token of an "Authorization: Bearer <token>" value;
+// the scheme is case-insensitive (RFC 9110 §11.1).
+func bearer(h []byte) ([]byte, bool) {
+	h = bytes.TrimSpace(h)
+	if len(h) < 7 || !bytes.EqualFold(h[:6], []byte("bearer")) || (h[6] != ' ' && h[6] != '\t') {
+		return nil, false
+	}
+	tok := bytes.TrimSpace(h[7:])
+	return tok, len(tok) > 0
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -90,14 +89,15 @@ func New(a *agent.Agent, opts Options) *Server {
 		return float64(s.bodies.inUse() + s.publicBodies.inUse())
 	})
 	s.srv = &fasthttp.Server{
-		Handler:        s.handle,
-		Logger:         connLogger{s.log},
-		Name:           "synapse",
-		ReadTimeout:    time.Duration(h.ReadTimeoutSeconds) * time.Second,
-		WriteTimeout:   time.Duration(h.WriteTimeoutSeconds) * time.Second,
-		IdleTimeout:    time.Duration(h.IdleTimeoutSeconds) * time.Second,
-		MaxConnsPerIP:  h.MaxConnsPerIP,
-		Concurrency:    h.MaxConns,
+		Handler:      s.handle,
+		Logger:       connLogger{s.log},
+		Name:         "synapse",
+		ReadTimeout:  time.Duration(h.ReadTimeoutSeconds) * time.Second,
+		WriteTimeout: time.Duration(h.WriteTimeoutSeconds) * time.Second,
+		IdleTimeout:  time.Duration(h.IdleTimeoutSeconds) * time.Second,
+		// limitListener enforces max_conns and max_conns_per_ip and
+		// answers in the error shape; fasthttp's own limit is a backstop.
+		Concurrency:    h.MaxConns + 64,
 		ReadBufferSize: h.MaxHeaderBytes,
 		// Bodies are streamed and read by readBody once the request is
 		// authorized, within its route's limit and the body budget.
@@ -116,36 +116,10 @@ func New(a *agent.Agent, opts Options) *Server {
 		HeaderReceived: func(*fasthttp.RequestHeader) fasthttp.RequestConfig {
 			return fasthttp.RequestConfig{MaxRequestBodySize: 1}
 		},
-		ErrorHandler: func(ctx *fasthttp.RequestCtx, err error) {
-			code := wire.CodeMessageFormatInvalid
-			var msg string
-			switch {
-			case errors.Is(err, fasthttp.ErrBodyTooLarge):
-				code, msg = wire.CodePayloadTooLarge, "the request body is larger than the limit"
-			case strings.Contains(err.Error(), "small read buffer"), strings.Contains(err.Error(), "too big"):
-				ctx.SetStatusCode(fasthttp.StatusRequestHeaderFieldsTooLarge)
-				ctx.SetContentType(wire.ContentJSON)
-				ctx.SetBodyString(`{"error":{"code":"message_format_invalid","message":"request headers are too large","retriable":false}}`)
-				return
-			case isTimeout(err):
-				ctx.SetStatusCode(fasthttp.StatusRequestTimeout)
-				return
-			default:
-				msg = "the request could not be parsed: " + err.Error()
-			}
-			writeError(ctx, wire.Errorf(code, "%s", msg))
-		},
+		ErrorHandler:          s.connError,
+		SecureErrorLogMessage: true,
 	}
 	return s
-}
-
-// connLogger sends fasthttp's connection errors (garbage on the socket,
-// bodies over the limit) to the server's logger at debug level instead of
-// the standard logger.
-type connLogger struct{ l *slog.Logger }
-
-func (c connLogger) Printf(format string, args ...any) {
-	c.l.Debug("connection", "msg", fmt.Sprintf(format, args...))
 }
 
 func isTimeout(err error) bool {
@@ -155,7 +129,8 @@ func isTimeout(err error) bool {
 
 // Serve accepts connections on ln until Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
-	err := s.srv.Serve(ln)
+	h := s.a.Config().HTTP
+	err := s.srv.Serve(newLimitListener(ln, h.MaxConns, h.MaxConnsPerIP))
 	if err != nil && !errors.Is(err, net.ErrClosed) {
 		return fmt.Errorf("serve: %w", err)
 	}

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -47,7 +48,8 @@ func (s *Server) upgrade(ctx *fasthttp.RequestCtx, handler func(c *websocket.Con
 			if status == fasthttp.StatusForbidden {
 				code = wire.CodePermissionDenied
 			}
-			e := wire.Errorf(code, "websocket: %v", reason)
+			// the library's reasons begin with "websocket: " already
+			e := wire.Errorf(code, "WebSocket upgrade refused: %s", strings.TrimPrefix(reason.Error(), "websocket: "))
 			ct, body, _ := encode(ctx, wire.ErrorBody{Error: e})
 			writeRaw(ctx, status, ct, body)
 		},

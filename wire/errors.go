@@ -3,8 +3,11 @@ package wire
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
+	"path/filepath"
 	"sort"
+	"strings"
 )
 
 // Class tells a client what to do about an error (TP §10.4).
@@ -152,6 +155,24 @@ var registry = func() map[string]Def {
 	return m
 }()
 
+// withoutPaths is err's text with the directories of the file paths it
+// names removed: a client is told "write synapse.db: no space left on
+// device", not where the agent keeps its data.
+func withoutPaths(err error) string {
+	msg := err.Error()
+	for e := err; e != nil; {
+		var pe *fs.PathError
+		if !errors.As(e, &pe) {
+			break
+		}
+		if filepath.IsAbs(pe.Path) {
+			msg = strings.ReplaceAll(msg, pe.Path, filepath.Base(pe.Path))
+		}
+		e = pe.Err
+	}
+	return msg
+}
+
 // Lookup returns the registry entry of code.
 func Lookup(code string) (Def, bool) {
 	d, ok := registry[code]
@@ -196,6 +217,11 @@ func Errorf(code, format string, args ...any) *Error {
 	}
 	msg := d.Message
 	if format != "" {
+		for i, a := range args {
+			if err, ok := a.(error); ok {
+				args[i] = withoutPaths(err)
+			}
+		}
 		msg = fmt.Sprintf(format, args...)
 	}
 	e := &Error{Code: code, Message: msg, Retriable: d.Class == Retriable}

@@ -1,0 +1,158 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// Connection-level answers: every refusal the server makes before a
+// handler runs (a request that does not parse, headers too large, a read
+// timeout, too many connections) is a TPError in JSON like any other, and
+// never repeats what the client sent: the bytes of a request that does not
+// parse may hold its bearer token.
+
+// connError is fasthttp's ErrorHandler: the request could not be read.
+func (s *Server) connError(ctx *fasthttp.RequestCtx, err error) {
+	ctx.Response.Reset()
+	var e *wire.Error
+	var small *fasthttp.ErrSmallBuffer
+	switch {
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		e = wire.Errorf(wire.CodePayloadTooLarge, "the request body is larger than the limit")
+	case errors.As(err, &small), strings.Contains(err.Error(), "small read buffer"), strings.Contains(err.Error(), "too big"):
+		e = wire.Errorf(wire.CodeMessageFormatInvalid, "request headers are too large (http.max_header_bytes)")
+		ctx.SetContentType(wire.ContentJSON)
+		body, _ := wire.JSON.Marshal(wire.ErrorBody{Error: e})
+		writeRaw(ctx, fasthttp.StatusRequestHeaderFieldsTooLarge, wire.ContentJSON, body)
+		return
+	case isTimeout(err):
+		e = wire.Errorf(wire.CodeRequestTimeout, "the request was not received within the read timeout")
+	default:
+		e = wire.Errorf(wire.CodeMessageFormatInvalid, "the request could not be parsed as HTTP/1.1")
+	}
+	writeError(ctx, e)
+}
+
+// connLogger sends fasthttp's connection errors (garbage on the socket,
+// bodies over the limit) to the server's logger at debug level instead of
+// the standard logger, with credentials blanked out.
+type connLogger struct{ l *slog.Logger }
+
+func (c connLogger) Printf(format string, args ...any) {
+	c.l.Debug("connection", "msg", redact(fmt.Sprintf(format, args...)))
+}
+
+// secretHeaders matches header lines and bearer values that carry
+// credentials, wherever they appear in a message.
+var secretHeaders = regexp.MustCompile(`(?i)((?:proxy-)?authorization|cookie|x-synapse-signature|x-api-key)(\s*[:=]\s*)[^\r\n"]*|(bearer|basic)\s+[^\s"\\]+`)
+
+// redact blanks out credentials in s.
+func redact(s string) string {
+	return secretHeaders.ReplaceAllStringFunc(s, func(m string) string {
+		sub := secretHeaders.FindStringSubmatch(m)
+		if sub[1] != "" {
+			return sub[1] + sub[2] + "[redacted]"
+		}
+		return sub[3] + " [redacted]"
+	})
+}
+
+// limitListener enforces http.max_conns and http.max_conns_per_ip at
+// accept time, answering the connections it refuses with a TPError (429
+// too_many_connections, 503 TP-SYS001) before closing them. A connection
+// counts until it is closed, hijacked streams included.
+type limitListener struct {
+	net.Listener
+	max, perIP int
+
+	mu    sync.Mutex
+	total int
+	byIP  map[string]int
+}
+
+func newLimitListener(ln net.Listener, max, perIP int) *limitListener {
+	return &limitListener{Listener: ln, max: max, perIP: perIP, byIP: map[string]int{}}
+}
+
+// refusalWrite bounds the write of a refusal.
+const refusalWrite = 200 * time.Millisecond
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		ip := remoteIP(c)
+		l.mu.Lock()
+		var refuse *wire.Error
+		switch {
+		case l.total >= l.max:
+			refuse = wire.Errorf(wire.CodeSysOverloaded, "the agent serves its maximum of %d connections (http.max_conns); retry later", l.max)
+		case l.byIP[ip] >= l.perIP:
+			refuse = wire.Errorf(wire.CodeTooManyConnections, "%d connections from this address are open (http.max_conns_per_ip); close some or retry later", l.perIP)
+		default:
+			l.total++
+			l.byIP[ip]++
+		}
+		l.mu.Unlock()
+		if refuse != nil {
+			refuseConn(c, refuse)
+			continue
+		}
+		return &limitedConn{Conn: c, l: l, ip: ip}, nil
+	}
+}
+
+func (l *limitListener) release(ip string) {
+	l.mu.Lock()
+	l.total--
+	if l.byIP[ip]--; l.byIP[ip] <= 0 {
+		delete(l.byIP, ip)
+	}
+	l.mu.Unlock()
+}
+
+// refuseConn writes e as a complete HTTP answer and closes c.
+func refuseConn(c net.Conn, e *wire.Error) {
+	body, _ := wire.JSON.Marshal(wire.ErrorBody{Error: e})
+	_ = c.SetWriteDeadline(time.Now().Add(refusalWrite))
+	_, _ = fmt.Fprintf(c, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %d\r\nRetry-After: 1\r\nConnection: close\r\n\r\n%s",
+		e.Status(), fasthttp.StatusMessage(e.Status()), wire.ContentJSON, len(body), body)
+	_ = c.Close()
+}
+
+func remoteIP(c net.Conn) string {
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		return a.IP.String()
+	}
+	host, _, err := net.SplitHostPort(c.RemoteAddr().String())
+	if err != nil {
+		return c.RemoteAddr().String()
+	}
+	return host
+}
+
+// limitedConn gives its slot back when closed (once).
+type limitedConn struct {
+	net.Conn
+	l    *limitListener
+	ip   string
+	once sync.Once
+}
+
+func (c *limitedConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() { c.l.release(c.ip) })
+	return err
+}
