@@ -106,9 +106,24 @@ func TestConsoleViews(t *testing.T) {
 	br.call("Page.enable", nil)
 	br.call("Page.addScriptToEvaluateOnNewDocument", map[string]any{"source": `document.addEventListener("securitypolicyviolation",
 		(e) => console.error("CSP violation: " + e.violatedDirective + " " + e.blockedURI))`})
+	br.call("Network.enable", nil)
+	br.call("Network.setCacheDisabled", map[string]any{"cacheDisabled": true})
 	phone(br)
 	br.call("Page.navigate", map[string]any{"url": a.base + "/"})
 	br.waitJS("the sign-in form", `document.readyState === "complete" && !document.querySelector("#login-view").hidden`)
+	// What the first load transferred (headers and bodies as sent), as the
+	// page's resource timing counts it.
+	var first struct{ Files, Bytes int }
+	eventually(t, "the first load's requests to finish", func() bool {
+		br.eval(`(() => { const n = performance.getEntriesByType("navigation")[0], e = performance.getEntriesByType("resource");
+			if (!n || !n.responseEnd || !e.every((x) => x.responseEnd > 0)) return {Files: 0, Bytes: 0};
+			return {Files: e.length + 1, Bytes: e.reduce((s, x) => s + x.transferSize, n.transferSize)}; })()`, &first)
+		return first.Files >= 6
+	})
+	if first.Bytes > 100<<10 || first.Bytes < 10<<10 {
+		t.Errorf("the first load transferred %d bytes in %d files, want under 100 KB (and the files)", first.Bytes, first.Files)
+	}
+	t.Logf("first load: %d files, %d bytes transferred", first.Files, first.Bytes)
 	br.eval(`document.querySelector("#token").value = `+jsString(adminToken)+`; document.querySelector("#login").requestSubmit(); true`, nil)
 	br.waitJS("the tabs", `!document.querySelector("#nav").hidden`)
 
