@@ -165,7 +165,9 @@ type P2PConfig struct {
 	// RetryBaseDelayMS is the base of the exponential backoff: retry n
 	// waits a random time up to base * 2^n. Default 2000.
 	RetryBaseDelayMS int `json:"retry_base_delay_ms,omitempty"`
-	// TaskTimeoutSeconds is seed 004's TaskTimeout. Default 300.
+	// TaskTimeoutSeconds is seed 004's TaskTimeout: the deadline of a
+	// task delegated to a peer without ttl_seconds (deadline.go). Default
+	// 300.
 	TaskTimeoutSeconds int `json:"task_timeout_seconds,omitempty"`
 	// HeartbeatIntervalSeconds is how often each peer is sent a
 	// p2p:heartbeat; a peer silent for three intervals is offline.

@@ -20,6 +20,7 @@ var (
 	errCancelled   = errors.New("task cancelled")
 	errMaxDuration = errors.New("task exceeded max_task_duration_seconds")
 	errTTL         = errors.New("task exceeded its ttl_seconds")
+	errDeadline    = errors.New("task passed its deadline")
 	errShutdown    = errors.New("agent shutting down")
 )
 
@@ -331,20 +332,27 @@ func (e *engine) track(r *run) {
 }
 
 // park arms the TTL timer of a task that waits for someone (info, a person).
+// (and the deadline of a delegated task, deadline.go).
 func (e *engine) park(r *run) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.task.TTLSeconds <= 0 {
+	at, ok := parkUntil(r.task)
+	if !ok {
 		return
 	}
-	left := r.task.CreatedAt.Add(time.Duration(r.task.TTLSeconds) * time.Second).Sub(e.a.clock.Now())
-	r.timer = e.a.clock.AfterFunc(max(left, 0), func() { e.expire(r) })
+	r.timer = e.a.clock.AfterFunc(max(at.Sub(e.a.clock.Now()), 0), func() { e.expire(r) })
 }
 
 func (e *engine) expire(r *run) {
 	t := r.snapshot()
-	if t.Status.Terminal() || t.Status == wire.StatusExecuting || t.Status == wire.StatusConfirmed || t.Target != "" {
+	if e.pastDeadline(r, t) {
 		return
+	}
+	if t.Status.Terminal() || t.Status == wire.StatusExecuting || t.Status == wire.StatusConfirmed || t.Target != "" || t.TTLSeconds <= 0 {
+		return
+	}
+	if e.a.clock.Now().Before(t.CreatedAt.Add(time.Duration(t.TTLSeconds) * time.Second)) {
+		return // woken for a deadline that did not apply
 	}
 	e.finish(r, wire.StatusFailed, nil, wire.Errorf(wire.CodeTaskExpired, "ttl of %d s passed while the task waited in %s", t.TTLSeconds, t.Status))
 }
@@ -371,6 +379,9 @@ func (e *engine) arm(r *run) context.Context {
 		if ttl := t.CreatedAt.Add(time.Duration(t.TTLSeconds) * time.Second); ttl.Before(deadline) {
 			deadline, cause = ttl, errTTL
 		}
+	}
+	if !t.Deadline.IsZero() && t.Deadline.Before(deadline) {
+		deadline, cause = t.Deadline, errDeadline
 	}
 	r.timer = e.a.clock.AfterFunc(max(deadline.Sub(now), 0), func() { cancel(cause) })
 	return ctx
@@ -423,6 +434,8 @@ func (e *engine) outcome(ctx context.Context, t *wire.Task, result any, err erro
 		return "", nil, nil, true
 	case ctx.Err() != nil && errors.Is(cause, errCancelled):
 		return wire.StatusCancelled, nil, nil, false
+	case ctx.Err() != nil && errors.Is(cause, errDeadline):
+		return wire.StatusFailed, nil, deadlineError(t.Deadline), false
 	case ctx.Err() != nil && errors.Is(cause, errTTL):
 		return wire.StatusFailed, nil, wire.Errorf(wire.CodeTaskExpired, "the task did not finish within its ttl of %d s", t.TTLSeconds), false
 	case errors.Is(err, ErrHumanRejected):

@@ -48,9 +48,11 @@ func outgoingFor(prev, next *wire.Task) []Outgoing {
 			}
 			switch tr.Status {
 			case wire.StatusPending:
-				out = append(out, Outgoing{Peer: next.Target, Type: wire.MsgTaskRequest, Payload: &wire.TaskRequestPayload{
-					Task: wire.TaskSpec{ID: next.ID, Type: next.Type, Priority: next.Priority, Payload: next.Payload},
-				}})
+				spec := wire.TaskSpec{ID: next.ID, Type: next.Type, Priority: next.Priority, Payload: next.Payload}
+				if !next.Deadline.IsZero() {
+					spec.Deadline = wire.FormatTime(next.Deadline)
+				}
+				out = append(out, Outgoing{Peer: next.Target, Type: wire.MsgTaskRequest, Payload: &wire.TaskRequestPayload{Task: spec}})
 			case wire.StatusCompleted, wire.StatusFailed, wire.StatusRejected:
 				out = append(out, Outgoing{Peer: next.Target, Type: wire.MsgTaskAck, Payload: &wire.TaskAckPayload{
 					TaskID: next.ID, AckedType: ackedType(tr.Status), Status: tr.Status,
@@ -151,7 +153,7 @@ func (e *engine) submitRemote(ctx context.Context, p Principal, req *wire.Submit
 	t := &wire.Task{
 		ID: id.String(), Type: req.TaskType, Status: wire.StatusIdle, Payload: req.Payload,
 		TTLSeconds: req.TTLSeconds, Priority: req.Priority, Owner: p.ID, Target: req.Target,
-		CreatedAt: now, UpdatedAt: now,
+		CreatedAt: now, UpdatedAt: now, Deadline: e.delegationDeadline(now, req.TTLSeconds),
 	}
 	prev := *t
 	evs, _ := e.transition(t, wire.StatusPending, now, "sent to "+req.Target)
@@ -189,7 +191,8 @@ func (e *engine) acceptRemote(ctx context.Context, peer, messageID string, req *
 		payload = wire.JSONValue("{}")
 	}
 	t := &wire.Task{ID: id, Type: req.Task.Type, Status: wire.StatusIdle, Payload: payload, Priority: req.Task.Priority,
-		Owner: "peer:" + peer, Origin: &wire.TaskOrigin{Peer: peer, MessageID: messageID}, CreatedAt: now, UpdatedAt: now}
+		Owner: "peer:" + peer, Origin: &wire.TaskOrigin{Peer: peer, MessageID: messageID}, CreatedAt: now, UpdatedAt: now,
+		Deadline: requestDeadline(req.Task.Deadline)}
 	prev := *t
 	evs, _ := e.transition(t, wire.StatusPending, now, "requested by "+peer)
 	r := &run{done: make(chan struct{})}
@@ -201,7 +204,12 @@ func (e *engine) acceptRemote(ctx context.Context, peer, messageID string, req *
 	r.h = e.a.handlers.get(t.Type)
 	var missing []wire.MissingField
 	var verr error
-	if r.h == nil {
+	if !t.Deadline.IsZero() && !now.Before(t.Deadline) {
+		fe := deadlineError(t.Deadline)
+		t.ErrorCode, t.ErrorMessage = fe.Code, "the request arrived after its deadline "+wire.FormatTime(t.Deadline)
+		more, _ := e.transition(t, wire.StatusFailed, now, t.ErrorMessage)
+		evs = append(evs, more...)
+	} else if r.h == nil {
 		reject(wire.Errorf(wire.CodeCapabilityLacking, "this agent has no handler for task type %q", t.Type))
 	} else if !t.Payload.IsObject() {
 		reject(wire.Errorf(wire.CodeInvalidParams, "payload must be a JSON object"))

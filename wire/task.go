@@ -346,6 +346,9 @@ type Task struct {
 	CreatedAt     time.Time             `json:"created_at" msgpack:"ca"`
 	UpdatedAt     time.Time             `json:"updated_at" msgpack:"ua"`
 	StartedAt     time.Time             `json:"started_at,omitzero" msgpack:"sa,omitempty"`
+	// Deadline is when a delegated task ends failed with execution_timeout
+	// on both sides if it is not final (seed 004 §6.1 task.deadline).
+	Deadline time.Time `json:"deadline,omitzero" msgpack:"dl,omitempty"`
 	// Seq is the sequence number of the task's last event; the ETag derives from it.
 	Seq     uint64       `json:"seq" msgpack:"seq"`
 	History []Transition `json:"history" msgpack:"h"`
@@ -376,6 +379,7 @@ type TaskStatusResponse struct {
 	Human         *TaskNeedHumanPayload `json:"human,omitempty" msgpack:"human,omitempty"`
 	CreatedAt     string                `json:"created_at" msgpack:"created_at"`
 	UpdatedAt     string                `json:"updated_at" msgpack:"updated_at"`
+	Deadline      string                `json:"deadline,omitempty" msgpack:"deadline,omitempty"`
 	ETag          string                `json:"etag" msgpack:"etag"`
 	History       []Transition          `json:"history,omitempty" msgpack:"history,omitempty"`
 }
@@ -393,6 +397,9 @@ func (t *Task) StatusResponse(full bool) *TaskStatusResponse {
 		ErrorMessage: t.ErrorMessage, ErrorCode: t.ErrorCode, Recoverable: t.Recoverable,
 		MissingFields: t.MissingFields, Target: t.Target, Origin: t.Origin, Human: t.Human,
 		CreatedAt: FormatTime(t.CreatedAt), UpdatedAt: FormatTime(t.UpdatedAt), ETag: t.ETag(),
+	}
+	if !t.Deadline.IsZero() {
+		r.Deadline = FormatTime(t.Deadline)
 	}
 	if full {
 		r.Payload = t.Payload
