@@ -34,11 +34,15 @@ type engine struct {
 	// pushes indexes the live tasks with A2A push configs.
 	pushes pushIndex
 
-	mu      sync.Mutex
-	runs    map[string]*run
-	active  int
-	closing bool
-	wg      sync.WaitGroup
+	mu   sync.Mutex
+	runs map[string]*run
+	// creating holds the ids of tasks a peer asked for whose creation is
+	// queued but not committed (their channel is closed when it is): a
+	// later message about the task waits for it (p2p_order.go).
+	creating map[string]chan struct{}
+	active   int
+	closing  bool
+	wg       sync.WaitGroup
 
 	base       context.Context
 	cancelBase context.CancelCauseFunc
@@ -136,6 +140,19 @@ func (e *engine) apply(r *run, wait bool, mut func(t *wire.Task, now time.Time) 
 
 // applyOut is apply for changes that also send explicit messages.
 func (e *engine) applyOut(r *run, wait bool, mut func(t *wire.Task, now time.Time) ([]*wire.Event, []Outgoing, error)) error {
+	return e.applyOutCtx(context.Background(), r, wait, mut)
+}
+
+// applyCtx is apply for a peer's message: the message's sequencer (ctx)
+// hears when the write is queued.
+func (e *engine) applyCtx(ctx context.Context, r *run, mut func(t *wire.Task, now time.Time) ([]*wire.Event, error)) error {
+	return e.applyOutCtx(ctx, r, true, func(t *wire.Task, now time.Time) ([]*wire.Event, []Outgoing, error) {
+		evs, err := mut(t, now)
+		return evs, nil, err
+	})
+}
+
+func (e *engine) applyOutCtx(ctx context.Context, r *run, wait bool, mut func(t *wire.Task, now time.Time) ([]*wire.Event, []Outgoing, error)) error {
 	r.mu.Lock()
 	prev := r.task
 	next := *prev
@@ -180,10 +197,21 @@ func (e *engine) applyOut(r *run, wait bool, mut func(t *wire.Task, now time.Tim
 		}
 	})
 	r.mu.Unlock()
+	queued(ctx)
 	if done != nil {
 		return <-done
 	}
 	return nil
+}
+
+// settle waits while the task id is being created for a peer.
+func (e *engine) settle(id string) {
+	e.mu.Lock()
+	ch := e.creating[id]
+	e.mu.Unlock()
+	if ch != nil {
+		<-ch
+	}
 }
 
 // ---- admission ----

@@ -229,6 +229,7 @@ func (e *engine) decideRemote(r *run, d *wire.HumanDecisionPayload) error {
 
 // remoteDecision handles a peer's p2p:human_decision for a task it asked for.
 func (e *engine) remoteDecision(peer string, d *wire.HumanDecisionPayload) error {
+	e.settle(d.TaskID)
 	r := e.live(d.TaskID)
 	if r == nil {
 		return nil // finished meanwhile, or a repeated message

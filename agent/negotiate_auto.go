@@ -65,7 +65,7 @@ const AutoSessionPurpose = "automatic"
 // active contract, negotiating one first when there is none. A failure of
 // the negotiation is returned as a *deliveryError; a transport error of
 // the send as is (classify makes it unreachable).
-func (n *p2pNode) sendUnderContract(ctx context.Context, p *peer, msgType, id, corr string, pl wire.RawPayload) (postResult, error) {
+func (n *p2pNode) sendUnderContract(ctx context.Context, p *peer, msgType, id, corr string, pl wire.RawPayload, s Sequence) (postResult, error) {
 	peerID := p.rec.AgentID
 	var c *negotiate.Contract
 	if !exempt(msgType) {
@@ -74,7 +74,7 @@ func (n *p2pNode) sendUnderContract(ctx context.Context, p *peer, msgType, id, c
 			return postResult{}, derr
 		}
 	}
-	r, err := n.sendUnder(ctx, p, c, msgType, id, corr, pl)
+	r, err := n.sendUnder(ctx, p, c, msgType, id, corr, pl, s)
 	if err != nil || c == nil || !contractRefused(r) {
 		return r, err
 	}
@@ -87,16 +87,16 @@ func (n *p2pNode) sendUnderContract(ctx context.Context, p *peer, msgType, id, c
 	if derr != nil {
 		return postResult{}, derr
 	}
-	return n.sendUnder(ctx, p, c, msgType, id, corr, pl)
+	return n.sendUnder(ctx, p, c, msgType, id, corr, pl, s)
 }
 
 // sendUnder signs the message under c (nil: none) and posts it.
-func (n *p2pNode) sendUnder(ctx context.Context, p *peer, c *negotiate.Contract, msgType, id, corr string, pl wire.RawPayload) (postResult, error) {
+func (n *p2pNode) sendUnder(ctx context.Context, p *peer, c *negotiate.Contract, msgType, id, corr string, pl wire.RawPayload, s Sequence) (postResult, error) {
 	m, err := n.envelopeUnder(c, msgType, p.rec.AgentID, id, corr, pl)
 	if err != nil {
 		return postResult{}, &deliveryError{err: err, permanent: true}
 	}
-	return n.sendEnvelope(ctx, p.rec.Endpoint, m)
+	return n.sendEnvelopeSeq(ctx, p.rec.Endpoint, m, s)
 }
 
 // contractRefused reports whether an answer refuses the message's

@@ -75,6 +75,7 @@ type p2pNode struct {
 	auto  autoNegotiator
 	hmac  hmacGuard
 	in    inflight
+	order sequencer
 	feed  MessageFeed
 	m     p2pMetrics
 	// pairing is the pair requests waiting here and the peers that have
@@ -228,6 +229,8 @@ type postResult struct {
 	status     int
 	retryAfter time.Duration
 	body       []byte
+	// ordered: the answer announced ordered delivery (p2p_order.go).
+	ordered bool
 }
 
 // errNotDelivered wraps every failed delivery.
@@ -261,7 +264,8 @@ func (n *p2pNode) postWith(ctx context.Context, c *http.Client, url, contentType
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20)) // keep the connection reusable
-	return postResult{status: resp.StatusCode, retryAfter: parseRetryAfter(resp.Header.Get("Retry-After"), n.a.clock.Now()), body: b}, nil
+	return postResult{status: resp.StatusCode, retryAfter: parseRetryAfter(resp.Header.Get("Retry-After"), n.a.clock.Now()), body: b,
+		ordered: resp.Header.Get(HeaderOrdering) == OrderingPerSender}, nil
 }
 
 // parseRetryAfter reads delay-seconds or an HTTP date; 0 when absent or
@@ -281,11 +285,27 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 
 // sendEnvelope posts a signed JSON envelope to a peer's message endpoint.
 func (n *p2pNode) sendEnvelope(ctx context.Context, endpoint string, m *wire.UnifiedSynapseMessage) (postResult, error) {
+	return n.sendEnvelopeSeq(ctx, endpoint, m, Sequence{})
+}
+
+// sendEnvelopeSeq is sendEnvelope for an outbox message, with its place in
+// the sender's order (p2p_order.go; none when s.Seq is 0).
+func (n *p2pNode) sendEnvelopeSeq(ctx context.Context, endpoint string, m *wire.UnifiedSynapseMessage, s Sequence) (postResult, error) {
 	body, err := wire.EncodeEnvelopeJSON(m)
 	if err != nil {
 		return postResult{}, fmt.Errorf("encode %s: %w", m.MessageType, err)
 	}
-	return n.post(ctx, endpoint+MessagePath, wire.ContentJSON, body, n.signHeader(m.Receiver.AgentID, body))
+	h := n.signHeader(m.Receiver.AgentID, body)
+	if s.Seq != 0 {
+		if h == nil {
+			h = http.Header{}
+		}
+		h[HeaderSeq] = []string{strconv.FormatUint(s.Seq, 10)}
+		if s.Prev != 0 {
+			h[HeaderSeqPrev] = []string{strconv.FormatUint(s.Prev, 10)}
+		}
+	}
+	return n.post(ctx, endpoint+MessagePath, wire.ContentJSON, body, h)
 }
 
 // answerError describes a non-2xx answer for logs and last_error.

@@ -115,6 +115,26 @@ func (n *p2pNode) receive(ctx context.Context, m *wire.UnifiedSynapseMessage, ra
 	if err != nil {
 		return nil, err
 	}
+	// Ordered delivery (p2p_order.go): wait for the sender's previous
+	// message, and let its next one go once this one's write is queued.
+	if s, ok := ctx.Value(seqKey{}).(Sequence); ok {
+		end, err := n.order.turn(ctx, m.Sender.AgentID, s)
+		if err != nil {
+			return nil, err
+		}
+		ok := false
+		defer func() { end(ok) }()
+		ctx = context.WithValue(ctx, queuedKey{}, func() { end(true) })
+		reply, err := n.apply(ctx, p, m, dm, msgpack, raw)
+		ok = err == nil
+		return reply, err
+	}
+	return n.apply(ctx, p, m, dm, msgpack, raw)
+}
+
+// apply runs a checked envelope once: a message id processed before is
+// answered as a duplicate.
+func (n *p2pNode) apply(ctx context.Context, p *peer, m, dm *wire.UnifiedSynapseMessage, msgpack bool, raw []byte) (*Reply, error) {
 	done, dup, err := n.in.begin(ctx, n.a.db, m.MessageID, n.a.clock.Now().UTC())
 	if err != nil {
 		return nil, err
@@ -160,7 +180,7 @@ func (n *p2pNode) dispatch(ctx context.Context, p *peer, m *wire.UnifiedSynapseM
 		err = e.acceptRemote(ctx, peer, m.MessageID, &req)
 	case wire.MsgTaskConfirm, wire.MsgTaskReject, wire.MsgTaskStatusUpdate, wire.MsgTaskNeedInfo,
 		wire.MsgTaskNeedHuman, wire.MsgTaskComplete, wire.MsgTaskFailed, wire.MsgTaskAck:
-		err = e.remoteUpdate(peer, m.MessageType, m.Payload)
+		err = e.remoteUpdate(ctx, peer, m.MessageType, m.Payload)
 	case wire.MsgTaskCancel:
 		var c wire.TaskCancelPayload
 		if err := m.Payload.Decode(&c); err != nil {

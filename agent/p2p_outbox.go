@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,7 +24,19 @@ import (
 //
 // A destination with messages has a lane. A lane runs on a goroutine only
 // while it delivers; while its head waits for its next attempt it is a
-// timer. At most maxDelivering lanes deliver at once.
+// timer. A lane sends in rounds: a round takes one of the delivery slots
+// (maxDelivering for peers, as many again for webhooks), sends, and gives
+// the slot back when it ends or once it has taken slowAfter, whichever
+// comes first — a destination that accepts connections and never answers
+// holds a slot for slowAfter, not for deliveryTimeout, so it cannot starve
+// the others (its lane goes on waiting for its answer on its own
+// goroutine; one lane per destination bounds them).
+//
+// Pipelining (p2p_order.go): a round to a peer that announced ordered
+// delivery sends up to peerWindow messages at once, each with its
+// sequence number and its predecessor's; the peer applies them in that
+// order and its group commit gives them one fsync. Webhooks, and peers
+// until they have announced it, get one message per round.
 //
 // Retries: after failure n (1-based) the next attempt waits a random time
 // up to retry_base_delay * 2^(n-1) (full jitter), or the Retry-After the
@@ -44,8 +57,14 @@ import (
 const (
 	// outboxBatch is how many items a lane reads per round.
 	outboxBatch = 64
-	// maxDelivering bounds the lanes delivering at once.
+	// peerWindow is how many messages a round sends at once to a peer
+	// that orders them.
+	peerWindow = 32
+	// maxDelivering bounds the rounds under way (and not slow) at once,
+	// for peers and for webhooks each.
 	maxDelivering = 16
+	// slowAfter is how long a round holds its delivery slot.
+	slowAfter = time.Second
 	// maxRevive bounds the dead letters requeued in one transaction.
 	maxRevive = 100_000
 	// maxBackoff caps one wait.
@@ -56,12 +75,16 @@ type outbox struct {
 	n   *p2pNode
 	db  *store.DB
 	log *slog.Logger
-	sem chan struct{}
+	// Delivery slots of rounds to peers and to webhooks.
+	peerSlots, hookSlots chan struct{}
 
 	mu      sync.Mutex
 	started bool
 	closed  bool
 	lanes   map[string]*lane
+	// ordered holds the peers (destinations) that announced ordered
+	// delivery (their windows are open).
+	ordered map[string]bool
 	// quiet is closed (and replaced) whenever a lane stops delivering.
 	quiet chan struct{}
 }
@@ -91,7 +114,8 @@ func (l *lane) settle() {
 
 func newOutbox(n *p2pNode) *outbox {
 	return &outbox{n: n, db: n.a.db, log: n.log.With("component", "outbox"),
-		sem: make(chan struct{}, maxDelivering), lanes: map[string]*lane{}, quiet: make(chan struct{})}
+		peerSlots: make(chan struct{}, maxDelivering), hookSlots: make(chan struct{}, maxDelivering),
+		lanes: map[string]*lane{}, ordered: map[string]bool{}, quiet: make(chan struct{})}
 }
 
 // enqueue writes m in tx; its lane is poked when tx commits.
@@ -207,13 +231,6 @@ func (o *outbox) poke(dest string, urgent bool) {
 // run delivers dest's queue until it is empty, its head must wait, or the
 // agent closes.
 func (o *outbox) run(dest string, l *lane) {
-	select {
-	case o.sem <- struct{}{}:
-	case <-o.n.ctx.Done():
-		o.idle(dest, l, 0)
-		return
-	}
-	defer func() { <-o.sem }()
 	// Each round delivers or gives up at least one message, or ends the
 	// loop: it is bounded by the queue.
 	for {
@@ -289,23 +306,29 @@ func (o *outbox) round(dest string, l *lane) (stop bool, wait time.Duration) {
 	if d := batch[0].NextAttempt.Sub(now); d > 0 && !urgent {
 		return true, d
 	}
+	release, ok := o.slot(strings.HasPrefix(dest, peerPrefix))
+	if !ok {
+		return true, 0 // shutting down
+	}
+	items, concurrent := o.window(dest, batch, now)
+	results := o.send(dest, items, concurrent)
+	release()
 	var delivered []string
 	var failed *store.OutboxItem
 	dead := false
-	for i, it := range batch {
-		if i > 0 && it.NextAttempt.After(now) {
-			break // waits for its own retry: the next round sees it as head
-		}
-		derr := o.deliver(it)
+	for i, derr := range results {
+		it := batch[i]
 		if derr == nil {
 			delivered = append(delivered, it.ID)
 			continue
 		}
-		if o.n.ctx.Err() != nil {
-			break // shutting down: not the message's fault
+		if failed != nil || o.n.ctx.Err() != nil {
+			// Only the first failure of a round counts: the later ones
+			// waited for it, or the agent is shutting down. They are sent
+			// again in a later round.
+			continue
 		}
 		failed, dead = it, o.failed(it, derr, o.n.a.clock.Now())
-		break
 	}
 	l.settle()
 	if failed == nil {
@@ -418,31 +441,136 @@ func backoff(base time.Duration, n int) time.Duration {
 	return time.Duration(rand.Int64N(int64(ceil) + 1))
 }
 
-// deliver sends one item.
-func (o *outbox) deliver(it *store.OutboxItem) *deliveryError {
+const peerPrefix = "peer:"
+
+// slot takes a delivery slot for a round; release gives it back (once;
+// after slowAfter it is given back by itself). ok is false when the agent
+// is closing.
+func (o *outbox) slot(peer bool) (release func(), ok bool) {
+	slots := o.hookSlots
+	if peer {
+		slots = o.peerSlots
+	}
+	select {
+	case slots <- struct{}{}:
+	case <-o.n.ctx.Done():
+		return nil, false
+	}
+	var once sync.Once
+	free := func() { once.Do(func() { <-slots }) }
+	t := o.n.a.clock.AfterFunc(slowAfter, free)
+	return func() {
+		t.Stop()
+		free()
+	}, true
+}
+
+// window is the part of batch (oldest first) that a round sends: its head
+// and the due items behind it, up to peerWindow; concurrent tells whether
+// they go at once (a peer that orders its messages) or one after another.
+func (o *outbox) window(dest string, batch []*store.OutboxItem, now time.Time) (items []*store.OutboxItem, concurrent bool) {
+	if strings.HasPrefix(dest, peerPrefix) {
+		o.mu.Lock()
+		concurrent = o.ordered[dest]
+		o.mu.Unlock()
+	}
+	n := 1
+	for n < len(batch) && n < peerWindow && !batch[n].NextAttempt.After(now) {
+		n++
+	}
+	return batch[:n], concurrent
+}
+
+// errNotSent stands for the items of a sequential round after its first
+// failure.
+var errNotSent = &deliveryError{err: errors.New("not sent: an earlier message failed")}
+
+// send delivers the items of one round and returns their outcomes in
+// order. Each peer message carries its sequence number and its
+// predecessor's in the round (the head has none: everything before it was
+// delivered or given up).
+func (o *outbox) send(dest string, items []*store.OutboxItem, concurrent bool) []*deliveryError {
+	out := make([]*deliveryError, len(items))
+	var p *peer
+	if items[0].Peer != "" {
+		var derr *deliveryError
+		if p, derr = o.ready(items[0].Peer); derr != nil {
+			for i := range out {
+				out[i] = derr
+			}
+			return out
+		}
+	}
+	if !concurrent {
+		for i, it := range items {
+			if i > 0 && out[i-1] != nil {
+				out[i] = errNotSent
+				continue
+			}
+			if p == nil {
+				out[i] = o.deliverHook(it)
+			} else {
+				out[i] = o.deliverPeer(dest, p, it, Sequence{Seq: it.Seq})
+			}
+		}
+		return out
+	}
+	var wg sync.WaitGroup
+	for i, it := range items {
+		s := Sequence{Seq: it.Seq}
+		if i > 0 {
+			s.Prev = items[i-1].Seq
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i] = o.deliverPeer(dest, p, it, s)
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// ready is called before a round sends to a peer: the peer must still be
+// paired. What must hold before anything is sent to a peer is checked here.
+func (o *outbox) ready(peerID string) (*peer, *deliveryError) {
+	p := o.n.peers.get(peerID)
+	if p == nil {
+		return nil, &deliveryError{err: fmt.Errorf("%s is not a paired peer", peerID), permanent: true}
+	}
+	return p, nil
+}
+
+// deliverPeer sends one message to a peer, with its sequence.
+func (o *outbox) deliverPeer(dest string, p *peer, it *store.OutboxItem, s Sequence) *deliveryError {
 	ctx, cancel := context.WithTimeout(o.n.ctx, deliveryTimeout)
 	defer cancel()
-	if it.Peer != "" {
-		p := o.n.peers.get(it.Peer)
-		if p == nil {
-			return &deliveryError{err: fmt.Errorf("%s is not a paired peer", it.Peer), permanent: true}
-		}
-		pl, err := wire.RawJSONPayload(it.Payload)
-		if err != nil {
-			return &deliveryError{err: fmt.Errorf("stored payload: %w", err), permanent: true}
-		}
-		r, err := o.n.sendUnderContract(ctx, p, it.Type, it.ID, it.CorrelationID, pl)
-		if derr := classify(r, err, true); derr != nil {
-			o.n.refusedBy(it.Peer, derr.code) // pairing.go
-			return derr
-		}
-		o.n.acceptedBy(it.Peer)
-		if o.n.heard(it.Peer, nil) {
-			peer := it.Peer
-			o.n.spawn(func() { o.wake(peer) })
-		}
-		return nil
+	pl, err := wire.RawJSONPayload(it.Payload)
+	if err != nil {
+		return &deliveryError{err: fmt.Errorf("stored payload: %w", err), permanent: true}
 	}
+	r, err := o.n.sendUnderContract(ctx, p, it.Type, it.ID, it.CorrelationID, pl, s)
+	if err == nil && r.ordered {
+		o.mu.Lock()
+		o.ordered[dest] = true
+		o.mu.Unlock()
+	}
+	if derr := classify(r, err, true); derr != nil {
+		o.n.refusedBy(it.Peer, derr.code) // pairing.go
+		return derr
+	}
+	o.n.acceptedBy(it.Peer)
+	if o.n.heard(it.Peer, nil) {
+		peer := it.Peer
+		o.n.spawn(func() { o.wake(peer) })
+	}
+	return nil
+}
+
+// deliverHook sends one callback to a plain webhook or an A2A push.
+func (o *outbox) deliverHook(it *store.OutboxItem) *deliveryError {
+	ctx, cancel := context.WithTimeout(o.n.ctx, deliveryTimeout)
+	defer cancel()
 	if it.Type == A2APushType {
 		return o.deliverA2APush(ctx, it)
 	}

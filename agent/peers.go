@@ -286,6 +286,7 @@ func (a *Agent) RemovePeer(ctx context.Context, id string) error {
 		return wire.Errorf(wire.CodeSysStorage, "remove peer: %v", err)
 	}
 	delete(ps.m, id)
+	a.node.order.forget(id)
 	a.node.log.Info("peer removed", "agent_id", id)
 	return nil
 }

@@ -179,6 +179,24 @@ func (e *engine) acceptRemote(ctx context.Context, peer, messageID string, req *
 	if id == "" || len(id) > 64 || req.Task.Type == "" {
 		return wire.Errorf(wire.CodeMessageFormatInvalid, "task.id and task.type are required (task.id at most 64 bytes)")
 	}
+	e.mu.Lock()
+	if ch := e.creating[id]; ch != nil {
+		e.mu.Unlock()
+		<-ch // another request for the same task: no second effect
+		return nil
+	}
+	if e.creating == nil {
+		e.creating = map[string]chan struct{}{}
+	}
+	created := make(chan struct{})
+	e.creating[id] = created
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		delete(e.creating, id)
+		e.mu.Unlock()
+		close(created)
+	}()
 	if e.live(id) != nil {
 		return nil
 	}
@@ -227,7 +245,8 @@ func (e *engine) acceptRemote(ctx context.Context, peer, messageID string, req *
 		evs = append(evs, more...)
 	}
 	r.task = t
-	if err := e.create(ctx, t, evs, outgoingFor(&prev, t), nil); err != nil {
+	err := storeErr(e.db.UpdateQueued(ctx, e.createFn(t, evs, outgoingFor(&prev, t), nil), func() { queued(ctx) }))
+	if err != nil {
 		e.release(r)
 		return err
 	}
@@ -301,7 +320,7 @@ func (e *engine) enqueue(tx *store.Tx, out []Outgoing) error {
 }
 
 // remoteUpdate applies a report from the peer executing one of our tasks.
-func (e *engine) remoteUpdate(peer, msgType string, payload wire.RawPayload) error {
+func (e *engine) remoteUpdate(ctx context.Context, peer, msgType string, payload wire.RawPayload) error {
 	var taskID string
 	var to wire.Status
 	var mut func(t *wire.Task)
@@ -386,10 +405,10 @@ func (e *engine) remoteUpdate(peer, msgType string, payload wire.RawPayload) err
 		if fail != nil && fail.Code == "" {
 			fail.Code = wire.CodeExecutionFailed
 		}
-		e.finishRemote(r, to, result, fail)
+		e.finishRemote(ctx, r, to, result, fail)
 		return nil
 	}
-	return e.apply(r, true, func(t *wire.Task, now time.Time) ([]*wire.Event, error) {
+	return e.applyCtx(ctx, r, func(t *wire.Task, now time.Time) ([]*wire.Event, error) {
 		if t.Status.Terminal() {
 			return nil, nil
 		}
@@ -414,8 +433,8 @@ func badPayload(msgType string, err error) error {
 }
 
 // finishRemote ends a delegated task on the peer's word.
-func (e *engine) finishRemote(r *run, to wire.Status, result wire.JSONValue, fail *wire.Error) {
-	err := e.apply(r, true, func(t *wire.Task, now time.Time) ([]*wire.Event, error) {
+func (e *engine) finishRemote(ctx context.Context, r *run, to wire.Status, result wire.JSONValue, fail *wire.Error) {
+	err := e.applyCtx(ctx, r, func(t *wire.Task, now time.Time) ([]*wire.Event, error) {
 		if t.Status.Terminal() {
 			return nil, nil
 		}
@@ -468,6 +487,7 @@ func (e *engine) provideInfoRemote(r *run, fields wire.JSONValue) error {
 
 // remoteCancel handles a peer's p2p:task_cancel for a task it asked for.
 func (e *engine) remoteCancel(ctx context.Context, peer string, p *wire.TaskCancelPayload) error {
+	e.settle(p.TaskID)
 	t, err := e.get(p.TaskID)
 	if err != nil {
 		return err
@@ -485,6 +505,7 @@ func (e *engine) remoteCancel(ctx context.Context, peer string, p *wire.TaskCanc
 
 // remoteInfo handles a peer's p2p:task_info_provided.
 func (e *engine) remoteInfo(ctx context.Context, peer string, p *wire.TaskInfoProvidedPayload) error {
+	e.settle(p.TaskID)
 	t, err := e.get(p.TaskID)
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"net/url"
 	"strconv"
 
@@ -76,7 +77,14 @@ func (s *Server) receiveMessage(ctx *fasthttp.RequestCtx, _ agent.Principal, _ [
 	if err := s.a.CheckTransportSignature(m.Sender.AgentID, string(ctx.Request.Header.Peek(wire.HeaderSignature)), body); err != nil {
 		return err
 	}
-	reply, err := s.a.Receive(ctx, m, bytes.Clone(body), msgpack)
+	// Ordered delivery (agent/p2p_order.go): announce it, and honour the
+	// sequence of a message that has one.
+	ctx.Response.Header.Set(agent.HeaderOrdering, agent.OrderingPerSender)
+	var rctx context.Context = ctx
+	if seq, ok := agent.ParseSequence(string(ctx.Request.Header.Peek(agent.HeaderSeq)), string(ctx.Request.Header.Peek(agent.HeaderSeqPrev))); ok {
+		rctx = agent.WithSequence(ctx, seq)
+	}
+	reply, err := s.a.Receive(rctx, m, bytes.Clone(body), msgpack)
 	if err != nil {
 		return err
 	}

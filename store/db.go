@@ -224,6 +224,27 @@ func (db *DB) Update(ctx context.Context, fn func(*Tx) error) error {
 	return err
 }
 
+// UpdateQueued is Update that calls queued (when not nil) as soon as fn
+// has its place in the writer's queue, before the commit: writes queued
+// later are applied after fn, which lets a caller that must order its
+// writes release the next one without waiting for an fsync.
+func (db *DB) UpdateQueued(ctx context.Context, fn func(*Tx) error, queued func()) error {
+	req := reqPool.Get().(*writeReq)
+	req.fn = fn
+	if err := db.enqueue(ctx, req); err != nil {
+		req.fn = nil
+		reqPool.Put(req)
+		return err
+	}
+	if queued != nil {
+		queued()
+	}
+	err := <-req.done
+	req.fn = nil
+	reqPool.Put(req)
+	return err
+}
+
 // UpdateAsync queues fn like Update and calls cb (from the writer goroutine,
 // so it must not block) with the outcome. It blocks only while the queue is
 // full.
