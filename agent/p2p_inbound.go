@@ -118,13 +118,20 @@ func (n *p2pNode) receive(ctx context.Context, m *wire.UnifiedSynapseMessage, ra
 	// Ordered delivery (p2p_order.go): wait for the sender's previous
 	// message, and let its next one go once this one's write is queued.
 	if s, ok := ctx.Value(seqKey{}).(Sequence); ok {
-		end, err := n.order.turn(ctx, m.Sender.AgentID, s)
+		t, err := n.order.turn(ctx, m.Sender.AgentID, s)
 		if err != nil {
 			return nil, err
 		}
 		ok := false
-		defer func() { end(ok) }()
-		ctx = context.WithValue(ctx, queuedKey{}, func() { end(true) })
+		defer func() {
+			t.end(ok)
+			if t.before != nil {
+				<-t.before // the feed keeps the sender's order
+			}
+			close(t.told)
+		}()
+		ctx = context.WithValue(ctx, queuedKey{}, func() { t.end(true) })
+		ctx = context.WithValue(ctx, tellKey{}, t)
 		reply, err := n.apply(ctx, p, m, dm, msgpack, raw)
 		ok = err == nil
 		return reply, err
@@ -162,7 +169,7 @@ func (n *p2pNode) apply(ctx context.Context, p *peer, m, dm *wire.UnifiedSynapse
 			rm.JSON = nil
 		}
 	}
-	n.feed.publish(rm)
+	tell(ctx, func() { n.feed.publish(rm) })
 	return reply, nil
 }
 

@@ -113,12 +113,35 @@ type senderOrder struct {
 	busy    bool   // a message is being dispatched
 	// changed is closed (and replaced) when applied, failed or busy change.
 	changed chan struct{}
+	// told is closed when the message that last took the turn is done
+	// with the feed (published or not): the next one publishes after it.
+	told chan struct{}
+}
+
+// ticket is the turn of one message.
+type ticket struct {
+	end func(applied bool)
+	// before is closed when the previous message is done with the feed;
+	// told must be closed when this one is.
+	before, told chan struct{}
+}
+
+type tellKey struct{}
+
+// tell runs publish after the previous message of the sender (in ordered
+// dispatch) has been published, so that observers of the feed see the
+// sender's order; outside an ordered dispatch it runs it at once.
+func tell(ctx context.Context, publish func()) {
+	if t, ok := ctx.Value(tellKey{}).(*ticket); ok && t.before != nil {
+		<-t.before
+	}
+	publish()
 }
 
 // turn waits until the message s of sender may be dispatched and returns
-// the function that ends its turn (applied: whether it took effect or was
-// a duplicate). Only one message of a sender holds the turn at a time.
-func (q *sequencer) turn(ctx context.Context, sender string, s Sequence) (end func(applied bool), err error) {
+// its ticket: end ends its turn (applied: whether it took effect or was a
+// duplicate). Only one message of a sender holds the turn at a time.
+func (q *sequencer) turn(ctx context.Context, sender string, s Sequence) (*ticket, error) {
 	timer := time.NewTimer(orderWait)
 	defer timer.Stop()
 	for { // each wait ends with a change of the sender's state
@@ -134,11 +157,14 @@ func (q *sequencer) turn(ctx context.Context, sender string, s Sequence) (end fu
 		ready := s.Prev == 0 || s.Prev <= st.applied || s.Seq <= st.applied
 		if ready && !st.busy {
 			st.busy = true
+			t := &ticket{before: st.told, told: make(chan struct{})}
+			st.told = t.told
 			q.mu.Unlock()
 			var once sync.Once
-			return func(applied bool) {
+			t.end = func(applied bool) {
 				once.Do(func() { q.end(st, s, applied) })
-			}, nil
+			}
+			return t, nil
 		}
 		if !ready && s.Prev == st.failed {
 			q.mu.Unlock()
