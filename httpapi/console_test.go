@@ -183,6 +183,11 @@ func TestConsoleInBrowser(t *testing.T) {
 			t.Errorf("card text lacks %q: %q", want, seen.Text)
 		}
 	}
+	var badge string
+	b.eval(`(() => { const e = document.querySelector("#nav-pending"); return e.hidden ? "hidden" : e.textContent; })()`, &badge)
+	if badge != "1" {
+		t.Errorf("the Decisions tab's badge = %q, want 1 (one request waits)", badge)
+	}
 	if seen.Level != "Level 1/3 · hil:l1" {
 		t.Errorf("level = %q", seen.Level)
 	}

@@ -152,6 +152,8 @@
 
   function count() {
     $('#pending-count').textContent = reqs.size;
+    $('#nav-pending').textContent = reqs.size;
+    $('#nav-pending').hidden = reqs.size === 0;
     $('#pending-empty').hidden = reqs.size > 0;
   }
 

@@ -333,7 +333,7 @@
     $('#h-size').textContent = fmtBytes(size);
     const first = samples[0];
     const span = (now - first.t) / 60000;
-    $('#h-growth').textContent = span > 0.1 ? (size >= first.size ? '+' : '−') + fmtBytes(Math.abs(size - first.size) / span) + '/min' : 'measuring…';
+    $('#h-growth').textContent = span > 0.05 ? (size >= first.size ? '+' : '−') + fmtBytes(Math.abs(size - first.size) / span) + '/min' : 'measuring…';
     $('#h-heap').textContent = fmtBytes(m.synapse_go_heap_bytes);
     const p = hprev || { c: 0, s: 0, w: 0 };
     const dc = m.synapse_store_commits_total - p.c;
