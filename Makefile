@@ -102,6 +102,12 @@ bench: ## run every benchmark (BENCHTIME=1s; e.g. make bench BENCHTIME=5x)
 bench-tier1: ## tier-1 ingest vs mosquitto QoS1, NATS JetStream, bbolt, bare WebSocket (BENCH_ARGS="-frames N -rounds R")
 	@GO="$(GO)" BENCH_ARGS="$(BENCH_ARGS)" bench/tier1/run.sh
 
+.PHONY: bench-a2a
+bench-a2a: build ## a2a-go's client vs Synapse (durable), a2a-go's and the JS SDK's servers (in memory), interleaved (BENCH_A2A_ARGS="-rounds 5 -round 2s -clients 1,16 -rss-tasks 100000")
+	cd e2e/a2asdk/js && npm ci --no-audit --no-fund --loglevel=error
+	cd e2e/a2asdk && $(GO) build -o ../../bin/bench-a2a ./cmd/bench-a2a
+	bin/bench-a2a -synapse $(BIN) -js e2e/a2asdk/js $(BENCH_A2A_ARGS)
+
 check: ## gofmt -l must list nothing, go vet, go test -race
 	@unformatted="$$(gofmt -l .)"; \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi

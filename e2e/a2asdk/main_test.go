@@ -114,7 +114,10 @@ func startRef(t *testing.T) *target {
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
-	return &target{name: "a2a-go", base: base, v03URL: base + "/a2a03"}
+	return &target{name: "a2a-go", base: base, v03URL: base + "/a2a03", known: map[string]string{
+		"cancel twice":    "it answers the cancelled task again instead of TaskNotCancelable (v1.0: a final task is not cancelable)",
+		"subscribe final": "it answers TaskNotFound to a subscription of a final task (v1.0: UnsupportedOperation)",
+	}}
 }
 
 // client builds the SDK's client from the target's card; the SDK's
@@ -216,6 +219,7 @@ func startJS(t *testing.T) *target {
 			"executor error":   "its request handler turns an executor's error into a failed task, so SendMessage succeeds",
 			"pre-stream error": "it answers a streaming method's early error as 200 application/json, which a2a-go's client does not read (it reads only data: lines)",
 			"token header":     "its sender sends the token only when the config has no authentication",
+			"cancel twice":     "it answers the cancelled task again instead of TaskNotCancelable (v1.0: a final task is not cancelable)",
 		}}
 	case <-time.After(20 * time.Second):
 		t.Fatal("the JS SDK server did not start")

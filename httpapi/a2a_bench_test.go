@@ -1,0 +1,56 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// BenchmarkA2ASend measures the durable echo round trip through the A2A
+// binding: a blocking SendMessage (JSON-RPC) on /a2a, next to
+// BenchmarkRoundTrip's native POST /task?wait=10 on the same kind of agent.
+func BenchmarkA2ASend(b *testing.B) {
+	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hello"}]}}}`)
+	done := []byte(`"TASK_STATE_COMPLETED"`)
+	for _, clients := range []int{1, 16} {
+		b.Run(fmt.Sprintf("c=%d", clients), func(b *testing.B) {
+			s := startBenchServer(b)
+			var next atomic.Int64
+			errs := make(chan error, clients)
+			var wg sync.WaitGroup
+			b.ResetTimer()
+			for range clients {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for next.Add(1) <= int64(b.N) {
+						req, _ := http.NewRequest(http.MethodPost, s.base+"/a2a", bytes.NewReader(body))
+						req.Header.Set("Authorization", "Bearer "+benchToken)
+						req.Header.Set("Content-Type", "application/json")
+						resp, err := s.hc.Do(req)
+						if err != nil {
+							errs <- err
+							return
+						}
+						raw, err := io.ReadAll(resp.Body)
+						resp.Body.Close()
+						if err != nil || !bytes.Contains(raw, done) {
+							errs <- fmt.Errorf("answer %s, %v", raw, err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			b.StopTimer()
+			close(errs)
+			if err := <-errs; err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+}
