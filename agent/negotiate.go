@@ -144,7 +144,7 @@ func (a *Agent) defaultRequest(req *negotiate.Request, endpoint string) {
 	if req.CandidateTransports == nil {
 		for _, p := range cfg.EffectiveTransports() {
 			req.CandidateTransports = append(req.CandidateTransports,
-				negotiate.Transport{Protocol: p, Endpoint: endpoint, Version: wire.ProtocolVersion})
+				negotiate.Transport{Protocol: p, Endpoint: negotiate.EndpointFor(p, endpoint), Version: wire.ProtocolVersion})
 		}
 	}
 	if req.PrivateFields == nil {

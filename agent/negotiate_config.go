@@ -16,8 +16,8 @@ type NegotiationConfig struct {
 	// Tiers enabled; default all three. Tier 3 is served even when not
 	// listed; tier 2 also needs llm.
 	Tiers []string `json:"tiers,omitempty"`
-	// Transports served; default native_tp and rest_api (a2a_jsonrpc is
-	// not available: no A2A binding exists yet).
+	// Transports served; default native_tp and rest_api; a2a_jsonrpc (the
+	// A2A binding at /a2a) when listed.
 	Transports []string `json:"transports,omitempty"`
 	// MinSecurityLevel is the least this agent agrees to; default basic.
 	MinSecurityLevel string `json:"min_security_level,omitempty"`
@@ -127,11 +127,9 @@ func (c NegotiationConfig) check(bad func(field, format string, args ...any)) {
 	}
 	for i, p := range c.Transports {
 		switch p {
-		case negotiate.NativeTP, negotiate.RESTAPI:
-		case negotiate.A2AJSONRPC:
-			bad(fmt.Sprintf("negotiation.transports[%d]", i), "a2a_jsonrpc is not available: this agent has no A2A binding yet")
+		case negotiate.NativeTP, negotiate.RESTAPI, negotiate.A2AJSONRPC:
 		default:
-			bad(fmt.Sprintf("negotiation.transports[%d]", i), "%q is not native_tp or rest_api", p)
+			bad(fmt.Sprintf("negotiation.transports[%d]", i), "%q is not native_tp, rest_api or a2a_jsonrpc", p)
 		}
 	}
 	minL, maxL := levelOr(c.MinSecurityLevel, negotiate.Basic), levelOr(c.MaxSecurityLevel, negotiate.High)

@@ -29,7 +29,7 @@ func TestNegotiationConfig(t *testing.T) {
 		mod   func(*agent.NegotiationConfig)
 	}{
 		{"negotiation.tiers[0]", func(n *agent.NegotiationConfig) { n.Tiers = []string{"tier_4"} }},
-		{"negotiation.transports[0]", func(n *agent.NegotiationConfig) { n.Transports = []string{"a2a_jsonrpc"} }},
+		{"negotiation.transports[0]", func(n *agent.NegotiationConfig) { n.Transports = []string{"a2a"} }},
 		{"negotiation.transports[1]", func(n *agent.NegotiationConfig) { n.Transports = []string{"rest_api", "carrier_pigeon"} }},
 		{"negotiation.min_security_level", func(n *agent.NegotiationConfig) { n.MinSecurityLevel = "medium" }},
 		{"negotiation.max_security_level", func(n *agent.NegotiationConfig) { n.MaxSecurityLevel = "extreme" }},

@@ -177,7 +177,7 @@ func pickTransport(cands []Transport, served []string) (Transport, bool) {
 func (r *Responder) offer() []Transport {
 	out := make([]Transport, 0, len(r.Transports))
 	for _, p := range r.Transports {
-		out = append(out, Transport{Protocol: p, Endpoint: r.Endpoint, Version: wire.ProtocolVersion})
+		out = append(out, Transport{Protocol: p, Endpoint: EndpointFor(p, r.Endpoint), Version: wire.ProtocolVersion})
 	}
 	return out
 }

@@ -307,3 +307,16 @@ func TestRequiredSecurity(t *testing.T) {
 		}
 	}
 }
+
+func TestEndpointFor(t *testing.T) {
+	for _, c := range []struct{ protocol, base, want string }{
+		{negotiate.A2AJSONRPC, "http://127.0.0.1:9001", "http://127.0.0.1:9001/a2a"},
+		{negotiate.A2AJSONRPC, "http://127.0.0.1:9001/", "http://127.0.0.1:9001/a2a"},
+		{negotiate.A2AJSONRPC, "", ""},
+		{negotiate.NativeTP, "http://127.0.0.1:9001", "http://127.0.0.1:9001"},
+	} {
+		if got := negotiate.EndpointFor(c.protocol, c.base); got != c.want {
+			t.Errorf("EndpointFor(%s, %q) = %q, want %q", c.protocol, c.base, got, c.want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package negotiate
 
 import (
+	"strings"
 	"time"
 
 	"github.com/synapse-edge/synapse/wire"
@@ -81,6 +82,18 @@ const (
 	RESTAPI    = "rest_api"
 	A2AJSONRPC = "a2a_jsonrpc"
 )
+
+// A2APath is where an agent serves a2a_jsonrpc, under its endpoint.
+const A2APath = "/a2a"
+
+// EndpointFor is the endpoint of protocol at an agent whose base endpoint
+// is base: a2a_jsonrpc is served at base + A2APath, the others at base.
+func EndpointFor(protocol, base string) string {
+	if protocol == A2AJSONRPC && base != "" {
+		return strings.TrimRight(base, "/") + A2APath
+	}
+	return base
+}
 
 // GoalConsult is the goal_type that requires the high level.
 const GoalConsult = "consult"
