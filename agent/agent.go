@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -98,9 +99,15 @@ func New(cfg Config, opts ...Option) (*Agent, error) {
 			}
 		}
 	}
-	for _, c := range cfg.Handlers {
+	for i, c := range cfg.Handlers {
 		if err := a.Handle(commandHandler(c)); err != nil {
 			return nil, fmt.Errorf("config: handlers: %w", err)
+		}
+		// A program that is not there now fails every task of its type
+		// until it is installed: say so at start, not at the first task.
+		if _, err := exec.LookPath(c.Command[0]); err != nil {
+			a.log.Warn("a handler's command cannot run; its tasks will fail until it can",
+				"field", fmt.Sprintf("handlers[%d].command", i), "task_type", c.TaskType, "command", c.Command[0], "err", err)
 		}
 	}
 	if err := a.registerNaturalLanguage(); err != nil {

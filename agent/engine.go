@@ -324,7 +324,7 @@ func (e *engine) check(ctx context.Context, req *wire.SubmitRequest) error {
 func (e *engine) handlerFor(req *wire.SubmitRequest) (*registered, []wire.MissingField, error) {
 	h := e.a.handlers.get(req.TaskType)
 	if h == nil {
-		return nil, nil, wire.Errorf(wire.CodeCapabilityLacking, "this agent has no handler for task type %q", req.TaskType).With("task_type", req.TaskType)
+		return nil, nil, e.errNoHandler(req.TaskType) // suggest.go
 	}
 	missing, err := h.schema.validate(req.Payload)
 	return h, missing, err

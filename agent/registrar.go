@@ -148,6 +148,16 @@ func (n *p2pNode) register(rc *RegistryConfig, st *registrarState, interval time
 	if err != nil {
 		return err
 	}
+	if r.status == http.StatusUnauthorized || r.status == http.StatusForbidden {
+		hint := "set registry.token_env to the name of an environment variable holding a token with the registry:write scope on the registry (there: synapse token create NAME --scope registry:write)"
+		switch {
+		case rc.TokenEnv != "" && rc.Token == "":
+			hint = "the environment variable " + rc.TokenEnv + " (registry.token_env) is empty; it must hold a token with the registry:write scope on the registry"
+		case rc.Token != "":
+			hint = "the registry refused the token from " + rc.TokenEnv + "; it needs the registry:write scope there"
+		}
+		return fmt.Errorf("%w (%s)", answerError(r), hint)
+	}
 	if r.status/100 != 2 {
 		return answerError(r)
 	}

@@ -62,5 +62,9 @@ elif [ "$dry" -eq 0 ]; then
 	echo "install: systemd is not running here; the unit is installed but not loaded"
 fi
 
+if [ "$dry" -eq 1 ]; then
+	echo "dry run: nothing was installed; without --dry-run these steps install $("$bin" version)"
+	exit 0
+fi
 echo "installed $("$bin" version)"
 echo "next: systemctl enable --now synapse; the admin token is then in /var/lib/synapse/admin.token"

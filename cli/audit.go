@@ -4,6 +4,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -48,8 +50,8 @@ func auditListVerb() *verb {
 				fmt.Fprintln(w, "SEQ\tAT\tKIND\tPEER\tDETAIL")
 				for _, r := range recs {
 					var d []string
-					for k, v := range r.Detail {
-						d = append(d, fmt.Sprintf("%s=%v", k, v))
+					for _, k := range slices.Sorted(maps.Keys(r.Detail)) { // a stable order
+						d = append(d, fmt.Sprintf("%s=%v", k, r.Detail[k]))
 					}
 					fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\n", r.Seq, r.At.Format("2006-01-02T15:04:05Z"), r.Kind, r.Peer, strings.Join(d, " "))
 				}

@@ -134,6 +134,15 @@ func topFlagArgs(args []string, remaining int) []string {
 
 // runHelp prints the usage of the named command or verb.
 func runHelp(ctx context.Context, s *session, args []string) int {
+	for _, a := range args {
+		switch a {
+		case "-h", "-help", "--help":
+			fmt.Fprintln(s.io.Out, "Usage: synapse help [COMMAND [VERB]]")
+			fmt.Fprintln(s.io.Out, "\nPrints the usage of synapse, of a command or of a verb (as COMMAND VERB --help does).")
+			fmt.Fprintln(s.io.Out, "\nExamples:\n  synapse help\n  synapse help task\n  synapse help task submit")
+			return ExitOK
+		}
+	}
 	switch len(args) {
 	case 0:
 		printMainUsage(s.io.Out, s)

@@ -230,8 +230,10 @@ func TestE2EWatch(t *testing.T) {
 		if code != cli.ExitOK {
 			t.Fatalf("exit %d, stderr:\n%s", code, errOut)
 		}
-		if !strings.Contains(out, "\r[") || !strings.Contains(out, "] 100% completed") {
-			t.Errorf("no progress bar ending completed in %q", out)
+		// Standard output is not a terminal here: one line per change, no
+		// carriage returns.
+		if strings.Contains(out, "\r") || !strings.Contains(out, "\n[####################] 100% completed\n") {
+			t.Errorf("no plain progress lines ending completed in %q", out)
 		}
 		if !strings.Contains(out, "result:") || !strings.Contains(out, `"slept_ms": 300`) {
 			t.Errorf("no result in %q", out)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -30,6 +31,7 @@ native_tp, rest_api. Needs an admin token.`,
 	examples: []string{
 		"synapse negotiate --peer hospital_east_3fa9c2",
 		"synapse negotiate --peer hospital_east_3fa9c2 --tiers 2,3 --security high --purpose claim_consultation",
+		"synapse negotiate --peer gateway_b_9c01aa --tiers 1,3 --capability synapse.telemetry@1.0.0",
 	},
 	setup: func(fs *flag.FlagSet, s *session) runFunc {
 		peer := fs.String("peer", "", "agent_id of the paired agent to negotiate with (required)")
@@ -38,6 +40,7 @@ native_tp, rest_api. Needs an admin token.`,
 		security := fs.String("security", "", "least security level: basic, standard or high (default basic)")
 		goal := fs.String("goal", "", "goal type; consult requires high")
 		purpose := fs.String("purpose", "", "session purpose (the task type of a tier-2 session)")
+		capability := fs.String("capability", "", "the tier-1 routine to agree on, `ID[@VERSION]` (its hash is read from this agent); adds tier 1 to the candidates")
 		return func(ctx context.Context, args []string) error {
 			if *peer == "" {
 				return usageErrorf("--peer is required")
@@ -60,6 +63,16 @@ native_tp, rest_api. Needs an admin token.`,
 			}
 			ctx, cancel := s.withTimeout(ctx)
 			defer cancel()
+			if *capability != "" {
+				ref, err := capabilityRef(ctx, s, *capability)
+				if err != nil {
+					return err
+				}
+				req.Capability = ref
+				if req.CandidateTiers != nil && !slices.Contains(req.CandidateTiers, negotiate.Tier1) {
+					req.CandidateTiers = append([]negotiate.Tier{negotiate.Tier1}, req.CandidateTiers...)
+				}
+			}
 			c, err := s.client().Negotiate(ctx, req)
 			if err != nil {
 				return err
@@ -67,6 +80,24 @@ native_tp, rest_api. Needs an admin token.`,
 			return printContract(s, c)
 		}
 	},
+}
+
+// capabilityRef names a tier-1 routine of the agent, ID or ID@VERSION,
+// with its descriptor hash.
+func capabilityRef(ctx context.Context, s *session, arg string) (*negotiate.CapabilityRef, error) {
+	id, version, _ := strings.Cut(arg, "@")
+	routines, err := s.client().Tier1Routines(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, r := range routines {
+		if r.CapabilityID == id && (version == "" || r.Version == version) {
+			return &negotiate.CapabilityRef{CapabilityID: r.CapabilityID, Version: r.Version, DescriptorHash: r.Hash}, nil
+		}
+		names = append(names, r.CapabilityID+"@"+r.Version)
+	}
+	return nil, usageErrorf("--capability %q: this agent has no such tier-1 routine (it has %s)", arg, strings.Join(names, ", "))
 }
 
 // splitList splits a comma-separated flag value, dropping empty items.

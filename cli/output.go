@@ -84,10 +84,7 @@ func printTask(w io.Writer, t *client.TaskStatus) {
 		fmt.Fprintln(w, "history:")
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		for _, h := range t.History {
-			if h.Reason == "" {
-				fmt.Fprintf(tw, "  %s\t%s\n", h.At, h.Status)
-				continue
-			}
+			// Every line has the same cells, so that the columns align.
 			fmt.Fprintf(tw, "  %s\t%s\t%s\n", h.At, h.Status, h.Reason)
 		}
 		tw.Flush()

@@ -20,12 +20,14 @@ var capabilitiesVerb = &verb{
 transport modes, limits, features). --interfaces lists the standard
 interfaces it implements. --compliance evaluates the agent against the 18
 standard interfaces (8 basic ones are required); with --agent-id, one of its
-paired peers instead (the agent fetches the peer's interface list).`,
+paired peers instead (the agent fetches the peer's interface list). Both
+flags print both (with --json: {"interfaces":[...],"compliance":{...}}).`,
 	agent: true, timeout: defaultRequestTimeout,
 	examples: []string{
 		"synapse capabilities",
 		"synapse capabilities --interfaces",
 		"synapse capabilities --compliance",
+		"synapse caps --interfaces --compliance",
 		"synapse capabilities --agent-id edge-2_gateway_91c0aa --compliance --json",
 	},
 	setup: func(fs *flag.FlagSet, s *session) runFunc {
@@ -37,13 +39,31 @@ paired peers instead (the agent fetches the peer's interface list).`,
 			if *agentID != "" && !*compliance {
 				return usageErrorf("--agent-id goes with --compliance")
 			}
-			if *ifaces && *compliance {
-				return usageErrorf("give --interfaces or --compliance, not both")
-			}
 			ctx, cancel := s.withTimeout(ctx)
 			defer cancel()
 			c := s.client()
 			switch {
+			case *ifaces && *compliance:
+				id := *agentID
+				if id == "" {
+					id = "self"
+				}
+				l, err := c.Interfaces(ctx)
+				if err != nil {
+					return err
+				}
+				ev, err := c.Compliance(ctx, id)
+				if err != nil {
+					return err
+				}
+				if s.g.json {
+					return s.printJSON(map[string]any{"interfaces": l.Interfaces, "compliance": ev})
+				}
+				if err := printInterfaces(s.io.Out, l.Interfaces); err != nil {
+					return err
+				}
+				fmt.Fprintln(s.io.Out)
+				printCompliance(s.io.Out, ev)
 			case *compliance:
 				id := *agentID
 				if id == "" {

@@ -22,7 +22,6 @@ func TestCapabilitiesUsage(t *testing.T) {
 		want string
 	}{
 		{"agent id without compliance", []string{"capabilities", "--agent-id", "x"}, "--agent-id goes with --compliance"},
-		{"two views", []string{"capabilities", "--interfaces", "--compliance"}, "not both"},
 		{"find without a filter", []string{"registry", "find"}, "give --capability, --task-type or --status"},
 		{"remove without an id", []string{"registry", "remove"}, "missing argument"},
 	} {

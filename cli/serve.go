@@ -43,24 +43,26 @@ Flags:
 // runServe is the serve command.
 func runServe(ctx context.Context, sio *IO, args []string) error {
 	fs := newFlagSet("serve")
-	data := fs.String("data", "", "data directory (default ./data)")
-	listen := fs.String("listen", "", "address to listen on (default 127.0.0.1:8080)")
-	config := fs.String("config", "", "JSON config file")
-	endpoint := fs.String("endpoint", "", "base URL peers use to reach this agent (default http://LISTEN)")
-	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
-	logFormat := fs.String("log-format", "text", "text or json")
-	grace := fs.Duration("grace", 20*time.Second, "how long running tasks may finish on shutdown")
+	data := fs.String("data", "", "data `DIR` (default ./data)")
+	listen := fs.String("listen", "", "`HOST:PORT` to listen on (default 127.0.0.1:8080)")
+	config := fs.String("config", "", "JSON config `FILE`")
+	endpoint := fs.String("endpoint", "", "base `URL` peers use to reach this agent (default http://LISTEN)")
+	logLevel := fs.String("log-level", "info", "`LEVEL`: debug, info, warn or error")
+	logFormat := fs.String("log-format", "text", "`FORMAT` of the log on standard error: text or json")
+	grace := fs.Duration("grace", 20*time.Second, "`DURATION` running tasks may take to finish on shutdown")
 	extra := addExtraFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(sio.Out, serveUsage)
-			fs.SetOutput(sio.Out)
-			fs.PrintDefaults()
+			printFlags(sio.Out, fs)
 			return nil
 		}
+		if strings.Contains(err.Error(), "-grpc-listen") {
+			fmt.Fprintf(sio.Err, "synapse serve: --grpc-listen needs the gRPC build: make build-grpc gives bin/synapse-grpc, which has it (this binary serves REST, SSE and WebSocket only)\n")
+			return errUsage
+		}
 		fmt.Fprintf(sio.Err, "synapse serve: %v\n\n%s", err, serveUsage)
-		fs.SetOutput(sio.Err)
-		fs.PrintDefaults()
+		printFlags(sio.Err, fs)
 		return errUsage
 	}
 	if fs.NArg() > 0 {

@@ -131,6 +131,9 @@ func (s *session) hint(err error) string {
 			}
 			return "no token found: pass --token, set SYNAPSE_TOKEN, or point --data at the agent's data directory (it holds admin.token)"
 		case 403:
+			if apiErr.Code == "capability_lacking" {
+				return "'synapse capabilities' lists the task types of the agent"
+			}
 			return "the token lacks the scope this needs (scopes: tasks:read, tasks:write, tier1:read, tier1:write, hil:l1..l3, admin)"
 		}
 		return ""

@@ -22,7 +22,8 @@ func taskWatchVerb() *verb {
 line (with carriage returns); log lines and errors are printed above it. When
 the task ends the bar is finished with a newline and the result (completed)
 or the error (any other end) is printed. A dropped connection is resumed
-where it stopped. --plain prints one line per change instead of redrawing;
+where it stopped. --plain (the default when standard output is not a
+terminal) prints one line per change instead of redrawing;
 --json prints each event as one JSON object per line.`,
 		agent: true, timeout: 0,
 		examples: []string{
@@ -56,7 +57,8 @@ func watchTask(ctx context.Context, s *session, id, from string, plain bool) err
 	if _, err := get(c.GetTaskStatus); err != nil {
 		return err
 	}
-	view := &progressView{w: s.io.Out, plain: plain}
+	// Off a terminal (a pipe, a file, a CI log) the bar is not redrawn.
+	view := &progressView{w: s.io.Out, plain: plain || !isTerminal(s.io.Out)}
 	err := c.StreamTask(ctx, id, from, func(ev client.Event) error {
 		if s.g.json {
 			return printEventLine(s.io.Out, ev)

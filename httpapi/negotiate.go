@@ -1,7 +1,11 @@
 package httpapi
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"net/url"
+	"strings"
 
 	"github.com/valyala/fasthttp"
 
@@ -34,6 +38,35 @@ func (s *Server) negotiateRoutes() []route {
 	}
 }
 
+// negotiateFields are the fields of POST /negotiate's body.
+const negotiateFields = "peer, candidate_transports, candidate_tiers, preferred_security_level, session_purpose, goal_type, capability, input_schema, output_schema, private_fields"
+
+// decodeNegotiate decodes the body and, in JSON, refuses unknown fields
+// (a misspelled "security" must not give a basic contract silently).
+func decodeNegotiate(ctx *fasthttp.RequestCtx, b *negotiateBody) error {
+	if c, err := requestCodec(ctx); err != nil || c != wire.JSON {
+		return decode(ctx, b)
+	}
+	body := ctx.PostBody()
+	if len(body) == 0 {
+		return wire.Errorf(wire.CodeMessageFormatInvalid, "the request body is empty")
+	}
+	d := json.NewDecoder(bytes.NewReader(body))
+	d.DisallowUnknownFields()
+	err := d.Decode(b)
+	if err == nil && d.More() {
+		err = errors.New("trailing data after the JSON value")
+	}
+	if err == nil {
+		return nil
+	}
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		name = strings.Trim(name, `"`)
+		return wire.Errorf(wire.CodeInvalidParams, "unknown field %q in the negotiate body; its fields are %s", name, negotiateFields).With("field", name)
+	}
+	return wire.Errorf(wire.CodeMessageFormatInvalid, "JSON body: %v", err)
+}
+
 // negotiateBody is POST /negotiate's body.
 type negotiateBody struct {
 	Peer string `json:"peer" msgpack:"peer"`
@@ -42,7 +75,7 @@ type negotiateBody struct {
 
 func (s *Server) negotiate(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
 	var b negotiateBody
-	if err := decode(ctx, &b); err != nil {
+	if err := decodeNegotiate(ctx, &b); err != nil {
 		return err
 	}
 	if b.Peer == "" {

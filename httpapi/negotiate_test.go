@@ -38,6 +38,7 @@ func TestNegotiateAPI(t *testing.T) {
 			code, reason      string
 		}{
 			{"no peer", "", "", http.StatusBadRequest, wire.CodeInvalidParams, ""},
+			{"unknown field", bID, `"security":"high"`, http.StatusBadRequest, wire.CodeInvalidParams, ""},
 			{"unknown peer", "stranger", "", http.StatusNotFound, wire.CodeNotFound, ""},
 			{"TP-NEG001", bID, `"candidate_transports":[]`, http.StatusBadRequest, wire.CodeNegNoTransports, negotiate.ReasonNoTransports},
 			{"TP-NEG002", bID, `"candidate_tiers":[]`, http.StatusBadRequest, wire.CodeNegNoTiers, negotiate.ReasonNoTiers},

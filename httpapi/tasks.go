@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -157,7 +158,7 @@ func (s *Server) listTasks(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []stri
 	q := ctx.QueryArgs()
 	st := wire.Status(q.Peek("status"))
 	if st != "" && !st.Valid() {
-		return wire.Errorf(wire.CodeInvalidParams, "status %q is not a task state", st).With("field", "status")
+		return wire.Errorf(wire.CodeInvalidParams, "status %q is not a task state; the states are %s", st, statesText()).With("field", "status")
 	}
 	tasks, next, err := s.a.ListTasks(store.TaskFilter{
 		Status: st, TaskType: string(q.Peek("task_type")), After: string(q.Peek("page_token")), Limit: size,
@@ -231,4 +232,13 @@ func (s *Server) decide(ctx *fasthttp.RequestCtx, p agent.Principal, args []stri
 func parseUint(b []byte) (uint64, bool) {
 	n, err := strconv.ParseUint(string(bytes.TrimSpace(b)), 10, 64)
 	return n, err == nil
+}
+
+// statesText lists the task states, comma separated.
+func statesText() string {
+	names := make([]string, len(wire.AllStatuses))
+	for i, st := range wire.AllStatuses {
+		names[i] = string(st)
+	}
+	return strings.Join(names, ", ")
 }

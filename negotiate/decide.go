@@ -150,9 +150,9 @@ func Decide(in Input, r Responder) (*Contract, *Rejection) {
 		SecurityLevel:      level,
 		ContractExpiration: wire.FormatTimestamp(now.Add(ttl)),
 		NegotiationTrace: []Step{
-			{Step: 1, InitiatorFayID: in.Requester, Proposed: slices.Clone(req.CandidateTransports),
+			{Step: 1, InitiatorFayID: in.Requester, InitiatorAgentID: in.Requester, Proposed: slices.Clone(req.CandidateTransports),
 				ProposedTiers: slices.Clone(req.CandidateTiers), SecurityLevel: req.Security(), Timestamp: reqTime},
-			{Step: 2, InitiatorFayID: r.AgentID, Proposed: []Transport{}, Selected: &sel,
+			{Step: 2, InitiatorFayID: r.AgentID, InitiatorAgentID: r.AgentID, Proposed: []Transport{}, Selected: &sel,
 				SelectedTier: tier, SecurityLevel: level, Timestamp: wire.FormatTimestamp(now), Note: strings.Join(notes, "; ")},
 		},
 		Capability: capRef,

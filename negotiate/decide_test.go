@@ -261,10 +261,10 @@ func TestDecideContractShape(t *testing.T) {
 		`"transport_method":{"protocol":"native_tp","endpoint":"http://127.0.0.1:9001","version":"1.0.0"},` +
 		`"communication_tier":"tier_2_ai_generated","security_level":"high","contract_expiration":"2026-05-28T08:31:01.000Z",` +
 		`"negotiation_trace":[` +
-		`{"step":1,"initiator_fay_id":"patient_a","proposed":[{"protocol":"native_tp","endpoint":"http://127.0.0.1:9001","version":"1.0.0"},` +
+		`{"step":1,"initiator_fay_id":"patient_a","initiator_agent_id":"patient_a","proposed":[{"protocol":"native_tp","endpoint":"http://127.0.0.1:9001","version":"1.0.0"},` +
 		`{"protocol":"a2a_jsonrpc","endpoint":"http://127.0.0.1:9001/a2a","version":"1.0.0"}],"selected":null,` +
 		`"proposed_tiers":["tier_2_ai_generated","tier_3_natural_language"],"security_level":"high","timestamp":"2026-05-27T08:31:00.000Z"},` +
-		`{"step":2,"initiator_fay_id":"hospital_b","proposed":[],"selected":{"protocol":"native_tp","endpoint":"http://127.0.0.1:9001","version":"1.0.0"},` +
+		`{"step":2,"initiator_fay_id":"hospital_b","initiator_agent_id":"hospital_b","proposed":[],"selected":{"protocol":"native_tp","endpoint":"http://127.0.0.1:9001","version":"1.0.0"},` +
 		`"selected_tier":"tier_2_ai_generated","security_level":"high","timestamp":"2026-05-27T08:31:01.000Z"}],` +
 		`"private_fields":{"claim":["dob","ssn"]}}`
 	if string(got) != want {

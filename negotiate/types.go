@@ -155,15 +155,19 @@ func (r *Request) Security() SecurityLevel {
 // Step is one entry of a contract's negotiation_trace (seed 002 §8.5.2),
 // with the tiers and level recorded next to the transports.
 type Step struct {
-	Step           int           `json:"step"`
-	InitiatorFayID string        `json:"initiator_fay_id"`
-	Proposed       []Transport   `json:"proposed"`
-	Selected       *Transport    `json:"selected"`
-	ProposedTiers  []Tier        `json:"proposed_tiers,omitempty"`
-	SelectedTier   Tier          `json:"selected_tier,omitempty"`
-	SecurityLevel  SecurityLevel `json:"security_level,omitempty"`
-	Timestamp      string        `json:"timestamp"`
-	Note           string        `json:"note,omitempty"`
+	Step int `json:"step"`
+	// InitiatorFayID is the seed's name of the field ("fay" is the seed's
+	// identity system); it holds the agent_id of the agent that took the
+	// step, as InitiatorAgentID does (the name this implementation reads).
+	InitiatorFayID   string        `json:"initiator_fay_id"`
+	InitiatorAgentID string        `json:"initiator_agent_id,omitempty"`
+	Proposed         []Transport   `json:"proposed"`
+	Selected         *Transport    `json:"selected"`
+	ProposedTiers    []Tier        `json:"proposed_tiers,omitempty"`
+	SelectedTier     Tier          `json:"selected_tier,omitempty"`
+	SecurityLevel    SecurityLevel `json:"security_level,omitempty"`
+	Timestamp        string        `json:"timestamp"`
+	Note             string        `json:"note,omitempty"`
 }
 
 // Contract is a ProtocolContract (seed 002 §8.3), the negotiate_response
