@@ -88,7 +88,7 @@ func auditVerifyVerb() *verb {
 					}
 					r, err := store.VerifyAuditFile(ctx, path)
 					if err != nil {
-						return s.lockedHint(err)
+						return s.lockedHint(err, *offline)
 					}
 					where = path
 					rep = client.AuditReport{OK: r.OK, Records: r.Records, BadSeq: r.BadSeq, Problem: r.Problem, Last: r.Last}

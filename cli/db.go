@@ -2,9 +2,14 @@ package cli
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/pem"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -30,14 +35,51 @@ API (an admin token is needed); otherwise, or with --offline, the file
 DIR/synapse.db is opened directly, which works only while no agent is
 serving it.`
 
-// agentServing reports whether an agent answers at --agent: any HTTP
-// answer to the health route counts, a failed connection does not.
+// agentServing reports whether the agent of --data answers at --agent:
+// any HTTP answer to the health route counts, a failed connection does
+// not, and an agent whose identity key is not the one in DIR/agent.key is
+// another agent's (its data directory is not --data): then the file is
+// used, and s.other says which agent answered.
 func (s *session) agentServing(ctx context.Context, c *client.Client) bool {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	_, err := c.Health(ctx)
 	var apiErr *client.APIError
-	return err == nil || errors.As(err, &apiErr)
+	if err != nil && !errors.As(err, &apiErr) {
+		return false
+	}
+	want, ok := dirPublicKey(s.g.data)
+	if !ok {
+		return true // no key to compare with: trust --agent
+	}
+	id, err := c.Identity(ctx)
+	if err != nil || id.PublicKey == want {
+		return true
+	}
+	s.other = id.AgentID
+	return false
+}
+
+// dirPublicKey is the base64 public key of the identity key in dir, if
+// it can be read.
+func dirPublicKey(dir string) (string, bool) {
+	raw, err := os.ReadFile(filepath.Join(dir, "agent.key"))
+	if err != nil {
+		return "", false
+	}
+	blk, _ := pem.Decode(raw)
+	if blk == nil {
+		return "", false
+	}
+	k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
+	if err != nil {
+		return "", false
+	}
+	priv, ok := k.(ed25519.PrivateKey)
+	if !ok {
+		return "", false
+	}
+	return base64.StdEncoding.EncodeToString(priv.Public().(ed25519.PublicKey)), true
 }
 
 // localDB returns the path of the database file of --data, which must exist.
@@ -53,11 +95,17 @@ func (s *session) localDB() (string, error) {
 }
 
 // lockedHint explains store.ErrLocked for the db commands.
-func (s *session) lockedHint(err error) error {
-	if errors.Is(err, store.ErrLocked) {
-		return fmt.Errorf("%w; an agent is serving it but does not answer at %s: pass its address with --agent", err, s.g.agent)
+func (s *session) lockedHint(err error, offline bool) error {
+	if !errors.Is(err, store.ErrLocked) {
+		return err
 	}
-	return err
+	switch {
+	case offline:
+		return fmt.Errorf("%w; an agent is serving it: leave out --offline to work through that agent (at --agent, now %s)", err, s.g.agent)
+	case s.other != "":
+		return fmt.Errorf("%w; an agent is serving it, but the agent at %s is %s, whose data directory is not %s: pass the address of the agent of %s with --agent", err, s.g.agent, s.other, s.g.data, s.g.data)
+	}
+	return fmt.Errorf("%w; an agent is serving it but does not answer at %s: pass its address with --agent", err, s.g.agent)
 }
 
 // dbCheckResult is the output of db check.
@@ -88,6 +136,8 @@ func dbCheckVerb() *verb {
 				defer cancel()
 				var res dbCheckResult
 				c := s.client()
+				pl := startProgress(s, "db check")
+				defer pl.stop()
 				if !*offline && s.agentServing(ctx, c) {
 					dc, err := c.CheckDB(ctx)
 					if err != nil {
@@ -102,11 +152,12 @@ func dbCheckVerb() *verb {
 					}
 					rep, err := store.CheckFile(ctx, path)
 					if err != nil {
-						return s.lockedHint(err)
+						return s.lockedHint(err, *offline)
 					}
 					res = dbCheckResult{Source: "file", Where: path, OK: rep.OK, Errors: rep.Errors,
 						SchemaVersion: rep.SchemaVersion, Tasks: rep.Tasks}
 				}
+				pl.stop()
 				if res.Errors == nil {
 					res.Errors = []string{}
 				}
@@ -170,8 +221,10 @@ runs is consistent: it is one read transaction.`,
 				defer cancel()
 				res := dbBackupResult{Path: *out}
 				c := s.client()
+				pl := startProgress(s, "db backup")
+				defer pl.stop()
 				if !*offline && s.agentServing(ctx, c) {
-					n, err := backupOverHTTP(ctx, c, *out)
+					n, err := backupOverHTTP(ctx, c, *out, pl)
 					if err != nil {
 						return err
 					}
@@ -186,10 +239,11 @@ runs is consistent: it is one read transaction.`,
 					}
 					n, err := store.BackupFile(ctx, path, *out)
 					if err != nil {
-						return s.lockedHint(err)
+						return s.lockedHint(err, *offline)
 					}
 					res.Bytes, res.Source, res.Where = n, "file", path
 				}
+				pl.stop()
 				if s.g.json {
 					return s.printJSON(res)
 				}
@@ -202,7 +256,7 @@ runs is consistent: it is one read transaction.`,
 
 // backupOverHTTP downloads the agent's backup into a temporary file next to
 // out, syncs it and renames it to out.
-func backupOverHTTP(ctx context.Context, c *client.Client, out string) (n int64, err error) {
+func backupOverHTTP(ctx context.Context, c *client.Client, out string, pl *progress) (n int64, err error) {
 	dir := filepath.Dir(out)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(out)+".tmp-*")
 	if err != nil {
@@ -214,7 +268,7 @@ func backupOverHTTP(ctx context.Context, c *client.Client, out string) (n int64,
 			os.Remove(tmp.Name())
 		}
 	}()
-	if n, err = c.Backup(ctx, tmp); err != nil {
+	if n, err = c.Backup(ctx, &countingWriter{w: tmp, pl: pl}); err != nil {
 		return n, err
 	}
 	if err = tmp.Sync(); err != nil {
@@ -249,4 +303,18 @@ func samePath(a, b string) (bool, error) {
 		return false, err
 	}
 	return os.SameFile(sa, sb), nil
+}
+
+// countingWriter shows the bytes written so far on a progress line.
+type countingWriter struct {
+	w  io.Writer
+	n  int64
+	pl *progress
+}
+
+func (cw *countingWriter) Write(p []byte) (int, error) {
+	n, err := cw.w.Write(p)
+	cw.n += int64(n)
+	cw.pl.set(fmt.Sprintf("%.1f MB", float64(cw.n)/1e6))
+	return n, err
 }

@@ -357,8 +357,9 @@ func TestE2EDB(t *testing.T) {
 	})
 	t.Run("offline check of a served file is refused", func(t *testing.T) {
 		code, _, errOut := cliAt(t, a, "", "db", "check", "--offline", "--data", a.DataDir)
-		if code != cli.ExitFailure || !strings.Contains(errOut, "in use") {
-			t.Errorf("exit %d, stderr %q; want 1 and 'in use'", code, errOut)
+		if code != cli.ExitFailure || !strings.Contains(errOut, "in use") || !strings.Contains(errOut, "leave out --offline") ||
+			strings.Contains(errOut, "does not answer") {
+			t.Errorf("exit %d, stderr %q; want 1, 'in use' and the advice to leave out --offline", code, errOut)
 		}
 	})
 	backupDir := t.TempDir()
@@ -381,6 +382,15 @@ func TestE2EDB(t *testing.T) {
 		t.Fatalf("agent exit code after SIGTERM = %d, want 0\n%s", code, a.Logs())
 	}
 
+	t.Run("another agent at --agent", func(t *testing.T) {
+		// The stopped agent's directory, with another agent answering at
+		// --agent: its file is checked, not the other agent.
+		other := e2eAgent(t)
+		res := decode[checkOut](t, mustCLI(t, other, "", "db", "check", "--data", a.DataDir, "--json"))
+		if res.Source != "file" || !res.OK || res.Tasks < 3 {
+			t.Errorf("check = %+v, want ok from the file of --data with at least 3 tasks", res)
+		}
+	})
 	t.Run("check the file after stop", func(t *testing.T) {
 		// No --offline: the agent no longer answers, so the file is used.
 		res := decode[checkOut](t, mustCLI(t, a, "", "db", "check", "--data", a.DataDir, "--json"))

@@ -28,6 +28,9 @@ type session struct {
 	io     *IO
 	getenv func(string) string
 	g      globals
+	// other is the agent that answered at --agent when it is not the
+	// agent of --data (db.go).
+	other string
 }
 
 // globals are the flags shared by every command that talks to an agent.

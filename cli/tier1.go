@@ -189,7 +189,9 @@ func exportFrames(ctx context.Context, s *session, routine string, q client.Tier
 	}
 	bw := bufio.NewWriterSize(w, 256<<10)
 	fw := newFrameWriter(bw, format, header)
-	n, err := fetchFrames(ctx, s, c, routine, q, fw.write)
+	pl := startProgress(s, "tier1 export")
+	n, err := fetchFrames(ctx, s, c, routine, q, fw.write, func(n int) { pl.set(groupDigits(int64(n)) + " frames") })
+	pl.stop()
 	if err == nil {
 		err = fw.flush()
 	}
@@ -213,7 +215,7 @@ func exportFrames(ctx context.Context, s *session, routine string, q client.Tier
 // fetchFrames calls fn with each frame of every page and returns their
 // number.
 func fetchFrames(ctx context.Context, s *session, c *client.Client, routine string, q client.Tier1FrameQuery,
-	fn func(json.RawMessage) error) (int, error) {
+	fn func(json.RawMessage) error, pageDone func(n int)) (int, error) {
 	n := 0
 	seen := map[string]bool{}
 	for page := 0; ; page++ {
@@ -231,6 +233,9 @@ func fetchFrames(ctx context.Context, s *session, c *client.Client, routine stri
 				return n, err
 			}
 			n++
+		}
+		if pageDone != nil {
+			pageDone(n)
 		}
 		if p.NextPageToken == "" {
 			return n, nil
