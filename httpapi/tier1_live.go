@@ -51,7 +51,8 @@ func (s *Server) storedOf(capID string) routineStored {
 // with GET /tier1/{id}/frames misses nothing.
 const (
 	liveMaxFrames = 500
-	liveBuffer    = 256 // batches queued for one reader
+	liveBuffer    = 256     // batches queued for one reader
+	liveMaxBytes  = 4 << 20 // and their bytes (plus one batch)
 )
 
 func (s *Server) tier1Live(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
@@ -67,7 +68,7 @@ func (s *Server) tier1Live(ctx *fasthttp.RequestCtx, _ agent.Principal, args []s
 		"Cache-Control: no-cache", "X-Accel-Buffering: no")
 	in := s.a.Tier1()
 	s.takeOver(ctx, header, func(w *deadlineWriter, done <-chan struct{}) error {
-		wt := in.Watch(liveBuffer)
+		wt := in.Watch(liveBuffer, liveMaxBytes)
 		defer wt.Close()
 		if _, err := w.WriteString(": live\n\n"); err != nil {
 			return err
@@ -92,6 +93,9 @@ func (s *Server) tier1Live(ctx *fasthttp.RequestCtx, _ agent.Principal, args []s
 			}
 			var err error
 			buf, err = appendLiveEvent(buf[:0], ls, capID, device, wt.Missed.Load())
+			for _, l := range ls {
+				wt.Release(l)
+			}
 			if err != nil || len(buf) == 0 {
 				return false, err
 			}

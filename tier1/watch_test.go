@@ -48,7 +48,7 @@ func TestWatch(t *testing.T) {
 	}
 	ingest(batchAt("", "before", 1, now, 1)) // before any watcher: seen by none
 
-	w := in.Watch(2)
+	w := in.Watch(2, 1<<20)
 	ingest(batchAt("b1", "d1", 1, now, 3))
 	ingest(batchAt("b1", "d1", 1, now, 3)) // a duplicate: not stored, not sent
 	ingest(batchAt("", "d2", 10, now, 2))
@@ -80,6 +80,29 @@ func TestWatch(t *testing.T) {
 		t.Errorf("C is open after Close")
 	}
 	ingest(batchAt("", "after", 1, now, 1)) // no watcher left: nothing to block on
+
+	t.Run("bytes", func(t *testing.T) {
+		w := in.Watch(100, 1) // room for one batch at a time, whatever its size
+		defer w.Close()
+		ingest(batchAt("", "d1", 100, now, 50))
+		ingest(batchAt("", "d1", 200, now, 50)) // behind by a batch: missed
+		if got := w.Missed.Load(); got != 1 {
+			t.Errorf("Missed = %d, want 1", got)
+		}
+		l := <-w.C
+		if l.Frames != 50 || l.Bytes == 0 {
+			t.Errorf("first batch: %d frames, %d bytes", l.Frames, l.Bytes)
+		}
+		ingest(batchAt("", "d1", 300, now, 50)) // not released yet: missed
+		w.Release(l)
+		ingest(batchAt("", "d1", 400, now, 50))
+		if got := w.Missed.Load(); got != 2 {
+			t.Errorf("Missed = %d, want 2", got)
+		}
+		if l := <-w.C; l.Frames != 50 {
+			t.Errorf("after Release: %d frames", l.Frames)
+		}
+	})
 }
 
 func TestUplinkLag(t *testing.T) {
