@@ -64,23 +64,35 @@ func (s *Server) a2aRoute(ctx *fasthttp.RequestCtx, path string) error {
 	return s.a2aRPC(ctx, p)
 }
 
-// a2aHTTPError answers an authentication or authorization failure: the
-// TPError's HTTP status, a JSON-RPC error body.
+// a2aHTTPError answers an authentication or authorization failure, or a
+// rate limit: the TPError's HTTP status (401, 403, 429 with Retry-After),
+// a JSON-RPC error body.
 func a2aHTTPError(ctx *fasthttp.RequestCtx, err error, id json.RawMessage) {
 	we := wire.AsError(err)
-	if we.Code == wire.CodeUnauthorized {
+	switch we.Code {
+	case wire.CodeUnauthorized:
 		ctx.Response.Header.Set(fasthttp.HeaderWWWAuthenticate, `Bearer realm="synapse"`)
+	case wire.CodeRateLimited:
+		ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, "1")
 	}
 	b, _ := json.Marshal(a2a.NewErrorResponse(id, a2a.ErrorFrom(err).WithDetails(time.Now())))
 	writeRaw(ctx, we.Status(), wire.ContentJSON, b)
 }
 
+// rateLimited reports whether r is the agent's rate_limited refusal.
+func rateLimited(r *a2a.Response) bool {
+	return r.Error != nil && r.Error.Agent != nil && r.Error.Agent.Code == wire.CodeRateLimited
+}
+
+// writeRPC answers r: HTTP 200, except a rate limit, which is HTTP 429
+// with Retry-After, as on every route (the JSON-RPC error is the body).
 func writeRPC(ctx *fasthttp.RequestCtx, r *a2a.Response) {
+	if rateLimited(r) {
+		a2aHTTPError(ctx, r.Error.Agent, r.ID)
+		return
+	}
 	if r.Error != nil {
 		r.Error = r.Error.WithDetails(time.Now())
-		if r.Error.Agent != nil && r.Error.Agent.Code == wire.CodeRateLimited {
-			ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, "1")
-		}
 	}
 	b, err := json.Marshal(r)
 	if err != nil {

@@ -82,8 +82,13 @@ func (s *Server) a2aStartStream(ctx *fasthttp.RequestCtx, p agent.Principal, op 
 }
 
 // a2aStreamError answers a streaming method's error as the reference
-// server does: an event stream whose one event is the JSON-RPC error.
+// server does: an event stream whose one event is the JSON-RPC error. A
+// rate limit is HTTP 429 with Retry-After, as for every method.
 func a2aStreamError(ctx *fasthttp.RequestCtx, r *a2a.Response) {
+	if rateLimited(r) {
+		a2aHTTPError(ctx, r.Error.Agent, r.ID)
+		return
+	}
 	r.Error = r.Error.WithDetails(time.Now())
 	b, err := json.Marshal(r)
 	if err != nil {

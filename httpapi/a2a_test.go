@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/synapse-edge/synapse/agent"
 )
 
 // The A2A binding driven by a raw JSON-RPC 2.0 client over net/http, as
@@ -556,4 +558,32 @@ func TestA2AStream(t *testing.T) {
 			t.Errorf("kinds = %v", got)
 		}
 	})
+}
+
+// Past max_concurrent_tasks a send is refused with HTTP 429 and
+// Retry-After, the JSON-RPC error (reason RATE_LIMITED) as the body; a
+// streaming send too.
+func TestA2ARateLimited(t *testing.T) {
+	ts := startServer(t, func(c *agent.Config) { c.MaxConcurrentTasks = 1 })
+	var res struct{ Task a2aTask }
+	ts.ok(t, "SendMessage", map[string]any{"message": msg(false, "sleep", data(map[string]any{"ms": 60000})),
+		"configuration": map[string]any{"returnImmediately": true}}, &res)
+	for _, method := range []string{"SendMessage", "SendStreamingMessage", "message/send"} {
+		t.Run(method, func(t *testing.T) {
+			r := ts.do(t, "POST", "/a2a", rpcBody(t, method, map[string]any{"message": msg(strings.Contains(method, "/"), "", text("x"))}))
+			r.wantStatus(t, http.StatusTooManyRequests)
+			if r.header.Get("Retry-After") == "" {
+				t.Error("no Retry-After")
+			}
+			var rep rpcReply
+			if err := json.Unmarshal(r.body, &rep); err != nil || rep.Error == nil {
+				t.Fatalf("body %s, want a JSON-RPC error", r.body)
+			}
+			checkErrorData(t, method, rep.Error.Data)
+			if !strings.Contains(string(rep.Error.Data), `"reason":"RATE_LIMITED"`) {
+				t.Errorf("error data %s, want reason RATE_LIMITED", rep.Error.Data)
+			}
+		})
+	}
+	ts.ok(t, "CancelTask", map[string]any{"id": res.Task.ID}, nil)
 }
