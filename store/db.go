@@ -138,6 +138,9 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		Timeout:        opts.LockTimeout,
 		NoFreelistSync: true,
 		FreelistType:   bolt.FreelistMapType,
+		// Nothing reads bolt's DB.Stats; without them no transaction
+		// takes the statistics lock.
+		NoStatistics: true,
 	})
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("open store %s: %w", path, ErrLocked)
