@@ -443,7 +443,7 @@ func TestE2EBinary(t *testing.T) {
 	a := agenttest.Start(t, bin, agenttest.Options{})
 	run := func(env []string, args ...string) (int, string, string) {
 		t.Helper()
-		cmd := exec.Command(bin, args...)
+		cmd := agenttest.Command(bin, args...)
 		cmd.Env = append(os.Environ(), "SYNAPSE_AGENT=", "SYNAPSE_TOKEN=", "SYNAPSE_ADMIN_TOKEN=")
 		cmd.Env = append(cmd.Env, env...)
 		var out, errOut strings.Builder

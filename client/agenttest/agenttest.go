@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -88,7 +89,40 @@ func (b *Binary) Path(t testing.TB) string {
 	if b.err != nil {
 		t.Skipf("end-to-end test skipped: the synapse binary does not build yet: %v", b.err)
 	}
+	if reason := CrossSkipReason(); reason != "" {
+		t.Skip(reason)
+	}
 	return b.path
+}
+
+// EmulatorEnv names the environment variable with the command that runs
+// binaries built for another architecture (make test-arm64 and test-arm
+// set it to qemu-aarch64-static or qemu-arm-static).
+const EmulatorEnv = "SYNAPSE_TEST_EMULATOR"
+
+// Command is exec.Command(bin, args...), run under the emulator of
+// EmulatorEnv when it is set.
+func Command(bin string, args ...string) *exec.Cmd {
+	if emu := os.Getenv(EmulatorEnv); emu != "" {
+		return exec.Command(emu, append([]string{bin}, args...)...)
+	}
+	return exec.Command(bin, args...)
+}
+
+// CrossSkipReason says why a test that starts the agent binary cannot run
+// here: the tests are built for another architecture than the host's (go
+// test -exec qemu-...) and no emulator is named in EmulatorEnv. It is ""
+// when the binary can run.
+func CrossSkipReason() string {
+	if os.Getenv(EmulatorEnv) != "" {
+		return ""
+	}
+	out, err := exec.Command("go", "env", "GOHOSTARCH").Output()
+	if host := strings.TrimSpace(string(out)); err == nil && host != "" && host != runtime.GOARCH {
+		return fmt.Sprintf("skipped on a cross run: the agent binary is built for %s/%s and this host is %s; "+
+			"set %s to an emulator (make test-arm64 and test-arm do) to run it", runtime.GOOS, runtime.GOARCH, host, EmulatorEnv)
+	}
+	return ""
 }
 
 // Cleanup removes the built binary; call it from TestMain after m.Run.
@@ -172,7 +206,7 @@ func start(bin string, opts Options) (*Agent, error) {
 		logs: &syncBuffer{}, done: make(chan struct{}), exitCode: -1,
 	}
 	args := append([]string{"serve", "--data", opts.DataDir, "--listen", addr}, opts.Args...)
-	a.cmd = exec.Command(bin, args...)
+	a.cmd = Command(bin, args...)
 	a.cmd.Env = append(cleanEnv(), "SYNAPSE_ADMIN_TOKEN="+opts.Token)
 	a.cmd.Env = append(a.cmd.Env, opts.Env...)
 	a.cmd.Stdout, a.cmd.Stderr = a.logs, a.logs
