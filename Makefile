@@ -21,16 +21,14 @@ DATA      ?= ./data
 LISTEN    ?= 127.0.0.1:8080
 BENCHTIME ?= 1s
 FUZZTIME  ?= 20s
-# Packages whose tests also run as linux/arm64 under qemu (those present).
-ARM64_PKGS := $(foreach d,wire tier1 store,$(if $(wildcard $(d)/*.go),./$(d)/...))
-QEMU_AARCH64 = $(shell command -v qemu-aarch64-static 2>/dev/null || command -v qemu-aarch64 2>/dev/null)
+TOP       ?= 12
 
-.PHONY: help build run test test-arm64 cross bench check fuzz clean build-grpc test-grpc proto
+.PHONY: help build run test test-arm64 test-arm modules cross size bench check fuzz clean build-grpc test-grpc proto
 
 help: ## list the targets
 	@echo "Usage: make TARGET [VAR=value]"
 	@echo
-	@awk 'BEGIN { FS = ":.*## " } /^[a-zA-Z0-9_-]+:.*## / { printf "  %-11s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
+	@awk 'BEGIN { FS = ":.*## " } /^[a-zA-Z0-9_-]+:.*## / { printf "  %-17s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
 	@echo
 	@echo "Variables: VERSION=$(VERSION) BENCHTIME=$(BENCHTIME) FUZZTIME=$(FUZZTIME) DATA=$(DATA) LISTEN=$(LISTEN)"
 
@@ -60,14 +58,19 @@ run: build ## build, then serve with DATA=./data on LISTEN=127.0.0.1:8080
 	@echo "try: $(BIN) task submit echo --payload '{\"msg\":\"hi\"}' --wait 5s --data $(DATA) --agent http://$(LISTEN)"
 	./$(BIN) serve --data $(DATA) --listen $(LISTEN)
 
-test: ## go vet, every test with the race detector, then test-grpc and test-a2a; arm64 too when CI=true or qemu is installed
-	$(GO) vet ./...
-	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m ./...
-	@$(MAKE) --no-print-directory test-grpc
-	@$(MAKE) --no-print-directory test-a2a
-	@if [ "$${CI:-}" = "true" ] || [ -n "$(QEMU_AARCH64)" ]; then \
-	  $(MAKE) --no-print-directory test-arm64; \
-	fi
+test: ## vet, every module tidy, the race suite, test-grpc, test-a2a, cross, the suite under qemu (arm64, armv7), the tier-1 harness smoke
+	@scripts/timed.sh vet $(GO) vet ./...
+	@scripts/timed.sh modules $(MAKE) --no-print-directory modules
+	@scripts/timed.sh race env CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m ./...
+	@scripts/timed.sh test-grpc $(MAKE) --no-print-directory test-grpc
+	@scripts/timed.sh test-a2a $(MAKE) --no-print-directory test-a2a
+	@scripts/timed.sh cross $(MAKE) --no-print-directory cross
+	@scripts/timed.sh test-arm64 $(MAKE) --no-print-directory test-arm64
+	@scripts/timed.sh test-arm $(MAKE) --no-print-directory test-arm
+	@scripts/timed.sh bench-tier1-smoke $(MAKE) --no-print-directory bench-tier1-smoke
+
+modules: ## every go.mod (root, bench/tier1, ...): go mod tidy -diff prints nothing, go vet and go build pass
+	@GO="$(GO)" scripts/modules.sh
 
 test-grpc: ## go vet and the gRPC API's tests with -tags grpc,grpcnotrace (a real grpc-go client against a running agent)
 	$(GO) vet -tags "$(TAGS) $(GRPC_TAGS)" ./grpcapi/... ./cli/... ./proto/... .
@@ -79,18 +82,19 @@ test-a2a: ## the official A2A SDKs (a2a-go v2, @a2a-js/sdk via npm ci) against t
 	cd e2e/a2asdk/js && npm ci --no-audit --no-fund --loglevel=error
 	cd e2e/a2asdk && $(GO) vet ./... && CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 10m ./...
 
-test-arm64: ## run the wire, tier1 and store tests as linux/arm64 under qemu-aarch64-static
+test-arm64: ## the whole suite as linux/arm64 under qemu-aarch64-static (CI=true: qemu required)
 	@if [ "$${CI:-}" = "true" ]; then scripts/ci-deps.sh; fi
-	@qemu="$$(command -v qemu-aarch64-static 2>/dev/null || command -v qemu-aarch64 2>/dev/null || true)"; \
-	if [ -z "$$qemu" ]; then \
-	  echo "test-arm64: skipped: qemu-aarch64-static is not installed (scripts/ci-deps.sh --install)"; exit 0; \
-	fi; \
-	if [ -z "$(ARM64_PKGS)" ]; then echo "test-arm64: no packages to test"; exit 0; fi; \
-	echo "GOARCH=arm64 $(GO) test -exec $$qemu $(ARM64_PKGS)"; \
-	GOARCH=arm64 CGO_ENABLED=0 $(GO) test -exec "$$qemu" -count=1 -timeout 20m $(ARM64_PKGS)
+	@GO="$(GO)" scripts/test-cross.sh arm64
+
+test-arm: ## the whole suite as linux/arm GOARM=7 under qemu-arm-static (CI=true: qemu required)
+	@if [ "$${CI:-}" = "true" ]; then scripts/ci-deps.sh; fi
+	@GO="$(GO)" scripts/test-cross.sh arm 7
 
 cross: ## static binaries for build/targets.txt into dist/, each also as -grpc, with their sizes
 	@LDFLAGS="$(LDFLAGS)" TAGS="$(TAGS)" GRPC_TAGS="$(GRPC_TAGS)" GO="$(GO)" scripts/cross.sh build/targets.txt dist
+
+size: ## the release binaries' sizes per target and the packages that contribute most (TOP=12)
+	@LDFLAGS="$(LDFLAGS)" TAGS="$(TAGS)" GRPC_TAGS="$(GRPC_TAGS)" GO="$(GO)" TOP="$(TOP)" scripts/size.sh build/targets.txt dist
 
 bench: ## run every benchmark (BENCHTIME=1s; e.g. make bench BENCHTIME=5x)
 	@pkgs="$$(scripts/list-bench-pkgs.sh)"; \
@@ -107,6 +111,11 @@ bench-a2a: build ## a2a-go's client vs Synapse (durable), a2a-go's and the JS SD
 	cd e2e/a2asdk/js && npm ci --no-audit --no-fund --loglevel=error
 	cd e2e/a2asdk && $(GO) build -o ../../bin/bench-a2a ./cmd/bench-a2a
 	bin/bench-a2a -synapse $(BIN) -js e2e/a2asdk/js $(BENCH_A2A_ARGS)
+
+.PHONY: bench-tier1-smoke
+bench-tier1-smoke: ## bench-tier1 in its short mode (4000 frames, one round): proves the harness runs; part of make test
+	@if [ "$${CI:-}" = "true" ]; then scripts/ci-deps.sh; fi
+	@GO="$(GO)" BENCH_SMOKE=1 BENCH_ARGS="$(BENCH_ARGS)" bench/tier1/run.sh
 
 check: ## gofmt -l must list nothing, go vet, go test -race
 	@unformatted="$$(gofmt -l .)"; \

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the system packages that the test targets need on a Debian or
 # Ubuntu machine that has only Go, gcc, git, make and curl:
-#   qemu-user-static  runs the linux/arm64 tests (make test-arm64)
+#   qemu-user-static  runs the linux/arm64 and linux/arm tests (make test-arm64, test-arm)
+#   mosquitto, nats-server  the engines of make bench-tier1 (its smoke mode is in make test)
 #   gcc               the race detector needs cgo (make test)
 #   chromium          the web console's browser test (httpapi), headless
 # It installs only when CI=true or when called with --install; otherwise it
@@ -13,7 +14,13 @@ missing=()
 if ! command -v qemu-aarch64-static >/dev/null 2>&1 && ! command -v qemu-aarch64 >/dev/null 2>&1; then
 	missing+=(qemu-user-static)
 fi
+if ! command -v qemu-arm-static >/dev/null 2>&1 && ! command -v qemu-arm >/dev/null 2>&1; then
+	[[ " ${missing[*]} " == *" qemu-user-static "* ]] || missing+=(qemu-user-static)
+fi
 command -v gcc >/dev/null 2>&1 || missing+=(gcc)
+for engine in mosquitto nats-server; do
+	command -v "$engine" >/dev/null 2>&1 || [ -x "/usr/sbin/$engine" ] || missing+=("$engine")
+done
 if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
 	missing+=(chromium)
 fi
