@@ -84,6 +84,10 @@ func (e *engine) decideHeld(r *run, d *wire.HumanDecisionPayload, next wire.Stat
 		}
 		t.Human = nil
 		by := d.DecidedBy.UserID
+		deciding, err := e.toDeciding(t, now, by)
+		if err != nil {
+			return nil, err
+		}
 		if !approved {
 			t.ErrorCode, t.ErrorMessage = wire.CodePermissionDenied, "a person rejected the task"
 			if d.Decision.RejectionReason != "" {
@@ -94,7 +98,7 @@ func (e *engine) decideHeld(r *run, d *wire.HumanDecisionPayload, next wire.Stat
 				return nil, err
 			}
 			more, err := e.transition(t, wire.StatusRejected, now, t.ErrorMessage)
-			return append(evs, more...), err
+			return append(append(deciding, evs...), more...), err
 		}
 		if mergeFields && len(d.Decision.ApprovedFields) > 0 {
 			var p map[string]any
@@ -116,7 +120,7 @@ func (e *engine) decideHeld(r *run, d *wire.HumanDecisionPayload, next wire.Stat
 			return nil, err
 		}
 		more, err := e.transition(t, next, now, reason)
-		return append(evs, more...), err
+		return append(append(deciding, evs...), more...), err
 	})
 	if err != nil {
 		if approved {

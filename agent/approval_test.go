@@ -31,7 +31,7 @@ func TestApprovalPolicy(t *testing.T) {
 			t.Fatal(err)
 		}
 		done := waitStatus(t, a, task.ID, wire.StatusCompleted)
-		want := []wire.Status{wire.StatusPending, wire.StatusNeedHuman, wire.StatusHumanApproved, wire.StatusConfirmed, wire.StatusExecuting, wire.StatusCompleted}
+		want := []wire.Status{wire.StatusPending, wire.StatusNeedHuman, wire.StatusHumanDeciding, wire.StatusHumanApproved, wire.StatusConfirmed, wire.StatusExecuting, wire.StatusCompleted}
 		if got := statuses(done); len(got) != len(want) {
 			t.Fatalf("history %v, want %v", got, want)
 		}

@@ -97,14 +97,20 @@ func (e *engine) recordDecision(r *run, d *wire.HumanDecisionPayload) (*wire.Hum
 	approved := d.Decision.Action != ActionReject
 	err := e.apply(r, true, func(t *wire.Task, now time.Time) ([]*wire.Event, error) {
 		t.Human = nil
-		if !approved {
-			return e.transition(t, wire.StatusHumanRejected, now, "rejected by "+d.DecidedBy.UserID)
-		}
-		evs, err := e.transition(t, wire.StatusHumanApproved, now, d.Decision.Action+" by "+d.DecidedBy.UserID)
+		evs, err := e.toDeciding(t, now, d.DecidedBy.UserID)
 		if err != nil {
 			return nil, err
 		}
-		more, err := e.transition(t, wire.StatusExecuting, now, "resumed after the decision")
+		if !approved {
+			more, err := e.transition(t, wire.StatusHumanRejected, now, "rejected by "+d.DecidedBy.UserID)
+			return append(evs, more...), err
+		}
+		more, err := e.transition(t, wire.StatusHumanApproved, now, d.Decision.Action+" by "+d.DecidedBy.UserID)
+		if err != nil {
+			return nil, err
+		}
+		evs = append(evs, more...)
+		more, err = e.transition(t, wire.StatusExecuting, now, "resumed after the decision")
 		return append(evs, more...), err
 	})
 	if err != nil {
@@ -222,8 +228,12 @@ func (e *engine) decideRemote(r *run, d *wire.HumanDecisionPayload) error {
 			d.ReplyTo = t.Human.TaskID
 		}
 		t.Human = nil
-		evs, err := e.transition(t, to, now, d.Decision.Action+" by "+d.DecidedBy.UserID)
-		return evs, []Outgoing{{Peer: t.Target, Type: wire.MsgHumanDecision, Payload: d}}, err
+		evs, err := e.toDeciding(t, now, d.DecidedBy.UserID)
+		if err != nil {
+			return nil, nil, err
+		}
+		more, err := e.transition(t, to, now, d.Decision.Action+" by "+d.DecidedBy.UserID)
+		return append(evs, more...), []Outgoing{{Peer: t.Target, Type: wire.MsgHumanDecision, Payload: d}}, err
 	})
 }
 

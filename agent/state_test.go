@@ -18,7 +18,7 @@ var wantLegal = map[wire.Status][]wire.Status{
 	wire.StatusInfoNeeded:    {wire.StatusInfoProvided, wire.StatusFailed, wire.StatusCancelled},
 	wire.StatusInfoProvided:  {wire.StatusConfirmed, wire.StatusExecuting, wire.StatusInfoNeeded, wire.StatusNeedHuman, wire.StatusFailed, wire.StatusCancelled},
 	wire.StatusNeedHuman:     {wire.StatusHumanDeciding, wire.StatusHumanApproved, wire.StatusHumanRejected, wire.StatusFailed, wire.StatusCancelled},
-	wire.StatusHumanDeciding: {wire.StatusHumanApproved, wire.StatusHumanRejected, wire.StatusFailed, wire.StatusCancelled},
+	wire.StatusHumanDeciding: {wire.StatusHumanApproved, wire.StatusHumanRejected, wire.StatusNeedHuman, wire.StatusFailed, wire.StatusCancelled},
 	wire.StatusHumanApproved: {wire.StatusConfirmed, wire.StatusExecuting, wire.StatusFailed, wire.StatusCancelled},
 	wire.StatusHumanRejected: {wire.StatusRejected, wire.StatusFailed, wire.StatusCancelled},
 }

@@ -17,15 +17,20 @@ import (
 // scope of the request's current level (admin always does). A request that
 // is already decided or closed is a conflict (409); a task without a
 // request is not found (404).
+//
+// The action escalate does not decide: it hands the request to the next
+// escalation level (a second reviewer), the task going need_human →
+// human_deciding → need_human (agent.Agent.HandOver); at the last level
+// it is a conflict.
 func (m *Manager) Decide(ctx context.Context, p agent.Principal, id string, req agent.DecisionRequest) (*Request, error) {
 	switch req.Action {
-	case agent.ActionApprove, agent.ActionReject:
+	case agent.ActionApprove, agent.ActionReject, ActionEscalate:
 	case agent.ActionModify:
 		if len(req.ApprovedFields) == 0 {
 			return nil, wire.Errorf(wire.CodeInvalidParams, "modify needs approved_fields: the fields to change").With("field", "approved_fields")
 		}
 	default:
-		return nil, wire.Errorf(wire.CodeInvalidParams, "action must be approve, reject or modify").With("field", "action")
+		return nil, wire.Errorf(wire.CodeInvalidParams, "action must be approve, reject, modify or escalate").With("field", "action")
 	}
 	if err := m.Sync(ctx); err != nil {
 		return nil, err
@@ -47,9 +52,45 @@ func (m *Manager) Decide(ctx context.Context, p agent.Principal, id string, req 
 		m.mu.Unlock()
 		return nil, wire.Errorf(wire.CodeInvalidStateChange, "a decision on task %s is being applied", id).With("task_id", id)
 	}
+	if req.Action == ActionEscalate && level >= len(m.levels) {
+		m.mu.Unlock()
+		return nil, wire.Errorf(wire.CodeInvalidStateChange, "the request of task %s is at the last escalation level (%d): decide it", id, level).
+			With("task_id", id).With("escalation_level", level)
+	}
 	e.busy = true
 	m.mu.Unlock()
+	if req.Action == ActionEscalate {
+		return m.handOver(ctx, e, p, req, level)
+	}
 	return m.apply(ctx, e, p, req, level)
+}
+
+// ActionEscalate hands a request to the next escalation level.
+const ActionEscalate = "escalate"
+
+// handOver runs the escalate action on e, which the caller marked busy:
+// the task records the hand-over, the request moves to the next level.
+func (m *Manager) handOver(ctx context.Context, e *entry, p agent.Principal, req agent.DecisionRequest, level int) (*Request, error) {
+	id := e.rec.TaskID
+	t, err := m.a.HandOver(ctx, p, id, level+1, req.Notes)
+	now := m.clock.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e.busy = false
+	if err != nil {
+		return nil, err
+	}
+	why := fmt.Sprintf("handed to level %d by %s", level+1, p.ID)
+	if req.Notes != "" {
+		why += ": " + req.Notes
+	}
+	closed, created := m.closeChange(e.rec, now, why), m.createChange(t, enteredAt(t), now)
+	if err := m.save(m.bg, closed, created); err != nil {
+		return nil, err
+	}
+	m.install(closed)
+	m.install(created)
+	return view(created.rec, m.levels), nil
 }
 
 // notPending explains why a task has no pending request.

@@ -24,7 +24,8 @@ import (
 //	GET  /hil/{task_id}        one request with its audit trail
 //	POST /hil/{task_id}/decision
 //	     {"action":"approve|reject|modify","approved_fields":{},
-//	      "rejection_reason":"","notes":""}
+//	      "rejection_reason":"","notes":""}; "escalate" hands the
+//	     request to the next level's reviewers without deciding
 //
 // Reading needs tasks:read or a reviewers scope of some level; deciding
 // needs the reviewers scope of the request's current level (or admin).
