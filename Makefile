@@ -58,13 +58,13 @@ run: build ## build, then serve with DATA=./data on LISTEN=127.0.0.1:8080
 	@echo "try: $(BIN) task submit echo --payload '{\"msg\":\"hi\"}' --wait 5s --data $(DATA) --agent http://$(LISTEN)"
 	./$(BIN) serve --data $(DATA) --listen $(LISTEN)
 
-test: ## vet, every module tidy, the race suite, test-grpc, test-a2a, cross, the suite under qemu (arm64, armv7), the tier-1 harness smoke
+test: ## vet, every module tidy, cross (the builds fail fast), the race suite, test-grpc, test-a2a, the suite under qemu (arm64, armv7), the tier-1 harness smoke
 	@scripts/timed.sh vet $(GO) vet ./...
 	@scripts/timed.sh modules $(MAKE) --no-print-directory modules
+	@scripts/timed.sh cross $(MAKE) --no-print-directory cross
 	@scripts/timed.sh race env CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m ./...
 	@scripts/timed.sh test-grpc $(MAKE) --no-print-directory test-grpc
 	@scripts/timed.sh test-a2a $(MAKE) --no-print-directory test-a2a
-	@scripts/timed.sh cross $(MAKE) --no-print-directory cross
 	@scripts/timed.sh test-arm64 $(MAKE) --no-print-directory test-arm64
 	@scripts/timed.sh test-arm $(MAKE) --no-print-directory test-arm
 	@scripts/timed.sh bench-tier1-smoke $(MAKE) --no-print-directory bench-tier1-smoke
