@@ -62,6 +62,9 @@ type tokens struct {
 	mu        sync.RWMutex
 	byHash    map[[32]byte]Principal
 	adminHash [32]byte
+	// revoked holds, per token id, a channel closed when the token is
+	// revoked (made on demand by Revoked).
+	revoked map[string]chan struct{}
 }
 
 func (ts *tokens) load(db *store.DB, admin string) error {
@@ -167,6 +170,43 @@ func (a *Agent) RevokeToken(ctx context.Context, id string) error {
 			delete(a.tokens.byHash, h)
 		}
 	}
+	if c, ok := a.tokens.revoked[id]; ok {
+		close(c)
+		delete(a.tokens.revoked, id)
+	}
 	a.tokens.mu.Unlock()
 	return nil
+}
+
+// Revoked returns a channel that is closed when p's token is revoked, so
+// that streams opened with it (SSE, WebSocket) end; nil (never closed)
+// for the admin token, which cannot be revoked. A token already revoked
+// gets a closed channel.
+func (a *Agent) Revoked(p Principal) <-chan struct{} {
+	if p.ID == "" || p.ID == "admin" {
+		return nil
+	}
+	a.tokens.mu.Lock()
+	defer a.tokens.mu.Unlock()
+	live := false
+	for _, q := range a.tokens.byHash {
+		if q.ID == p.ID {
+			live = true
+			break
+		}
+	}
+	if !live {
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	if a.tokens.revoked == nil {
+		a.tokens.revoked = map[string]chan struct{}{}
+	}
+	c, ok := a.tokens.revoked[p.ID]
+	if !ok {
+		c = make(chan struct{})
+		a.tokens.revoked[p.ID] = c
+	}
+	return c
 }

@@ -93,8 +93,13 @@ func (s *Server) messageStream(ctx *fasthttp.RequestCtx, p agent.Principal, _ []
 	})
 }
 
-// wsAnswer handles one envelope read from the stream.
-func (s *Server) wsAnswer(mt int, data []byte) wsFrame {
+// wsAnswer handles one envelope read from the stream. A panic while
+// handling it is answered like POST /message's: internal_error, and the
+// stream goes on.
+func (s *Server) wsAnswer(mt int, data []byte) (f wsFrame) {
+	defer s.recoverStream(Prefix+"/messages/stream", func() {
+		f = wsFrame{websocket.TextMessage, []byte(`{"error":{"code":"internal_error","message":"internal error","retriable":true}}`)}
+	})
 	msgpack := mt == websocket.BinaryMessage
 	typ, codec := websocket.TextMessage, wire.JSON
 	if msgpack {

@@ -142,11 +142,16 @@ func (s *Server) authorize(ctx *fasthttp.RequestCtx, scope string) (agent.Princi
 		ctx.Response.Header.Set(fasthttp.HeaderWWWAuthenticate, `Bearer realm="synapse", error="invalid_token"`)
 		return p, err
 	}
+	ctx.SetUserValue(principalKey{}, p)
 	if !p.Can(scope) {
 		return p, wire.Errorf(wire.CodePermissionDenied, "this token lacks the %q scope", scope).With("scope", scope)
 	}
 	return p, nil
 }
+
+// principalKey holds the authorized principal of a request, for streams
+// that end when its token is revoked (streamDone).
+type principalKey struct{}
 
 // bearer returns the token of an "Authorization: Bearer <token>" value;
 // the scheme is case-insensitive (RFC 9110 §11.1).

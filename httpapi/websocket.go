@@ -54,10 +54,24 @@ func (s *Server) upgrade(ctx *fasthttp.RequestCtx, handler func(c *websocket.Con
 			writeRaw(ctx, status, ct, body)
 		},
 	}
+	revoked := s.revoked(ctx)
+	path := string(ctx.Path())
 	s.streams.Add(1)
 	if err := up.Upgrade(ctx, func(c *websocket.Conn) {
 		defer s.streams.Done()
 		defer c.Close()
+		defer s.recoverStream(path, func() {
+			_ = c.WriteControl(websocket.CloseMessage,
+				websocket.FormatCloseMessage(websocket.CloseInternalServerErr, "internal error"), time.Now().Add(wsWriteWait))
+		})
+		// A revoked token ends the connection: a close frame (1008), then
+		// the socket, which ends the handler's reads and writes.
+		_, stop := s.streamDone(revoked, func() {
+			_ = c.WriteControl(websocket.CloseMessage,
+				websocket.FormatCloseMessage(websocket.ClosePolicyViolation, "token revoked"), time.Now().Add(wsWriteWait))
+			_ = c.UnderlyingConn().Close()
+		})
+		defer stop()
 		handler(c)
 	}); err != nil {
 		s.streams.Done() // the upgrader has answered the request
