@@ -86,6 +86,42 @@ type server struct {
 	cmd    *exec.Cmd
 	client *a2aclient.Client
 	ctx    context.Context
+	// metrics is Synapse's /metrics URL ("" for the others), read with
+	// token.
+	metrics, token string
+}
+
+// commits reads Synapse's store counters: write transactions committed
+// (one fsync each) and the seconds spent in them.
+func (s *server) commits() (n, secs float64) {
+	if s.metrics == "" {
+		return 0, 0
+	}
+	req, err := http.NewRequest(http.MethodGet, s.metrics, nil)
+	if err != nil {
+		return 0, 0
+	}
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	r, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, 0
+	}
+	defer r.Body.Close()
+	sc := bufio.NewScanner(r.Body)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) != 2 {
+			continue
+		}
+		v, _ := strconv.ParseFloat(f[1], 64)
+		switch f[0] {
+		case "synapse_store_commits_total":
+			n = v
+		case "synapse_store_commit_seconds_total":
+			secs = v
+		}
+	}
+	return n, secs
 }
 
 func (s *server) stop() {
@@ -172,6 +208,7 @@ func run(synapseBin, jsDir string, rounds int, round time.Duration, counts []int
 		c    int
 	}
 	rates := map[key][]float64{}
+	commitN, commitSecs, tasksN := map[int]float64{}, map[int]float64{}, map[int]float64{}
 	lats := map[key][]time.Duration{}
 	errs := map[key]int{}
 	for r := range rounds {
@@ -182,7 +219,14 @@ func run(synapseBin, jsDir string, rounds int, round time.Duration, counts []int
 				_ = i
 			}
 			for _, s := range order {
+				n0, s0 := s.commits()
 				n, ls, e := load(s, c, round)
+				if s.metrics != "" {
+					n1, s1 := s.commits()
+					commitN[c] += n1 - n0
+					commitSecs[c] += s1 - s0
+					tasksN[c] += float64(n)
+				}
 				k := key{s.name, c}
 				rates[k] = append(rates[k], float64(n)/round.Seconds())
 				lats[k] = append(lats[k], ls...)
@@ -198,6 +242,12 @@ func run(synapseBin, jsDir string, rounds int, round time.Duration, counts []int
 			m := median(rates[k])
 			p50, p99 := percentile(lats[k], 50), percentile(lats[k], 99)
 			fmt.Printf("%-8s %7d %10.0f %9s %9s %7d %8.2fx\n", s.name, c, m, p50.Round(time.Microsecond), p99.Round(time.Microsecond), errs[k], m/base)
+		}
+	}
+	for _, c := range counts {
+		if commitN[c] > 0 {
+			fmt.Printf("synapse at %d clients: %.0f commits for %.0f tasks (%.2f tasks per fsynced commit), mean commit %.3f ms (fsync included)\n",
+				c, commitN[c], tasksN[c], tasksN[c]/commitN[c], 1000*commitSecs[c]/commitN[c])
 		}
 	}
 	if rssTasks > 0 {
@@ -343,8 +393,8 @@ func startSynapse(bin, dir string, maxConc int) (*server, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	s := &server{name: "synapse", cmd: cmd}
 	base := "http://" + addr
+	s := &server{name: "synapse", cmd: cmd, metrics: base + "/metrics", token: token}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		r, err := http.Get(base + "/api/v1/synapse/health")
