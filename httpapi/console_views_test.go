@@ -307,9 +307,31 @@ func TestConsoleViews(t *testing.T) {
 		shoot(t, "decisions")
 	})
 
-	if p := br.pageProblems(); len(p) > 0 {
-		t.Errorf("the page reported problems:\n%s", strings.Join(p, "\n"))
+	problems := br.pageProblems()
+	if len(problems) > 0 {
+		t.Errorf("the page reported problems:\n%s", strings.Join(problems, "\n"))
 	}
+
+	// A token for telemetry only signs in too: the views it may not read
+	// say so (the browser logs their 403 answers, nothing else).
+	t.Run("a telemetry-only token", func(t *testing.T) {
+		tok := createToken(t, a, "wall-screen", agent.ScopeTier1Read)
+		br.click("#logout")
+		br.waitJS("the sign-in form", `!document.querySelector("#login-view").hidden && document.querySelector("#nav").hidden`)
+		br.eval(`document.querySelector("#token").value = `+jsString(tok)+`; document.querySelector("#login").requestSubmit(); true`, nil)
+		br.waitJS("the tabs", `!document.querySelector("#nav").hidden`)
+		open(t, "decisions")
+		br.waitJS("the decisions note", `document.querySelector("#pending-empty").textContent.includes("may not see decisions")`)
+		open(t, "telemetry")
+		br.waitJS("the charts", `document.querySelectorAll("#t-charts .legend li").length >= 4 && document.querySelector("#t-live").textContent.includes("live")`)
+		open(t, "tokens")
+		br.waitJS("the tokens note", `document.querySelector("#v-tokens .note").textContent.includes("lacks the admin scope") && document.querySelector("#k-form").hidden`)
+		for _, p := range br.pageProblems()[len(problems):] {
+			if !strings.Contains(p, "status of 403") {
+				t.Errorf("the page reported: %s", p)
+			}
+		}
+	})
 }
 
 func phone(b *browser) {

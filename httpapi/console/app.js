@@ -54,13 +54,12 @@
     const t = $('#token').value.trim();
     if (!t) return;
     token = t;
+    // A token that may not see decisions (403), or an agent without
+    // human-in-the-loop (503), still opens the other views.
     let r = await api('GET', '/hil');
-    if (r.status === 503) { // no human-in-the-loop here: check the token on another route
-      r = await api('GET', '/tasks?page_size=1');
-      if (r.status === 403) r.status = 200;
-    }
+    if (r.status === 503) r = await api('GET', '/tasks?page_size=1'); // checks the token
+    if (r.status === 403) r.status = 200;
     if (r.status === 401) { token = ''; $('#login-error').textContent = 'The agent refused this token.'; return; }
-    if (r.status === 403) { token = ''; $('#login-error').textContent = 'This token may not see decisions (it needs tasks:read or a hil scope).'; return; }
     if (r.status !== 200) { token = ''; $('#login-error').textContent = errText(r); return; }
     sessionStorage.setItem(KEY, token);
     $('#token').value = '';
@@ -75,6 +74,7 @@
     clearInterval(tasksTimer);
     reqs.clear();
     $('#pending').replaceChildren();
+    $('#pending-empty').textContent = 'Nothing waits for a person.';
     leave();
     $('#nav').hidden = true;
     $('#logout').hidden = true;
@@ -307,6 +307,11 @@
         if (last) headers['Last-Event-ID'] = last;
         const res = await fetch(API + '/hil/stream', { headers, signal: ctl.signal, cache: 'no-store' });
         if (res.status === 401) { signOut('The agent refused the token.'); return; }
+        if (res.status === 403 || res.status === 503) { // no decisions for this token or on this agent
+          $('#pending-empty').textContent = res.status === 403 ? 'This token may not see decisions (it needs tasks:read or a hil scope).'
+            : 'Human-in-the-loop is not running on this agent.';
+          return;
+        }
         if (!res.ok || !res.body) throw new Error('stream answered ' + res.status);
         $('#live').classList.add('on');
         delay = 1000;
