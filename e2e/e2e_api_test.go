@@ -46,6 +46,7 @@ type taskView struct {
 	ErrorMessage string          `json:"error_message"`
 	ErrorCode    string          `json:"error_code"`
 	Recoverable  bool            `json:"recoverable"`
+	CreatedAt    string          `json:"created_at"`
 	// MissingFields is set in info_needed.
 	MissingFields []struct {
 		Field string `json:"field"`

@@ -1,0 +1,206 @@
+package e2e_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// pipelineTasks is the number of tasks of TestP2PPipelineUnderSIGKILL:
+// SYNAPSE_E2E_PIPELINE_TASKS, default 300 (about 20 s on two busy cores;
+// 10,000 takes a few minutes).
+func pipelineTasks(t *testing.T) int {
+	t.Helper()
+	s := os.Getenv("SYNAPSE_E2E_PIPELINE_TASKS")
+	if s == "" {
+		return 300
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 10 {
+		t.Fatalf("SYNAPSE_E2E_PIPELINE_TASKS=%q: want a number ≥ 10", s)
+	}
+	return n
+}
+
+// TestP2PPipelineUnderSIGKILL: A delegates N echo tasks to B, one client
+// submitting them in order, while B and A are each killed with SIGKILL
+// twice (B, A, B, A) and restarted on their data: the outbox keeps a
+// window of messages in flight to B all along. Afterwards every task has
+// completed exactly once on A and run exactly once on B, and B applied the
+// requests in A's order (their created_at on B never goes back, and B's
+// feed of its last run lists them in order).
+func TestP2PPipelineUnderSIGKILL(t *testing.T) {
+	n := pipelineTasks(t)
+	config := filepath.Join(t.TempDir(), "p2p.json")
+	writeJSON(t, config, map[string]any{"p2p": map[string]any{
+		"max_retries": 30, "retry_base_delay_ms": 50, "heartbeat_interval_seconds": 1,
+	}})
+	a := startAgent(t, agentOpts{args: []string{"--config", config}})
+	b := startAgent(t, agentOpts{args: []string{"--config", config}})
+	aID, _ := identityOf(t, a)
+	bID, _ := identityOf(t, b)
+	for _, x := range [][2]*agentProc{{a, b}, {b, a}} {
+		if r := x[0].call(http.MethodPost, prefix+"/agents", []byte(`{"endpoint":"`+x[1].url()+`"}`)); r.status != http.StatusCreated {
+			t.Fatalf("POST /agents %s: %s", x[1].url(), r)
+		}
+	}
+
+	// One client, in order: each task is acknowledged (durable, its request
+	// queued) before the next is sent, so A's queue order is i's order.
+	// Across A's restarts the idempotency key gives the same task.
+	ids := make([]string, n)
+	var submitted atomic.Int64
+	subErr := make(chan error, 1)
+	go func() {
+		c := &loadClient{a: a, hc: newClient(1, requestTimeout), deadline: time.Now().Add(10 * time.Minute)}
+		defer c.hc.CloseIdleConnections()
+		for i := range n {
+			id, _, err := c.submit("pipeline-"+strconv.Itoa(i), `{"task_type":"echo","payload":{"i":`+strconv.Itoa(i)+`},"target":"`+bID+`"}`)
+			if err != nil {
+				subErr <- err
+				return
+			}
+			ids[i] = id
+			submitted.Add(1)
+		}
+		subErr <- nil
+	}()
+	for k, victim := range []*agentProc{b, a, b, a} {
+		at := int64(n * (k + 1) / 5)
+		poll(t, 5*time.Minute, "submissions", func() bool { return submitted.Load() >= at })
+		victim.kill()
+		victim.start()
+	}
+	if err := <-subErr; err != nil {
+		t.Fatal(err)
+	}
+
+	deadline := time.Now().Add(time.Duration(n)*20*time.Millisecond + time.Minute)
+	hc := newClient(durClients, requestTimeout)
+	defer hc.CloseIdleConnections()
+	for { // a summary reads every task: poll it slowly
+		by := a.summary(hc)
+		if by["completed"]+by["failed"]+by["rejected"]+by["cancelled"] >= n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("tasks on A after the deadline: %v, want %d final", by, n)
+		}
+		time.Sleep(500 * time.Millisecond) // poll interval
+	}
+	onA := fetchTasks(t, a, hc, ids)
+	onB := fetchTasks(t, b, hc, ids)
+	var prevCreated string
+	for i, id := range ids {
+		va, vb := onA[id], onB[id]
+		if c := countStatus(va, "completed"); va.Status != "completed" || c != 1 || va.ResultJSON != `{"i":`+strconv.Itoa(i)+`}` {
+			t.Errorf("task %d on A: %s, completed %d times, result %q", i, va.Status, c, va.ResultJSON)
+		}
+		if c := countStatus(vb, "executing"); vb.Status != "completed" || c != 1 {
+			t.Errorf("task %d on B: %s, run %d times", i, vb.Status, c)
+		}
+		if vb.CreatedAt < prevCreated {
+			t.Errorf("task %d created on B at %s, before task %d (%s): applied out of order", i, vb.CreatedAt, i-1, prevCreated)
+		}
+		prevCreated = vb.CreatedAt
+	}
+	if got := len(b.listAll(hc)); got != n {
+		t.Errorf("B has %d tasks, want %d", got, n)
+	}
+	// B's last run: its feed lists the requests it applied, in order.
+	seen := lastRunRequests(t, b)
+	index := make(map[string]int, n)
+	for i, id := range ids {
+		index[id] = i
+	}
+	last := -1
+	for _, id := range seen {
+		i, ok := index[id]
+		if !ok {
+			t.Errorf("B's feed has a request for unknown task %s", id)
+			continue
+		}
+		if i <= last {
+			t.Errorf("B's last run applied request %d after request %d", i, last)
+		}
+		last = i
+	}
+	t.Logf("%d tasks; B's last run applied %d requests in order", n, len(seen))
+	poll(t, time.Minute, "empty outboxes", func() bool {
+		return len(outboxIDs(t, a, "pending", bID))+len(outboxIDs(t, a, "dead", bID))+
+			len(outboxIDs(t, b, "pending", aID))+len(outboxIDs(t, b, "dead", aID)) == 0
+	})
+}
+
+// countStatus counts the transitions of v into status.
+func countStatus(v taskView, status string) int {
+	c := 0
+	for _, h := range v.History {
+		if h.Status == status {
+			c++
+		}
+	}
+	return c
+}
+
+// summary is a's count of tasks by status (GET /tasks/summary).
+func (a *agentProc) summary(hc *http.Client) map[string]int {
+	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+	defer cancel()
+	r, err := a.send(ctx, hc, http.MethodGet, prefix+"/tasks/summary", nil)
+	var s struct {
+		ByStatus map[string]int `json:"by_status"`
+	}
+	if err != nil || r.status != http.StatusOK || json.Unmarshal(r.body, &s) != nil {
+		return nil
+	}
+	return s.ByStatus
+}
+
+// lastRunRequests reads the task ids of the task requests in a's feed of
+// received envelopes (its current run), in feed order.
+func lastRunRequests(t *testing.T, a *agentProc) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.url()+prefix+"/messages/callback", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+a.token)
+	req.Header.Set("Last-Event-ID", "0")
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		t.Fatalf("GET /messages/callback: %v", err)
+	}
+	defer resp.Body.Close()
+	var ids []string
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for sc.Scan() { // ends when ctx does: the feed is followed live
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var env struct {
+			MessageType string `json:"message_type"`
+			Payload     struct {
+				Task struct {
+					ID string `json:"id"`
+				} `json:"task"`
+			} `json:"payload"`
+		}
+		if json.Unmarshal([]byte(data), &env) == nil && env.MessageType == "p2p:task_request" {
+			ids = append(ids, env.Payload.Task.ID)
+		}
+	}
+	return ids
+}
