@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -108,22 +109,45 @@ func (e *engine) transition(t *wire.Task, to wire.Status, now time.Time, reason 
 	t.History = append(t.History[:len(t.History):len(t.History)], wire.Transition{From: from, Status: to, At: wire.Time{Time: now}, Reason: reason})
 	t.Status = to
 	t.UpdatedAt = now
-	evs := []*wire.Event{e.newEvent(t, wire.EventStatus, now, map[string]any{
-		"task_id": t.ID, "status": to, "from": from, "progress": t.Progress, "message": reason,
-	})}
+	n := 1
+	if to.Terminal() {
+		n = 3
+	}
+	evs := make([]*wire.Event, 0, n)
+	evs = append(evs, e.newEvent(t, wire.EventStatus, now, &statusEvent{
+		From: from, Message: reason, Progress: t.Progress, Status: to, TaskID: t.ID,
+	}))
 	if to.Terminal() {
 		if t.ErrorCode != "" {
-			evs = append(evs, e.newEvent(t, wire.EventError, now, map[string]any{
-				"task_id": t.ID, "code": t.ErrorCode, "message": t.ErrorMessage, "recoverable": t.Recoverable,
+			evs = append(evs, e.newEvent(t, wire.EventError, now, &errorEvent{
+				Code: t.ErrorCode, Message: t.ErrorMessage, Recoverable: t.Recoverable, TaskID: t.ID,
 			}))
 		}
 		// The complete event carries the task as it is once this event is
 		// counted: the same etag as GET /task/{id} then.
 		final := t.StatusResponse(true)
-		final.ETag = fmt.Sprintf(`"%s-%d"`, t.ID, t.Seq+1)
+		final.ETag = `"` + t.ID + "-" + strconv.FormatUint(t.Seq+1, 10) + `"`
 		evs = append(evs, e.newEvent(t, wire.EventComplete, now, final))
 	}
 	return evs, nil
+}
+
+// The data of status and error events: structs rather than maps (fewer
+// allocations), their fields in the order of the keys encoding/json
+// writes for a map, so the JSON is what it was.
+type statusEvent struct {
+	From     wire.Status `json:"from"`
+	Message  string      `json:"message"`
+	Progress int         `json:"progress"`
+	Status   wire.Status `json:"status"`
+	TaskID   string      `json:"task_id"`
+}
+
+type errorEvent struct {
+	Code        string `json:"code"`
+	Message     string `json:"message"`
+	Recoverable bool   `json:"recoverable"`
+	TaskID      string `json:"task_id"`
 }
 
 // apply mutates the run's task, persists the new state with its events and

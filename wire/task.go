@@ -270,7 +270,10 @@ type Time struct{ time.Time }
 
 // MarshalJSON writes the time in TimeFormat.
 func (t Time) MarshalJSON() ([]byte, error) {
-	return []byte(`"` + FormatTime(t.Time) + `"`), nil
+	b := make([]byte, 0, len(TimeFormat)+2)
+	b = append(b, '"')
+	b = t.UTC().AppendFormat(b, TimeFormat)
+	return append(b, '"'), nil
 }
 
 // UnmarshalJSON reads any RFC 3339 time.
