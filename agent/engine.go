@@ -41,9 +41,12 @@ type engine struct {
 	// queued but not committed (their channel is closed when it is): a
 	// later message about the task waits for it (p2p_order.go).
 	creating map[string]chan struct{}
-	active   int
-	closing  bool
-	wg       sync.WaitGroup
+	// freed, when not nil, is closed when an execution slot is given back
+	// (peers' requests wait for one: acquireWait).
+	freed   chan struct{}
+	active  int
+	closing bool
+	wg      sync.WaitGroup
 
 	base       context.Context
 	cancelBase context.CancelCauseFunc
@@ -266,7 +269,55 @@ func (e *engine) release(r *run) {
 	e.mu.Lock()
 	e.active--
 	e.a.m.active.Set(float64(e.active))
+	e.slotFreed()
 	e.mu.Unlock()
+}
+
+// slotFreed wakes the requests waiting for a slot; e.mu is held.
+func (e *engine) slotFreed() {
+	if e.freed != nil {
+		close(e.freed)
+		e.freed = nil
+	}
+}
+
+// remoteAdmitWait bounds how long a peer's task request waits for an
+// execution slot.
+const remoteAdmitWait = 5 * time.Second
+
+// acquireWait takes an execution slot for a peer's task request, waiting
+// up to remoteAdmitWait for one: while it waits, the peer's later messages
+// wait behind it (back-pressure on the peer's window). When none frees up
+// the message — not the task — is refused as overloaded (TP-SYS001, 503,
+// retriable): the peer's outbox sends it again later.
+func (e *engine) acquireWait(ctx context.Context) error {
+	timer := time.NewTimer(remoteAdmitWait)
+	defer timer.Stop()
+	for { // each wait ends with a freed slot
+		e.mu.Lock()
+		if e.closing {
+			e.mu.Unlock()
+			return wire.Errorf(wire.CodeAgentNotReady, "the agent is shutting down")
+		}
+		if e.active < e.a.cfg.MaxConcurrentTasks {
+			e.active++
+			e.a.m.active.Set(float64(e.active))
+			e.mu.Unlock()
+			return nil
+		}
+		if e.freed == nil {
+			e.freed = make(chan struct{})
+		}
+		ch := e.freed
+		e.mu.Unlock()
+		select {
+		case <-ch:
+		case <-timer.C:
+			return wire.Errorf(wire.CodeSysOverloaded, "every execution slot is taken (max_concurrent_tasks is %d): send the request again later", e.a.cfg.MaxConcurrentTasks)
+		case <-ctx.Done():
+			return wire.Errorf(wire.CodeSysOverloaded, "no execution slot: %v", ctx.Err())
+		}
+	}
 }
 
 // ---- submit ----

@@ -177,6 +177,7 @@ func (e *engine) provideInfo(ctx context.Context, id string, fields wire.JSONVal
 		if len(missing) == 0 {
 			e.mu.Lock()
 			e.active--
+			e.slotFreed()
 			e.mu.Unlock()
 		}
 		return nil, err

@@ -211,5 +211,6 @@ func (e *engine) acquireUndo() {
 	e.mu.Lock()
 	e.active--
 	e.a.m.active.Set(float64(e.active))
+	e.slotFreed()
 	e.mu.Unlock()
 }

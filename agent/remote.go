@@ -183,6 +183,9 @@ func (e *engine) acceptRemote(ctx context.Context, peer, messageID string, req *
 	if ch := e.creating[id]; ch != nil {
 		e.mu.Unlock()
 		<-ch // another request for the same task: no second effect
+		if _, err := e.get(id); err != nil {
+			return wire.Errorf(wire.CodeAgentNotReady, "another request for task %s was not accepted: send this one again", id)
+		}
 		return nil
 	}
 	if e.creating == nil {
@@ -237,8 +240,8 @@ func (e *engine) acceptRemote(ctx context.Context, peer, messageID string, req *
 		t.MissingFields = missing
 		more, _ := e.transition(t, wire.StatusInfoNeeded, now, "payload is missing required fields")
 		evs = append(evs, more...)
-	} else if err := e.acquire(false); err != nil {
-		reject(wire.AsError(err))
+	} else if err := e.acquireWait(ctx); err != nil {
+		return err // the message is refused, the task not created: sent again
 	} else {
 		r.slot = true
 		more, _ := e.transition(t, wire.StatusConfirmed, now, "accepted")
