@@ -43,6 +43,12 @@ type PeerInfo struct {
 	// ActiveTasks and MaxTasks are from the peer's last heartbeat.
 	ActiveTasks int `json:"active_tasks" msgpack:"active_tasks"`
 	MaxTasks    int `json:"max_tasks" msgpack:"max_tasks"`
+	// What the peer declares, learnt at pairing (peer_caps.go); absent
+	// until read.
+	Capabilities   *wire.AgentCapabilities     `json:"capabilities,omitempty" msgpack:"capabilities,omitempty"`
+	Interfaces     []wire.ImplementedInterface `json:"interfaces,omitempty" msgpack:"interfaces,omitempty"`
+	Compliance     *wire.ComplianceEvaluation  `json:"compliance,omitempty" msgpack:"compliance,omitempty"`
+	CapabilitiesAt string                      `json:"capabilities_at,omitempty" msgpack:"capabilities_at,omitempty"`
 }
 
 // peer is the live state of one paired agent.
@@ -56,6 +62,7 @@ func (p *peer) info() PeerInfo {
 	pi := PeerInfo{AgentID: p.rec.AgentID, AgentName: p.rec.AgentName, SystemID: p.rec.SystemID,
 		Endpoint: p.rec.Endpoint, PublicKey: p.rec.PublicKey, Status: p.rec.Status,
 		AddedAt: wire.FormatTime(p.rec.AddedAt), ActiveTasks: p.active, MaxTasks: p.max}
+	learnt(&pi, &p.rec)
 	if !p.rec.LastSeen.IsZero() {
 		pi.LastSeen = wire.FormatTime(p.rec.LastSeen)
 	}
@@ -213,6 +220,7 @@ func (a *Agent) AddPeer(ctx context.Context, endpoint string) (info *PeerInfo, c
 	// Messages that waited for this peer (or gave up) go now.
 	n.spawn(func() { n.out.wake(id.AgentID) })
 	n.pinned(id.AgentID) // pairing.go
+	n.spawn(func() { n.learnCapabilities(id.AgentID) })
 	return &pi, old == nil, nil
 }
 
@@ -319,6 +327,9 @@ func (n *p2pNode) heard(id string, hb *wire.HeartbeatPayload) (wasOffline bool) 
 	if rec.Status != prev {
 		n.log.Info("peer status", "agent_id", id, "status", rec.Status, "was", prev)
 		n.savePeer(rec)
+		if prev == PeerOffline {
+			n.spawn(func() { n.learnCapabilities(id) }) // it may have changed
+		}
 	}
 	return prev == PeerOffline
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/synapse-edge/synapse/wire"
 )
 
 // Peers and the message ids seen from them (SPEC §6):
@@ -34,6 +36,11 @@ type Peer struct {
 	Status    string    `json:"status"`
 	LastSeen  time.Time `json:"last_seen"`
 	AddedAt   time.Time `json:"added_at"`
+	// Capabilities and Interfaces are the peer's documents as last read
+	// (at pairing, or when it came back), at CapabilitiesAt.
+	Capabilities   *wire.AgentCapabilities     `json:"capabilities,omitempty"`
+	Interfaces     []wire.ImplementedInterface `json:"interfaces,omitempty"`
+	CapabilitiesAt time.Time                   `json:"capabilities_at,omitzero"`
 }
 
 // bucket returns the named bucket, creating it in a write transaction; in
