@@ -72,14 +72,17 @@ type pairing struct {
 	pending map[string]*pairRequest
 	// refusedBy holds, per peer that refused this agent, why.
 	refusedBy map[string]string
-	// asked is when this agent last sent each peer its pair request.
-	asked map[string]time.Time
+	// asked is when this agent last sent each peer its pair request;
+	// asking is closed when the request sent on pairing is answered.
+	asked  map[string]time.Time
+	asking map[string]chan struct{}
 }
 
 func (pg *pairing) init() {
 	pg.pending = map[string]*pairRequest{}
 	pg.refusedBy = map[string]string{}
 	pg.asked = map[string]time.Time{}
+	pg.asking = map[string]chan struct{}{}
 }
 
 // ask sends peer this agent's pair request, unless it was sent less than
@@ -136,10 +139,45 @@ func (n *p2pNode) pairedHello(p *peer, m *wire.UnifiedSynapseMessage) *Reply {
 // paired this agent, wakes its outbox).
 func (n *p2pNode) pinned(peer string) {
 	pg := &n.pairing
+	done := make(chan struct{})
 	pg.mu.Lock()
 	delete(pg.pending, peer)
+	pg.asking[peer] = done
 	pg.mu.Unlock()
-	n.spawn(func() { n.ask(peer, true) })
+	n.spawn(func() {
+		n.ask(peer, true)
+		close(done)
+		pg.mu.Lock()
+		if pg.asking[peer] == done {
+			delete(pg.asking, peer)
+		}
+		pg.mu.Unlock()
+	})
+}
+
+// Pair is AddPeer that returns once the pair request has been answered
+// (or has failed, within a few seconds): an operator of the other agent
+// finds it listed as soon as the call returns. The API and the CLI pair
+// through it.
+func (a *Agent) Pair(ctx context.Context, endpoint string) (*PeerInfo, bool, error) {
+	info, created, err := a.AddPeer(ctx, endpoint)
+	if err != nil || a.node == nil {
+		return info, created, err
+	}
+	pg := &a.node.pairing
+	pg.mu.Lock()
+	done := pg.asking[info.AgentID]
+	pg.mu.Unlock()
+	if done != nil {
+		t := time.NewTimer(2 * maxHeartbeatTimeout)
+		defer t.Stop()
+		select {
+		case <-done:
+		case <-ctx.Done():
+		case <-t.C:
+		}
+	}
+	return info, created, nil
 }
 
 // unpaired answers a message from an agent that is not a paired peer: a
@@ -276,7 +314,7 @@ func (a *Agent) AcceptPeer(ctx context.Context, id string) (*PeerInfo, error) {
 			want.Endpoint, IdentityPath, got.AgentID, keyFingerprint(got.PublicKey), want.AgentID, keyFingerprint(want.PublicKey)).
 			With("agent_id", id).With("reason", "public_key_changed")
 	}
-	info, _, err := a.AddPeer(ctx, want.Endpoint)
+	info, _, err := a.Pair(ctx, want.Endpoint)
 	if err != nil {
 		return nil, err
 	}

@@ -305,18 +305,25 @@ func taskInfoVerb() *verb {
 	return &verb{
 		name: "task info", args: "TASK_ID [FIELD=VALUE ...]", minArgs: 1, maxArgs: -1,
 		summary: "supply the missing fields a task in state info_needed asks for",
-		about: `Each FIELD=VALUE sets one field; VALUE is taken as JSON when it parses as
-JSON (42, true, {"a":1}, "quoted") and as a string otherwise. --fields gives
-several at once as a JSON object; FIELD=VALUE arguments override it.`,
+		about: `Each --field FIELD=VALUE (as hil approve takes them) or FIELD=VALUE argument
+sets one field; VALUE is taken as JSON when it parses as JSON (42, true,
+{"a":1}, "quoted") and as a string otherwise. --fields gives several at once
+as a JSON object; the single fields override it.`,
 		agent: true, timeout: defaultRequestTimeout,
 		examples: []string{
+			"synapse task info TASK_ID --field style=classic --field width=800",
 			"synapse task info TASK_ID style=classic width=800",
 			`synapse task info TASK_ID --fields '{"style":"classic","width":800}'`,
 		},
 		setup: func(fs *flag.FlagSet, s *session) runFunc {
 			fieldsJSON := fs.String("fields", "", "fields as a JSON `OBJECT`")
+			var fieldArgs []string
+			fs.Func("field", "set field `FIELD=VALUE` (repeatable)", func(v string) error {
+				fieldArgs = append(fieldArgs, v)
+				return nil
+			})
 			return func(ctx context.Context, args []string) error {
-				fields, err := parseFields(*fieldsJSON, args[1:])
+				fields, err := parseFields(*fieldsJSON, append(fieldArgs, args[1:]...))
 				if err != nil {
 					return err
 				}
@@ -360,7 +367,7 @@ func parseFields(obj string, pairs []string) (map[string]any, error) {
 		fields[k] = val
 	}
 	if len(fields) == 0 {
-		return nil, usageErrorf("no fields given: use FIELD=VALUE or --fields")
+		return nil, usageErrorf("no fields given: use --field FIELD=VALUE, FIELD=VALUE or --fields")
 	}
 	return fields, nil
 }

@@ -134,7 +134,7 @@ func (s *Server) addPeer(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string
 	if err := decode(ctx, &req); err != nil {
 		return err
 	}
-	p, created, err := s.a.AddPeer(ctx, req.Endpoint)
+	p, created, err := s.a.Pair(ctx, req.Endpoint)
 	if err != nil {
 		return err
 	}

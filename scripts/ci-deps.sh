@@ -5,6 +5,7 @@
 #   mosquitto, nats-server  the engines of make bench-tier1 (its smoke mode is in make test)
 #   gcc               the race detector needs cgo (make test)
 #   chromium          the web console's browser test (httpapi), headless
+#   jq                the README tour (e2e/readme_tour_test.go) runs as written
 # It installs only when CI=true or when called with --install; otherwise it
 # says what is missing. Idempotent and quiet: nothing happens when all is
 # there.
@@ -21,6 +22,7 @@ command -v gcc >/dev/null 2>&1 || missing+=(gcc)
 for engine in mosquitto nats-server; do
 	command -v "$engine" >/dev/null 2>&1 || [ -x "/usr/sbin/$engine" ] || missing+=("$engine")
 done
+command -v jq >/dev/null 2>&1 || missing+=(jq)
 if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
 	missing+=(chromium)
 fi
