@@ -188,7 +188,7 @@ func TestConsoleViews(t *testing.T) {
 			t.Fatalf("a second after its acknowledgement the frame is not in the chart and the latest values (ms: %v)", ms)
 		}
 		t.Logf("a live frame reached the chart %d ms and the latest values %d ms after its acknowledgement", ms[0], ms[1])
-		br.waitJS("frames/s", `document.querySelector("#t-rate").textContent !== "–"`)
+		br.waitJS("frames/s", `document.querySelector("#t-rate").textContent !== "–" && Number(document.querySelector("#t-rrate").textContent) > 0`)
 		narrow(t)
 		shoot(t, "telemetry")
 	})

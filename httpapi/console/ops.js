@@ -65,6 +65,7 @@
   const colors = new Map(); // device -> colour, the same in every chart
   const latest = new Map(); // row key -> {dev, name, v, unit, t, frame}
   let ctl = null, timers = [], prev = null, drawQueued = false, tableQueued = false;
+  let arrivals = [], since = 0; // live frames of the routine: [ms, count], for its rate
 
   function shapeOf(d) {
     const f = (name, types) => d.fields.find((x) => x.name === name && types.includes(x.type));
@@ -250,8 +251,13 @@
     const c = ctl;
     sse('/tier1/' + encodeURIComponent(id) + '/frames/stream', c.signal, () => history(id), (type, data) => {
       if (type !== 'frames' || c !== ctl) return;
-      try { frames(JSON.parse(data).frames); } catch (e) { /* a bad event is skipped */ }
+      let ev;
+      try { ev = JSON.parse(data); } catch (e) { return; /* a bad event is skipped */ }
+      arrivals.push([performance.now(), ev.frames.length + (ev.skipped || 0)]);
+      frames(ev.frames);
     }, liveStatus);
+    arrivals = [];
+    since = performance.now();
     stored();
     draw();
   }
@@ -261,7 +267,7 @@
     if (!d || !d.stored) return;
     const st = d.stored;
     $('#t-frames').textContent = st.frames.toLocaleString();
-    $('#t-bytes').textContent = fmtBytes(st.bytes) + ' of ' + fmtBytes(st.max_bytes);
+    $('#t-bytes').replaceChildren(fmtBytes(st.bytes), el('small', 'muted', ' of ' + fmtBytes(st.max_bytes)));
     $('#t-meter').value = st.max_bytes ? st.bytes / st.max_bytes : 0;
     $('#t-oldest').textContent = st.oldest_ts ? fmtAge(SY.now() - st.oldest_ts / 1e6) + ' ago' : '–';
     $('#t-oldest').title = st.oldest_ts ? new Date(st.oldest_ts / 1e6).toLocaleString() : '';
@@ -292,6 +298,17 @@
     if (prev && now > prev.at) $('#t-rate').textContent = Math.max(0, (f - prev.f) / ((now - prev.at) / 1000)).toFixed(1);
     $('#t-refused').textContent = String(m.synapse_tier1_refused_batches_total || 0);
     prev = { at: now, f };
+    liveRate();
+  }
+
+  // liveRate is the routine's frames/s over the last 10 s of the live
+  // stream (a floor if the stream missed batches).
+  function liveRate() {
+    const now = performance.now();
+    while (arrivals.length && arrivals[0][0] < now - 10000) arrivals.shift();
+    const span = Math.min(10000, now - since) / 1000;
+    const n = arrivals.reduce((s, a) => s + a[1], 0);
+    $('#t-rrate').textContent = span >= 1 ? (n / span).toFixed(1) : '–';
   }
 
   SY.view('telemetry', {
