@@ -42,6 +42,8 @@ func DecodeEnvelope(body []byte, msgpack bool) (*wire.UnifiedSynapseMessage, err
 		return nil, wire.Errorf(wire.CodeVerUnsupported, "%v", err)
 	case errors.Is(err, wire.ErrHopLimit):
 		return nil, wire.Errorf(wire.CodeTraHopLimit, "%v", err)
+	case errors.Is(err, wire.ErrInvalidUTF8):
+		return nil, wire.Errorf(wire.CodeValUTF8, "envelope: %v", err)
 	}
 	return nil, wire.Errorf(wire.CodeMessageFormatInvalid, "%v", err)
 }

@@ -108,6 +108,10 @@ func (s *Server) a2aRPC(ctx *fasthttp.RequestCtx, p agent.Principal) error {
 		return nil
 	}
 	var req a2a.Request
+	if err := wire.CheckUTF8(body); err != nil {
+		writeRPC(ctx, a2a.NewErrorResponse(nil, a2a.Errorf(a2a.CodeParseError, "the body is not a JSON-RPC request: %v", err)))
+		return nil
+	}
 	if err := json.Unmarshal(body, &req); err != nil {
 		writeRPC(ctx, a2a.NewErrorResponse(nil, a2a.Errorf(a2a.CodeParseError, "the body is not a JSON-RPC request: %v", err)))
 		return nil

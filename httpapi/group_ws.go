@@ -153,6 +153,9 @@ func (s *Server) groupStreamSend(gm *group.Manager, id string, canSend bool, dat
 		return fail(wire.Errorf(wire.CodePermissionDenied, "sending to a group needs the tasks:write scope"))
 	}
 	var req group.MessageRequest
+	if err := wire.CheckUTF8(data); err != nil {
+		return fail(wire.Errorf(wire.CodeValUTF8, "message: %v", err))
+	}
 	if err := json.Unmarshal(data, &req); err != nil {
 		return fail(wire.Errorf(wire.CodeMessageFormatInvalid, "send {\"text\":...} or {\"body\":{...}}: %v", err))
 	}

@@ -47,6 +47,9 @@ func decode(ctx *fasthttp.RequestCtx, v any) error {
 		if c == wire.Msgpack {
 			name = "msgpack"
 		}
+		if errors.Is(err, wire.ErrInvalidUTF8) {
+			return wire.Errorf(wire.CodeValUTF8, "%s body: %v", name, err)
+		}
 		if errors.Is(err, io.ErrUnexpectedEOF) {
 			return wire.Errorf(wire.CodeMessageFormatInvalid, "the %s body ends early (truncated)", name)
 		}

@@ -2,7 +2,10 @@ package tier1
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
+
+	"github.com/synapse-edge/synapse/wire"
 )
 
 // Errors of descriptors and registries.
@@ -40,8 +43,9 @@ var (
 	ErrExtraValues = errors.New("more values than fields")
 	// ErrValueTooLong: a str or bin is longer than Limits allow.
 	ErrValueTooLong = errors.New("value too long")
-	// ErrInvalidUTF8: a str value is not valid UTF-8.
-	ErrInvalidUTF8 = errors.New("str is not valid UTF-8")
+	// ErrInvalidUTF8: a str value is not valid UTF-8. It wraps
+	// wire.ErrInvalidUTF8 (TP-VAL002).
+	ErrInvalidUTF8 = fmt.Errorf("str is %w", wire.ErrInvalidUTF8)
 )
 
 // FrameError reports the first bad frame of a batch; the whole batch is

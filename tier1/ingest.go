@@ -276,6 +276,11 @@ func refusal(err error) error {
 	}
 	var fe *FrameError
 	switch {
+	case errors.Is(err, wire.ErrInvalidUTF8) && errors.As(err, &fe):
+		return wire.Errorf(wire.CodeValUTF8, "batch refused: %v", err).
+			With("frame_index", fe.Index).With("field", fe.Field)
+	case errors.Is(err, wire.ErrInvalidUTF8):
+		return wire.Errorf(wire.CodeValUTF8, "batch refused: %v", err)
 	case errors.As(err, &fe):
 		return wire.Errorf(wire.CodeInvalidParams, "batch refused: %v", err).
 			With("frame_index", fe.Index).With("field", fe.Field)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -56,6 +57,9 @@ var jsonBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // Unmarshal decodes one JSON value and refuses trailing data.
 func (jsonCodec) Unmarshal(b []byte, v any) error {
+	if err := CheckUTF8(b); err != nil {
+		return err
+	}
 	d := json.NewDecoder(bytes.NewReader(b))
 	if err := d.Decode(v); err != nil {
 		return describeJSONError(err)
@@ -64,6 +68,23 @@ func (jsonCodec) Unmarshal(b []byte, v any) error {
 		return fmt.Errorf("trailing data after the JSON value")
 	}
 	return nil
+}
+
+// CheckUTF8 refuses JSON text that is not valid UTF-8 (RFC 8259 §8.1):
+// encoding/json would keep such bytes in a json.RawMessage as they are.
+func CheckUTF8(b []byte) error {
+	if utf8.Valid(b) {
+		return nil
+	}
+	i := 0
+	for i < len(b) {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n <= 1 {
+			break
+		}
+		i += n
+	}
+	return fmt.Errorf("%w: JSON text at byte %d", ErrInvalidUTF8, i)
 }
 
 func describeJSONError(err error) error {

@@ -46,6 +46,9 @@ func DecodeEnvelopeJSONLimit(b []byte, maxBytes int) (*UnifiedSynapseMessage, er
 	if err := envCheckSize(b, maxBytes); err != nil {
 		return nil, err
 	}
+	if err := CheckUTF8(b); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrEnvelopeInvalid, err)
+	}
 	m := new(UnifiedSynapseMessage)
 	if err := m.UnmarshalJSON(b); err != nil {
 		return nil, err
@@ -70,6 +73,9 @@ func DecodeEnvelopeMsgpackLimit(b []byte, maxBytes int) (*UnifiedSynapseMessage,
 		return nil, err
 	}
 	if err := CheckMsgpack(b, DefaultMsgpackLimits); err != nil {
+		if errors.Is(err, ErrInvalidUTF8) {
+			return nil, fmt.Errorf("%w: %w", ErrEnvelopeInvalid, err)
+		}
 		return nil, invalidf("%v", err)
 	}
 	r := bytes.NewReader(b)

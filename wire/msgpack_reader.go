@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"unicode/utf8"
 )
 
 // Errors of the msgpack reader. Every error it returns wraps one of them;
@@ -28,6 +29,12 @@ var (
 	// the one value CheckMsgpack expects.
 	ErrMsgpackInvalid = errors.New("msgpack: invalid input")
 )
+
+// ErrInvalidUTF8 is wrapped by the errors of every decoder that meets text
+// that is not valid UTF-8: a JSON document, or a msgpack str (bin is for
+// bytes). Such text is refused where it enters, never stored
+// (TP-VAL002).
+var ErrInvalidUTF8 = errors.New("not valid UTF-8")
 
 // Default limits of the msgpack reader; see [MsgpackLimits].
 const (
@@ -451,6 +458,9 @@ func (r *MsgpackReader) readBlob(kind MsgpackKind, want string) ([]byte, error) 
 	}
 	start := r.off + 1 + w
 	end := start + int(ln)
+	if kind == MsgpackStr && !utf8.Valid(r.b[start:end]) {
+		return nil, fmt.Errorf("%w: msgpack str at offset %d", ErrInvalidUTF8, r.off)
+	}
 	r.off = end
 	return r.b[start:end:end], nil
 }
