@@ -23,8 +23,12 @@ import (
 // every route (tasks:read; tasks:write for the methods that change
 // something); batches (a JSON array) are refused with -32600. Answers are
 // HTTP 200 with a JSON-RPC response, or an SSE stream for
-// SendStreamingMessage and SubscribeToTask; authentication failures are
-// HTTP 401/403 with a TPError, as on every route.
+// SendStreamingMessage and SubscribeToTask (an error before the stream
+// starts is the stream's one event, as the reference server answers it).
+// Authentication failures are HTTP 401/403 and a rate limit HTTP 429 with
+// Retry-After, as on every route, but with a JSON-RPC error body (-31401,
+// -31403, -32603 RATE_LIMITED) that the SDKs decode. Push notification
+// configs are delivered as A2A events by the agent (agent/a2a_push.go).
 const (
 	a2aPath       = "/a2a"
 	agentCardPath = "/.well-known/agent-card.json"
