@@ -65,12 +65,12 @@ func newConsoleScene(t *testing.T) *consoleScene {
 		a.waitStatus(t, id, wire.StatusCompleted)
 	}
 
-	// b goes away: a task for it ends in a's outbox as a dead letter.
+	// b goes away: two tasks for it end in a's outbox as dead letters.
 	b.stop()
 	sc.task = a.submit(t, `{"task_type":"echo","payload":{"msg":"for b"},"target":"`+sc.bID+`"}`)
-	eventually(t, "a dead letter for b", func() bool {
-		return strings.Contains(string(a.do(t, "GET", api("/outbox?state=dead&peer="+sc.bID), nil).body), wire.MsgTaskRequest)
-	})
+	eventually(t, "a dead letter for b", func() bool { return len(sc.deadLetters(t)) == 1 })
+	a.submit(t, `{"task_type":"echo","payload":{"msg":"for b, dropped"},"target":"`+sc.bID+`"}`)
+	eventually(t, "two dead letters for b", func() bool { return len(sc.deadLetters(t)) == 2 })
 
 	g := a.do(t, "POST", api("/group"), []byte(`{"name":"boiler-room","description":"Agents that share the boiler room's work"}`)).object(t)
 	sc.group = g["group_id"].(string)
@@ -81,6 +81,22 @@ func newConsoleScene(t *testing.T) *consoleScene {
 	victim := a.do(t, "POST", api("/tokens"), []byte(`{"name":"old-sensor","scopes":["tier1:write"]}`)).object(t)
 	sc.victim, sc.secret = victim["token_id"].(string), victim["token"].(string)
 	return sc
+}
+
+// outboxItem is an entry of GET /outbox.
+type outboxItem struct {
+	ID     string `json:"id"`
+	DeadAt string `json:"dead_at"`
+}
+
+// deadLetters lists a's dead letters for b, oldest first.
+func (sc *consoleScene) deadLetters(t *testing.T) []outboxItem {
+	t.Helper()
+	var body struct {
+		Items []outboxItem `json:"items"`
+	}
+	sc.a.do(t, "GET", api("/outbox?state=dead&peer="+sc.bID), nil).decodeInto(t, &body)
+	return body.Items
 }
 
 // chartPoints is a JavaScript expression: the points the telemetry charts
@@ -197,7 +213,7 @@ func TestConsoleViews(t *testing.T) {
 		open(t, "peers")
 		card := `#p-list .peer[data-id="` + sc.bID + `"]`
 		br.waitJS("the peer with its dead letter", `document.querySelector(`+jsString(card)+`) &&
-			document.querySelector(`+jsString(card)+`).textContent.includes("Dead letters1") && document.querySelector("#p-deadlist .dead")`)
+			document.querySelector(`+jsString(card)+`).textContent.includes("Dead letters2") && document.querySelectorAll("#p-deadlist .dead").length === 2`)
 		var text string
 		br.eval(`document.querySelector(`+jsString(card)+`).textContent`, &text)
 		for _, want := range []string{"press-line-b", "Last seen", "ago", "Queued"} {
@@ -211,24 +227,23 @@ func TestConsoleViews(t *testing.T) {
 		narrow(t)
 		shoot(t, "peers")
 
-		// Retry while b is still away: the letter goes back to the queue
-		// (and, after its retries, dies again with a later dead_at).
-		deadAt := func() string {
-			var body struct {
-				Items []struct {
-					DeadAt string `json:"dead_at"`
-				} `json:"items"`
-			}
-			a.do(t, "GET", api("/outbox?state=dead&peer="+sc.bID), nil).decodeInto(t, &body)
-			if len(body.Items) != 1 {
-				return ""
-			}
-			return body.Items[0].DeadAt
-		}
-		first := deadAt()
-		br.click(`#p-deadlist .dead .retry`)
+		// Drop the second letter: it is gone from the outbox.
+		letters := sc.deadLetters(t)
+		br.click(`#p-deadlist .dead[data-id="` + letters[1].ID + `"] .drop`)
+		eventually(t, "the dropped letter gone", func() bool {
+			pending := string(a.do(t, "GET", api("/outbox?state=pending"), nil).body)
+			return len(sc.deadLetters(t)) == 1 && !strings.Contains(pending, letters[1].ID)
+		})
+		br.waitJS("one dead letter listed", `document.querySelectorAll("#p-deadlist .dead").length === 1`)
+
+		// Retry the first while b is still away: the letter goes back to
+		// the queue (and, after its retries, dies again with a later dead_at).
+		br.click(`#p-deadlist .dead[data-id="` + letters[0].ID + `"] .retry`)
 		br.waitJS("the toast", `document.querySelector("#toast").textContent.includes("Queued again")`)
-		eventually(t, "the letter retried and dead again", func() bool { d := deadAt(); return d != "" && d > first })
+		eventually(t, "the letter retried and dead again", func() bool {
+			l := sc.deadLetters(t)
+			return len(l) == 1 && l[0].ID == letters[0].ID && l[0].DeadAt > letters[0].DeadAt
+		})
 
 		// b comes back: the task it missed completes.
 		sc.b = servePeer(t, sc.b.cfg, sc.b.cfg.Listen)
