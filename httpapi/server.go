@@ -48,6 +48,8 @@ type Server struct {
 	// bodies bounds the request bodies in memory, publicBodies those of
 	// routes without a token (body.go).
 	bodies, publicBodies *budget
+	// msgBufs lends WebSocket message buffers (msgbuf.go).
+	msgBufs *msgBufs
 }
 
 // Options configure a Server.
@@ -76,6 +78,7 @@ func New(a *agent.Agent, opts Options) *Server {
 		streamsDone: make(chan struct{}), hil: opts.HIL, groups: opts.Groups,
 	}
 	s.bg, s.cancelBg = context.WithCancel(context.Background())
+	s.msgBufs = newMsgBufs(s.bg.Done())
 	s.table = s.routes()
 	s.provideInterfaces()
 	reg := a.Metrics()

@@ -178,22 +178,23 @@ func (s *Server) tier1Stream(ctx *fasthttp.RequestCtx, p agent.Principal, _ []st
 			}
 		}()
 		in := s.a.Tier1()
-		// One read buffer per connection: IngestAsync keeps nothing of the
-		// bytes it is given once it returns.
-		var buf bytes.Buffer
 		for {
 			mt, rd, err := c.NextReader()
 			if err != nil {
 				break
 			}
-			buf.Reset()
+			// A buffer lent for this message (msgbuf.go): IngestAsync keeps
+			// nothing of the bytes it is given once it returns.
+			buf := s.msgBufs.get()
 			if _, err := buf.ReadFrom(rd); err != nil {
+				s.msgBufs.put(buf)
 				break
 			}
 			data := buf.Bytes()
 			slot := make(chan tier1Ack, 1)
 			order <- slot // blocks when tier1Window batches are unanswered
 			if mt != websocket.BinaryMessage {
+				s.msgBufs.put(buf)
 				slot <- tier1Ack{Error: wire.Errorf(wire.CodeMessageFormatInvalid, "send each batch as one binary message")}
 				continue
 			}
@@ -204,6 +205,7 @@ func (s *Server) tier1Stream(ctx *fasthttp.RequestCtx, p agent.Principal, _ []st
 				}
 				slot <- tier1Ack{OK: true, Accepted: r.Accepted, BatchID: r.BatchID, Duplicate: r.Duplicate}
 			})
+			s.msgBufs.put(buf)
 			if err != nil {
 				slot <- tier1Ack{Error: wire.AsError(err)}
 			}
