@@ -1,6 +1,9 @@
 package agent_test
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/synapse-edge/synapse/wire"
@@ -32,4 +35,38 @@ func TestCompleteEventETag(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestInputSchemaObject: a task type's input_schema (the seed's text) is
+// also given parsed, in JSON only.
+func TestInputSchemaObject(t *testing.T) {
+	a := openAgent(t, testConfig(t), nil)
+	caps, err := a.GetCapabilities(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range caps.SupportedTaskTypes {
+		if tt.Type != "sleep" {
+			continue
+		}
+		b, err := wire.JSON.Marshal(tt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			InputSchema       string `json:"input_schema"`
+			InputSchemaObject struct {
+				Required []string `json:"required"`
+			} `json:"input_schema_object"`
+		}
+		if err := json.Unmarshal(b, &got); err != nil || got.InputSchema == "" || len(got.InputSchemaObject.Required) != 1 || got.InputSchemaObject.Required[0] != "ms" {
+			t.Errorf("sleep = %s (%v), want input_schema and its object requiring ms", b, err)
+		}
+		m, err := wire.Msgpack.Marshal(tt)
+		if err != nil || bytes.Contains(m, []byte("input_schema_object")) {
+			t.Errorf("msgpack carries input_schema_object (%v)", err)
+		}
+		return
+	}
+	t.Fatal("no sleep task type")
 }

@@ -58,6 +58,9 @@ func (hs *handlers) add(h Handler) error {
 		h.Type.Name = h.Type.Type
 	}
 	h.Type.InputSchema = schemaString(h.InputSchema)
+	if h.Type.InputSchema != "" {
+		h.Type.InputSchemaObject = wire.JSONValue(h.Type.InputSchema)
+	}
 	h.Type.OutputSchema = schemaString(h.OutputSchema)
 	hs.mu.Lock()
 	defer hs.mu.Unlock()

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -24,7 +25,7 @@ type progress struct {
 // each redraw for the text after the elapsed time.
 func startProgress(s *session, what string) *progress {
 	p := &progress{}
-	if !isTerminal(s.io.Err) {
+	if !s.terminal(s.io.Err) {
 		return p
 	}
 	p.stopc, p.done = make(chan struct{}), make(chan struct{})
@@ -65,4 +66,12 @@ func (p *progress) stop() {
 	close(p.stopc)
 	<-p.done
 	p.stopc = nil
+}
+
+// terminal reports whether w is a terminal (tests may say so of a buffer).
+func (s *session) terminal(w io.Writer) bool {
+	if s.isTerm != nil {
+		return s.isTerm(w)
+	}
+	return isTerminal(w)
 }

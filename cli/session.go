@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -31,6 +32,8 @@ type session struct {
 	// other is the agent that answered at --agent when it is not the
 	// agent of --data (db.go).
 	other string
+	// isTerm, when set (in tests), replaces the terminal check.
+	isTerm func(io.Writer) bool
 }
 
 // globals are the flags shared by every command that talks to an agent.

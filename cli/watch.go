@@ -58,7 +58,7 @@ func watchTask(ctx context.Context, s *session, id, from string, plain bool) err
 		return err
 	}
 	// Off a terminal (a pipe, a file, a CI log) the bar is not redrawn.
-	view := &progressView{w: s.io.Out, plain: plain || !isTerminal(s.io.Out)}
+	view := &progressView{w: s.io.Out, plain: plain || !s.terminal(s.io.Out)}
 	err := c.StreamTask(ctx, id, from, func(ev client.Event) error {
 		if s.g.json {
 			return printEventLine(s.io.Out, ev)

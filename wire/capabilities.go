@@ -13,13 +13,16 @@ const (
 
 // SupportedTaskType describes one task type an agent runs (seed 000 §3.1).
 type SupportedTaskType struct {
-	Type          string   `json:"type" msgpack:"type"`
-	Name          string   `json:"name" msgpack:"name"`
-	Description   string   `json:"description" msgpack:"description"`
-	EstimatedTime string   `json:"estimated_time" msgpack:"estimated_time"`
-	InputSchema   string   `json:"input_schema,omitempty" msgpack:"input_schema,omitempty"`
-	OutputSchema  string   `json:"output_schema,omitempty" msgpack:"output_schema,omitempty"`
-	Capabilities  []string `json:"capabilities,omitempty" msgpack:"capabilities,omitempty"`
+	Type          string `json:"type" msgpack:"type"`
+	Name          string `json:"name" msgpack:"name"`
+	Description   string `json:"description" msgpack:"description"`
+	EstimatedTime string `json:"estimated_time" msgpack:"estimated_time"`
+	InputSchema   string `json:"input_schema,omitempty" msgpack:"input_schema,omitempty"`
+	// InputSchemaObject is InputSchema parsed, in JSON answers only (so
+	// that jq .input_schema_object.required works); seed 000 has the text.
+	InputSchemaObject JSONValue `json:"input_schema_object,omitempty" msgpack:"-"`
+	OutputSchema      string    `json:"output_schema,omitempty" msgpack:"output_schema,omitempty"`
+	Capabilities      []string  `json:"capabilities,omitempty" msgpack:"capabilities,omitempty"`
 }
 
 // AgentCapabilities is an agent's declaration of what it can do (seed 000 §2.1).
