@@ -75,9 +75,13 @@ type CommandHandlerConfig struct {
 	Name        string   `json:"name,omitempty"`
 	Description string   `json:"description,omitempty"`
 	// EstimatedTime is informational, e.g. "1s-10s".
-	EstimatedTime string          `json:"estimated_time,omitempty"`
-	InputSchema   json.RawMessage `json:"input_schema,omitempty"`
-	OutputSchema  json.RawMessage `json:"output_schema,omitempty"`
+	EstimatedTime string `json:"estimated_time,omitempty"`
+	// Capabilities are declared with the task type, e.g. one of the
+	// predefined task types of seed 000 §3.3 ("summarization") that this
+	// command performs.
+	Capabilities []string        `json:"capabilities,omitempty"`
+	InputSchema  json.RawMessage `json:"input_schema,omitempty"`
+	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
 	// TimeoutSeconds bounds one run; 0 means max_task_duration_seconds.
 	TimeoutSeconds int `json:"timeout_seconds,omitempty"`
 	// Idempotent tasks are run again after a restart instead of failed.

@@ -38,7 +38,7 @@ func commandHandler(c CommandHandlerConfig) Handler {
 	return Handler{
 		Type: wire.SupportedTaskType{
 			Type: c.TaskType, Name: name, Description: desc, EstimatedTime: c.EstimatedTime,
-			Capabilities: []string{"command"},
+			Capabilities: append([]string{"command"}, c.Capabilities...),
 		},
 		InputSchema:  c.InputSchema,
 		OutputSchema: c.OutputSchema,

@@ -54,6 +54,14 @@ func (hs *handlers) add(h Handler) error {
 	if err != nil {
 		return fmt.Errorf("register handler: %w", err)
 	}
+	if p, ok := wire.LookupTaskType(h.Type.Type); ok { // seed 000 §3.3
+		if h.Type.Name == "" {
+			h.Type.Name = p.Name
+		}
+		if h.Type.Description == "" {
+			h.Type.Description = p.Description
+		}
+	}
 	if h.Type.Name == "" {
 		h.Type.Name = h.Type.Type
 	}

@@ -78,8 +78,9 @@ type DirectoryQuery struct {
 	// Capability matches a task type whose capabilities list it, or whose
 	// type it is.
 	Capability string
-	// TaskType matches a task type by type. With Capability, both must hold
-	// for the same task type.
+	// TaskType matches a task type by type, or, for one of the predefined
+	// ids of seed 000 §3.3, a task type that declares it among its
+	// capabilities. With Capability, both must hold for the same task type.
 	TaskType string
 	// Status is online, busy or offline.
 	Status string
@@ -103,8 +104,11 @@ func (q DirectoryQuery) matches(e *DirectoryEntry) bool {
 	if q.Capability == "" && q.TaskType == "" {
 		return true
 	}
+	_, predefined := wire.LookupTaskType(q.TaskType)
 	for _, t := range e.Capabilities.SupportedTaskTypes {
-		if q.TaskType != "" && t.Type != q.TaskType {
+		// A predefined id (seed 000 §3.3) is also matched by the task
+		// types that declare it among their capabilities.
+		if q.TaskType != "" && t.Type != q.TaskType && !(predefined && t.Declares(q.TaskType)) {
 			continue
 		}
 		if q.Capability != "" && t.Type != q.Capability && !slices.Contains(t.Capabilities, q.Capability) {
