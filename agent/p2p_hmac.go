@@ -50,6 +50,8 @@ const maxReplayMemory = 100_000
 type hmacGuard struct {
 	mu   sync.Mutex
 	seen map[string]time.Time // sender \x00 t \x00 sha256(body) → t
+	// pruned is when entries older than the window were last dropped.
+	pruned time.Time
 }
 
 // peerSecrets are the secrets shared with peer, or nil.
@@ -126,13 +128,16 @@ func (g *hmacGuard) remember(sender string, t int64, body []byte, now time.Time)
 	if _, dup := g.seen[key]; dup {
 		return false
 	}
-	if len(g.seen) >= maxReplayMemory {
+	// Entries outside the window can go: their t is refused as stale.
+	// Pruned at most once per window, or when the memory is full.
+	if len(g.seen) >= maxReplayMemory || (len(g.seen) > 0 && now.Sub(g.pruned) > wire.HMACTolerance) {
 		cutoff := now.Add(-2 * wire.HMACTolerance)
 		for k, at := range g.seen {
 			if at.Before(cutoff) {
 				delete(g.seen, k)
 			}
 		}
+		g.pruned = now
 		if len(g.seen) >= maxReplayMemory {
 			return false // flooded with fresh signatures: refuse rather than forget
 		}
