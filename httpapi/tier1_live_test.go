@@ -121,6 +121,19 @@ func TestTier1LiveStream(t *testing.T) {
 			t.Errorf("event of a 700-frame batch: %d frames, skipped %d; want the newest 500 and 200 skipped", len(ev.Frames), ev.Skipped)
 		}
 	})
+	t.Run("revoking the token ends the stream", func(t *testing.T) {
+		tok := ts.do(t, "POST", api("/tokens"), []byte(`{"name":"screen","scopes":["tier1:read"]}`)).object(t)
+		c := openLive(t, ts, "", tok["token"].(string))
+		ts.do(t, "DELETE", api("/tokens/"+tok["token_id"].(string)), nil).wantStatus(t, http.StatusNoContent)
+		select {
+		case _, ok := <-c:
+			if ok {
+				t.Errorf("an event after the revocation")
+			}
+		case <-time.After(2 * time.Second):
+			t.Errorf("the stream of a revoked token is still open after 2 s")
+		}
+	})
 	t.Run("errors", func(t *testing.T) {
 		writer := createToken(t, ts, "writer-only", agent.ScopeTasksRead)
 		ts.do(t, "GET", api("/tier1/synapse.telemetry/frames/stream"), nil, withToken("")).wantError(t, http.StatusUnauthorized, wire.CodeUnauthorized)
