@@ -1,0 +1,3 @@
+module github.com/molecule-man/go-brrr
+
+go 1.24
