@@ -178,6 +178,8 @@ type agentOpts struct {
 	args []string
 	// env are extra KEY=VALUE environment entries.
 	env []string
+	// bin is the binary to run; default the one TestMain built.
+	bin string
 }
 
 // proc is one run of "synapse serve".
@@ -206,6 +208,7 @@ type agentProc struct {
 	token   string
 	args    []string
 	env     []string
+	bin     string
 
 	mu   sync.Mutex
 	addr string
@@ -221,7 +224,10 @@ func startAgent(t *testing.T, o agentOpts) *agentProc {
 	if o.dataDir == "" {
 		o.dataDir = t.TempDir()
 	}
-	a := &agentProc{t: t, dataDir: o.dataDir, token: randomToken(t), args: o.args, env: o.env}
+	if o.bin == "" {
+		o.bin = synapseBin
+	}
+	a := &agentProc{t: t, dataDir: o.dataDir, token: randomToken(t), args: o.args, env: o.env, bin: o.bin}
 	t.Cleanup(a.cleanup)
 	a.start()
 	return a
@@ -278,13 +284,13 @@ func (a *agentProc) start() {
 func (a *agentProc) launch(addr string) *proc {
 	a.t.Helper()
 	args := append([]string{"serve", "--data", a.dataDir, "--listen", addr}, a.args...)
-	cmd := exec.Command(synapseBin, args...)
+	cmd := exec.Command(a.bin, args...)
 	cmd.Env = append(cleanEnv(), "SYNAPSE_ADMIN_TOKEN="+a.token)
 	cmd.Env = append(cmd.Env, a.env...)
 	p := &proc{cmd: cmd, stderr: &syncBuffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.stderr, p.stderr
 	if err := cmd.Start(); err != nil {
-		a.t.Fatalf("run %s: %v", synapseBin, err)
+		a.t.Fatalf("run %s: %v", a.bin, err)
 	}
 	go func() {
 		p.err = cmd.Wait()
