@@ -109,7 +109,7 @@ func (a *Agent) openP2P() error {
 		Timeout: deliveryTimeout,
 		Transport: &http.Transport{
 			Proxy:               http.ProxyFromEnvironment,
-			MaxIdleConnsPerHost: 8,
+			MaxIdleConnsPerHost: peerWindow + 8, // a window of requests to one peer
 			IdleConnTimeout:     90 * time.Second,
 			DisableCompression:  true,
 		},

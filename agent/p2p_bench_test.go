@@ -121,6 +121,7 @@ func BenchmarkOutboxDrain(b *testing.B) {
 		b.Fatalf("%d messages queued, want %d", got, b.N)
 	}
 	delivered0 := counter(req.a, "synapse_outbox_delivered_total")
+	w0, c0 := counter(exe.a, "synapse_store_writes_total"), counter(exe.a, "synapse_store_commits_total")
 	b.ResetTimer()
 	exe.open()
 	deadline := time.Now().Add(10 * time.Minute)
@@ -148,6 +149,12 @@ func BenchmarkOutboxDrain(b *testing.B) {
 	secs := b.Elapsed().Seconds()
 	b.ReportMetric(float64(b.N)/secs, "tasks/s")
 	b.ReportMetric((counter(req.a, "synapse_outbox_delivered_total")-delivered0)/secs, "msgs/s")
+	// The executor's group-commit factor and commit rate during the drain.
+	w, c := counter(exe.a, "synapse_store_writes_total")-w0, counter(exe.a, "synapse_store_commits_total")-c0
+	if c > 0 {
+		b.ReportMetric(w/c, "exe-writes/commit")
+		b.ReportMetric(c/secs, "exe-commits/s")
+	}
 }
 
 // counter reads one series of the agent's metrics (0 when absent).
