@@ -52,7 +52,8 @@ func rawExchange(addr, req string, body []byte, timeout time.Duration) (int, str
 // it; a quarter of them send whole 1 MiB bodies to the routes that need no
 // token (P2P envelopes). The agent's resident memory must stay under 64
 // MiB all along, every token-less request gets 401, and the agent answers
-// afterwards.
+// afterwards. A client that asks "Expect: 100-continue" without a token is
+// refused before it sends a byte of body.
 func TestHostileBodiesBeforeAuth(t *testing.T) {
 	const (
 		conns    = 256
@@ -139,4 +140,12 @@ func TestHostileBodiesBeforeAuth(t *testing.T) {
 		t.Errorf("... and %d more", len(failed)-10)
 	}
 	a.submit(http.StatusCreated, `{"task_type":"echo","payload":{"after":true}}`)
+
+	// Expect: 100-continue (curl sends it for large bodies): a request
+	// without a token is refused before the client is asked for its body.
+	status, text, err := rawExchange(addr, "POST "+prefix+"/task/multipart HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=x\r\n"+
+		"Content-Length: 11534336\r\nExpect: 100-continue\r\n\r\n", nil, 10*time.Second)
+	if err != nil || status != http.StatusUnauthorized {
+		t.Errorf("Expect: 100-continue without a token: %d %s %v, want 401 before any body", status, text, err)
+	}
 }

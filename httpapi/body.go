@@ -3,11 +3,13 @@ package httpapi
 import (
 	"errors"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -168,4 +170,47 @@ func (s *Server) readBody(ctx *fasthttp.RequestCtx, public bool) (release func()
 func tooLarge(limit int) error {
 	return wire.Errorf(wire.CodePayloadTooLarge, "the request body is larger than the limit of %d bytes for this route", limit).
 		With("limit_bytes", limit)
+}
+
+// expect answers "Expect: 100-continue" (curl sends it for bodies over 1
+// MiB): the token, the scope and the declared length are checked before
+// the client is told to send the body; a refusal is the usual TPError and
+// the body is never sent.
+func (s *Server) expect(ctx *fasthttp.RequestCtx) int {
+	path := string(ctx.Path())
+	scope := s.routeScope(path, string(ctx.Method()))
+	if scope == "" {
+		return fasthttp.StatusContinue
+	}
+	var err error
+	if _, err = s.authorize(ctx, scope); err == nil {
+		if limit := s.bodyLimit(path); ctx.Request.Header.ContentLength() > limit {
+			err = tooLarge(limit)
+		}
+	}
+	if err != nil {
+		writeError(ctx, err)
+		s.requests.With(statusLabel(ctx.Response.StatusCode())).Add(1)
+		return ctx.Response.StatusCode()
+	}
+	return fasthttp.StatusContinue
+}
+
+// routeScope is the scope the route of method and path needs; "" for
+// public routes and paths no route serves (the handler answers those).
+func (s *Server) routeScope(path, method string) string {
+	if path == a2aPath {
+		return agent.ScopeTasksRead
+	}
+	rest, ok := strings.CutPrefix(path, Prefix+"/")
+	if !ok {
+		return ""
+	}
+	parts := strings.Split(strings.TrimSuffix(rest, "/"), "/")
+	for _, r := range s.table {
+		if _, ok := match(r.pattern, parts); ok && r.method == method {
+			return r.scope
+		}
+	}
+	return ""
 }

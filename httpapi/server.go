@@ -119,6 +119,7 @@ func New(a *agent.Agent, opts Options) *Server {
 		HeaderReceived: func(*fasthttp.RequestHeader) fasthttp.RequestConfig {
 			return fasthttp.RequestConfig{MaxRequestBodySize: 1}
 		},
+		ExpectHandler:         s.expect,
 		ErrorHandler:          s.connError,
 		SecureErrorLogMessage: true,
 	}
