@@ -40,7 +40,7 @@ import (
 const (
 	maxPairRequests = 64
 	pairRequestTTL  = 24 * time.Hour
-	askEvery        = 10 * time.Second
+	askEvery        = 5 * time.Second
 	// WaitingForPeer starts the history reason of a delegated task whose
 	// target has not accepted this agent yet.
 	WaitingForPeer = "waiting_for_peer"

@@ -175,3 +175,46 @@ func TestPairRequestChecks(t *testing.T) {
 		}
 	})
 }
+
+// TestPairingAcceptedLate: the requester's outbox gave up retrying before
+// the operator accepted (its messages are dead letters); accepting still
+// delivers them, and the task completes.
+func TestPairingAcceptedLate(t *testing.T) {
+	a := startPeer(t, "requester", fastRetries)
+	b := startPeer(t, "executor", fastRetries)
+	if _, _, err := a.a.Pair(context.Background(), b.url()); err != nil {
+		t.Fatalf("Pair: %v", err)
+	}
+	if n := len(b.a.PairRequests()); n != 1 {
+		t.Fatalf("%d pair requests listed right after Pair, want 1", n)
+	}
+	task := submitTo(t, a, b, "echo", `{"late":true}`)
+	eventually(t, 10*time.Second, func() bool { return len(outbox(t, a.a, store.OutboxDead)) > 0 },
+		func() string { return "the refused request did not become a dead letter" })
+	if _, err := b.a.AcceptPeer(context.Background(), a.id()); err != nil {
+		t.Fatalf("AcceptPeer: %v", err)
+	}
+	done := waitFinal(t, a.a, task.ID)
+	if done.Status != wire.StatusCompleted || resultJSON(done) != `{"late":true}` {
+		t.Fatalf("task ended %s with %s, want completed", describe(done), resultJSON(done))
+	}
+}
+
+// TestPairRequestAskedAgain: the pending list is memory only; after the
+// other agent restarts, the requester (refused as unknown, TP-ID003, on
+// its next heartbeat) sends its request again (askEvery after the first).
+func TestPairRequestAskedAgain(t *testing.T) {
+	t.Parallel() // it waits for askEvery (5 s) between two requests
+	a := startPeer(t, "requester", fastRetries)
+	b := startPeer(t, "executor", fastRetries)
+	if _, _, err := a.a.Pair(context.Background(), b.url()); err != nil {
+		t.Fatalf("Pair: %v", err)
+	}
+	b.stop()
+	b.open()
+	if n := len(b.a.PairRequests()); n != 0 {
+		t.Fatalf("%d pair requests after a restart, want none (memory only)", n)
+	}
+	eventually(t, 30*time.Second, func() bool { return len(b.a.PairRequests()) == 1 },
+		func() string { return "the requester did not ask again after the restart" })
+}
