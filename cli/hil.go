@@ -15,7 +15,7 @@ import (
 
 func hilVerbs() []*verb {
 	return []*verb{hilListVerb(), hilShowVerb(),
-		hilDecideVerb(client.ActionApprove), hilDecideVerb(client.ActionReject), hilDecideVerb(client.ActionModify)}
+		hilDecideVerb(client.ActionApprove), hilDecideVerb(client.ActionReject), hilDecideVerb(client.ActionModify), hilDecideVerb(client.ActionEscalate)}
 }
 
 // decisionFields is a repeatable --field k=v flag; v is JSON when it parses as
@@ -217,17 +217,24 @@ func hilDecideVerb(action string) *verb {
 	case client.ActionModify:
 		v.summary = "approve a task's request with changed fields"
 		v.examples = []string{`synapse hil modify TASK_ID --field window='"tonight"' --field retries=3`}
+	case client.ActionEscalate:
+		v.summary = "hand a task's request to the next escalation level without deciding"
+		v.examples = []string{`synapse hil escalate TASK_ID --notes "needs the plant manager"`}
 	}
 	v.about = `The token needs the reviewers scope of the request's current escalation
 level (hil:l1, hil:l2, hil:l3 by default) or admin. A request that is already
 decided is refused (exit 1, HTTP 409).`
-	if action != client.ActionReject {
+	takesFields := action == client.ActionApprove || action == client.ActionModify
+	if takesFields {
 		v.about += ` --field KEY=VALUE takes VALUE as JSON when
 it parses as JSON (true, 3, "text", {...}) and as text otherwise.`
 	}
+	if action == client.ActionEscalate {
+		v.about += ` At the last level escalating is refused (exit 1, HTTP 409).`
+	}
 	v.setup = func(fs *flag.FlagSet, s *session) runFunc {
 		fields := decisionFields{}
-		if action != client.ActionReject {
+		if takesFields {
 			fs.Var(fields, "field", "approve with field `KEY=VALUE` (repeatable)")
 		}
 		reason := ""
@@ -251,6 +258,10 @@ it parses as JSON (true, 3, "text", {...}) and as text otherwise.`
 			}
 			if s.g.json {
 				return s.printJSON(r)
+			}
+			if action == client.ActionEscalate {
+				fmt.Fprintf(s.io.Out, "handed task %s to level %d of %d (%s)\n", r.TaskID, r.EscalationLevel, r.Levels, r.ReviewersScope)
+				return nil
 			}
 			status := ""
 			if r.Decision != nil {

@@ -134,3 +134,23 @@ func TestE2EHIL(t *testing.T) {
 		}
 	})
 }
+
+func TestE2EHILEscalate(t *testing.T) {
+	a := e2eAgent(t)
+	id := confirmTask(t, a, "Shut the plant down?")
+	out := mustCLI(t, a, "", "hil", "escalate", id, "--notes", "needs the plant manager")
+	if want := "handed task " + id + " to level 2 of 3 (hil:l2)"; !strings.HasPrefix(out, want) {
+		t.Fatalf("hil escalate: %q, want %q", out, want)
+	}
+	if got := kvValue(t, mustCLI(t, a, "", "hil", "show", id), "level"); got != "2 of 3 (hil:l2)" {
+		t.Errorf("level after escalate = %q", got)
+	}
+	mustCLI(t, a, "", "hil", "escalate", id)
+	code, _, errOut := cliAt(t, a, "", "hil", "escalate", id)
+	if code != cli.ExitFailure || !strings.Contains(errOut, "409") {
+		t.Errorf("escalate at the last level: exit %d\n%s", code, errOut)
+	}
+	// Decided, so that the agent's shutdown does not wait for the handler.
+	mustCLI(t, a, "", "hil", "reject", id)
+	waitTerminal(t, a, id)
+}

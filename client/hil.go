@@ -25,6 +25,9 @@ const (
 	ActionReject  = "reject"
 	// ActionModify approves with changed fields (ApprovedFields).
 	ActionModify = "modify"
+	// ActionEscalate does not decide: it hands the request to the next
+	// escalation level's reviewers.
+	ActionEscalate = "escalate"
 )
 
 // HILRequest is a task's request for a person (GET /hil, GET /hil/{id}).
