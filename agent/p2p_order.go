@@ -43,6 +43,13 @@ import (
 // the first message it gets either has no predecessor or is followed by
 // its predecessor's retry. Exactly once is the message id's job (seen
 // records), not the sequence's.
+//
+// Limits: a dead letter that is requeued keeps its (old) sequence number,
+// at most the highest one applied, so it is applied when it arrives, like
+// any message whose predecessor is known not to come: the order around a
+// message that had been given up is not restored. Messages that reach the
+// agent another way (the WebSocket stream, or a POST without the headers)
+// are applied as they arrive.
 
 // Headers of ordered delivery.
 const (
