@@ -18,6 +18,9 @@ func TestMaxTaskDuration(t *testing.T) {
 	a := openAgent(t, cfg, clock, blockHandler("block", false, started))
 	task := submit(t, a, "block", `{}`)
 	<-started
+	// The handler runs as soon as executing is applied; the stored state
+	// follows at the next commit, which a loaded machine may delay.
+	waitStatus(t, a, task.ID, wire.StatusExecuting)
 
 	clock.Advance(4 * time.Second)
 	if got, _ := a.Wait(context.Background(), task.ID, 20*time.Millisecond); got.Status != wire.StatusExecuting {
