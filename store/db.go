@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -380,7 +381,7 @@ func (db *DB) commit(batch []*writeReq) {
 		if err != nil {
 			db.stats.FailedCommits.Add(1)
 			db.log.Error("commit failed", "err", err, "writes", len(batch))
-			err = fmt.Errorf("commit: %w", err)
+			err = fmt.Errorf("commit: %w", hideDir(err, db.path))
 			failed := err
 			db.failing.Store(&failed)
 		} else {
@@ -415,4 +416,24 @@ func (db *DB) finish(reqs []*writeReq, err error) {
 			r.done <- err
 		}
 	}
+}
+
+// dirHidden is an error whose text names the data file without its
+// directory: it reaches clients (a full disk is a retriable 500), and
+// where the agent keeps its data is none of theirs. The log keeps the
+// full text.
+type dirHidden struct {
+	err  error
+	text string
+}
+
+func (e *dirHidden) Error() string { return e.text }
+func (e *dirHidden) Unwrap() error { return e.err }
+
+func hideDir(err error, path string) error {
+	text := err.Error()
+	if !strings.Contains(text, path) {
+		return err
+	}
+	return &dirHidden{err: err, text: strings.ReplaceAll(text, path, filepath.Base(path))}
 }
