@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/protobuf/types/known/emptypb"
 
@@ -109,4 +110,29 @@ func TestKeepaliveSeedClient(t *testing.T) {
 			t.Error("the connection stayed READY under a 5-minute policy: the test cannot see a refusal")
 		}
 	})
+}
+
+// TestHealthFollowsAgent: once the agent cannot serve (here it has been
+// closed; a failing store is the other cause, agent.Serving), both the
+// HealthCheck RPC and grpc.health.v1 say NOT_SERVING while the gRPC server
+// still answers.
+func TestHealthFollowsAgent(t *testing.T) {
+	n := startNode(t, "health-follows")
+	ctx := as(t, "")
+	hc := grpc_health_v1.NewHealthClient(n.conn)
+	if got, err := hc.Check(ctx, &grpc_health_v1.HealthCheckRequest{}); err != nil || got.GetStatus() != grpc_health_v1.HealthCheckResponse_SERVING {
+		t.Fatalf("Check = %v, %v", got.GetStatus(), err)
+	}
+	cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := n.a.Close(cctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "grpc.health.v1 NOT_SERVING", func() bool {
+		got, err := hc.Check(ctx, &grpc_health_v1.HealthCheckRequest{Service: "synapse.v1.TaskService"})
+		return err == nil && got.GetStatus() == grpc_health_v1.HealthCheckResponse_NOT_SERVING
+	})
+	if got, err := pb.NewHealthServiceClient(n.conn).HealthCheck(ctx, &emptypb.Empty{}); err != nil || got.GetStatus() != "NOT_SERVING" {
+		t.Errorf("HealthCheck = %+v, %v", got, err)
+	}
 }

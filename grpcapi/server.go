@@ -64,6 +64,8 @@ type Server struct {
 	// done is closed by Shutdown; streams end when it is.
 	done     chan struct{}
 	stopOnce sync.Once
+	// watched is closed when watchHealth has returned.
+	watched chan struct{}
 	// creating holds the idempotency keys of CreateGroup calls being
 	// answered (scope + NUL + key).
 	creating sync.Map
@@ -104,7 +106,43 @@ func New(a *agent.Agent, opts Options) *Server {
 		s.health.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
 	}
 	s.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	s.watched = make(chan struct{})
+	go s.watchHealth()
 	return s
+}
+
+// healthPoll is how often grpc.health.v1 is brought in line with the
+// agent's own health (agent.Agent.Serving: the store commits, the agent is
+// not shutting down).
+const healthPoll = time.Second
+
+// watchHealth sets every service NOT_SERVING while the agent does not
+// serve, and SERVING again when it does, until Shutdown.
+func (s *Server) watchHealth() {
+	defer close(s.watched)
+	t := time.NewTicker(healthPoll)
+	defer t.Stop()
+	serving := true
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-t.C:
+		}
+		now := s.a.Serving() == nil
+		if now == serving {
+			continue
+		}
+		serving = now
+		st := healthpb.HealthCheckResponse_SERVING
+		if !now {
+			st = healthpb.HealthCheckResponse_NOT_SERVING
+		}
+		for name := range s.g.GetServiceInfo() {
+			s.health.SetServingStatus(name, st)
+		}
+		s.health.SetServingStatus("", st)
+	}
 }
 
 // Serve serves on ln until Shutdown.
@@ -116,8 +154,9 @@ func (s *Server) Serve(ln net.Listener) error {
 // Shutdown reports NOT_SERVING, ends the streams, and waits for running
 // calls until ctx is done; then it stops the rest.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.health.Shutdown()
 	s.stopOnce.Do(func() { close(s.done) })
+	<-s.watched // no status set after the final NOT_SERVING
+	s.health.Shutdown()
 	stopped := make(chan struct{})
 	go func() {
 		s.g.GracefulStop()
