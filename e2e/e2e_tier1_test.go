@@ -203,7 +203,7 @@ func TestTier1KillDuringIngest(t *testing.T) {
 // comes up; every frame arrives once and in order. Then both sides restart
 // in the middle of a second phase, and still every frame arrives once.
 func TestTier1Uplink(t *testing.T) {
-	up := &agentProc{t: t, dataDir: t.TempDir(), token: randomToken(t), addr: freeAddr(t)}
+	up := &agentProc{t: t, dataDir: t.TempDir(), token: randomToken(t), addr: freeAddr(t), bin: synapseBin}
 	t.Cleanup(up.cleanup)
 	cfg := filepath.Join(t.TempDir(), "down.json")
 	conf := fmt.Sprintf(`{"uplink":{"endpoint":"http://%s","token_env":"UPLINK_TOKEN","max_backoff_ms":200}}`, up.addr)
