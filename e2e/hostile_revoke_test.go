@@ -14,8 +14,8 @@ import (
 )
 
 // TestHostileRevokedTokenStreams (issue #15, item 2): streams opened with
-// a token — the tier-1 WebSocket, task and callback SSE, the P2P message
-// WebSocket — end within a second of DELETE /tokens/{id}; the tier-1
+// a token — the tier-1 WebSocket, task, callback and HIL SSE, the P2P
+// message and group WebSockets — end within a second of DELETE /tokens/{id}; the tier-1
 // WebSocket acknowledges no batch after it.
 func TestHostileRevokedTokenStreams(t *testing.T) {
 	const within = time.Second
@@ -74,17 +74,29 @@ func TestHostileRevokedTokenStreams(t *testing.T) {
 	}
 	openSSE("task SSE", prefix+"/task/"+task+"/stream")
 	openSSE("callback SSE", prefix+"/messages/callback")
-	msgs := dial("message WebSocket", prefix+"/messages/stream")
-	ms := stream{"message WebSocket", make(chan struct{})}
-	go func() {
-		defer close(ms.ended)
-		for {
-			if _, _, err := msgs.ReadMessage(); err != nil {
-				return
+	openSSE("HIL SSE", prefix+"/hil/stream")
+	readAll := func(name, path string) {
+		c := dial(name, path)
+		s := stream{name, make(chan struct{})}
+		go func() {
+			defer close(s.ended)
+			for {
+				if _, _, err := c.ReadMessage(); err != nil {
+					return
+				}
 			}
-		}
-	}()
-	streams = append(streams, ms)
+		}()
+		streams = append(streams, s)
+	}
+	readAll("message WebSocket", prefix+"/messages/stream")
+	r = a.call(http.MethodPost, prefix+"/group", []byte(`{"name":"g"}`))
+	var g struct {
+		ID string `json:"group_id"`
+	}
+	if r.status != http.StatusCreated || json.Unmarshal(r.body, &g) != nil || g.ID == "" {
+		t.Fatalf("POST /group: %s", r)
+	}
+	readAll("group WebSocket", prefix+"/group/"+g.ID+"/messages/stream")
 
 	t1 := dial("tier-1 WebSocket", prefix+"/tier1/stream")
 	acks := make(chan t1Ack, 16)
