@@ -222,39 +222,45 @@ func TestGroupRoutes(t *testing.T) {
 		if err := live.WriteMessage(websocket.TextMessage, []byte(`{"text":"hello from the stream"}`)); err != nil {
 			t.Fatal(err)
 		}
-		for range 100 { // the answer and the event, in either order
-			m := next(live)
+		// await reads frames until match takes one; 100 frames without it fail.
+		await := func(c *websocket.Conn, what string, match func(m map[string]any) bool) {
+			t.Helper()
+			for range 100 {
+				if match(next(c)) {
+					return
+				}
+			}
+			t.Fatalf("100 frames without %s", what)
+		}
+		await(live, "the message's event", func(m map[string]any) bool { // the answer and the event, in either order
 			if m["type"] == wire.MsgGroupMessage {
-				break
+				return true
 			}
-			if _, event := m["seq"]; event {
-				continue // an announcement of an earlier subtest still arriving
-			}
-			if _, ok := m["sent"]; !ok {
+			_, event := m["seq"] // an announcement of an earlier subtest still arriving
+			if _, ok := m["sent"]; !ok && !event {
 				t.Fatalf("unexpected frame %v", m)
 			}
-		}
-		for range 100 { // the observer catches up to the relayed message
-			m := next(observer)
-			if m["type"] == wire.MsgGroupMessage {
-				if p, _ := m["payload"].(map[string]any); p["text"] != "hello from the stream" || m["from"] != memberID {
-					t.Errorf("relayed message = %v", m)
-				}
-				break
+			return false
+		})
+		await(observer, "the relayed message", func(m map[string]any) bool { // the observer catches up to it
+			if m["type"] != wire.MsgGroupMessage {
+				return false
 			}
-		}
+			if p, _ := m["payload"].(map[string]any); p["text"] != "hello from the stream" || m["from"] != memberID {
+				t.Errorf("relayed message = %v", m)
+			}
+			return true
+		})
 		if err := observer.WriteMessage(websocket.TextMessage, []byte(`{"text":"no"}`)); err != nil {
 			t.Fatal(err)
 		}
-		for range 100 {
-			m := next(observer)
-			if e, ok := m["error"].(map[string]any); ok {
-				if e["code"] != wire.CodePermissionDenied {
-					t.Errorf("observer's send answered %v", e)
-				}
-				break
+		await(observer, "the answer to the observer's send", func(m map[string]any) bool {
+			e, ok := m["error"].(map[string]any)
+			if ok && e["code"] != wire.CodePermissionDenied {
+				t.Errorf("observer's send answered %v", e)
 			}
-		}
+			return ok
+		})
 		var evs struct {
 			Events  []group.Event
 			LastSeq uint64 `json:"last_seq"`
