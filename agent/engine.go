@@ -646,6 +646,19 @@ func (e *engine) logLine(id, line string) {
 	})
 }
 
+func (e *engine) chunk(id string, c wire.StreamChunk) {
+	r := e.live(id)
+	if r == nil {
+		return
+	}
+	_ = e.apply(r, false, func(t *wire.Task, now time.Time) ([]*wire.Event, error) {
+		if t.Status.Terminal() {
+			return nil, nil
+		}
+		return []*wire.Event{e.newEvent(t, wire.EventLog, now, c)}, nil
+	})
+}
+
 func (e *engine) live(id string) *run {
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -105,6 +106,7 @@ type Run struct {
 	payload      json.RawMessage
 	e            *engine
 	inline       *inlineBuf // events kept until the task is stored
+	chunks       atomic.Int64
 }
 
 // ID is the task id.
@@ -140,6 +142,23 @@ func (r *Run) Log(line string) {
 		return
 	}
 	r.e.logLine(r.id, line)
+}
+
+// Chunk emits a partial result as a wire.StreamChunk (a log event whose data
+// is the chunk): data is encoded as the result is; final marks the last one.
+// Chunks are numbered from 1 in the order of the calls. Nothing is emitted
+// once the task has ended.
+func (r *Run) Chunk(data any, final bool) error {
+	b, err := encodeResult(data)
+	if err != nil {
+		return fmt.Errorf("stream chunk: %w", err)
+	}
+	c := wire.StreamChunk{TaskID: r.id, Seq: int(r.chunks.Add(1)), Data: b, Final: final}
+	if r.inline.recordChunk(r.e.a.clock.Now(), c) {
+		return nil
+	}
+	r.e.chunk(r.id, c)
+	return nil
 }
 
 func encodeResult(v any) (wire.JSONValue, error) {

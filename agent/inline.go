@@ -37,6 +37,7 @@ type inlineEvent struct {
 	at       time.Time
 	progress int // -1 for a log line
 	text     string
+	chunk    *wire.StreamChunk // a stream chunk instead of progress or text
 }
 
 // record keeps an event while the task is not stored; false when it is.
@@ -53,6 +54,20 @@ func (b *inlineBuf) record(at time.Time, progress int, text string) bool {
 	return true
 }
 
+// recordChunk is record for a stream chunk.
+func (b *inlineBuf) recordChunk(at time.Time, c wire.StreamChunk) bool {
+	if b == nil {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.active {
+		return false
+	}
+	b.evs = append(b.evs, inlineEvent{at: at, progress: -1, chunk: &c})
+	return true
+}
+
 // flush turns the kept events into task events and stops keeping.
 func (e *engine) flush(b *inlineBuf, t *wire.Task) []*wire.Event {
 	b.mu.Lock()
@@ -60,6 +75,10 @@ func (e *engine) flush(b *inlineBuf, t *wire.Task) []*wire.Event {
 	b.active = false
 	var evs []*wire.Event
 	for _, ie := range b.evs {
+		if ie.chunk != nil {
+			evs = append(evs, e.newEvent(t, wire.EventLog, ie.at, ie.chunk))
+			continue
+		}
 		if ie.progress < 0 {
 			evs = append(evs, e.newEvent(t, wire.EventLog, ie.at, map[string]any{"task_id": t.ID, "line": ie.text}))
 			continue
