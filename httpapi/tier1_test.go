@@ -315,6 +315,23 @@ func TestTier1WebSocket(t *testing.T) {
 	if got := len(ts.frames(t, "&device_id=ws")); got != (n-1)*10 {
 		t.Errorf("stored %d frames, want %d", got, (n-1)*10)
 	}
+	t.Run("answers written together keep their lengths and order", func(t *testing.T) {
+		// Ids of 125 bytes and more make answers with 2-byte frame lengths.
+		c := dialTier1(t, ts, nil)
+		var ids []string
+		for i, l := range []int{1, 120, 130, 4000, 2, 3000, 5} {
+			id := fmt.Sprintf("%d-%s", i, strings.Repeat("l", l))
+			ids = append(ids, id)
+			if err := c.WriteMessage(websocket.BinaryMessage, telemetryBatch(id, "len", i, 1, now)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i, id := range ids {
+			if a := readAck(t, c); !a.OK || a.BatchID != id || a.Accepted != 1 {
+				t.Fatalf("ack %d = ok %v, batch_id of %d bytes, accepted %d; want ok for %d bytes", i, a.OK, len(a.BatchID), a.Accepted, len(id))
+			}
+		}
+	})
 	t.Run("a message over the limit closes with 1009", func(t *testing.T) {
 		c := dialTier1(t, ts, nil)
 		_ = c.WriteMessage(websocket.BinaryMessage, make([]byte, 65<<10))

@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"bytes"
+	"encoding/binary"
+	"net"
 	"net/url"
 	"strings"
 	"sync"
@@ -147,7 +149,7 @@ func (s *Server) keepAlive(c *websocket.Conn, done <-chan struct{}) {
 
 // tier1Stream serves GET /tier1/stream: each binary message is one batch;
 // each is answered, in order, by a msgpack map {"ok":true,"accepted":N,
-// "batch_id":...} once durable, or {"ok":false,"error":{...}}. Up to 32
+// "batch_id":...} once durable, or {"ok":false,"error":{...}}. Up to 256
 // batches may wait for their answers; beyond that the server stops reading.
 func (s *Server) tier1Stream(ctx *fasthttp.RequestCtx, p agent.Principal, _ []string) error {
 	scope := tier1Scope(ctx, p)
@@ -163,19 +165,7 @@ func (s *Server) tier1Stream(ctx *fasthttp.RequestCtx, p agent.Principal, _ []st
 		wrote := make(chan struct{})
 		go func() {
 			defer close(wrote)
-			broken := false
-			for slot := range order {
-				ack := <-slot
-				if broken {
-					continue
-				}
-				b, err := wire.Msgpack.Marshal(&ack)
-				if err == nil {
-					_ = c.SetWriteDeadline(time.Now().Add(wsWriteWait))
-					err = c.WriteMessage(websocket.BinaryMessage, b)
-				}
-				broken = err != nil
-			}
+			writeAcks(c.UnderlyingConn(), order)
 		}()
 		in := s.a.Tier1()
 		for {
@@ -213,4 +203,76 @@ func (s *Server) tier1Stream(ctx *fasthttp.RequestCtx, p agent.Principal, _ []st
 		close(order)
 		<-wrote // every batch read is answered (or the connection broke)
 	})
+}
+
+// writeAcks answers the batches of order, in order, each once its slot is
+// filled (after its batch is durable). Answers that are ready together —
+// the batches of one shared commit — go out in one write: each is still
+// its own WebSocket message. It returns when order is closed, reading (and
+// dropping) the rest once a write failed.
+//
+// The frames are written to the connection itself, not through the
+// websocket.Conn (which makes one write per message): a server frame is
+// unmasked and uncompressed (compression is not offered), and a single
+// Write of whole frames does not interleave with the library's control
+// frames (ping, close), which are single Writes too.
+func writeAcks(nc net.Conn, order <-chan chan tier1Ack) {
+	var buf []byte
+	broken := false
+	var next chan tier1Ack // taken from order, not answered yet
+	for {
+		if next == nil {
+			var ok bool
+			if next, ok = <-order; !ok {
+				return
+			}
+		}
+		ack := <-next
+		next = nil
+		if broken {
+			continue
+		}
+		buf = appendAckFrame(buf[:0], &ack)
+	more:
+		for len(buf) < wsBufferSize {
+			select {
+			case slot, ok := <-order:
+				if !ok {
+					break more
+				}
+				select {
+				case ack := <-slot:
+					buf = appendAckFrame(buf, &ack)
+				default:
+					next = slot
+					break more
+				}
+			default:
+				break more
+			}
+		}
+		_ = nc.SetWriteDeadline(time.Now().Add(wsWriteWait))
+		_, err := nc.Write(buf)
+		broken = err != nil
+	}
+}
+
+// appendAckFrame appends ack as one final, unmasked binary WebSocket frame
+// (RFC 6455 §5.2) holding its msgpack map.
+func appendAckFrame(dst []byte, ack *tier1Ack) []byte {
+	b, err := wire.Msgpack.Marshal(ack)
+	if err != nil { // a tier1Ack always encodes; answer something valid anyway
+		b, _ = wire.Msgpack.Marshal(&tier1Ack{Error: wire.Errorf(wire.CodeInternal, "encode answer: %v", err)})
+	}
+	dst = append(dst, 0x80|websocket.BinaryMessage)
+	switch n := len(b); {
+	case n < 126:
+		dst = append(dst, byte(n))
+	case n <= 0xffff:
+		dst = append(dst, 126, byte(n>>8), byte(n))
+	default:
+		dst = append(dst, 127)
+		dst = binary.BigEndian.AppendUint64(dst, uint64(n))
+	}
+	return append(dst, b...)
 }
