@@ -26,7 +26,9 @@ import (
 //     the HTTP server for the routes and middleware it serves, the
 //     human-in-the-loop manager when it starts;
 //   - content types, transport modes and the feature flags follow from
-//     those interfaces, the limits from the configuration.
+//     those interfaces, the limits from the configuration;
+//   - the protocol profile (seed 002 §8.2) follows from the basic
+//     interfaces and what negotiation serves (negotiate.Responder.Profile).
 
 // CapabilitiesProvider is the entry point of capability declaration (seed
 // 000 §1.1). Every method is idempotent.
@@ -203,6 +205,8 @@ func (a *Agent) Capabilities() *wire.AgentCapabilities {
 	c.SupportStreaming = has(wire.IfaceStreamingTransport)
 	c.SupportHiL = has(wire.IfaceHILHandler)
 	c.SupportGroups = has(wire.IfaceGroupManager)
+	r := a.responder()
+	c.ProtocolProfile = string(r.Profile())
 	return c
 }
 

@@ -14,7 +14,8 @@ import (
 	"github.com/synapse-edge/synapse/wire"
 )
 
-// responder is what this agent offers in a negotiation.
+// responder is what this agent offers in a negotiation. Its Profile is
+// the protocol profile the agent declares (Capabilities).
 func (a *Agent) responder() negotiate.Responder {
 	cfg := a.cfg.Negotiation
 	reg := a.t1.Registry()
@@ -34,6 +35,8 @@ func (a *Agent) responder() negotiate.Responder {
 		MaxSecurity:   levelOr(cfg.MaxSecurityLevel, negotiate.High),
 		PrivateFields: cfg.PrivateFields,
 		TTL:           cfg.ContractTTL(),
+		Routines:      len(reg.List()),
+		Compliant:     wire.EvaluateCompliance(a.identity.AgentID, a.GetSupportedInterfaces()).Compliant,
 	}
 }
 

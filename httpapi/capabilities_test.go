@@ -95,18 +95,21 @@ func TestCapabilitiesRoutes(t *testing.T) {
 		r := ts.do(t, "GET", api("/capabilities"), nil, withToken(""))
 		r.wantStatus(t, http.StatusOK)
 		validCapabilities(t, sch, r.body)
-		// input_schema_object (the seed's input_schema text, parsed) is this
-		// agent's one addition, in JSON answers only.
-		want := append(keySet(t, seed), "supported_task_types[].input_schema_object")
+		// input_schema_object (the seed's input_schema text, parsed, in
+		// JSON answers only) and protocol_profile (seed 002 §8.2) are this
+		// agent's additions.
+		want := append(keySet(t, seed), "supported_task_types[].input_schema_object", "protocol_profile")
 		sort.Strings(want)
 		if got := keySet(t, r.body); !slices.Equal(got, want) {
-			t.Errorf("field names = %v\nseed 000 §2.4 plus input_schema_object: %v", got, want)
+			t.Errorf("field names = %v\nseed 000 §2.4 plus input_schema_object and protocol_profile: %v", got, want)
 		}
 		var c wire.AgentCapabilities
 		if err := json.Unmarshal(r.body, &c); err != nil {
 			t.Fatal(err)
 		}
-		if c.MaxFileSize != 5<<20 || c.AgentID != ts.a.Identity().AgentID || !c.SupportStreaming || c.SupportHiL || c.SupportGroups {
+		// No LLM backend: tier 3 only, tp_core.
+		if c.MaxFileSize != 5<<20 || c.AgentID != ts.a.Identity().AgentID || !c.SupportStreaming || c.SupportHiL || c.SupportGroups ||
+			c.ProtocolProfile != "tp_core" {
 			t.Errorf("capabilities = %+v", c)
 		}
 		var ocr *wire.SupportedTaskType

@@ -31,6 +31,11 @@ type Responder struct {
 	PrivateFields map[string][]string
 	// TTL is how long contracts last, at most MaxContractTTL (the default).
 	TTL time.Duration
+	// Routines is the number of tier-1 routines (tier 1 of tp_full).
+	Routines int
+	// Compliant tells whether every basic standard interface is
+	// implemented (seed 000 §5.4; tp_core).
+	Compliant bool
 }
 
 // Input is one negotiate_request as the responder received it.
@@ -89,12 +94,13 @@ func CheckRequest(req *Request) *Rejection {
 	if n > maxPrivate {
 		return reject(wire.CodeInvalidParams, "invalid_private_fields", nil, "private_fields names more than %d fields", maxPrivate)
 	}
-	return nil
+	return checkProfile(req)
 }
 
 // Decide answers a negotiate_request: the contract, or why not. Checks in
-// order: CheckRequest, the transport (TP-NEG003), the security level
-// (TP-NEG004), the tier (TP-NEG005, TP-NEG006, TP-NEG003).
+// order: CheckRequest, the transport (TP-NEG003), the required profile
+// (TP-NEG003 to TP-NEG006, see Profile), the security level (TP-NEG004),
+// the tier (TP-NEG005, TP-NEG006, TP-NEG003).
 func Decide(in Input, r Responder) (*Contract, *Rejection) {
 	req := in.Request
 	if rej := CheckRequest(req); rej != nil {
@@ -108,6 +114,10 @@ func Decide(in Input, r Responder) (*Contract, *Rejection) {
 	}
 	if transport.Endpoint == "" {
 		transport.Endpoint = r.Endpoint
+	}
+	if rej := r.meets(req.RequiredProfile); rej != nil {
+		rej.AlternativeProposal.CandidateTransports = []Transport{transport}
+		return nil, rej
 	}
 	if transport.Version == "" {
 		transport.Version = wire.ProtocolVersion

@@ -45,6 +45,17 @@
 // answer is TP-NEG004 with no alternative, so that only the requester can
 // decide to ask again for less (§8.4.4).
 //
+// # Profiles
+//
+// A responder's protocol profile (tp_core < tp_secure < tp_full, seed 002
+// §8.2.2–8.2.4) follows from what it serves: see Profile. A request may
+// name required_profile; a responder that does not meet it refuses with
+// reason profile_not_met, its own profile and what it lacks in the
+// details, and the code of the first thing it lacks: TP-NEG006 (tier 2),
+// TP-NEG004 (a security level), TP-NEG005 (tier 1), TP-NEG003 (the basic
+// interfaces). Without preferred_security_level such a request asks for
+// the profile's default level (standard from tp_secure up, §8.3.2).
+//
 // # Contract
 //
 // contract_id is a UUID v7; contract_expiration is at most 24 h after the

@@ -139,15 +139,19 @@ type Request struct {
 	// PrivateFields names, per task type, the payload fields the requester
 	// wants encrypted under the standard level.
 	PrivateFields map[string][]string `json:"private_fields,omitempty"`
+	// RequiredProfile is the least protocol profile the responder must
+	// meet (Profile); absent means none is required.
+	RequiredProfile Profile `json:"required_profile,omitempty"`
 	// RevokeContractID, when set, makes the request a revocation of that
 	// contract (seed 002 §8.3.3): the other fields are ignored.
 	RevokeContractID string `json:"revoke_contract_id,omitempty"`
 }
 
-// Security is the level the request asks for (basic when absent).
+// Security is the level the request asks for; when absent, the default
+// of its required profile (basic without one).
 func (r *Request) Security() SecurityLevel {
 	if r.PreferredSecurityLevel == "" {
-		return Basic
+		return r.RequiredProfile.DefaultSecurity()
 	}
 	return r.PreferredSecurityLevel
 }
@@ -223,6 +227,10 @@ type Rejection struct {
 	AlternativeProposal *Proposal `json:"alternative_proposal,omitempty"`
 	// MaxSecurityLevel is, for TP-NEG004, the most the responder offers.
 	MaxSecurityLevel SecurityLevel `json:"max_security_level,omitempty"`
+	// Profile and Missing are, for a required profile not met, the
+	// responder's profile and what it lacks.
+	Profile Profile  `json:"profile,omitempty"`
+	Missing []string `json:"missing,omitempty"`
 }
 
 // Err is the rejection as a client-visible error; the seed's object is in
@@ -234,6 +242,9 @@ func (r *Rejection) Err() *wire.Error {
 	}
 	if r.MaxSecurityLevel != "" {
 		e = e.With("max_security_level", r.MaxSecurityLevel)
+	}
+	if r.Reason == ReasonProfile {
+		e = e.With("profile", r.Profile).With("missing", r.Missing)
 	}
 	return e
 }

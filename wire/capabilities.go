@@ -44,6 +44,11 @@ type AgentCapabilities struct {
 	SupportStreaming       bool `json:"support_streaming" msgpack:"support_streaming"`
 	SupportHiL             bool `json:"support_hil" msgpack:"support_hil"`
 	SupportGroups          bool `json:"support_groups" msgpack:"support_groups"`
+
+	// ProtocolProfile is the protocol profile the agent meets (seed 002
+	// §8.2: tp_core, tp_secure or tp_full; absent when none), an addition
+	// to seed 000 §2.
+	ProtocolProfile string `json:"protocol_profile,omitempty" msgpack:"protocol_profile,omitempty"`
 }
 
 // ProtocolVersion is the Synapse protocol version this code speaks.
