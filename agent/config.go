@@ -86,6 +86,13 @@ type CommandHandlerConfig struct {
 	TimeoutSeconds int `json:"timeout_seconds,omitempty"`
 	// Idempotent tasks are run again after a restart instead of failed.
 	Idempotent bool `json:"idempotent,omitempty"`
+	// Disclose names, per requesting peer (agent_id, or "*" for any other),
+	// the top-level result fields it may see; the rest are withheld and
+	// every result sent is audited (seed 002 §8.3.2).
+	Disclose []DisclosureRule `json:"disclose,omitempty"`
+	// PersonalData marks the payloads of this task type as personal data:
+	// a peer's request needs a high contract, else it is rejected TP-NEG004.
+	PersonalData bool `json:"personal_data,omitempty"`
 	// Dir is the working directory; Env adds KEY=VALUE entries.
 	Dir string   `json:"dir,omitempty"`
 	Env []string `json:"env,omitempty"`
@@ -360,6 +367,11 @@ func (c *Config) Validate() error {
 			bad(f+".command", "must name a program")
 		case h.TimeoutSeconds < 0:
 			bad(f+".timeout_seconds", "must not be negative")
+		}
+		for j, r := range h.Disclose {
+			if r.Peer == "" {
+				bad(fmt.Sprintf("%s.disclose[%d].peer", f, j), "must be an agent_id or \"*\"")
+			}
 		}
 		seen[h.TaskType] = true
 	}

@@ -52,6 +52,9 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"handlers[0].timeout_seconds", func(c *agent.Config) {
 			c.Handlers = []agent.CommandHandlerConfig{{TaskType: "x", Command: cmd, TimeoutSeconds: -1}}
 		}},
+		{"handlers[0].disclose[0].peer", func(c *agent.Config) {
+			c.Handlers = []agent.CommandHandlerConfig{{TaskType: "x", Command: cmd, Disclose: []agent.DisclosureRule{{Fields: []string{"a"}}}}}
+		}},
 		{"http.max_body_bytes", func(c *agent.Config) { c.HTTP.MaxBodyBytes = 0 }},
 		{"http.max_conns_per_ip", func(c *agent.Config) { c.HTTP.MaxConnsPerIP = 0 }},
 		{"http.idle_timeout_seconds", func(c *agent.Config) { c.HTTP.IdleTimeoutSeconds = -5 }},

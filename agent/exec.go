@@ -43,6 +43,8 @@ func commandHandler(c CommandHandlerConfig) Handler {
 		InputSchema:  c.InputSchema,
 		OutputSchema: c.OutputSchema,
 		Idempotent:   c.Idempotent,
+		Disclose:     c.Disclose,
+		PersonalData: c.PersonalData,
 		Func: func(ctx context.Context, r *Run) (any, error) {
 			if c.TimeoutSeconds <= 0 {
 				return runCommand(ctx, c, r)

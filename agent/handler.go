@@ -29,6 +29,12 @@ type Handler struct {
 	// Idempotent handlers are run again after a restart; others' interrupted
 	// tasks fail with agent_restarted.
 	Idempotent bool
+	// Disclose, if set, names the result fields each requesting peer may
+	// see; the others never leave this agent (disclose.go).
+	Disclose []DisclosureRule
+	// PersonalData marks every payload of this type as personal data: a
+	// peer may ask for it only under a high contract.
+	PersonalData bool
 	// Func runs the task.
 	Func HandlerFunc
 }

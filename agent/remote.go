@@ -26,6 +26,9 @@ type Outgoing struct {
 	Type          string
 	CorrelationID string
 	Payload       any
+	// taskType is the task's type for a result sent to its requester
+	// (selective disclosure, disclose.go).
+	taskType string
 }
 
 // remote is what the engine needs of the P2P layer.
@@ -83,6 +86,7 @@ func outgoingFor(prev, next *wire.Task) []Outgoing {
 				}
 				m.Type, m.Payload = wire.MsgTaskNeedHuman, h
 			case wire.StatusCompleted:
+				m.taskType = next.Type
 				m.Type, m.Payload = wire.MsgTaskComplete, &wire.TaskCompletePayload{TaskID: next.ID,
 					Result: wire.TaskResult{OutputType: "json", Output: next.Result}, Summary: "task completed"}
 			case wire.StatusFailed:
@@ -232,6 +236,8 @@ func (e *engine) acceptRemote(ctx context.Context, peer, messageID string, req *
 		evs = append(evs, more...)
 	} else if r.h == nil {
 		reject(wire.Errorf(wire.CodeCapabilityLacking, "this agent has no handler for task type %q", t.Type))
+	} else if we := e.a.personalDataRefusal(peer, r.h); we != nil {
+		reject(we)
 	} else if !t.Payload.IsObject() {
 		reject(wire.Errorf(wire.CodeInvalidParams, "payload must be a JSON object"))
 	} else if missing, verr = r.h.schema.validate(t.Payload); verr != nil {
@@ -315,6 +321,10 @@ func (e *engine) enqueue(tx *store.Tx, out []Outgoing) error {
 		return fmt.Errorf("no P2P layer to send %s to %s", out[0].Type, out[0].Peer)
 	}
 	for _, m := range out {
+		m, err := e.a.disclose(tx, m)
+		if err != nil {
+			return err
+		}
 		if err := e.a.p2p.enqueue(tx, m); err != nil {
 			return err
 		}
