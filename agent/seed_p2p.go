@@ -27,10 +27,10 @@ type AgentEndpoint = wire.AgentRef
 // agent's own transport (signed, HMAC, durable outbox), which an embedder
 // can use through CallbackSender but not replace.
 type P2PProtocol interface {
-	// HandleMessage handles one envelope from a peer, as POST /callback
-	// does. It returns the response envelope of a synchronous type, or nil
-	// when the message was accepted for asynchronous handling. Refusals are
-	// *wire.Error.
+	// HandleMessage handles one envelope from a peer, as POST to
+	// MessagePath does. It returns the response envelope of a synchronous
+	// type, or nil when the message was accepted for asynchronous
+	// handling. Refusals are *wire.Error.
 	HandleMessage(ctx context.Context, msg *wire.UnifiedSynapseMessage) (*wire.UnifiedSynapseMessage, error)
 	// SetTaskHandler registers a TaskHandler for every task type it
 	// declares. Unlike the seed it returns an error (a type already
@@ -106,7 +106,8 @@ func (p *P2P) GetTaskStatus(taskID string) (P2PTaskStatus, bool) {
 	return t.Status, true
 }
 
-// ListTasks implements P2PProtocol with Agent.ListTasks, page by page.
+// ListTasks implements P2PProtocol with Agent.ListTasks, page by page. The
+// seed's signature has no error: on a store error it returns what it read.
 func (p *P2P) ListTasks() map[string]P2PTaskStatus {
 	out := map[string]P2PTaskStatus{}
 	f := store.TaskFilter{Limit: 500}

@@ -181,3 +181,28 @@ func TestStreamChunks(t *testing.T) {
 		}
 	}
 }
+
+// TestSeedListTasksPages: ListTasks reads every page of the store.
+func TestSeedListTasksPages(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stores 501 tasks")
+	}
+	a := openAgent(t, testConfig(t), nil, agent.Handler{Type: wire.SupportedTaskType{Type: "nop"}, Idempotent: true,
+		Func: func(ctx context.Context, r *agent.Run) (any, error) { return nil, nil }})
+	const n = 501 // one more than a page
+	for i := 0; i < n; i++ {
+		if _, err := a.SubmitWait(context.Background(), admin, &wire.SubmitRequest{TaskType: "nop", Payload: wire.JSONValue(`{}`)}, nil, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all := a.P2P().ListTasks()
+	done := 0
+	for _, st := range all {
+		if st == wire.StatusCompleted {
+			done++
+		}
+	}
+	if len(all) != n || done != n {
+		t.Errorf("ListTasks: %d tasks, %d completed; want %d", len(all), done, n)
+	}
+}

@@ -3,8 +3,9 @@ package wire
 // StreamChunk is one streamed partial result of a task (seed 000 §2.2,
 // SupportStreaming; the seed names the type and gives no fields). A handler
 // emits chunks with agent.Run.Chunk; each is a task event of type log whose
-// data is the chunk, so it reaches SSE (event: log), the WebSocket and
-// gRPC streams, and Last-Event-ID replay like any other event.
+// data is the chunk, so it reaches SSE (event: log) and gRPC
+// StreamTaskStatus, and Last-Event-ID replay, like any other event; a log
+// line is told apart by its "line" field.
 type StreamChunk struct {
 	// TaskID is the task the chunk belongs to.
 	TaskID string `json:"task_id" msgpack:"task_id"`
