@@ -32,6 +32,7 @@ native_tp, rest_api. Needs an admin token.`,
 		"synapse negotiate --peer hospital_east_3fa9c2",
 		"synapse negotiate --peer hospital_east_3fa9c2 --tiers 2,3 --security high --purpose claim_consultation",
 		"synapse negotiate --peer gateway_b_9c01aa --tiers 1,3 --capability synapse.telemetry@1.0.0",
+		"synapse negotiate --peer hospital_east_3fa9c2 --profile tp_secure",
 	},
 	setup: func(fs *flag.FlagSet, s *session) runFunc {
 		peer := fs.String("peer", "", "agent_id of the paired agent to negotiate with (required)")
@@ -40,6 +41,7 @@ native_tp, rest_api. Needs an admin token.`,
 		security := fs.String("security", "", "least security level: basic, standard or high (default basic)")
 		goal := fs.String("goal", "", "goal type; consult requires high")
 		purpose := fs.String("purpose", "", "session purpose (the task type of a tier-2 session)")
+		profile := fs.String("profile", "", "protocol profile the peer must meet: tp_core, tp_secure or tp_full (refused with the TP-NEG code of what it lacks)")
 		capability := fs.String("capability", "", "the tier-1 routine to agree on, `ID[@VERSION]` (its hash is read from this agent); adds tier 1 to the candidates")
 		return func(ctx context.Context, args []string) error {
 			if *peer == "" {
@@ -50,6 +52,10 @@ native_tp, rest_api. Needs an admin token.`,
 			req.GoalType, req.SessionPurpose = *goal, *purpose
 			if *security != "" && !req.PreferredSecurityLevel.Known() {
 				return usageErrorf("--security %q: want basic, standard or high", *security)
+			}
+			req.RequiredProfile = negotiate.Profile(*profile)
+			if *profile != "" && !req.RequiredProfile.Known() {
+				return usageErrorf("--profile %q: want tp_core, tp_secure or tp_full", *profile)
 			}
 			for _, t := range splitList(*tiers) {
 				tier, err := parseTier(t)

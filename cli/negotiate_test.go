@@ -21,6 +21,7 @@ func TestE2ENegotiate(t *testing.T) {
 			{"negotiate"},
 			{"negotiate", "--peer", idB.AgentID, "--tiers", "4"},
 			{"negotiate", "--peer", idB.AgentID, "--security", "paranoid"},
+			{"negotiate", "--peer", idB.AgentID, "--profile", "tp_max"},
 		} {
 			if code, _, errOut := cliAt(t, a, "", args...); code != cli.ExitUsage {
 				t.Errorf("%v: exit %d (%s), want usage", args, code, strings.TrimSpace(errOut))
@@ -31,6 +32,11 @@ func TestE2ENegotiate(t *testing.T) {
 		code, _, errOut := cliAt(t, a, "", "negotiate", "--peer", idB.AgentID, "--tiers", "2")
 		if code != cli.ExitFailure || !strings.Contains(errOut, "TP-NEG006 (409)") {
 			t.Errorf("exit %d, stderr %q; want 1 and TP-NEG006 (409)", code, errOut)
+		}
+		// b has no LLM backend: it is tp_core and lacks tier 2 for tp_secure.
+		code, _, errOut = cliAt(t, a, "", "negotiate", "--peer", idB.AgentID, "--profile", "tp_secure")
+		if code != cli.ExitFailure || !strings.Contains(errOut, "TP-NEG006 (409)") || !strings.Contains(errOut, "tp_core") {
+			t.Errorf("--profile tp_secure: exit %d, stderr %q; want 1, TP-NEG006 (409) and tp_core", code, errOut)
 		}
 	})
 

@@ -52,6 +52,8 @@ func TestNegotiationBetweenProcesses(t *testing.T) {
 		{"security not met, never lowered", cID, `"preferred_security_level":"high"`, http.StatusConflict, "TP-NEG004"},
 		{"tier 1 descriptors differ", bID, `"candidate_tiers":["tier_1_standardized"],"capability":{"capability_id":"synapse.telemetry","version":"9.9.9","descriptor_hash":"sha256:00"}`, http.StatusConflict, "TP-NEG005"},
 		{"tier 2 without an LLM", bID, `"candidate_tiers":["tier_2_ai_generated"]`, http.StatusConflict, "TP-NEG006"},
+		{"tp_secure required of a tp_core agent (no LLM)", bID, `"required_profile":"tp_secure"`, http.StatusConflict, "TP-NEG006"},
+		{"an unknown profile", bID, `"required_profile":"tp_max"`, http.StatusBadRequest, "invalid_params"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := negotiate(tc.peer, tc.extra)
@@ -60,6 +62,16 @@ func TestNegotiationBetweenProcesses(t *testing.T) {
 			}
 		})
 	}
+	t.Run("capabilities declare the profile", func(t *testing.T) {
+		// No LLM backend: tier 3 only, tp_core (seed 002 §8.2.4).
+		r := b.call(http.MethodGet, prefix+"/capabilities", nil)
+		var c struct {
+			ProtocolProfile string `json:"protocol_profile"`
+		}
+		if r.status != http.StatusOK || json.Unmarshal(r.body, &c) != nil || c.ProtocolProfile != "tp_core" {
+			t.Errorf("GET /capabilities: %s, want protocol_profile tp_core", r)
+		}
+	})
 	t.Run("a contract on both sides, then revoked on both", func(t *testing.T) {
 		r := negotiate(bID, `"preferred_security_level":"standard"`)
 		var made struct {

@@ -39,7 +39,7 @@ func (s *Server) negotiateRoutes() []route {
 }
 
 // negotiateFields are the fields of POST /negotiate's body.
-const negotiateFields = "peer, candidate_transports, candidate_tiers, preferred_security_level, session_purpose, goal_type, capability, input_schema, output_schema, private_fields"
+const negotiateFields = "peer, candidate_transports, candidate_tiers, preferred_security_level, session_purpose, goal_type, capability, input_schema, output_schema, private_fields, required_profile"
 
 // decodeNegotiate decodes the body and, in JSON, refuses unknown fields
 // (a misspelled "security" must not give a basic contract silently).
