@@ -1,8 +1,15 @@
 package tier1_test
 
 import (
+	"context"
 	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/synapse-edge/synapse/store"
 
 	"github.com/synapse-edge/synapse/tier1"
 )
@@ -65,5 +72,45 @@ func BenchmarkAppendJSON(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		buf = f.AppendJSON(buf[:0], &d)
+	}
+}
+
+// BenchmarkIngestOneFrame queues b.N one-frame batches (as a WebSocket
+// sender pipelines them) into a real store and waits until all are
+// durable: the per-batch cost of the ingest path, with its allocations.
+func BenchmarkIngestOneFrame(b *testing.B) {
+	db, err := store.Open(context.Background(), filepath.Join(b.TempDir(), "t.db"), store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close(context.Background())
+	reg, err := tier1.NewRegistry(tier1.Telemetry())
+	if err != nil {
+		b.Fatal(err)
+	}
+	in := tier1.NewIngestor(reg, db, tier1.IngestConfig{})
+	now := time.Now()
+	bodies := make([][]byte, b.N)
+	for i := range bodies {
+		bodies[i] = batchAt(fmt.Sprintf("b-%d", i), "bench", uint64(i), now.Add(time.Duration(i)), 1)
+	}
+	var wg sync.WaitGroup
+	var failed atomic.Int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	for _, body := range bodies {
+		wg.Add(1)
+		if err := in.IngestAsync(context.Background(), "bench", "", body, func(_ tier1.Result, err error) {
+			if err != nil {
+				failed.Add(1)
+			}
+			wg.Done()
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	wg.Wait()
+	if n := failed.Load(); n > 0 {
+		b.Fatalf("%d batches refused", n)
 	}
 }
