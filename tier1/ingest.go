@@ -125,7 +125,7 @@ func (in *Ingestor) IngestAsync(ctx context.Context, scope, wantID string, body 
 		return refusal(err)
 	}
 	now := in.cfg.Now()
-	blocks := in.blocks(b, scope, now.UnixNano())
+	blocks := in.blocks(b, scope, now.UnixNano(), len(body))
 	var upBatch []byte
 	dup := false
 	in.db.UpdateAsync(func(tx *store.Tx) error {
@@ -202,8 +202,10 @@ type block struct {
 // blocks groups a batch's frames into blocks (see block.go): by device, in
 // time order, at most BlockSpan of ts and MaxBlockFrames frames each. The
 // ts of a frame is its ts field when the routine has one, else the time of
-// arrival; its device is its device_id field, else the sender.
-func (in *Ingestor) blocks(b *Batch, scope string, now int64) []block {
+// arrival; its device is its device_id field, else the sender. size is the
+// batch's encoded size, which holds every frame once: the blocks take about
+// as much.
+func (in *Ingestor) blocks(b *Batch, scope string, now int64, size int) []block {
 	kf := in.keys[b.CapabilityID]
 	n := len(b.Frames)
 	ts := make([]int64, n)
@@ -236,7 +238,7 @@ func (in *Ingestor) blocks(b *Batch, scope string, now int64) []block {
 	}
 	var out []block
 	var run []Frame
-	buf := make([]byte, 0, n*(frameSizeHint(b)+1)+16)
+	buf := make([]byte, 0, size+n+16)
 	for start := 0; start < n; {
 		first := order[start]
 		end := start + 1
@@ -257,14 +259,6 @@ func (in *Ingestor) blocks(b *Batch, scope string, now int64) []block {
 		start = end
 	}
 	return out
-}
-
-// frameSizeHint guesses the encoded size of one frame.
-func frameSizeHint(b *Batch) int {
-	if len(b.Frames) == 0 {
-		return 0
-	}
-	return len(AppendFrame(nil, b.Frames[0]))
 }
 
 // refusal turns a decode error into the client-visible error, with the index
