@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
@@ -19,7 +20,8 @@ import (
 // and keeps them with the peer (GET /agents/{id} shows them with the
 // compliance they give), so that deciding what to send where needs no
 // extra round trip. A peer that does not answer keeps what was learnt
-// before; the failure is logged, never fatal to pairing.
+// before and is asked again a few times with back-off; the failure is
+// logged, never fatal to pairing.
 
 // Paths of the peer documents read.
 const (
@@ -29,12 +31,49 @@ const (
 	maxCapsBytes = 1 << 20
 )
 
+// learnRetries is how many times a failed read of a peer's documents is
+// tried again, after learnBackoff, then twice that, and so on: a peer
+// that restarts is often heard (its first heartbeat or greeting) before
+// its listener accepts.
+const (
+	learnRetries = 5
+	learnBackoff = 500 * time.Millisecond
+)
+
 // learnCapabilities reads and stores peerID's capabilities and
-// interfaces.
+// interfaces, trying again with back-off (on the agent's clock) while the
+// peer does not answer.
 func (n *p2pNode) learnCapabilities(peerID string) {
+	wait := learnBackoff
+	for try := 0; ; try++ {
+		err := n.learnCapabilitiesOnce(peerID)
+		if err == nil {
+			return
+		}
+		if try == learnRetries {
+			n.log.Warn("gave up reading the peer's capabilities until it is heard again", "peer", peerID, "err", err)
+			return
+		}
+		n.log.Debug("read the peer's capabilities: trying again", "peer", peerID, "in", wait, "err", err)
+		fired := make(chan struct{})
+		t := n.a.clock.AfterFunc(wait, func() { close(fired) })
+		select {
+		case <-fired:
+		case <-n.ctx.Done():
+			t.Stop()
+			return
+		}
+		wait *= 2
+	}
+}
+
+// learnCapabilitiesOnce reads and stores peerID's documents once. It
+// returns an error only when the read could not be done and is worth
+// trying again.
+func (n *p2pNode) learnCapabilitiesOnce(peerID string) error {
 	p := n.peers.get(peerID)
 	if p == nil {
-		return
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(n.ctx, identityTimeout)
 	defer cancel()
@@ -44,16 +83,14 @@ func (n *p2pNode) learnCapabilities(peerID string) {
 		Interfaces []wire.ImplementedInterface `json:"interfaces"`
 	}
 	if err := n.getJSON(ctx, p.rec.Endpoint+capabilitiesPath, &caps); err != nil {
-		n.log.Warn("read the peer's capabilities", "peer", peerID, "err", err)
-		return
+		return fmt.Errorf("capabilities: %w", err)
 	}
 	if err := n.getJSON(ctx, p.rec.Endpoint+interfacesPath, &ifs); err != nil {
-		n.log.Warn("read the peer's interfaces", "peer", peerID, "err", err)
-		return
+		return fmt.Errorf("interfaces: %w", err)
 	}
 	if caps.AgentID != peerID || (ifs.AgentID != "" && ifs.AgentID != peerID) {
 		n.log.Warn("the peer's capabilities name another agent", "peer", peerID, "capabilities_of", caps.AgentID, "interfaces_of", ifs.AgentID)
-		return
+		return nil
 	}
 	now := n.a.clock.Now().UTC()
 	ps := &n.peers
@@ -61,7 +98,7 @@ func (n *p2pNode) learnCapabilities(peerID string) {
 	cur, ok := ps.m[peerID]
 	if !ok || cur.rec.Endpoint != p.rec.Endpoint {
 		ps.mu.Unlock()
-		return // removed or re-paired meanwhile
+		return nil // removed or re-paired meanwhile
 	}
 	cur.rec.Capabilities, cur.rec.Interfaces, cur.rec.CapabilitiesAt = &caps, ifs.Interfaces, now
 	rec := cur.rec
@@ -73,9 +110,10 @@ func (n *p2pNode) learnCapabilities(peerID string) {
 		return tx.PutPeer(&rec)
 	}); err != nil {
 		n.log.Warn("store the peer's capabilities", "peer", peerID, "err", err)
-		return
+		return nil
 	}
 	n.log.Info("peer capabilities learnt", "peer", peerID, "task_types", len(caps.SupportedTaskTypes), "interfaces", len(ifs.Interfaces))
+	return nil
 }
 
 // getJSON reads a public JSON document into v.
