@@ -128,7 +128,9 @@ func (a *Agent) disclose(tx *store.Tx, m Outgoing) (Outgoing, error) {
 	if len(rules) > 0 {
 		var err error
 		if out, sent, withheld, err = discloseResult(rules, m.Peer, p.Result.Output); err != nil {
-			return m, err
+			// A result that cannot be read is withheld whole rather than
+			// failing the transaction that stores the task's outcome.
+			out, sent, withheld = wire.JSONValue("null"), []string{}, []string{"*"}
 		}
 	} else if p.Result.Output.IsObject() {
 		_, sent, _, _ = discloseResult([]DisclosureRule{{Peer: "*", Fields: []string{"*"}}}, m.Peer, p.Result.Output)

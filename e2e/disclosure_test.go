@@ -95,6 +95,11 @@ func TestSelectiveDisclosure(t *testing.T) {
 	t.Run("personal data needs a high contract", func(t *testing.T) {
 		_, id := a.submit(http.StatusCreated, `{"task_type":"patient","payload":{"dob":"1970-01-01"},"target":"`+bID+`"}`)
 		a.waitTask(id, wait, "completed under the high contract", func(v taskView) bool { return v.Status == "completed" })
+		// No rule for this type, but a result under a high contract is audited.
+		r := b.call(http.MethodGet, prefix+"/audit?limit=1000", nil)
+		if !strings.Contains(r.String(), `"fields_sent":["dob"],"fields_withheld":[],"result_sha256"`) || !strings.Contains(r.String(), id) {
+			t.Errorf("audit on the executor %s, want the disclosure of task %s (dob sent, nothing withheld)", r, id)
+		}
 		c := startAgent(t, agentOpts{args: []string{"--config", sameSystem}})
 		cID, _ := identityOf(t, c)
 		pairBoth(t, a, c)
