@@ -3,7 +3,9 @@ package agent
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -55,9 +57,25 @@ func approvalRequest(t *wire.Task, rule *ApprovalRule) *wire.TaskNeedHumanPayloa
 	return &wire.TaskNeedHumanPayload{
 		TaskID:          t.ID,
 		Reason:          wire.Reason{Code: approvalCode, Message: reason},
-		Context:         &wire.HumanContext{TaskSummary: "run " + t.Type + " with payload " + string(t.Payload), BlockedReason: reason},
+		Context:         &wire.HumanContext{TaskSummary: "run " + t.Type + " with payload " + summarize(t.Payload), BlockedReason: reason},
 		EscalationLevel: 1,
 	}
+}
+
+// summaryBytes bounds the payload quoted in a request's summary: the
+// request stays in memory while the task waits, the payload on disk.
+const summaryBytes = 512
+
+// summarize quotes a payload up to summaryBytes, cut on a rune boundary.
+func summarize(p wire.JSONValue) string {
+	if len(p) <= summaryBytes {
+		return string(p)
+	}
+	n := summaryBytes
+	for n > 0 && !utf8.RuneStart(p[n]) {
+		n--
+	}
+	return string(p[:n]) + "… (" + strconv.Itoa(len(p)) + " bytes)"
 }
 
 // decideApproval applies a decision to a task held by the policy: approve

@@ -33,6 +33,9 @@ type Config struct {
 	MaxConcurrentTasks     int   `json:"max_concurrent_tasks,omitempty"`
 	MaxTaskDurationSeconds int   `json:"max_task_duration_seconds,omitempty"`
 	MaxFileSize            int64 `json:"max_file_size,omitempty"`
+	// MaxParkedTasks bounds the tasks that wait in info_needed or
+	// need_human without an execution slot (their payloads are on disk).
+	MaxParkedTasks int `json:"max_parked_tasks,omitempty"`
 
 	// DisableBuiltins removes the echo and sleep diagnostics handlers.
 	DisableBuiltins bool `json:"disable_builtins,omitempty"`
@@ -214,6 +217,7 @@ func Defaults() Config {
 		SystemID:               "edge",
 		MaxConcurrentTasks:     10,
 		MaxTaskDurationSeconds: 3600,
+		MaxParkedTasks:         1000,
 		MaxFileSize:            10 << 20,
 		Retention:              RetentionConfig{MaxAgeHours: 168, KeepFinished: 100_000},
 		HTTP: HTTPConfig{
@@ -307,6 +311,7 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 	ints := map[string]*int{
 		"SYNAPSE_MAX_CONCURRENT_TASKS":      &c.MaxConcurrentTasks,
 		"SYNAPSE_MAX_TASK_DURATION_SECONDS": &c.MaxTaskDurationSeconds,
+		"SYNAPSE_MAX_PARKED_TASKS":          &c.MaxParkedTasks,
 	}
 	for k, p := range ints {
 		if v := getenv(k); v != "" {
@@ -334,6 +339,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxConcurrentTasks < 1 || c.MaxConcurrentTasks > 100_000 {
 		bad("max_concurrent_tasks", "%d is outside 1..100000", c.MaxConcurrentTasks)
+	}
+	if c.MaxParkedTasks < 1 || c.MaxParkedTasks > 1_000_000 {
+		bad("max_parked_tasks", "%d is outside 1..1000000", c.MaxParkedTasks)
 	}
 	if c.MaxTaskDurationSeconds < 1 {
 		bad("max_task_duration_seconds", "must be at least 1")

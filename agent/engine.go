@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -46,6 +47,9 @@ type engine struct {
 	freed   chan struct{}
 	active  int
 	closing bool
+	// parkedN counts the runs waiting in info_needed or need_human
+	// without a slot (parked.go).
+	parkedN atomic.Int64
 	wg      sync.WaitGroup
 
 	base       context.Context
@@ -70,6 +74,10 @@ type run struct {
 	// unsaved is set when the final state could not be persisted; readers
 	// then go to the store rather than trust the in-memory state.
 	unsaved bool
+	// light is set when task is a copy without the payload of the state
+	// the store holds (a parked task, parked.go); parked when the run is
+	// counted in engine.parkedN.
+	light, parked bool
 }
 
 func (r *run) snapshot() *wire.Task {
@@ -181,10 +189,18 @@ func (e *engine) applyCtx(ctx context.Context, r *run, mut func(t *wire.Task, no
 
 func (e *engine) applyOutCtx(ctx context.Context, r *run, wait bool, mut func(t *wire.Task, now time.Time) ([]*wire.Event, []Outgoing, error)) error {
 	r.mu.Lock()
+	wasLight := r.light
+	if err := e.heavy(r); err != nil {
+		r.mu.Unlock()
+		return err
+	}
 	prev := r.task
 	next := *prev
 	evs, out, err := mut(&next, e.a.clock.Now())
 	if err != nil || (len(evs) == 0 && len(out) == 0 && next.Seq == prev.Seq) {
+		if wasLight {
+			e.makeLight(r) // nothing written: the store still holds prev
+		}
 		r.mu.Unlock()
 		return err
 	}
@@ -196,6 +212,7 @@ func (e *engine) applyOutCtx(ctx context.Context, r *run, wait bool, mut func(t 
 	}
 	snap := &next
 	r.task = snap
+	e.countParked(r)
 	var done chan error
 	if wait {
 		done = make(chan error, 1)
@@ -216,6 +233,9 @@ func (e *engine) applyOutCtx(ctx context.Context, r *run, wait bool, mut func(t 
 	}, func(err error) {
 		if err == nil {
 			e.hub.publish(snap.ID, evs)
+			if !snap.Status.Terminal() && (waiting(snap.Status) || snap.Target != "") {
+				go e.lighten(r, snap) // not from the writer: r.mu may be held by a sender
+			}
 		} else {
 			e.log.Error("persist task state", "task_id", snap.ID, "status", snap.Status, "err", err)
 		}
@@ -345,10 +365,16 @@ func (e *engine) submit(ctx context.Context, p Principal, req *wire.SubmitReques
 	}
 	evs, _ := e.transition(t, wire.StatusPending, now, "submitted")
 	r := &run{h: h, done: make(chan struct{})}
+	if len(missing) > 0 || e.approvalFor(req) != nil {
+		if err := e.reserveParked(r); err != nil {
+			return nil, err
+		}
+	}
 	if len(missing) > 0 {
 		t.MissingFields = missing
 		more, err := e.transition(t, wire.StatusInfoNeeded, now, "payload is missing required fields")
 		if err != nil {
+			e.unreserveParked(r)
 			return nil, err
 		}
 		evs = append(evs, more...)
@@ -356,6 +382,7 @@ func (e *engine) submit(ctx context.Context, p Principal, req *wire.SubmitReques
 		t.Human = approvalRequest(t, rule)
 		more, err := e.transition(t, wire.StatusNeedHuman, now, t.Human.Reason.Message)
 		if err != nil {
+			e.unreserveParked(r)
 			return nil, err
 		}
 		evs = append(evs, more...)
@@ -370,6 +397,7 @@ func (e *engine) submit(ctx context.Context, p Principal, req *wire.SubmitReques
 	r.task = t
 	if err := e.create(ctx, t, evs, nil, idem); err != nil {
 		e.release(r)
+		e.unreserveParked(r)
 		return nil, err
 	}
 	e.a.m.submitted.Inc()
@@ -439,6 +467,8 @@ func (e *engine) track(r *run) {
 func (e *engine) park(r *run) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	e.countParked(r)
+	e.makeLight(r) // its state is durable: created, recovered or applied
 	at, ok := parkUntil(r.task)
 	if !ok {
 		return
@@ -601,6 +631,10 @@ func (e *engine) untrack(r *run) {
 	}
 	if r.cancel != nil {
 		r.cancel(context.Canceled)
+	}
+	if r.parked {
+		r.parked = false
+		e.parkedN.Add(-1)
 	}
 	id := r.task.ID
 	r.mu.Unlock()

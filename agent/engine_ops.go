@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"runtime/debug"
 	"time"
 
 	"github.com/synapse-edge/synapse/store"
@@ -129,7 +130,10 @@ func (e *engine) provideInfo(ctx context.Context, id string, fields wire.JSONVal
 		}
 		return nil, wire.Errorf(wire.CodeInvalidStateChange, "task %s is %s, not info_needed", id, t.Status)
 	}
-	cur := r.snapshot()
+	cur, err := e.whole(r)
+	if err != nil {
+		return nil, err
+	}
 	if cur.Target != "" {
 		if err := e.provideInfoRemote(r, fields); err != nil {
 			return nil, err
@@ -215,20 +219,33 @@ func (e *engine) events(id string, after uint64) ([]*wire.Event, error) {
 	return evs, err
 }
 
+// recoverPage is how many tasks recover reads at once: their payloads are
+// in memory together until the parked ones are stripped.
+const recoverPage = 32
+
 // recover takes over the tasks a previous process left unfinished (SPEC §5.5).
 func (e *engine) recover(ctx context.Context) (int, error) {
 	var live []*wire.Task
-	after := ""
+	after, stripped := "", 0
 	for {
 		var page []*wire.Task
 		var next string
 		err := e.db.View(func(tx *store.Tx) error {
 			var err error
-			page, next, err = tx.ListTasks(store.TaskFilter{NonTerminal: true, After: after, Limit: 1000})
+			page, next, err = tx.ListTasks(store.TaskFilter{NonTerminal: true, After: after, Limit: recoverPage})
 			return err
 		})
 		if err != nil {
 			return 0, err
+		}
+		for i, t := range page {
+			if !t.Status.Terminal() && (waiting(t.Status) || t.Target != "") {
+				// Parked: its payload stays on disk (parked.go).
+				light := *t
+				light.Payload, light.Result = nil, nil
+				page[i] = &light
+				stripped++
+			}
 		}
 		live = append(live, page...)
 		if next == "" {
@@ -236,9 +253,19 @@ func (e *engine) recover(ctx context.Context) (int, error) {
 		}
 		after = next
 	}
+	if stripped > 0 {
+		// The payloads read to list them are garbage now: give the
+		// memory back at once rather than keep it for the next peak.
+		debug.FreeOSMemory()
+	}
+	n := len(live)
 	for i := len(live) - 1; i >= 0; i-- { // oldest first
 		t := live[i]
+		live[i] = nil
 		r := &run{task: t, done: make(chan struct{}), h: e.a.handlers.get(t.Type)}
+		if t.Payload == nil && (waiting(t.Status) || t.Target != "") {
+			r.light = true // stripped while listed
+		}
 		e.mu.Lock()
 		e.runs[t.ID] = r
 		e.mu.Unlock()
@@ -275,7 +302,7 @@ func (e *engine) recover(ctx context.Context) (int, error) {
 			e.park(r)
 		}
 	}
-	return len(live), ctx.Err()
+	return n, ctx.Err()
 }
 
 // shutdown stops admitting tasks, waits for running ones until ctx is done,

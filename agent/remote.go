@@ -243,6 +243,9 @@ func (e *engine) acceptRemote(ctx context.Context, peer, messageID string, req *
 	} else if missing, verr = r.h.schema.validate(t.Payload); verr != nil {
 		reject(wire.AsError(verr))
 	} else if len(missing) > 0 {
+		if err := e.reserveParked(r); err != nil {
+			return err // the message is refused, the task not created: sent again
+		}
 		t.MissingFields = missing
 		more, _ := e.transition(t, wire.StatusInfoNeeded, now, "payload is missing required fields")
 		evs = append(evs, more...)
@@ -257,6 +260,7 @@ func (e *engine) acceptRemote(ctx context.Context, peer, messageID string, req *
 	err := storeErr(e.db.UpdateQueued(ctx, e.createFn(t, evs, outgoingFor(&prev, t), nil), func() { queued(ctx) }))
 	if err != nil {
 		e.release(r)
+		e.unreserveParked(r)
 		return err
 	}
 	e.a.m.submitted.Inc()

@@ -61,6 +61,7 @@ const (
 	CodeRequestTimeout        = "request_timeout"
 	CodeTooManyConnections    = "too_many_connections"
 	CodePeerApprovalPending   = "peer_approval_pending"
+	CodeTooManyParked         = "too_many_parked_tasks"
 
 	CodeIDUnknownSender  = "TP-ID003"
 	CodeIDDuplicate      = "TP-ID004"
@@ -122,6 +123,7 @@ var registry = func() map[string]Def {
 		{CodeRequestTimeout, http.StatusRequestTimeout, Retriable, "the request was not received in time", 0},
 		{CodeTooManyConnections, http.StatusTooManyRequests, Retriable, "too many connections from this address", 0},
 		{CodePeerApprovalPending, http.StatusUnauthorized, Retriable, "this agent has not accepted the sender as a peer yet", 0},
+		{CodeTooManyParked, http.StatusTooManyRequests, Retriable, "too many tasks wait for information or a person", 0},
 
 		{CodeIDUnknownSender, http.StatusUnauthorized, Terminal, "unknown sender or bad signature", 0},
 		{CodeIDDuplicate, http.StatusOK, Terminal, "duplicate message id; already processed", 0},
