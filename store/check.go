@@ -25,13 +25,18 @@ const maxCheckErrors = 100
 
 // Check verifies the file's page structure (bbolt's own check), that every
 // bucket exists, and that every task record decodes and has a known state.
+//
+// It runs in a writable transaction that is rolled back: bbolt's page
+// check reads the database's current freelist, so on a read-only
+// transaction a commit landing meanwhile shows pages of a healthy file as
+// both reachable and freed, or as neither. Writers wait for the check.
 func (db *DB) Check(ctx context.Context) (CheckReport, error) {
-	var rep CheckReport
-	err := db.bolt.View(func(btx *bolt.Tx) error {
-		rep = check(ctx, btx)
-		return nil
-	})
-	return rep, err
+	btx, err := db.bolt.Begin(true)
+	if err != nil {
+		return CheckReport{}, fmt.Errorf("check: %w", err)
+	}
+	defer func() { _ = btx.Rollback() }()
+	return check(ctx, btx), nil
 }
 
 func check(ctx context.Context, btx *bolt.Tx) CheckReport {
