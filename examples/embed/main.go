@@ -1,4 +1,4 @@
-// Command embed is a complete program that embeds a Synapse agent: it
+// Package main is the command embed, a complete program that embeds a Synapse agent: it
 // registers its own task type ("add", handled by Go code), serves the
 // REST API like synapse serve does, and stops cleanly on SIGINT or
 // SIGTERM.

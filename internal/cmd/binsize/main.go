@@ -1,4 +1,4 @@
-// Command binsize prints where the bytes of a Go ELF binary go: the symbols
+// Package main is the command binsize. It prints where the bytes of a Go ELF binary go: the symbols
 // that occupy file bytes (text, read-only data, data; not bss), summed by
 // the package that owns them, largest first. The binary must not be
 // stripped (build without -ldflags -s). make size runs it.

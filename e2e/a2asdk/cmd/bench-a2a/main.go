@@ -1,4 +1,4 @@
-// Command bench-a2a measures A2A servers with one client, a2a-go v2's
+// Package main is the command bench-a2a. It measures A2A servers with one client, a2a-go v2's
 // (JSON-RPC): a blocking SendMessage of the echo task, against Synapse
 // (every task fsynced in bbolt before it is answered), a2a-go's server and
 // @a2a-js/sdk's server (both in memory), interleaved round by round in one
