@@ -1,14 +1,12 @@
 package e2e_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -169,38 +167,5 @@ func (a *agentProc) summary(hc *http.Client) map[string]int {
 // received envelopes (its current run), in feed order.
 func lastRunRequests(t *testing.T, a *agentProc) []string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.url()+prefix+"/messages/callback", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+a.token)
-	req.Header.Set("Last-Event-ID", "0")
-	resp, err := http.DefaultTransport.RoundTrip(req)
-	if err != nil {
-		t.Fatalf("GET /messages/callback: %v", err)
-	}
-	defer resp.Body.Close()
-	var ids []string
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	for sc.Scan() { // ends when ctx does: the feed is followed live
-		data, ok := strings.CutPrefix(sc.Text(), "data: ")
-		if !ok {
-			continue
-		}
-		var env struct {
-			MessageType string `json:"message_type"`
-			Payload     struct {
-				Task struct {
-					ID string `json:"id"`
-				} `json:"task"`
-			} `json:"payload"`
-		}
-		if json.Unmarshal([]byte(data), &env) == nil && env.MessageType == "p2p:task_request" {
-			ids = append(ids, env.Payload.Task.ID)
-		}
-	}
-	return ids
+	return feedRequests(t, a, -1, 2*time.Second)
 }

@@ -66,7 +66,16 @@ func peerStatus(t *testing.T, a *agentProc, peer string) string {
 // requests, in arrival order.
 func receivedRequests(t *testing.T, a *agentProc, n int) []string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	return feedRequests(t, a, n, 30*time.Second)
+}
+
+// feedRequests reads a's feed of received envelopes (GET
+// /messages/callback from the start of its current run) and returns the
+// task ids of its task requests in feed order: the first n, or, with n <
+// 0, all that arrive within wait (the feed is followed live).
+func feedRequests(t *testing.T, a *agentProc, n int, wait time.Duration) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.url()+prefix+"/messages/callback", nil)
 	if err != nil {
@@ -82,7 +91,7 @@ func receivedRequests(t *testing.T, a *agentProc, n int) []string {
 	var ids []string
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
-	for len(ids) < n && sc.Scan() {
+	for (n < 0 || len(ids) < n) && sc.Scan() {
 		data, ok := strings.CutPrefix(sc.Text(), "data: ")
 		if !ok {
 			continue

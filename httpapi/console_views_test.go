@@ -1,11 +1,9 @@
 package httpapi_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"math"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -14,9 +12,6 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
-	"github.com/synapse-edge/synapse/group"
-	"github.com/synapse-edge/synapse/hil"
-	"github.com/synapse-edge/synapse/httpapi"
 	"github.com/synapse-edge/synapse/tier1"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -402,55 +397,5 @@ func (b *browser) screenshotFull(path string, width int) {
 // groups and human-in-the-loop, and an endpoint peers can reach.
 func startConsoleServer(t *testing.T) *testServer {
 	t.Helper()
-	cfg := agent.Defaults()
-	cfg.DataDir = t.TempDir()
-	cfg.AdminToken = adminToken
-	cfg.AgentName = "gateway-a"
-	cfg.P2P.MaxRetries, cfg.P2P.RetryBaseDelayMS, cfg.P2P.HeartbeatIntervalSeconds = 3, 50, 1
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("listen: %v", err)
-	}
-	cfg.Listen = ln.Addr().String()
-	cfg.Endpoint = "http://" + cfg.Listen
-	a, err := agent.New(cfg)
-	if err != nil {
-		t.Fatalf("agent.New: %v", err)
-	}
-	ctx := context.Background()
-	if err := a.Open(ctx); err != nil {
-		t.Fatalf("agent.Open: %v", err)
-	}
-	gm := group.New(a, group.Options{})
-	if err := gm.Start(ctx); err != nil {
-		t.Fatalf("group Start: %v", err)
-	}
-	hm := hil.New(a, hil.Options{PollInterval: 20 * time.Millisecond})
-	if err := hm.Start(ctx); err != nil {
-		t.Fatalf("hil Start: %v", err)
-	}
-	ts := &testServer{t: t, cfg: cfg, a: a, base: cfg.Endpoint, up: true,
-		srv:    httpapi.New(a, httpapi.Options{Version: "test", Groups: gm, HIL: hm}),
-		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 32}, Timeout: 30 * time.Second},
-		served: make(chan struct{})}
-	go func(srv *httpapi.Server, done chan struct{}) {
-		defer close(done)
-		ts.serveErr = srv.Serve(ln)
-	}(ts.srv, ts.served)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		ts.shutdown(ctx)
-		if err := hm.Close(ctx); err != nil {
-			t.Errorf("hil Close: %v", err)
-		}
-		if err := gm.Close(ctx); err != nil {
-			t.Errorf("group Close: %v", err)
-		}
-		if err := a.Close(ctx); err != nil {
-			t.Errorf("agent.Close: %v", err)
-		}
-		ts.up = false
-	})
-	return ts
+	return startWiredServer(t, "gateway-a", true)
 }

@@ -13,12 +13,21 @@ import (
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/group"
+	"github.com/synapse-edge/synapse/hil"
 	"github.com/synapse-edge/synapse/httpapi"
 	"github.com/synapse-edge/synapse/wire"
 )
 
 // startGroupServer is startServer with a running group manager.
 func startGroupServer(t *testing.T, name string) *testServer {
+	t.Helper()
+	return startWiredServer(t, name, false)
+}
+
+// startWiredServer is an agent named name with a running group manager
+// and, when withHIL, human-in-the-loop — as synapse serve wires it — and
+// an endpoint peers can reach.
+func startWiredServer(t *testing.T, name string, withHIL bool) *testServer {
 	t.Helper()
 	cfg := agent.Defaults()
 	cfg.DataDir = t.TempDir()
@@ -43,8 +52,17 @@ func startGroupServer(t *testing.T, name string) *testServer {
 	if err := gm.Start(ctx); err != nil {
 		t.Fatalf("group Start: %v", err)
 	}
+	opts := httpapi.Options{Version: "test", Groups: gm}
+	var hm *hil.Manager
+	if withHIL {
+		hm = hil.New(a, hil.Options{PollInterval: 20 * time.Millisecond})
+		if err := hm.Start(ctx); err != nil {
+			t.Fatalf("hil Start: %v", err)
+		}
+		opts.HIL = hm
+	}
 	ts := &testServer{t: t, cfg: cfg, a: a, base: cfg.Endpoint, up: true,
-		srv:    httpapi.New(a, httpapi.Options{Version: "test", Groups: gm}),
+		srv:    httpapi.New(a, opts),
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 32}, Timeout: 30 * time.Second},
 		served: make(chan struct{})}
 	go func(srv *httpapi.Server, done chan struct{}) {
@@ -55,6 +73,11 @@ func startGroupServer(t *testing.T, name string) *testServer {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		ts.shutdown(ctx)
+		if hm != nil {
+			if err := hm.Close(ctx); err != nil {
+				t.Errorf("hil Close: %v", err)
+			}
+		}
 		if err := gm.Close(ctx); err != nil {
 			t.Errorf("group Close: %v", err)
 		}
