@@ -374,9 +374,7 @@ func (s *Server) a2aList(v a2a.Version, lp *a2a.ListParams) (*a2a.ListResult, er
 // a2aCount counts the tasks ListTasks would list over all pages.
 func (s *Server) a2aCount(filtered bool, match func(*wire.Task) bool, status wire.Status) (int, error) {
 	if !filtered {
-		n := 0
-		err := s.a.Store().View(func(tx *store.Tx) error { n = tx.CountTasks(); return nil })
-		return n, err
+		return s.a.CountTasks()
 	}
 	n := 0
 	f := store.TaskFilter{Status: status, Limit: a2aMaxPageSize}
@@ -441,7 +439,6 @@ func (s *Server) a2aPush(ctx context.Context, op a2a.Op, v a2a.Version, pp *a2a.
 	if _, err := s.a.Task(taskID); err != nil {
 		return nil, err
 	}
-	db := s.a.Store()
 	switch op {
 	case a2a.OpPushCreate:
 		c := pp.Nested
@@ -457,22 +454,7 @@ func (s *Server) a2aPush(ctx context.Context, op a2a.Op, v a2a.Version, pp *a2a.
 		}
 		return a2a.PushAnswer(rec, v), nil
 	case a2a.OpPushGet:
-		var rec *store.PushConfig
-		err := db.View(func(tx *store.Tx) error {
-			if cfgID != "" {
-				var err error
-				rec, err = tx.PushConfig(taskID, cfgID)
-				return err
-			}
-			all, err := tx.PushConfigs(taskID)
-			if err == nil && len(all) == 0 {
-				err = store.ErrNotFound
-			}
-			if err == nil {
-				rec = all[0]
-			}
-			return err
-		})
+		rec, err := s.a.PushConfig(taskID, cfgID)
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, a2a.Errorf(a2a.CodeInvalidParams, "task %s has no push notification config %q", taskID, cfgID)
 		}
@@ -481,7 +463,7 @@ func (s *Server) a2aPush(ctx context.Context, op a2a.Op, v a2a.Version, pp *a2a.
 		}
 		return a2a.PushAnswer(rec, v), nil
 	case a2a.OpPushList:
-		all, err := s.pushConfigs(taskID)
+		all, err := s.a.PushConfigs(taskID)
 		if err != nil {
 			return nil, err
 		}
@@ -506,14 +488,4 @@ func (s *Server) a2aPush(ctx context.Context, op a2a.Op, v a2a.Version, pp *a2a.
 		}
 		return nil, nil
 	}
-}
-
-func (s *Server) pushConfigs(taskID string) ([]*store.PushConfig, error) {
-	var all []*store.PushConfig
-	err := s.a.Store().View(func(tx *store.Tx) error {
-		var err error
-		all, err = tx.PushConfigs(taskID)
-		return err
-	})
-	return all, err
 }
