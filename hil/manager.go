@@ -128,9 +128,6 @@ func New(a *agent.Agent, opts Options) *Manager {
 	return m
 }
 
-// Levels returns the escalation levels in use.
-func (m *Manager) Levels() []agent.HILLevel { return slices.Clone(m.levels) }
-
 // Start loads the pending requests of an earlier run, takes in the tasks
 // waiting now, arms the deadlines, and starts looking for new requests.
 // The agent then declares the HILHandler interface, and

@@ -139,12 +139,6 @@ func (tx *Tx) T1Seen(scope, batchID string, at int64) (bool, error) {
 	return false, b.Put(k, binary.BigEndian.AppendUint64(nil, uint64(at)))
 }
 
-// T1HasSeen reports whether (scope, batchID) was stored, without marking.
-func (tx *Tx) T1HasSeen(scope, batchID string) bool {
-	b := tx.tx.Bucket(bucketT1Seen)
-	return b != nil && b.Get(idemKey(scope, batchID)) != nil
-}
-
 // T1Scan calls fn for the frames of a routine with from ≤ key < to (nil
 // bounds are open), in key order, until fn returns false. The slices are
 // valid only inside fn.

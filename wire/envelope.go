@@ -44,8 +44,6 @@ const (
 	// 3339, UTC, exactly three fractional digits. Any RFC 3339 time is
 	// accepted on input and kept as received (it is signed as a string).
 	TimestampLayout = "2006-01-02T15:04:05.000Z"
-	// DefaultContentType is the payload MIME type when content_type is absent.
-	DefaultContentType = "application/json"
 	// MaxEnvelopeBytes is the size limit of DecodeEnvelopeJSON and
 	// DecodeEnvelopeMsgpack; the ...Limit variants take their own.
 	MaxEnvelopeBytes = 4 << 20
@@ -143,8 +141,9 @@ type TraceInfo struct {
 // optional, they do not drive the codecs.
 //
 // Timestamp is kept as the string that was received because it is signed as
-// a string; Time parses it. A zero Receiver, a nil TraceInfo and a zero
-// Payload are left out when encoding.
+// a string; Time parses it. An absent content_type means a JSON payload
+// (ContentJSON). A zero Receiver, a nil TraceInfo and a zero Payload are
+// left out when encoding.
 type UnifiedSynapseMessage struct {
 	TPVersion           string     `json:"tp_version" msgpack:"tp_version"`
 	MessageID           string     `json:"message_id" msgpack:"message_id"`
@@ -189,14 +188,6 @@ func (m *UnifiedSynapseMessage) Time() (time.Time, error) {
 		return time.Time{}, fmt.Errorf("%w: timestamp %q is not RFC 3339", ErrEnvelopeInvalid, m.Timestamp)
 	}
 	return t, nil
-}
-
-// PayloadContentType is content_type, or DefaultContentType when absent.
-func (m *UnifiedSynapseMessage) PayloadContentType() string {
-	if m.ContentType == "" {
-		return DefaultContentType
-	}
-	return m.ContentType
 }
 
 // Validate checks what every decoder checks: a supported tp_version, a UUID
