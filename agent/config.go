@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/synapse-edge/synapse/negotiate"
 	"github.com/synapse-edge/synapse/tier1"
 )
 
@@ -60,8 +61,8 @@ type Config struct {
 	// HIL configures human-in-the-loop escalation (SPEC §9).
 	HIL HILConfig `json:"hil"`
 	// Negotiation configures protocol contracts (SPEC §7;
-	// negotiate_config.go).
-	Negotiation NegotiationConfig `json:"negotiation"`
+	// negotiate/config.go).
+	Negotiation negotiate.Config `json:"negotiation"`
 	// Registry, if set, names the registry agent this agent registers
 	// with (seed 000 §6.4; registrar.go).
 	Registry *RegistryConfig `json:"registry,omitempty"`
@@ -306,7 +307,7 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 			}
 		}
 	}
-	c.Negotiation.loadEnv(getenv)
+	c.Negotiation.LoadEnv(getenv)
 	c.Registry.loadEnv(getenv)
 	ints := map[string]*int{
 		"SYNAPSE_MAX_CONCURRENT_TASKS":      &c.MaxConcurrentTasks,
@@ -462,7 +463,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	c.HIL.check(bad)
-	c.Negotiation.check(bad)
+	c.Negotiation.Check(func(field, format string, args ...any) { bad("negotiation."+field, format, args...) })
 	c.Registry.check(bad)
 	return errors.Join(errs...)
 }

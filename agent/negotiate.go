@@ -179,7 +179,7 @@ func (a *Agent) Negotiate(ctx context.Context, peerID string, req negotiate.Requ
 		return nil, wire.Errorf(wire.CodeInvalidParams, "revoke a contract with POST /contracts/{id}/revoke").With("field", "revoke_contract_id")
 	}
 	a.defaultRequest(&req, p.rec.Endpoint)
-	required := negotiate.RequiredSecurity(&req, a.identity.SystemID, p.rec.SystemID, levelOr(a.cfg.Negotiation.MinSecurityLevel, negotiate.Basic))
+	required := negotiate.RequiredSecurity(&req, a.identity.SystemID, p.rec.SystemID, a.cfg.Negotiation.MinSecurity())
 	payload, err := wire.NewJSONPayload(&req)
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeInvalidParams, "negotiate_request: %v", err)

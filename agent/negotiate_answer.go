@@ -17,27 +17,18 @@ import (
 // responder is what this agent offers in a negotiation. Its Profile is
 // the protocol profile the agent declares (Capabilities).
 func (a *Agent) responder() negotiate.Responder {
-	cfg := a.cfg.Negotiation
 	reg := a.t1.Registry()
-	return negotiate.Responder{
-		AgentID: a.identity.AgentID, SystemID: a.identity.SystemID, Endpoint: a.identity.Endpoint,
-		Transports: cfg.EffectiveTransports(),
-		Tiers:      cfg.EffectiveTiers(),
-		LLM:        cfg.LLM != nil,
-		Routine: func(id string) (negotiate.CapabilityRef, bool) {
-			d, ok := reg.Get(id)
-			if !ok {
-				return negotiate.CapabilityRef{}, false
-			}
-			return negotiate.CapabilityRef{CapabilityID: d.CapabilityID, Version: d.Version, DescriptorHash: d.Hash()}, true
-		},
-		MinSecurity:   levelOr(cfg.MinSecurityLevel, negotiate.Basic),
-		MaxSecurity:   levelOr(cfg.MaxSecurityLevel, negotiate.High),
-		PrivateFields: cfg.PrivateFields,
-		TTL:           cfg.ContractTTL(),
-		Routines:      len(reg.List()),
-		Compliant:     wire.EvaluateCompliance(a.identity.AgentID, a.GetSupportedInterfaces()).Compliant,
+	r := a.cfg.Negotiation.Responder(a.identity.AgentID, a.identity.SystemID, a.identity.Endpoint)
+	r.Routine = func(id string) (negotiate.CapabilityRef, bool) {
+		d, ok := reg.Get(id)
+		if !ok {
+			return negotiate.CapabilityRef{}, false
+		}
+		return negotiate.CapabilityRef{CapabilityID: d.CapabilityID, Version: d.Version, DescriptorHash: d.Hash()}, true
 	}
+	r.Routines = len(reg.List())
+	r.Compliant = wire.EvaluateCompliance(a.identity.AgentID, a.GetSupportedInterfaces()).Compliant
+	return r
 }
 
 // negotiateMessage answers negotiate_request (a contract in a signed
@@ -158,7 +149,7 @@ func (a *Agent) askMapping(ctx context.Context, req *negotiate.Request, locals [
 	if llm == nil {
 		return nil, errors.New("no LLM backend")
 	}
-	ctx, cancel := context.WithTimeout(ctx, a.cfg.Negotiation.LLM.LLMTimeout())
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.Negotiation.LLM.Timeout())
 	defer cancel()
 	answer, err := llm.Chat(ctx, negotiate.MappingPrompt(req, locals))
 	if err != nil {

@@ -26,20 +26,20 @@ func TestNegotiationConfig(t *testing.T) {
 	four := 4
 	for _, tc := range []struct {
 		field string
-		mod   func(*agent.NegotiationConfig)
+		mod   func(*negotiate.Config)
 	}{
-		{"negotiation.tiers[0]", func(n *agent.NegotiationConfig) { n.Tiers = []string{"tier_4"} }},
-		{"negotiation.transports[0]", func(n *agent.NegotiationConfig) { n.Transports = []string{"a2a"} }},
-		{"negotiation.transports[1]", func(n *agent.NegotiationConfig) { n.Transports = []string{"rest_api", "carrier_pigeon"} }},
-		{"negotiation.min_security_level", func(n *agent.NegotiationConfig) { n.MinSecurityLevel = "medium" }},
-		{"negotiation.max_security_level", func(n *agent.NegotiationConfig) { n.MaxSecurityLevel = "extreme" }},
-		{"negotiation.max_security_level", func(n *agent.NegotiationConfig) { n.MinSecurityLevel, n.MaxSecurityLevel = "high", "standard" }},
-		{"negotiation.contract_ttl_seconds", func(n *agent.NegotiationConfig) { n.ContractTTLSeconds = 86401 }},
-		{"negotiation.timeout_ms", func(n *agent.NegotiationConfig) { n.TimeoutMS = 30001 }},
-		{"negotiation.retries", func(n *agent.NegotiationConfig) { n.Retries = &four }},
-		{"negotiation.private_fields", func(n *agent.NegotiationConfig) { n.PrivateFields = map[string][]string{"claim": {"a b"}} }},
-		{"negotiation.llm.url", func(n *agent.NegotiationConfig) { n.LLM = &agent.LLMConfig{URL: "127.0.0.1:8081", Model: "m"} }},
-		{"negotiation.llm.model", func(n *agent.NegotiationConfig) { n.LLM = &agent.LLMConfig{URL: "http://127.0.0.1:8081/v1"} }},
+		{"negotiation.tiers[0]", func(n *negotiate.Config) { n.Tiers = []string{"tier_4"} }},
+		{"negotiation.transports[0]", func(n *negotiate.Config) { n.Transports = []string{"a2a"} }},
+		{"negotiation.transports[1]", func(n *negotiate.Config) { n.Transports = []string{"rest_api", "carrier_pigeon"} }},
+		{"negotiation.min_security_level", func(n *negotiate.Config) { n.MinSecurityLevel = "medium" }},
+		{"negotiation.max_security_level", func(n *negotiate.Config) { n.MaxSecurityLevel = "extreme" }},
+		{"negotiation.max_security_level", func(n *negotiate.Config) { n.MinSecurityLevel, n.MaxSecurityLevel = "high", "standard" }},
+		{"negotiation.contract_ttl_seconds", func(n *negotiate.Config) { n.ContractTTLSeconds = 86401 }},
+		{"negotiation.timeout_ms", func(n *negotiate.Config) { n.TimeoutMS = 30001 }},
+		{"negotiation.retries", func(n *negotiate.Config) { n.Retries = &four }},
+		{"negotiation.private_fields", func(n *negotiate.Config) { n.PrivateFields = map[string][]string{"claim": {"a b"}} }},
+		{"negotiation.llm.url", func(n *negotiate.Config) { n.LLM = &negotiate.LLMConfig{URL: "127.0.0.1:8081", Model: "m"} }},
+		{"negotiation.llm.model", func(n *negotiate.Config) { n.LLM = &negotiate.LLMConfig{URL: "http://127.0.0.1:8081/v1"} }},
 	} {
 		t.Run(tc.field, func(t *testing.T) {
 			cfg := agent.Defaults()

@@ -222,5 +222,5 @@ func newChatStub(t *testing.T, mapping string) *chatStub {
 
 // withLLM configures the stub as the agent's LLM backend.
 func (s *chatStub) withLLM(c *agent.Config) {
-	c.Negotiation.LLM = &agent.LLMConfig{URL: s.srv.URL + "/v1", Model: "stub", APIKey: "test-key"}
+	c.Negotiation.LLM = &negotiate.LLMConfig{URL: s.srv.URL + "/v1", Model: "stub", APIKey: "test-key"}
 }

@@ -33,7 +33,7 @@ func (a *Agent) llmClient() *negotiate.LLM {
 		tr = a.node.client.Transport
 	}
 	return &negotiate.LLM{URL: l.URL, Model: l.Model, APIKey: l.APIKey,
-		HTTP: &http.Client{Transport: tr, Timeout: l.LLMTimeout()}}
+		HTTP: &http.Client{Transport: tr, Timeout: l.Timeout()}}
 }
 
 // registerNaturalLanguage adds the tier-3 handler unless the built-in

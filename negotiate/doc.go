@@ -2,9 +2,10 @@
 // §7): the communication tier, the transport and the security level, frozen
 // into a ProtocolContract. It holds the payloads of negotiate_request and
 // negotiate_response, the decision of the responder, the checks of the
-// requester, the retry rule of the client, the tier-2 session mapping and an
-// OpenAI-compatible chat-completions client for the LLM backend. It does no
-// storage and sends no envelopes: the agent does both.
+// requester, the retry rule of the client, the tier-2 session mapping, an
+// OpenAI-compatible chat-completions client for the LLM backend and the
+// agent's negotiation Config. It does no storage and sends no envelopes:
+// the agent does both.
 //
 // # Tiers
 //
@@ -29,11 +30,11 @@
 // # Transports
 //
 // The first entry of candidate_transports (in the requester's order) whose
-// protocol the responder supports. This agent supports native_tp and
-// rest_api (both are its HTTP API); a2a_jsonrpc is never offered because no
-// A2A binding exists yet. None in common → TP-NEG003 with an
-// alternative_proposal of the responder's transports (the downgrade row
-// "native_tp → a2a_jsonrpc" of §8.4.4, generalised).
+// protocol the responder supports. An agent serves native_tp and rest_api
+// (both are its HTTP API) by default, and a2a_jsonrpc (its A2A JSON-RPC
+// binding, SPEC §7) when Config.Transports lists it. None in common →
+// TP-NEG003 with an alternative_proposal of the responder's transports
+// (the downgrade row "native_tp → a2a_jsonrpc" of §8.4.4, generalised).
 //
 // # Security levels
 //

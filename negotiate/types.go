@@ -46,9 +46,6 @@ const (
 	High     SecurityLevel = "high"     // and the whole payload encrypted
 )
 
-// SecurityLevels lists the levels, lowest first.
-func SecurityLevels() []SecurityLevel { return []SecurityLevel{Basic, Standard, High} }
-
 func (l SecurityLevel) rank() int {
 	switch l {
 	case Basic:

@@ -1,18 +1,18 @@
-package agent
+package negotiate
 
 import (
 	"fmt"
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/synapse-edge/synapse/negotiate"
 )
 
-// NegotiationConfig configures protocol negotiation (seed 002, SPEC §7):
-// what this agent offers, how long its contracts last, how it retries, and
-// the LLM backend of tiers 2 and 3. Every zero value means its default.
-type NegotiationConfig struct {
+// Config is what an agent offers in negotiations and how it negotiates
+// (the "negotiation" object of the agent's configuration): the tiers and
+// transports it serves, its security levels, how long its contracts last,
+// the client rule, its private fields and the LLM backend of tiers 2 and
+// 3. Every zero value means its default.
+type Config struct {
 	// Tiers enabled; default all three. Tier 3 is served even when not
 	// listed; tier 2 also needs llm.
 	Tiers []string `json:"tiers,omitempty"`
@@ -58,49 +58,55 @@ type LLMConfig struct {
 	TimeoutSeconds int `json:"timeout_seconds,omitempty"`
 }
 
-// EffectiveTiers is Tiers or all three, as negotiate tiers.
-func (c NegotiationConfig) EffectiveTiers() []negotiate.Tier {
+// EffectiveTiers is Tiers or all three.
+func (c Config) EffectiveTiers() []Tier {
 	if len(c.Tiers) == 0 {
-		return negotiate.Tiers()
+		return Tiers()
 	}
-	out := make([]negotiate.Tier, len(c.Tiers))
+	out := make([]Tier, len(c.Tiers))
 	for i, t := range c.Tiers {
-		out[i] = negotiate.Tier(t)
+		out[i] = Tier(t)
 	}
 	return out
 }
 
 // EffectiveTransports is Transports or native_tp and rest_api.
-func (c NegotiationConfig) EffectiveTransports() []string {
+func (c Config) EffectiveTransports() []string {
 	if len(c.Transports) == 0 {
-		return []string{negotiate.NativeTP, negotiate.RESTAPI}
+		return []string{NativeTP, RESTAPI}
 	}
 	return slices.Clone(c.Transports)
 }
 
-func levelOr(s string, def negotiate.SecurityLevel) negotiate.SecurityLevel {
+// MinSecurity is min_security_level (default basic).
+func (c Config) MinSecurity() SecurityLevel { return levelOr(c.MinSecurityLevel, Basic) }
+
+// MaxSecurity is max_security_level (default high).
+func (c Config) MaxSecurity() SecurityLevel { return levelOr(c.MaxSecurityLevel, High) }
+
+func levelOr(s string, def SecurityLevel) SecurityLevel {
 	if s == "" {
 		return def
 	}
-	return negotiate.SecurityLevel(s)
+	return SecurityLevel(s)
 }
 
 // ContractRequired is require_contract (default true).
-func (c NegotiationConfig) ContractRequired() bool {
+func (c Config) ContractRequired() bool {
 	return c.RequireContract == nil || *c.RequireContract
 }
 
 // ContractTTL is contract_ttl_seconds as a duration (default 24 h).
-func (c NegotiationConfig) ContractTTL() time.Duration {
+func (c Config) ContractTTL() time.Duration {
 	if c.ContractTTLSeconds <= 0 {
-		return negotiate.MaxContractTTL
+		return MaxContractTTL
 	}
 	return time.Duration(c.ContractTTLSeconds) * time.Second
 }
 
 // Attempts is the client rule: timeout_ms and retries.
-func (c NegotiationConfig) Attempts() negotiate.Attempts {
-	a := negotiate.DefaultAttempts
+func (c Config) Attempts() Attempts {
+	a := DefaultAttempts
 	if c.TimeoutMS > 0 {
 		a.Timeout = time.Duration(c.TimeoutMS) * time.Millisecond
 	}
@@ -110,65 +116,82 @@ func (c NegotiationConfig) Attempts() negotiate.Attempts {
 	return a
 }
 
-// LLMTimeout bounds one completion.
-func (l *LLMConfig) LLMTimeout() time.Duration {
+// Responder is what an agent with this configuration offers: every field
+// but those that depend on the agent's tier-1 routines and interfaces
+// (Routine, Routines, Compliant), which the caller sets.
+func (c Config) Responder(agentID, systemID, endpoint string) Responder {
+	return Responder{
+		AgentID: agentID, SystemID: systemID, Endpoint: endpoint,
+		Transports:    c.EffectiveTransports(),
+		Tiers:         c.EffectiveTiers(),
+		LLM:           c.LLM != nil,
+		MinSecurity:   c.MinSecurity(),
+		MaxSecurity:   c.MaxSecurity(),
+		PrivateFields: c.PrivateFields,
+		TTL:           c.ContractTTL(),
+	}
+}
+
+// Timeout bounds one completion (default 60 s).
+func (l *LLMConfig) Timeout() time.Duration {
 	if l.TimeoutSeconds <= 0 {
 		return time.Minute
 	}
 	return time.Duration(l.TimeoutSeconds) * time.Second
 }
 
-// check reports every bad field through bad.
-func (c NegotiationConfig) check(bad func(field, format string, args ...any)) {
+// Check reports every bad field through bad, named relative to the
+// negotiation object ("tiers[0]", "llm.url").
+func (c Config) Check(bad func(field, format string, args ...any)) {
 	for i, t := range c.Tiers {
-		if !negotiate.Tier(t).Known() {
-			bad(fmt.Sprintf("negotiation.tiers[%d]", i), "%q is not one of %v", t, negotiate.Tiers())
+		if !Tier(t).Known() {
+			bad(fmt.Sprintf("tiers[%d]", i), "%q is not one of %v", t, Tiers())
 		}
 	}
 	for i, p := range c.Transports {
 		switch p {
-		case negotiate.NativeTP, negotiate.RESTAPI, negotiate.A2AJSONRPC:
+		case NativeTP, RESTAPI, A2AJSONRPC:
 		default:
-			bad(fmt.Sprintf("negotiation.transports[%d]", i), "%q is not native_tp, rest_api or a2a_jsonrpc", p)
+			bad(fmt.Sprintf("transports[%d]", i), "%q is not native_tp, rest_api or a2a_jsonrpc", p)
 		}
 	}
-	minL, maxL := levelOr(c.MinSecurityLevel, negotiate.Basic), levelOr(c.MaxSecurityLevel, negotiate.High)
+	minL, maxL := c.MinSecurity(), c.MaxSecurity()
 	switch {
 	case !minL.Known():
-		bad("negotiation.min_security_level", "%q is not basic, standard or high", c.MinSecurityLevel)
+		bad("min_security_level", "%q is not basic, standard or high", c.MinSecurityLevel)
 	case !maxL.Known():
-		bad("negotiation.max_security_level", "%q is not basic, standard or high", c.MaxSecurityLevel)
+		bad("max_security_level", "%q is not basic, standard or high", c.MaxSecurityLevel)
 	case !maxL.AtLeast(minL):
-		bad("negotiation.max_security_level", "%s is below min_security_level %s", maxL, minL)
+		bad("max_security_level", "%s is below min_security_level %s", maxL, minL)
 	}
-	if c.ContractTTLSeconds < 0 || c.ContractTTLSeconds > int(negotiate.MaxContractTTL/time.Second) {
-		bad("negotiation.contract_ttl_seconds", "%d is outside 1..86400", c.ContractTTLSeconds)
+	if c.ContractTTLSeconds < 0 || c.ContractTTLSeconds > int(MaxContractTTL/time.Second) {
+		bad("contract_ttl_seconds", "%d is outside 1..86400", c.ContractTTLSeconds)
 	}
-	if c.TimeoutMS < 0 || c.TimeoutMS > int(negotiate.MaxTimeout/time.Millisecond) {
-		bad("negotiation.timeout_ms", "%d is outside 1..30000", c.TimeoutMS)
+	if c.TimeoutMS < 0 || c.TimeoutMS > int(MaxTimeout/time.Millisecond) {
+		bad("timeout_ms", "%d is outside 1..30000", c.TimeoutMS)
 	}
-	if c.Retries != nil && (*c.Retries < 0 || *c.Retries > negotiate.MaxRetries) {
-		bad("negotiation.retries", "%d is outside 0..3", *c.Retries)
+	if c.Retries != nil && (*c.Retries < 0 || *c.Retries > MaxRetries) {
+		bad("retries", "%d is outside 0..3", *c.Retries)
 	}
-	if rej := negotiate.CheckRequest(&negotiate.Request{CandidateTransports: []negotiate.Transport{{}}, CandidateTiers: []negotiate.Tier{negotiate.Tier3},
+	if rej := CheckRequest(&Request{CandidateTransports: []Transport{{}}, CandidateTiers: []Tier{Tier3},
 		PrivateFields: c.PrivateFields}); rej != nil {
-		bad("negotiation.private_fields", "%s", rej.Message)
+		bad("private_fields", "%s", rej.Message)
 	}
 	if l := c.LLM; l != nil {
 		if !strings.HasPrefix(l.URL, "http://") && !strings.HasPrefix(l.URL, "https://") {
-			bad("negotiation.llm.url", "%q must be an http:// or https:// URL", l.URL)
+			bad("llm.url", "%q must be an http:// or https:// URL", l.URL)
 		}
 		if l.Model == "" {
-			bad("negotiation.llm.model", "must not be empty")
+			bad("llm.model", "must not be empty")
 		}
 		if l.TimeoutSeconds < 0 {
-			bad("negotiation.llm.timeout_seconds", "must not be negative")
+			bad("llm.timeout_seconds", "must not be negative")
 		}
 	}
 }
 
-// loadEnv reads the LLM API key from its variable.
-func (c *NegotiationConfig) loadEnv(getenv func(string) string) {
+// LoadEnv reads the LLM API key from the variable llm.api_key_env names.
+func (c *Config) LoadEnv(getenv func(string) string) {
 	if c.LLM != nil && c.LLM.APIKeyEnv != "" {
 		c.LLM.APIKey = getenv(c.LLM.APIKeyEnv)
 	}
