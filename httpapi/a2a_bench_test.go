@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -19,6 +21,7 @@ func BenchmarkA2ASend(b *testing.B) {
 	for _, clients := range []int{1, 16} {
 		b.Run(fmt.Sprintf("c=%d", clients), func(b *testing.B) {
 			s := startBenchServer(b)
+			before := storeCounters(b, s)
 			var next atomic.Int64
 			errs := make(chan error, clients)
 			var wg sync.WaitGroup
@@ -51,6 +54,46 @@ func BenchmarkA2ASend(b *testing.B) {
 			if err := <-errs; err != nil {
 				b.Fatal(err)
 			}
+			after := storeCounters(b, s)
+			if commits := after[0] - before[0]; commits > 0 {
+				b.ReportMetric(float64(b.N)/commits, "tasks/commit")
+				b.ReportMetric((after[1]-before[1])*1e3/commits, "ms/commit")
+			}
 		})
 	}
+}
+
+// storeCounters reads the store's commits and seconds spent committing
+// from the agent's /metrics.
+func storeCounters(b *testing.B, s *benchServer) [2]float64 {
+	b.Helper()
+	req, _ := http.NewRequest(http.MethodGet, s.base+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+benchToken)
+	resp, err := s.hc.Do(req)
+	if err != nil {
+		b.Fatalf("metrics: %v", err)
+	}
+	raw, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		b.Fatalf("metrics: %v", err)
+	}
+	var out [2]float64
+	for _, line := range strings.Split(string(raw), "\n") {
+		name, val, ok := strings.Cut(line, " ")
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(val), 64)
+		if err != nil {
+			continue
+		}
+		switch name {
+		case "synapse_store_commits_total":
+			out[0] = v
+		case "synapse_store_commit_seconds_total":
+			out[1] = v
+		}
+	}
+	return out
 }
