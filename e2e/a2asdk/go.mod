@@ -5,6 +5,13 @@ go 1.26.8
 require github.com/synapse-edge/synapse v0.0.0
 
 require (
+	github.com/vmihailenco/msgpack/v5 v5.4.1 // indirect
+	github.com/vmihailenco/tagparser/v2 v2.0.0 // indirect
+	go.etcd.io/bbolt v1.5.0 // indirect
+	golang.org/x/crypto v0.59.0 // indirect
+)
+
+require (
 	github.com/a2aproject/a2a-go v0.3.15 // indirect
 	github.com/a2aproject/a2a-go/v2 v2.3.1
 	github.com/google/uuid v1.6.0 // indirect

@@ -1,0 +1,279 @@
+package a2asdk_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/synapse-edge/synapse/store"
+	"github.com/synapse-edge/synapse/transport"
+	"github.com/synapse-edge/synapse/transport/a2aclient"
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// report is one report the transport gave the agent.
+type report struct {
+	peer, msgType string
+	payload       map[string]any
+}
+
+// reports records what the transport reports, as the agent's engine
+// would receive it.
+type reports struct {
+	mu  sync.Mutex
+	all []report
+}
+
+func (r *reports) ReportFromPeer(_ context.Context, peer, msgType string, pl wire.RawPayload) error {
+	var m map[string]any
+	if err := pl.Decode(&m); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.all = append(r.all, report{peer, msgType, m})
+	return nil
+}
+
+// final returns the final report of a task, if there is one yet.
+func (r *reports) final(taskID string) (report, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, x := range r.all {
+		if x.payload["task_id"] != taskID {
+			continue
+		}
+		switch x.msgType {
+		case wire.MsgTaskComplete, wire.MsgTaskFailed, wire.MsgTaskReject, wire.MsgTaskAck:
+			return x, true
+		}
+	}
+	return report{}, false
+}
+
+// types lists the report types of a task in order.
+func (r *reports) types(taskID string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, x := range r.all {
+		if x.payload["task_id"] == taskID {
+			out = append(out, x.msgType)
+		}
+	}
+	return out
+}
+
+const peerID = "peer-b"
+
+// openDB opens a real store file in dir.
+func openDB(t *testing.T, dir string) *store.DB {
+	t.Helper()
+	db, err := store.Open(t.Context(), filepath.Join(dir, store.FileName), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// newA2AClient starts a transport on db reporting to rep.
+func newA2AClient(t *testing.T, db *store.DB, rep a2aclient.Reporter, token string) *a2aclient.Transport {
+	t.Helper()
+	tr, err := a2aclient.New(a2aclient.Options{DB: db, Reporter: rep, PollMin: 5 * time.Millisecond, PollMax: 100 * time.Millisecond,
+		Token: func(p string) string {
+			if p != peerID {
+				t.Errorf("token asked for %q, want %q", p, peerID)
+			}
+			return token
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tr.Close(context.Background()) })
+	return tr
+}
+
+// envelope is a message of type msgType from this agent to the peer.
+func envelope(t *testing.T, msgType string, payload any) []byte {
+	t.Helper()
+	pl, err := wire.NewJSONPayload(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := wire.NewMessage(msgType, wire.AgentRef{AgentID: "agent-a"}, wire.AgentRef{AgentID: peerID}, pl, time.Now())
+	b, err := wire.EncodeEnvelopeJSON(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func sendEnv(t *testing.T, tr transport.Transport, to, msgType string, payload any) transport.Outcome {
+	t.Helper()
+	return tr.Send(t.Context(), &transport.Message{Kind: transport.Envelope, To: to, Body: envelope(t, msgType, payload),
+		ContentType: "application/json"})
+}
+
+func request(id, taskType, payload string) *wire.TaskRequestPayload {
+	return &wire.TaskRequestPayload{Task: wire.TaskSpec{ID: id, Type: taskType, Payload: wire.JSONValue(payload)}}
+}
+
+// a2aDest is the transport's destination for a target's A2A endpoint.
+func a2aDest(tg *target) string { return "a2a+" + tg.base + "/a2a" }
+
+func tracked(t *testing.T, db *store.DB) []*store.RemoteA2A {
+	t.Helper()
+	var all []*store.RemoteA2A
+	if err := db.View(func(tx *store.Tx) error {
+		var err error
+		all, err = tx.RemoteA2As()
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return all
+}
+
+// TestA2AClient delegates tasks over A2A to a2a-go's own server and to
+// another Synapse agent: the result and the states come back as the
+// reports a native peer would send, a cancel reaches the remote task,
+// refusals are classified.
+func TestA2AClient(t *testing.T) {
+	for _, tg := range []*target{startRef(t), startSynapse(t, "")} {
+		t.Run(tg.name, func(t *testing.T) {
+			db := openDB(t, t.TempDir())
+			defer db.Close(context.Background())
+			rep := &reports{}
+			tr := newA2AClient(t, db, rep, tg.token)
+			to := a2aDest(tg)
+
+			if o := sendEnv(t, tr, to, wire.MsgTaskRequest, request("t-echo", "echo", `{"msg":"hi","n":[1,2]}`)); !o.Delivered() {
+				t.Fatalf("echo request: %v %v", o.Class, o.Err)
+			}
+			var fin report
+			eventually(t, "the echo task's result", func() (ok bool) { fin, ok = rep.final("t-echo"); return })
+			if fin.msgType != wire.MsgTaskComplete || fin.peer != peerID {
+				t.Fatalf("final report %+v, want %s from %s", fin, wire.MsgTaskComplete, peerID)
+			}
+			out, _ := json.Marshal(fin.payload["result"].(map[string]any)["output"])
+			if string(out) != `{"msg":"hi","n":[1,2]}` {
+				t.Errorf("result %s, want the echoed payload", out)
+			}
+			eventually(t, "the record forgotten", func() bool { return len(tracked(t, db)) == 0 })
+			// Sent again (the outbox retries after a lost answer): the
+			// task is not run again while it is tracked, and the ack of
+			// the result has nothing to send.
+			if o := sendEnv(t, tr, to, wire.MsgTaskAck, &wire.TaskAckPayload{TaskID: "t-echo", AckedType: wire.MsgTaskComplete}); !o.Delivered() {
+				t.Errorf("ack: %v %v", o.Class, o.Err)
+			}
+
+			// A long task, cancelled: the cancel reaches the remote task
+			// and its cancelled state comes back as the ack of the cancel.
+			if o := sendEnv(t, tr, to, wire.MsgTaskRequest, request("t-long", "sleep", `{"ms":60000}`)); !o.Delivered() {
+				t.Fatalf("sleep request: %v %v", o.Class, o.Err)
+			}
+			if got := tracked(t, db); len(got) != 1 || got[0].TaskID != "t-long" || got[0].RemoteID == "" || got[0].Peer != peerID {
+				t.Fatalf("tracked %+v, want t-long's remote task", got)
+			}
+			if o := sendEnv(t, tr, to, wire.MsgTaskRequest, request("t-long", "sleep", `{"ms":60000}`)); !o.Delivered() {
+				t.Fatalf("the same request again: %v %v", o.Class, o.Err)
+			}
+			if got := tracked(t, db); len(got) != 1 {
+				t.Fatalf("the same request again made %d records", len(got))
+			}
+			eventually(t, "t-long confirmed or working", func() bool { return len(rep.types("t-long")) > 0 })
+			if o := sendEnv(t, tr, to, wire.MsgTaskCancel, &wire.TaskCancelPayload{TaskID: "t-long"}); !o.Delivered() {
+				t.Fatalf("cancel: %v %v", o.Class, o.Err)
+			}
+			eventually(t, "t-long cancelled", func() (ok bool) { fin, ok = rep.final("t-long"); return })
+			if fin.msgType != wire.MsgTaskAck || fin.payload["acked_type"] != wire.MsgTaskCancel || fin.payload["status"] != string(wire.StatusCancelled) {
+				t.Errorf("final report of t-long %+v, want the ack of the cancel", fin)
+			}
+			if got := rep.types("t-long"); got[0] != wire.MsgTaskConfirm && got[0] != wire.MsgTaskStatusUpdate {
+				t.Errorf("t-long's reports %q, want a confirm or a status update first", got)
+			}
+
+			// A type the peer lacks: refused for good, or failed there.
+			// A type the peer lacks: refused for good (-32004).
+			if o := sendEnv(t, tr, to, wire.MsgTaskRequest, request("t-none", "no-such-type", `{}`)); o.Class != transport.Permanent {
+				t.Errorf("unknown type: %v %v, want Permanent", o.Class, o.Err)
+			}
+
+			// Messages A2A has no counterpart for, and bad destinations.
+			if o := sendEnv(t, tr, to, wire.MsgHeartbeat, map[string]any{}); o.Class != transport.Permanent {
+				t.Errorf("heartbeat: %v, want Permanent", o.Class)
+			}
+			if o := sendEnv(t, tr, tg.base+"/a2a", wire.MsgTaskRequest, request("t-x", "echo", `{}`)); o.Class != transport.Permanent {
+				t.Errorf("an http:// destination: %v, want Permanent", o.Class)
+			}
+		})
+	}
+}
+
+// TestA2AClientAuth: a Synapse peer refuses a wrong token with 401, which
+// is a retry (the peer may not know this agent yet), not a failure.
+func TestA2AClientAuth(t *testing.T) {
+	tg := startSynapse(t, "")
+	db := openDB(t, t.TempDir())
+	defer db.Close(context.Background())
+	tr := newA2AClient(t, db, &reports{}, "not-the-token")
+	o := sendEnv(t, tr, a2aDest(tg), wire.MsgTaskRequest, request("t-auth", "echo", `{}`))
+	if o.Class != transport.Retry || !o.Unreached || o.Status != http.StatusUnauthorized {
+		t.Fatalf("wrong token: %v unreached=%v status %d %v, want Retry, Unreached, 401", o.Class, o.Unreached, o.Status, o.Err)
+	}
+	if len(tracked(t, db)) != 0 {
+		t.Error("a refused request is tracked")
+	}
+}
+
+// TestA2AClientRestart: the transport stops (and its store is closed)
+// while a remote task runs; a new one on the same file resumes tracking
+// it and reports its result.
+func TestA2AClientRestart(t *testing.T) {
+	for _, tg := range []*target{startRef(t), startSynapse(t, "")} {
+		t.Run(tg.name, func(t *testing.T) {
+			dir := t.TempDir()
+			db := openDB(t, dir)
+			rep := &reports{}
+			tr, err := a2aclient.New(a2aclient.Options{DB: db, Reporter: rep, Token: func(string) string { return tg.token }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := tr.Start(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if o := sendEnv(t, tr, a2aDest(tg), wire.MsgTaskRequest, request("t-sleep", "sleep", `{"ms":700}`)); !o.Delivered() {
+				t.Fatalf("request: %v %v", o.Class, o.Err)
+			}
+			if err := tr.Close(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Close(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := rep.final("t-sleep"); ok {
+				t.Fatal("the 700 ms task finished before the restart")
+			}
+
+			db = openDB(t, dir)
+			defer db.Close(context.Background())
+			rep2 := &reports{}
+			newA2AClient(t, db, rep2, tg.token)
+			var fin report
+			eventually(t, "the result after the restart", func() (ok bool) { fin, ok = rep2.final("t-sleep"); return })
+			out, _ := json.Marshal(fin.payload["result"].(map[string]any)["output"])
+			if fin.msgType != wire.MsgTaskComplete || !strings.Contains(string(out), `"slept_ms":700`) {
+				t.Errorf("final report %+v (output %s), want complete with slept_ms 700", fin, out)
+			}
+			eventually(t, "the record forgotten", func() bool { return len(tracked(t, db)) == 0 })
+		})
+	}
+}

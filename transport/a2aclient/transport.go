@@ -1,0 +1,280 @@
+package a2aclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/synapse-edge/synapse/a2a"
+	"github.com/synapse-edge/synapse/store"
+	"github.com/synapse-edge/synapse/transport"
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// Reporter applies what a peer reports of a task this agent delegated to
+// it, as if the peer had sent the message (msgType is one of the p2p:task_*
+// reports, payload its payload). Reports are idempotent: a repeated or
+// late one has no second effect.
+type Reporter interface {
+	ReportFromPeer(ctx context.Context, peer, msgType string, payload wire.RawPayload) error
+}
+
+// Options configure a Transport.
+type Options struct {
+	// DB keeps the remote tasks tracked (required).
+	DB *store.DB
+	// Reporter receives the remote tasks' states (required).
+	Reporter Reporter
+	// Client sends the HTTP requests (nil: a client with a 30 s timeout).
+	// Give it the agent's outbound policy.
+	Client *http.Client
+	// Token returns the bearer token for a peer's A2A endpoint ("" for
+	// none). A message's own Authorization header wins.
+	Token func(peer string) string
+	// PollMin and PollMax bound the wait between two reads of a remote
+	// task (defaults 10 ms and 2 s); the wait doubles while nothing
+	// changes.
+	PollMin, PollMax time.Duration
+	// Logger (nil: nothing is logged).
+	Logger *slog.Logger
+	// UserAgent is sent with every request.
+	UserAgent string
+}
+
+// Transport sends envelopes to A2A endpoints and tracks the tasks it
+// delegated there (see the package doc). Start it before its first Send
+// so that tasks tracked before a restart are resumed; Close stops the
+// tracking.
+type Transport struct {
+	db       *store.DB
+	rep      Reporter
+	c        *client
+	token    func(string) string
+	min, max time.Duration
+	log      *slog.Logger
+
+	mu       sync.Mutex
+	ctx      context.Context
+	cancel   context.CancelFunc
+	closed   bool
+	watching map[string]chan struct{} // local task id → kick
+	wg       sync.WaitGroup
+}
+
+var _ transport.Transport = (*Transport)(nil)
+
+// New makes a Transport; it does not start tracking (Start does).
+func New(o Options) (*Transport, error) {
+	if o.DB == nil || o.Reporter == nil {
+		return nil, errors.New("a2aclient: Options.DB and Options.Reporter are required")
+	}
+	if o.Client == nil {
+		o.Client = &http.Client{Timeout: 30 * time.Second}
+	}
+	if o.PollMin <= 0 {
+		o.PollMin = 10 * time.Millisecond
+	}
+	if o.PollMax < o.PollMin {
+		o.PollMax = max(2*time.Second, o.PollMin)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Transport{db: o.DB, rep: o.Reporter, c: &client{hc: o.Client, agent: o.UserAgent}, token: o.Token,
+		min: o.PollMin, max: o.PollMax, log: o.Logger.With("component", "a2aclient"),
+		ctx: ctx, cancel: cancel, watching: map[string]chan struct{}{}}, nil
+}
+
+// Start resumes tracking every remote task kept in the store.
+func (t *Transport) Start(ctx context.Context) error {
+	var all []*store.RemoteA2A
+	err := t.db.View(func(tx *store.Tx) error {
+		var err error
+		all, err = tx.RemoteA2As()
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("a2aclient: read the tracked tasks: %w", err)
+	}
+	for _, r := range all {
+		t.watch(r, nil)
+	}
+	return nil
+}
+
+// Close stops tracking and waits for the trackers (at most until ctx is
+// done). It is safe to call twice; Send fails as Retry afterwards.
+func (t *Transport) Close(ctx context.Context) error {
+	t.mu.Lock()
+	t.closed = true
+	t.mu.Unlock()
+	t.cancel()
+	done := make(chan struct{})
+	go func() { t.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Send delivers one envelope (see the package doc for what each type
+// becomes).
+func (t *Transport) Send(ctx context.Context, m *transport.Message) transport.Outcome {
+	if m.Kind != transport.Envelope {
+		return transport.Refused(fmt.Errorf("a2a_jsonrpc carries envelopes, not %s messages", m.Kind))
+	}
+	url, err := endpoint(m.To)
+	if err != nil {
+		return transport.Refused(err)
+	}
+	env, err := wire.DecodeEnvelopeJSON(m.Body)
+	if err != nil {
+		return transport.Refused(fmt.Errorf("envelope: %w", err))
+	}
+	if strings.HasPrefix(env.ContentType, wire.ContentEncrypted) {
+		return transport.Refused(errors.New("a2a_jsonrpc cannot carry an encrypted payload"))
+	}
+	peer := env.Receiver.AgentID
+	token := m.Header[transport.HeaderAuthorization]
+	if token == "" && t.token != nil {
+		if tk := t.token(peer); tk != "" {
+			token = "Bearer " + tk
+		}
+	}
+	d := delivery{t: t, url: url, to: m.To, token: token, peer: peer, env: env}
+	switch env.MessageType {
+	case wire.MsgTaskRequest:
+		return d.request(ctx)
+	case wire.MsgTaskCancel:
+		return d.cancelTask(ctx)
+	case wire.MsgTaskInfoProvided:
+		return d.infoProvided(ctx)
+	case wire.MsgTaskAck:
+		return transport.Outcome{Class: transport.Delivered}
+	}
+	return transport.Refused(fmt.Errorf("%s has no A2A counterpart", env.MessageType))
+}
+
+// delivery is one envelope being sent.
+type delivery struct {
+	t                    *Transport
+	url, to, token, peer string
+	env                  *wire.UnifiedSynapseMessage
+}
+
+func (d *delivery) request(ctx context.Context) transport.Outcome {
+	var p wire.TaskRequestPayload
+	if err := d.env.Payload.Decode(&p); err != nil || p.Task.ID == "" || p.Task.Type == "" {
+		return transport.Refused(fmt.Errorf("p2p:task_request payload: task.id and task.type are required (%v)", err))
+	}
+	if _, err := d.t.record(p.Task.ID); err == nil {
+		return transport.Outcome{Class: transport.Delivered} // sent before
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return transport.Outcome{Class: transport.Retry, Err: fmt.Errorf("%w: %v", transport.ErrNotDelivered, err)}
+	}
+	msg := &a2a.Message{MessageID: d.env.MessageID, Role: "ROLE_USER",
+		Parts:    []a2a.Part{a2a.DataPart(object(p.Task.Payload), a2a.V10)},
+		Metadata: map[string]any{"task_type": p.Task.Type}}
+	var res sendResult
+	o := d.t.c.call(ctx, d.url, d.token, "SendMessage",
+		&a2a.SendParams{Message: msg, Configuration: &a2a.SendConfiguration{ReturnImmediately: true}}, &res)
+	if !o.Delivered() {
+		return o
+	}
+	switch {
+	case res.Task != nil && res.Task.ID != "":
+		r := &store.RemoteA2A{TaskID: p.Task.ID, Peer: d.peer, URL: d.to, RemoteID: res.Task.ID, CreatedAt: time.Now().UTC()}
+		if err := d.t.db.Update(ctx, func(tx *store.Tx) error { return tx.PutRemoteA2A(r) }); err != nil {
+			// The peer runs it; sent again, it may run twice.
+			return transport.Outcome{Class: transport.Retry, Err: fmt.Errorf("%w: keep remote task %s: %v", transport.ErrNotDelivered, res.Task.ID, err)}
+		}
+		d.t.watch(r, res.Task)
+		return o
+	case res.Message != nil:
+		// An agent that answers with a message has done the task.
+		err := d.t.report(ctx, d.peer, p.Task.ID, &a2a.Task{ID: p.Task.ID,
+			Status:    a2a.TaskStatus{State: "TASK_STATE_COMPLETED"},
+			Artifacts: []a2a.Artifact{{ArtifactID: a2a.ResultArtifactID, Parts: res.Message.Parts}}})
+		if err != nil {
+			return transport.Outcome{Class: transport.Retry, Err: fmt.Errorf("%w: report the answer: %v", transport.ErrNotDelivered, err)}
+		}
+		return o
+	}
+	return transport.Outcome{Class: transport.Retry, Status: o.Status,
+		Err: fmt.Errorf("%w: SendMessage answered neither a task nor a message", transport.ErrNotDelivered)}
+}
+
+func (d *delivery) cancelTask(ctx context.Context) transport.Outcome {
+	var p wire.TaskCancelPayload
+	if err := d.env.Payload.Decode(&p); err != nil || p.TaskID == "" {
+		return transport.Refused(fmt.Errorf("p2p:task_cancel payload: task_id is required (%v)", err))
+	}
+	r, err := d.t.record(p.TaskID)
+	if errors.Is(err, store.ErrNotFound) {
+		return transport.Outcome{Class: transport.Delivered} // finished: nothing to cancel
+	}
+	if err != nil {
+		return transport.Outcome{Class: transport.Retry, Err: fmt.Errorf("%w: %v", transport.ErrNotDelivered, err)}
+	}
+	o := d.t.c.call(ctx, d.url, d.token, "CancelTask", &a2a.TaskIDParams{ID: r.RemoteID}, nil)
+	if !o.Delivered() && o.Error != nil && o.Status == http.StatusOK {
+		// Not cancelable (final already) or unknown: the tracker reports
+		// what the task became.
+		o = transport.Outcome{Class: transport.Delivered, Status: o.Status}
+	}
+	d.t.kick(p.TaskID)
+	return o
+}
+
+func (d *delivery) infoProvided(ctx context.Context) transport.Outcome {
+	var p wire.TaskInfoProvidedPayload
+	if err := d.env.Payload.Decode(&p); err != nil || p.TaskID == "" {
+		return transport.Refused(fmt.Errorf("p2p:task_info_provided payload: task_id is required (%v)", err))
+	}
+	r, err := d.t.record(p.TaskID)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return transport.Refused(fmt.Errorf("task %s is not waiting on %s", p.TaskID, d.peer))
+		}
+		return transport.Outcome{Class: transport.Retry, Err: fmt.Errorf("%w: %v", transport.ErrNotDelivered, err)}
+	}
+	msg := &a2a.Message{MessageID: d.env.MessageID, Role: "ROLE_USER", TaskID: r.RemoteID,
+		Parts: []a2a.Part{a2a.DataPart(object(p.Fields), a2a.V10)}}
+	o := d.t.c.call(ctx, d.url, d.token, "SendMessage",
+		&a2a.SendParams{Message: msg, Configuration: &a2a.SendConfiguration{ReturnImmediately: true}}, nil)
+	d.t.kick(p.TaskID)
+	return o
+}
+
+// object makes a payload a JSON object: objects as they are, anything
+// else (or nothing) as {"value": ...}.
+func object(v wire.JSONValue) json.RawMessage {
+	if v.IsObject() {
+		return json.RawMessage(v)
+	}
+	if len(v) == 0 {
+		return json.RawMessage("{}")
+	}
+	b, _ := json.Marshal(map[string]json.RawMessage{"value": json.RawMessage(v)})
+	return b
+}
+
+// record reads the tracked remote task of a local task.
+func (t *Transport) record(taskID string) (*store.RemoteA2A, error) {
+	var r *store.RemoteA2A
+	err := t.db.View(func(tx *store.Tx) error {
+		var err error
+		r, err = tx.RemoteA2A(taskID)
+		return err
+	})
+	return r, err
+}
