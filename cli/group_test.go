@@ -7,22 +7,27 @@ import (
 
 	"github.com/synapse-edge/synapse/cli"
 	"github.com/synapse-edge/synapse/client/agenttest"
+	"github.com/synapse-edge/synapse/internal/testutil"
 )
 
-// eventuallyCLI runs the command line until check accepts its output.
+// eventuallyCLI runs the command line until check accepts its output; each
+// new output is logged, so a failure shows the last one.
 func eventuallyCLI(t *testing.T, a *agenttest.Agent, what string, check func(out string) bool, args ...string) string {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	var last string
+	testutil.Eventually(t, 20*time.Second, what+" from synapse "+strings.Join(args, " "), func() bool {
 		code, out, _ := cliAt(t, a, "", args...)
 		if code == cli.ExitOK && check(out) {
-			return out
+			last = out
+			return true
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s within 20s; last output of synapse %s:\n%s", what, strings.Join(args, " "), out)
+		if out != last {
+			t.Logf("synapse %s (exit %d):\n%s", strings.Join(args, " "), code, out)
+			last = out
 		}
-		time.Sleep(20 * time.Millisecond) // poll interval
-	}
+		return false
+	})
+	return last
 }
 
 func TestE2EGroups(t *testing.T) {

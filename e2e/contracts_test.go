@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -107,7 +108,7 @@ func pairBoth(t *testing.T, x, y *agentProc) {
 func deadLetter(t *testing.T, a *agentProc, peer string, timeout time.Duration) string {
 	t.Helper()
 	var last string
-	poll(t, timeout, "a dead letter for "+peer, func() bool {
+	testutil.Eventually(t, timeout, "a dead letter for "+peer, func() bool {
 		r := a.call(http.MethodGet, prefix+"/outbox?state=dead&peer="+url.QueryEscape(peer), nil)
 		var body struct {
 			Items []struct {
@@ -172,7 +173,7 @@ func TestContractsBetweenProcesses(t *testing.T) {
 	t.Run("an expired contract renegotiates and the queued message is delivered", func(t *testing.T) {
 		b.kill()
 		_, id := a.submit(http.StatusCreated, `{"task_type":"echo","payload":{"n":2},"target":"`+bID+`"}`)
-		poll(t, wait, "the contract to expire on A", func() bool {
+		testutil.Eventually(t, wait, "the contract to expire on A", func() bool {
 			cs := contractsWith(t, a, bID)
 			return len(cs) > 0 && cs[0].Contract.ContractID == first && cs[0].Status == "expired"
 		})

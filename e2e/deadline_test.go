@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/synapse-edge/synapse/internal/testutil"
 )
 
 // TestDelegatedDeadline: with p2p.task_timeout_seconds 2 the requester
@@ -26,7 +28,7 @@ func TestDelegatedDeadline(t *testing.T) {
 	t.Run("running at the deadline", func(t *testing.T) {
 		start := time.Now()
 		_, id := a.submit(http.StatusCreated, `{"task_type":"sleep","payload":{"ms":30000},"target":"`+bID+`"}`)
-		poll(t, wait, "the task executing on the executor", func() bool {
+		testutil.Eventually(t, wait, "the task executing on the executor", func() bool {
 			var v taskView
 			r := b.call(http.MethodGet, prefix+"/task/"+id, nil)
 			return r.status == http.StatusOK && json.Unmarshal(r.body, &v) == nil && v.Status == "executing"
@@ -48,7 +50,7 @@ func TestDelegatedDeadline(t *testing.T) {
 		_, id := a.submit(http.StatusCreated, `{"task_type":"echo","payload":{},"target":"`+bID+`"}`)
 		a.waitTask(id, wait, "failed execution_timeout", timedOut)
 		b.start()
-		poll(t, wait, "the late request on the executor", func() bool {
+		testutil.Eventually(t, wait, "the late request on the executor", func() bool {
 			r := b.call(http.MethodGet, prefix+"/task/"+id, nil)
 			return r.status == http.StatusOK
 		})

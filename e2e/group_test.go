@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/synapse-edge/synapse/internal/testutil"
 )
 
 // groupView is a group as GET /group/{id} shows it.
@@ -110,7 +112,7 @@ func TestGroups(t *testing.T) {
 				weight = 5 // for the weighted vote
 			}
 			mustPost(t, owner, gp+"/invite", fmt.Sprintf(`{"agent_id":%q,"weight":%d}`, ids[i+1], weight), http.StatusCreated)
-			poll(t, 20*time.Second, "the invitation", func() bool {
+			testutil.Eventually(t, 20*time.Second, "the invitation", func() bool {
 				var v groupView
 				return getJSON(t, m, gp, &v) && v.Standing == "invited"
 			})
@@ -119,7 +121,7 @@ func TestGroups(t *testing.T) {
 		want := slices.Clone(ids)
 		slices.Sort(want)
 		for _, a := range all {
-			poll(t, 20*time.Second, "every member on every agent", func() bool {
+			testutil.Eventually(t, 20*time.Second, "every member on every agent", func() bool {
 				var v groupView
 				if !getJSON(t, a, gp, &v) || v.Standing != "member" {
 					return false
@@ -174,7 +176,7 @@ func TestGroups(t *testing.T) {
 			}
 			vp := gp + "/vote/" + v.VoteID
 			for i, a := range all {
-				poll(t, 20*time.Second, "the vote open", func() bool {
+				testutil.Eventually(t, 20*time.Second, "the vote open", func() bool {
 					var got voteView
 					return getJSON(t, a, vp, &got) && got.Status == "open"
 				})
@@ -190,7 +192,7 @@ func TestGroups(t *testing.T) {
 				mustPost(t, a, vp+"/ballot", body, want)
 			}
 			for _, a := range all {
-				poll(t, 20*time.Second, "the result on every agent", func() bool {
+				testutil.Eventually(t, 20*time.Second, "the result on every agent", func() bool {
 					var got voteView
 					return getJSON(t, a, vp, &got) && got.Status == "closed"
 				})
@@ -257,9 +259,9 @@ func TestGroups(t *testing.T) {
 				return e.EventID == sent.MessageID
 			})
 		}
-		poll(t, 20*time.Second, "the message on a member that stayed up", func() bool { return has(ms[1]) })
+		testutil.Eventually(t, 20*time.Second, "the message on a member that stayed up", func() bool { return has(ms[1]) })
 		ms[2].start()
-		poll(t, 30*time.Second, "the message on the member that came back", func() bool { return has(ms[2]) })
+		testutil.Eventually(t, 30*time.Second, "the message on the member that came back", func() bool { return has(ms[2]) })
 	})
 
 	t.Run("a member killed during a vote gets the result on return", func(t *testing.T) {
@@ -269,7 +271,7 @@ func TestGroups(t *testing.T) {
 			t.Fatal(err)
 		}
 		vp := gp + "/vote/" + v.VoteID
-		poll(t, 20*time.Second, "the vote on the member", func() bool {
+		testutil.Eventually(t, 20*time.Second, "the vote on the member", func() bool {
 			var got voteView
 			return getJSON(t, ms[3], vp, &got) && got.Status == "open"
 		})
@@ -281,12 +283,12 @@ func TestGroups(t *testing.T) {
 			}
 			mustPost(t, a, vp+"/ballot", `{"option":"x"}`, want)
 		}
-		poll(t, 20*time.Second, "the vote closed at its deadline", func() bool {
+		testutil.Eventually(t, 20*time.Second, "the vote closed at its deadline", func() bool {
 			var got voteView
 			return getJSON(t, owner, vp, &got) && got.Status == "closed" && got.Result.Outcome == "no_quorum"
 		})
 		ms[3].start()
-		poll(t, 30*time.Second, "the result on the returning member", func() bool {
+		testutil.Eventually(t, 30*time.Second, "the result on the returning member", func() bool {
 			var got voteView
 			return getJSON(t, ms[3], vp, &got) && got.Status == "closed" && got.Result.Outcome == "no_quorum" && got.Result.Tally.Cast == 4
 		})

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"path/filepath"
 	"testing"
+
+	"github.com/synapse-edge/synapse/internal/testutil"
 )
 
 // TestNegotiationBetweenProcesses runs the refusals of seed 002 (each
@@ -92,7 +94,7 @@ func TestNegotiationBetweenProcesses(t *testing.T) {
 		if r := a.call(http.MethodPost, prefix+"/contracts/"+id+"/revoke", nil); r.status != http.StatusOK {
 			t.Fatalf("revoke: %s", r)
 		}
-		poll(t, requestTimeout, "the revocation on B", func() bool {
+		testutil.Eventually(t, requestTimeout, "the revocation on B", func() bool {
 			r := b.call(http.MethodGet, prefix+"/contracts/"+id, nil)
 			var ci struct {
 				Revoked   bool   `json:"revoked"`

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/synapse-edge/synapse/internal/testutil"
 )
 
 // hangingServer accepts connections and never answers; it counts them.
@@ -85,7 +87,7 @@ func TestHangingWebhooksDoNotDelayOthers(t *testing.T) {
 		a.submit(http.StatusCreated, `{"task_type":"echo","payload":{},"callback_url":"`+hangURL+`/h/`+strconv.Itoa(i)+`"}`)
 	}
 	// Every shared slot of the old outbox is taken by now.
-	poll(t, 20*time.Second, "16 hanging deliveries", func() bool { return hang.accepted() >= 16 })
+	testutil.Eventually(t, 20*time.Second, "16 hanging deliveries", func() bool { return hang.accepted() >= 16 })
 
 	start := time.Now()
 	a.submit(http.StatusCreated, `{"task_type":"echo","payload":{},"callback_url":"`+live.URL+`/live"}`)

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/synapse-edge/synapse/internal/testutil"
 )
 
 // pairedAgents starts two agents as processes and pairs them both ways.
@@ -118,7 +120,7 @@ func TestHILAcrossAgents(t *testing.T) {
 		} `json:"reason"`
 		EscalationLevel int `json:"escalation_level"`
 	}
-	poll(t, 30*time.Second, "the request in A's HiL list", func() bool {
+	testutil.Eventually(t, 30*time.Second, "the request in A's HiL list", func() bool {
 		r := a.call(http.MethodGet, prefix+"/hil", nil)
 		var list struct {
 			Requests []json.RawMessage `json:"requests"`

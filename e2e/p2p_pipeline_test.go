@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/synapse-edge/synapse/internal/testutil"
 )
 
 // pipelineTasks is the number of tasks of TestP2PPipelineUnderSIGKILL:
@@ -73,7 +75,7 @@ func TestP2PPipelineUnderSIGKILL(t *testing.T) {
 	}()
 	for k, victim := range []*agentProc{b, a, b, a} {
 		at := int64(n * (k + 1) / 5)
-		poll(t, 5*time.Minute, "submissions", func() bool { return submitted.Load() >= at })
+		testutil.Eventually(t, 5*time.Minute, "submissions", func() bool { return submitted.Load() >= at })
 		victim.kill()
 		victim.start()
 	}
@@ -132,7 +134,7 @@ func TestP2PPipelineUnderSIGKILL(t *testing.T) {
 		last = i
 	}
 	t.Logf("%d tasks; B's last run applied %d requests in order", n, len(seen))
-	poll(t, time.Minute, "empty outboxes", func() bool {
+	testutil.Eventually(t, time.Minute, "empty outboxes", func() bool {
 		return len(outboxIDs(t, a, "pending", bID))+len(outboxIDs(t, a, "dead", bID))+
 			len(outboxIDs(t, b, "pending", aID))+len(outboxIDs(t, b, "dead", aID)) == 0
 	})

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/synapse-edge/synapse/internal/testutil"
 )
 
 // identityOf reads GET /identity.
@@ -114,18 +116,6 @@ func feedRequests(t *testing.T, a *agentProc, n int, wait time.Duration) []strin
 	return ids
 }
 
-// poll calls cond until it holds or timeout passes.
-func poll(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s within %s", what, timeout)
-		}
-		time.Sleep(pollEvery) // poll interval
-	}
-}
-
 // TestP2PStoreAndForward runs two agents as processes, pairs them through
 // the API, delegates a task, then kills the executor with SIGKILL while
 // requests are queued for it and keeps it down past the whole retry
@@ -170,7 +160,7 @@ func TestP2PStoreAndForward(t *testing.T) {
 	// Everything A owed B so far (the echo's acknowledgement) is
 	// delivered before B goes down, so that the dead letters below are
 	// exactly the new requests.
-	poll(t, 30*time.Second, "A's outbox to B empty", func() bool { return len(outboxIDs(t, a, "pending", bID)) == 0 })
+	testutil.Eventually(t, 30*time.Second, "A's outbox to B empty", func() bool { return len(outboxIDs(t, a, "pending", bID)) == 0 })
 	b.kill()
 	const n = 8
 	var ids []string
@@ -180,10 +170,10 @@ func TestP2PStoreAndForward(t *testing.T) {
 	}
 	// Down past the retry schedule: every request is a dead letter and the
 	// peer is offline.
-	poll(t, 30*time.Second, "dead letters for every request", func() bool {
+	testutil.Eventually(t, 30*time.Second, "dead letters for every request", func() bool {
 		return len(outboxIDs(t, a, "dead", bID)) == n && len(outboxIDs(t, a, "pending", bID)) == 0
 	})
-	poll(t, 30*time.Second, "offline peer", func() bool { return peerStatus(t, a, bID) == "offline" })
+	testutil.Eventually(t, 30*time.Second, "offline peer", func() bool { return peerStatus(t, a, bID) == "offline" })
 
 	b.start()
 	t.Run("everything arrives once, in order", func(t *testing.T) {
@@ -217,7 +207,7 @@ func TestP2PStoreAndForward(t *testing.T) {
 		if got := receivedRequests(t, b, n); !slices.Equal(got, ids) {
 			t.Errorf("executor received requests %v, want %v (queue order)", got, ids)
 		}
-		poll(t, 30*time.Second, "empty outboxes", func() bool {
+		testutil.Eventually(t, 30*time.Second, "empty outboxes", func() bool {
 			return len(outboxIDs(t, a, "pending", bID))+len(outboxIDs(t, a, "dead", bID))+
 				len(outboxIDs(t, b, "pending", aID))+len(outboxIDs(t, b, "dead", aID)) == 0
 		})

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/synapse-edge/synapse/internal/testutil"
 )
 
 // peerView is GET /agents/{id} with what pairing learnt.
@@ -60,7 +62,7 @@ func TestPeerCapabilitiesAtPairing(t *testing.T) {
 		return v
 	}
 	var v peerView
-	poll(t, 20*time.Second, "the peer's capabilities", func() bool { v = read(); return v.Capabilities != nil })
+	testutil.Eventually(t, 20*time.Second, "the peer's capabilities", func() bool { v = read(); return v.Capabilities != nil })
 	if !slices.Contains(v.taskTypes(), "echo") || len(v.Interfaces) < 8 || v.Interfaces[0].Name == "" ||
 		v.Compliance == nil || !v.Compliance.Compliant || v.Compliance.BasicImplemented != 8 {
 		t.Fatalf("learnt %+v (task types %v), want echo, the interfaces and a compliant evaluation", v, v.taskTypes())
@@ -70,10 +72,10 @@ func TestPeerCapabilitiesAtPairing(t *testing.T) {
 	}
 
 	b.stop()
-	poll(t, 20*time.Second, "the peer offline", func() bool { return read().Status == "offline" })
+	testutil.Eventually(t, 20*time.Second, "the peer offline", func() bool { return read().Status == "offline" })
 	b.args = []string{"--config", withCat}
 	b.start()
-	poll(t, 20*time.Second, "the new handler among the peer's task types", func() bool {
+	testutil.Eventually(t, 20*time.Second, "the new handler among the peer's task types", func() bool {
 		return slices.Contains(read().taskTypes(), "mirror")
 	})
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/synapse-edge/synapse/internal/testutil"
 )
 
 // registered reads GET /agents?query on a (the directory) and returns the
@@ -52,14 +54,14 @@ func TestRegistryDiscovery(t *testing.T) {
 	// by capability (echo's "diagnostics") and task type finds B.
 	c := startAgent(t, agentOpts{args: []string{"--config", cfg}, env: []string{"B_REGISTRY_TOKEN=" + a.token}})
 	idC, _ := identityOf(t, c)
-	poll(t, 15*time.Second, "C online in A's directory", func() bool {
+	testutil.Eventually(t, 15*time.Second, "C online in A's directory", func() bool {
 		return registered(t, a, "task_type=sleep", idC) == "online"
 	})
 	if got := registered(t, a, "capability=diagnostics&task_type=echo", idB); got != "online" {
 		t.Errorf("capability=diagnostics&task_type=echo: B is %q", got)
 	}
 
-	poll(t, 15*time.Second, "B online in A's directory", func() bool {
+	testutil.Eventually(t, 15*time.Second, "B online in A's directory", func() bool {
 		return registered(t, a, "task_type=echo", idB) == "online"
 	})
 	if got := registered(t, a, "task_type=echo&status=online", idB); got != "online" {
@@ -75,7 +77,7 @@ func TestRegistryDiscovery(t *testing.T) {
 
 	b.stop()
 	stopped := time.Now()
-	poll(t, 15*time.Second, "B offline in A's directory", func() bool {
+	testutil.Eventually(t, 15*time.Second, "B offline in A's directory", func() bool {
 		return registered(t, a, "task_type=echo&status=offline", idB) == "offline"
 	})
 	// Offline comes after three intervals of silence, not at once.

@@ -13,6 +13,7 @@ import (
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/group"
 	"github.com/synapse-edge/synapse/httpapi"
+	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -153,18 +154,6 @@ func pair(t testing.TB, a, b *node) {
 	}
 }
 
-// poll calls cond until it holds or pollTimeout passes.
-func poll(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(pollTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s within %s", what, pollTimeout)
-		}
-		time.Sleep(10 * time.Millisecond) // poll interval
-	}
-}
-
 // wantCode fails unless err is a *wire.Error with code.
 func wantCode(t testing.TB, err error, code string) {
 	t.Helper()
@@ -218,7 +207,7 @@ func formGroup(t testing.TB, owner *node, members []*node, invites ...group.Invi
 		}
 	}
 	for _, m := range members {
-		poll(t, m.name+"'s invitation", func() bool { return standing(m, g.GroupID) == group.StandingInvited })
+		testutil.Eventually(t, pollTimeout, m.name+"'s invitation", func() bool { return standing(m, g.GroupID) == group.StandingInvited })
 		if _, err := m.gm.Join(ctx, g.GroupID, ""); err != nil {
 			t.Fatalf("%s Join: %v", m.name, err)
 		}
@@ -229,7 +218,7 @@ func formGroup(t testing.TB, owner *node, members []*node, invites ...group.Invi
 	}
 	sort.Strings(all)
 	for _, n := range append([]*node{owner}, members...) {
-		poll(t, n.name+"'s copy with every member", func() bool {
+		testutil.Eventually(t, pollTimeout, n.name+"'s copy with every member", func() bool {
 			return slices.Equal(memberIDs(n, g.GroupID), all) && standing(n, g.GroupID) == group.StandingMember
 		})
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/group"
+	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -80,7 +81,7 @@ func TestMembership(t *testing.T) {
 		if err := outsider.a.SendToPeer(ctx, owner.id(), wire.MsgGroupJoin, map[string]any{"group_id": g.GroupID}); err != nil {
 			t.Fatal(err)
 		}
-		poll(t, "the forged join refused as a dead letter", func() bool {
+		testutil.Eventually(t, pollTimeout, "the forged join refused as a dead letter", func() bool {
 			items, _, err := outsider.a.Outbox(agent.OutboxQuery{State: "dead", Peer: owner.id(), Limit: 10})
 			return err == nil && len(items) == 1 && items[0].Type == wire.MsgGroupJoin
 		})
@@ -95,7 +96,7 @@ func TestMembership(t *testing.T) {
 		if err != nil || created || got == nil {
 			t.Fatalf("Invite from the admin: created %v, %v; want sent to the owner", created, err)
 		}
-		poll(t, "the outsider's invitation", func() bool { return standing(outsider, g.GroupID) == group.StandingInvited })
+		testutil.Eventually(t, pollTimeout, "the outsider's invitation", func() bool { return standing(outsider, g.GroupID) == group.StandingInvited })
 		o, _ := outsider.gm.Group(g.GroupID)
 		if o.Owner != owner.id() || o.Name != g.Name {
 			t.Errorf("invitation = %+v", o)
@@ -103,7 +104,7 @@ func TestMembership(t *testing.T) {
 		if _, err := outsider.gm.Join(ctx, g.GroupID, ""); err != nil {
 			t.Fatal(err)
 		}
-		poll(t, "four members on every copy", func() bool {
+		testutil.Eventually(t, pollTimeout, "four members on every copy", func() bool {
 			for _, n := range []*node{owner, admin, plain, outsider} {
 				if len(memberIDs(n, g.GroupID)) != 4 {
 					return false
@@ -131,17 +132,17 @@ func TestMembership(t *testing.T) {
 		}
 		want := []string{owner.id(), admin.id()}
 		slices.Sort(want)
-		poll(t, "two members left on the owner and the admin", func() bool {
+		testutil.Eventually(t, pollTimeout, "two members left on the owner and the admin", func() bool {
 			return slices.Equal(memberIDs(owner, g.GroupID), want) && slices.Equal(memberIDs(admin, g.GroupID), want)
 		})
-		poll(t, "the removed agent told", func() bool { return standing(outsider, g.GroupID) == group.StandingFormer })
+		testutil.Eventually(t, pollTimeout, "the removed agent told", func() bool { return standing(outsider, g.GroupID) == group.StandingFormer })
 	})
 
 	t.Run("an admin disbands through the owner", func(t *testing.T) {
 		if _, done, err := admin.gm.Disband(ctx, g.GroupID); err != nil || done {
 			t.Fatalf("Disband by the admin: done %v, %v", done, err)
 		}
-		poll(t, "disbanded everywhere", func() bool {
+		testutil.Eventually(t, pollTimeout, "disbanded everywhere", func() bool {
 			a, _ := admin.gm.Group(g.GroupID)
 			o, _ := owner.gm.Group(g.GroupID)
 			return a != nil && o != nil && a.Status == group.StatusDisbanded && o.Status == group.StatusDisbanded
@@ -197,7 +198,7 @@ func TestBroadcast(t *testing.T) {
 		return false
 	}
 	for _, n := range []*node{owner, ms[0], ms[2]} {
-		poll(t, n.name+" receiving the message", func() bool { return received(n) })
+		testutil.Eventually(t, pollTimeout, n.name+" receiving the message", func() bool { return received(n) })
 	}
 	t.Run("subscriber", func(t *testing.T) {
 		for ev := range sub.C {
@@ -209,7 +210,7 @@ func TestBroadcast(t *testing.T) {
 	})
 	t.Run("offline member receives it on return", func(t *testing.T) {
 		ms[1].open()
-		poll(t, "the returning member receiving the message", func() bool { return received(ms[1]) })
+		testutil.Eventually(t, pollTimeout, "the returning member receiving the message", func() bool { return received(ms[1]) })
 	})
 	t.Run("once per agent", func(t *testing.T) {
 		for _, n := range append([]*node{owner}, ms...) {

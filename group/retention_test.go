@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/group"
+	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -25,15 +26,15 @@ func TestPrune(t *testing.T) {
 	}
 	finalTask(t, owner, g.GroupID, gt.TaskID)
 	clock.Advance(61 * time.Second)
-	poll(t, "the vote closed", func() bool { s, _, _ := voteState(owner, g.GroupID, v.VoteID); return s == group.VoteClosed })
+	testutil.Eventually(t, pollTimeout, "the vote closed", func() bool { s, _, _ := voteState(owner, g.GroupID, v.VoteID); return s == group.VoteClosed })
 	if _, _, err := member.gm.Leave(ctx, g.GroupID, ""); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the owner alone", func() bool { return len(memberIDs(owner, g.GroupID)) == 1 })
+	testutil.Eventually(t, pollTimeout, "the owner alone", func() bool { return len(memberIDs(owner, g.GroupID)) == 1 })
 	// The member's copy takes the owner's announcement of the leave
 	// asynchronously; prune only once it has it, or it would bring the
 	// group back.
-	poll(t, "the member's copy without the member", func() bool { return len(memberIDs(member, g.GroupID)) == 1 })
+	testutil.Eventually(t, pollTimeout, "the member's copy without the member", func() bool { return len(memberIDs(member, g.GroupID)) == 1 })
 
 	if n, err := owner.gm.Prune(ctx); err != nil || n != 0 {
 		t.Fatalf("Prune before the retention age: %d, %v; want nothing", n, err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/group"
+	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -41,7 +42,7 @@ var sum = agent.Handler{Type: wire.SupportedTaskType{Type: "sum"}, Func: func(_ 
 func finalTask(t *testing.T, n *node, groupID, taskID string) *group.Task {
 	t.Helper()
 	var got *group.Task
-	poll(t, n.name+"'s copy of the finished group task", func() bool {
+	testutil.Eventually(t, pollTimeout, n.name+"'s copy of the finished group task", func() bool {
 		var err error
 		got, err = n.gm.Task(groupID, taskID)
 		return err == nil && got.Status != group.TaskRunning && got.Status != group.TaskRequested
@@ -73,7 +74,7 @@ func TestGroupTaskMajority(t *testing.T) {
 	if err != nil || !started || len(gt.Parts) != 5 {
 		t.Fatalf("RunTask: %+v started %v, %v; want 5 parts", gt, started, err)
 	}
-	poll(t, "four parts answered", func() bool {
+	testutil.Eventually(t, pollTimeout, "four parts answered", func() bool {
 		cur, err := owner.gm.Task(g.GroupID, gt.TaskID)
 		if err != nil {
 			return false
@@ -111,7 +112,7 @@ func TestGroupTaskMajority(t *testing.T) {
 				sub = p.TaskID
 			}
 		}
-		poll(t, "the slow part cancelled on the member", func() bool {
+		testutil.Eventually(t, pollTimeout, "the slow part cancelled on the member", func() bool {
 			tk, err := ms[3].a.Task(sub)
 			return err == nil && tk.Status == wire.StatusCancelled
 		})
@@ -173,7 +174,7 @@ func TestGroupTaskSplitFirstAndForwarded(t *testing.T) {
 		if want := []string{group.PartCancelled, group.PartCompleted}; !slices.Equal(partStatuses(got), want) {
 			t.Errorf("parts = %v, want %v", partStatuses(got), want)
 		}
-		poll(t, "the owner's waiting part cancelled", func() bool {
+		testutil.Eventually(t, pollTimeout, "the owner's waiting part cancelled", func() bool {
 			tk, err := owner.a.Task(got.Parts[0].TaskID)
 			return err == nil && tk.Status == wire.StatusCancelled
 		})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/group"
+	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -46,7 +47,7 @@ func TestVotes(t *testing.T) {
 			t.Fatalf("OpenVote from a member: %+v opened %v, %v; want proposed and sent", v, opened, err)
 		}
 		for _, n := range all {
-			poll(t, n.name+" seeing the vote open", func() bool {
+			testutil.Eventually(t, pollTimeout, n.name+" seeing the vote open", func() bool {
 				s, _, _ := voteState(n, g.GroupID, v.VoteID)
 				return s == group.VoteOpen
 			})
@@ -62,7 +63,7 @@ func TestVotes(t *testing.T) {
 			}
 		}
 		for _, n := range all {
-			poll(t, n.name+" receiving the result", func() bool {
+			testutil.Eventually(t, pollTimeout, n.name+" receiving the result", func() bool {
 				s, o, _ := voteState(n, g.GroupID, v.VoteID)
 				return s == group.VoteClosed && o == group.OutcomeTie
 			})
@@ -78,7 +79,7 @@ func TestVotes(t *testing.T) {
 		if err != nil || !opened {
 			t.Fatalf("OpenVote on the owner: opened %v, %v", opened, err)
 		}
-		poll(t, "b seeing the vote", func() bool { s, _, _ := voteState(b, g.GroupID, v.VoteID); return s == group.VoteOpen })
+		testutil.Eventually(t, pollTimeout, "b seeing the vote", func() bool { s, _, _ := voteState(b, g.GroupID, v.VoteID); return s == group.VoteOpen })
 		for _, choice := range []string{"soup", "pizza"} {
 			if _, counted, err := b.gm.Cast(ctx, g.GroupID, v.VoteID, group.BallotRequest{Option: choice}); err != nil || counted {
 				t.Fatalf("b Cast %s: counted %v, %v", choice, counted, err)
@@ -87,7 +88,7 @@ func TestVotes(t *testing.T) {
 		if _, counted, err := owner.gm.Cast(ctx, g.GroupID, v.VoteID, group.BallotRequest{Option: "pizza"}); err != nil || !counted {
 			t.Fatalf("owner Cast: counted %v, %v", counted, err)
 		}
-		poll(t, "b's second ballot on the owner", func() bool {
+		testutil.Eventually(t, pollTimeout, "b's second ballot on the owner", func() bool {
 			o, _ := owner.gm.Vote(g.GroupID, v.VoteID)
 			return o != nil && ballotOf(o, b.id()) == "pizza"
 		})
@@ -96,7 +97,7 @@ func TestVotes(t *testing.T) {
 			t.Fatalf("vote %s before its deadline", s)
 		}
 		clock.Advance(2 * time.Second)
-		poll(t, "the vote closed at its deadline", func() bool {
+		testutil.Eventually(t, pollTimeout, "the vote closed at its deadline", func() bool {
 			s, o, w := voteState(owner, g.GroupID, v.VoteID)
 			return s == group.VoteClosed && o == group.OutcomeDecided && w == "pizza"
 		})
@@ -106,7 +107,7 @@ func TestVotes(t *testing.T) {
 		}
 		_, _, err = owner.gm.Cast(ctx, g.GroupID, v.VoteID, group.BallotRequest{Option: "soup"})
 		wantCode(t, err, wire.CodeInvalidStateChange)
-		poll(t, "b receiving the result", func() bool { s, _, _ := voteState(b, g.GroupID, v.VoteID); return s == group.VoteClosed })
+		testutil.Eventually(t, pollTimeout, "b receiving the result", func() bool { s, _, _ := voteState(b, g.GroupID, v.VoteID); return s == group.VoteClosed })
 		_, _, err = b.gm.Cast(ctx, g.GroupID, v.VoteID, group.BallotRequest{Option: "soup"})
 		wantCode(t, err, wire.CodeInvalidStateChange)
 	})
@@ -123,7 +124,7 @@ func TestVotes(t *testing.T) {
 			map[string]any{"group_id": g.GroupID, "vote_id": v.VoteID, "option": "x"}); err != nil {
 			t.Fatal(err)
 		}
-		poll(t, "the forged ballot refused", func() bool {
+		testutil.Eventually(t, pollTimeout, "the forged ballot refused", func() bool {
 			items, _, err := outsider.a.Outbox(agent.OutboxQuery{State: "dead", Peer: owner.id(), Limit: 10})
 			return err == nil && len(items) == 1 && strings.Contains(items[0].LastError, wire.CodePermissionDenied)
 		})
@@ -134,7 +135,7 @@ func TestVotes(t *testing.T) {
 		_, _, err = owner.gm.Cast(ctx, g.GroupID, v.VoteID, group.BallotRequest{Option: "z"})
 		wantCode(t, err, wire.CodeInvalidParams)
 		clock.Advance(61 * time.Second)
-		poll(t, "the vote closed", func() bool { s, _, _ := voteState(owner, g.GroupID, v.VoteID); return s == group.VoteClosed })
+		testutil.Eventually(t, pollTimeout, "the vote closed", func() bool { s, _, _ := voteState(owner, g.GroupID, v.VoteID); return s == group.VoteClosed })
 	})
 
 	t.Run("a member down at the close receives the result on return", func(t *testing.T) {
@@ -143,24 +144,24 @@ func TestVotes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		poll(t, "c seeing the vote", func() bool { s, _, _ := voteState(c, g.GroupID, v.VoteID); return s == group.VoteOpen })
+		testutil.Eventually(t, pollTimeout, "c seeing the vote", func() bool { s, _, _ := voteState(c, g.GroupID, v.VoteID); return s == group.VoteOpen })
 		c.stop()
 		for _, n := range []*node{owner, a, b} {
 			if _, _, err := n.gm.Cast(ctx, g.GroupID, v.VoteID, group.BallotRequest{Option: "x"}); err != nil {
 				t.Fatalf("%s Cast: %v", n.name, err)
 			}
 		}
-		poll(t, "three ballots on the owner", func() bool {
+		testutil.Eventually(t, pollTimeout, "three ballots on the owner", func() bool {
 			o, _ := owner.gm.Vote(g.GroupID, v.VoteID)
 			return len(o.Ballots) == 3
 		})
 		clock.Advance(31 * time.Second)
-		poll(t, "the vote closed without quorum", func() bool {
+		testutil.Eventually(t, pollTimeout, "the vote closed without quorum", func() bool {
 			s, o, _ := voteState(owner, g.GroupID, v.VoteID)
 			return s == group.VoteClosed && o == group.OutcomeNoQuorum
 		})
 		c.open()
-		poll(t, "c receiving the result", func() bool {
+		testutil.Eventually(t, pollTimeout, "c receiving the result", func() bool {
 			s, o, _ := voteState(c, g.GroupID, v.VoteID)
 			return s == group.VoteClosed && o == group.OutcomeNoQuorum
 		})
@@ -176,7 +177,7 @@ func TestVotes(t *testing.T) {
 		}
 		owner.restart()
 		clock.Advance(21 * time.Second)
-		poll(t, "the vote closed after the restart", func() bool {
+		testutil.Eventually(t, pollTimeout, "the vote closed after the restart", func() bool {
 			s, o, w := voteState(owner, g.GroupID, v.VoteID)
 			return s == group.VoteClosed && o == group.OutcomeDecided && w == "y"
 		})

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/synapse-edge/synapse/grpcapi"
+	"github.com/synapse-edge/synapse/internal/testutil"
 	pb "github.com/synapse-edge/synapse/proto"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -128,7 +129,7 @@ func TestHealthFollowsAgent(t *testing.T) {
 	if err := n.a.Close(cctx); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "grpc.health.v1 NOT_SERVING", func() bool {
+	testutil.Eventually(t, pollTimeout, "grpc.health.v1 NOT_SERVING", func() bool {
 		got, err := hc.Check(ctx, &grpc_health_v1.HealthCheckRequest{Service: "synapse.v1.TaskService"})
 		return err == nil && got.GetStatus() == grpc_health_v1.HealthCheckResponse_NOT_SERVING
 	})

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
-	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health/grpc_health_v1"
@@ -14,21 +13,10 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/synapse-edge/synapse/group"
+	"github.com/synapse-edge/synapse/internal/testutil"
 	pb "github.com/synapse-edge/synapse/proto"
 	"github.com/synapse-edge/synapse/wire"
 )
-
-// eventually polls cond until it holds or pollTimeout passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(pollTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, pollTimeout)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
 
 func TestGroupRPCs(t *testing.T) {
 	a := startNode(t, "owner")
@@ -57,7 +45,7 @@ func TestGroupRPCs(t *testing.T) {
 
 	t.Run("invited member joins", func(t *testing.T) {
 		ctx := as(t, adminToken)
-		eventually(t, "invitation reaches the member", func() bool {
+		testutil.Eventually(t, pollTimeout, "invitation reaches the member", func() bool {
 			g, err := b.gm.Group(gid)
 			return err == nil && g.Standing == group.StandingInvited
 		})
@@ -68,11 +56,11 @@ func TestGroupRPCs(t *testing.T) {
 		if got.GetDone() || got.GetStanding() != group.StandingJoining {
 			t.Errorf("JoinGroup = %+v, want sent to the owner (joining)", got)
 		}
-		eventually(t, "the member's copy says member", func() bool {
+		testutil.Eventually(t, pollTimeout, "the member's copy says member", func() bool {
 			g, err := b.gm.Group(gid)
 			return err == nil && g.Standing == group.StandingMember
 		})
-		eventually(t, "the owner lists the member", func() bool {
+		testutil.Eventually(t, pollTimeout, "the owner lists the member", func() bool {
 			l, err := a.groups().ListGroupMembers(ctx, &pb.ListGroupMembersRequest{GroupId: gid})
 			return err == nil && len(l.GetMembers()) == 2
 		})
@@ -164,7 +152,7 @@ func TestGroupRPCs(t *testing.T) {
 		if got.GetGroupId() != gid {
 			t.Errorf("LeaveGroup = %+v", got)
 		}
-		eventually(t, "the owner drops the member", func() bool {
+		testutil.Eventually(t, pollTimeout, "the owner drops the member", func() bool {
 			l, err := a.groups().ListGroupMembers(ctx, &pb.ListGroupMembersRequest{GroupId: gid})
 			return err == nil && len(l.GetMembers()) == 1
 		})

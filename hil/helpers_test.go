@@ -11,6 +11,7 @@ import (
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/hil"
+	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -126,7 +127,7 @@ func (e *env) waitStatus(id string, want wire.Status) *wire.Task {
 	t := e.t
 	t.Helper()
 	var last *wire.Task
-	eventually(t, fmt.Sprintf("task %s to be %s", id, want), func() bool {
+	testutil.Eventually(t, pollTimeout, fmt.Sprintf("task %s to be %s", id, want), func() bool {
 		var err error
 		if last, err = e.a.Task(id); err != nil {
 			t.Fatalf("Task(%s): %v", id, err)
@@ -175,21 +176,6 @@ func (e *env) logLines(id string) []string {
 		}
 	}
 	return out
-}
-
-// eventually polls cond until it holds, failing the test after pollTimeout.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(pollTimeout)
-	for delay := time.Millisecond; ; delay = min(delay*2, 20*time.Millisecond) {
-		if cond() {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", pollTimeout, what)
-		}
-		time.Sleep(delay) // poll interval, not a wait for a state
-	}
 }
 
 // wantCode checks that err is a wire error with code and HTTP status.

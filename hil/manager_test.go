@@ -11,6 +11,7 @@ import (
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/hil"
+	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -61,7 +62,7 @@ func TestEscalationToDefaultAction(t *testing.T) {
 			e.clock.Advance(time.Second)
 			task := e.waitStatus(id, tt.wantStatus)
 			// The manager records the decision once Decide has returned.
-			eventually(t, "the request to leave the pending list", func() bool { return len(e.m.Pending()) == 0 })
+			testutil.Eventually(t, pollTimeout, "the request to leave the pending list", func() bool { return len(e.m.Pending()) == 0 })
 
 			got, err := e.m.Get(context.Background(), id)
 			if err != nil {

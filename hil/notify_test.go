@@ -13,6 +13,7 @@ import (
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/hil"
+	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -64,9 +65,9 @@ func TestNotifications(t *testing.T) {
 	id := e.confirm("notify the reviewers?")
 
 	t.Run("retried until delivered", func(t *testing.T) {
-		eventually(t, "the first attempt", func() bool { return len(l1.calls()) >= 1 })
+		testutil.Eventually(t, pollTimeout, "the first attempt", func() bool { return len(l1.calls()) >= 1 })
 		// The retry waits NotifyBackoff on the agent's clock.
-		eventually(t, "the retry", func() bool {
+		testutil.Eventually(t, pollTimeout, "the retry", func() bool {
 			e.clock.Advance(100 * time.Millisecond)
 			return len(l1.calls()) >= 2
 		})
@@ -94,18 +95,18 @@ func TestNotifications(t *testing.T) {
 				t.Errorf("body = %+v", ev)
 			}
 		}
-		eventually(t, "the notified step", func() bool {
+		testutil.Eventually(t, pollTimeout, "the notified step", func() bool {
 			r, err := e.m.Get(context.Background(), id)
 			return err == nil && slices.Contains(stepNames(r), "notified@1")
 		})
 	})
 	t.Run("given up after the attempts", func(t *testing.T) {
 		e.clock.Advance(60 * time.Second) // level 2
-		eventually(t, "three attempts at level 2", func() bool {
+		testutil.Eventually(t, pollTimeout, "three attempts at level 2", func() bool {
 			e.clock.Advance(500 * time.Millisecond)
 			return len(l2.calls()) >= hil.NotifyAttempts
 		})
-		eventually(t, "the notify_failed step", func() bool {
+		testutil.Eventually(t, pollTimeout, "the notify_failed step", func() bool {
 			r, err := e.m.Get(context.Background(), id)
 			return err == nil && slices.Contains(stepNames(r), "notify_failed@2")
 		})
@@ -122,7 +123,7 @@ func TestNotifications(t *testing.T) {
 	t.Run("task history", func(t *testing.T) {
 		// The task's log events are written after the steps.
 		for _, want := range []string{"hil: level 1 reviewers notified", "hil: notifying level 2 failed: 3 attempts: notify_url answered 503"} {
-			eventually(t, "the task event "+want, func() bool { return slices.Contains(e.logLines(id), want) })
+			testutil.Eventually(t, pollTimeout, "the task event "+want, func() bool { return slices.Contains(e.logLines(id), want) })
 		}
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/internal/testutil"
 )
 
 // A push notification config created over A2A is delivered through the
@@ -55,12 +56,12 @@ func TestA2APushAfterRestart(t *testing.T) {
 		ts.wantRPCError(t, "GetTaskPushNotificationConfig", map[string]any{"taskId": id, "id": "nope"}, -32602)
 	})
 
-	eventually(t, "the task completed", func() bool {
+	testutil.Eventually(t, pollTimeout, "the task completed", func() bool {
 		var tk a2aTask
 		ts.ok(t, "GetTask", map[string]any{"id": id}, &tk)
 		return tk.Status.State == "TASK_STATE_COMPLETED"
 	})
-	eventually(t, "a failed delivery attempt", func() bool {
+	testutil.Eventually(t, pollTimeout, "a failed delivery attempt", func() bool {
 		return strings.Contains(string(ts.do(t, "GET", api("/outbox"), nil).body), `"attempts":`)
 	})
 
@@ -87,7 +88,7 @@ func TestA2APushAfterRestart(t *testing.T) {
 	// The last two notifications are the result artifact, then the final
 	// status (a working status may come first, as the config may have come
 	// before the task started), each with the config's token.
-	eventually(t, "the push notifications", func() bool {
+	testutil.Eventually(t, pollTimeout, "the push notifications", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(bodies) >= 2 && strings.Contains(string(bodies[len(bodies)-1]), "TASK_STATE_COMPLETED")
@@ -147,7 +148,7 @@ func TestA2APushWithMessage(t *testing.T) {
 	ts.ok(t, "message/send", map[string]any{"message": msg(true, "", text("hi")),
 		"configuration": map[string]any{"pushNotificationConfig": map[string]any{"url": h.srv.URL + "/n", "token": "t",
 			"authentication": map[string]any{"schemes": []string{"Bearer"}, "credentials": "cred"}}}}, &tk)
-	eventually(t, "the push notifications up to completed", func() bool {
+	testutil.Eventually(t, pollTimeout, "the push notifications up to completed", func() bool {
 		c := h.calls()
 		return len(c) > 0 && strings.Contains(string(c[len(c)-1].body), `"completed"`)
 	})

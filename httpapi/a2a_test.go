@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/internal/testutil"
 )
 
 // The A2A binding driven by a raw JSON-RPC 2.0 client over net/http, as
@@ -267,7 +268,7 @@ func TestA2ASend(t *testing.T) {
 		if s := res.Task.Status.State; s != "TASK_STATE_SUBMITTED" && s != "TASK_STATE_WORKING" {
 			t.Fatalf("state = %s, want submitted or working", s)
 		}
-		eventually(t, "the task completed", func() bool {
+		testutil.Eventually(t, pollTimeout, "the task completed", func() bool {
 			var tk a2aTask
 			ts.ok(t, "GetTask", map[string]any{"id": res.Task.ID}, &tk)
 			return tk.Status.State == "TASK_STATE_COMPLETED"
@@ -322,7 +323,7 @@ func TestA2AListAndCancel(t *testing.T) {
 		}
 	})
 	t.Run("working filter", func(t *testing.T) {
-		eventually(t, "the sleep task working", func() bool {
+		testutil.Eventually(t, pollTimeout, "the sleep task working", func() bool {
 			var page struct{ Tasks []a2aTask }
 			ts.ok(t, "ListTasks", map[string]any{"status": "TASK_STATE_WORKING"}, &page)
 			return len(page.Tasks) == 1 && page.Tasks[0].ID == long.Task.ID

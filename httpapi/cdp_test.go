@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/fasthttp/websocket"
+
+	"github.com/synapse-edge/synapse/internal/testutil"
 )
 
 // A headless Chromium driven over the Chrome DevTools protocol (CDP): the
@@ -91,7 +93,7 @@ func startBrowser(t *testing.T, bin string) *browser {
 	t.Cleanup(b.stop)
 
 	var port string
-	eventually(t, "Chromium's DevToolsActivePort", func() bool {
+	testutil.Eventually(t, pollTimeout, "Chromium's DevToolsActivePort", func() bool {
 		raw, err := os.ReadFile(filepath.Join(dir, "DevToolsActivePort"))
 		if err != nil {
 			return false
@@ -104,7 +106,7 @@ func startBrowser(t *testing.T, bin string) *browser {
 		Type string `json:"type"`
 		URL  string `json:"webSocketDebuggerUrl"`
 	}
-	eventually(t, "a page target", func() bool {
+	testutil.Eventually(t, pollTimeout, "a page target", func() bool {
 		resp, err := http.Get("http://127.0.0.1:" + port + "/json/list")
 		if err != nil {
 			return false
@@ -253,7 +255,7 @@ func (b *browser) eval(expr string, out any) {
 // waitJS polls a boolean expression until it is true.
 func (b *browser) waitJS(what, expr string) {
 	b.t.Helper()
-	eventually(b.t, what, func() bool {
+	testutil.Eventually(b.t, pollTimeout, what, func() bool {
 		var ok bool
 		b.eval("!!("+expr+")", &ok)
 		return ok

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/tier1"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -63,9 +64,9 @@ func newConsoleScene(t *testing.T) *consoleScene {
 	// b goes away: two tasks for it end in a's outbox as dead letters.
 	b.stop()
 	sc.task = a.submit(t, `{"task_type":"echo","payload":{"msg":"for b"},"target":"`+sc.bID+`"}`)
-	eventually(t, "a dead letter for b", func() bool { return len(sc.deadLetters(t)) == 1 })
+	testutil.Eventually(t, pollTimeout, "a dead letter for b", func() bool { return len(sc.deadLetters(t)) == 1 })
 	a.submit(t, `{"task_type":"echo","payload":{"msg":"for b, dropped"},"target":"`+sc.bID+`"}`)
-	eventually(t, "two dead letters for b", func() bool { return len(sc.deadLetters(t)) == 2 })
+	testutil.Eventually(t, pollTimeout, "two dead letters for b", func() bool { return len(sc.deadLetters(t)) == 2 })
 
 	g := a.do(t, "POST", api("/group"), []byte(`{"name":"boiler-room","description":"Agents that share the boiler room's work"}`)).object(t)
 	sc.group = g["group_id"].(string)
@@ -125,7 +126,7 @@ func TestConsoleViews(t *testing.T) {
 	// What the first load transferred (headers and bodies as sent), as the
 	// page's resource timing counts it.
 	var first struct{ Files, Bytes int }
-	eventually(t, "the first load's requests to finish", func() bool {
+	testutil.Eventually(t, pollTimeout, "the first load's requests to finish", func() bool {
 		br.eval(`(() => { const n = performance.getEntriesByType("navigation")[0], e = performance.getEntriesByType("resource");
 			if (!n || !n.responseEnd || !e.every((x) => x.responseEnd > 0)) return {Files: 0, Bytes: 0};
 			return {Files: e.length + 1, Bytes: e.reduce((s, x) => s + x.transferSize, n.transferSize)}; })()`, &first)
@@ -225,7 +226,7 @@ func TestConsoleViews(t *testing.T) {
 		// Drop the second letter: it is gone from the outbox.
 		letters := sc.deadLetters(t)
 		br.click(`#p-deadlist .dead[data-id="` + letters[1].ID + `"] .drop`)
-		eventually(t, "the dropped letter gone", func() bool {
+		testutil.Eventually(t, pollTimeout, "the dropped letter gone", func() bool {
 			pending := string(a.do(t, "GET", api("/outbox?state=pending"), nil).body)
 			return len(sc.deadLetters(t)) == 1 && !strings.Contains(pending, letters[1].ID)
 		})
@@ -240,7 +241,7 @@ func TestConsoleViews(t *testing.T) {
 		retry := `#p-deadlist .dead[data-id="` + letters[0].ID + `"] .retry`
 		queued := `document.querySelector("#toast").textContent.includes("Queued again")`
 		clicked := time.Time{}
-		eventually(t, "the retry's toast", func() bool {
+		testutil.Eventually(t, pollTimeout, "the retry's toast", func() bool {
 			var ok bool
 			br.eval("!!("+queued+")", &ok)
 			if ok {
@@ -256,7 +257,7 @@ func TestConsoleViews(t *testing.T) {
 			}
 			return false
 		})
-		eventually(t, "the letter retried and dead again", func() bool {
+		testutil.Eventually(t, pollTimeout, "the letter retried and dead again", func() bool {
 			l := sc.deadLetters(t)
 			return len(l) == 1 && l[0].ID == letters[0].ID && l[0].DeadAt > letters[0].DeadAt
 		})
@@ -282,7 +283,7 @@ func TestConsoleViews(t *testing.T) {
 		narrow(t)
 		shoot(t, "groups")
 		br.click(vote + ` .ballot`) // the first option: yes
-		eventually(t, "the ballot on the agent", func() bool {
+		testutil.Eventually(t, pollTimeout, "the ballot on the agent", func() bool {
 			return strings.Contains(string(a.do(t, "GET", api("/group/"+sc.group+"/vote/"+sc.vote), nil).body), `"option":"yes"`)
 		})
 		br.waitJS("the result", `document.querySelector("#g-list").textContent.includes("Recent results")`)

@@ -15,6 +15,7 @@ import (
 	"github.com/synapse-edge/synapse/group"
 	"github.com/synapse-edge/synapse/hil"
 	"github.com/synapse-edge/synapse/httpapi"
+	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -141,14 +142,14 @@ func TestGroupRoutes(t *testing.T) {
 	t.Run("invite and join", func(t *testing.T) {
 		owner.do(t, "POST", gpath("/invite"), []byte(`{"agent_id":"nobody"}`)).wantError(t, http.StatusBadRequest, wire.CodeInvalidParams)
 		owner.do(t, "POST", gpath("/invite"), []byte(`{"agent_id":"`+memberID+`","weight":2}`)).wantStatus(t, http.StatusCreated)
-		eventually(t, "the invitation", func() bool {
+		testutil.Eventually(t, pollTimeout, "the invitation", func() bool {
 			r := member.do(t, "GET", gpath(""), nil)
 			return r.status == http.StatusOK && r.object(t)["standing"] == group.StandingInvited
 		})
 		member.do(t, "POST", gpath("/join"), []byte(`{"agent_id":"someone-else"}`)).wantError(t, http.StatusForbidden, wire.CodePermissionDenied)
 		member.do(t, "POST", gpath("/join"), nil).wantStatus(t, http.StatusAccepted)
 		for _, ts := range []*testServer{owner, member} {
-			eventually(t, "two members", func() bool {
+			testutil.Eventually(t, pollTimeout, "two members", func() bool {
 				var ms struct{ Members []group.Member }
 				ts.do(t, "GET", gpath("/members"), nil).decodeInto(t, &ms)
 				return len(ms.Members) == 2
@@ -172,13 +173,13 @@ func TestGroupRoutes(t *testing.T) {
 			t.Fatalf("proposal = %+v", v)
 		}
 		vpath := gpath("/vote/" + v.VoteID)
-		eventually(t, "the vote open on the member", func() bool {
+		testutil.Eventually(t, pollTimeout, "the vote open on the member", func() bool {
 			return member.do(t, "GET", vpath, nil).object(t)["status"] == group.VoteOpen
 		})
 		owner.do(t, "POST", vpath+"/ballot", []byte(`{"option":"a"}`)).wantStatus(t, http.StatusOK)
 		member.do(t, "POST", vpath+"/ballot", []byte(`{"option":"c"}`)).wantError(t, http.StatusBadRequest, wire.CodeInvalidParams)
 		member.do(t, "POST", vpath+"/ballot", []byte(`{"option":"b"}`)).wantStatus(t, http.StatusAccepted)
-		eventually(t, "the result on the member", func() bool {
+		testutil.Eventually(t, pollTimeout, "the result on the member", func() bool {
 			member.do(t, "GET", vpath, nil).decodeInto(t, &v)
 			return v.Status == group.VoteClosed
 		})
@@ -297,7 +298,7 @@ func TestGroupRoutes(t *testing.T) {
 	t.Run("leave and disband", func(t *testing.T) {
 		owner.do(t, "POST", gpath("/leave"), nil).wantError(t, http.StatusConflict, wire.CodeInvalidStateChange)
 		member.do(t, "POST", gpath("/leave"), nil).wantStatus(t, http.StatusOK)
-		eventually(t, "the member gone on the owner", func() bool {
+		testutil.Eventually(t, pollTimeout, "the member gone on the owner", func() bool {
 			var ms struct{ Members []group.Member }
 			owner.do(t, "GET", gpath("/members"), nil).decodeInto(t, &ms)
 			return len(ms.Members) == 1

@@ -14,6 +14,7 @@ import (
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/httpapi"
+	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -283,7 +284,7 @@ func (ts *testServer) task(t *testing.T, id string) map[string]any {
 func (ts *testServer) waitStatus(t *testing.T, id string, want wire.Status) map[string]any {
 	t.Helper()
 	var last map[string]any
-	eventually(t, fmt.Sprintf("task %s to be %s", id, want), func() bool {
+	testutil.Eventually(t, pollTimeout, fmt.Sprintf("task %s to be %s", id, want), func() bool {
 		last = ts.task(t, id)
 		st := wire.Status(fmt.Sprint(last["status"]))
 		if st != want && st.Terminal() {
@@ -292,21 +293,6 @@ func (ts *testServer) waitStatus(t *testing.T, id string, want wire.Status) map[
 		return st == want
 	})
 	return last
-}
-
-// eventually polls cond until it holds, failing the test after pollTimeout.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(pollTimeout)
-	for delay := time.Millisecond; ; delay = min(delay*2, 50*time.Millisecond) {
-		if cond() {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", pollTimeout, what)
-		}
-		time.Sleep(delay) // poll interval, not a wait for a state
-	}
 }
 
 // listIDs pages through GET /tasks (query q, without page_token) and returns

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -124,7 +125,7 @@ func TestIdempotency(t *testing.T) {
 			firstDone <- result{r, err}
 		}()
 		var id string
-		eventually(t, "the first request's task to exist", func() bool {
+		testutil.Eventually(t, pollTimeout, "the first request's task to exist", func() bool {
 			ids := ts.listIDs(t, "task_type=sleep")
 			if len(ids) == 1 {
 				id = ids[0]

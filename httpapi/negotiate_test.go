@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/negotiate"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -107,7 +108,7 @@ func TestNegotiateAPI(t *testing.T) {
 		if m := r.object(t); m["status"] != negotiate.StatusRevoked || m["revoked_by"] != "local" {
 			t.Fatalf("revoke answered %s", r.body)
 		}
-		eventually(t, "the responder learns of the revocation", func() bool {
+		testutil.Eventually(t, pollTimeout, "the responder learns of the revocation", func() bool {
 			return strings.Contains(string(b.do(t, "GET", api("/contracts/"+id), nil).body), `"status":"revoked"`)
 		})
 		m := envelopeFrom(t, a, b, wire.MsgTaskRequest, echoRequest("01902c4f-1a2b-7000-8000-0000000000e1"),

@@ -21,6 +21,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -105,7 +106,7 @@ func TestWebhookCallback(t *testing.T) {
 			return http.StatusOK
 		})
 		id := ts.submit(t, `{"task_type":"echo","payload":{"v":"é<>"},"callback_url":"`+h.srv.URL+`/cb"}`)
-		eventually(t, "two webhook calls", func() bool { return len(h.calls()) >= 2 })
+		testutil.Eventually(t, pollTimeout, "two webhook calls", func() bool { return len(h.calls()) >= 2 })
 		calls := h.calls()
 		if len(calls) != 2 {
 			t.Fatalf("webhook called %d times, want 2 (one failure, one success)", len(calls))
@@ -130,7 +131,7 @@ func TestWebhookCallback(t *testing.T) {
 		if got.TaskID != id || got.Status != "completed" || !jsonEqual(t, got.ResultJSON, `{"v":"é<>"}`) {
 			t.Errorf("callback = %+v, want task %s completed with its result", got, id)
 		}
-		eventually(t, "an empty outbox", func() bool {
+		testutil.Eventually(t, pollTimeout, "an empty outbox", func() bool {
 			return strings.Contains(string(ts.do(t, "GET", api("/outbox"), nil).body), `"items":[]`)
 		})
 	})
@@ -139,7 +140,7 @@ func TestWebhookCallback(t *testing.T) {
 		h := newHook(t, func(int) int { return http.StatusGone })
 		ts.submit(t, `{"task_type":"echo","payload":{},"callback_url":"`+h.srv.URL+`"}`)
 		var items []map[string]any
-		eventually(t, "a dead letter", func() bool {
+		testutil.Eventually(t, pollTimeout, "a dead letter", func() bool {
 			var body struct {
 				Items []map[string]any `json:"items"`
 			}

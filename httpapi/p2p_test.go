@@ -19,6 +19,7 @@ import (
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/httpapi"
+	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -382,7 +383,7 @@ func TestOutboxAPI(t *testing.T) {
 	b.stop()
 	id := a.submit(t, `{"task_type":"echo","payload":{},"target":"`+bID+`"}`)
 	var items []map[string]any
-	eventually(t, "a dead letter", func() bool {
+	testutil.Eventually(t, pollTimeout, "a dead letter", func() bool {
 		r := a.do(t, "GET", api("/outbox?state=dead&peer="+bID), nil)
 		r.wantStatus(t, http.StatusOK)
 		var body struct {
@@ -415,7 +416,7 @@ func TestOutboxAPI(t *testing.T) {
 	if got := r.object(t)["requeued"]; got != 1.0 {
 		t.Errorf("requeued = %v, want 1", got)
 	}
-	eventually(t, "the retried letter to die again", func() bool {
+	testutil.Eventually(t, pollTimeout, "the retried letter to die again", func() bool {
 		return strings.Contains(string(a.do(t, "GET", api("/outbox?state=dead"), nil).body), it["id"].(string))
 	})
 	r = a.do(t, "POST", api("/outbox/"+it["id"].(string)+"/retry"), nil)
@@ -423,7 +424,7 @@ func TestOutboxAPI(t *testing.T) {
 	if got := r.object(t)["state"]; got != "pending" {
 		t.Errorf("retried item state = %v", got)
 	}
-	eventually(t, "the retried letter to die again", func() bool {
+	testutil.Eventually(t, pollTimeout, "the retried letter to die again", func() bool {
 		return strings.Contains(string(a.do(t, "GET", api("/outbox?state=dead"), nil).body), it["id"].(string))
 	})
 	a.do(t, "DELETE", api("/outbox/"+it["id"].(string)), nil).wantStatus(t, http.StatusNoContent)

@@ -8,8 +8,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+
+	"github.com/synapse-edge/synapse/internal/testutil"
 )
 
 // webhook records the push notifications it receives.
@@ -81,7 +84,7 @@ func TestGoSDKPush(t *testing.T) {
 			req.Config = &a2a.SendMessageConfig{PushConfig: &a2a.PushConfig{URL: w.srv.URL + "/hook", Token: "tok",
 				Auth: &a2a.PushAuthInfo{Scheme: "Bearer", Credentials: "cred"}}}
 			tk := send(t, c, ctx, req)
-			eventually(t, "the final status at the webhook", func() bool { return finalState(w.calls()).Terminal() })
+			testutil.Eventually(t, 20*time.Second, "the final status at the webhook", func() bool { return finalState(w.calls()).Terminal() })
 			calls := w.calls()
 			if st := finalState(calls); st != a2a.TaskStateCompleted {
 				t.Errorf("final state pushed = %s, want completed", st)
@@ -125,7 +128,7 @@ func TestGoSDKPushRetried(t *testing.T) {
 	req := message("", a2a.NewTextPart("hi"))
 	req.Config = &a2a.SendMessageConfig{PushConfig: &a2a.PushConfig{URL: w.srv.URL, Token: "tok"}}
 	tk := send(t, c, ctx, req)
-	eventually(t, "the final status at the webhook", func() bool { return finalState(w.calls()).Terminal() })
+	testutil.Eventually(t, 20*time.Second, "the final status at the webhook", func() bool { return finalState(w.calls()).Terminal() })
 	var kinds []string
 	for _, c := range w.calls()[3:] {
 		switch e := c.event.(type) {

@@ -6,11 +6,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 
 	"github.com/synapse-edge/synapse/e2e/a2asdk"
+	"github.com/synapse-edge/synapse/internal/testutil"
 )
 
 // The same assertions, through a2a-go v2.3.1's client, against Synapse
@@ -84,7 +86,7 @@ func suite(t *testing.T, tg *target, c *a2aclient.Client, ctx context.Context, v
 	}
 	if !v03 {
 		t.Run("list", func(t *testing.T) {
-			eventually(t, "the running task listed as working", func() bool {
+			testutil.Eventually(t, 20*time.Second, "the running task listed as working", func() bool {
 				res, err := c.ListTasks(ctx, &a2a.ListTasksRequest{Status: a2a.TaskStateWorking, PageSize: 10})
 				if err != nil {
 					t.Fatalf("ListTasks: %v", err)
