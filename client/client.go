@@ -27,10 +27,12 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/synapse-edge/synapse/wire"
 )
 
-// APIPrefix is the path prefix of every agent route.
-const APIPrefix = "/api/v1/synapse"
+// APIPrefix is the path prefix of every agent route, [wire.APIPrefix].
+const APIPrefix = wire.APIPrefix
 
 // MaxResponseSize bounds a JSON answer the client reads (a task result can
 // be large, but not unbounded).

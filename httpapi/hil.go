@@ -143,18 +143,9 @@ func (s *Server) streamHIL(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []stri
 	if _, err := s.hilViewer(ctx); err != nil {
 		return err
 	}
-	raw := ctx.Request.Header.Peek("Last-Event-ID")
-	if len(raw) == 0 {
-		raw = ctx.QueryArgs().Peek("last_event_id")
-	}
-	var last uint64
-	resume := len(raw) > 0
-	if resume {
-		n, ok := parseUint(raw)
-		if !ok {
-			return wire.Errorf(wire.CodeInvalidParams, "Last-Event-ID must be an event id (a whole number)")
-		}
-		last = n
+	last, resume, err := sseResume(ctx, true)
+	if err != nil {
+		return err
 	}
 	// Subscribe before answering so that nothing falls between the
 	// answer and a list the client loads once it has it.

@@ -258,15 +258,9 @@ func (s *Server) messageFeed(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []st
 		return wire.Errorf(wire.CodeAgentNotReady, "")
 	}
 	last := feed.Last()
-	raw := ctx.Request.Header.Peek("Last-Event-ID")
-	if len(raw) == 0 {
-		raw = ctx.QueryArgs().Peek("last_event_id")
-	}
-	if len(raw) > 0 {
-		n, ok := parseUint(raw)
-		if !ok {
-			return wire.Errorf(wire.CodeInvalidParams, "Last-Event-ID must be an event id (a whole number)")
-		}
+	if n, ok, err := sseResume(ctx, true); err != nil {
+		return err
+	} else if ok {
 		last = n
 	}
 	header := httpHeader(fasthttp.StatusOK, "text/event-stream; charset=utf-8",

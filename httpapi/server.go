@@ -19,8 +19,8 @@ import (
 	"github.com/synapse-edge/synapse/wire"
 )
 
-// Prefix is the path prefix of the Synapse REST API.
-const Prefix = "/api/v1/synapse"
+// Prefix is the path prefix of the Synapse REST API, [wire.APIPrefix].
+const Prefix = wire.APIPrefix
 
 // Server serves one agent.
 type Server struct {

@@ -25,17 +25,9 @@ func (s *Server) streamTask(ctx *fasthttp.RequestCtx, _ agent.Principal, args []
 	if err != nil {
 		return err
 	}
-	var last uint64
-	raw := ctx.Request.Header.Peek("Last-Event-ID")
-	if len(raw) == 0 {
-		raw = ctx.QueryArgs().Peek("last_event_id")
-	}
-	if len(raw) > 0 {
-		n, ok := parseUint(raw)
-		if !ok {
-			return wire.Errorf(wire.CodeInvalidParams, "Last-Event-ID must be an event id (a whole number)")
-		}
-		last = n
+	last, _, err := sseResume(ctx, true)
+	if err != nil {
+		return err
 	}
 	header := httpHeader(fasthttp.StatusOK, "text/event-stream; charset=utf-8",
 		"Cache-Control: no-cache", "X-Accel-Buffering: no")
@@ -43,6 +35,26 @@ func (s *Server) streamTask(ctx *fasthttp.RequestCtx, _ agent.Principal, args []
 		return s.pumpTask(w, done, t.ID, last)
 	})
 	return nil
+}
+
+// sseResume is where a client resumes an SSE stream: after the event id
+// in its Last-Event-ID header or, when fromQuery is set, in the
+// last_event_id query parameter (a browser's EventSource cannot set the
+// header on its first connection). ok is false when the client named
+// none; an id that is not a whole number is invalid_params.
+func sseResume(ctx *fasthttp.RequestCtx, fromQuery bool) (last uint64, ok bool, err error) {
+	raw := ctx.Request.Header.Peek("Last-Event-ID")
+	if len(raw) == 0 && fromQuery {
+		raw = ctx.QueryArgs().Peek("last_event_id")
+	}
+	if len(raw) == 0 {
+		return 0, false, nil
+	}
+	n, valid := parseUint(raw)
+	if !valid {
+		return 0, false, wire.Errorf(wire.CodeInvalidParams, "Last-Event-ID must be an event id (a whole number)").With("field", "Last-Event-ID")
+	}
+	return n, true, nil
 }
 
 func (s *Server) pumpTask(w *deadlineWriter, done <-chan struct{}, id string, last uint64) error {
