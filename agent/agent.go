@@ -58,6 +58,8 @@ type Agent struct {
 	closing atomic.Bool
 	// storeFault is WithStoreFault's hook.
 	storeFault func() error
+	// idem holds the idempotency keys being answered (idempotency.go).
+	idem idemFlights
 }
 
 type agentMetrics struct {

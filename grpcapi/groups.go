@@ -16,7 +16,6 @@ import (
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/group"
 	pb "github.com/synapse-edge/synapse/proto"
-	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -73,38 +72,31 @@ func (s *Server) CreateGroup(ctx context.Context, in *pb.CreateGroupRequest) (*p
 	if key == "" {
 		return create()
 	}
-	if err := checkIdemKey(key); err != nil {
-		return nil, err
-	}
-	hash, err := requestHash(in)
+	r, err := idemRequest(ctx, key, in)
 	if err != nil {
 		return nil, err
 	}
-	scope := principal(ctx).ID
-	if _, busy := s.creating.LoadOrStore(scope+"\x00"+key, true); busy {
-		return nil, wire.Errorf(wire.CodeIdempotencyInFlight, "")
-	}
-	defer s.creating.Delete(scope + "\x00" + key)
-	var out pb.CreateGroupResponse
-	if done, err := s.replayRecord(scope, key, hash, func(b []byte) error { return proto.Unmarshal(b, &out) }); done || err != nil {
+	var fresh *pb.CreateGroupResponse
+	ans, _, err := s.a.Idempotent(ctx, r, func() (*agent.IdemAnswer, error) {
+		resp, err := create()
 		if err != nil {
 			return nil, err
 		}
-		return &out, nil
+		fresh = resp
+		body, err := proto.Marshal(resp)
+		if err != nil {
+			return nil, wire.Errorf(wire.CodeInternal, "encode response: %v", err)
+		}
+		return &agent.IdemAnswer{Status: 201, ContentType: "application/protobuf", Body: body}, nil
+	})
+	if err != nil || fresh != nil {
+		return fresh, err
 	}
-	resp, err := create()
-	if err != nil {
-		return nil, err
+	var out pb.CreateGroupResponse
+	if err := proto.Unmarshal(ans.Body, &out); err != nil {
+		return nil, wire.Errorf(wire.CodeSysStorage, "idempotency record: %v", err)
 	}
-	body, err := proto.Marshal(resp)
-	if err != nil {
-		return nil, wire.Errorf(wire.CodeInternal, "encode response: %v", err)
-	}
-	rec := &store.IdemRecord{RequestHash: hash, Status: 201, ContentType: "application/protobuf", Body: body, CreatedAt: time.Now()}
-	if err := s.a.Store().Update(ctx, func(tx *store.Tx) error { return tx.PutIdem(scope, key, rec) }); err != nil {
-		s.log.Warn("store idempotency record", "err", err)
-	}
-	return resp, nil
+	return &out, nil
 }
 
 // JoinGroup is POST /group/{id}/join; done is false when the join was

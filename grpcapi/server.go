@@ -66,9 +66,6 @@ type Server struct {
 	stopOnce sync.Once
 	// watched is closed when watchHealth has returned.
 	watched chan struct{}
-	// creating holds the idempotency keys of CreateGroup calls being
-	// answered (scope + NUL + key).
-	creating sync.Map
 
 	pb.UnimplementedTaskServiceServer
 	pb.UnimplementedSynapseMessageServiceServer

@@ -7,8 +7,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
-	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -18,9 +16,6 @@ import (
 	"github.com/synapse-edge/synapse/wire"
 )
 
-// maxIdemKey bounds idempotency keys like the REST Idempotency-Key.
-const maxIdemKey = 255
-
 // SubmitTask is POST /task.
 func (s *Server) SubmitTask(ctx context.Context, in *pb.SubmitTaskRequest) (*pb.SubmitTaskResponse, error) {
 	req := &wire.SubmitRequest{TaskType: in.GetTaskType(), PayloadJSON: in.GetPayloadJson(), CallbackURL: in.GetCallbackUrl(),
@@ -28,51 +23,53 @@ func (s *Server) SubmitTask(ctx context.Context, in *pb.SubmitTaskRequest) (*pb.
 	return s.submit(ctx, req, in)
 }
 
-// submit runs the submit flow of both submit RPCs: idempotency (keys are
-// scoped by token like the REST ones; a request is "the same" when its
-// message is), then agent.Submit.
+// submit runs the submit flow of both submit RPCs: with an idempotency
+// key, agent.SubmitIdempotent (keys are scoped by token like the REST
+// ones, the same in-flight, replay and reuse rules; a request is "the
+// same" when its message is), else agent.Submit.
 func (s *Server) submit(ctx context.Context, req *wire.SubmitRequest, in proto.Message) (*pb.SubmitTaskResponse, error) {
 	p := principal(ctx)
-	var idem *agent.IdemWrite
-	if key := req.IdempotencyKey; key != "" {
-		if err := checkIdemKey(key); err != nil {
-			return nil, err
-		}
-		hash, err := requestHash(in)
+	if req.IdempotencyKey == "" {
+		t, err := s.a.Submit(ctx, p, req, nil)
 		if err != nil {
 			return nil, err
 		}
-		if resp, done, err := s.replay(p.ID, key, hash); done || err != nil {
-			return resp, err
-		}
-		idem = &agent.IdemWrite{Scope: p.ID, Key: key, RequestHash: hash,
-			Render: func(t *wire.Task) (int, string, []byte) {
-				b, _ := json.Marshal(submitResponse(t))
-				return 201, wire.ContentJSON, b
-			}}
+		return submitPB(submitResponse(t)), nil
 	}
-	t, err := s.a.Submit(ctx, p, req, idem)
-	if agent.ErrIdemRace(err) {
-		resp, _, err := s.replay(p.ID, idem.Key, idem.RequestHash)
-		return resp, err
-	}
+	r, err := idemRequest(ctx, req.IdempotencyKey, in)
 	if err != nil {
 		return nil, err
 	}
-	r := submitResponse(t)
-	return &pb.SubmitTaskResponse{TaskId: r.TaskID, Status: string(r.Status), Message: r.Message}, nil
+	_, ans, _, err := s.a.SubmitIdempotent(ctx, p, req, r, 0, func(t *wire.Task) *agent.IdemAnswer {
+		b, _ := json.Marshal(submitResponse(t))
+		return &agent.IdemAnswer{Status: 201, ContentType: wire.ContentJSON, Body: b}
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out wire.SubmitResponse
+	if err := json.Unmarshal(ans.Body, &out); err != nil {
+		return nil, wire.Errorf(wire.CodeSysStorage, "idempotency record: %v", err)
+	}
+	return submitPB(&out), nil
 }
 
-func checkIdemKey(k string) error {
-	if len(k) > maxIdemKey {
-		return wire.Errorf(wire.CodeInvalidParams, "idempotency_key is longer than %d bytes", maxIdemKey).With("field", "idempotency_key")
+func submitPB(r *wire.SubmitResponse) *pb.SubmitTaskResponse {
+	return &pb.SubmitTaskResponse{TaskId: r.TaskID, Status: string(r.Status), Message: r.Message}
+}
+
+// idemRequest names a request made with key by the caller. The key is
+// checked first, as REST does, so that a bad key is invalid_params
+// whatever the message.
+func idemRequest(ctx context.Context, key string, m proto.Message) (agent.IdemRequest, error) {
+	if err := agent.CheckIdempotencyKey(key); err != nil {
+		return agent.IdemRequest{}, err
 	}
-	for i := 0; i < len(k); i++ {
-		if k[i] < 0x20 || k[i] > 0x7e {
-			return wire.Errorf(wire.CodeInvalidParams, "idempotency_key must be printable ASCII").With("field", "idempotency_key")
-		}
+	hash, err := requestHash(m)
+	if err != nil {
+		return agent.IdemRequest{}, err
 	}
-	return nil
+	return agent.IdemRequest{Scope: principal(ctx).ID, Key: key, Hash: hash}, nil
 }
 
 // requestHash fingerprints a request message: its type and its
@@ -86,45 +83,6 @@ func requestHash(m proto.Message) (string, error) {
 	h.Write([]byte("grpc:" + string(m.ProtoReflect().Descriptor().FullName()) + "\x00"))
 	h.Write(b)
 	return hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// replay answers from a stored idempotency record; done reports that it
-// did (or that the key was used for another request).
-func (s *Server) replay(scope, key, hash string) (*pb.SubmitTaskResponse, bool, error) {
-	var r wire.SubmitResponse
-	done, err := s.replayRecord(scope, key, hash, func(b []byte) error { return json.Unmarshal(b, &r) })
-	if !done || err != nil {
-		return nil, done, err
-	}
-	return &pb.SubmitTaskResponse{TaskId: r.TaskID, Status: string(r.Status), Message: r.Message}, true, nil
-}
-
-// replayRecord reads the idempotency record of key and hands its body to
-// decode; done reports that there was one (or that the key was used for
-// another request: idempotency_key_reused).
-func (s *Server) replayRecord(scope, key, hash string, decode func([]byte) error) (bool, error) {
-	var rec *store.IdemRecord
-	err := s.a.Store().View(func(tx *store.Tx) error {
-		var err error
-		rec, err = tx.Idem(scope, key)
-		return err
-	})
-	if errors.Is(err, store.ErrNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return true, wire.Errorf(wire.CodeSysStorage, "read idempotency record: %v", err)
-	}
-	if time.Since(rec.CreatedAt) > agent.IdempotencyTTL {
-		return false, nil
-	}
-	if rec.RequestHash != hash {
-		return true, wire.Errorf(wire.CodeIdempotencyMismatch, "").With("idempotency_key", key)
-	}
-	if err := decode(rec.Body); err != nil {
-		return true, wire.Errorf(wire.CodeSysStorage, "idempotency record: %v", err)
-	}
-	return true, nil
 }
 
 // submitResponse is the answer of POST /task.

@@ -9,7 +9,6 @@ import (
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/group"
-	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -96,8 +95,9 @@ func changed(done bool) int {
 }
 
 // idempotent runs a creating request under its Idempotency-Key, if any:
-// a repeated request replays the first answer. The record is stored after
-// the request succeeded, in a transaction of its own.
+// a repeated request replays the first answer (agent.Idempotent: the
+// record is stored after the request succeeded, in a transaction of its
+// own).
 func (s *Server) idempotent(ctx *fasthttp.RequestCtx, p agent.Principal, run func() (int, any, error)) error {
 	return s.idempotentKey(ctx, p, "", run)
 }
@@ -105,10 +105,7 @@ func (s *Server) idempotent(ctx *fasthttp.RequestCtx, p agent.Principal, run fun
 // idempotentKey is idempotent with the body's idempotency_key field as the
 // key when the header is absent (seed 003 §5.3; the header wins).
 func (s *Server) idempotentKey(ctx *fasthttp.RequestCtx, p agent.Principal, bodyKey string, run func() (int, any, error)) error {
-	key := string(ctx.Request.Header.Peek("Idempotency-Key"))
-	if key == "" {
-		key = bodyKey
-	}
+	key := idemKey(ctx, bodyKey)
 	if key == "" {
 		status, v, err := run()
 		if err == nil {
@@ -116,30 +113,17 @@ func (s *Server) idempotentKey(ctx *fasthttp.RequestCtx, p agent.Principal, body
 		}
 		return err
 	}
-	if err := checkIdemKey(key); err != nil {
-		return err
-	}
-	if !s.idem.begin(p.ID, key) {
-		return wire.Errorf(wire.CodeIdempotencyInFlight, "")
-	}
-	defer s.idem.end(p.ID, key)
-	hash := requestHash(ctx)
-	if done, err := s.replay(ctx, p.ID, key, hash); done || err != nil {
-		return err
-	}
-	status, v, err := run()
+	ans, replayed, err := s.a.Idempotent(ctx, idemRequest(ctx, p, key), func() (*agent.IdemAnswer, error) {
+		status, v, err := run()
+		if err != nil {
+			return nil, err
+		}
+		return encodeAnswer(ctx, status, v)
+	})
 	if err != nil {
 		return err
 	}
-	ct, body, err := encode(ctx, v)
-	if err != nil {
-		return wire.Errorf(wire.CodeInternal, "encode response: %v", err)
-	}
-	rec := &store.IdemRecord{RequestHash: hash, Status: status, ContentType: ct, Body: body, CreatedAt: time.Now()}
-	if err := s.a.Store().Update(ctx, func(tx *store.Tx) error { return tx.PutIdem(p.ID, key, rec) }); err != nil {
-		s.log.Warn("store idempotency record", "err", err)
-	}
-	writeRaw(ctx, status, ct, body)
+	writeAnswer(ctx, ans, replayed)
 	return nil
 }
 

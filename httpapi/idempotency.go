@@ -1,39 +1,34 @@
 package httpapi
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
-	"sync"
-	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/synapse-edge/synapse/agent"
-	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
 )
 
-// Idempotency keys follow the IETF httpapi draft (SPEC §5.3): the same key
-// and request replay the stored answer byte for byte with
-// Idempotent-Replayed: true; the same key with another request is 422; the
-// same key while the first request is in flight is 409. Keys are scoped to
-// the caller's token and kept 24 h in the store. Only successful answers are
-// stored: a refused request (400, 429, ...) can be retried with its key.
+// Idempotency keys follow the IETF httpapi draft (SPEC §5.3); the rules
+// are the agent's (agent/idempotency.go), the same for every API. Here:
+// the key is the Idempotency-Key header, else the body's idempotency_key
+// where a route has one (the header wins); "the same request" is the same
+// method, path with query, content type, accepted type and body; a replay
+// is the stored answer byte for byte with Idempotent-Replayed: true (and
+// the Location of the task it created).
 
-const maxIdemKey = 255
+// idemKey is the request's idempotency key: the header, else bodyKey.
+func idemKey(ctx *fasthttp.RequestCtx, bodyKey string) string {
+	if k := ctx.Request.Header.Peek("Idempotency-Key"); len(k) > 0 {
+		return string(k)
+	}
+	return bodyKey
+}
 
-func checkIdemKey(k string) error {
-	if len(k) > maxIdemKey {
-		return wire.Errorf(wire.CodeInvalidParams, "Idempotency-Key is longer than %d bytes", maxIdemKey).With("field", "idempotency_key")
-	}
-	for i := 0; i < len(k); i++ {
-		if k[i] < 0x20 || k[i] > 0x7e {
-			return wire.Errorf(wire.CodeInvalidParams, "Idempotency-Key must be printable ASCII").With("field", "idempotency_key")
-		}
-	}
-	return nil
+// idemRequest names the request made with key by p.
+func idemRequest(ctx *fasthttp.RequestCtx, p agent.Principal, key string) agent.IdemRequest {
+	return agent.IdemRequest{Scope: p.ID, Key: key, Hash: requestHash(ctx)}
 }
 
 // requestHash fingerprints what makes two requests "the same": method, path
@@ -48,73 +43,22 @@ func requestHash(ctx *fasthttp.RequestCtx) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// replay answers from a stored record; done reports that it did (or that
-// the key conflicts).
-func (s *Server) replay(ctx *fasthttp.RequestCtx, scope, key, hash string) (done bool, err error) {
-	var rec *store.IdemRecord
-	err = s.a.Store().View(func(tx *store.Tx) error {
-		var err error
-		rec, err = tx.Idem(scope, key)
-		return err
-	})
-	if errors.Is(err, store.ErrNotFound) {
-		return false, nil
-	}
+// encodeAnswer encodes v as the answer to ctx's request, for storing.
+func encodeAnswer(ctx *fasthttp.RequestCtx, status int, v any) (*agent.IdemAnswer, error) {
+	ct, body, err := encode(ctx, v)
 	if err != nil {
-		return true, wire.Errorf(wire.CodeSysStorage, "read idempotency record: %v", err)
+		return nil, wire.Errorf(wire.CodeInternal, "encode response: %v", err)
 	}
-	if time.Since(rec.CreatedAt) > agent.IdempotencyTTL {
-		return false, nil // expired; retention deletes it soon
-	}
-	if rec.RequestHash != hash {
-		return true, wire.Errorf(wire.CodeIdempotencyMismatch, "").With("idempotency_key", key)
-	}
-	ctx.Response.Header.Set("Idempotent-Replayed", "true")
-	if rec.TaskID != "" {
-		ctx.Response.Header.Set(fasthttp.HeaderLocation, Prefix+"/task/"+rec.TaskID)
-	}
-	writeRaw(ctx, rec.Status, rec.ContentType, rec.Body)
-	return true, nil
+	return &agent.IdemAnswer{Status: status, ContentType: ct, Body: body}, nil
 }
 
-// storeIdem replaces the stored answer (the sync mode's final answer).
-func (s *Server) storeIdem(ctx context.Context, w *agent.IdemWrite, taskID string, status int, ct string, body []byte) error {
-	err := s.a.Store().Update(ctx, func(tx *store.Tx) error {
-		rec, err := tx.Idem(w.Scope, w.Key)
-		if err != nil {
-			return err
+// writeAnswer sends an answer; a replayed one says so.
+func writeAnswer(ctx *fasthttp.RequestCtx, ans *agent.IdemAnswer, replayed bool) {
+	if replayed {
+		ctx.Response.Header.Set("Idempotent-Replayed", "true")
+		if ans.TaskID != "" {
+			ctx.Response.Header.Set(fasthttp.HeaderLocation, Prefix+"/task/"+ans.TaskID)
 		}
-		rec.Status, rec.ContentType, rec.Body, rec.TaskID = status, ct, body, taskID
-		return tx.PutIdem(w.Scope, w.Key, rec)
-	})
-	if err != nil {
-		return wire.Errorf(wire.CodeSysStorage, "store idempotency record: %v", err)
 	}
-	return nil
-}
-
-// inflight tracks keys whose first request is still being answered.
-type inflight struct {
-	mu sync.Mutex
-	m  map[string]struct{}
-}
-
-func (f *inflight) begin(scope, key string) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.m == nil {
-		f.m = map[string]struct{}{}
-	}
-	k := scope + "\x00" + key
-	if _, busy := f.m[k]; busy {
-		return false
-	}
-	f.m[k] = struct{}{}
-	return true
-}
-
-func (f *inflight) end(scope, key string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	delete(f.m, scope+"\x00"+key)
+	writeRaw(ctx, ans.Status, ans.ContentType, ans.Body)
 }

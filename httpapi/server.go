@@ -29,8 +29,6 @@ type Server struct {
 	version string
 	srv     *fasthttp.Server
 
-	idem inflight
-
 	streams     sync.WaitGroup
 	streamsDone chan struct{}
 	// bg is cancelled when shutdown starts; work a stream queues uses it.

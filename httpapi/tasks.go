@@ -31,78 +31,51 @@ func (s *Server) submitRequest(ctx *fasthttp.RequestCtx, p agent.Principal, req 
 	if err != nil {
 		return err
 	}
-	key := string(ctx.Request.Header.Peek("Idempotency-Key"))
-	if key == "" {
-		key = req.IdempotencyKey
-	}
-	var idem *agent.IdemWrite
-	var sent []byte // the answer stored with the task, sent as is
-	sentStatus := 0
-	if key != "" {
-		if err := checkIdemKey(key); err != nil {
-			return err
+	d := time.Duration(wait) * time.Second
+	// answer is what a request gets for t: 200 with the final task in the
+	// sync mode, else 201.
+	answer := func(t *wire.Task) (int, any) {
+		if wait > 0 && t.Status.Terminal() {
+			return fasthttp.StatusOK, t.StatusResponse(true)
 		}
-		hash := requestHash(ctx)
-		// In flight first: the record is stored with the task, before a
-		// ?wait= request has its final answer, so it must not be replayed
-		// while the first request is still being answered.
-		if !s.idem.begin(p.ID, key) {
-			return wire.Errorf(wire.CodeIdempotencyInFlight, "")
-		}
-		defer s.idem.end(p.ID, key)
-		if done, err := s.replay(ctx, p.ID, key, hash); done || err != nil {
-			return err
-		}
-		idem = &agent.IdemWrite{Scope: p.ID, Key: key, RequestHash: hash,
-			Render: func(t *wire.Task) (int, string, []byte) {
-				status, v := fasthttp.StatusCreated, any(submitResponse(t))
-				if wait > 0 && t.Status.Terminal() {
-					status, v = fasthttp.StatusOK, t.StatusResponse(true)
-				}
-				ct, body, _ := encode(ctx, v)
-				sent, sentStatus = body, status
-				return status, ct, body
-			}}
+		return fasthttp.StatusCreated, submitResponse(t)
 	}
 	var t *wire.Task
-	if wait > 0 {
-		t, err = s.a.SubmitWait(ctx, p, req, idem, time.Duration(wait)*time.Second)
-	} else {
-		t, err = s.a.Submit(ctx, p, req, idem)
-	}
-	if agent.ErrIdemRace(err) {
-		_, err = s.replay(ctx, p.ID, key, idem.RequestHash)
-		return err
-	}
-	if err != nil {
-		return err
-	}
-	if wait > 0 && t.Status.Terminal() {
-		ctx.Response.Header.Set(fasthttp.HeaderETag, t.ETag())
-		if sentStatus == fasthttp.StatusOK {
-			writeRaw(ctx, fasthttp.StatusOK, responseCodec(ctx).ContentType(), sent)
-			return nil
-		}
-		ct, body, err := encode(ctx, t.StatusResponse(true))
+	var ans *agent.IdemAnswer
+	if key := idemKey(ctx, req.IdempotencyKey); key != "" {
+		var replayed bool
+		t, ans, replayed, err = s.a.SubmitIdempotent(ctx, p, req, idemRequest(ctx, p, key), d, func(t *wire.Task) *agent.IdemAnswer {
+			status, v := answer(t)
+			ct, body, _ := encode(ctx, v)
+			return &agent.IdemAnswer{Status: status, ContentType: ct, Body: body}
+		})
 		if err != nil {
 			return err
 		}
-		if idem != nil {
-			// The record holds the 201 stored with the task; the replay
-			// of a sync request is its final answer.
-			if err := s.storeIdem(ctx, idem, t.ID, fasthttp.StatusOK, ct, body); err != nil {
-				return err
-			}
+		if replayed {
+			writeAnswer(ctx, ans, true)
+			return nil
 		}
-		writeRaw(ctx, fasthttp.StatusOK, ct, body)
-		return nil
+	} else {
+		if wait > 0 {
+			t, err = s.a.SubmitWait(ctx, p, req, nil, d)
+		} else {
+			t, err = s.a.Submit(ctx, p, req, nil)
+		}
+		if err != nil {
+			return err
+		}
+		status, v := answer(t)
+		if ans, err = encodeAnswer(ctx, status, v); err != nil {
+			return err
+		}
 	}
-	ctx.Response.Header.Set(fasthttp.HeaderLocation, Prefix+"/task/"+t.ID)
-	if sent != nil {
-		writeRaw(ctx, sentStatus, responseCodec(ctx).ContentType(), sent)
-		return nil
+	if wait > 0 && t.Status.Terminal() {
+		ctx.Response.Header.Set(fasthttp.HeaderETag, t.ETag())
+	} else {
+		ctx.Response.Header.Set(fasthttp.HeaderLocation, Prefix+"/task/"+t.ID)
 	}
-	write(ctx, fasthttp.StatusCreated, submitResponse(t))
+	writeAnswer(ctx, ans, false)
 	return nil
 }
 
