@@ -51,7 +51,8 @@ type Outcome struct {
 	// Status is the destination's HTTP status, or the status its answer
 	// stands for on another wire; 0 when there was no answer.
 	Status int
-	// Error is the destination's TPError, when its answer held one.
+	// Error is the destination's TPError, when its answer held one (not
+	// for a Callback).
 	Error *wire.Error
 	// Reply is the start of the answer body (at most Message.MaxReply
 	// bytes; Truncated when there was more), ReplyType its content type
@@ -122,6 +123,7 @@ func Classify(k Kind, a Answer) Outcome {
 	if k == Callback {
 		tp = nil
 	}
+	o.Error = tp
 	o.Class = Retry
 	switch {
 	case tp != nil && tp.Class() == wire.Negotiable:
