@@ -20,7 +20,7 @@ import (
 
 type seen struct {
 	method, path, query, body string
-	header                     http.Header
+	header                    http.Header
 }
 
 // recorder is a real server on 127.0.0.1 that records what it got and
