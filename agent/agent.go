@@ -17,6 +17,7 @@ import (
 	"github.com/synapse-edge/synapse/internal/metrics"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/tier1"
+	"github.com/synapse-edge/synapse/transport"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -46,6 +47,8 @@ type Agent struct {
 	groupHandler atomic.Pointer[GroupHandler]
 	// outbound is the policy of client-given URLs (outbound.go).
 	outbound *OutboundPolicy
+	// transport sends what the agent sends (transport.go).
+	transport transport.Transport
 
 	m       agentMetrics
 	metrics *metrics.Registry
@@ -93,6 +96,9 @@ func New(cfg Config, opts ...Option) (*Agent, error) {
 	}
 	for _, o := range opts {
 		o(a)
+	}
+	if a.transport == nil {
+		a.transport = a.defaultTransport()
 	}
 	if !cfg.DisableBuiltins {
 		for _, h := range builtinHandlers() {

@@ -1,61 +1,68 @@
 package tier1
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"math/rand/v2"
-	"net/http"
-	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/synapse-edge/synapse/store"
+	"github.com/synapse-edge/synapse/transport"
 	"github.com/synapse-edge/synapse/wire"
 )
 
 // Uplink forwards stored batches to an upstream agent, oldest first, one at
-// a time. A batch leaves the outbox only after the upstream acknowledged it
-// (which it does only once the batch is durable there), so frames survive
-// offline periods and restarts on either side. Each forwarded batch carries
-// batch_id "u<outbox seq>" and the header X-Synapse-Source-Agent, and the
-// upstream deduplicates on (source agent, batch_id): a batch sent again
-// after a lost acknowledgement is stored once.
+// a time, through a transport.Transport (as Batch messages). A batch leaves
+// the outbox only after the upstream acknowledged it (which it does only
+// once the batch is durable there), so frames survive offline periods and
+// restarts on either side. Each forwarded batch carries batch_id
+// "u<outbox seq>" and the header X-Synapse-Source-Agent, and the upstream
+// deduplicates on (source agent, batch_id): a batch sent again after a
+// lost acknowledgement is stored once.
+//
+// The outcome of each attempt decides: Delivered acknowledges the batch;
+// Permanent or Negotiable (the upstream will never take it: malformed, too
+// large, a routine it lacks) drops it with an error in the log; Retry
+// waits (a jittered back-off that doubles up to MaxBackoff, or the
+// upstream's Retry-After when longer) and sends the same batch again.
 type Uplink struct {
 	in       *Ingestor
 	db       *store.DB
+	t        transport.Transport
 	endpoint string
 	token    string
 	source   string
-	client   *http.Client
 	log      *slog.Logger
-	sleep    func(ctx context.Context, d time.Duration) error
 
 	// MaxBackoff caps the wait between attempts (default 30 s).
 	MaxBackoff time.Duration
+	// Wait waits d or until ctx is done (then it returns ctx's error).
+	// The default uses a timer; tests replace it.
+	Wait func(ctx context.Context, d time.Duration) error
 
 	Sent, Dropped, Failures atomic.Uint64
 }
 
 // HeaderSourceAgent names the agent a forwarded batch comes from.
-const HeaderSourceAgent = "X-Synapse-Source-Agent"
+const HeaderSourceAgent = transport.HeaderSourceAgent
 
 // UplinkBackoff bounds the wait between attempts while the upstream is
-// unreachable.
+// unreachable; sendTimeout bounds one attempt.
 const (
 	uplinkBackoffMin = 500 * time.Millisecond
 	uplinkBackoffMax = 30 * time.Second
+	sendTimeout      = 30 * time.Second
 )
 
-// NewUplink builds the forwarder of in's outbox to endpoint (a base URL)
-// as agent source.
-func NewUplink(in *Ingestor, db *store.DB, endpoint, token, source string, log *slog.Logger) *Uplink {
-	return &Uplink{in: in, db: db, endpoint: endpoint, token: token, source: source,
-		client: &http.Client{Timeout: 30 * time.Second}, log: log, MaxBackoff: uplinkBackoffMax,
-		sleep: func(ctx context.Context, d time.Duration) error {
+// NewUplink builds the forwarder of in's outbox to endpoint (the upstream
+// agent's URL) as agent source, sending through t.
+func NewUplink(in *Ingestor, db *store.DB, t transport.Transport, endpoint, token, source string, log *slog.Logger) *Uplink {
+	return &Uplink{in: in, db: db, t: t, endpoint: endpoint, token: token, source: source,
+		log: log, MaxBackoff: uplinkBackoffMax,
+		Wait: func(ctx context.Context, d time.Duration) error {
 			t := time.NewTimer(d)
 			defer t.Stop()
 			select {
@@ -66,7 +73,6 @@ func NewUplink(in *Ingestor, db *store.DB, endpoint, token, source string, log *
 			}
 		}}
 }
-
 // Pending counts the batches waiting to go up.
 func (u *Uplink) Pending() int {
 	n := 0
@@ -127,21 +133,26 @@ func (u *Uplink) Run(ctx context.Context) {
 			continue
 		}
 		for i, b := range batches {
-			err := u.send(ctx, b)
-			if err == errPermanent {
+			o := u.send(ctx, b)
+			retry := false
+			switch o.Class {
+			case transport.Delivered:
+				u.Sent.Add(1)
+			case transport.Permanent, transport.Negotiable:
 				u.Dropped.Add(1)
-				u.log.Error("upstream refused a batch for good; dropping it", "seq", seqs[i])
-			} else if err != nil {
+				u.log.Error("upstream refused a batch for good; dropping it", "seq", seqs[i], "err", o.Err)
+			default:
 				u.Failures.Add(1)
-				u.log.Warn("uplink: upstream unreachable; will retry", "err", err, "retry_in", backoff)
-				d := backoff/2 + rand.N(backoff/2+1)
-				if u.sleep(ctx, d) != nil {
+				wait := max(backoff/2+rand.N(backoff/2+1), o.RetryAfter)
+				u.log.Warn("uplink: upstream unreachable; will retry", "err", o.Err, "retry_in", wait)
+				if u.Wait(ctx, wait) != nil {
 					return
 				}
 				backoff = min(backoff*2, u.MaxBackoff)
+				retry = true
+			}
+			if retry {
 				break
-			} else {
-				u.Sent.Add(1)
 			}
 			backoff = min(uplinkBackoffMin, u.MaxBackoff)
 			seq := seqs[i]
@@ -152,45 +163,23 @@ func (u *Uplink) Run(ctx context.Context) {
 	}
 }
 
-var errPermanent = fmt.Errorf("upstream refused the batch permanently")
-
-func (u *Uplink) send(ctx context.Context, batch []byte) error {
+// send offers one stored batch to the upstream.
+func (u *Uplink) send(ctx context.Context, batch []byte) transport.Outcome {
 	// The routine id is the batch's first string.
 	r := wire.NewMsgpackReader(batch, wire.DefaultMsgpackLimits)
 	if _, err := r.ReadArrayHeader(); err != nil {
-		return errPermanent
+		return transport.Refused(fmt.Errorf("stored batch: %w", err))
 	}
 	capID, err := r.ReadString()
 	if err != nil {
-		return errPermanent
+		return transport.Refused(fmt.Errorf("stored batch: routine id: %w", err))
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.endpoint+"/api/v1/synapse/tier1/"+capID, bytes.NewReader(batch))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", wire.ContentMsgpack)
-	req.Header.Set(HeaderSourceAgent, u.source)
+	h := map[string]string{transport.HeaderRoutine: capID, transport.HeaderSourceAgent: u.source}
 	if u.token != "" {
-		req.Header.Set("Authorization", "Bearer "+u.token)
+		h[transport.HeaderAuthorization] = "Bearer " + u.token
 	}
-	resp, err := u.client.Do(req)
-	if err != nil {
-		return err
-	}
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	resp.Body.Close()
-	switch {
-	case resp.StatusCode >= 200 && resp.StatusCode < 300:
-		return nil
-	case resp.StatusCode == http.StatusBadRequest, resp.StatusCode == http.StatusRequestEntityTooLarge,
-		resp.StatusCode == http.StatusForbidden && bytes.Contains(body, []byte(wire.CodeCapabilityLacking)):
-		u.log.Error("upstream refused batch", "status", resp.StatusCode, "body", string(body))
-		return errPermanent
-	}
-	if ra := resp.Header.Get("Retry-After"); ra != "" {
-		if s, err := strconv.Atoi(ra); err == nil && s > 0 && s < 3600 {
-			_ = u.sleep(ctx, time.Duration(s)*time.Second)
-		}
-	}
-	return fmt.Errorf("upstream answered %d: %s", resp.StatusCode, bytes.TrimSpace(body))
+	ctx, cancel := context.WithTimeout(ctx, sendTimeout)
+	defer cancel()
+	return u.t.Send(ctx, &transport.Message{Kind: transport.Batch, To: u.endpoint, Body: batch,
+		ContentType: wire.ContentMsgpack, Header: h, MaxReply: 4096})
 }

@@ -108,7 +108,7 @@ func TestWatch(t *testing.T) {
 func TestUplinkLag(t *testing.T) {
 	now := time.Unix(1_790_000_000, 0)
 	in, db := openIngestor(t, now)
-	up := tier1.NewUplink(in, db, "http://127.0.0.1:1", "", "src", slog.New(slog.DiscardHandler))
+	up := tier1.NewUplink(in, db, nil, "http://127.0.0.1:1", "", "src", slog.New(slog.DiscardHandler))
 	if up.Lag() != 0 || up.Pending() != 0 {
 		t.Errorf("empty outbox: lag %s, pending %d", up.Lag(), up.Pending())
 	}

@@ -11,7 +11,8 @@
 //	Fetch     GET  {To}                                (a document)
 //
 // Message headers go out as request headers (HeaderRoutine goes in the
-// path instead). Redirects are not followed: a signed message is for the
+// path instead). Callbacks are dialed through Options.Guard (the outbound
+// policy of URLs a client gave), never through a proxy. Redirects are not followed: a signed message is for the
 // endpoint it was sent to, and a webhook URL passed the outbound policy,
 // its redirect target did not. Of an answer, at most Message.MaxReply
 // bytes are read (the rest, up to 1 MiB, is drained so that the
@@ -46,12 +47,11 @@ const drainLimit = 1 << 20
 
 // Options configure a Transport. The zero value is usable.
 type Options struct {
-	// Dial dials every connection, when set: for URLs a client gave, the
+	// Guard dials the connections of Callbacks (URLs a client gave): the
 	// outbound policy's DialContext, which refuses private addresses.
-	// Without it, the standard dialer is used and HTTP_PROXY and friends
-	// are honoured (with Dial they are not: the policy must see the
-	// address actually connected to).
-	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Callbacks never go through a proxy, so that the guard sees the
+	// address actually connected to. Default: the standard dialer.
+	Guard func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Timeout bounds one Send (0: only ctx bounds it).
 	Timeout time.Duration
 	// MaxIdleConnsPerHost keeps connections to a destination for reuse
@@ -63,38 +63,43 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Transport sends messages over HTTP/1.1. It is safe for concurrent use.
+// Transport sends messages over HTTP/1.1. Callbacks go out through the
+// guarded client; the other kinds, to destinations an operator
+// configured or paired, through the direct one (which honours
+// HTTP_PROXY and friends). It is safe for concurrent use.
 type Transport struct {
-	c   *http.Client
-	ua  string
-	now func() time.Time
+	direct, guarded *http.Client
+	ua              string
+	now             func() time.Time
 }
 
 var _ transport.Transport = (*Transport)(nil)
 
 // New builds a Transport.
 func New(o Options) *Transport {
-	ht := &http.Transport{
-		MaxIdleConnsPerHost: o.MaxIdleConnsPerHost,
-		IdleConnTimeout:     90 * time.Second,
-		DisableCompression:  true,
+	idle := o.MaxIdleConnsPerHost
+	if idle <= 0 {
+		idle = 8
 	}
-	if ht.MaxIdleConnsPerHost <= 0 {
-		ht.MaxIdleConnsPerHost = 8
-	}
-	if o.Dial != nil {
-		ht.DialContext = o.Dial
-	} else {
-		ht.Proxy = http.ProxyFromEnvironment
-		ht.DialContext = (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
-	}
-	t := &Transport{
-		c: &http.Client{
+	dialer := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
+	client := func(ht *http.Transport) *http.Client {
+		ht.MaxIdleConnsPerHost = idle
+		ht.IdleConnTimeout = 90 * time.Second
+		ht.DisableCompression = true
+		return &http.Client{
 			Timeout:       o.Timeout,
 			Transport:     ht,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		},
-		ua: o.UserAgent, now: o.Now,
+		}
+	}
+	guard := o.Guard
+	if guard == nil {
+		guard = dialer.DialContext
+	}
+	t := &Transport{
+		direct:  client(&http.Transport{Proxy: http.ProxyFromEnvironment, DialContext: dialer.DialContext}),
+		guarded: client(&http.Transport{DialContext: guard}),
+		ua:      o.UserAgent, now: o.Now,
 	}
 	if t.ua == "" {
 		t.ua = "synapse"
@@ -107,7 +112,8 @@ func New(o Options) *Transport {
 
 // Close closes idle connections; the Transport stays usable.
 func (t *Transport) Close() error {
-	t.c.CloseIdleConnections()
+	t.direct.CloseIdleConnections()
+	t.guarded.CloseIdleConnections()
 	return nil
 }
 
@@ -117,7 +123,11 @@ func (t *Transport) Send(ctx context.Context, m *transport.Message) transport.Ou
 	if err != nil {
 		return transport.Refused(err)
 	}
-	resp, err := t.c.Do(req)
+	c := t.direct
+	if m.Kind == transport.Callback {
+		c = t.guarded
+	}
+	resp, err := c.Do(req)
 	if err != nil {
 		return transport.Unreachable(err)
 	}

@@ -277,10 +277,18 @@ func TestUnreachable(t *testing.T) {
 
 	// A dialer that refuses (the outbound policy).
 	refuse := errors.New("outbound target refused: 127.0.0.1 is loopback")
-	guarded := httptransport.New(httptransport.Options{Dial: func(context.Context, string, string) (net.Conn, error) { return nil, refuse }})
+	guarded := httptransport.New(httptransport.Options{Guard: func(context.Context, string, string) (net.Conn, error) { return nil, refuse }})
 	o = guarded.Send(context.Background(), &transport.Message{Kind: transport.Callback, To: slow.URL})
 	if o.Class != transport.Retry || !strings.Contains(o.Err.Error(), "loopback") {
-		t.Errorf("refused by the dialer: %v %v", o.Class, o.Err)
+		t.Errorf("callback refused by the guard: %v %v", o.Class, o.Err)
+	}
+	// Only callbacks go through the guard.
+	fast := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer fast.Close()
+	for _, k := range []transport.Kind{transport.Envelope, transport.Request, transport.Fetch} {
+		if o := guarded.Send(context.Background(), &transport.Message{Kind: k, To: fast.URL}); !o.Delivered() {
+			t.Errorf("%v through the guard: %v %v", k, o.Class, o.Err)
+		}
 	}
 }
 

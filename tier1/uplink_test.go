@@ -1,0 +1,111 @@
+package tier1_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/synapse-edge/synapse/store"
+	"github.com/synapse-edge/synapse/tier1"
+	"github.com/synapse-edge/synapse/transport"
+)
+
+// fakeUpstream is an upstream as a transport: it answers each batch with
+// the next outcome of its script (Delivered once the script is done) and
+// records what it was sent.
+type fakeUpstream struct {
+	mu     sync.Mutex
+	script []transport.Outcome
+	sent   []transport.Message
+}
+
+func (f *fakeUpstream) Send(_ context.Context, m *transport.Message) transport.Outcome {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sent = append(f.sent, *m)
+	if len(f.script) == 0 {
+		return transport.Outcome{Class: transport.Delivered}
+	}
+	o := f.script[0]
+	f.script = f.script[1:]
+	return o
+}
+
+func (f *fakeUpstream) messages() []transport.Message {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]transport.Message(nil), f.sent...)
+}
+
+// TestUplinkOutcomes: a batch is acknowledged only when delivered, sent
+// again after a Retry (waiting at least the upstream's Retry-After), and
+// dropped when refused for good; the order holds throughout.
+func TestUplinkOutcomes(t *testing.T) {
+	now := time.Unix(1_790_000_000, 0)
+	in, db := openIngestor(t, now)
+	for i := range 4 {
+		if _, err := in.Ingest(context.Background(), "s", "", batchAt("", "d", uint64(i*10), now, 2)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var queued [][]byte
+	_ = db.View(func(tx *store.Tx) error { _, queued = tx.T1Outbox(10); return nil })
+	if len(queued) != 4 {
+		t.Fatalf("%d batches queued, want 4", len(queued))
+	}
+
+	up := &fakeUpstream{script: []transport.Outcome{
+		{Class: transport.Retry, Unreached: true, RetryAfter: time.Hour}, // batch 0: upstream down
+		{Class: transport.Delivered},  // batch 0 again
+		{Class: transport.Permanent},  // batch 1: refused for good
+		{Class: transport.Negotiable}, // batch 2: a routine it lacks
+		{Class: transport.Retry},      // batch 3
+	}}
+	u := tier1.NewUplink(in, db, up, "mqtt://broker/up", "tok", "edge-1", slog.New(slog.DiscardHandler))
+	var mu sync.Mutex
+	var waits []time.Duration
+	u.Wait = func(ctx context.Context, d time.Duration) error {
+		mu.Lock()
+		waits = append(waits, d)
+		mu.Unlock()
+		return ctx.Err()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); u.Run(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for u.Pending() != 0 || len(up.messages()) < 6 {
+		if time.Now().After(deadline) {
+			t.Fatalf("pending %d, sent %d", u.Pending(), len(up.messages()))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	<-done
+
+	sent := up.messages()
+	order := []int{0, 0, 1, 2, 3, 3}
+	if len(sent) != len(order) {
+		t.Fatalf("%d sends, want %d", len(sent), len(order))
+	}
+	for i, m := range sent {
+		if !bytes.Equal(m.Body, queued[order[i]]) {
+			t.Errorf("send %d is not batch %d", i, order[i])
+		}
+		if m.Kind != transport.Batch || m.To != "mqtt://broker/up" || m.Header[transport.HeaderRoutine] != "synapse.telemetry" ||
+			m.Header[transport.HeaderSourceAgent] != "edge-1" || m.Header[transport.HeaderAuthorization] != "Bearer tok" {
+			t.Errorf("send %d: kind %v to %q header %v", i, m.Kind, m.To, m.Header)
+		}
+	}
+	if s, d, f := u.Sent.Load(), u.Dropped.Load(), u.Failures.Load(); s != 2 || d != 2 || f != 2 {
+		t.Errorf("sent %d dropped %d failures %d, want 2 2 2", s, d, f)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(waits) != 2 || waits[0] != time.Hour || waits[1] > u.MaxBackoff {
+		t.Errorf("waits %v, want [1h (the Retry-After), a back-off]", waits)
+	}
+}
