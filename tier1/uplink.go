@@ -73,6 +73,7 @@ func NewUplink(in *Ingestor, db *store.DB, t transport.Transport, endpoint, toke
 			}
 		}}
 }
+
 // Pending counts the batches waiting to go up.
 func (u *Uplink) Pending() int {
 	n := 0

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/tier1"
 	"github.com/synapse-edge/synapse/transport"
@@ -59,10 +60,10 @@ func TestUplinkOutcomes(t *testing.T) {
 
 	up := &fakeUpstream{script: []transport.Outcome{
 		{Class: transport.Retry, Unreached: true, RetryAfter: time.Hour}, // batch 0: upstream down
-		{Class: transport.Delivered},  // batch 0 again
-		{Class: transport.Permanent},  // batch 1: refused for good
-		{Class: transport.Negotiable}, // batch 2: a routine it lacks
-		{Class: transport.Retry},      // batch 3
+		{Class: transport.Delivered},                                     // batch 0 again
+		{Class: transport.Permanent},                                     // batch 1: refused for good
+		{Class: transport.Negotiable},                                    // batch 2: a routine it lacks
+		{Class: transport.Retry},                                         // batch 3
 	}}
 	u := tier1.NewUplink(in, db, up, "mqtt://broker/up", "tok", "edge-1", slog.New(slog.DiscardHandler))
 	var mu sync.Mutex
@@ -76,13 +77,9 @@ func TestUplinkOutcomes(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); u.Run(ctx) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for u.Pending() != 0 || len(up.messages()) < 6 {
-		if time.Now().After(deadline) {
-			t.Fatalf("pending %d, sent %d", u.Pending(), len(up.messages()))
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.Eventually(t, 10*time.Second, "every batch acknowledged or dropped", func() bool {
+		return u.Pending() == 0 && len(up.messages()) >= 6
+	})
 	cancel()
 	<-done
 
