@@ -56,6 +56,30 @@ func DecodeEnvelopeJSONLimit(b []byte, maxBytes int) (*UnifiedSynapseMessage, er
 	return m, nil
 }
 
+// DecodeEnvelope decodes a JSON (or, with msgpack, msgpack) envelope and
+// maps decoding errors to the registry: message_format_invalid, TP-VER001,
+// TP-TRA001, TP-VAL002.
+func DecodeEnvelope(body []byte, msgpack bool) (*UnifiedSynapseMessage, error) {
+	var m *UnifiedSynapseMessage
+	var err error
+	if msgpack {
+		m, err = DecodeEnvelopeMsgpack(body)
+	} else {
+		m, err = DecodeEnvelopeJSON(body)
+	}
+	switch {
+	case err == nil:
+		return m, nil
+	case errors.Is(err, ErrVersionUnsupported):
+		return nil, Errorf(CodeVerUnsupported, "%v", err)
+	case errors.Is(err, ErrHopLimit):
+		return nil, Errorf(CodeTraHopLimit, "%v", err)
+	case errors.Is(err, ErrInvalidUTF8):
+		return nil, Errorf(CodeValUTF8, "envelope: %v", err)
+	}
+	return nil, Errorf(CodeMessageFormatInvalid, "%v", err)
+}
+
 // EncodeEnvelopeJSON is m.MarshalJSON.
 func EncodeEnvelopeJSON(m *UnifiedSynapseMessage) ([]byte, error) { return m.MarshalJSON() }
 

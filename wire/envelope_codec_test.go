@@ -463,3 +463,39 @@ func BenchmarkEncodeEnvelopeMsgpack(b *testing.B) {
 		b.SetBytes(int64(len(out)))
 	}
 }
+
+// TestDecodeEnvelopeCodes: DecodeEnvelope names each refusal with its
+// registry code, in both codecs.
+func TestDecodeEnvelopeCodes(t *testing.T) {
+	for _, tc := range []struct {
+		name, body, code string
+	}{
+		{"major version", envJSON(`"1.0.0"`, `"2.0.0"`), wire.CodeVerUnsupported},
+		{"hop limit", envJSON(`"hop_count":1`, `"hop_count":1000`), wire.CodeTraHopLimit},
+		{"invalid UTF-8", envJSON(`{"x":1}`, "{\"x\":\"\xff\"}"), wire.CodeValUTF8},
+		{"not an envelope", `{"tp_version":`, wire.CodeMessageFormatInvalid},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := wire.DecodeEnvelope([]byte(tc.body), false)
+			var we *wire.Error
+			if !errors.As(err, &we) || we.Code != tc.code {
+				t.Fatalf("DecodeEnvelope = %v, want %s", err, tc.code)
+			}
+		})
+	}
+	m, err := wire.DecodeEnvelope([]byte(envJSON()), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := wire.EncodeEnvelopeMsgpack(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := wire.DecodeEnvelope(b, true)
+	if err != nil || got.MessageID != m.MessageID {
+		t.Fatalf("msgpack: %v, %v", got, err)
+	}
+	if _, err := wire.DecodeEnvelope(b[:len(b)-3], true); !errors.As(err, new(*wire.Error)) {
+		t.Fatalf("truncated msgpack: %v, want a TPError", err)
+	}
+}
