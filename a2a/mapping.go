@@ -234,15 +234,23 @@ func Wrap(x any, v Version) any {
 	if v == V03 {
 		return x
 	}
-	switch x.(type) {
+	switch x := x.(type) {
 	case *Task:
-		return map[string]any{"task": x}
+		return &struct {
+			Task *Task `json:"task"`
+		}{x}
 	case *StatusUpdate:
-		return map[string]any{"statusUpdate": x}
+		return &struct {
+			StatusUpdate *StatusUpdate `json:"statusUpdate"`
+		}{x}
 	case *ArtifactUpdate:
-		return map[string]any{"artifactUpdate": x}
+		return &struct {
+			ArtifactUpdate *ArtifactUpdate `json:"artifactUpdate"`
+		}{x}
 	case *Message:
-		return map[string]any{"message": x}
+		return &struct {
+			Message *Message `json:"message"`
+		}{x}
 	}
 	return x
 }

@@ -187,3 +187,36 @@ func TestFromTask(t *testing.T) {
 		}
 	})
 }
+
+// TestResponseEncode: known answers of the response encoding (the bytes
+// json.Marshal gives too), v1.0 results wrapped by kind.
+func TestResponseEncode(t *testing.T) {
+	tk := &a2a.Task{ID: "t", ContextID: "t", Status: a2a.TaskStatus{State: "TASK_STATE_COMPLETED"}}
+	for _, tt := range []struct {
+		name string
+		r    *a2a.Response
+		want string
+	}{
+		{"v1.0 task", a2a.NewResponse(json.RawMessage(`7`), a2a.Wrap(tk, a2a.V10)),
+			`{"jsonrpc":"2.0","id":7,"result":{"task":{"id":"t","contextId":"t","status":{"state":"TASK_STATE_COMPLETED"}}}}`},
+		{"v0.3 task, string id", a2a.NewResponse(json.RawMessage(`"a"`), a2a.Wrap(tk, a2a.V03)),
+			`{"jsonrpc":"2.0","id":"a","result":{"id":"t","contextId":"t","status":{"state":"TASK_STATE_COMPLETED"}}}`},
+		{"status update", a2a.NewResponse(nil, a2a.Wrap(&a2a.StatusUpdate{TaskID: "t", ContextID: "t"}, a2a.V10)),
+			`{"jsonrpc":"2.0","id":null,"result":{"statusUpdate":{"taskId":"t","contextId":"t","status":{"state":""}}}}`},
+		{"empty result", a2a.NewResponse(json.RawMessage(`1`), nil), `{"jsonrpc":"2.0","id":1,"result":null}`},
+		{"error", a2a.NewErrorResponse(json.RawMessage(`1`), a2a.Errorf(a2a.CodeTaskNotFound, "no task")),
+			`{"jsonrpc":"2.0","id":1,"error":{"code":-32001,"message":"no task"}}`},
+	} {
+		got, err := tt.r.Encode()
+		if err != nil || string(got) != tt.want {
+			t.Errorf("%s: Encode = %s, %v\nwant %s", tt.name, got, err, tt.want)
+		}
+		viaJSON, err := json.Marshal(tt.r)
+		if err != nil || string(viaJSON) != tt.want {
+			t.Errorf("%s: json.Marshal = %s, %v", tt.name, viaJSON, err)
+		}
+	}
+	if _, err := a2a.NewResponse(json.RawMessage(`{bad`), nil).Encode(); err == nil {
+		t.Error("an id that is no JSON encoded")
+	}
+}

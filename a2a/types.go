@@ -2,6 +2,7 @@ package a2a
 
 import (
 	"encoding/json"
+	"fmt"
 )
 
 // Version is the protocol version a method name belongs to; it decides the
@@ -94,19 +95,30 @@ type Response struct {
 }
 
 // MarshalJSON writes "result" (null when empty) or "error", never both.
-func (r *Response) MarshalJSON() ([]byte, error) {
+func (r *Response) MarshalJSON() ([]byte, error) { return r.Encode() }
+
+// Encode is MarshalJSON, for callers that write the bytes themselves:
+// json.Marshal of a Response scans MarshalJSON's output once more.
+func (r *Response) Encode() ([]byte, error) {
+	var body any = r.Result
+	key := `,"result":`
 	if r.Error != nil {
-		return json.Marshal(struct {
-			JSONRPC string          `json:"jsonrpc"`
-			ID      json.RawMessage `json:"id"`
-			Error   *RPCError       `json:"error"`
-		}{r.JSONRPC, nullID(r.ID), r.Error})
+		body, key = r.Error, `,"error":`
 	}
-	return json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Result  any             `json:"result"`
-	}{r.JSONRPC, nullID(r.ID), r.Result})
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	id := nullID(r.ID)
+	if !json.Valid(id) {
+		return nil, fmt.Errorf("jsonrpc id %q is not JSON", id)
+	}
+	out := make([]byte, 0, len(b)+len(id)+40)
+	out = append(out, `{"jsonrpc":"2.0","id":`...)
+	out = append(out, id...)
+	out = append(out, key...)
+	out = append(out, b...)
+	return append(out, '}'), nil
 }
 
 // NewResponse answers id with result.

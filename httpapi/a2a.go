@@ -79,7 +79,7 @@ func a2aHTTPError(ctx *fasthttp.RequestCtx, err error, id json.RawMessage) {
 	case wire.CodeRateLimited:
 		ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, "1")
 	}
-	b, _ := json.Marshal(a2a.NewErrorResponse(id, a2a.ErrorFrom(err).WithDetails(time.Now())))
+	b, _ := a2a.NewErrorResponse(id, a2a.ErrorFrom(err).WithDetails(time.Now())).Encode()
 	writeRaw(ctx, we.Status(), wire.ContentJSON, b)
 }
 
@@ -98,9 +98,9 @@ func writeRPC(ctx *fasthttp.RequestCtx, r *a2a.Response) {
 	if r.Error != nil {
 		r.Error = r.Error.WithDetails(time.Now())
 	}
-	b, err := json.Marshal(r)
+	b, err := r.Encode()
 	if err != nil {
-		b, _ = json.Marshal(a2a.NewErrorResponse(r.ID, a2a.Errorf(a2a.CodeInternal, "encode result: %v", err).WithDetails(time.Now())))
+		b, _ = a2a.NewErrorResponse(r.ID, a2a.Errorf(a2a.CodeInternal, "encode result: %v", err).WithDetails(time.Now())).Encode()
 	}
 	writeRaw(ctx, fasthttp.StatusOK, wire.ContentJSON, b)
 }

@@ -90,7 +90,7 @@ func a2aStreamError(ctx *fasthttp.RequestCtx, r *a2a.Response) {
 		return
 	}
 	r.Error = r.Error.WithDetails(time.Now())
-	b, err := json.Marshal(r)
+	b, err := r.Encode()
 	if err != nil {
 		b = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"encode error"}}`)
 	}
@@ -108,7 +108,7 @@ type a2aStream struct {
 }
 
 func (st *a2aStream) write(seq uint64, x any) error {
-	b, err := json.Marshal(a2a.NewResponse(st.rpcID, a2a.Wrap(x, st.v)))
+	b, err := a2a.NewResponse(st.rpcID, a2a.Wrap(x, st.v)).Encode()
 	if err != nil {
 		return fmt.Errorf("encode stream event: %w", err)
 	}
