@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"github.com/synapse-edge/synapse/internal/clocktest"
-	"net"
 	"slices"
 	"sort"
 	"testing"
@@ -12,8 +11,8 @@ import (
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/group"
-	"github.com/synapse-edge/synapse/httpapi"
 	"github.com/synapse-edge/synapse/internal/testutil"
+	"github.com/synapse-edge/synapse/internal/testutil/peernode"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -27,21 +26,15 @@ func newFakeClock() *fakeClock {
 	return clocktest.New(time.Now().UTC().Truncate(time.Millisecond))
 }
 
-// node is an agent with its group manager, served over HTTP on a
-// loopback address that stays the same across restarts (peers pin the
-// endpoint).
+// node is a peer node (peernode) with its group manager: an agent served
+// over HTTP on a loopback address that stays the same across restarts
+// (peers pin the endpoint). a and gm are the node's Agent and Groups under
+// the short names the tests use, set again at each open.
 type node struct {
-	t        testing.TB
-	name     string
-	cfg      agent.Config
-	clock    agent.Clock
-	handlers []agent.Handler
-	a        *agent.Agent
-	gm       *group.Manager
-	srv      *httpapi.Server
-	addr     string
-	served   chan struct{}
-	up       bool
+	*peernode.Node
+	name string
+	a    *agent.Agent
+	gm   *group.Manager
 }
 
 // startNode opens an agent named name with the given clock (nil: the wall
@@ -49,109 +42,39 @@ type node struct {
 // ends.
 func startNode(t testing.TB, name string, clock agent.Clock, handlers ...agent.Handler) *node {
 	t.Helper()
-	cfg := agent.Defaults()
-	cfg.DataDir = t.TempDir()
-	cfg.AdminToken = "group-admin"
-	cfg.AgentName = name
-	cfg.P2P.MaxRetries, cfg.P2P.RetryBaseDelayMS, cfg.P2P.HeartbeatIntervalSeconds = 3, 50, 1
-	n := &node{t: t, name: name, cfg: cfg, clock: clock, handlers: handlers}
-	n.open()
-	t.Cleanup(n.stop)
+	opts := peernode.Options{Name: name, AdminToken: "group-admin", Groups: true, Handlers: handlers,
+		Config: []func(*agent.Config){func(c *agent.Config) {
+			c.P2P.MaxRetries, c.P2P.RetryBaseDelayMS, c.P2P.HeartbeatIntervalSeconds = 3, 50, 1
+		}}}
+	if clock != nil {
+		opts.Agent = []agent.Option{agent.WithClock(clock)}
+	}
+	n := &node{Node: peernode.Start(t, opts), name: name}
+	n.a, n.gm = n.Agent, n.Groups
 	return n
 }
 
+// open opens a stopped node again on its data directory and address.
 func (n *node) open() {
-	t := n.t
-	t.Helper()
-	addr := n.addr
-	if addr == "" {
-		addr = "127.0.0.1:0"
-	}
-	var ln net.Listener
-	var err error
-	deadline := time.Now().Add(5 * time.Second)
-	for { // the old socket may linger a moment after a restart
-		if ln, err = net.Listen("tcp", addr); err == nil || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatalf("listen %s: %v", addr, err)
-	}
-	n.addr = ln.Addr().String()
-	n.cfg.Listen, n.cfg.Endpoint = n.addr, "http://"+n.addr
-	var opts []agent.Option
-	if n.clock != nil {
-		opts = append(opts, agent.WithClock(n.clock))
-	}
-	a, err := agent.New(n.cfg, opts...)
-	if err != nil {
-		ln.Close()
-		t.Fatalf("agent.New: %v", err)
-	}
-	for _, h := range n.handlers {
-		if err := a.Handle(h); err != nil {
-			ln.Close()
-			t.Fatalf("Handle: %v", err)
-		}
-	}
-	if err := a.Open(context.Background()); err != nil {
-		ln.Close()
-		t.Fatalf("Open: %v", err)
-	}
-	gm := group.New(a, group.Options{})
-	if err := gm.Start(context.Background()); err != nil {
-		ln.Close()
-		t.Fatalf("group Start: %v", err)
-	}
-	n.a, n.gm = a, gm
-	n.srv = httpapi.New(a, httpapi.Options{Version: "test", Groups: gm})
-	n.served = make(chan struct{})
-	go func(srv *httpapi.Server, done chan struct{}) {
-		defer close(done)
-		_ = srv.Serve(ln)
-	}(n.srv, n.served)
-	n.up = true
+	n.Open()
+	n.a, n.gm = n.Agent, n.Groups
 }
 
 // stop shuts the server, the manager and the agent down; safe twice.
-func (n *node) stop() {
-	if !n.up {
-		return
-	}
-	n.up = false
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := n.srv.Shutdown(ctx); err != nil {
-		n.t.Errorf("%s Shutdown: %v", n.name, err)
-	}
-	<-n.served
-	if err := n.gm.Close(ctx); err != nil {
-		n.t.Errorf("%s group Close: %v", n.name, err)
-	}
-	if err := n.a.Close(ctx); err != nil {
-		n.t.Errorf("%s Close: %v", n.name, err)
-	}
-}
+func (n *node) stop() { n.Stop() }
 
 func (n *node) restart() {
-	n.t.Helper()
 	n.stop()
 	n.open()
 }
 
-func (n *node) id() string  { return n.a.Identity().AgentID }
-func (n *node) url() string { return "http://" + n.addr }
+func (n *node) id() string  { return n.ID() }
+func (n *node) url() string { return n.URL() }
 
 // pair makes a and b peers of each other.
 func pair(t testing.TB, a, b *node) {
 	t.Helper()
-	for _, x := range [][2]*node{{a, b}, {b, a}} {
-		if _, _, err := x[0].a.AddPeer(context.Background(), x[1].url()); err != nil {
-			t.Fatalf("%s AddPeer(%s): %v", x[0].name, x[1].url(), err)
-		}
-	}
+	peernode.Pair(t, a.Node, b.Node)
 }
 
 // wantCode fails unless err is a *wire.Error with code.

@@ -28,6 +28,7 @@ import (
 	"github.com/synapse-edge/synapse/group"
 	"github.com/synapse-edge/synapse/grpcapi"
 	"github.com/synapse-edge/synapse/httpapi"
+	"github.com/synapse-edge/synapse/internal/testutil/peernode"
 	pb "github.com/synapse-edge/synapse/proto"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -54,61 +55,34 @@ type nodeOptions struct{ noGroups bool }
 
 func withoutGroups(o *nodeOptions) { o.noGroups = true }
 
-// startNode opens an agent named name on a fresh directory, serves REST on
-// 127.0.0.1:0 (its endpoint, so peers can pair it) and gRPC on another
-// 127.0.0.1:0, and dials the gRPC server.
+// startNode opens an agent named name on a fresh directory as a peer node
+// (peernode: REST on 127.0.0.1:0, its endpoint, so peers can pair it),
+// serves gRPC on another 127.0.0.1:0, and dials the gRPC server.
 func startNode(t *testing.T, name string, opts ...nodeOpt) *node {
 	t.Helper()
 	var o nodeOptions
 	for _, f := range opts {
 		f(&o)
 	}
-	hln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := agent.Defaults()
-	cfg.DataDir, cfg.AdminToken, cfg.AgentName = t.TempDir(), adminToken, name
-	cfg.Listen = hln.Addr().String()
-	cfg.Endpoint = "http://" + cfg.Listen
-	a, err := agent.New(cfg)
-	if err != nil {
-		t.Fatalf("agent.New: %v", err)
-	}
-	if err := a.Open(context.Background()); err != nil {
-		t.Fatalf("agent.Open: %v", err)
-	}
-	n := &node{cfg: cfg, a: a, base: cfg.Endpoint}
-	if !o.noGroups {
-		n.gm = group.New(a, group.Options{})
-		if err := n.gm.Start(context.Background()); err != nil {
-			t.Fatalf("groups: %v", err)
-		}
-	}
-	hs := httpapi.New(a, httpapi.Options{Version: "test", Groups: n.gm})
-	go func() { _ = hs.Serve(hln) }()
+	pn := peernode.Start(t, peernode.Options{Name: name, AdminToken: adminToken, Groups: !o.noGroups})
+	n := &node{cfg: pn.Config, a: pn.Agent, gm: pn.Groups, base: pn.URL()}
 	gln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	n.grpc = grpcapi.New(a, grpcapi.Options{Version: "test", Groups: n.gm})
+	n.grpc = grpcapi.New(n.a, grpcapi.Options{Version: "test", Groups: n.gm})
 	go func() { _ = n.grpc.Serve(gln) }()
 	n.conn, err = grpc.NewClient(gln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
+	t.Cleanup(func() { // before the node's own cleanup, which closes the agent
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = n.conn.Close()
 		if err := n.grpc.Shutdown(ctx); err != nil {
 			t.Errorf("grpc shutdown: %v", err)
 		}
-		_ = hs.Shutdown(ctx)
-		if n.gm != nil {
-			_ = n.gm.Close(ctx)
-		}
-		_ = a.Close(ctx)
 	})
 	return n
 }

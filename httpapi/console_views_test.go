@@ -263,7 +263,7 @@ func TestConsoleViews(t *testing.T) {
 		})
 
 		// b comes back: the task it missed completes.
-		sc.b = servePeer(t, sc.b.cfg, sc.b.cfg.Listen)
+		sc.b = reopenPeer(t, sc.b)
 		t.Cleanup(sc.b.stop)
 		a.waitStatus(t, sc.task, wire.StatusCompleted)
 		br.waitJS("the empty dead-letter list", `!document.querySelector("#p-deadlist .dead")`)

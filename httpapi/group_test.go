@@ -1,9 +1,7 @@
 package httpapi_test
 
 import (
-	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -14,8 +12,8 @@ import (
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/group"
 	"github.com/synapse-edge/synapse/hil"
-	"github.com/synapse-edge/synapse/httpapi"
 	"github.com/synapse-edge/synapse/internal/testutil"
+	"github.com/synapse-edge/synapse/internal/testutil/peernode"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -27,67 +25,17 @@ func startGroupServer(t *testing.T, name string) *testServer {
 
 // startWiredServer is an agent named name with a running group manager
 // and, when withHIL, human-in-the-loop — as synapse serve wires it — and
-// an endpoint peers can reach.
+// an endpoint peers can reach (a peernode).
 func startWiredServer(t *testing.T, name string, withHIL bool) *testServer {
 	t.Helper()
-	cfg := agent.Defaults()
-	cfg.DataDir = t.TempDir()
-	cfg.AdminToken = adminToken
-	cfg.AgentName = name
-	cfg.P2P.MaxRetries, cfg.P2P.RetryBaseDelayMS, cfg.P2P.HeartbeatIntervalSeconds = 3, 50, 1
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("listen: %v", err)
-	}
-	cfg.Listen = ln.Addr().String()
-	cfg.Endpoint = "http://" + cfg.Listen
-	a, err := agent.New(cfg)
-	if err != nil {
-		t.Fatalf("agent.New: %v", err)
-	}
-	ctx := context.Background()
-	if err := a.Open(ctx); err != nil {
-		t.Fatalf("agent.Open: %v", err)
-	}
-	gm := group.New(a, group.Options{})
-	if err := gm.Start(ctx); err != nil {
-		t.Fatalf("group Start: %v", err)
-	}
-	opts := httpapi.Options{Version: "test", Groups: gm}
-	var hm *hil.Manager
+	opts := peernode.Options{Name: name, AdminToken: adminToken, Groups: true,
+		Config: []func(*agent.Config){func(c *agent.Config) {
+			c.P2P.MaxRetries, c.P2P.RetryBaseDelayMS, c.P2P.HeartbeatIntervalSeconds = 3, 50, 1
+		}}}
 	if withHIL {
-		hm = hil.New(a, hil.Options{PollInterval: 20 * time.Millisecond})
-		if err := hm.Start(ctx); err != nil {
-			t.Fatalf("hil Start: %v", err)
-		}
-		opts.HIL = hm
+		opts.HIL = &hil.Options{PollInterval: 20 * time.Millisecond}
 	}
-	ts := &testServer{t: t, cfg: cfg, a: a, base: cfg.Endpoint, up: true,
-		srv:    httpapi.New(a, opts),
-		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 32}, Timeout: 30 * time.Second},
-		served: make(chan struct{})}
-	go func(srv *httpapi.Server, done chan struct{}) {
-		defer close(done)
-		ts.serveErr = srv.Serve(ln)
-	}(ts.srv, ts.served)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		ts.shutdown(ctx)
-		if hm != nil {
-			if err := hm.Close(ctx); err != nil {
-				t.Errorf("hil Close: %v", err)
-			}
-		}
-		if err := gm.Close(ctx); err != nil {
-			t.Errorf("group Close: %v", err)
-		}
-		if err := a.Close(ctx); err != nil {
-			t.Errorf("agent.Close: %v", err)
-		}
-		ts.up = false
-	})
-	return ts
+	return peerServer(t, peernode.Start(t, opts))
 }
 
 // decodeInto decodes a JSON answer into v.

@@ -15,6 +15,7 @@ import (
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/httpapi"
 	"github.com/synapse-edge/synapse/internal/testutil"
+	"github.com/synapse-edge/synapse/internal/testutil/peernode"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -39,6 +40,8 @@ type testServer struct {
 	served   chan struct{}
 	serveErr error
 	up       bool
+	// node runs the agent and server of a peer server (startPeerServer).
+	node *peernode.Node
 }
 
 // allowLoopback lets the agent call webhooks on this host: the outbound
@@ -119,6 +122,11 @@ func (ts *testServer) stop() {
 		return
 	}
 	ts.up = false
+	if ts.node != nil {
+		ts.client.CloseIdleConnections()
+		ts.node.Stop()
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	ts.shutdown(ctx)
@@ -129,10 +137,15 @@ func (ts *testServer) stop() {
 }
 
 // restart closes agent and server and opens new ones on the same data
-// directory (on a new port).
+// directory (on a new port; a peer server on its own address).
 func (ts *testServer) restart() {
 	ts.t.Helper()
 	ts.stop()
+	if ts.node != nil { // a peer server keeps its address
+		ts.node.Open()
+		ts.cfg, ts.a, ts.srv, ts.up = ts.node.Config, ts.node.Agent, ts.node.Server, true
+		return
+	}
 	ts.open()
 }
 

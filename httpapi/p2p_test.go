@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"context"
 	"crypto/ed25519"
 	"crypto/x509"
 	"encoding/base64"
@@ -18,59 +17,30 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/synapse-edge/synapse/agent"
-	"github.com/synapse-edge/synapse/httpapi"
 	"github.com/synapse-edge/synapse/internal/testutil"
+	"github.com/synapse-edge/synapse/internal/testutil/peernode"
 	"github.com/synapse-edge/synapse/wire"
 )
 
-// startPeerServer runs an agent whose endpoint is the address it listens
-// on (so that other agents can pair it); addr "" picks a free port.
+// startPeerServer runs an agent as a peer node (peernode): its endpoint is
+// the address it listens on, so that other agents can pair it.
 func startPeerServer(t *testing.T, name string, mutate ...func(*agent.Config)) *testServer {
 	t.Helper()
-	cfg := agent.Defaults()
-	cfg.DataDir = t.TempDir()
-	cfg.AdminToken = adminToken
-	cfg.AgentName = name
-	for _, m := range mutate {
-		m(&cfg)
-	}
-	ts := servePeer(t, cfg, "127.0.0.1:0")
-	t.Cleanup(ts.stop)
-	return ts
+	return peerServer(t, peernode.Start(t, peernode.Options{Name: name, AdminToken: adminToken, Config: mutate}))
 }
 
-// servePeer listens on addr, opens the agent with that endpoint and serves
-// it; the caller stops it.
-func servePeer(t *testing.T, cfg agent.Config, addr string) *testServer {
+// reopenPeer opens the stopped peer server ts again, on its data directory
+// and address, and returns its new test server.
+func reopenPeer(t *testing.T, ts *testServer) *testServer {
 	t.Helper()
-	var ln net.Listener
-	var err error
-	for try := 0; try < 50; try++ { // a closed socket may linger a moment
-		if ln, err = net.Listen("tcp", addr); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatalf("listen %s: %v", addr, err)
-	}
-	cfg.Listen = ln.Addr().String()
-	cfg.Endpoint = "http://" + cfg.Listen
-	a, err := agent.New(cfg)
-	if err != nil {
-		t.Fatalf("agent.New: %v", err)
-	}
-	if err := a.Open(context.Background()); err != nil {
-		t.Fatalf("agent.Open: %v", err)
-	}
-	ts := &testServer{t: t, cfg: cfg, a: a, srv: httpapi.New(a, httpapi.Options{Version: "test"}), base: cfg.Endpoint,
-		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 32, DisableCompression: true}, Timeout: 30 * time.Second},
-		served: make(chan struct{}), up: true}
-	go func() {
-		defer close(ts.served)
-		ts.serveErr = ts.srv.Serve(ln)
-	}()
-	return ts
+	ts.node.Open()
+	return peerServer(t, ts.node)
+}
+
+// peerServer is the test server of the node as it runs now.
+func peerServer(t *testing.T, n *peernode.Node) *testServer {
+	return &testServer{t: t, cfg: n.Config, a: n.Agent, srv: n.Server, base: n.URL(), node: n, up: true,
+		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 32, DisableCompression: true}, Timeout: 30 * time.Second}}
 }
 
 // pairWith makes ts pin other through POST /agents.
@@ -195,7 +165,7 @@ func TestPeersAPI(t *testing.T) {
 		if err := os.Remove(filepath.Join(b.cfg.DataDir, agent.KeyFile)); err != nil {
 			t.Fatal(err)
 		}
-		b2 := servePeer(t, b.cfg, b.cfg.Listen)
+		b2 := reopenPeer(t, b)
 		t.Cleanup(b2.stop)
 		if b2.a.Identity().AgentID != bID || b2.a.Identity().PublicKey == old {
 			t.Fatalf("restarted agent is %s with key %s; want the same id with a new key", b2.a.Identity().AgentID, b2.a.Identity().PublicKey)
