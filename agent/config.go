@@ -52,6 +52,8 @@ type Config struct {
 	// Uplink, if set, names the upstream agent stored tier-1 frames are
 	// forwarded to.
 	Uplink *UplinkConfig `json:"uplink,omitempty"`
+	// MQTT, if set, connects the agent to a broker (config_mqtt.go).
+	MQTT *MQTTConfig `json:"mqtt,omitempty"`
 	// P2P configures delivery to peers and webhooks (seed 004 §5.4).
 	P2P P2PConfig `json:"p2p"`
 	// Outbound is the policy of URLs clients give the agent to call
@@ -265,6 +267,9 @@ func (c *Config) LoadFile(path string) error {
 			h.Dir = filepath.Join(base, h.Dir)
 		}
 	}
+	if c.MQTT != nil {
+		c.MQTT.resolve(base)
+	}
 	return nil
 }
 
@@ -286,6 +291,9 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 	}
 	if c.Uplink != nil && c.Uplink.TokenEnv != "" {
 		c.Uplink.Token = getenv(c.Uplink.TokenEnv)
+	}
+	if c.MQTT != nil && c.MQTT.PasswordEnv != "" {
+		c.MQTT.Password = getenv(c.MQTT.PasswordEnv)
 	}
 	if c.P2P.CallbackSecretEnv != "" {
 		c.P2P.CallbackSecret = getenv(c.P2P.CallbackSecretEnv)
@@ -430,7 +438,8 @@ func (c *Config) Validate() error {
 			bad(fmt.Sprintf("tier1.routines[%d]", i), "%v", err)
 		}
 	}
-	if u := c.Uplink; u != nil {
+	c.validateMQTT(bad)
+	if u := c.Uplink; u != nil && !c.UplinkViaMQTT() && !strings.HasPrefix(u.Endpoint, "mqtt") {
 		if !strings.HasPrefix(u.Endpoint, "http://") && !strings.HasPrefix(u.Endpoint, "https://") {
 			bad("uplink.endpoint", "%q must be an http:// or https:// URL", u.Endpoint)
 		}

@@ -138,6 +138,13 @@ func serve(ctx context.Context, sio *IO, log *slog.Logger, cfg agent.Config, gra
 		_ = a.Close(context.Background())
 		return err
 	}
+	stopMQTT, err := startMQTT(ctx, a, cfg, log)
+	if err != nil {
+		_ = stopExtra(context.Background())
+		_, _, _ = gm.Close(context.Background()), hm.Close(context.Background()), ln.Close()
+		_ = a.Close(context.Background())
+		return err
+	}
 	srv := httpapi.New(a, httpapi.Options{Logger: log, Version: Version, HIL: hm, Groups: gm})
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -168,6 +175,9 @@ func serve(ctx context.Context, sio *IO, log *slog.Logger, cfg agent.Config, gra
 	}
 	if err := hm.Close(sctx); err != nil {
 		log.Warn("human-in-the-loop shutdown", "err", err)
+	}
+	if err := stopMQTT(sctx); err != nil {
+		log.Warn("mqtt shutdown", "err", err)
 	}
 	if err := a.Close(sctx); err != nil {
 		return fmt.Errorf("close agent: %w", err)

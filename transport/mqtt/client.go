@@ -1,0 +1,257 @@
+package mqtt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	paho "github.com/eclipse/paho.mqtt.golang"
+)
+
+// Client is one connection to the broker: MQTT 3.1.1, a persistent
+// session (clean session off, so the broker keeps the subscriptions and the
+// QoS 1 messages for this client_id while it is away), QoS 1 both ways,
+// and reconnection with back-off for as long as it is open.
+//
+// Every subscription is made again on each connection, because a broker
+// that restarted without persistence has forgotten the session.
+type Client struct {
+	opts Options
+	log  *slog.Logger
+	pc   paho.Client
+
+	mu   sync.Mutex
+	up   chan struct{} // closed while connected; replaced when the link drops
+	subs map[string]Handler
+
+	stop      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+	started   atomic.Bool
+
+	// Connects counts successful connections; Drops lost ones.
+	Connects, Drops atomic.Uint64
+}
+
+// Handler gets one message that arrived on a subscription. It returns
+// once the message is dealt with (stored, or refused for good): only then
+// is the broker acknowledged (PUBACK), so a message taken while the agent
+// dies is delivered again. Handlers run one at a time, in arrival order.
+type Handler func(topic string, payload []byte)
+
+// Errors of a client's operations.
+var (
+	ErrClosed = errors.New("mqtt: client closed")
+)
+
+// New checks the options and builds a client; Start connects it.
+func New(o Options) (*Client, error) {
+	o.setDefaults()
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	dial, useTLS, _ := brokerAddr(o.URL)
+	c := &Client{opts: o, log: o.Logger, up: make(chan struct{}), subs: map[string]Handler{},
+		stop: make(chan struct{}), done: make(chan struct{})}
+	po := paho.NewClientOptions().
+		AddBroker(dial).
+		SetClientID(o.ClientID).
+		SetUsername(o.Username).
+		SetPassword(o.Password).
+		SetProtocolVersion(4). // 3.1.1, no silent fallback to 3.1
+		SetCleanSession(false).
+		SetKeepAlive(o.KeepAlive).
+		SetPingTimeout(10 * time.Second).
+		SetConnectTimeout(10 * time.Second).
+		SetWriteTimeout(10 * time.Second).
+		SetAutoReconnect(true).
+		SetMaxReconnectInterval(o.MaxReconnectInterval).
+		SetConnectRetry(false). // the first connection is retried by Start, with jitter
+		SetResumeSubs(false).   // onConnect subscribes every time
+		SetOrderMatters(true).
+		SetAutoAckDisabled(true).
+		SetOnConnectHandler(c.onConnect).
+		SetConnectionLostHandler(c.onLost)
+	if useTLS {
+		u, _ := url.Parse(o.URL)
+		tc, err := o.tlsConfig(u.Hostname())
+		if err != nil {
+			return nil, err
+		}
+		po.SetTLSConfig(tc)
+	}
+	c.pc = paho.NewClient(po)
+	return c, nil
+}
+
+// Options are the client's options with defaults applied.
+func (c *Client) Options() Options { return c.opts }
+
+// Start begins connecting in the background and returns at once: an agent
+// starts while its broker is away. Attempts back off from 1 s to
+// MaxReconnectInterval, with jitter so that a fleet does not come back in
+// step; after the first connection the client library reconnects by
+// itself.
+func (c *Client) Start(ctx context.Context) error {
+	if !c.started.CompareAndSwap(false, true) {
+		return errors.New("mqtt: client already started")
+	}
+	go c.connectLoop()
+	return nil
+}
+
+func (c *Client) connectLoop() {
+	defer close(c.done)
+	backoff := time.Second
+	for {
+		tok := c.pc.Connect()
+		select {
+		case <-tok.Done():
+		case <-c.stop:
+			return
+		}
+		err := tok.Error()
+		if err == nil {
+			return
+		}
+		d := backoff/2 + rand.N(backoff/2+1)
+		c.log.Warn("mqtt: cannot connect to the broker; will retry", "url", c.opts.URL, "err", err, "retry_in", d)
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-c.stop:
+			t.Stop()
+			return
+		}
+		backoff = min(backoff*2, c.opts.MaxReconnectInterval)
+	}
+}
+
+func (c *Client) onConnect(pc paho.Client) {
+	c.Connects.Add(1)
+	c.mu.Lock()
+	subs := make(map[string]Handler, len(c.subs))
+	for f, h := range c.subs {
+		subs[f] = h
+	}
+	c.mu.Unlock()
+	// The subscriptions go out before the client is marked up; they are
+	// not waited for here (this runs on the library's goroutine).
+	for f, h := range subs {
+		pc.Subscribe(f, 1, wrap(h))
+	}
+	c.mu.Lock()
+	select {
+	case <-c.up:
+	default:
+		close(c.up)
+	}
+	c.mu.Unlock()
+	c.log.Info("mqtt: connected", "url", c.opts.URL, "client_id", c.opts.ClientID)
+}
+
+func (c *Client) onLost(_ paho.Client, err error) {
+	c.Drops.Add(1)
+	c.mu.Lock()
+	select {
+	case <-c.up:
+		c.up = make(chan struct{})
+	default:
+	}
+	c.mu.Unlock()
+	c.log.Warn("mqtt: connection lost; reconnecting", "err", err)
+}
+
+func wrap(h Handler) paho.MessageHandler {
+	return func(_ paho.Client, m paho.Message) {
+		h(m.Topic(), m.Payload())
+		m.Ack()
+	}
+}
+
+// Up returns a channel that is closed while the client is connected.
+func (c *Client) Up() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.up
+}
+
+// WaitUp waits until the client is connected, ctx is done or the client
+// is closed.
+func (c *Client) WaitUp(ctx context.Context) error {
+	select {
+	case <-c.Up():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.stop:
+		return ErrClosed
+	}
+}
+
+// Subscribe registers h for the topic filter at QoS 1. The subscription is
+// made now when connected and again on every connection.
+func (c *Client) Subscribe(ctx context.Context, filter string, h Handler) error {
+	c.mu.Lock()
+	c.subs[filter] = h
+	c.mu.Unlock()
+	if !c.pc.IsConnectionOpen() {
+		return nil
+	}
+	return c.wait(ctx, c.pc.Subscribe(filter, 1, wrap(h)))
+}
+
+// Publish sends payload to topic at QoS 1 and returns once the broker
+// acknowledged it (PUBACK). The broker's acknowledgement is not delivery
+// to a subscriber. While the link is down the message waits in the
+// client's memory and goes out when it is back; ctx bounds the wait (the
+// message may still go out later: QoS 1 is at least once).
+func (c *Client) Publish(ctx context.Context, topic string, payload []byte, retained bool) error {
+	if err := c.WaitUp(ctx); err != nil {
+		return err
+	}
+	return c.wait(ctx, c.pc.Publish(topic, 1, retained, payload))
+}
+
+// publishAsync sends without waiting; the token's Done and Error tell the
+// outcome. The caller must have waited for the link (WaitUp).
+func (c *Client) publishAsync(topic string, payload []byte) paho.Token {
+	return c.pc.Publish(topic, 1, false, payload)
+}
+
+func (c *Client) wait(ctx context.Context, tok paho.Token) error {
+	select {
+	case <-tok.Done():
+		if err := tok.Error(); err != nil {
+			return fmt.Errorf("mqtt: %w", err)
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.stop:
+		return ErrClosed
+	}
+}
+
+// Close disconnects (waiting up to a second for in-flight packets, or
+// less when ctx ends first). Safe to call twice.
+func (c *Client) Close(ctx context.Context) error {
+	c.closeOnce.Do(func() {
+		close(c.stop)
+		if c.started.Load() {
+			<-c.done
+		}
+		quiesce := uint(1000)
+		if dl, ok := ctx.Deadline(); ok {
+			quiesce = uint(max(min(time.Until(dl), time.Second), 0) / time.Millisecond)
+		}
+		c.pc.Disconnect(quiesce)
+	})
+	return nil
+}

@@ -1,0 +1,50 @@
+// Package mqtt connects an agent to an MQTT broker (mosquitto, EMQX,
+// HiveMQ, VerneMQ, AWS IoT Core, Azure IoT Hub, ...), for agents behind
+// NAT, firewalls and cellular links that can reach a broker but accept no
+// connection.
+//
+// # The connection
+//
+// MQTT 3.1.1 (the version every broker speaks) through the Eclipse Paho
+// client, over TCP (mqtt://host:1883) or TLS (mqtts://host:8883, with an
+// optional CA and client certificate), with a user name and password when
+// the broker wants them. The session is persistent (clean session off):
+// the broker keeps this client_id's subscriptions and QoS 1 messages while
+// it is away. Everything is QoS 1. The client reconnects by itself with
+// back-off (1 s doubling to Options.MaxReconnectInterval, with jitter for
+// the first connection), and makes its subscriptions again on every
+// connection, because a broker restarted without persistence (mosquitto's
+// default) has forgotten them. A message that arrives is acknowledged to
+// the broker (PUBACK) only once its handler returned, so one taken while
+// the agent dies is delivered again.
+//
+// # Topics
+//
+// Under a prefix (Options.TopicPrefix, default "synapse"):
+//
+//	{prefix}/{system_id}/{agent_id}/tier1/{capability_id}   stored tier-1 batches (Northbound)
+//
+// Every level that comes from an id is checked: a '/', '+', '#' or NUL in
+// it would address another topic, and is refused.
+//
+// # Northbound tier-1
+//
+// With "uplink": {"endpoint": "mqtt://"} the agent's uplink queue goes to
+// the broker instead of an upstream agent (Northbound). The payload of
+// each message is the queued batch's exact msgpack bytes, the tier-1
+// batch of tier1/doc.go:
+//
+//	[capability_id str, version str, [frame, ...], batch_id str]
+//
+// where each frame is an array of the routine's field values in
+// descriptor order, and batch_id is "u<n>", n counting up from 1 per agent
+// in the order batches were stored. Batches go out oldest first and leave
+// the queue only after the broker's PUBACK; one whose PUBACK was lost goes
+// out again. A consumer therefore sees each batch at least once, in order
+// of first arrival, deduplicates on (topic's agent_id, batch_id), and can
+// see a gap in n. The broker's PUBACK is the end of the agent's
+// responsibility: a broker that restarts without persistence loses what it
+// held for consumers, and what is published while no consumer is
+// subscribed reaches no one (MQTT has no history); run it with persistence
+// and keep consumers' sessions persistent.
+package mqtt

@@ -1,0 +1,217 @@
+// Package mqtttest starts a real mosquitto for tests: on a free loopback
+// port, with a config file the test writes, optionally with TLS (a CA,
+// server and client certificates it generates) and a password file, and
+// without persistence (mosquitto's default), so that a restart loses every
+// session and every queued message — the fault the MQTT transport must
+// survive.
+//
+// A test that needs a broker calls Start; when the mosquitto binary is
+// missing the test is skipped with the reason, except under CI=true, where
+// it fails (scripts/ci-deps.sh installs mosquitto there).
+package mqtttest
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Options shape the broker.
+type Options struct {
+	// TLS makes the listener mqtts and requires a client certificate
+	// signed by the generated CA (Broker.Certs has the files).
+	TLS bool
+	// Users, when set, turns off anonymous access: each key is a user
+	// name, its value the password.
+	Users map[string]string
+}
+
+// Broker is a running mosquitto.
+type Broker struct {
+	t     testing.TB
+	bin   string
+	dir   string
+	conf  string
+	Addr  string // 127.0.0.1:port
+	Certs Certs  // with Options.TLS
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	log  *syncBuffer
+	done chan struct{}
+}
+
+// URL is the broker's URL for the mqtt config section: mqtt://addr, or
+// mqtts://addr with TLS.
+func (b *Broker) URL() string {
+	if b.Certs.CA != "" {
+		return "mqtts://" + b.Addr
+	}
+	return "mqtt://" + b.Addr
+}
+
+// Binary returns the mosquitto binary, or skips t (fails under CI=true)
+// when there is none.
+func Binary(t testing.TB) string {
+	t.Helper()
+	for _, p := range []string{"mosquitto", "/usr/sbin/mosquitto", "/usr/local/sbin/mosquitto"} {
+		if path, err := exec.LookPath(p); err == nil {
+			return path
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("mosquitto is not installed; CI must have it (scripts/ci-deps.sh installs it)")
+	}
+	t.Skip("mosquitto is not installed (scripts/ci-deps.sh --install installs it); skipping the tests against a real broker")
+	return ""
+}
+
+// Start writes a config and starts mosquitto on a free 127.0.0.1 port; it
+// is stopped when the test ends.
+func Start(t testing.TB, o Options) *Broker {
+	t.Helper()
+	b := &Broker{t: t, bin: Binary(t), dir: t.TempDir()}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Addr = ln.Addr().String()
+	ln.Close()
+	_, port, _ := net.SplitHostPort(b.Addr)
+	var conf strings.Builder
+	fmt.Fprintf(&conf, "persistence false\nlistener %s 127.0.0.1\nmax_queued_messages 100000\n", port)
+	if os.Geteuid() == 0 {
+		// As root mosquitto would switch to the user mosquitto, which
+		// cannot read the test's files.
+		conf.WriteString("user root\n")
+	}
+	if o.TLS {
+		b.Certs = writeCerts(t, b.dir)
+		fmt.Fprintf(&conf, "cafile %s\ncertfile %s\nkeyfile %s\nrequire_certificate true\n",
+			b.Certs.CA, b.Certs.serverCert, b.Certs.serverKey)
+	}
+	if len(o.Users) > 0 {
+		pw := filepath.Join(b.dir, "passwd")
+		for u, p := range o.Users {
+			args := []string{"-b", pw, u, p}
+			if _, err := os.Stat(pw); err != nil {
+				args = append([]string{"-c"}, args...)
+			}
+			if out, err := exec.Command(passwdBinary(t, b.bin), args...).CombinedOutput(); err != nil {
+				t.Fatalf("mosquitto_passwd: %v: %s", err, out)
+			}
+		}
+		fmt.Fprintf(&conf, "allow_anonymous false\npassword_file %s\n", pw)
+	} else {
+		conf.WriteString("allow_anonymous true\n")
+	}
+	b.conf = filepath.Join(b.dir, "mosquitto.conf")
+	if err := os.WriteFile(b.conf, []byte(conf.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b.start()
+	t.Cleanup(b.Stop)
+	return b
+}
+
+func passwdBinary(t testing.TB, mosquitto string) string {
+	t.Helper()
+	if p, err := exec.LookPath("mosquitto_passwd"); err == nil {
+		return p
+	}
+	if p := filepath.Join(filepath.Dir(mosquitto), "mosquitto_passwd"); fileExists(p) {
+		return p
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("mosquitto_passwd is not installed")
+	}
+	t.Skip("mosquitto_passwd is not installed")
+	return ""
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+func (b *Broker) start() {
+	b.t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.log = &syncBuffer{}
+	cmd := exec.Command(b.bin, "-c", b.conf)
+	cmd.Stdout, cmd.Stderr = b.log, b.log
+	if err := cmd.Start(); err != nil {
+		b.t.Fatalf("start mosquitto: %v", err)
+	}
+	b.cmd, b.done = cmd, make(chan struct{})
+	done := b.done
+	go func() { _ = cmd.Wait(); close(done) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", b.Addr, time.Second)
+		if err == nil {
+			c.Close()
+			return
+		}
+		select {
+		case <-done:
+			b.t.Fatalf("mosquitto exited at start: %s", b.log.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("mosquitto did not listen on %s within 10 s: %s", b.Addr, b.log.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Stop kills the broker (SIGKILL: nothing is saved, every session and
+// queued message is lost). Safe to call twice.
+func (b *Broker) Stop() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cmd == nil {
+		return
+	}
+	_ = b.cmd.Process.Kill()
+	<-b.done
+	b.cmd = nil
+}
+
+// Restart stops the broker and starts it again on the same port.
+func (b *Broker) Restart() {
+	b.t.Helper()
+	b.Stop()
+	b.start()
+}
+
+// Log is what mosquitto printed since its last start.
+func (b *Broker) Log() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.log.String()
+}
+
+// syncBuffer is the broker's output, written by exec's copier while a
+// test may read it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.buf.String()
+}

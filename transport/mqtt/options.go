@@ -1,0 +1,136 @@
+package mqtt
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+)
+
+// Options configure the connection to the broker. The command fills them
+// from the "mqtt" section of the config file.
+type Options struct {
+	// URL is mqtt://host:port (plain TCP, default port 1883) or
+	// mqtts://host:port (TLS, default port 8883).
+	URL string
+	// ClientID names the session at the broker; it must be stable across
+	// restarts for the persistent session to resume. Default: the agent_id.
+	ClientID string
+	// Username and Password, when the broker wants them.
+	Username, Password string
+	// CAFile verifies the broker's certificate (default: the system's
+	// roots); CertFile and KeyFile are the client certificate, both or
+	// neither.
+	CAFile, CertFile, KeyFile string
+	// TopicPrefix starts every topic (default "synapse").
+	TopicPrefix string
+	// KeepAlive is the MQTT keep-alive (default 30 s): the broker
+	// declares the client gone after 1.5 times it without a packet.
+	KeepAlive time.Duration
+	// MaxReconnectInterval caps the back-off between connection attempts
+	// (default 30 s); it starts at 1 s and doubles, with jitter.
+	MaxReconnectInterval time.Duration
+	// Logger gets the connection's changes (default: discard).
+	Logger *slog.Logger
+}
+
+// DefaultTopicPrefix starts every topic when Options.TopicPrefix is empty.
+const DefaultTopicPrefix = "synapse"
+
+// Errors of the configuration.
+var (
+	ErrBadURL    = errors.New("mqtt: url must be mqtt://host:port or mqtts://host:port")
+	ErrBadPrefix = errors.New("mqtt: topic_prefix must be topic levels without wildcards (+, #), empty levels or a leading /")
+)
+
+func (o *Options) setDefaults() {
+	if o.TopicPrefix == "" {
+		o.TopicPrefix = DefaultTopicPrefix
+	}
+	if o.KeepAlive <= 0 {
+		o.KeepAlive = 30 * time.Second
+	}
+	if o.MaxReconnectInterval <= 0 {
+		o.MaxReconnectInterval = 30 * time.Second
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Validate checks the options without touching files or the network; the
+// error names the bad field.
+func (o *Options) Validate() error {
+	if _, _, err := brokerAddr(o.URL); err != nil {
+		return err
+	}
+	if o.ClientID == "" {
+		return errors.New("mqtt: client_id must not be empty")
+	}
+	if len(o.ClientID) > 65535 || strings.ContainsRune(o.ClientID, 0) {
+		return errors.New("mqtt: client_id must be at most 65535 bytes without NUL")
+	}
+	if (o.CertFile == "") != (o.KeyFile == "") {
+		return errors.New("mqtt: cert_file and key_file go together")
+	}
+	if p := o.TopicPrefix; p != "" {
+		for _, level := range strings.Split(p, "/") {
+			if !validLevel(level) {
+				return fmt.Errorf("%w: %q", ErrBadPrefix, p)
+			}
+		}
+	}
+	return nil
+}
+
+// brokerAddr parses an mqtt:// or mqtts:// URL into the form the client
+// library dials (tcp://host:port or ssl://host:port).
+func brokerAddr(raw string) (dial string, useTLS bool, err error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
+		return "", false, fmt.Errorf("%w, got %q", ErrBadURL, raw)
+	}
+	port := u.Port()
+	switch u.Scheme {
+	case "mqtt":
+		if port == "" {
+			port = "1883"
+		}
+		return "tcp://" + net.JoinHostPort(u.Hostname(), port), false, nil
+	case "mqtts":
+		if port == "" {
+			port = "8883"
+		}
+		return "ssl://" + net.JoinHostPort(u.Hostname(), port), true, nil
+	}
+	return "", false, fmt.Errorf("%w, got %q", ErrBadURL, raw)
+}
+
+// tlsConfig reads the CA and client certificate files.
+func (o *Options) tlsConfig(host string) (*tls.Config, error) {
+	c := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: host}
+	if o.CAFile != "" {
+		pem, err := os.ReadFile(o.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("mqtt: ca_file: %w", err)
+		}
+		c.RootCAs = x509.NewCertPool()
+		if !c.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("mqtt: ca_file %s holds no PEM certificate", o.CAFile)
+		}
+	}
+	if o.CertFile != "" {
+		pair, err := tls.LoadX509KeyPair(o.CertFile, o.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("mqtt: cert_file/key_file: %w", err)
+		}
+		c.Certificates = []tls.Certificate{pair}
+	}
+	return c, nil
+}

@@ -1,0 +1,31 @@
+package mqtt
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// validLevel reports whether s can be one level of a topic name that is
+// published to: not empty, no '/', no wildcard, no NUL, valid UTF-8.
+func validLevel(s string) bool {
+	return s != "" && len(s) <= 1024 && utf8.ValidString(s) && !strings.ContainsAny(s, "/+#\x00")
+}
+
+// Topics builds the topic names of one agent under a prefix. Every level
+// that comes from outside (agent, system and capability ids) is checked:
+// a '/' or a wildcard in it would address someone else's topic.
+type Topics struct {
+	Prefix string
+}
+
+// Tier1 is {prefix}/{system_id}/{agent_id}/tier1/{capability_id}: where
+// the agent publishes its stored tier-1 batches.
+func (t Topics) Tier1(systemID, agentID, capabilityID string) (string, error) {
+	for _, l := range []struct{ name, v string }{{"system_id", systemID}, {"agent_id", agentID}, {"capability_id", capabilityID}} {
+		if !validLevel(l.v) {
+			return "", fmt.Errorf("mqtt: %s %q cannot be a topic level", l.name, l.v)
+		}
+	}
+	return t.Prefix + "/" + systemID + "/" + agentID + "/tier1/" + capabilityID, nil
+}
