@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 
 	"github.com/synapse-edge/synapse/negotiate"
@@ -22,18 +21,14 @@ const NaturalLanguageType = "natural_language"
 const maxNaturalText = 64 << 10
 
 // llmClient is the configured LLM backend, nil when there is none. It
-// shares the P2P layer's connection pool.
+// sends through the agent's transport.
 func (a *Agent) llmClient() *negotiate.LLM {
 	l := a.cfg.Negotiation.LLM
 	if l == nil {
 		return nil
 	}
-	var tr http.RoundTripper
-	if a.node != nil {
-		tr = a.node.client.Transport
-	}
 	return &negotiate.LLM{URL: l.URL, Model: l.Model, APIKey: l.APIKey,
-		HTTP: &http.Client{Transport: tr, Timeout: l.Timeout()}}
+		Transport: a.transport, Timeout: l.Timeout()}
 }
 
 // registerNaturalLanguage adds the tier-3 handler unless the built-in

@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/store"
+	"github.com/synapse-edge/synapse/transport"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -45,9 +45,9 @@ type Options struct {
 	// PollInterval is how often the agent's live tasks are looked at for
 	// new requests. Default DefaultPollInterval.
 	PollInterval time.Duration
-	// HTTPClient sends notifications. Default: a client with a
-	// DefaultNotifyTimeout timeout that does not follow redirects.
-	HTTPClient *http.Client
+	// Transport sends notifications (each bounded by
+	// DefaultNotifyTimeout). Default: the agent's.
+	Transport transport.Transport
 	// NotifyBackoff is the wait before the second notification attempt
 	// (doubled for the third), on the agent's clock. Default 1 s.
 	NotifyBackoff time.Duration
@@ -65,7 +65,7 @@ type Manager struct {
 	secret    []byte
 	maxAge    time.Duration
 	opts      Options
-	hc        *http.Client
+	t         transport.Transport
 	feed      *feed
 
 	mu      sync.Mutex
@@ -102,19 +102,16 @@ func New(a *agent.Agent, opts Options) *Manager {
 	if opts.NotifyBackoff <= 0 {
 		opts.NotifyBackoff = DefaultNotifyBackoff
 	}
-	hc := opts.HTTPClient
-	if hc == nil {
-		hc = &http.Client{
-			Timeout:       DefaultNotifyTimeout,
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-		}
+	t := opts.Transport
+	if t == nil {
+		t = a.Transport()
 	}
 	cfg := a.Config()
 	m := &Manager{
 		a: a, db: a.Store(), clock: a.Clock(), log: opts.Logger.With("component", "hil"),
 		levels: cfg.HIL.EffectiveLevels(), defAction: cfg.HIL.EffectiveDefaultAction(),
 		maxAge: time.Duration(cfg.Retention.MaxAgeHours) * time.Hour,
-		opts:   opts, hc: hc,
+		opts:   opts, t: t,
 		// Ids start above those of earlier processes (see Event).
 		feed:      newFeed(uint64(max(a.Clock().Now().UnixMilli(), 0)) * 1000),
 		pending:   map[string]*entry{},

@@ -1,22 +1,23 @@
 package hil
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"net/url"
 	"time"
 
 	"github.com/synapse-edge/synapse/store"
+	"github.com/synapse-edge/synapse/transport"
 	"github.com/synapse-edge/synapse/wire"
 )
 
 // HeaderEvent names the kind of body a notification carries.
-const HeaderEvent = "X-Synapse-Event"
+const HeaderEvent = transport.HeaderEvent
+
+// errGone stops the attempts at a notification: the receiver will never
+// take it (410 Gone, a refusal that says it is final).
+var errGone = errors.New("refused for good")
 
 // notify sends ev to the notify_url of level, if it has one, in the
 // background; m.mu is held.
@@ -50,7 +51,8 @@ func (m *Manager) notify(ev Event, level int) {
 	}()
 }
 
-// deliver POSTs ev to target, trying NotifyAttempts times.
+// deliver POSTs ev to target, trying NotifyAttempts times (once when the
+// receiver refuses it for good).
 func (m *Manager) deliver(target string, ev Event) error {
 	body, err := json.Marshal(ev)
 	if err != nil {
@@ -64,6 +66,9 @@ func (m *Manager) deliver(target string, ev Event) error {
 		if last = m.post(target, body, ev.Change); last == nil {
 			return nil
 		}
+		if errors.Is(last, errGone) {
+			return last
+		}
 	}
 	return fmt.Errorf("%d attempts: %w", NotifyAttempts, last)
 }
@@ -71,31 +76,25 @@ func (m *Manager) deliver(target string, ev Event) error {
 func (m *Manager) post(target string, body []byte, change string) error {
 	ctx, cancel := context.WithTimeout(m.bg, DefaultNotifyTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", wire.ContentJSON)
-	req.Header.Set("User-Agent", "synapse-hil")
-	req.Header.Set(HeaderEvent, "hil."+change)
+	h := map[string]string{"User-Agent": "synapse-hil", HeaderEvent: "hil." + change}
 	if m.secret != nil {
-		req.Header.Set(wire.HeaderSignature, wire.SignHMAC(m.secret, m.clock.Now(), body))
+		h[transport.HeaderSignature] = wire.SignHMAC(m.secret, m.clock.Now(), body)
 	}
-	resp, err := m.hc.Do(req)
-	if err != nil {
-		// Leave the URL (it may carry a secret) out of the audit trail.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			return ue.Err
-		}
-		return err
+	// A Request, not a Callback: notify_url is the operator's, from the
+	// config, and may well be on the plant network.
+	o := m.t.Send(ctx, &transport.Message{Kind: transport.Request, To: target, Body: body,
+		ContentType: wire.ContentJSON, Header: h})
+	switch {
+	case o.Delivered():
+		return nil
+	case o.Status == 0:
+		// The transport's error leaves the URL (it may carry a secret)
+		// out of the audit trail.
+		return o.Err
+	case o.Class == transport.Permanent:
+		return fmt.Errorf("notify_url answered %d: %w", o.Status, errGone)
 	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	resp.Body.Close()
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return fmt.Errorf("notify_url answered %d", resp.StatusCode)
-	}
-	return nil
+	return fmt.Errorf("notify_url answered %d", o.Status)
 }
 
 // wait waits d on the agent's clock; false when the manager closes first.

@@ -1,6 +1,7 @@
 package hil_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"io"
@@ -17,11 +18,13 @@ import (
 	"github.com/synapse-edge/synapse/wire"
 )
 
-// hook is a webhook receiver that fails its first failFirst requests.
+// hook is a webhook receiver that fails its first failFirst requests
+// (with failStatus, by default 503).
 type hook struct {
-	mu        sync.Mutex
-	failFirst int
-	got       []hookCall
+	mu         sync.Mutex
+	failFirst  int
+	failStatus int
+	got        []hookCall
 }
 
 type hookCall struct {
@@ -37,7 +40,7 @@ func (h *hook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer h.mu.Unlock()
 	status := http.StatusNoContent
 	if len(h.got) < h.failFirst {
-		status = http.StatusServiceUnavailable
+		status = cmp.Or(h.failStatus, http.StatusServiceUnavailable)
 	}
 	h.got = append(h.got, hookCall{status: status, event: r.Header.Get(hil.HeaderEvent), sig: r.Header.Get(wire.HeaderSignature), body: body})
 	w.WriteHeader(status)
@@ -126,4 +129,26 @@ func TestNotifications(t *testing.T) {
 			testutil.Eventually(t, pollTimeout, "the task event "+want, func() bool { return slices.Contains(e.logLines(id), want) })
 		}
 	})
+}
+
+// TestNotificationGone: a receiver that answers 410 Gone gets no more
+// attempts.
+func TestNotificationGone(t *testing.T) {
+	gone := &hook{failFirst: 10, failStatus: http.StatusGone}
+	srv := httptest.NewServer(gone)
+	defer srv.Close()
+	e := newEnv(t, func(c *agent.Config) {
+		c.HIL.Levels = []agent.HILLevel{{ReviewersScope: agent.ScopeHILL1, DeadlineSeconds: 60, NotifyURL: srv.URL + "/gone"}}
+	})
+	id := e.confirm("anyone there?")
+	testutil.Eventually(t, pollTimeout, "the notify_failed step", func() bool {
+		e.clock.Advance(500 * time.Millisecond)
+		r, err := e.m.Get(context.Background(), id)
+		return err == nil && slices.Contains(stepNames(r), "notify_failed@1")
+	})
+	if n := len(gone.calls()); n != 1 {
+		t.Errorf("%d attempts, want 1", n)
+	}
+	want := "hil: notifying level 1 failed: notify_url answered 410: refused for good"
+	testutil.Eventually(t, pollTimeout, "the task event "+want, func() bool { return slices.Contains(e.logLines(id), want) })
 }

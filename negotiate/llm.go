@@ -1,14 +1,14 @@
 package negotiate
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
+	"time"
+
+	"github.com/synapse-edge/synapse/transport"
 )
 
 // The LLM backend of tiers 2 and 3: any server of the OpenAI-compatible
@@ -39,8 +39,10 @@ type LLM struct {
 	URL    string
 	Model  string
 	APIKey string
-	// HTTP sends the requests; its timeout, if any, applies.
-	HTTP *http.Client
+	// Transport sends the requests (as transport.Request messages).
+	Transport transport.Transport
+	// Timeout bounds one request (0: only the caller's context does).
+	Timeout time.Duration
 }
 
 type chatRequest struct {
@@ -68,38 +70,38 @@ func (c *LLM) Chat(ctx context.Context, msgs []ChatMessage) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%w: encode request: %v", ErrLLM, err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrLLM, err)
+	if c.Transport == nil {
+		return "", fmt.Errorf("%w: no transport to send through", ErrLLM)
 	}
-	req.Header.Set("Content-Type", "application/json")
+	h := map[string]string{}
 	if c.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+c.APIKey)
+		h[transport.HeaderAuthorization] = "Bearer " + c.APIKey
 	}
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
+	if c.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
+		defer cancel()
 	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrLLM, err)
+	o := c.Transport.Send(ctx, &transport.Message{Kind: transport.Request, To: url, Body: body,
+		ContentType: "application/json", Header: h, MaxReply: maxLLMAnswer})
+	if o.Status == 0 {
+		return "", fmt.Errorf("%w: %v", ErrLLM, o.Err)
 	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxLLMAnswer+1))
-	if err != nil {
-		return "", fmt.Errorf("%w: read answer: %v", ErrLLM, err)
-	}
-	if len(raw) > maxLLMAnswer {
+	raw := o.Reply
+	if o.Truncated {
+		if len(raw) < maxLLMAnswer {
+			return "", fmt.Errorf("%w: the answer broke off after %d bytes", ErrLLM, len(raw))
+		}
 		return "", fmt.Errorf("%w: answer is over %d bytes", ErrLLM, maxLLMAnswer)
 	}
 	var cr chatResponse
 	jerr := json.Unmarshal(raw, &cr)
-	if resp.StatusCode/100 != 2 {
+	if !o.Delivered() {
 		msg := strings.TrimSpace(string(raw[:min(len(raw), 200)]))
 		if jerr == nil && cr.Error != nil {
 			msg = cr.Error.Message
 		}
-		return "", fmt.Errorf("%w: HTTP %d: %s", ErrLLM, resp.StatusCode, msg)
+		return "", fmt.Errorf("%w: HTTP %d: %s", ErrLLM, o.Status, msg)
 	}
 	if jerr != nil {
 		return "", fmt.Errorf("%w: answer is not a chat completion: %v", ErrLLM, jerr)

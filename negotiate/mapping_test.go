@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/negotiate"
+	"github.com/synapse-edge/synapse/transport/httptransport"
 )
 
 const (
@@ -139,7 +140,7 @@ func TestLLMChat(t *testing.T) {
 	defer cancel()
 	t.Run("answer", func(t *testing.T) {
 		srv, seen := chatServer(t, http.StatusOK, "forty-two")
-		c := &negotiate.LLM{URL: srv.URL + "/v1/", Model: "tiny", APIKey: "k1", HTTP: srv.Client()}
+		c := &negotiate.LLM{URL: srv.URL + "/v1/", Model: "tiny", APIKey: "k1", Transport: httptransport.New(httptransport.Options{})}
 		got, err := c.Chat(ctx, []negotiate.ChatMessage{{Role: "user", Content: "the answer?"}})
 		if err != nil || got != "forty-two" {
 			t.Fatalf("Chat = %q, %v", got, err)
@@ -152,7 +153,7 @@ func TestLLMChat(t *testing.T) {
 	})
 	t.Run("full path and no key", func(t *testing.T) {
 		srv, seen := chatServer(t, http.StatusOK, "ok")
-		c := &negotiate.LLM{URL: srv.URL + "/v1/chat/completions", Model: "m", HTTP: srv.Client()}
+		c := &negotiate.LLM{URL: srv.URL + "/v1/chat/completions", Model: "m", Transport: httptransport.New(httptransport.Options{})}
 		if _, err := c.Chat(ctx, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -162,7 +163,7 @@ func TestLLMChat(t *testing.T) {
 	})
 	t.Run("error status", func(t *testing.T) {
 		srv, _ := chatServer(t, http.StatusUnauthorized, "bad key")
-		c := &negotiate.LLM{URL: srv.URL + "/v1", Model: "m", HTTP: srv.Client()}
+		c := &negotiate.LLM{URL: srv.URL + "/v1", Model: "m", Transport: httptransport.New(httptransport.Options{})}
 		if _, err := c.Chat(ctx, nil); !errors.Is(err, negotiate.ErrLLM) || !strings.Contains(err.Error(), "401: bad key") {
 			t.Fatalf("Chat = %v, want ErrLLM with the status and message", err)
 		}
@@ -171,7 +172,7 @@ func TestLLMChat(t *testing.T) {
 		srv, _ := chatServer(t, http.StatusOK, "")
 		url := srv.URL
 		srv.Close()
-		c := &negotiate.LLM{URL: url + "/v1", Model: "m"}
+		c := &negotiate.LLM{URL: url + "/v1", Model: "m", Transport: httptransport.New(httptransport.Options{})}
 		if _, err := c.Chat(ctx, nil); !errors.Is(err, negotiate.ErrLLM) {
 			t.Fatalf("Chat = %v, want ErrLLM", err)
 		}

@@ -73,8 +73,8 @@ func (o Outcome) Delivered() bool { return o.Class == Delivered }
 // for longer.
 const MaxRetryAfter = time.Hour
 
-// Unreachable is the outcome of a message that got no answer: err is the
-// transport's error (a refused connection, a timeout, a closed broker
+// Unreachable is the outcome of a message that got no answer (Err wraps
+// both ErrNotDelivered and err): err is the transport's error (a refused connection, a timeout, a closed broker
 // session). A *url.Error is unwrapped so that the URL, which may carry a
 // secret, stays out of logs.
 func Unreachable(err error) Outcome {
@@ -82,13 +82,13 @@ func Unreachable(err error) Outcome {
 	if errors.As(err, &ue) {
 		err = ue.Err
 	}
-	return Outcome{Class: Retry, Unreached: true, Err: fmt.Errorf("%w: %v", ErrNotDelivered, err)}
+	return Outcome{Class: Retry, Unreached: true, Err: fmt.Errorf("%w: %w", ErrNotDelivered, err)}
 }
 
 // Refused is the outcome of a message that cannot be sent at all (a bad
 // destination URL, an unknown scheme, a body the wire cannot carry).
 func Refused(err error) Outcome {
-	return Outcome{Class: Permanent, Err: fmt.Errorf("%w: %v", ErrNotDelivered, err)}
+	return Outcome{Class: Permanent, Err: fmt.Errorf("%w: %w", ErrNotDelivered, err)}
 }
 
 // Classify turns a destination's answer to a message of kind k into an

@@ -158,6 +158,9 @@ func TestUnreachable(t *testing.T) {
 	if o.Class != transport.Retry || !o.Unreached {
 		t.Errorf("class %v unreached %v", o.Class, o.Unreached)
 	}
+	if !errors.Is(o.Err, cause) || !errors.Is(o.Err, transport.ErrNotDelivered) {
+		t.Errorf("Err = %v, does not wrap the cause and ErrNotDelivered", o.Err)
+	}
 	if strings.Contains(o.Err.Error(), "s3cr3t") || !strings.Contains(o.Err.Error(), "connection refused") {
 		t.Errorf("Err = %q", o.Err)
 	}

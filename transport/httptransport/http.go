@@ -34,12 +34,13 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/transport"
+	"github.com/synapse-edge/synapse/wire"
 )
 
 // Paths of the agent endpoints messages go to.
 const (
-	MessagePath = "/api/v1/synapse/message"
-	Tier1Path   = "/api/v1/synapse/tier1/"
+	MessagePath = wire.APIPrefix + "/message"
+	Tier1Path   = wire.APIPrefix + "/tier1/"
 )
 
 // drainLimit bounds what is read past MaxReply to keep a connection.
