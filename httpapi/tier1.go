@@ -1,8 +1,6 @@
 package httpapi
 
 import (
-	"encoding/base64"
-	"encoding/binary"
 	"net/url"
 	"strconv"
 	"time"
@@ -10,7 +8,6 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/synapse-edge/synapse/agent"
-	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/tier1"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -61,116 +58,62 @@ type routineInfo struct {
 	Stored routineStored `json:"stored" msgpack:"stored"`
 }
 
+// routineStored is what the store holds of a routine, in GET
+// /tier1/routines: frames and bytes kept, the retention limit on bytes,
+// and the time (unix ns) of the oldest frame kept (0 when none).
+type routineStored struct {
+	Frames   uint64 `json:"frames" msgpack:"frames"`
+	Bytes    uint64 `json:"bytes" msgpack:"bytes"`
+	MaxBytes int64  `json:"max_bytes" msgpack:"max_bytes"`
+	OldestTS int64  `json:"oldest_ts,omitempty" msgpack:"oldest_ts,omitempty"`
+}
+
 func (s *Server) tier1Routines(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
-	list := s.a.Tier1().Registry().List()
+	in := s.a.Tier1()
+	list := in.Registry().List()
 	out := make([]routineInfo, len(list))
 	for i := range list {
-		out[i] = routineInfo{Descriptor: list[i], Hash: list[i].Hash(), Stored: s.storedOf(list[i].CapabilityID)}
+		st, err := in.Stored(list[i].CapabilityID)
+		if err != nil {
+			return err
+		}
+		out[i] = routineInfo{Descriptor: list[i], Hash: list[i].Hash(), Stored: routineStored{Frames: st.Frames, Bytes: st.Bytes,
+			MaxBytes: s.a.Config().Tier1.MaxBytesPerRoutine, OldestTS: st.OldestTS}}
 	}
 	write(ctx, fasthttp.StatusOK, map[string]any{"routines": out})
 	return nil
 }
 
-// maxFramesPerPage bounds GET /tier1/{id}/frames.
-const maxFramesPerPage = 10_000
-
 // tier1Frames serves GET /tier1/{capability_id}/frames?since=&until=
 // &device_id=&limit=&page_token=: frames in time order as objects with
-// named fields. since and until are RFC 3339 times or unix nanoseconds.
+// named fields (tier1.Ingestor.Frames). since and until are RFC 3339 times
+// or unix nanoseconds; page_token is the opaque next_page_token of the
+// page before.
 func (s *Server) tier1Frames(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
 	capID, err := url.PathUnescape(args[0])
 	if err != nil {
 		return wire.Errorf(wire.CodeInvalidParams, "bad routine id in path")
 	}
-	d, ok := s.a.Tier1().Registry().Get(capID)
-	if !ok {
+	in := s.a.Tier1()
+	if _, ok := in.Registry().Get(capID); !ok {
 		return wire.Errorf(wire.CodeCapabilityLacking, "no routine %q", capID)
 	}
 	q := ctx.QueryArgs()
-	limit, err := queryInt(ctx, "limit", 1000, 1, maxFramesPerPage)
+	fq := tier1.FrameQuery{DeviceID: string(q.Peek("device_id")), PageToken: string(q.Peek("page_token"))}
+	if fq.Limit, err = queryInt(ctx, "limit", 1000, 1, tier1.MaxFramesPerPage); err != nil {
+		return err
+	}
+	if fq.Since, err = queryTime(q.Peek("since"), "since"); err != nil {
+		return err
+	}
+	if fq.Until, err = queryTime(q.Peek("until"), "until"); err != nil {
+		return err
+	}
+	page, err := in.Frames(capID, fq)
 	if err != nil {
 		return err
 	}
-	since, err := queryTime(q.Peek("since"), "since")
-	if err != nil {
-		return err
-	}
-	until, err := queryTime(q.Peek("until"), "until")
-	if err != nil {
-		return err
-	}
-	// Blocks are keyed by their first frame's ts and span at most
-	// tier1.BlockSpan, so a scan starts that much before since.
-	var from, to []byte
-	if since != nil {
-		from = store.T1Key(nil, *since-tier1.BlockSpan, "", 0)
-	}
-	if until != nil {
-		to = store.T1Key(nil, *until, "", 0)
-	}
-	var afterKey []byte
-	afterIdx := -1
-	if tok := q.Peek("page_token"); len(tok) > 0 {
-		raw, err := base64.RawURLEncoding.DecodeString(string(tok))
-		if err != nil || len(raw) < 19 {
-			return wire.Errorf(wire.CodeInvalidParams, "page_token is not one this agent gave").With("field", "page_token")
-		}
-		afterKey, afterIdx = raw[:len(raw)-2], int(binary.BigEndian.Uint16(raw[len(raw)-2:]))
-		from = afterKey
-	}
-	device := q.Peek("device_id")
-	kts := tsField(d)
-	var frames []tier1.Frame
-	var lastKey []byte
-	lastIdx := 0
-	more := false
-	var scanErr error
-	err = s.a.Store().View(func(tx *store.Tx) error {
-		return tx.T1Scan(capID, from, to, func(k, v []byte) bool {
-			if len(device) > 0 && string(store.T1KeyDevice(k)) != string(device) {
-				return true
-			}
-			br, err := tier1.NewBlockReader(v, d)
-			if err != nil {
-				scanErr = err
-				return false
-			}
-			same := afterKey != nil && string(k) == string(afterKey)
-			for i := 0; i < br.Len(); i++ {
-				f, err := br.Next()
-				if err != nil {
-					scanErr = err
-					return false
-				}
-				if same && i <= afterIdx {
-					continue
-				}
-				if kts >= 0 {
-					if t := f.At(kts); t.Kind() == tier1.KindInt &&
-						(since != nil && t.Int() < *since || until != nil && t.Int() >= *until) {
-						continue
-					}
-				}
-				if len(frames) == limit {
-					more = true
-					return false
-				}
-				frames = append(frames, f)
-				lastKey, lastIdx = append(lastKey[:0], k...), i
-			}
-			return true
-		})
-	})
-	if err == nil {
-		err = scanErr
-	}
-	if err != nil {
-		return wire.Errorf(wire.CodeSysStorage, "read frames: %v", err)
-	}
-	next := ""
-	if more {
-		next = base64.RawURLEncoding.EncodeToString(binary.BigEndian.AppendUint16(lastKey, uint16(lastIdx)))
-	}
+	d, frames, next := page.Desc, page.Frames, page.NextPageToken
 	if wire.IsMsgpack(string(ctx.Request.Header.Peek(fasthttp.HeaderAccept))) {
 		objs := make([]map[string]any, len(frames))
 		for i, f := range frames {
@@ -194,16 +137,6 @@ func (s *Server) tier1Frames(ctx *fasthttp.RequestCtx, _ agent.Principal, args [
 	buf = append(buf, '}')
 	writeRaw(ctx, fasthttp.StatusOK, wire.ContentJSON, buf)
 	return nil
-}
-
-// tsField is the index of a routine's ts field (int), or -1.
-func tsField(d *tier1.Descriptor) int {
-	for i, f := range d.Fields {
-		if f.Name == "ts" && f.Type == tier1.TypeInt {
-			return i
-		}
-	}
-	return -1
 }
 
 func queryTime(raw []byte, name string) (*int64, error) {

@@ -7,33 +7,9 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/synapse-edge/synapse/agent"
-	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/tier1"
 	"github.com/synapse-edge/synapse/wire"
 )
-
-// routineStored is what the store holds of a routine, in GET
-// /tier1/routines: frames and bytes kept, the retention limit on bytes,
-// and the time (unix ns) of the oldest frame kept (0 when none).
-type routineStored struct {
-	Frames   uint64 `json:"frames" msgpack:"frames"`
-	Bytes    uint64 `json:"bytes" msgpack:"bytes"`
-	MaxBytes int64  `json:"max_bytes" msgpack:"max_bytes"`
-	OldestTS int64  `json:"oldest_ts,omitempty" msgpack:"oldest_ts,omitempty"`
-}
-
-// storedOf reads a routine's retention figures.
-func (s *Server) storedOf(capID string) routineStored {
-	st := routineStored{MaxBytes: s.a.Config().Tier1.MaxBytesPerRoutine}
-	_ = s.a.Store().View(func(tx *store.Tx) error {
-		st.Frames, st.Bytes = tx.T1Stats(capID)
-		return tx.T1Scan(capID, nil, nil, func(k, _ []byte) bool {
-			st.OldestTS = store.T1KeyTime(k)
-			return false
-		})
-	})
-	return st
-}
 
 // Live frames: GET /tier1/{capability_id}/frames/stream?device_id= is an
 // SSE stream of the routine's frames as they are stored, one event
@@ -110,33 +86,9 @@ func (s *Server) tier1Live(ctx *fasthttp.RequestCtx, _ agent.Principal, args []s
 // appendLiveEvent writes one "frames" event of the batches of routine
 // capID (and device, when not empty); nothing when none matches.
 func appendLiveEvent(buf []byte, ls []tier1.Live, capID, device string, missed uint64) ([]byte, error) {
-	var frames []tier1.Frame
-	var d *tier1.Descriptor
-	for _, l := range ls {
-		if l.Desc.CapabilityID != capID {
-			continue
-		}
-		d = l.Desc
-		dev := deviceField(d)
-		for _, blk := range l.Blocks {
-			br, err := tier1.NewBlockReader(blk, d)
-			if err != nil {
-				return nil, err
-			}
-			for i := 0; i < br.Len(); i++ {
-				f, err := br.Next()
-				if err != nil {
-					return nil, err
-				}
-				if device != "" && (dev < 0 || f.At(dev).Kind() != tier1.KindStr || f.At(dev).Str() != device) {
-					continue
-				}
-				frames = append(frames, f)
-			}
-		}
-	}
-	if len(frames) == 0 {
-		return buf, nil
+	d, frames, err := tier1.LiveFrames(ls, capID, device)
+	if err != nil || len(frames) == 0 {
+		return buf, err
 	}
 	skipped := max(len(frames)-liveMaxFrames, 0)
 	buf = append(buf, "event: frames\ndata: {\"frames\":["...)
@@ -151,14 +103,4 @@ func appendLiveEvent(buf []byte, ls []tier1.Live, capID, device string, missed u
 	buf = append(buf, `,"missed_batches":`...)
 	buf = strconv.AppendUint(buf, missed, 10)
 	return append(buf, "}\n\n"...), nil
-}
-
-// deviceField is the index of a routine's device_id field (str), or -1.
-func deviceField(d *tier1.Descriptor) int {
-	for i, f := range d.Fields {
-		if f.Name == "device_id" && f.Type == tier1.TypeStr {
-			return i
-		}
-	}
-	return -1
 }
