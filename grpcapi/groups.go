@@ -8,7 +8,6 @@ import (
 	"errors"
 	"io"
 	"sync"
-	"time"
 
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
@@ -234,7 +233,7 @@ func (s *Server) groupSend(ctx context.Context, gm *group.Manager, id string, ca
 	fail := func(err error) *pb.SynapseMessage {
 		b, _ := json.Marshal(wire.AsError(err))
 		return &pb.SynapseMessage{CorrelationId: in.GetId(), ReceiverId: id, MessageType: "error", ErrorJson: string(b),
-			Timestamp: time.Now().UnixMilli()}
+			Timestamp: s.a.Clock().Now().UnixMilli()}
 	}
 	if !canSend {
 		return fail(wire.Errorf(wire.CodePermissionDenied, "sending to a group needs the tasks:write scope"))

@@ -127,7 +127,7 @@ func (s *Server) answer(ctx context.Context, in *pb.SynapseMessage) *pb.SynapseM
 	fail := func(id string, err error) *pb.SynapseMessage {
 		b, _ := json.Marshal(wire.AsError(err))
 		return &pb.SynapseMessage{CorrelationId: id, MessageType: "error", ContentType: "json", ErrorJson: string(b),
-			Timestamp: time.Now().UnixMilli()}
+			Timestamp: s.a.Clock().Now().UnixMilli()}
 	}
 	if len(in.GetEnvelope()) > maxEnvelope {
 		return fail(in.GetId(), wire.Errorf(wire.CodePayloadTooLarge, "an envelope is at most %d bytes", maxEnvelope))
@@ -137,7 +137,7 @@ func (s *Server) answer(ctx context.Context, in *pb.SynapseMessage) *pb.SynapseM
 		return fail(in.GetId(), err)
 	}
 	out := &pb.SynapseMessage{Id: resp.GetMessageId(), CorrelationId: resp.GetMessageId(), MessageType: resp.GetStatus(),
-		Timestamp: time.Now().UnixMilli(), Msgpack: in.GetMsgpack(), ContentType: "json"}
+		Timestamp: s.a.Clock().Now().UnixMilli(), Msgpack: in.GetMsgpack(), ContentType: "json"}
 	if len(resp.GetReplyEnvelope()) > 0 {
 		m, err := agent.DecodeEnvelope(resp.GetReplyEnvelope(), in.GetMsgpack())
 		if err == nil {

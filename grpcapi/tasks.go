@@ -12,7 +12,6 @@ import (
 
 	"github.com/synapse-edge/synapse/agent"
 	pb "github.com/synapse-edge/synapse/proto"
-	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -145,7 +144,7 @@ func (s *Server) ListTasks(_ context.Context, in *pb.ListTasksRequest) (*pb.List
 	if st != "" && !st.Valid() {
 		return nil, wire.Errorf(wire.CodeInvalidParams, "status %q is not a task state", st).With("field", "status")
 	}
-	tasks, next, err := s.a.ListTasks(store.TaskFilter{Status: st, TaskType: in.GetTaskType(), After: in.GetPageToken(), Limit: size})
+	tasks, next, err := s.a.ListTasks(agent.TaskFilter{Status: st, TaskType: in.GetTaskType(), After: in.GetPageToken(), Limit: size})
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeSysStorage, "list tasks: %v", err)
 	}

@@ -4,7 +4,6 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/synapse-edge/synapse/agent"
-	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -34,7 +33,7 @@ func (s *Server) auditLog(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []strin
 		return err
 	}
 	if recs == nil {
-		recs = []*store.AuditRecord{}
+		recs = []*agent.AuditRecord{}
 	}
 	write(ctx, fasthttp.StatusOK, map[string]any{"records": recs})
 	return nil

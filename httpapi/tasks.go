@@ -9,7 +9,6 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/synapse-edge/synapse/agent"
-	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -133,7 +132,7 @@ func (s *Server) listTasks(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []stri
 	if st != "" && !st.Valid() {
 		return wire.Errorf(wire.CodeInvalidParams, "status %q is not a task state; the states are %s", st, statesText()).With("field", "status")
 	}
-	tasks, next, err := s.a.ListTasks(store.TaskFilter{
+	tasks, next, err := s.a.ListTasks(agent.TaskFilter{
 		Status: st, TaskType: string(q.Peek("task_type")), After: string(q.Peek("page_token")), Limit: size,
 	})
 	if err != nil {
