@@ -95,7 +95,8 @@ func (e *RPCError) WithDetails(now time.Time) *RPCError {
 // ErrorFrom maps an error to its JSON-RPC error: an *RPCError is kept; an
 // agent error maps by code (task_not_found → -32001, task_already_completed
 // → -32002, capability_lacking → -32004, unsupported_media_type → -32005,
-// invalid_params, message_format_invalid and TP-VAL001 → -32602, anything
+// invalid_params, message_format_invalid, TP-VAL001 and
+// idempotency_key_reused → -32602, anything
 // else → -32603) and keeps the TPError as Agent.
 func ErrorFrom(err error) *RPCError {
 	var re *RPCError
@@ -113,7 +114,8 @@ func ErrorFrom(err error) *RPCError {
 		code = CodeUnsupportedOperation
 	case wire.CodeUnsupportedMedia:
 		code = CodeContentTypeNotSupported
-	case wire.CodeInvalidParams, wire.CodeMessageFormatInvalid, wire.CodeValSchema, wire.CodeValUTF8, wire.CodeTargetRefused:
+	case wire.CodeInvalidParams, wire.CodeMessageFormatInvalid, wire.CodeValSchema, wire.CodeValUTF8, wire.CodeTargetRefused,
+		wire.CodeIdempotencyMismatch:
 		code = CodeInvalidParams
 	case wire.CodeUnauthorized:
 		code = CodeUnauthenticated

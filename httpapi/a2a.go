@@ -3,6 +3,8 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"net/url"
@@ -27,7 +29,9 @@ import (
 // starts is the stream's one event, as the reference server answers it).
 // Authentication failures are HTTP 401/403 and a rate limit HTTP 429 with
 // Retry-After, as on every route, but with a JSON-RPC error body (-31401,
-// -31403, -32603 RATE_LIMITED) that the SDKs decode. Push notification
+// -31403, -32603 RATE_LIMITED) that the SDKs decode. SendMessage honours
+// an Idempotency-Key header as every creating route does (see
+// a2aSendIdempotent). Push notification
 // configs are delivered as A2A events by the agent (agent/a2a_push.go).
 const (
 	a2aPath       = "/a2a"
@@ -142,6 +146,9 @@ func (s *Server) a2aRPC(ctx *fasthttp.RequestCtx, p agent.Principal) error {
 		}
 		return nil
 	}
+	if key := ctx.Request.Header.Peek("Idempotency-Key"); len(key) > 0 && op == a2a.OpSend {
+		return s.a2aSendIdempotent(ctx, p, v, &req, string(key))
+	}
 	res, err := s.a2aCall(ctx, p, op, v, req.Params)
 	if err != nil {
 		writeRPC(ctx, a2a.NewErrorResponse(req.ID, a2a.ErrorFrom(err)))
@@ -169,15 +176,11 @@ func (s *Server) a2aCall(ctx context.Context, p agent.Principal, op a2a.Op, v a2
 		if err := params(raw, &sp); err != nil {
 			return nil, err
 		}
-		t, err := s.a2aSend(ctx, p, v, &sp)
+		t, err := s.a2aSend(ctx, p, v, &sp, nil)
 		if err != nil {
 			return nil, err
 		}
-		var hl *int
-		if sp.Configuration != nil {
-			hl = sp.Configuration.HistoryLength
-		}
-		return a2a.Wrap(a2a.FromTask(t, v, hl), v), nil
+		return sendResult(t, v, &sp), nil
 	case a2a.OpGet, a2a.OpCancel:
 		var ip a2a.TaskIDParams
 		if err := params(raw, &ip); err != nil {
@@ -215,10 +218,64 @@ func (s *Server) a2aCall(ctx context.Context, p agent.Principal, op a2a.Op, v a2
 	}
 }
 
-// a2aSend submits a message as a task, or gives a task waiting for
-// information the message's data. A push config given with the message is
-// stored with the task, in the task's own transaction.
-func (s *Server) a2aSend(ctx context.Context, p agent.Principal, v a2a.Version, sp *a2a.SendParams) (*wire.Task, error) {
+// sendResult is SendMessage's result for t.
+func sendResult(t *wire.Task, v a2a.Version, sp *a2a.SendParams) any {
+	var hl *int
+	if sp.Configuration != nil {
+		hl = sp.Configuration.HistoryLength
+	}
+	return a2a.Wrap(a2a.FromTask(t, v, hl), v)
+}
+
+// submitFunc submits a task, waiting up to wait for its outcome.
+type submitFunc func(ctx context.Context, req *wire.SubmitRequest, wait time.Duration) (*wire.Task, error)
+
+// a2aSendIdempotent is SendMessage with an Idempotency-Key header, under
+// the rules of every route (agent/idempotency.go): the same key with the
+// same method and params (the JSON-RPC id may differ) answers the stored
+// result again, with Idempotent-Replayed: true, and creates no second
+// task; with other params it is idempotency_key_reused; while the first is
+// in flight, a conflict. A message for an existing task (taskId) does not
+// create one: the key is not kept for it.
+func (s *Server) a2aSendIdempotent(ctx *fasthttp.RequestCtx, p agent.Principal, v a2a.Version, req *a2a.Request, key string) error {
+	var sp a2a.SendParams
+	if err := params(req.Params, &sp); err != nil {
+		writeRPC(ctx, a2a.NewErrorResponse(req.ID, a2a.ErrorFrom(err)))
+		return nil
+	}
+	h := sha256.New()
+	h.Write([]byte(req.Method))
+	h.Write([]byte{0})
+	h.Write(req.Params)
+	ir := agent.IdemRequest{Scope: p.ID, Key: key, Hash: hex.EncodeToString(h.Sum(nil))}
+	var replayed []byte
+	t, err := s.a2aSend(ctx, p, v, &sp, func(ctx context.Context, sr *wire.SubmitRequest, wait time.Duration) (*wire.Task, error) {
+		t, ans, again, err := s.a.SubmitIdempotent(ctx, p, sr, ir, wait, func(t *wire.Task) *agent.IdemAnswer {
+			b, _ := json.Marshal(sendResult(t, v, &sp))
+			return &agent.IdemAnswer{Status: fasthttp.StatusOK, ContentType: wire.ContentJSON, Body: b}
+		})
+		if again {
+			replayed = ans.Body
+		}
+		return t, err
+	})
+	switch {
+	case err != nil:
+		writeRPC(ctx, a2a.NewErrorResponse(req.ID, a2a.ErrorFrom(err)))
+	case replayed != nil:
+		ctx.Response.Header.Set("Idempotent-Replayed", "true")
+		writeRPC(ctx, a2a.NewResponse(req.ID, json.RawMessage(replayed)))
+	default:
+		writeRPC(ctx, a2a.NewResponse(req.ID, sendResult(t, v, &sp)))
+	}
+	return nil
+}
+
+// a2aSend submits a message as a task (through submit when not nil), or
+// gives a task waiting for information the message's data. A push config
+// given with the message is stored with the task, in the task's own
+// transaction.
+func (s *Server) a2aSend(ctx context.Context, p agent.Principal, v a2a.Version, sp *a2a.SendParams, submit submitFunc) (*wire.Task, error) {
 	taskType, payload, err := a2a.Submission(sp.Message)
 	if err != nil {
 		return nil, err
@@ -245,6 +302,9 @@ func (s *Server) a2aSend(ctx context.Context, p agent.Principal, v a2a.Version, 
 	}
 	if push != nil {
 		ctx = agent.WithPushConfig(ctx, push)
+	}
+	if submit != nil {
+		return submit(ctx, req, wait)
 	}
 	if wait > 0 {
 		return s.a.SubmitWait(ctx, p, req, nil, wait)

@@ -43,7 +43,7 @@ func (s *Server) a2aStartStream(ctx *fasthttp.RequestCtx, p agent.Principal, op 
 		} else {
 			sp.Configuration = &a2a.SendConfiguration{ReturnImmediately: true}
 		}
-		t, err := s.a2aSend(ctx, p, v, &sp)
+		t, err := s.a2aSend(ctx, p, v, &sp, nil)
 		if err != nil {
 			return err
 		}
@@ -61,11 +61,11 @@ func (s *Server) a2aStartStream(ctx *fasthttp.RequestCtx, p agent.Principal, op 
 			return err
 		}
 		id = t.ID
-		if raw := ctx.Request.Header.Peek("Last-Event-ID"); len(raw) > 0 {
-			n, ok := parseUint(raw)
-			if !ok {
-				return a2a.Errorf(a2a.CodeInvalidParams, "Last-Event-ID must be an event id (a whole number)")
-			}
+		n, resume, err := sseResume(ctx, false)
+		if err != nil {
+			return a2a.Errorf(a2a.CodeInvalidParams, "%s", wire.AsError(err).Message)
+		}
+		if resume {
 			last, snapshot = n, false
 		} else if t.Status.Terminal() {
 			return a2a.Errorf(a2a.CodeUnsupportedOperation, "task %s is final; get it with GetTask", id)

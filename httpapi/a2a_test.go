@@ -588,3 +588,53 @@ func TestA2ARateLimited(t *testing.T) {
 	}
 	ts.ok(t, "CancelTask", map[string]any{"id": res.Task.ID}, nil)
 }
+
+// TestA2AIdempotent: SendMessage with an Idempotency-Key creates one task;
+// the same params again (another JSON-RPC id) answer the stored result,
+// other params with the key are refused as invalid params.
+func TestA2AIdempotent(t *testing.T) {
+	ts := startServer(t)
+	params := map[string]any{"message": msg(false, "sleep", data(map[string]any{"ms": 50})),
+		"configuration": map[string]any{"returnImmediately": true}}
+	send := func(t *testing.T, p any) (*reply, *rpcReply) {
+		t.Helper()
+		r := ts.do(t, "POST", "/a2a", rpcBody(t, "SendMessage", p), withHeader("Idempotency-Key", "k-1"))
+		var rep rpcReply
+		if r.status != http.StatusOK || json.Unmarshal(r.body, &rep) != nil {
+			t.Fatalf("HTTP %d %s", r.status, r.body)
+		}
+		return r, &rep
+	}
+	taskID := func(t *testing.T, rep *rpcReply) string {
+		t.Helper()
+		var res struct{ Task a2aTask }
+		if rep.Error != nil || json.Unmarshal(rep.Result, &res) != nil || res.Task.ID == "" {
+			t.Fatalf("answer %s %+v, want a task", rep.Result, rep.Error)
+		}
+		return res.Task.ID
+	}
+	r1, rep1 := send(t, params)
+	first := taskID(t, rep1)
+	if r1.header.Get("Idempotent-Replayed") != "" {
+		t.Error("the first answer says it is replayed")
+	}
+	r2, rep2 := send(t, params)
+	if got := taskID(t, rep2); got != first {
+		t.Errorf("the same request again made task %s, want %s", got, first)
+	}
+	if r2.header.Get("Idempotent-Replayed") != "true" {
+		t.Error("the second answer does not say it is replayed")
+	}
+	if !bytes.Equal(rep1.Result, rep2.Result) {
+		t.Errorf("replayed result %s, want the stored %s", rep2.Result, rep1.Result)
+	}
+	var list struct{ Tasks []a2aTask }
+	ts.ok(t, "ListTasks", map[string]any{}, &list)
+	if len(list.Tasks) != 1 {
+		t.Errorf("%d tasks, want 1", len(list.Tasks))
+	}
+	other := map[string]any{"message": msg(false, "echo", text("else"))}
+	if _, rep := send(t, other); rep.Error == nil || rep.Error.Code != -32602 {
+		t.Errorf("the key with other params: %s %+v, want -32602", rep.Result, rep.Error)
+	}
+}
