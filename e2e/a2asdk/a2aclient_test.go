@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/transport"
 	"github.com/synapse-edge/synapse/transport/a2aclient"
@@ -159,7 +160,7 @@ func TestA2AClient(t *testing.T) {
 				t.Fatalf("echo request: %v %v", o.Class, o.Err)
 			}
 			var fin report
-			eventually(t, "the echo task's result", func() (ok bool) { fin, ok = rep.final("t-echo"); return })
+			testutil.Eventually(t, 20*time.Second, "the echo task's result", func() (ok bool) { fin, ok = rep.final("t-echo"); return })
 			if fin.msgType != wire.MsgTaskComplete || fin.peer != peerID {
 				t.Fatalf("final report %+v, want %s from %s", fin, wire.MsgTaskComplete, peerID)
 			}
@@ -167,7 +168,7 @@ func TestA2AClient(t *testing.T) {
 			if string(out) != `{"msg":"hi","n":[1,2]}` {
 				t.Errorf("result %s, want the echoed payload", out)
 			}
-			eventually(t, "the record forgotten", func() bool { return len(tracked(t, db)) == 0 })
+			testutil.Eventually(t, 20*time.Second, "the record forgotten", func() bool { return len(tracked(t, db)) == 0 })
 			// Sent again (the outbox retries after a lost answer): the
 			// task is not run again while it is tracked, and the ack of
 			// the result has nothing to send.
@@ -189,11 +190,11 @@ func TestA2AClient(t *testing.T) {
 			if got := tracked(t, db); len(got) != 1 {
 				t.Fatalf("the same request again made %d records", len(got))
 			}
-			eventually(t, "t-long confirmed or working", func() bool { return len(rep.types("t-long")) > 0 })
+			testutil.Eventually(t, 20*time.Second, "t-long confirmed or working", func() bool { return len(rep.types("t-long")) > 0 })
 			if o := sendEnv(t, tr, to, wire.MsgTaskCancel, &wire.TaskCancelPayload{TaskID: "t-long"}); !o.Delivered() {
 				t.Fatalf("cancel: %v %v", o.Class, o.Err)
 			}
-			eventually(t, "t-long cancelled", func() (ok bool) { fin, ok = rep.final("t-long"); return })
+			testutil.Eventually(t, 20*time.Second, "t-long cancelled", func() (ok bool) { fin, ok = rep.final("t-long"); return })
 			if fin.msgType != wire.MsgTaskAck || fin.payload["acked_type"] != wire.MsgTaskCancel || fin.payload["status"] != string(wire.StatusCancelled) {
 				t.Errorf("final report of t-long %+v, want the ack of the cancel", fin)
 			}
@@ -268,12 +269,42 @@ func TestA2AClientRestart(t *testing.T) {
 			rep2 := &reports{}
 			newA2AClient(t, db, rep2, tg.token)
 			var fin report
-			eventually(t, "the result after the restart", func() (ok bool) { fin, ok = rep2.final("t-sleep"); return })
+			testutil.Eventually(t, 20*time.Second, "the result after the restart", func() (ok bool) { fin, ok = rep2.final("t-sleep"); return })
 			out, _ := json.Marshal(fin.payload["result"].(map[string]any)["output"])
 			if fin.msgType != wire.MsgTaskComplete || !strings.Contains(string(out), `"slept_ms":700`) {
 				t.Errorf("final report %+v (output %s), want complete with slept_ms 700", fin, out)
 			}
-			eventually(t, "the record forgotten", func() bool { return len(tracked(t, db)) == 0 })
+			testutil.Eventually(t, 20*time.Second, "the record forgotten", func() bool { return len(tracked(t, db)) == 0 })
 		})
+	}
+}
+
+// TestA2AClientResend: the outbox sends a task_request again after its
+// answer was lost (here: the record of the first send is gone, as after a
+// crash before it was written); a Synapse peer answers with the same task,
+// by the Idempotency-Key the transport sends.
+func TestA2AClientResend(t *testing.T) {
+	tg := startSynapse(t, "")
+	db := openDB(t, t.TempDir())
+	defer db.Close(context.Background())
+	tr := newA2AClient(t, db, &reports{}, tg.token)
+	body := envelope(t, wire.MsgTaskRequest, request("t-once", "sleep", `{"ms":2000}`))
+	remoteID := func() string {
+		t.Helper()
+		if o := tr.Send(t.Context(), &transport.Message{Kind: transport.Envelope, To: a2aDest(tg), Body: body}); !o.Delivered() {
+			t.Fatalf("request: %v %v", o.Class, o.Err)
+		}
+		all := tracked(t, db)
+		if len(all) != 1 {
+			t.Fatalf("tracked %+v, want one task", all)
+		}
+		return all[0].RemoteID
+	}
+	first := remoteID()
+	if err := db.Update(t.Context(), func(tx *store.Tx) error { return tx.DeleteRemoteA2A("t-once") }); err != nil {
+		t.Fatal(err)
+	}
+	if again := remoteID(); again != first {
+		t.Errorf("the resent request made remote task %s, want %s", again, first)
 	}
 }

@@ -132,12 +132,13 @@ type client struct {
 // failure is returned as the Outcome of the call (Delivered when it
 // succeeded).
 func (c *client) call(ctx context.Context, url, token, method string, params, out any) transport.Outcome {
-	o, _ := c.rpc(ctx, url, token, method, params, out)
+	o, _ := c.rpc(ctx, url, token, "", method, params, out)
 	return o
 }
 
-// rpc is call that also returns the JSON-RPC error of a 200 answer.
-func (c *client) rpc(ctx context.Context, url, token, method string, params, out any) (transport.Outcome, *rpcError) {
+// rpc is call that also returns the JSON-RPC error of a 200 answer; idem,
+// when not empty, is sent as the Idempotency-Key.
+func (c *client) rpc(ctx context.Context, url, token, idem, method string, params, out any) (transport.Outcome, *rpcError) {
 	p, err := json.Marshal(params)
 	if err != nil {
 		return transport.Refused(fmt.Errorf("encode %s params: %w", method, err)), nil
@@ -159,6 +160,9 @@ func (c *client) rpc(ctx context.Context, url, token, method string, params, out
 	}
 	if token != "" {
 		req.Header.Set("Authorization", token)
+	}
+	if idem != "" {
+		req.Header.Set("Idempotency-Key", idem)
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {

@@ -37,9 +37,11 @@
 //
 // Delivery is at least once, like the outbox's: a SendMessage whose
 // answer is lost (or a crash before its record is written) is sent again
-// by the outbox, and an A2A server that does not deduplicate by messageId
-// then runs the task twice. A task_request for a task that already has a
-// record is not sent again.
+// by the outbox. It carries the envelope's message_id as its messageId and
+// as an Idempotency-Key header: a Synapse peer answers the resend with the
+// same task (its A2A binding keeps idempotency keys as every route does);
+// an A2A server that ignores the header runs the task twice. A
+// task_request for a task that already has a record is not sent again.
 //
 // # Errors
 //

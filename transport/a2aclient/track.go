@@ -116,7 +116,7 @@ func (t *Transport) read(url string, r *store.RemoteA2A, log *slog.Logger) *a2a.
 	}
 	var got a2a.Task
 	zero := 0
-	o, rerr := t.c.rpc(ctx, url, token, "GetTask", &a2a.TaskIDParams{ID: r.RemoteID, HistoryLength: &zero}, &got)
+	o, rerr := t.c.rpc(ctx, url, token, "", "GetTask", &a2a.TaskIDParams{ID: r.RemoteID, HistoryLength: &zero}, &got)
 	switch {
 	case o.Delivered():
 		return &got

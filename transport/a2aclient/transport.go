@@ -185,7 +185,7 @@ func (d *delivery) request(ctx context.Context) transport.Outcome {
 		Parts:    []a2a.Part{a2a.DataPart(object(p.Task.Payload), a2a.V10)},
 		Metadata: map[string]any{"task_type": p.Task.Type}}
 	var res sendResult
-	o := d.t.c.call(ctx, d.url, d.token, "SendMessage",
+	o, _ := d.t.c.rpc(ctx, d.url, d.token, d.env.MessageID, "SendMessage",
 		&a2a.SendParams{Message: msg, Configuration: &a2a.SendConfiguration{ReturnImmediately: true}}, &res)
 	if !o.Delivered() {
 		return o
