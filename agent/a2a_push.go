@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"sync"
 
@@ -32,8 +31,9 @@ import (
 // A2APushType is the outbox Type of an A2A push notification.
 const A2APushType = "a2a_push"
 
-// a2aPushItem is the stored form of one notification.
-type a2aPushItem struct {
+// PushItem is the stored form of one A2A push notification (the Payload
+// of an Outgoing of type A2APushType).
+type PushItem struct {
 	ContentType string            `json:"content_type"`
 	Header      map[string]string `json:"header,omitempty"`
 	Body        json.RawMessage   `json:"body"`
@@ -117,6 +117,9 @@ func (e *engine) withPush(ctx context.Context, t *wire.Task, fn func(*store.Tx) 
 // PutPushConfig stores a push config of an existing task; the task's next
 // changes are notified to it.
 func (a *Agent) PutPushConfig(ctx context.Context, c *store.PushConfig) error {
+	if err := a.needNetwork("a push config"); err != nil {
+		return err
+	}
 	if _, err := a.eng.get(c.TaskID); err != nil {
 		return err
 	}
@@ -203,12 +206,12 @@ func a2aPushEvents(prev, next *wire.Task, v a2a.Version) []any {
 }
 
 // pushItem renders one notification for config c.
-func pushItem(c *store.PushConfig, v a2a.Version, ev any) (*a2aPushItem, error) {
+func pushItem(c *store.PushConfig, v a2a.Version, ev any) (*PushItem, error) {
 	body, err := json.Marshal(ev)
 	if err != nil {
 		return nil, fmt.Errorf("a2a push: %w", err)
 	}
-	it := &a2aPushItem{ContentType: "application/a2a+json", Body: body, Header: map[string]string{}}
+	it := &PushItem{ContentType: "application/a2a+json", Body: body, Header: map[string]string{}}
 	if v == a2a.V03 {
 		it.ContentType = wire.ContentJSON
 	}
@@ -248,19 +251,4 @@ func authorization(raw json.RawMessage) string {
 		return ""
 	}
 	return scheme + " " + a.Credentials
-}
-
-// deliverA2APush posts a stored notification to its URL through the
-// outbound policy's client.
-func (o *outbox) deliverA2APush(ctx context.Context, it *store.OutboxItem) *deliveryError {
-	var item a2aPushItem
-	if err := json.Unmarshal(it.Payload, &item); err != nil {
-		return &deliveryError{err: fmt.Errorf("stored a2a push: %w", err), permanent: true}
-	}
-	h := http.Header{"X-Synapse-Message-Id": {it.ID}}
-	for k, v := range item.Header {
-		h.Set(k, v)
-	}
-	r, err := o.n.postWith(ctx, o.n.hooks, it.URL, item.ContentType, item.Body, h)
-	return classify(r, err, false)
 }

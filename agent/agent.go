@@ -37,14 +37,12 @@ type Agent struct {
 	tokens   tokens
 	eng      *engine
 	started  time.Time
-	p2p      remote
-	node     *p2pNode
-	t1       *tier1.Ingestor
-	uplink   *tier1.Uplink
-	stopBg   context.CancelFunc
-	bgDone   chan struct{}
-	// groupHandler takes the group:* envelopes (p2p_group.go).
-	groupHandler atomic.Pointer[GroupHandler]
+	// net is the attached peer network, nil without one (network.go).
+	net    Network
+	t1     *tier1.Ingestor
+	uplink *tier1.Uplink
+	stopBg context.CancelFunc
+	bgDone chan struct{}
 	// outbound is the policy of client-given URLs (outbound.go).
 	outbound *OutboundPolicy
 	// transport sends what the agent sends (transport.go).
@@ -171,8 +169,10 @@ func (a *Agent) Open(ctx context.Context) error {
 	if err := a.openTier1(); err != nil {
 		return fail(err)
 	}
-	if err := a.openP2P(); err != nil {
-		return fail(err)
+	if a.net != nil {
+		if err := a.net.Open(ctx); err != nil {
+			return fail(err)
+		}
 	}
 	a.eng = newEngine(a)
 	if err := a.eng.loadPushIndex(); err != nil {
@@ -183,7 +183,9 @@ func (a *Agent) Open(ctx context.Context) error {
 		return fail(fmt.Errorf("recover tasks: %w", err))
 	}
 	a.provideCoreInterfaces()
-	a.node.start()
+	if a.net != nil {
+		a.net.Start()
+	}
 	if n > 0 {
 		a.log.Info("took over unfinished tasks", "count", n)
 	}
@@ -212,7 +214,9 @@ func (a *Agent) Close(ctx context.Context) error {
 			return
 		}
 		a.eng.shutdown(ctx)
-		a.node.close(ctx)
+		if a.net != nil {
+			a.net.Close(ctx)
+		}
 		a.stopBg()
 		<-a.bgDone
 		close(a.sweepStop)
@@ -344,8 +348,10 @@ func (a *Agent) Prune(ctx context.Context) (int, error) {
 	if err := a.pruneTier1(ctx); err != nil {
 		return total, err
 	}
-	if err := a.pruneP2P(ctx); err != nil {
-		return total, err
+	if a.net != nil {
+		if err := a.net.Prune(ctx); err != nil {
+			return total, err
+		}
 	}
 	for {
 		var n int

@@ -2,8 +2,6 @@ package agent
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 
 	"github.com/synapse-edge/synapse/store"
 )
@@ -53,9 +51,4 @@ func (a *Agent) VerifyAudit(ctx context.Context) (store.AuditReport, error) {
 		return ctx.Err()
 	})
 	return rep, err
-}
-
-func sha256Hex(b []byte) string {
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
 }

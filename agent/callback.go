@@ -15,6 +15,9 @@ import (
 // queued.
 func (a *Agent) SetCallbackURL(ctx context.Context, id, url string) (*wire.Task, error) {
 	if url != "" {
+		if err := a.needNetwork("callback_url"); err != nil {
+			return nil, err
+		}
 		if err := a.outbound.CheckURL(ctx, "callback_url", url); err != nil {
 			return nil, err
 		}

@@ -2,14 +2,10 @@ package agent
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -55,9 +51,6 @@ const SelfID = "self"
 
 // InterfacesPath is the path of the interface list.
 const InterfacesPath = "/api/v1/synapse/capabilities/interfaces"
-
-// complianceTimeout bounds the fetch of a peer's interface list.
-const complianceTimeout = 5 * time.Second
 
 // capabilityState is the set of interfaces provided, and a signal for the
 // registrar that what the agent declares changed. The zero value is ready.
@@ -205,7 +198,7 @@ func (a *Agent) Capabilities() *wire.AgentCapabilities {
 	c.SupportStreaming = has(wire.IfaceStreamingTransport)
 	c.SupportHiL = has(wire.IfaceHILHandler)
 	c.SupportGroups = has(wire.IfaceGroupManager)
-	r := a.responder()
+	r := a.Responder()
 	c.ProtocolProfile = string(r.Profile())
 	return c
 }
@@ -222,70 +215,4 @@ func (a *Agent) Interfaces() *wire.InterfaceList {
 func (a *Agent) provideCoreInterfaces() {
 	// The names are standard: this cannot fail.
 	_ = a.ProvideInterfaces(wire.IfaceAgentIdentity, wire.IfaceCapabilitiesProvider, wire.IfaceTaskStatusProvider)
-}
-
-// provideInterfaces declares what the P2P layer implements once it has
-// started: envelopes from peers (POST /message), the tasks they request,
-// the results they send back (POST /callback), results sent through the
-// durable outbox, and callbacks with polling as the fallback.
-func (n *p2pNode) provideInterfaces() {
-	_ = n.a.ProvideInterfaces(wire.IfaceMessageHandler, wire.IfaceP2PTaskHandler, wire.IfaceCallbackReceiver,
-		wire.IfaceCallbackSender, wire.IfaceHybridTransport)
-}
-
-// Compliance evaluates an agent against the standard interfaces (seed 000
-// §5.4): this agent for SelfID (or its own id), or a paired peer, whose
-// GET /capabilities/interfaces is fetched. A peer that cannot be reached
-// or answers badly is peer_unreachable (502).
-func (a *Agent) Compliance(ctx context.Context, agentID string) (*wire.ComplianceEvaluation, error) {
-	if agentID == SelfID || agentID == a.identity.AgentID {
-		ev := wire.EvaluateCompliance(a.identity.AgentID, a.GetSupportedInterfaces())
-		return &ev, nil
-	}
-	if a.node == nil {
-		return nil, wire.Errorf(wire.CodeAgentNotReady, "")
-	}
-	p := a.node.peers.get(agentID)
-	if p == nil {
-		return nil, errNoPeer(agentID)
-	}
-	list, err := a.node.fetchInterfaces(ctx, p.rec.Endpoint)
-	if err != nil {
-		return nil, wire.Errorf(wire.CodePeerUnreachable, "peer %s at %s: %v", agentID, p.rec.Endpoint, err).
-			With("agent_id", agentID).With("endpoint", p.rec.Endpoint)
-	}
-	if list.AgentID != agentID {
-		return nil, wire.Errorf(wire.CodePeerUnreachable, "peer %s at %s: the interface list is of agent %q",
-			agentID, p.rec.Endpoint, list.AgentID).With("agent_id", agentID).With("endpoint", p.rec.Endpoint)
-	}
-	ev := wire.EvaluateCompliance(agentID, list.Interfaces)
-	return &ev, nil
-}
-
-// fetchInterfaces reads GET {endpoint}/capabilities/interfaces.
-func (n *p2pNode) fetchInterfaces(ctx context.Context, endpoint string) (*wire.InterfaceList, error) {
-	ctx, cancel := context.WithTimeout(ctx, complianceTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint+InterfacesPath, nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Accept", wire.ContentJSON)
-	resp, err := n.client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("GET %s: %w", InterfacesPath, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", InterfacesPath, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s answered %d", InterfacesPath, resp.StatusCode)
-	}
-	var list wire.InterfaceList
-	if err := json.Unmarshal(body, &list); err != nil {
-		return nil, fmt.Errorf("%s is not an interface list: %w", InterfacesPath, err)
-	}
-	return &list, nil
 }

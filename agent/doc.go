@@ -1,12 +1,14 @@
-// Package agent is a Synapse agent: identity, capabilities, the task engine
-// with its state machine, handlers and tokens. It knows nothing of HTTP; the
-// httpapi package serves it.
+// Package agent is a Synapse agent's task engine: its identity and tokens,
+// its capabilities, the tasks with their state machine, handlers, human
+// requests and retention. It serves no protocol; httpapi (and grpcapi)
+// serve it, and package peer attaches the peer network to it.
 //
 // # Lifecycle
 //
 //	a, err := agent.New(cfg, agent.WithLogger(log))
 //	a.Handle(agent.Handler{Type: wire.SupportedTaskType{Type: "resize"}, Func: resize})
-//	err = a.Open(ctx)   // store, identity, recovery of unfinished tasks
+//	n, err := peer.New(a, peer.Options{Logger: log}) // optional: the peer network
+//	err = a.Open(ctx)   // store, identity, the network's state, recovery of unfinished tasks
 //	defer a.Close(ctx)  // running tasks get until ctx is done
 //
 // # Tasks
@@ -22,6 +24,20 @@
 // Finished tasks live only in the store; the engine keeps in memory just the
 // tasks that are not final. Retention deletes finished tasks by age and
 // count.
+//
+// # The network hook
+//
+// The engine knows peers only through the Network interface (network.go),
+// which package peer implements and attaches with Attach. A delegated task
+// (one with a target) and a task a peer asked for (one with an origin) are
+// tasks like any other; each of their changes that a peer must hear of, and
+// each webhook callback and A2A push notification, is an Outgoing the
+// engine hands to Network.Enqueue inside the store transaction of the
+// change, so that a crash loses neither. The network hands the messages of
+// paired peers back through the methods on behalf of a peer
+// (AcceptFromPeer, ReportFromPeer, CancelFromPeer, InfoFromPeer,
+// DecisionFromPeer). Without a network, a target, a callback_url or an A2A
+// push config is refused.
 //
 // # Restart
 //

@@ -417,8 +417,16 @@ func (e *engine) check(ctx context.Context, req *wire.SubmitRequest) error {
 	if err := req.Normalize(); err != nil {
 		return err
 	}
+	if ctx.Value(pushCtxKey{}) != nil {
+		if err := e.a.needNetwork("a push config"); err != nil {
+			return err
+		}
+	}
 	if req.CallbackURL == "" {
 		return nil
+	}
+	if err := e.a.needNetwork("callback_url"); err != nil {
+		return err
 	}
 	return e.a.outbound.CheckURL(ctx, "callback_url", req.CallbackURL)
 }

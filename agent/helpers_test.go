@@ -6,12 +6,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/synapse-edge/synapse/internal/clocktest"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/synapse-edge/synapse/internal/clocktest"
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/wire"
@@ -214,4 +215,15 @@ func blockHandler(taskType string, idempotent bool, started chan<- string) agent
 			return nil, ctx.Err()
 		},
 	}
+}
+
+// countStatus counts the transitions into s in a task's history.
+func countStatus(task *wire.Task, s wire.Status) int {
+	n := 0
+	for _, h := range task.History {
+		if h.Status == s {
+			n++
+		}
+	}
+	return n
 }

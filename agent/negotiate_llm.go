@@ -20,9 +20,9 @@ const NaturalLanguageType = "natural_language"
 // maxNaturalText bounds the text of one tier-3 request.
 const maxNaturalText = 64 << 10
 
-// llmClient is the configured LLM backend, nil when there is none. It
-// sends through the agent's transport.
-func (a *Agent) llmClient() *negotiate.LLM {
+// LLMClient is the configured LLM backend (negotiation tier 3 and the
+// natural_language handler), nil when there is none.
+func (a *Agent) LLMClient() *negotiate.LLM {
 	l := a.cfg.Negotiation.LLM
 	if l == nil {
 		return nil
@@ -62,7 +62,7 @@ func (a *Agent) naturalLanguage(ctx context.Context, r *Run) (any, error) {
 	if len(in.Text) > maxNaturalText {
 		return nil, wire.Errorf(wire.CodeInvalidParams, "text is longer than %d bytes", maxNaturalText)
 	}
-	if llm := a.llmClient(); llm != nil {
+	if llm := a.LLMClient(); llm != nil {
 		r.Log("asking the LLM backend")
 		reply, err := llm.Chat(ctx, []negotiate.ChatMessage{
 			{Role: "system", Content: fmt.Sprintf("You are %s, a Synapse agent. Answer the request you are sent in plain text.", a.identity.AgentName)},

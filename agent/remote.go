@@ -26,17 +26,9 @@ type Outgoing struct {
 	Type          string
 	CorrelationID string
 	Payload       any
-	// taskType is the task's type for a result sent to its requester
-	// (selective disclosure, disclose.go).
-	taskType string
-}
-
-// remote is what the engine needs of the P2P layer.
-type remote interface {
-	// known reports whether peer is paired.
-	known(peer string) bool
-	// enqueue queues m durably inside tx.
-	enqueue(tx *store.Tx, m Outgoing) error
+	// TaskType is the task's type for a result sent to its requester
+	// (the network's selective disclosure).
+	TaskType string
 }
 
 // outgoingFor derives the messages a change from prev to next announces.
@@ -86,7 +78,7 @@ func outgoingFor(prev, next *wire.Task) []Outgoing {
 				}
 				m.Type, m.Payload = wire.MsgTaskNeedHuman, h
 			case wire.StatusCompleted:
-				m.taskType = next.Type
+				m.TaskType = next.Type
 				m.Type, m.Payload = wire.MsgTaskComplete, &wire.TaskCompletePayload{TaskID: next.ID,
 					Result: wire.TaskResult{OutputType: "json", Output: next.Result}, Summary: "task completed"}
 			case wire.StatusFailed:
@@ -146,7 +138,7 @@ func (e *engine) walk(t *wire.Task, to wire.Status, now time.Time, reason string
 
 // submitRemote stores a task to be run by a peer and queues its request.
 func (e *engine) submitRemote(ctx context.Context, p Principal, req *wire.SubmitRequest, idem *IdemWrite) (*wire.Task, error) {
-	if e.a.p2p == nil || !e.a.p2p.known(req.Target) {
+	if e.a.net == nil || !e.a.net.Known(req.Target) {
 		return nil, wire.Errorf(wire.CodeInvalidParams, "target %q is not a paired peer (POST /agents to pair it)", req.Target).With("field", "target")
 	}
 	id, err := uuid.NewV7()
@@ -161,7 +153,7 @@ func (e *engine) submitRemote(ctx context.Context, p Principal, req *wire.Submit
 	}
 	prev := *t
 	evs, _ := e.transition(t, wire.StatusPending, now, "sent to "+req.Target)
-	if why := e.a.node.refusal(req.Target); why != "" {
+	if why := e.a.net.Refusal(req.Target); why != "" {
 		evs = append(evs, noteWaiting(e, t, req.Target, why, now)...)
 	}
 	r := &run{task: t, done: make(chan struct{})}
@@ -236,7 +228,7 @@ func (e *engine) acceptRemote(ctx context.Context, peer, messageID string, req *
 		evs = append(evs, more...)
 	} else if r.h == nil {
 		reject(wire.Errorf(wire.CodeCapabilityLacking, "this agent has no handler for task type %q", t.Type))
-	} else if we := e.a.personalDataRefusal(peer, r.h); we != nil {
+	} else if we := e.personalDataRefusal(peer, r.h); we != nil {
 		reject(we)
 	} else if !t.Payload.IsObject() {
 		reject(wire.Errorf(wire.CodeInvalidParams, "payload must be a JSON object"))
@@ -309,6 +301,18 @@ func (e *engine) createFn(t *wire.Task, evs []*wire.Event, out []Outgoing, idem 
 	}
 }
 
+// personalDataRefusal is the network's refusal of a request from peer for
+// h's task type when it is marked personal_data; nil when it may run.
+func (e *engine) personalDataRefusal(peer string, h *registered) *wire.Error {
+	if h == nil || !h.PersonalData {
+		return nil
+	}
+	if e.a.net == nil {
+		return wire.Errorf(wire.CodeAgentNotReady, "no peer network")
+	}
+	return e.a.net.PersonalDataRefusal(peer, h.Type.Type)
+}
+
 // storeErr maps a failed task write to the client-visible error.
 func storeErr(err error) error {
 	if err == nil || errors.Is(err, errIdemRace) {
@@ -321,15 +325,11 @@ func (e *engine) enqueue(tx *store.Tx, out []Outgoing) error {
 	if len(out) == 0 {
 		return nil
 	}
-	if e.a.p2p == nil {
-		return fmt.Errorf("no P2P layer to send %s to %s", out[0].Type, out[0].Peer)
+	if e.a.net == nil {
+		return fmt.Errorf("no peer network to send %s to %s", out[0].Type, out[0].Peer+out[0].URL)
 	}
 	for _, m := range out {
-		m, err := e.a.disclose(tx, m)
-		if err != nil {
-			return err
-		}
-		if err := e.a.p2p.enqueue(tx, m); err != nil {
+		if err := e.a.net.Enqueue(tx, m); err != nil {
 			return err
 		}
 	}

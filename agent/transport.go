@@ -10,6 +10,10 @@ import (
 // sendTimeout bounds one message sent through the default transport.
 const sendTimeout = 30 * time.Second
 
+// idleConnsPerHost keeps a connection for each request of the peer
+// network's window to one peer (32, package peer), and a few more.
+const idleConnsPerHost = 32 + 8
+
 // WithTransport sends everything the agent and the layers built on it
 // send (tier-1 batches, notifications, ...) through t. By default: HTTP
 // for http and https destinations, with URLs a client gave (Callback
@@ -26,7 +30,7 @@ func (a *Agent) defaultTransport() transport.Transport {
 	mux.Handle(httptransport.New(httptransport.Options{
 		Guard:               a.outbound.DialContext,
 		Timeout:             sendTimeout,
-		MaxIdleConnsPerHost: peerWindow + 8, // a window of requests to one peer
+		MaxIdleConnsPerHost: idleConnsPerHost,
 		Now:                 a.clock.Now,
 	}), "http", "https")
 	return mux

@@ -16,6 +16,7 @@ import (
 	"github.com/synapse-edge/synapse/group"
 	"github.com/synapse-edge/synapse/hil"
 	"github.com/synapse-edge/synapse/httpapi"
+	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/store"
 )
 
@@ -108,6 +109,10 @@ func serve(ctx context.Context, sio *IO, log *slog.Logger, cfg agent.Config, gra
 	if err != nil {
 		return err
 	}
+	nw, err := peer.New(a, peer.Options{Logger: log})
+	if err != nil {
+		return err
+	}
 	if err := a.Open(ctx); err != nil {
 		if errors.Is(err, store.ErrLocked) {
 			return fmt.Errorf("data directory %s is in use by another synapse process (is an agent already serving it?)", cfg.DataDir)
@@ -125,14 +130,14 @@ func serve(ctx context.Context, sio *IO, log *slog.Logger, cfg agent.Config, gra
 		_ = a.Close(context.Background())
 		return fmt.Errorf("start human-in-the-loop: %w", err)
 	}
-	gm := group.New(a, group.Options{Logger: log})
+	gm := group.New(a, nw, group.Options{Logger: log})
 	if err := gm.Start(ctx); err != nil {
 		_ = hm.Close(context.Background())
 		_ = ln.Close()
 		_ = a.Close(context.Background())
 		return fmt.Errorf("start groups: %w", err)
 	}
-	stopExtra, err := extra.start(ctx, a, gm, log)
+	stopExtra, err := extra.start(ctx, a, nw, gm, log)
 	if err != nil {
 		_, _, _ = gm.Close(context.Background()), hm.Close(context.Background()), ln.Close()
 		_ = a.Close(context.Background())
@@ -145,7 +150,7 @@ func serve(ctx context.Context, sio *IO, log *slog.Logger, cfg agent.Config, gra
 		_ = a.Close(context.Background())
 		return err
 	}
-	srv := httpapi.New(a, httpapi.Options{Logger: log, Version: Version, HIL: hm, Groups: gm})
+	srv := httpapi.New(a, httpapi.Options{Logger: log, Version: Version, HIL: hm, Groups: gm, Network: nw})
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 

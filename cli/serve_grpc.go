@@ -15,6 +15,7 @@ import (
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/group"
 	"github.com/synapse-edge/synapse/grpcapi"
+	"github.com/synapse-edge/synapse/peer"
 )
 
 // extraServers adds the gRPC API (--grpc-listen, default off) in a binary
@@ -29,7 +30,7 @@ func addExtraFlags(fs *flag.FlagSet) *extraServers {
 
 // start starts the gRPC server when --grpc-listen is set; the function it
 // returns stops it.
-func (x *extraServers) start(_ context.Context, a *agent.Agent, gm *group.Manager, log *slog.Logger) (func(context.Context) error, error) {
+func (x *extraServers) start(_ context.Context, a *agent.Agent, nw *peer.Network, gm *group.Manager, log *slog.Logger) (func(context.Context) error, error) {
 	if *x.grpcListen == "" {
 		return func(context.Context) error { return nil }, nil
 	}
@@ -37,7 +38,7 @@ func (x *extraServers) start(_ context.Context, a *agent.Agent, gm *group.Manage
 	if err != nil {
 		return nil, fmt.Errorf("grpc listen on %s: %w", *x.grpcListen, err)
 	}
-	srv := grpcapi.New(a, grpcapi.Options{Logger: log, Version: Version, Groups: gm})
+	srv := grpcapi.New(a, grpcapi.Options{Logger: log, Version: Version, Groups: gm, Network: nw})
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	return func(ctx context.Context) error {

@@ -3,11 +3,12 @@ package group_test
 import (
 	"context"
 	"errors"
-	"github.com/synapse-edge/synapse/internal/clocktest"
 	"slices"
 	"sort"
 	"testing"
 	"time"
+
+	"github.com/synapse-edge/synapse/internal/clocktest"
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/group"

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -38,6 +39,7 @@ type Options struct {
 // the agent is open, Start it, and Close it before the agent.
 type Manager struct {
 	a     *agent.Agent
+	net   *peer.Network
 	db    *store.DB
 	clock agent.Clock
 	log   *slog.Logger
@@ -62,8 +64,8 @@ type Manager struct {
 	closeOnce sync.Once
 }
 
-// New builds a manager for an open agent.
-func New(a *agent.Agent, opts Options) *Manager {
+// New builds a manager for an open agent and its peer network.
+func New(a *agent.Agent, net *peer.Network, opts Options) *Manager {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -71,7 +73,7 @@ func New(a *agent.Agent, opts Options) *Manager {
 		opts.KeepEvents = DefaultKeepEvents
 	}
 	m := &Manager{
-		a: a, db: a.Store(), clock: a.Clock(), log: opts.Logger.With("component", "group"),
+		a: a, net: net, db: a.Store(), clock: a.Clock(), log: opts.Logger.With("component", "group"),
 		me: a.Identity().AgentID, keep: opts.KeepEvents,
 		maxAge: time.Duration(a.Config().Retention.MaxAgeHours) * time.Hour,
 		timers: map[string]agent.Timer{}, runs: map[string]*taskRun{},
@@ -102,7 +104,7 @@ func (m *Manager) Start(ctx context.Context) error {
 		return fmt.Errorf("group: prune: %w", err)
 	}
 	m.spawn(m.pruneLoop)
-	m.a.HandleGroupMessages(m.receive)
+	m.net.HandleGroupMessages(m.receive)
 	if err := m.a.ProvideInterfaces(wire.IfaceGroupManager, wire.IfaceVotingHandler, wire.IfaceGroupTaskHandler); err != nil {
 		return fmt.Errorf("group: %w", err)
 	}
@@ -287,11 +289,11 @@ func (m *Manager) announce(tx *store.Tx, g *Group, msgType string, payload any, 
 
 // send queues one envelope for a peer; an unpaired peer is skipped.
 func (m *Manager) send(tx *store.Tx, peer, msgType string, payload any) error {
-	if _, err := m.a.Peer(peer); err != nil {
+	if _, err := m.net.Peer(peer); err != nil {
 		m.log.Warn("not sent: the agent is not a paired peer", "peer", peer, "type", msgType)
 		return nil
 	}
-	return m.a.QueueToPeer(tx, peer, msgType, payload)
+	return m.net.QueueToPeer(tx, peer, msgType, payload)
 }
 
 func contains(list []string, s string) bool {

@@ -9,6 +9,7 @@ import (
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/group"
 	"github.com/synapse-edge/synapse/internal/testutil"
+	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -78,11 +79,11 @@ func TestMembership(t *testing.T) {
 		_, err := outsider.gm.Join(ctx, g.GroupID, "")
 		wantCode(t, err, wire.CodeNotFound)
 		// A forged join sent straight to the owner is refused there.
-		if err := outsider.a.SendToPeer(ctx, owner.id(), wire.MsgGroupJoin, map[string]any{"group_id": g.GroupID}); err != nil {
+		if err := outsider.Network.SendToPeer(ctx, owner.id(), wire.MsgGroupJoin, map[string]any{"group_id": g.GroupID}); err != nil {
 			t.Fatal(err)
 		}
 		testutil.Eventually(t, pollTimeout, "the forged join refused as a dead letter", func() bool {
-			items, _, err := outsider.a.Outbox(agent.OutboxQuery{State: "dead", Peer: owner.id(), Limit: 10})
+			items, _, err := outsider.Network.Outbox(peer.OutboxQuery{State: "dead", Peer: owner.id(), Limit: 10})
 			return err == nil && len(items) == 1 && items[0].Type == wire.MsgGroupJoin
 		})
 		if got := memberIDs(owner, g.GroupID); slices.Contains(got, outsider.id()) {

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/group"
 	"github.com/synapse-edge/synapse/internal/testutil"
+	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -120,12 +120,12 @@ func TestVotes(t *testing.T) {
 		_, _, err = outsider.gm.Cast(ctx, g.GroupID, v.VoteID, group.BallotRequest{Option: "x"})
 		wantCode(t, err, wire.CodeNotFound)
 		// Sent straight to the owner, it is refused there (403).
-		if err := outsider.a.SendToPeer(ctx, owner.id(), wire.MsgGroupBallot,
+		if err := outsider.Network.SendToPeer(ctx, owner.id(), wire.MsgGroupBallot,
 			map[string]any{"group_id": g.GroupID, "vote_id": v.VoteID, "option": "x"}); err != nil {
 			t.Fatal(err)
 		}
 		testutil.Eventually(t, pollTimeout, "the forged ballot refused", func() bool {
-			items, _, err := outsider.a.Outbox(agent.OutboxQuery{State: "dead", Peer: owner.id(), Limit: 10})
+			items, _, err := outsider.Network.Outbox(peer.OutboxQuery{State: "dead", Peer: owner.id(), Limit: 10})
 			return err == nil && len(items) == 1 && strings.Contains(items[0].LastError, wire.CodePermissionDenied)
 		})
 		o, _ := owner.gm.Vote(g.GroupID, v.VoteID)

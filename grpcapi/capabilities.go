@@ -26,6 +26,9 @@ func (s *Server) GetCapabilities(ctx context.Context, _ *emptypb.Empty) (*pb.Cap
 // paired peer (GET /agents/{agent_id}: what pairing learnt). NotFound
 // otherwise.
 func (s *Server) QueryAgent(ctx context.Context, in *pb.QueryAgentRequest) (*pb.CapabilitiesResponse, error) {
+	if err := s.needNet(); err != nil {
+		return nil, err
+	}
 	id := in.GetAgentId()
 	if id == "" {
 		return nil, wire.Errorf(wire.CodeInvalidParams, "agent_id is required").With("field", "agent_id")
@@ -33,10 +36,10 @@ func (s *Server) QueryAgent(ctx context.Context, in *pb.QueryAgentRequest) (*pb.
 	if id == s.a.Identity().AgentID {
 		return s.GetCapabilities(ctx, nil)
 	}
-	if e, err := s.a.Registration(id); err == nil && e.Capabilities != nil {
+	if e, err := s.net.Registration(id); err == nil && e.Capabilities != nil {
 		return capabilitiesResponse(e.Capabilities), nil
 	}
-	p, err := s.a.Peer(id)
+	p, err := s.net.Peer(id)
 	if err != nil {
 		return nil, err
 	}
@@ -59,11 +62,14 @@ func capabilitiesResponse(c *wire.AgentCapabilities) *pb.CapabilitiesResponse {
 
 // ListAgents is GET /agents: the paired peers.
 func (s *Server) ListAgents(context.Context, *emptypb.Empty) (*pb.ListAgentsResponse, error) {
-	peers := s.a.Peers()
+	if err := s.needNet(); err != nil {
+		return nil, err
+	}
+	peers := s.net.Peers()
 	out := &pb.ListAgentsResponse{Agents: make([]*pb.AgentInfo, 0, len(peers)), Total: int32(len(peers))}
 	for _, p := range peers {
 		info := &pb.AgentInfo{AgentId: p.AgentID, AgentName: p.AgentName, Endpoint: p.Endpoint, Status: p.Status}
-		if e, err := s.a.Registration(p.AgentID); err == nil && e.Capabilities != nil {
+		if e, err := s.net.Registration(p.AgentID); err == nil && e.Capabilities != nil {
 			for _, t := range e.Capabilities.SupportedTaskTypes {
 				info.Capabilities = append(info.Capabilities, t.Type)
 			}

@@ -70,7 +70,7 @@ func TestKeepaliveSeedClient(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := grpcapi.New(n.a, grpcapi.Options{Version: "test", KeepaliveMinTime: minTime})
+		s := grpcapi.New(n.a, grpcapi.Options{Version: "test", KeepaliveMinTime: minTime, Network: n.net})
 		go func() { _ = s.Serve(ln) }()
 		t.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -29,6 +29,7 @@ import (
 	"github.com/synapse-edge/synapse/grpcapi"
 	"github.com/synapse-edge/synapse/httpapi"
 	"github.com/synapse-edge/synapse/internal/testutil/peernode"
+	"github.com/synapse-edge/synapse/peer"
 	pb "github.com/synapse-edge/synapse/proto"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -43,6 +44,7 @@ const pollTimeout = 15 * time.Second
 type node struct {
 	cfg  agent.Config
 	a    *agent.Agent
+	net  *peer.Network
 	gm   *group.Manager
 	base string // REST base URL, also the agent's endpoint
 	conn *grpc.ClientConn
@@ -65,12 +67,12 @@ func startNode(t *testing.T, name string, opts ...nodeOpt) *node {
 		f(&o)
 	}
 	pn := peernode.Start(t, peernode.Options{Name: name, AdminToken: adminToken, Groups: !o.noGroups})
-	n := &node{cfg: pn.Config, a: pn.Agent, gm: pn.Groups, base: pn.URL()}
+	n := &node{cfg: pn.Config, a: pn.Agent, net: pn.Network, gm: pn.Groups, base: pn.URL()}
 	gln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	n.grpc = grpcapi.New(n.a, grpcapi.Options{Version: "test", Groups: n.gm})
+	n.grpc = grpcapi.New(n.a, grpcapi.Options{Version: "test", Groups: n.gm, Network: n.net})
 	go func() { _ = n.grpc.Serve(gln) }()
 	n.conn, err = grpc.NewClient(gln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
@@ -239,7 +241,7 @@ func envelope(t *testing.T, from, to *node, typ string, payload any) (*wire.Unif
 // pair makes n pin other (other may then send envelopes to n).
 func (n *node) pair(t *testing.T, other *node) {
 	t.Helper()
-	if _, _, err := n.a.AddPeer(context.Background(), other.base); err != nil {
+	if _, _, err := n.net.AddPeer(context.Background(), other.base); err != nil {
 		t.Fatalf("pair %s: %v", other.base, err)
 	}
 }

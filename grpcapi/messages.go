@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/peer"
 	pb "github.com/synapse-edge/synapse/proto"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -29,17 +30,20 @@ const (
 
 // SendMessage is POST /message: one signed envelope from a paired peer.
 func (s *Server) SendMessage(ctx context.Context, in *pb.SendMessageRequest) (*pb.SendMessageResponse, error) {
+	if err := s.needNet(); err != nil {
+		return nil, err
+	}
 	if len(in.GetEnvelope()) == 0 {
 		return nil, wire.Errorf(wire.CodeMessageFormatInvalid, "envelope is empty: send one signed envelope").With("field", "envelope")
 	}
-	m, err := agent.DecodeEnvelope(in.GetEnvelope(), in.GetMsgpack())
+	m, err := wire.DecodeEnvelope(in.GetEnvelope(), in.GetMsgpack())
 	if err != nil {
 		return nil, err
 	}
 	if id := in.GetReceiverId(); id != "" && id != m.Receiver.AgentID {
 		return nil, wire.Errorf(wire.CodeInvalidParams, "receiver_id %q is not the envelope's receiver %q", id, m.Receiver.AgentID).With("field", "receiver_id")
 	}
-	reply, err := s.a.Receive(ctx, m, bytes.Clone(in.GetEnvelope()), in.GetMsgpack())
+	reply, err := s.net.Receive(ctx, m, bytes.Clone(in.GetEnvelope()), in.GetMsgpack())
 	if err != nil {
 		return nil, err
 	}
@@ -78,6 +82,9 @@ func encodeEnvelope(m *wire.UnifiedSynapseMessage, msgpack bool) ([]byte, error)
 // (error_json set); correlation_id is the envelope's message_id. A caller
 // with the admin scope also receives every envelope the agent accepts.
 func (s *Server) StreamMessages(stream pb.SynapseMessageService_StreamMessagesServer) error {
+	if err := s.needNet(); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(stream.Context())
 	defer cancel()
 	var mu sync.Mutex
@@ -92,7 +99,7 @@ func (s *Server) StreamMessages(stream pb.SynapseMessageService_StreamMessagesSe
 		wg.Wait()
 	}()
 	if principal(ctx).Can(agent.ScopeAdmin) {
-		feed := s.a.Messages()
+		feed := s.net.Messages()
 		if feed == nil {
 			return wire.Errorf(wire.CodeAgentNotReady, "")
 		}
@@ -139,14 +146,14 @@ func (s *Server) answer(ctx context.Context, in *pb.SynapseMessage) *pb.SynapseM
 	out := &pb.SynapseMessage{Id: resp.GetMessageId(), CorrelationId: resp.GetMessageId(), MessageType: resp.GetStatus(),
 		Timestamp: s.a.Clock().Now().UnixMilli(), Msgpack: in.GetMsgpack(), ContentType: "json"}
 	if len(resp.GetReplyEnvelope()) > 0 {
-		m, err := agent.DecodeEnvelope(resp.GetReplyEnvelope(), in.GetMsgpack())
+		m, err := wire.DecodeEnvelope(resp.GetReplyEnvelope(), in.GetMsgpack())
 		if err == nil {
 			out = envelopeMessage(m, resp.GetReplyEnvelope(), in.GetMsgpack())
 			out.CorrelationId = m.CorrelationID
 		}
 		return out
 	}
-	b, _ := json.Marshal(&agent.Accepted{Accepted: true, MessageID: resp.GetMessageId(), Duplicate: resp.GetStatus() == "duplicate", Code: resp.GetCode()})
+	b, _ := json.Marshal(&peer.Accepted{Accepted: true, MessageID: resp.GetMessageId(), Duplicate: resp.GetStatus() == "duplicate", Code: resp.GetCode()})
 	out.PayloadJson = string(b)
 	return out
 }
@@ -154,7 +161,10 @@ func (s *Server) answer(ctx context.Context, in *pb.SynapseMessage) *pb.SynapseM
 // ReceiveCallback is GET /messages/callback: every envelope the agent
 // accepts from now on, until the call ends or the server shuts down.
 func (s *Server) ReceiveCallback(_ *emptypb.Empty, stream pb.SynapseMessageService_ReceiveCallbackServer) error {
-	feed := s.a.Messages()
+	if err := s.needNet(); err != nil {
+		return err
+	}
+	feed := s.net.Messages()
 	if feed == nil {
 		return wire.Errorf(wire.CodeAgentNotReady, "")
 	}
@@ -169,7 +179,7 @@ func (s *Server) ReceiveCallback(_ *emptypb.Empty, stream pb.SynapseMessageServi
 
 // pumpFeed sends the feed's envelopes after last, reloading from the
 // feed's ring when the subscription lags.
-func (s *Server) pumpFeed(ctx context.Context, feed *agent.MessageFeed, last uint64, send func(*pb.SynapseMessage) error) error {
+func (s *Server) pumpFeed(ctx context.Context, feed *peer.MessageFeed, last uint64, send func(*pb.SynapseMessage) error) error {
 	for range maxResubscribe {
 		sub := feed.Subscribe()
 		kept, _ := feed.Since(last)
@@ -189,7 +199,7 @@ func (s *Server) pumpFeed(ctx context.Context, feed *agent.MessageFeed, last uin
 	return wire.Errorf(wire.CodeInternal, "message feed resubscribed too often")
 }
 
-func (s *Server) followFeed(ctx context.Context, sub *agent.FeedSubscription, last *uint64, send func(*pb.SynapseMessage) error) (bool, error) {
+func (s *Server) followFeed(ctx context.Context, sub *peer.FeedSubscription, last *uint64, send func(*pb.SynapseMessage) error) (bool, error) {
 	for {
 		select {
 		case m, ok := <-sub.C:
@@ -214,8 +224,8 @@ func (s *Server) followFeed(ctx context.Context, sub *agent.FeedSubscription, la
 // receivedMessage is an envelope of the feed as a SynapseMessage; its
 // envelope field is the envelope exactly as received (its signature
 // verifies).
-func receivedMessage(r agent.ReceivedMessage) *pb.SynapseMessage {
-	m, err := agent.DecodeEnvelope(r.Raw, r.Msgpack)
+func receivedMessage(r peer.ReceivedMessage) *pb.SynapseMessage {
+	m, err := wire.DecodeEnvelope(r.Raw, r.Msgpack)
 	if err != nil {
 		return &pb.SynapseMessage{Id: r.MessageID, SenderId: r.From, MessageType: r.Type, Envelope: r.Raw, Msgpack: r.Msgpack, Seq: r.Seq}
 	}

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/peer"
 	pb "github.com/synapse-edge/synapse/proto"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -42,7 +43,7 @@ func TestMessageRPCs(t *testing.T) {
 		if resp.GetStatus() != "replied" || resp.GetMessageId() != m.MessageID {
 			t.Fatalf("SendMessage = %+v, want replied to %s", resp, m.MessageID)
 		}
-		reply, err := agent.DecodeEnvelope(resp.GetReplyEnvelope(), false)
+		reply, err := wire.DecodeEnvelope(resp.GetReplyEnvelope(), false)
 		if err != nil {
 			t.Fatalf("reply envelope: %v", err)
 		}
@@ -65,7 +66,7 @@ func TestMessageRPCs(t *testing.T) {
 		if got.GetSenderId() != b.a.Identity().AgentID || got.GetMessageType() != wire.MsgCapabilityQuery || got.GetSeq() == 0 {
 			t.Errorf("callback = %+v", got)
 		}
-		if _, err := agent.DecodeEnvelope(got.GetEnvelope(), got.GetMsgpack()); err != nil {
+		if _, err := wire.DecodeEnvelope(got.GetEnvelope(), got.GetMsgpack()); err != nil {
 			t.Errorf("callback envelope: %v", err)
 		}
 	})
@@ -190,7 +191,7 @@ func TestCapabilityRPCs(t *testing.T) {
 			t.Fatal(err)
 		}
 		var rest struct {
-			Agents []agent.PeerInfo `json:"agents"`
+			Agents []peer.PeerInfo `json:"agents"`
 		}
 		if err := json.Unmarshal(a.rest(t, "GET", "/agents", adminToken, nil).body, &rest); err != nil {
 			t.Fatal(err)

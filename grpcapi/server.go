@@ -17,7 +17,9 @@ import (
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/group"
+	"github.com/synapse-edge/synapse/peer"
 	pb "github.com/synapse-edge/synapse/proto"
+	"github.com/synapse-edge/synapse/wire"
 )
 
 // maxMessage bounds a received gRPC message: a task with files of up to
@@ -48,6 +50,9 @@ type Options struct {
 	// Groups serves GroupService; without it its RPCs answer
 	// Unavailable (like the REST group routes without groups).
 	Groups *group.Manager
+	// Network serves MessageService and the agent queries; without it
+	// they answer Unavailable.
+	Network *peer.Network
 	// KeepaliveMinTime is the shortest interval between client pings
 	// admitted; default DefaultKeepaliveMinTime.
 	KeepaliveMinTime time.Duration
@@ -56,6 +61,7 @@ type Options struct {
 // Server is the gRPC server of one agent.
 type Server struct {
 	a       *agent.Agent
+	net     *peer.Network
 	groups  *group.Manager
 	log     *slog.Logger
 	version string
@@ -76,7 +82,7 @@ type Server struct {
 
 // New builds the server for an open agent.
 func New(a *agent.Agent, opts Options) *Server {
-	s := &Server{a: a, groups: opts.Groups, log: opts.Logger, version: opts.Version,
+	s := &Server{a: a, net: opts.Network, groups: opts.Groups, log: opts.Logger, version: opts.Version,
 		health: health.NewServer(), done: make(chan struct{})}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -167,4 +173,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		<-stopped
 		return ctx.Err()
 	}
+}
+
+// needNet is the error of the RPCs of the peer network when the server
+// has none.
+func (s *Server) needNet() error {
+	if s.net == nil {
+		return wire.Errorf(wire.CodeAgentNotReady, "the peer network is not running on this server")
+	}
+	return nil
 }

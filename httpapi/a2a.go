@@ -32,7 +32,8 @@ import (
 // -31403, -32603 RATE_LIMITED) that the SDKs decode. SendMessage honours
 // an Idempotency-Key header as every creating route does (see
 // a2aSendIdempotent). Push notification
-// configs are delivered as A2A events by the agent (agent/a2a_push.go).
+// configs are delivered as A2A events by the agent (agent/a2a_push.go,
+// queued and sent by the peer network).
 const (
 	a2aPath       = "/a2a"
 	agentCardPath = "/.well-known/agent-card.json"

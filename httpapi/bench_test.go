@@ -19,6 +19,7 @@ import (
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/httpapi"
+	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -55,6 +56,10 @@ func startBenchServer(b *testing.B) *benchServer {
 	if err != nil {
 		b.Fatalf("agent.New: %v", err)
 	}
+	nw, err := peer.New(a, peer.Options{})
+	if err != nil {
+		b.Fatalf("peer.New: %v", err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := a.Open(ctx); err != nil {
@@ -65,7 +70,7 @@ func startBenchServer(b *testing.B) *benchServer {
 		_ = a.Close(ctx)
 		b.Fatalf("listen: %v", err)
 	}
-	srv := httpapi.New(a, httpapi.Options{Version: "bench"})
+	srv := httpapi.New(a, httpapi.Options{Version: "bench", Network: nw})
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	s := &benchServer{

@@ -25,14 +25,15 @@ import (
 // from the directory too (FindByCapability); without them it lists the
 // paired peers.
 func (s *Server) discoveryRoutes() []route {
-	return []route{
+	return append([]route{
 		{"GET", seg("capabilities/interfaces"), "", s.interfaces},
+	}, s.withNet([]route{
 		{"GET", seg("agents/*/compliance"), agent.ScopeTasksRead, s.compliance},
 		{"POST", seg("registry/agents"), agent.ScopeRegistryWrite, s.register},
 		{"GET", seg("registry/agents"), agent.ScopeTasksRead, s.listDirectory},
 		{"GET", seg("registry/agents/*"), agent.ScopeTasksRead, s.getRegistration},
 		{"DELETE", seg("registry/agents/*"), agent.ScopeAdmin, s.unregister},
-	}
+	})...)
 }
 
 // serverInterfaces ties the standard interfaces this server implements to
@@ -115,7 +116,7 @@ func (s *Server) compliance(ctx *fasthttp.RequestCtx, _ agent.Principal, args []
 	if err != nil {
 		return err
 	}
-	ev, err := s.a.Compliance(ctx, id)
+	ev, err := s.net.Compliance(ctx, id)
 	if err != nil {
 		return err
 	}

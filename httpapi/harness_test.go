@@ -16,6 +16,7 @@ import (
 	"github.com/synapse-edge/synapse/httpapi"
 	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/internal/testutil/peernode"
+	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -33,6 +34,7 @@ type testServer struct {
 	cfg    agent.Config
 	opts   []agent.Option
 	a      *agent.Agent
+	net    *peer.Network
 	srv    *httpapi.Server
 	base   string
 	client *http.Client
@@ -71,6 +73,10 @@ func (ts *testServer) open() {
 	if err != nil {
 		t.Fatalf("agent.New: %v", err)
 	}
+	nw, err := peer.New(a, peer.Options{})
+	if err != nil {
+		t.Fatalf("peer.New: %v", err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := a.Open(ctx); err != nil {
@@ -81,8 +87,8 @@ func (ts *testServer) open() {
 		_ = a.Close(ctx)
 		t.Fatalf("listen: %v", err)
 	}
-	ts.a = a
-	ts.srv = httpapi.New(a, httpapi.Options{Version: "test"})
+	ts.a, ts.net = a, nw
+	ts.srv = httpapi.New(a, httpapi.Options{Version: "test", Network: nw})
 	ts.base = "http://" + ln.Addr().String()
 	ts.client = &http.Client{
 		Transport: &http.Transport{MaxIdleConnsPerHost: 32, DisableCompression: true},

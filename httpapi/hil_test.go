@@ -16,6 +16,7 @@ import (
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/hil"
 	"github.com/synapse-edge/synapse/httpapi"
+	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -33,6 +34,10 @@ func startHILServer(t *testing.T, mutate ...func(*agent.Config)) (*testServer, *
 	if err != nil {
 		t.Fatalf("agent.New: %v", err)
 	}
+	nw, err := peer.New(a, peer.Options{})
+	if err != nil {
+		t.Fatalf("peer.New: %v", err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := a.Open(ctx); err != nil {
@@ -48,8 +53,8 @@ func startHILServer(t *testing.T, mutate ...func(*agent.Config)) (*testServer, *
 		_ = a.Close(ctx)
 		t.Fatalf("listen: %v", err)
 	}
-	ts := &testServer{t: t, cfg: cfg, a: a, base: "http://" + ln.Addr().String(), served: make(chan struct{})}
-	ts.srv = httpapi.New(a, httpapi.Options{Version: "test", HIL: m})
+	ts := &testServer{t: t, cfg: cfg, a: a, net: nw, base: "http://" + ln.Addr().String(), served: make(chan struct{})}
+	ts.srv = httpapi.New(a, httpapi.Options{Version: "test", HIL: m, Network: nw})
 	ts.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 32}, Timeout: 30 * time.Second}
 	go func(srv *httpapi.Server, served chan struct{}) {
 		defer close(served)

@@ -9,6 +9,7 @@ import (
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/negotiate"
+	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -76,19 +77,19 @@ func TestNegotiateAPI(t *testing.T) {
 	t.Run("contract made and kept on both sides", func(t *testing.T) {
 		r := a.do(t, "POST", api("/negotiate"), negotiateBody(bID, `"preferred_security_level":"standard","session_purpose":"diagnostics"`))
 		r.wantStatus(t, http.StatusCreated)
-		var ci agent.ContractInfo
+		var ci peer.ContractInfo
 		if err := json.Unmarshal(r.body, &ci); err != nil {
 			t.Fatal(err)
 		}
 		id = ci.Contract.ContractID
-		if ci.Role != agent.RoleRequester || ci.Status != negotiate.StatusActive || ci.Contract.SecurityLevel != negotiate.Standard ||
+		if ci.Role != peer.RoleRequester || ci.Status != negotiate.StatusActive || ci.Contract.SecurityLevel != negotiate.Standard ||
 			r.header.Get("Location") != api("/contracts/"+id) {
 			t.Fatalf("answer %s (Location %q)", r.body, r.header.Get("Location"))
 		}
 		for _, side := range []struct {
 			ts   *testServer
 			role string
-		}{{a, agent.RoleRequester}, {b, agent.RoleResponder}} {
+		}{{a, peer.RoleRequester}, {b, peer.RoleResponder}} {
 			got := side.ts.do(t, "GET", api("/contracts/"+id), nil)
 			got.wantStatus(t, http.StatusOK)
 			if m := got.object(t); m["role"] != side.role || m["status"] != negotiate.StatusActive {

@@ -9,6 +9,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -18,7 +19,7 @@ import (
 // with Content-Type: application/msgpack) and need no bearer token: the
 // signature of a paired peer is the authentication (an unknown sender or a
 // bad signature is 401 TP-ID003), and for a peer that shares an HMAC
-// secret also its X-Synapse-Signature header (agent/p2p_hmac.go). They answer 200 with a signed response
+// secret also its X-Synapse-Signature header (peer/p2p_hmac.go). They answer 200 with a signed response
 // envelope for synchronous types (p2p:capability_query), 202
 // {"accepted":true,"message_id"} otherwise, and 200 {"accepted":true,
 // "message_id","duplicate":true,"code":"TP-ID004"} for a message_id
@@ -70,21 +71,21 @@ func (s *Server) receiveMessage(ctx *fasthttp.RequestCtx, _ agent.Principal, _ [
 	if len(body) == 0 {
 		return wire.Errorf(wire.CodeMessageFormatInvalid, "the request body is empty: send one envelope")
 	}
-	m, err := agent.DecodeEnvelope(body, msgpack)
+	m, err := wire.DecodeEnvelope(body, msgpack)
 	if err != nil {
 		return err
 	}
-	if err := s.a.CheckTransportSignature(m.Sender.AgentID, string(ctx.Request.Header.Peek(wire.HeaderSignature)), body); err != nil {
+	if err := s.net.CheckTransportSignature(m.Sender.AgentID, string(ctx.Request.Header.Peek(wire.HeaderSignature)), body); err != nil {
 		return err
 	}
-	// Ordered delivery (agent/p2p_order.go): announce it, and honour the
+	// Ordered delivery (peer/p2p_order.go): announce it, and honour the
 	// sequence of a message that has one.
-	ctx.Response.Header.Set(agent.HeaderOrdering, agent.OrderingPerSender)
+	ctx.Response.Header.Set(peer.HeaderOrdering, peer.OrderingPerSender)
 	var rctx context.Context = ctx
-	if seq, ok := agent.ParseSequence(string(ctx.Request.Header.Peek(agent.HeaderSeq)), string(ctx.Request.Header.Peek(agent.HeaderSeqPrev))); ok {
-		rctx = agent.WithSequence(ctx, seq)
+	if seq, ok := peer.ParseSequence(string(ctx.Request.Header.Peek(peer.HeaderSeq)), string(ctx.Request.Header.Peek(peer.HeaderSeqPrev))); ok {
+		rctx = peer.WithSequence(ctx, seq)
 	}
-	reply, err := s.a.Receive(rctx, m, bytes.Clone(body), msgpack)
+	reply, err := s.net.Receive(rctx, m, bytes.Clone(body), msgpack)
 	if err != nil {
 		return err
 	}
@@ -134,7 +135,7 @@ func (s *Server) addPeer(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string
 	if err := decode(ctx, &req); err != nil {
 		return err
 	}
-	p, created, err := s.a.Pair(ctx, req.Endpoint)
+	p, created, err := s.net.Pair(ctx, req.Endpoint)
 	if err != nil {
 		return err
 	}
@@ -151,7 +152,7 @@ func (s *Server) listPeers(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []stri
 	if q, ok := directoryQuery(ctx); ok { // FindByCapability (registry.go)
 		return s.findAgents(ctx, q)
 	}
-	write(ctx, fasthttp.StatusOK, map[string]any{"agents": s.a.Peers()})
+	write(ctx, fasthttp.StatusOK, map[string]any{"agents": s.net.Peers()})
 	return nil
 }
 
@@ -168,7 +169,7 @@ func (s *Server) getPeer(ctx *fasthttp.RequestCtx, _ agent.Principal, args []str
 	if err != nil {
 		return err
 	}
-	p, err := s.a.Peer(id)
+	p, err := s.net.Peer(id)
 	if err != nil {
 		return err
 	}
@@ -181,7 +182,7 @@ func (s *Server) removePeer(ctx *fasthttp.RequestCtx, _ agent.Principal, args []
 	if err != nil {
 		return err
 	}
-	if err := s.a.RemovePeer(ctx, id); err != nil {
+	if err := s.net.RemovePeer(ctx, id); err != nil {
 		return err
 	}
 	ctx.SetStatusCode(fasthttp.StatusNoContent)
@@ -196,7 +197,7 @@ func (s *Server) listOutbox(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []str
 		return err
 	}
 	q := ctx.QueryArgs()
-	items, next, err := s.a.Outbox(agent.OutboxQuery{
+	items, next, err := s.net.Outbox(peer.OutboxQuery{
 		State: string(q.Peek("state")), Peer: string(q.Peek("peer")), URL: string(q.Peek("url")),
 		After: string(q.Peek("page_token")), Limit: limit,
 	})
@@ -204,7 +205,7 @@ func (s *Server) listOutbox(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []str
 		return err
 	}
 	if items == nil {
-		items = []agent.OutboxEntry{}
+		items = []peer.OutboxEntry{}
 	}
 	write(ctx, fasthttp.StatusOK, map[string]any{"items": items, "next_page_token": next})
 	return nil
@@ -215,7 +216,7 @@ func (s *Server) retryOutbox(ctx *fasthttp.RequestCtx, _ agent.Principal, args [
 	if err != nil {
 		return err
 	}
-	e, err := s.a.RetryOutbox(ctx, id)
+	e, err := s.net.RetryOutbox(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -225,7 +226,7 @@ func (s *Server) retryOutbox(ctx *fasthttp.RequestCtx, _ agent.Principal, args [
 
 func (s *Server) retryDeadLetters(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
 	q := ctx.QueryArgs()
-	n, err := s.a.RetryDeadLetters(ctx, string(q.Peek("peer")), string(q.Peek("url")))
+	n, err := s.net.RetryDeadLetters(ctx, string(q.Peek("peer")), string(q.Peek("url")))
 	if err != nil {
 		return err
 	}
@@ -238,7 +239,7 @@ func (s *Server) dropOutbox(ctx *fasthttp.RequestCtx, _ agent.Principal, args []
 	if err != nil {
 		return err
 	}
-	if err := s.a.DropOutbox(ctx, id); err != nil {
+	if err := s.net.DropOutbox(ctx, id); err != nil {
 		return err
 	}
 	ctx.SetStatusCode(fasthttp.StatusNoContent)
@@ -253,7 +254,7 @@ func (s *Server) dropOutbox(ctx *fasthttp.RequestCtx, _ agent.Principal, args []
 // last_event_id query parameter) resumes after that id while it is among
 // the last 1,000 kept in memory; older ones are gone.
 func (s *Server) messageFeed(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
-	feed := s.a.Messages()
+	feed := s.net.Messages()
 	if feed == nil {
 		return wire.Errorf(wire.CodeAgentNotReady, "")
 	}
@@ -271,7 +272,7 @@ func (s *Server) messageFeed(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []st
 	return nil
 }
 
-func pumpFeed(w *deadlineWriter, done <-chan struct{}, feed *agent.MessageFeed, last uint64) error {
+func pumpFeed(w *deadlineWriter, done <-chan struct{}, feed *peer.MessageFeed, last uint64) error {
 	for { // one pass per subscription; a lagging reader reloads from the ring
 		sub := feed.Subscribe()
 		kept, _ := feed.Since(last)
@@ -294,8 +295,8 @@ func pumpFeed(w *deadlineWriter, done <-chan struct{}, feed *agent.MessageFeed, 
 	}
 }
 
-func followFeed(w *deadlineWriter, done <-chan struct{}, sub *agent.FeedSubscription, last *uint64) (lagged bool, err error) {
-	return followSSE(w, done, sub.C, sub.Lagged, func(m agent.ReceivedMessage) (bool, error) {
+func followFeed(w *deadlineWriter, done <-chan struct{}, sub *peer.FeedSubscription, last *uint64) (lagged bool, err error) {
+	return followSSE(w, done, sub.C, sub.Lagged, func(m peer.ReceivedMessage) (bool, error) {
 		if m.Seq <= *last {
 			return false, nil
 		}
@@ -309,7 +310,7 @@ func followFeed(w *deadlineWriter, done <-chan struct{}, sub *agent.FeedSubscrip
 
 // writeMessageEvent writes one SSE event; a line break inside the data
 // (a pretty-printed JSON envelope) becomes another data line.
-func writeMessageEvent(w *deadlineWriter, m agent.ReceivedMessage) error {
+func writeMessageEvent(w *deadlineWriter, m peer.ReceivedMessage) error {
 	var b bytes.Buffer
 	b.WriteString("id: ")
 	b.WriteString(strconv.FormatUint(m.Seq, 10))

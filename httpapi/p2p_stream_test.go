@@ -217,7 +217,7 @@ func TestMessageStream(t *testing.T) {
 			if mt != websocket.TextMessage {
 				t.Fatalf("frame type %d, want text", mt)
 			}
-			m, err := agent.DecodeEnvelope(data, false)
+			m, err := wire.DecodeEnvelope(data, false)
 			if err != nil {
 				t.Fatalf("frame is not an envelope: %v: %s", err, data)
 			}

@@ -19,6 +19,7 @@ import (
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/internal/testutil/peernode"
+	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -39,7 +40,7 @@ func reopenPeer(t *testing.T, ts *testServer) *testServer {
 
 // peerServer is the test server of the node as it runs now.
 func peerServer(t *testing.T, n *peernode.Node) *testServer {
-	return &testServer{t: t, cfg: n.Config, a: n.Agent, srv: n.Server, base: n.URL(), node: n, up: true,
+	return &testServer{t: t, cfg: n.Config, a: n.Agent, net: n.Network, srv: n.Server, base: n.URL(), node: n, up: true,
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 32, DisableCompression: true}, Timeout: 30 * time.Second}}
 }
 
@@ -300,7 +301,7 @@ func TestInboundSecurity(t *testing.T) {
 			}
 			r := a.postEnvelope(t, body, opts...)
 			r.wantStatus(t, http.StatusOK)
-			resp, err := agent.DecodeEnvelope(r.body, msgpack)
+			resp, err := wire.DecodeEnvelope(r.body, msgpack)
 			if err != nil {
 				t.Fatalf("answer (msgpack %v) is not an envelope: %v", msgpack, err)
 			}
@@ -330,7 +331,7 @@ func TestInboundSecurity(t *testing.T) {
 		r := a.do(t, "POST", api("/callback"), envelopeJSON(t, m), withToken(""))
 		r.wantStatus(t, http.StatusAccepted)
 		p := a.do(t, "GET", api("/agents/"+b.a.Identity().AgentID), nil).object(t)
-		if p["status"] != agent.PeerBusy || p["active_tasks"] != 3.0 {
+		if p["status"] != peer.PeerBusy || p["active_tasks"] != 3.0 {
 			t.Errorf("peer after a full heartbeat = %v, want busy with 3 active tasks", p)
 		}
 	})

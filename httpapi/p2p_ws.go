@@ -7,6 +7,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -38,7 +39,7 @@ type wsFrame struct {
 // connection with 1009; a foreign Origin is refused with 403.
 func (s *Server) messageStream(ctx *fasthttp.RequestCtx, p agent.Principal, _ []string) error {
 	observer := p.Can(agent.ScopeAdmin)
-	feed := s.a.Messages()
+	feed := s.net.Messages()
 	if feed == nil {
 		return wire.Errorf(wire.CodeAgentNotReady, "")
 	}
@@ -62,7 +63,7 @@ func (s *Server) messageStream(ctx *fasthttp.RequestCtx, p agent.Principal, _ []
 			}
 		}()
 		var pushed chan struct{}
-		var sub *agent.FeedSubscription
+		var sub *peer.FeedSubscription
 		if observer {
 			sub = feed.Subscribe()
 			pushed = make(chan struct{})
@@ -113,11 +114,11 @@ func (s *Server) wsAnswer(mt int, data []byte) (f wsFrame) {
 		}
 		return wsFrame{typ, b}
 	}
-	m, err := agent.DecodeEnvelope(data, msgpack)
+	m, err := wire.DecodeEnvelope(data, msgpack)
 	if err != nil {
 		return fail(err)
 	}
-	reply, err := s.a.Receive(s.bg, m, data, msgpack)
+	reply, err := s.net.Receive(s.bg, m, data, msgpack)
 	if err != nil {
 		return fail(err)
 	}

@@ -8,11 +8,11 @@ import (
 	"github.com/synapse-edge/synapse/agent"
 )
 
-// Pair requests (agent/pairing.go): agents that paired this one and wait
+// Pair requests (peer/pairing.go): agents that paired this one and wait
 // for an operator to accept them.
 
 func (s *Server) listPairRequests(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
-	write(ctx, fasthttp.StatusOK, map[string]any{"pending": s.a.PairRequests()})
+	write(ctx, fasthttp.StatusOK, map[string]any{"pending": s.net.PairRequests()})
 	return nil
 }
 
@@ -21,7 +21,7 @@ func (s *Server) acceptPeer(ctx *fasthttp.RequestCtx, _ agent.Principal, args []
 	if err != nil {
 		return err
 	}
-	p, err := s.a.AcceptPeer(ctx, id)
+	p, err := s.net.AcceptPeer(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -35,7 +35,7 @@ func (s *Server) declinePeer(ctx *fasthttp.RequestCtx, _ agent.Principal, args [
 	if err != nil {
 		return err
 	}
-	if err := s.a.DeclinePeer(id); err != nil {
+	if err := s.net.DeclinePeer(id); err != nil {
 		return err
 	}
 	ctx.SetStatusCode(fasthttp.StatusNoContent)

@@ -6,6 +6,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -21,11 +22,11 @@ func (s *Server) register(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []strin
 	if len(body) == 0 {
 		return wire.Errorf(wire.CodeMessageFormatInvalid, "the request body is empty: send one %s envelope", wire.MsgRegistryRegister)
 	}
-	m, err := agent.DecodeEnvelope(body, c == wire.Msgpack)
+	m, err := wire.DecodeEnvelope(body, c == wire.Msgpack)
 	if err != nil {
 		return err
 	}
-	ans, err := s.a.Register(ctx, m)
+	ans, err := s.net.Register(ctx, m)
 	if err != nil {
 		return err
 	}
@@ -40,16 +41,16 @@ func (s *Server) register(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []strin
 
 // directoryQuery reads capability, task_type and status from the query;
 // ok is false when none of them is there.
-func directoryQuery(ctx *fasthttp.RequestCtx) (q agent.DirectoryQuery, ok bool) {
+func directoryQuery(ctx *fasthttp.RequestCtx) (q peer.DirectoryQuery, ok bool) {
 	args := ctx.QueryArgs()
-	q = agent.DirectoryQuery{Capability: string(args.Peek("capability")), TaskType: string(args.Peek("task_type")),
+	q = peer.DirectoryQuery{Capability: string(args.Peek("capability")), TaskType: string(args.Peek("task_type")),
 		Status: string(args.Peek("status"))}
 	return q, args.Has("capability") || args.Has("task_type") || args.Has("status")
 }
 
 // findAgents answers FindByCapability as {"agents":[...]}.
-func (s *Server) findAgents(ctx *fasthttp.RequestCtx, q agent.DirectoryQuery) error {
-	list, err := s.a.FindByCapability(q)
+func (s *Server) findAgents(ctx *fasthttp.RequestCtx, q peer.DirectoryQuery) error {
+	list, err := s.net.FindByCapability(q)
 	if err != nil {
 		return err
 	}
@@ -67,7 +68,7 @@ func (s *Server) getRegistration(ctx *fasthttp.RequestCtx, _ agent.Principal, ar
 	if err != nil {
 		return err
 	}
-	e, err := s.a.Registration(id)
+	e, err := s.net.Registration(id)
 	if err != nil {
 		return err
 	}
@@ -80,7 +81,7 @@ func (s *Server) unregister(ctx *fasthttp.RequestCtx, _ agent.Principal, args []
 	if err != nil {
 		return err
 	}
-	if err := s.a.Unregister(ctx, id); err != nil {
+	if err := s.net.Unregister(ctx, id); err != nil {
 		return err
 	}
 	ctx.SetStatusCode(fasthttp.StatusNoContent)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -175,7 +176,7 @@ func TestRegistryRoutes(t *testing.T) {
 	t.Run("one entry, and removing it", func(t *testing.T) {
 		r := ts.do(t, "GET", api("/registry/agents/sys_ocr_1"), nil)
 		r.wantStatus(t, http.StatusOK)
-		var e agent.DirectoryEntry
+		var e peer.DirectoryEntry
 		if err := json.Unmarshal(r.body, &e); err != nil {
 			t.Fatal(err)
 		}

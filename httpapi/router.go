@@ -49,10 +49,25 @@ func (s *Server) routes() []route {
 		{"DELETE", seg("tokens/*"), agent.ScopeAdmin, s.revokeToken},
 		{"GET", seg("admin/db/backup"), agent.ScopeAdmin, s.backup},
 		{"GET", seg("admin/db/check"), agent.ScopeAdmin, s.checkDB},
-	}, append(append(append(append(s.p2pRoutes(), s.hilRoutes()...), s.discoveryRoutes()...), s.groupRoutes()...), append(s.negotiateRoutes(), s.auditRoutes()...)...)...)
+	}, append(append(append(append(s.withNet(s.p2pRoutes()), s.hilRoutes()...), s.discoveryRoutes()...), s.groupRoutes()...), append(s.withNet(s.negotiateRoutes()), s.auditRoutes()...)...)...)
 }
 
 func seg(p string) []string { return strings.Split(p, "/") }
+
+// withNet marks the routes of the peer network: without one they answer
+// 503.
+func (s *Server) withNet(rs []route) []route {
+	for i := range rs {
+		h := rs[i].h
+		rs[i].h = func(ctx *fasthttp.RequestCtx, p agent.Principal, args []string) error {
+			if s.net == nil {
+				return wire.Errorf(wire.CodeAgentNotReady, "the peer network is not running on this server")
+			}
+			return h(ctx, p, args)
+		}
+	}
+	return rs
+}
 
 // route dispatches a request. Unknown paths are 404, known paths with
 // another method 405.

@@ -16,6 +16,7 @@ import (
 	"github.com/synapse-edge/synapse/group"
 	"github.com/synapse-edge/synapse/hil"
 	"github.com/synapse-edge/synapse/internal/metrics"
+	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -25,6 +26,7 @@ const Prefix = wire.APIPrefix
 // Server serves one agent.
 type Server struct {
 	a       *agent.Agent
+	net     *peer.Network
 	log     *slog.Logger
 	version string
 	srv     *fasthttp.Server
@@ -61,6 +63,10 @@ type Options struct {
 	// Groups, if set, serves the group routes (/group..., /groups); the
 	// caller starts and closes it. Without it they answer 503.
 	Groups *group.Manager
+	// Network, if set, serves the peer network's routes (/message,
+	// /agents, /pairing, /outbox, /registry, /negotiate, /contracts...);
+	// the agent opens and closes it. Without it they answer 503.
+	Network *peer.Network
 }
 
 // New builds a server for a (opened) agent.
@@ -73,7 +79,7 @@ func New(a *agent.Agent, opts Options) *Server {
 	}
 	s := &Server{
 		a: a, log: opts.Logger.With("component", "http"), version: opts.Version,
-		streamsDone: make(chan struct{}), hil: opts.HIL, groups: opts.Groups,
+		streamsDone: make(chan struct{}), hil: opts.HIL, groups: opts.Groups, net: opts.Network,
 	}
 	s.bg, s.cancelBg = context.WithCancel(context.Background())
 	s.msgBufs = newMsgBufs(s.bg.Done())

@@ -26,6 +26,7 @@ import (
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/httpapi"
+	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -80,11 +81,18 @@ func run(ctx context.Context, args []string, ready chan<- string) error {
 		ln.Close()
 		return err
 	}
+	// The peer network (pairing, the outbox, messages from peers) rides
+	// on the agent: built before Open, opened and closed with it.
+	nw, err := peer.New(a, peer.Options{Logger: log})
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	if err := a.Open(ctx); err != nil {
 		ln.Close()
 		return err
 	}
-	srv := httpapi.New(a, httpapi.Options{Logger: log})
+	srv := httpapi.New(a, httpapi.Options{Logger: log, Network: nw})
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	if ready != nil {

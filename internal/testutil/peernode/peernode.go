@@ -1,7 +1,7 @@
 // Package peernode runs agents as peer nodes inside a test process: each
-// node is a real agent on a fresh data directory, served by the real HTTP
-// API on a loopback port, with that address as its endpoint so that other
-// nodes can pair it. A node keeps its address across restarts (peers pin
+// node is a real agent with its peer network on a fresh data directory,
+// served by the real HTTP API on a loopback port, with that address as its
+// endpoint so that other nodes can pair it. A node keeps its address across restarts (peers pin
 // the endpoint) and can run the group and human-in-the-loop managers beside
 // the agent, as synapse serve wires them.
 //
@@ -24,6 +24,7 @@ import (
 	"github.com/synapse-edge/synapse/hil"
 	"github.com/synapse-edge/synapse/httpapi"
 	"github.com/synapse-edge/synapse/internal/testutil"
+	"github.com/synapse-edge/synapse/peer"
 )
 
 // AdminToken is the admin token of a node when Options.AdminToken is "".
@@ -66,12 +67,14 @@ type Node struct {
 	Config agent.Config
 	// Agent is the open agent.
 	Agent *agent.Agent
+	// Network is the agent's peer network.
+	Network *peer.Network
 	// Groups is the started group manager; nil without Options.Groups.
 	Groups *group.Manager
 	// HIL is the started human-in-the-loop manager; nil without
 	// Options.HIL.
 	HIL *hil.Manager
-	// Server serves Agent (and Groups).
+	// Server serves Agent and Network (and Groups).
 	Server *httpapi.Server
 
 	t        testing.TB
@@ -129,6 +132,11 @@ func (n *Node) Open() {
 		ln.Close()
 		t.Fatalf("%s: agent.New: %v", n.opts.Name, err)
 	}
+	nw, err := peer.New(a, peer.Options{})
+	if err != nil {
+		ln.Close()
+		t.Fatalf("%s: peer.New: %v", n.opts.Name, err)
+	}
 	for _, h := range n.opts.Handlers {
 		if err := a.Handle(h); err != nil {
 			ln.Close()
@@ -143,7 +151,7 @@ func (n *Node) Open() {
 	}
 	var gm *group.Manager
 	if n.opts.Groups {
-		gm = group.New(a, group.Options{})
+		gm = group.New(a, nw, group.Options{})
 		if err := gm.Start(ctx); err != nil {
 			ln.Close()
 			_ = a.Close(ctx)
@@ -162,8 +170,8 @@ func (n *Node) Open() {
 			t.Fatalf("%s: hil Start: %v", n.opts.Name, err)
 		}
 	}
-	n.Agent, n.Groups, n.HIL = a, gm, hm
-	n.Server = httpapi.New(a, httpapi.Options{Version: "test", Groups: gm, HIL: hm})
+	n.Agent, n.Network, n.Groups, n.HIL = a, nw, gm, hm
+	n.Server = httpapi.New(a, httpapi.Options{Version: "test", Groups: gm, HIL: hm, Network: nw})
 	served := make(chan struct{})
 	n.ln, n.served = ln, served
 	go func(srv *httpapi.Server) {
@@ -239,7 +247,7 @@ func (n *Node) URL() string { return "http://" + n.addr }
 func Pair(t testing.TB, a, b *Node) {
 	t.Helper()
 	for _, x := range [][2]*Node{{a, b}, {b, a}} {
-		if _, _, err := x[0].Agent.AddPeer(context.Background(), x[1].URL()); err != nil {
+		if _, _, err := x[0].Network.AddPeer(context.Background(), x[1].URL()); err != nil {
 			t.Fatalf("%s AddPeer(%s): %v", x[0].opts.Name, x[1].URL(), err)
 		}
 	}

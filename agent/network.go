@@ -1,0 +1,169 @@
+package agent
+
+import (
+	"context"
+	"crypto/ecdh"
+	"errors"
+	"log/slog"
+
+	"github.com/synapse-edge/synapse/store"
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// Network is the peer network attached to an agent (package peer
+// implements it). The engine knows peers only through it: each state
+// change of a task queues the messages it announces (Outgoing: p2p:*
+// messages for a peer, webhook callbacks, A2A push notifications) with
+// Enqueue, inside the store transaction of the change, and the network
+// delivers them. The agent drives the network's lifecycle from its own
+// Open and Close.
+type Network interface {
+	// Open loads the network's state. The agent calls it once its store
+	// and identity are open, before it recovers tasks.
+	Open(ctx context.Context) error
+	// Start begins deliveries, after the agent recovered its tasks.
+	Start()
+	// Close stops deliveries; the agent calls it once its engine stopped,
+	// before it closes the store. Undelivered messages stay queued.
+	Close(ctx context.Context)
+	// Prune applies the network's retention (Prune of the agent).
+	Prune(ctx context.Context) error
+	// Known reports whether peer is paired.
+	Known(peer string) bool
+	// Refusal is why peer refuses this agent's messages now, or "".
+	Refusal(peer string) string
+	// Enqueue queues m durably inside tx.
+	Enqueue(tx *store.Tx, m Outgoing) error
+	// PersonalDataRefusal is the refusal of a request from peer for a
+	// task type marked personal_data (the contract with the peer is not
+	// high enough), or nil when it may run.
+	PersonalDataRefusal(peer, taskType string) *wire.Error
+}
+
+// Attach makes n the agent's network; call it (package peer's New does)
+// before Open, at most once.
+func (a *Agent) Attach(n Network) error {
+	if a.eng != nil {
+		return errors.New("attach a network: the agent is already open")
+	}
+	if a.net != nil {
+		return errors.New("attach a network: the agent has one")
+	}
+	a.net = n
+	return nil
+}
+
+// needNetwork refuses what only the network delivers (webhook callbacks,
+// A2A push notifications) when the agent has none.
+func (a *Agent) needNetwork(what string) error {
+	if a.net == nil {
+		return wire.Errorf(wire.CodeInvalidParams, "%s needs the peer network, which this agent does not run", what)
+	}
+	return nil
+}
+
+// Logger is the agent's logger.
+func (a *Agent) Logger() *slog.Logger { return a.log }
+
+// Sign signs m with the agent's Ed25519 key.
+func (a *Agent) Sign(m *wire.UnifiedSynapseMessage) error { return wire.Sign(m, a.key) }
+
+// X25519Key is the agent's key agreement key, derived from its Ed25519
+// key (payload encryption between peers).
+func (a *Agent) X25519Key() (*ecdh.PrivateKey, error) { return wire.X25519PrivateKey(a.key) }
+
+// Audit appends a record of an event that stores nothing else (a refused
+// message, a decryption); it is queued, not waited for.
+func (a *Agent) Audit(kind, peer string, detail map[string]any) { a.audit(kind, peer, detail) }
+
+// AuditIn appends an audit record inside tx, so that it is in the log
+// exactly when the event it records is stored.
+func (a *Agent) AuditIn(tx *store.Tx, kind, peer string, detail map[string]any) error {
+	return a.auditIn(tx, kind, peer, detail)
+}
+
+// ActiveTasks is the number of tasks holding an execution slot.
+func (a *Agent) ActiveTasks() int {
+	if a.eng == nil {
+		return 0
+	}
+	a.eng.mu.Lock()
+	defer a.eng.mu.Unlock()
+	return a.eng.active
+}
+
+// HandlerOf returns the handler registered for taskType (with its
+// disclosure rules and personal-data mark).
+func (a *Agent) HandlerOf(taskType string) (Handler, bool) {
+	h := a.handlers.get(taskType)
+	if h == nil {
+		return Handler{}, false
+	}
+	return h.Handler, true
+}
+
+// TaskTypes are the registered task types, sorted.
+func (a *Agent) TaskTypes() []wire.SupportedTaskType { return a.handlers.types() }
+
+// CapabilityChanges receives a value after each change of what the agent
+// declares (a handler registered, an interface provided): the registrar
+// registers again.
+func (a *Agent) CapabilityChanges() <-chan struct{} { return a.caps.changes() }
+
+// ---- tasks on behalf of a peer ----
+//
+// The network hands the task messages of paired peers (checked: sender,
+// signature, timestamp, message id) to these methods. ctx is the one of
+// the message's dispatch (see WithQueued).
+
+// AcceptFromPeer handles a peer's p2p:task_request (messageID is its
+// envelope's): the task is stored with its origin and answered (confirm,
+// reject or need info) in the same transaction. A request for a task id
+// already here is a duplicate and has no second effect. When every
+// execution slot is taken it waits a while for one, then refuses the
+// message (not the task) as overloaded, retriable.
+func (a *Agent) AcceptFromPeer(ctx context.Context, peer, messageID string, req *wire.TaskRequestPayload) error {
+	return a.eng.acceptRemote(ctx, peer, messageID, req)
+}
+
+// ReportFromPeer applies a report (p2p:task_confirm, task_reject,
+// task_status_update, task_need_info, task_need_human, task_complete,
+// task_failed, task_ack) from the peer executing a task delegated to it.
+func (a *Agent) ReportFromPeer(ctx context.Context, peer, msgType string, payload wire.RawPayload) error {
+	return a.eng.remoteUpdate(ctx, peer, msgType, payload)
+}
+
+// CancelFromPeer handles a peer's p2p:task_cancel for a task it asked for.
+func (a *Agent) CancelFromPeer(ctx context.Context, peer string, p *wire.TaskCancelPayload) error {
+	return a.eng.remoteCancel(ctx, peer, p)
+}
+
+// InfoFromPeer handles a peer's p2p:task_info_provided for a task it asked
+// for.
+func (a *Agent) InfoFromPeer(ctx context.Context, peer string, p *wire.TaskInfoProvidedPayload) error {
+	return a.eng.remoteInfo(ctx, peer, p)
+}
+
+// DecisionFromPeer handles a peer's p2p:human_decision for a task it asked
+// for.
+func (a *Agent) DecisionFromPeer(peer string, d *wire.HumanDecisionPayload) error {
+	return a.eng.remoteDecision(peer, d)
+}
+
+type queuedKey struct{}
+
+// WithQueued returns a context under which the task methods on behalf of
+// a peer call f once the store write of their effect is queued (the
+// store applies writes in queue order): the network's per-sender order
+// lets the sender's next message start then. Only the first call counts
+// for the caller; f must be safe to call more than once.
+func WithQueued(ctx context.Context, f func()) context.Context {
+	return context.WithValue(ctx, queuedKey{}, f)
+}
+
+// queued calls the function WithQueued put in ctx, if any.
+func queued(ctx context.Context) {
+	if f, ok := ctx.Value(queuedKey{}).(func()); ok {
+		f()
+	}
+}

@@ -1,0 +1,50 @@
+// Package peer is a Synapse agent's peer network (seed 004, SPEC §6), on
+// top of its task engine (package agent): pairing and key pinning, the
+// inbound envelope pipeline, delegated tasks on the wire, the durable
+// outbox, heartbeats, the registry and the registrar, contracts between
+// peers, and the webhook and A2A push deliveries.
+//
+// # Lifecycle
+//
+//	a, err := agent.New(cfg, agent.WithLogger(log))
+//	n, err := peer.New(a, peer.Options{Logger: log}) // attaches n to a
+//	err = a.Open(ctx)   // opens n: peers loaded before tasks are recovered, deliveries started after
+//	defer a.Close(ctx)  // closes n once the engine stopped, before the store
+//
+// The network takes its settings from the agent's configuration (its p2p,
+// registry and negotiation sections) and uses the agent's store, clock,
+// key (through Sign) and metrics. httpapi, grpcapi and group take the
+// *Network beside the *agent.Agent.
+//
+// # How it meets the engine
+//
+// The engine calls the network through agent.Network: every change of a
+// task that a peer must hear of (and every webhook callback and A2A push
+// notification) reaches Enqueue inside the store transaction of the
+// change, and is delivered from the outbox. Envelopes from peers are
+// checked here (Receive: paired sender, signature with the pinned key,
+// timestamp, message id not seen, the contract) and their task messages
+// handed to the engine's methods on behalf of a peer (AcceptFromPeer,
+// ReportFromPeer, ...). Group envelopes go to the handler group registers
+// (HandleGroupMessages).
+//
+// # Parts
+//
+//   - p2p.go: the Network, its lifecycle, envelopes and the feed of
+//     received envelopes;
+//   - peers.go, pairing.go, peer_caps.go, compliance.go: paired peers,
+//     pair requests, what a peer declares;
+//   - p2p_inbound.go, p2p_order.go, p2p_hmac.go, p2p_group.go: the inbound
+//     pipeline, ordered delivery, transport signatures, group routing;
+//   - p2p_outbox.go, p2p_outbox_admin.go, a2a_push.go, disclose.go: the
+//     durable outbox, its administration, A2A push delivery, selective
+//     disclosure of results;
+//   - registry.go, registrar.go: the registry this agent may be, and the
+//     registration with another one;
+//   - negotiate*.go: contracts with peers (negotiation, the guard on every
+//     envelope, automatic negotiation before sending);
+//   - seed_p2p.go: the Go interfaces of seed 004 §5.
+//
+// Peers authenticate by signature, not by bearer token: an envelope is
+// accepted only when it verifies with the key pinned for its sender.
+package peer

@@ -1,0 +1,49 @@
+package peer_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/negotiate"
+	"github.com/synapse-edge/synapse/peer"
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// TestAutoNegotiation: the first task for a peer negotiates a contract
+// on its own; when the peer no longer holds that contract as active
+// (here its clock has passed the expiry, the requester's has not), the
+// requester takes the peer's TP-NEG012 as a revocation, negotiates again
+// and delivers; nothing ends as a dead letter.
+func TestAutoNegotiation(t *testing.T) {
+	ca, cb := newFakeClock(), newFakeClock()
+	a := startPeerWith(t, "requester", []agent.Option{agent.WithClock(ca)})
+	b := startPeerWith(t, "executor", []agent.Option{agent.WithClock(cb)}, func(c *agent.Config) { c.Negotiation.ContractTTLSeconds = 120 })
+	pair(t, a, b)
+	done := func(task *wire.Task) {
+		t.Helper()
+		eventually(t, 10*time.Second, func() bool {
+			got, err := a.a.Task(task.ID)
+			return err == nil && got.Status == wire.StatusCompleted
+		}, func() string { got, _ := a.a.Task(task.ID); return "task is " + string(got.Status) })
+	}
+	done(submitTo(t, a, b, "echo", `{"n":1}`))
+	cs, _, err := a.a.Contracts(peer.ContractQuery{Peer: b.id()})
+	if err != nil || len(cs) != 1 || cs[0].Status != negotiate.StatusActive || cs[0].Contract.NegotiationTrace == nil {
+		t.Fatalf("contracts after the first task: %+v, %v", cs, err)
+	}
+	first := cs[0].Contract.ContractID
+
+	cb.Advance(121 * time.Second) // expired for the executor only
+	done(submitTo(t, a, b, "echo", `{"n":2}`))
+	cs, _, _ = a.a.Contracts(peer.ContractQuery{Peer: b.id()})
+	if len(cs) != 2 || cs[0].Contract.ContractID == first || cs[0].Status != negotiate.StatusActive {
+		t.Fatalf("contracts after the refusal: %+v, want a new active one first", cs)
+	}
+	if cs[1].Status != negotiate.StatusRevoked || cs[1].RevokedBy != b.id() {
+		t.Errorf("the refused contract is %s by %q, want revoked by the executor", cs[1].Status, cs[1].RevokedBy)
+	}
+	if dead := outbox(t, a.a, "dead"); len(dead) != 0 {
+		t.Errorf("dead letters: %+v", dead)
+	}
+}

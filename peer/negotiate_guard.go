@@ -1,0 +1,403 @@
+package peer
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/negotiate"
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// Contracts enforced on every envelope (seed 002 §8.3.4, SPEC §7).
+//
+// Outgoing (envelopeUnder, when the outbox builds an envelope at send
+// time): the active contract with the peer (negotiated first when there
+// is none, negotiate_auto.go) is named in
+// protocol_contract_ref; under high the whole payload is sealed for the
+// peer (content_type ContentEncrypted), under standard the private fields
+// of a p2p:task_request's task.payload (the contract's private_fields for
+// that task type) are sealed one by one (content_type
+// application/json; private="..."). See wire/encrypt.go for the scheme.
+//
+// Incoming (admit, after the signature and timestamp checks, before the
+// message takes effect):
+//
+//   - protocol_contract_ref names a contract with this peer that is
+//     active, else TP-NEG011 (unknown, or another peer's; 404) or TP-NEG012
+//     (expired or revoked; 410);
+//   - no protocol_contract_ref: the peer's active contract applies
+//     implicitly (seed §8.3.4 MAY); with none, TP-NEG010 (428: seed
+//     §8.3.4 MUST). Only negotiation.require_contract: false lets a peer
+//     of the same system that never negotiated send without a contract;
+//   - a peer of another system_id needs a high contract (seed §8.3.2:
+//     cross-organisation collaboration), else TP-NEG004 (409);
+//   - an encrypted payload is opened with this agent's key, else TP-SEC003
+//     (400) and nothing takes effect;
+//   - the contract's level is met: under high the payload must have been
+//     encrypted, under standard a task_request's private fields must have
+//     been, else TP-NEG004 (409);
+//   - under a tier-2 contract with a session mapping, a task_request of
+//     the session's task type becomes the mapped local task, and the
+//     result of a task this agent sent as the session type is renamed
+//     back.
+//
+// Negotiation, heartbeats, capability queries and errors are exempt from
+// all of it but decryption: they come before or beside any contract.
+
+// exempt reports whether a message type needs no contract and is never
+// encrypted.
+func exempt(msgType string) bool {
+	switch msgType {
+	case wire.MsgNegotiateRequest, wire.MsgNegotiateResponse, wire.MsgHeartbeat,
+		wire.MsgCapabilityQuery, wire.MsgCapabilityResponse, wire.MsgError:
+		return true
+	}
+	return false
+}
+
+// envelopeUnder builds and signs a message for peer under contract c
+// (nil: none; negotiate_auto.go finds or makes it).
+func (n *Network) envelopeUnder(c *negotiate.Contract, msgType, peerID, id, corr string, pl wire.RawPayload) (*wire.UnifiedSynapseMessage, error) {
+	now := n.clock.Now()
+	m := wire.NewMessage(msgType, n.self(), wire.AgentRef{AgentID: peerID}, pl, now)
+	if id != "" {
+		m.MessageID = id
+	}
+	m.CorrelationID = corr
+	if c != nil {
+		m.ProtocolContractRef = c.ContractID
+		if !exempt(msgType) {
+			if err := n.seal(m, peerID, c); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := n.a.Sign(m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// seal encrypts what c's security level asks for.
+func (n *Network) seal(m *wire.UnifiedSynapseMessage, peerID string, c *negotiate.Contract) error {
+	if c.SecurityLevel != negotiate.High && (c.SecurityLevel != negotiate.Standard || m.MessageType != wire.MsgTaskRequest || len(c.PrivateFields) == 0) {
+		return nil
+	}
+	p := n.peers.get(peerID)
+	if p == nil {
+		return fmt.Errorf("%s is not a paired peer", peerID)
+	}
+	pub, err := wire.X25519PublicKey(p.pub)
+	if err != nil {
+		return fmt.Errorf("encryption key of %s: %w", peerID, err)
+	}
+	if c.SecurityLevel == negotiate.High {
+		plain, err := m.Payload.Convert(wire.PayloadJSON)
+		if err != nil {
+			return err
+		}
+		ep, err := wire.SealPayload(pub, plain.Bytes(), wire.ContentJSON, wire.EncryptionAAD(m, ""))
+		if err != nil {
+			return err
+		}
+		if m.Payload, err = wire.NewJSONPayload(ep); err != nil {
+			return err
+		}
+		m.ContentType = wire.ContentEncrypted
+		return nil
+	}
+	return rewriteTaskPayload(m, func(taskType string, payload map[string]json.RawMessage) error {
+		var sealed []string
+		for _, f := range c.PrivateFields[taskType] {
+			v, ok := payload[f]
+			if !ok {
+				continue
+			}
+			ep, err := wire.SealPayload(pub, v, wire.ContentJSON, wire.EncryptionAAD(m, f))
+			if err != nil {
+				return err
+			}
+			if payload[f], err = json.Marshal(ep); err != nil {
+				return err
+			}
+			sealed = append(sealed, f)
+		}
+		if len(sealed) > 0 {
+			m.ContentType = wire.PrivateContentType(sealed)
+		}
+		return nil
+	})
+}
+
+// rewriteTaskPayload lets edit change a p2p:task_request's task.type and
+// the top-level fields of its task.payload, and re-encodes the payload as
+// JSON. Everything else is kept.
+func rewriteTaskPayload(m *wire.UnifiedSynapseMessage, edit func(taskType string, payload map[string]json.RawMessage) error) error {
+	raw, err := m.Payload.Convert(wire.PayloadJSON)
+	if err != nil {
+		return err
+	}
+	var env map[string]json.RawMessage
+	var task map[string]json.RawMessage
+	var payload map[string]json.RawMessage
+	var taskType string
+	if err := json.Unmarshal(raw.Bytes(), &env); err != nil {
+		return fmt.Errorf("task_request payload: %w", err)
+	}
+	if err := json.Unmarshal(env["task"], &task); err != nil {
+		return fmt.Errorf("task_request task: %w", err)
+	}
+	if err := json.Unmarshal(task["type"], &taskType); err != nil {
+		return fmt.Errorf("task_request task.type: %w", err)
+	}
+	if p := task["payload"]; len(p) > 0 && string(p) != "null" {
+		if err := json.Unmarshal(p, &payload); err != nil {
+			return fmt.Errorf("task_request task.payload: %w", err)
+		}
+	}
+	if payload == nil {
+		payload = map[string]json.RawMessage{}
+	}
+	if err := edit(taskType, payload); err != nil {
+		return err
+	}
+	if task["payload"], err = json.Marshal(payload); err != nil {
+		return err
+	}
+	if env["task"], err = json.Marshal(task); err != nil {
+		return err
+	}
+	b, err := json.Marshal(env)
+	if err != nil {
+		return err
+	}
+	m.Payload, err = wire.RawJSONPayload(b)
+	return err
+}
+
+// admit checks m against the contracts with its sender and returns the
+// message to act on: m itself, or a copy with its payload decrypted or
+// mapped (whose signature no longer verifies; it was checked before).
+func (n *Network) admit(p *peer, m *wire.UnifiedSynapseMessage) (*wire.UnifiedSynapseMessage, error) {
+	peerID := p.rec.AgentID
+	now := n.clock.Now()
+	var c *negotiate.Contract
+	if !exempt(m.MessageType) {
+		var err error
+		if c, err = n.contractFor(p, m, now); err != nil {
+			return nil, err
+		}
+	}
+	dm, sealed, err := n.open(m)
+	if err != nil {
+		n.a.Audit(agent.AuditDecryptFailed, peerID, map[string]any{"message_id": m.MessageID, "message_type": m.MessageType, "error": err.Error()})
+		return nil, err
+	}
+	if sealed.whole || len(sealed.fields) > 0 {
+		n.a.Audit(agent.AuditDecrypted, peerID, map[string]any{"message_id": m.MessageID, "message_type": m.MessageType,
+			"whole": sealed.whole, "fields": sealed.fields})
+	}
+	if c == nil {
+		return dm, nil
+	}
+	switch {
+	case c.SecurityLevel == negotiate.High && !sealed.whole:
+		return nil, wire.Errorf(wire.CodeNegSecurity, "contract %s is high: the payload of %s must be encrypted", c.ContractID, m.MessageType).
+			With("contract_id", c.ContractID)
+	case c.SecurityLevel == negotiate.Standard && m.MessageType == wire.MsgTaskRequest && !sealed.whole:
+		if err := checkPrivate(dm, c, sealed.fields); err != nil {
+			return nil, err
+		}
+	}
+	if c.SessionMapping != nil {
+		if err := n.applySession(peerID, dm, c.SessionMapping); err != nil {
+			return nil, err
+		}
+	}
+	return dm, nil
+}
+
+// contractFor is the contract a non-exempt message from p is under, or
+// nil.
+func (n *Network) contractFor(p *peer, m *wire.UnifiedSynapseMessage, now time.Time) (*negotiate.Contract, error) {
+	peerID := p.rec.AgentID
+	cross := p.rec.SystemID != n.a.Identity().SystemID
+	var c *negotiate.Contract
+	if ref := m.ProtocolContractRef; ref != "" {
+		rec, err := n.contractRecord(ref)
+		if err != nil {
+			return nil, err
+		}
+		if rec.Peer != peerID {
+			return nil, wire.Errorf(wire.CodeNegContractUnknown, "no contract %q with %s", ref, peerID).With("contract_id", ref)
+		}
+		switch negotiate.StatusAt(rec.ExpiresAt, rec.Revoked(), now) {
+		case negotiate.StatusExpired:
+			return nil, wire.Errorf(wire.CodeNegContractExpired, "contract %s expired at %s: negotiate again", ref, wire.FormatTime(rec.ExpiresAt)).
+				With("contract_id", ref).With("reason", negotiate.StatusExpired)
+		case negotiate.StatusRevoked:
+			return nil, wire.Errorf(wire.CodeNegContractExpired, "contract %s was revoked at %s: negotiate again", ref, wire.FormatTime(rec.RevokedAt)).
+				With("contract_id", ref).With("reason", negotiate.StatusRevoked)
+		}
+		if c, err = contractTerms(rec); err != nil {
+			return nil, err
+		}
+	} else {
+		var negotiated bool
+		var err error
+		if c, negotiated, err = n.activeContract(peerID, now); err != nil {
+			return nil, err
+		}
+		if c == nil && (cross || negotiated || n.cfg.Negotiation.ContractRequired()) {
+			return nil, wire.Errorf(wire.CodeNegContractMissing,
+				"%s has no protocol_contract_ref and there is no active contract with %s: negotiate first", m.MessageType, peerID).
+				With("peer", peerID)
+		}
+	}
+	if c != nil && cross && c.SecurityLevel != negotiate.High {
+		return nil, wire.Errorf(wire.CodeNegSecurity, "%s is in system %q, not %q: its contract %s must be high, not %s",
+			peerID, p.rec.SystemID, n.a.Identity().SystemID, c.ContractID, c.SecurityLevel).
+			With("contract_id", c.ContractID).With("security_level", string(c.SecurityLevel))
+	}
+	return c, nil
+}
+
+// sealing tells what of a received payload was encrypted.
+type sealing struct {
+	whole  bool
+	fields []string
+}
+
+// open decrypts an encrypted payload (whole, or the private fields of a
+// task_request). Every failure is TP-SEC003.
+func (n *Network) open(m *wire.UnifiedSynapseMessage) (*wire.UnifiedSynapseMessage, sealing, error) {
+	fields := wire.PrivateFields(m.ContentType)
+	whole := wire.IsEncrypted(m.ContentType)
+	if !whole && fields == nil {
+		return m, sealing{}, nil
+	}
+	secErr := func(err error) error {
+		return wire.Errorf(wire.CodeSecDecrypt, "%s: %v", m.MessageType, err).With("message_id", m.MessageID)
+	}
+	priv, err := n.a.X25519Key()
+	if err != nil {
+		return nil, sealing{}, secErr(err)
+	}
+	dm := *m
+	if whole {
+		ep, err := wire.DecodeEncryptedPayload(m.Payload)
+		if err != nil {
+			return nil, sealing{}, secErr(err)
+		}
+		pt, cty, err := ep.Open(priv, wire.EncryptionAAD(m, ""))
+		if err != nil {
+			return nil, sealing{}, secErr(err)
+		}
+		switch mt := strings.TrimSpace(strings.SplitN(cty, ";", 2)[0]); mt {
+		case wire.ContentJSON:
+			dm.Payload, err = wire.RawJSONPayload(pt)
+		case wire.ContentMsgpack:
+			dm.Payload, err = wire.RawMsgpackPayload(pt)
+		default:
+			err = fmt.Errorf("plaintext type %q is not JSON or msgpack", cty)
+		}
+		if err != nil {
+			return nil, sealing{}, secErr(err)
+		}
+		dm.ContentType = ""
+		n.log.Debug("payload decrypted", "type", m.MessageType, "message_id", m.MessageID)
+		return &dm, sealing{whole: true}, nil
+	}
+	if m.MessageType != wire.MsgTaskRequest {
+		return nil, sealing{}, secErr(errors.New("private fields are only encrypted in p2p:task_request"))
+	}
+	err = rewriteTaskPayload(&dm, func(_ string, payload map[string]json.RawMessage) error {
+		for _, f := range fields {
+			var ep wire.EncryptedPayload
+			if err := json.Unmarshal(payload[f], &ep); err != nil {
+				return fmt.Errorf("field %q is not an encrypted payload", f)
+			}
+			pt, _, err := ep.Open(priv, wire.EncryptionAAD(m, f))
+			if err != nil {
+				return fmt.Errorf("field %q: %w", f, err)
+			}
+			if !json.Valid(pt) {
+				return fmt.Errorf("field %q is not JSON once decrypted", f)
+			}
+			payload[f] = pt
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, sealing{}, secErr(err)
+	}
+	dm.ContentType = ""
+	return &dm, sealing{fields: fields}, nil
+}
+
+// checkPrivate refuses a task_request under a standard contract whose
+// private fields (those present) were sent in clear.
+func checkPrivate(m *wire.UnifiedSynapseMessage, c *negotiate.Contract, sealed []string) error {
+	var req wire.TaskRequestPayload
+	if err := m.Payload.Decode(&req); err != nil {
+		return badPayload(m.MessageType, err)
+	}
+	var payload map[string]json.RawMessage
+	_ = json.Unmarshal(req.Task.Payload, &payload)
+	for _, f := range c.PrivateFields[req.Task.Type] {
+		if _, present := payload[f]; present && !slices.Contains(sealed, f) {
+			return wire.Errorf(wire.CodeNegSecurity, "contract %s is standard: field %q of %s must be encrypted", c.ContractID, f, req.Task.Type).
+				With("contract_id", c.ContractID).With("field", f)
+		}
+	}
+	return nil
+}
+
+// applySession renames a tier-2 session's messages (see above).
+func (n *Network) applySession(peerID string, m *wire.UnifiedSynapseMessage, sm *negotiate.Mapping) error {
+	switch m.MessageType {
+	case wire.MsgTaskRequest:
+		return rewriteTaskPayloadWhole(m, sm)
+	case wire.MsgTaskComplete:
+		var done wire.TaskCompletePayload
+		if err := m.Payload.Decode(&done); err != nil {
+			return badPayload(m.MessageType, err)
+		}
+		t, err := n.a.Task(done.TaskID)
+		if err != nil || t.Target != peerID || t.Type != sm.SessionTaskType || !done.Result.Output.IsObject() {
+			return nil // not a session task of ours: as is
+		}
+		out, err := sm.MapOutput(done.Result.Output)
+		if err != nil {
+			return wire.Errorf(wire.CodeValSchema, "tier-2 session output: %v", err)
+		}
+		done.Result.Output = out
+		m.Payload, err = wire.NewJSONPayload(&done)
+		return err
+	}
+	return nil
+}
+
+// rewriteTaskPayloadWhole turns a task_request of the session's type into
+// the mapped local task type and payload.
+func rewriteTaskPayloadWhole(m *wire.UnifiedSynapseMessage, sm *negotiate.Mapping) error {
+	var req wire.TaskRequestPayload
+	if err := m.Payload.Decode(&req); err != nil {
+		return badPayload(m.MessageType, err)
+	}
+	if req.Task.Type != sm.SessionTaskType {
+		return nil
+	}
+	in, err := sm.MapInput(req.Task.Payload)
+	if err != nil {
+		return wire.Errorf(wire.CodeValSchema, "tier-2 session input: %v", err)
+	}
+	req.Task.Type, req.Task.Payload = sm.TaskType, in
+	m.Payload, err = wire.NewJSONPayload(&req)
+	return err
+}

@@ -1,0 +1,536 @@
+package peer
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/internal/metrics"
+	"github.com/synapse-edge/synapse/store"
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// The P2P layer (seed 004, SPEC §6) has four parts:
+//
+//   - peers (peers.go): agents paired by fetching their /identity and
+//     pinning its Ed25519 key, with an online/offline/busy status kept by
+//     heartbeats;
+//   - the outbox (p2p_outbox.go): every message for a peer, and every
+//     callback to a plain webhook, is written to bbolt in the transaction
+//     of the state change that announces it and delivered from there, in
+//     order per destination, with retries and dead letters;
+//   - inbound (p2p_inbound.go): envelopes from peers are checked (pinned
+//     sender, signature, timestamp, message id not seen) and handed to the
+//     task engine;
+//   - the feed (below): the last envelopes received, for observers.
+//
+// Peers authenticate by signature, not by bearer token: an envelope is
+// accepted only when it verifies with the key pinned for its sender.
+
+// P2P timing that is not configurable.
+const (
+	// deliveryTimeout bounds one delivery (seed 004 §8.1 suggests 30 s).
+	deliveryTimeout = 30 * time.Second
+	// identityTimeout bounds the identity fetch of pairing.
+	identityTimeout = 10 * time.Second
+	// maxHeartbeatTimeout bounds one heartbeat request.
+	maxHeartbeatTimeout = 10 * time.Second
+	// offlineAfter is how many heartbeat intervals of silence make a peer
+	// offline.
+	offlineAfter = 3
+	// seenTTL is how long received message ids are remembered. The outbox
+	// of a peer may redeliver an old message with a fresh timestamp, so
+	// this is far longer than the replay window.
+	seenTTL = 7 * 24 * time.Hour
+	// flushWait bounds how long close lets deliveries under way finish.
+	flushWait = 5 * time.Second
+	// maxAnswerBytes bounds the part of an answer body that is read.
+	maxAnswerBytes = 64 << 10
+)
+
+// MessagePath is the path of the inbound message endpoint.
+const MessagePath = "/api/v1/synapse/message"
+
+// Network is the peer network of one agent: its peers, its outbox, the
+// inbound envelope pipeline and the registry client. Build it with New
+// before the agent opens; the agent's Open and Close open and close it.
+type Network struct {
+	a   *agent.Agent
+	log *slog.Logger
+	// cfg is the agent's configuration (its p2p, registry and negotiation
+	// sections are the network's).
+	cfg agent.Config
+	// db and clock are the agent's, set by Open.
+	db     *store.DB
+	clock  agent.Clock
+	client *http.Client
+	// hooks calls client-given URLs (callback_url): it dials through the
+	// outbound policy, and not through a proxy, so the policy sees the
+	// address actually connected to.
+	hooks  *http.Client
+	secret []byte
+
+	peers peerSet
+	out   *outbox
+	auto  autoNegotiator
+	hmac  hmacGuard
+	in    inflight
+	order sequencer
+	feed  MessageFeed
+	m     p2pMetrics
+	// pairing is the pair requests waiting here and the peers that have
+	// not accepted this agent yet (pairing.go).
+	pairing pairing
+	// groupHandler takes the group:* envelopes (p2p_group.go).
+	groupHandler atomic.Pointer[GroupHandler]
+	// opened is set once Open loaded the peers.
+	opened atomic.Bool
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	// hbTimer wakes the heartbeat loop; stopped ends it and refuses new
+	// goroutines.
+	hbMu    sync.Mutex
+	hbTimer agent.Timer
+	stopped bool
+}
+
+var _ agent.Network = (*Network)(nil)
+
+type p2pMetrics struct {
+	queued, delivered, retries, dead *metrics.Counter
+	received                         *metrics.CounterVec
+	refused                          *metrics.CounterVec
+}
+
+// Options configures New.
+type Options struct {
+	// Logger is the network's logger (a child with component=p2p is
+	// used); the agent's logger when nil.
+	Logger *slog.Logger
+}
+
+// New builds the network of a (not yet open) and attaches it: a's Open
+// loads the peers before it recovers tasks and starts deliveries,
+// heartbeats and the registrar after; a's Close stops them. The network's
+// settings are the p2p, registry and negotiation sections of a's
+// configuration.
+func New(a *agent.Agent, opts Options) (*Network, error) {
+	log := opts.Logger
+	if log == nil {
+		log = a.Logger()
+	}
+	cfg := a.Config()
+	n := &Network{a: a, log: log.With("component", "p2p"), cfg: cfg, clock: a.Clock()}
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	n.client = &http.Client{
+		Timeout: deliveryTimeout,
+		Transport: &http.Transport{
+			Proxy:               http.ProxyFromEnvironment,
+			MaxIdleConnsPerHost: peerWindow + 8, // a window of requests to one peer
+			IdleConnTimeout:     90 * time.Second,
+			DisableCompression:  true,
+		},
+		// A signed message is for the endpoint it was sent to.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	n.hooks = &http.Client{
+		Timeout: deliveryTimeout,
+		Transport: &http.Transport{
+			DialContext:         a.OutboundPolicy().DialContext,
+			MaxIdleConnsPerHost: 8,
+			IdleConnTimeout:     90 * time.Second,
+			DisableCompression:  true,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	if s := cfg.P2P.CallbackSecret; s != "" {
+		n.secret = []byte(s)
+	}
+	n.feed.init()
+	n.pairing.init()
+	if err := a.Attach(n); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// Open loads the peers and registers the network's metrics; the agent
+// calls it once its store is open, before it recovers tasks (which may
+// queue messages). Deliveries and heartbeats begin with Start.
+func (n *Network) Open(ctx context.Context) error {
+	n.db = n.a.Store()
+	if err := n.peers.load(n.db); err != nil {
+		return fmt.Errorf("load peers: %w", err)
+	}
+	n.out = newOutbox(n)
+	r := n.a.Metrics()
+	n.m = p2pMetrics{
+		queued:    r.Counter("synapse_outbox_queued_total", "Messages and callbacks written to the outbox."),
+		delivered: r.Counter("synapse_outbox_delivered_total", "Outbox messages delivered (answered 2xx)."),
+		retries:   r.Counter("synapse_outbox_retries_total", "Failed deliveries that will be retried."),
+		dead:      r.Counter("synapse_outbox_dead_total", "Outbox messages moved to the dead letters."),
+		received:  r.CounterVec("synapse_p2p_received_total", "Envelopes accepted from peers, by message type.", "type"),
+		refused:   r.CounterVec("synapse_p2p_refused_total", "Envelopes refused, by error code.", "code"),
+	}
+	r.GaugeFunc("synapse_outbox_pending", "Messages waiting in the outbox.", func() float64 { return float64(n.out.count(store.OutboxPending)) })
+	r.GaugeFunc("synapse_outbox_dead_letters", "Messages on the dead-letter list.", func() float64 { return float64(n.out.count(store.OutboxDead)) })
+	r.GaugeFunc("synapse_peers", "Paired peers.", func() float64 { return float64(n.peers.len()) })
+	n.opened.Store(true)
+	return nil
+}
+
+// Start begins deliveries (of what earlier runs left queued too),
+// heartbeats and the registrar, and declares the interfaces the P2P layer
+// implements; the agent calls it once it has recovered its tasks.
+func (n *Network) Start() {
+	n.out.start()
+	n.spawn(n.heartbeats)
+	n.provideInterfaces()
+	n.spawn(n.registrar)
+}
+
+// Close lets deliveries under way finish (for up to flushWait, within
+// ctx), then stops deliveries and heartbeats and waits for them.
+// Undelivered messages stay queued for the next start. The agent calls it
+// when its engine has stopped, before it closes the store.
+func (n *Network) Close(ctx context.Context) {
+	dctx, cancel := context.WithTimeout(ctx, flushWait)
+	n.out.drain(dctx)
+	cancel()
+	n.hbMu.Lock()
+	n.stopped = true
+	if n.hbTimer != nil {
+		n.hbTimer.Stop()
+	}
+	n.hbMu.Unlock()
+	n.out.close()
+	n.cancel()
+	done := make(chan struct{})
+	go func() { n.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		<-done // every request has the cancelled context: this is short
+	}
+	n.client.CloseIdleConnections()
+	n.feed.closeAll()
+}
+
+// spawn runs f on a tracked goroutine; after close it does nothing.
+func (n *Network) spawn(f func()) {
+	n.hbMu.Lock()
+	defer n.hbMu.Unlock()
+	if n.stopped {
+		return
+	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		f()
+	}()
+}
+
+// ready reports whether the network is open (the agent's Open opened it).
+func (n *Network) ready() bool { return n != nil && n.opened.Load() }
+
+// Known reports whether peer is paired.
+func (n *Network) Known(peer string) bool { return n.peers.get(peer) != nil }
+
+// Enqueue queues m durably inside tx (the engine's transaction of the
+// change that announces it): a task's result for the peer that asked for
+// it is filtered by its task type's disclosure rules first (disclose.go).
+func (n *Network) Enqueue(tx *store.Tx, m agent.Outgoing) error {
+	m, err := n.disclose(tx, m)
+	if err != nil {
+		return err
+	}
+	return n.out.enqueue(tx, m)
+}
+
+// self is this agent as an envelope's sender.
+func (n *Network) self() wire.AgentRef {
+	id := n.a.Identity()
+	return wire.AgentRef{AgentID: id.AgentID, SystemID: id.SystemID, Endpoint: id.Endpoint}
+}
+
+// envelope builds and signs a message for peer.
+func (n *Network) envelope(msgType, peer, id, corr string, payload wire.RawPayload) (*wire.UnifiedSynapseMessage, error) {
+	m := wire.NewMessage(msgType, n.self(), wire.AgentRef{AgentID: peer}, payload, n.clock.Now())
+	if id != "" {
+		m.MessageID = id
+	}
+	m.CorrelationID = corr
+	if err := n.a.Sign(m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// postResult is the outcome of one POST.
+type postResult struct {
+	status     int
+	retryAfter time.Duration
+	body       []byte
+	// ordered: the answer announced ordered delivery (p2p_order.go).
+	ordered bool
+}
+
+// errNotDelivered wraps every failed delivery.
+var errNotDelivered = errors.New("not delivered")
+
+// post sends body to url and reads (the start of) the answer. A transport
+// error is returned as such; any status is a result.
+func (n *Network) post(ctx context.Context, url, contentType string, body []byte, header http.Header) (postResult, error) {
+	return n.postWith(ctx, n.client, url, contentType, body, header)
+}
+
+// postWebhook posts to a client-given URL through the outbound policy.
+func (n *Network) postWebhook(ctx context.Context, url string, body []byte, header http.Header) (postResult, error) {
+	return n.postWith(ctx, n.hooks, url, wire.ContentJSON, body, header)
+}
+
+func (n *Network) postWith(ctx context.Context, c *http.Client, url, contentType string, body []byte, header http.Header) (postResult, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return postResult{}, err
+	}
+	req.Header.Set("Content-Type", contentType)
+	req.Header.Set("User-Agent", "synapse")
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return postResult{}, err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20)) // keep the connection reusable
+	return postResult{status: resp.StatusCode, retryAfter: parseRetryAfter(resp.Header.Get("Retry-After"), n.clock.Now()), body: b,
+		ordered: resp.Header.Get(HeaderOrdering) == OrderingPerSender}, nil
+}
+
+// parseRetryAfter reads delay-seconds or an HTTP date; 0 when absent or
+// unreadable; at most an hour.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	var d time.Duration
+	if s, err := strconv.Atoi(v); err == nil {
+		d = time.Duration(s) * time.Second
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = t.Sub(now)
+	}
+	return min(max(d, 0), time.Hour)
+}
+
+// sendEnvelope posts a signed JSON envelope to a peer's message endpoint.
+func (n *Network) sendEnvelope(ctx context.Context, endpoint string, m *wire.UnifiedSynapseMessage) (postResult, error) {
+	return n.sendEnvelopeSeq(ctx, endpoint, m, Sequence{})
+}
+
+// sendEnvelopeSeq is sendEnvelope for an outbox message, with its place in
+// the sender's order (p2p_order.go; none when s.Seq is 0).
+func (n *Network) sendEnvelopeSeq(ctx context.Context, endpoint string, m *wire.UnifiedSynapseMessage, s Sequence) (postResult, error) {
+	body, err := wire.EncodeEnvelopeJSON(m)
+	if err != nil {
+		return postResult{}, fmt.Errorf("encode %s: %w", m.MessageType, err)
+	}
+	h := n.signHeader(m.Receiver.AgentID, body)
+	if s.Seq != 0 {
+		if h == nil {
+			h = http.Header{}
+		}
+		h[HeaderSeq] = []string{strconv.FormatUint(s.Seq, 10)}
+		if s.Prev != 0 {
+			h[HeaderSeqPrev] = []string{strconv.FormatUint(s.Prev, 10)}
+		}
+	}
+	return n.post(ctx, endpoint+MessagePath, wire.ContentJSON, body, h)
+}
+
+// answerError describes a non-2xx answer for logs and last_error.
+func answerError(r postResult) error {
+	var eb wire.ErrorBody
+	if err := wire.JSON.Unmarshal(r.body, &eb); err == nil && eb.Error != nil && eb.Error.Code != "" {
+		return fmt.Errorf("%w: HTTP %d %s: %s", errNotDelivered, r.status, eb.Error.Code, eb.Error.Message)
+	}
+	snippet := bytes.TrimSpace(r.body)
+	if len(snippet) > 200 {
+		snippet = snippet[:200]
+	}
+	return fmt.Errorf("%w: HTTP %d %s", errNotDelivered, r.status, snippet)
+}
+
+// ---- feed of received envelopes ----
+
+// subBuffer is how many envelopes a feed subscriber may fall behind
+// before it is dropped (the engine's event subscriptions allow as many).
+const subBuffer = 256
+
+// The feed keeps the last feedSize envelopes, and at most feedMaxBytes of
+// them (large envelopes push out old ones sooner).
+const (
+	feedSize     = 1000
+	feedMaxBytes = 32 << 20
+)
+
+// ReceivedMessage is an envelope this agent accepted from a peer.
+type ReceivedMessage struct {
+	// Seq increases by one per envelope, from 1, for the agent's lifetime.
+	Seq       uint64
+	MessageID string
+	Type      string
+	From      string
+	// Msgpack tells whether Raw is a msgpack envelope (else JSON).
+	Msgpack bool
+	// Raw is the envelope exactly as received (its signature verifies).
+	Raw []byte
+	// JSON is the envelope as JSON: Raw for a JSON envelope, else the
+	// envelope with its payload converted (which no longer verifies).
+	JSON []byte
+}
+
+func (m *ReceivedMessage) size() int {
+	if m.Msgpack {
+		return len(m.Raw) + len(m.JSON)
+	}
+	return len(m.Raw)
+}
+
+// MessageFeed keeps the last envelopes received and hands new ones to
+// subscribers (SSE and WebSocket observers).
+type MessageFeed struct {
+	mu    sync.Mutex
+	kept  []ReceivedMessage // oldest first, from kept[head]
+	head  int
+	bytes int
+	next  uint64 // seq of the next message
+	subs  map[*FeedSubscription]struct{}
+}
+
+func (f *MessageFeed) init() {
+	f.next = 1
+	f.subs = map[*FeedSubscription]struct{}{}
+}
+
+// FeedSubscription receives envelopes as they are accepted.
+type FeedSubscription struct {
+	// C delivers envelopes in order; it is closed when the reader fell
+	// too far behind (Lagged is then true) or on Close.
+	C      chan ReceivedMessage
+	f      *MessageFeed
+	lagged bool
+	once   sync.Once
+}
+
+// Subscribe delivers future envelopes; combine with Since to resume.
+func (f *MessageFeed) Subscribe() *FeedSubscription {
+	s := &FeedSubscription{C: make(chan ReceivedMessage, subBuffer), f: f}
+	f.mu.Lock()
+	f.subs[s] = struct{}{}
+	f.mu.Unlock()
+	return s
+}
+
+// Close stops delivery.
+func (s *FeedSubscription) Close() {
+	s.f.mu.Lock()
+	defer s.f.mu.Unlock()
+	s.detach()
+}
+
+// detach removes s; f.mu is held.
+func (s *FeedSubscription) detach() {
+	s.once.Do(func() {
+		delete(s.f.subs, s)
+		close(s.C)
+	})
+}
+
+// Lagged reports whether the channel was closed because the reader was
+// too slow.
+func (s *FeedSubscription) Lagged() bool {
+	s.f.mu.Lock()
+	defer s.f.mu.Unlock()
+	return s.lagged
+}
+
+// Since returns the kept envelopes with Seq > after, in order, and whether
+// that is all of them (false when some were already dropped).
+func (f *MessageFeed) Since(after uint64) ([]ReceivedMessage, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	live := f.kept[f.head:]
+	first := f.next
+	if len(live) > 0 {
+		first = live[0].Seq
+	}
+	if after+1 < first {
+		return append([]ReceivedMessage(nil), live...), false
+	}
+	skip := int(min(after+1-first, uint64(len(live))))
+	return append([]ReceivedMessage(nil), live[skip:]...), true
+}
+
+// Last is the Seq of the newest envelope (0 when none).
+func (f *MessageFeed) Last() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.next - 1
+}
+
+func (f *MessageFeed) publish(m ReceivedMessage) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	m.Seq = f.next
+	f.next++
+	f.kept = append(f.kept, m)
+	f.bytes += m.size()
+	for len(f.kept)-f.head > 1 && (len(f.kept)-f.head > feedSize || f.bytes > feedMaxBytes) {
+		f.bytes -= f.kept[f.head].size()
+		f.kept[f.head] = ReceivedMessage{}
+		f.head++
+	}
+	if f.head > feedSize { // compact
+		f.kept = append(f.kept[:0], f.kept[f.head:]...)
+		f.head = 0
+	}
+	for s := range f.subs {
+		select {
+		case s.C <- m:
+		default:
+			s.lagged = true
+			s.detach()
+		}
+	}
+}
+
+// closeAll ends every subscription (shutdown).
+func (f *MessageFeed) closeAll() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for s := range f.subs {
+		s.detach()
+	}
+}
+
+// Messages is the feed of envelopes received from peers.
+func (n *Network) Messages() *MessageFeed {
+	if n == nil {
+		return nil
+	}
+	return &n.feed
+}

@@ -1,0 +1,337 @@
+package peer
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/store"
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// Inbound envelopes (SPEC §6). Receive checks, in this order: the
+// receiver is this agent (when named), the sender is a paired peer, the
+// signature verifies with the key pinned for it (TP-ID003, 401 for both),
+// the timestamp is within ±300 s (TP-ID005, 401), and the message_id was
+// not processed before (answered as a duplicate, TP-ID004, with no second
+// effect). Then the message is handed to the task engine by type.
+//
+// Message ids are remembered for seenTTL, far beyond the replay window,
+// because a peer's outbox may redeliver an old message with a fresh
+// timestamp. An id is recorded after its effect committed; a crash in
+// between lets a redelivery through, which is harmless because every
+// engine effect is idempotent by task id (a second task_request for a task
+// id is ignored, a report that does not fit the task's state is dropped).
+
+// Accepted is the answer to an envelope handled without a response
+// envelope: {"accepted":true,"message_id":...}, with "duplicate":true and
+// "code":"TP-ID004" when the message_id was already processed.
+type Accepted struct {
+	Accepted  bool   `json:"accepted" msgpack:"accepted"`
+	MessageID string `json:"message_id" msgpack:"message_id"`
+	Duplicate bool   `json:"duplicate,omitempty" msgpack:"duplicate,omitempty"`
+	Code      string `json:"code,omitempty" msgpack:"code,omitempty"`
+}
+
+// Reply is Receive's answer: a signed response envelope (for synchronous
+// types such as p2p:capability_query; HTTP 200) or an Accepted (202, or
+// 200 for a duplicate).
+type Reply struct {
+	Envelope *wire.UnifiedSynapseMessage
+	Accepted *Accepted
+}
+
+// Status is the HTTP status of the reply.
+func (r *Reply) Status() int {
+	if r.Envelope != nil || r.Accepted.Duplicate {
+		return 200
+	}
+	return 202
+}
+
+// Receive handles one envelope from a peer. raw is the envelope as
+// received and msgpack its codec; a response envelope is built in the same
+// codec. Refusals are *wire.Error.
+func (n *Network) Receive(ctx context.Context, m *wire.UnifiedSynapseMessage, raw []byte, msgpack bool) (*Reply, error) {
+	if !n.ready() {
+		return nil, wire.Errorf(wire.CodeAgentNotReady, "")
+	}
+	reply, err := n.receive(ctx, m, raw, msgpack)
+	if err != nil {
+		n.m.refused.With(wire.AsError(err).Code).Add(1)
+	}
+	return reply, err
+}
+
+func (n *Network) receive(ctx context.Context, m *wire.UnifiedSynapseMessage, raw []byte, msgpack bool) (*Reply, error) {
+	me := n.a.Identity().AgentID
+	if m.Receiver.AgentID != "" && m.Receiver.AgentID != me {
+		return nil, wire.Errorf(wire.CodeInvalidParams, "the message is for %q; this agent is %q", m.Receiver.AgentID, me).
+			With("receiver", m.Receiver.AgentID)
+	}
+	p := n.peers.get(m.Sender.AgentID)
+	if p == nil {
+		return nil, n.unpaired(m) // pairing.go
+	}
+	if err := wire.Verify(m, p.pub); err != nil {
+		n.a.Audit(agent.AuditSignatureFailed, m.Sender.AgentID, map[string]any{"message_id": m.MessageID, "message_type": m.MessageType, "error": err.Error()})
+		return nil, wire.Errorf(wire.CodeIDUnknownSender, "%v", err).With("sender", m.Sender.AgentID)
+	}
+	if err := wire.CheckTimestamp(m, n.clock.Now(), wire.ReplayWindow); err != nil {
+		if errors.Is(err, wire.ErrStaleTimestamp) {
+			return nil, wire.Errorf(wire.CodeIDStaleTimestamp, "%v", err)
+		}
+		return nil, wire.Errorf(wire.CodeMessageFormatInvalid, "%v", err)
+	}
+	if m.MessageType == wire.MsgPairRequest {
+		return n.pairedHello(p, m), nil // pairing.go
+	}
+	// The contract with the sender, decryption (negotiate_guard.go).
+	dm, err := n.admit(p, m)
+	if err != nil {
+		return nil, err
+	}
+	// Ordered delivery (p2p_order.go): wait for the sender's previous
+	// message, and let its next one go once this one's write is queued.
+	if s, ok := ctx.Value(seqKey{}).(Sequence); ok {
+		t, err := n.order.turn(ctx, m.Sender.AgentID, s)
+		if err != nil {
+			return nil, err
+		}
+		ok := false
+		defer func() {
+			t.end(ok)
+			if t.before != nil {
+				<-t.before // the feed keeps the sender's order
+			}
+			close(t.told)
+		}()
+		ctx = agent.WithQueued(ctx, func() { t.end(true) })
+		ctx = context.WithValue(ctx, tellKey{}, t)
+		reply, err := n.apply(ctx, p, m, dm, msgpack, raw)
+		ok = err == nil
+		return reply, err
+	}
+	return n.apply(ctx, p, m, dm, msgpack, raw)
+}
+
+// apply runs a checked envelope once: a message id processed before is
+// answered as a duplicate.
+func (n *Network) apply(ctx context.Context, p *peer, m, dm *wire.UnifiedSynapseMessage, msgpack bool, raw []byte) (*Reply, error) {
+	done, dup, err := n.in.begin(ctx, n.db, m.MessageID, n.clock.Now().UTC())
+	if err != nil {
+		return nil, err
+	}
+	if dup {
+		return &Reply{Accepted: &Accepted{Accepted: true, MessageID: m.MessageID, Duplicate: true, Code: wire.CodeIDDuplicate}}, nil
+	}
+	reply, err := n.dispatch(ctx, p, dm, msgpack)
+	done(err == nil)
+	if err != nil {
+		return nil, err
+	}
+	if n.heard(p.rec.AgentID, nil) {
+		peer := p.rec.AgentID
+		n.spawn(func() { n.out.wake(peer) })
+	}
+	label := m.MessageType
+	if !wire.IsKnownMessageType(label) {
+		label = "other"
+	}
+	n.m.received.With(label).Add(1)
+	rm := ReceivedMessage{MessageID: m.MessageID, Type: m.MessageType, From: m.Sender.AgentID, Msgpack: msgpack, Raw: raw, JSON: raw}
+	if msgpack {
+		if rm.JSON, err = wire.EncodeEnvelopeJSON(m); err != nil {
+			rm.JSON = nil
+		}
+	}
+	tell(ctx, func() { n.feed.publish(rm) })
+	return reply, nil
+}
+
+// dispatch hands a checked message to the engine by its type.
+func (n *Network) dispatch(ctx context.Context, p *peer, m *wire.UnifiedSynapseMessage, msgpack bool) (*Reply, error) {
+	e, peer := n.a, p.rec.AgentID
+	accepted := &Reply{Accepted: &Accepted{Accepted: true, MessageID: m.MessageID}}
+	var err error
+	switch m.MessageType {
+	case wire.MsgTaskRequest:
+		var req wire.TaskRequestPayload
+		if err := m.Payload.Decode(&req); err != nil {
+			return nil, badPayload(m.MessageType, err)
+		}
+		err = e.AcceptFromPeer(ctx, peer, m.MessageID, &req)
+	case wire.MsgTaskConfirm, wire.MsgTaskReject, wire.MsgTaskStatusUpdate, wire.MsgTaskNeedInfo,
+		wire.MsgTaskNeedHuman, wire.MsgTaskComplete, wire.MsgTaskFailed, wire.MsgTaskAck:
+		err = e.ReportFromPeer(ctx, peer, m.MessageType, m.Payload)
+	case wire.MsgTaskCancel:
+		var c wire.TaskCancelPayload
+		if err := m.Payload.Decode(&c); err != nil {
+			return nil, badPayload(m.MessageType, err)
+		}
+		err = e.CancelFromPeer(ctx, peer, &c)
+	case wire.MsgTaskInfoProvided:
+		var info wire.TaskInfoProvidedPayload
+		if err := m.Payload.Decode(&info); err != nil {
+			return nil, badPayload(m.MessageType, err)
+		}
+		err = e.InfoFromPeer(ctx, peer, &info)
+	case wire.MsgHumanDecision:
+		var d wire.HumanDecisionPayload
+		if err := m.Payload.Decode(&d); err != nil {
+			return nil, badPayload(m.MessageType, err)
+		}
+		err = e.DecisionFromPeer(peer, &d)
+	case wire.MsgHeartbeat:
+		var hb wire.HeartbeatPayload
+		if !m.Payload.IsZero() {
+			if err := m.Payload.Decode(&hb); err != nil {
+				return nil, badPayload(m.MessageType, err)
+			}
+		}
+		n.heard(peer, &hb)
+		n.out.wake(peer)
+	case wire.MsgNegotiateRequest, wire.MsgNegotiateResponse:
+		return n.negotiateMessage(ctx, p, m, msgpack)
+	case wire.MsgCapabilityQuery:
+		env, err := n.capabilityResponse(peer, m.MessageID, msgpack)
+		if err != nil {
+			return nil, err
+		}
+		return &Reply{Envelope: env}, nil
+	case wire.MsgAck, wire.MsgNack:
+		var ack wire.AckPayload
+		_ = m.Payload.Decode(&ack)
+		lvl, msg := n.log.Debug, "ack"
+		if m.MessageType == wire.MsgNack {
+			lvl, msg = n.log.Warn, "nack"
+		}
+		lvl(msg, "peer", peer, "message_id", ack.MessageID, "correlation_id", m.CorrelationID, "error", ack.Error)
+	default:
+		if isGroupMessage(m.MessageType) {
+			err = n.groupMessage(ctx, peer, m)
+			break
+		}
+		n.log.Debug("message accepted without effect", "peer", peer, "type", m.MessageType, "message_id", m.MessageID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return accepted, nil
+}
+
+// capabilityResponse answers p2p:capability_query with this agent's
+// capabilities, signed, its payload in the codec of the query.
+func (n *Network) capabilityResponse(peer, corr string, msgpack bool) (*wire.UnifiedSynapseMessage, error) {
+	var pl wire.RawPayload
+	var err error
+	if msgpack {
+		pl, err = wire.NewMsgpackPayload(n.a.Capabilities())
+	} else {
+		pl, err = wire.NewJSONPayload(n.a.Capabilities())
+	}
+	if err != nil {
+		return nil, wire.Errorf(wire.CodeInternal, "capabilities: %v", err)
+	}
+	env, err := n.envelope(wire.MsgCapabilityResponse, peer, "", corr, pl)
+	if err != nil {
+		return nil, wire.Errorf(wire.CodeInternal, "sign capability response: %v", err)
+	}
+	return env, nil
+}
+
+// inflight serializes the copies of one message id and remembers ids whose
+// seen record is not durable yet.
+type inflight struct {
+	mu     sync.Mutex
+	busy   map[string]chan struct{}
+	recent map[string]struct{}
+}
+
+// begin claims id. dup is true when id was processed before; otherwise
+// done must be called with whether the message took effect (then id is
+// recorded as seen). A copy that arrives while another is processed waits
+// for it.
+func (in *inflight) begin(ctx context.Context, db *store.DB, id string, now time.Time) (done func(ok bool), dup bool, err error) {
+	for { // each wait ends with the other copy
+		in.mu.Lock()
+		if in.busy == nil {
+			in.busy, in.recent = map[string]chan struct{}{}, map[string]struct{}{}
+		}
+		if _, ok := in.recent[id]; ok {
+			in.mu.Unlock()
+			return nil, true, nil
+		}
+		ch, ok := in.busy[id]
+		if !ok {
+			in.busy[id] = make(chan struct{})
+			in.mu.Unlock()
+			break
+		}
+		in.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, false, wire.Errorf(wire.CodeAgentNotReady, "another copy of message %s is still being processed", id)
+		}
+	}
+	release := func(ok bool) {
+		in.mu.Lock()
+		ch := in.busy[id]
+		delete(in.busy, id)
+		if ok {
+			in.recent[id] = struct{}{}
+		}
+		in.mu.Unlock()
+		close(ch)
+	}
+	seen := false
+	if err := db.View(func(tx *store.Tx) error { seen = tx.SeenMessage(id); return nil }); err != nil {
+		release(false)
+		return nil, false, wire.Errorf(wire.CodeSysStorage, "read seen messages: %v", err)
+	}
+	if seen {
+		release(false)
+		return nil, true, nil
+	}
+	return func(ok bool) {
+		release(ok)
+		if !ok {
+			return
+		}
+		// Recorded without waiting: until the record is durable, recent
+		// answers for it.
+		db.UpdateAsync(func(tx *store.Tx) error { return tx.MarkSeen(id, now) }, func(error) {
+			in.mu.Lock()
+			delete(in.recent, id)
+			in.mu.Unlock()
+		})
+	}, false, nil
+}
+
+// pruneBatch bounds the records one pruning transaction deletes.
+const pruneBatch = 1000
+
+// Prune forgets message ids older than seenTTL (the agent's Prune calls
+// it).
+func (n *Network) Prune(ctx context.Context) error {
+	cutoff := n.clock.Now().Add(-seenTTL)
+	for range 1000 { // at most a million ids per pass
+		var k int
+		err := n.db.Update(ctx, func(tx *store.Tx) error {
+			var err error
+			k, err = tx.PruneSeen(cutoff, pruneBatch)
+			return err
+		})
+		if err != nil || k < pruneBatch {
+			return err
+		}
+	}
+	return nil
+}
+
+func badPayload(msgType string, err error) error {
+	return wire.Errorf(wire.CodeMessageFormatInvalid, "%s payload: %v", msgType, err)
+}

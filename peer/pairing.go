@@ -1,0 +1,423 @@
+package peer
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// Mutual pairing. When AddPeer has pinned the other agent's key here, it
+// sends that agent a peer:pair_request (directly, not through the outbox)
+// whose payload is this agent's identity with its public key. The other
+// agent, if it has not paired this one, does not trust it: it verifies the
+// request with the key the request carries (which proves only that the
+// sender holds that key), lists it as a pending pair request, and answers
+// 401 peer_approval_pending, retriable. Nothing is trusted until an
+// operator accepts the request (AcceptPeer: GET the requester's identity
+// at the endpoint it named, check that it names the same key, pin it with
+// AddPeer). Pinning sends a pair request back, which a paired agent takes
+// as a greeting: it wakes its outbox for the sender, so what waited goes
+// at once. A pair request is not a protocol message: it is not recorded
+// as seen, not shown in the message feed, needs no contract.
+//
+// Meanwhile the requester's outbox keeps its messages (401 counts as "the
+// peer could not be reached": after the retries they wait as dead letters
+// that are requeued when the peer is heard from), its tasks for that peer
+// get a waiting_for_peer note in their history, and it logs one warning.
+// A peer that answers TP-ID003 (it does not know this agent: it lost the
+// request in a restart, or never got it) is sent the request again, at
+// most once per askEvery.
+//
+// The pending list is memory only and bounded (maxPairRequests, each
+// forgotten after pairRequestTTL without news): the requester asks again.
+
+const (
+	maxPairRequests = 64
+	pairRequestTTL  = 24 * time.Hour
+	askEvery        = 5 * time.Second
+	// WaitingForPeer starts the history reason of a delegated task whose
+	// target has not accepted this agent yet.
+	WaitingForPeer = agent.WaitingForPeer
+)
+
+// PairRequest is an agent that asked to pair and waits for an operator.
+type PairRequest struct {
+	AgentID   string `json:"agent_id" msgpack:"agent_id"`
+	AgentName string `json:"agent_name,omitempty" msgpack:"agent_name,omitempty"`
+	SystemID  string `json:"system_id,omitempty" msgpack:"system_id,omitempty"`
+	Endpoint  string `json:"endpoint" msgpack:"endpoint"`
+	PublicKey string `json:"public_key" msgpack:"public_key"`
+	FirstSeen string `json:"first_seen" msgpack:"first_seen"`
+	LastSeen  string `json:"last_seen" msgpack:"last_seen"`
+	// Refused counts the messages refused from it while it waited.
+	Refused int `json:"refused" msgpack:"refused"`
+}
+
+type pairRequest struct {
+	id          wire.Identity
+	first, last time.Time
+	refused     int
+}
+
+// pairing is the pending requests of others and the refusals this agent
+// got from peers that have not accepted it.
+type pairing struct {
+	mu      sync.Mutex
+	pending map[string]*pairRequest
+	// refusedBy holds, per peer that refused this agent, why.
+	refusedBy map[string]string
+	// asked is when this agent last sent each peer its pair request;
+	// asking is closed when the request sent on pairing is answered.
+	asked  map[string]time.Time
+	asking map[string]chan struct{}
+}
+
+func (pg *pairing) init() {
+	pg.pending = map[string]*pairRequest{}
+	pg.refusedBy = map[string]string{}
+	pg.asked = map[string]time.Time{}
+	pg.asking = map[string]chan struct{}{}
+}
+
+// ask sends peer this agent's pair request, unless it was sent less than
+// askEvery ago and force is false.
+func (n *Network) ask(peer string, force bool) {
+	pg := &n.pairing
+	now := n.clock.Now()
+	pg.mu.Lock()
+	if last, ok := pg.asked[peer]; ok && !force && now.Sub(last) < askEvery && now.After(last) {
+		pg.mu.Unlock()
+		return
+	}
+	pg.asked[peer] = now
+	pg.mu.Unlock()
+	p := n.peers.get(peer)
+	if p == nil {
+		return
+	}
+	id := n.a.Identity()
+	payload, err := wire.NewJSONPayload(&id)
+	if err != nil {
+		return
+	}
+	m, err := n.envelope(wire.MsgPairRequest, peer, "", "", payload)
+	if err != nil {
+		n.log.Error("pair request", "peer", peer, "err", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(n.ctx, maxHeartbeatTimeout)
+	defer cancel()
+	r, err := n.sendEnvelope(ctx, p.rec.Endpoint, m)
+	switch {
+	case err != nil:
+		n.log.Debug("pair request not delivered", "peer", peer, "err", err)
+	case r.status/100 == 2:
+		n.log.Debug("pair request: the peer has paired this agent", "peer", peer)
+	default:
+		n.log.Debug("pair request answered", "peer", peer, "err", answerError(r))
+	}
+}
+
+// pairedHello answers a pair request from a paired peer: it knows us
+// already, or has just accepted us; what waits for it goes now.
+func (n *Network) pairedHello(p *peer, m *wire.UnifiedSynapseMessage) *Reply {
+	peer := p.rec.AgentID
+	n.heard(peer, nil)
+	n.acceptedBy(peer)
+	n.spawn(func() { n.out.wake(peer) })
+	return &Reply{Accepted: &Accepted{Accepted: true, MessageID: m.MessageID}}
+}
+
+// pinned is called when AddPeer has pinned peer: its pair request, if
+// any, is settled, and this agent's request goes to it (which, if it has
+// paired this agent, wakes its outbox).
+func (n *Network) pinned(peer string) {
+	pg := &n.pairing
+	done := make(chan struct{})
+	pg.mu.Lock()
+	delete(pg.pending, peer)
+	pg.asking[peer] = done
+	pg.mu.Unlock()
+	n.spawn(func() {
+		n.ask(peer, true)
+		close(done)
+		pg.mu.Lock()
+		if pg.asking[peer] == done {
+			delete(pg.asking, peer)
+		}
+		pg.mu.Unlock()
+	})
+}
+
+// Pair is AddPeer that returns once the pair request has been answered
+// (or has failed, within a few seconds): an operator of the other agent
+// finds it listed as soon as the call returns. The API and the CLI pair
+// through it.
+func (n *Network) Pair(ctx context.Context, endpoint string) (*PeerInfo, bool, error) {
+	info, created, err := n.AddPeer(ctx, endpoint)
+	if err != nil || !n.ready() {
+		return info, created, err
+	}
+	pg := &n.pairing
+	pg.mu.Lock()
+	done := pg.asking[info.AgentID]
+	pg.mu.Unlock()
+	if done != nil {
+		t := time.NewTimer(2 * maxHeartbeatTimeout)
+		defer t.Stop()
+		select {
+		case <-done:
+		case <-ctx.Done():
+		case <-t.C:
+		}
+	}
+	return info, created, nil
+}
+
+// unpaired answers a message from an agent that is not a paired peer: a
+// valid pair request is listed for an operator and refused as retriable
+// (peer_approval_pending), as is anything else from an agent whose request
+// waits; the rest is TP-ID003.
+func (n *Network) unpaired(m *wire.UnifiedSynapseMessage) error {
+	sender := m.Sender.AgentID
+	pg := &n.pairing
+	now := n.clock.Now()
+	waiting := func() error {
+		return wire.Errorf(wire.CodePeerApprovalPending,
+			"agent %s has not accepted %s as a peer yet: an operator there runs 'synapse peer accept %s'", n.a.Identity().AgentID, sender, sender).
+			With("sender", sender)
+	}
+	if m.MessageType != wire.MsgPairRequest {
+		pg.mu.Lock()
+		r := pg.pending[sender]
+		if r != nil && now.Sub(r.last) < pairRequestTTL {
+			r.refused++
+			pg.mu.Unlock()
+			return waiting()
+		}
+		pg.mu.Unlock()
+		return wire.Errorf(wire.CodeIDUnknownSender, "sender %q is not a paired peer of %s: pair it there (synapse peer add ENDPOINT), or pair this agent from it so that it asks",
+			sender, n.a.Identity().AgentID).With("sender", sender)
+	}
+	var id wire.Identity
+	if err := m.Payload.Decode(&id); err != nil {
+		return badPayload(m.MessageType, err)
+	}
+	if id.AgentID != sender {
+		return wire.Errorf(wire.CodeIDUnknownSender, "the pair request of %q carries the identity of %q", sender, id.AgentID).With("sender", sender)
+	}
+	if err := checkPeerID(id.AgentID); err != nil {
+		return wire.Errorf(wire.CodeInvalidParams, "pair request: %v", err)
+	}
+	if id.AgentID == n.a.Identity().AgentID {
+		return wire.Errorf(wire.CodeInvalidParams, "pair request: the sender is this agent itself")
+	}
+	pub, err := decodePublicKey(id.PublicKey)
+	if err != nil {
+		return wire.Errorf(wire.CodeInvalidParams, "pair request: %v", err)
+	}
+	if err := wire.Verify(m, pub); err != nil {
+		return wire.Errorf(wire.CodeIDUnknownSender, "pair request: %v", err).With("sender", sender)
+	}
+	if err := wire.CheckTimestamp(m, now, wire.ReplayWindow); err != nil {
+		return wire.Errorf(wire.CodeIDStaleTimestamp, "pair request: %v", err).With("sender", sender)
+	}
+	if id.Endpoint == "" {
+		id.Endpoint = m.Sender.Endpoint
+	}
+	if id.Endpoint, err = checkEndpoint(id.Endpoint); err != nil {
+		return wire.Errorf(wire.CodeInvalidParams, "pair request: the sender names no usable endpoint: %v", err)
+	}
+	pg.mu.Lock()
+	for k, r := range pg.pending {
+		if now.Sub(r.last) >= pairRequestTTL {
+			delete(pg.pending, k)
+		}
+	}
+	r := pg.pending[sender]
+	switch {
+	case r == nil && len(pg.pending) >= maxPairRequests:
+		pg.mu.Unlock()
+		return wire.Errorf(wire.CodeSysOverloaded, "%d pair requests already wait for an operator here", maxPairRequests)
+	case r == nil || r.id.PublicKey != id.PublicKey:
+		pg.pending[sender] = &pairRequest{id: id, first: now, last: now}
+		pg.mu.Unlock()
+		n.log.Warn("an agent asks to pair; accept it with 'synapse peer accept ID' (or decline it)",
+			"agent_id", sender, "endpoint", id.Endpoint, "key", keyFingerprint(id.PublicKey), "again", r != nil)
+	default:
+		r.id, r.last = id, now
+		r.refused++
+		pg.mu.Unlock()
+	}
+	return waiting()
+}
+
+// PairRequests lists the agents that asked to pair, by agent_id.
+func (n *Network) PairRequests() []PairRequest {
+	if !n.ready() {
+		return []PairRequest{}
+	}
+	pg := &n.pairing
+	now := n.clock.Now()
+	pg.mu.Lock()
+	out := make([]PairRequest, 0, len(pg.pending))
+	for _, r := range pg.pending {
+		if now.Sub(r.last) >= pairRequestTTL || n.peers.get(r.id.AgentID) != nil {
+			continue
+		}
+		out = append(out, PairRequest{AgentID: r.id.AgentID, AgentName: r.id.AgentName, SystemID: r.id.SystemID,
+			Endpoint: r.id.Endpoint, PublicKey: r.id.PublicKey, FirstSeen: wire.FormatTime(r.first),
+			LastSeen: wire.FormatTime(r.last), Refused: r.refused})
+	}
+	pg.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].AgentID < out[j].AgentID })
+	return out
+}
+
+func errNoPairRequest(id string) error {
+	return wire.Errorf(wire.CodeNotFound, "no pending pair request from %q (synapse peer pending lists them)", id).With("agent_id", id)
+}
+
+// AcceptPeer pairs an agent that asked to: it reads the identity at the
+// endpoint the request named, checks that it is the agent and key that
+// asked, pins it (AddPeer) and greets it so that its queued messages
+// come at once.
+func (n *Network) AcceptPeer(ctx context.Context, id string) (*PeerInfo, error) {
+	if !n.ready() {
+		return nil, wire.Errorf(wire.CodeAgentNotReady, "")
+	}
+	pg := &n.pairing
+	pg.mu.Lock()
+	r := pg.pending[id]
+	var want wire.Identity
+	if r != nil {
+		want = r.id
+	}
+	pg.mu.Unlock()
+	if r == nil || n.peers.get(id) != nil {
+		return nil, errNoPairRequest(id)
+	}
+	got, err := n.fetchIdentity(ctx, want.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	if got.AgentID != want.AgentID || got.PublicKey != want.PublicKey {
+		return nil, wire.Errorf(wire.CodeInvalidStateChange,
+			"%s%s names %s with key %s, not the %s with key %s that asked to pair; decline the request",
+			want.Endpoint, IdentityPath, got.AgentID, keyFingerprint(got.PublicKey), want.AgentID, keyFingerprint(want.PublicKey)).
+			With("agent_id", id).With("reason", "public_key_changed")
+	}
+	info, _, err := n.Pair(ctx, want.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	if info.PublicKey != want.PublicKey {
+		// The key changed between the two reads: do not keep it.
+		_ = n.RemovePeer(ctx, info.AgentID)
+		return nil, wire.Errorf(wire.CodeInvalidStateChange, "the key of %s changed while it was accepted; try again", id).
+			With("agent_id", id).With("reason", "public_key_changed")
+	}
+	pg.mu.Lock()
+	delete(pg.pending, id)
+	pg.mu.Unlock()
+	n.log.Info("pair request accepted", "agent_id", id, "endpoint", want.Endpoint)
+	return info, nil
+}
+
+// DeclinePeer forgets a pending pair request; the agent's next request
+// is listed again.
+func (n *Network) DeclinePeer(id string) error {
+	if !n.ready() {
+		return errNoPairRequest(id)
+	}
+	pg := &n.pairing
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	if _, ok := pg.pending[id]; !ok {
+		return errNoPairRequest(id)
+	}
+	delete(pg.pending, id)
+	n.log.Info("pair request declined", "agent_id", id)
+	return nil
+}
+
+// acceptedBy records that peer took a message: a refusal noted before is
+// over.
+func (n *Network) acceptedBy(peer string) {
+	pg := &n.pairing
+	pg.mu.Lock()
+	_, was := pg.refusedBy[peer]
+	if was {
+		delete(pg.refusedBy, peer)
+	}
+	pg.mu.Unlock()
+	if was {
+		n.log.Info("peer accepts this agent's messages now", "peer", peer)
+	}
+}
+
+// refusedBy records that peer refused a message with the TPError code. A
+// peer that does not know this agent (TP-ID003) or has not accepted it yet
+// is noted: one warning, and a waiting_for_peer note on the tasks waiting
+// for it; one that does not know it is sent the pair request again. Other
+// refusals change nothing.
+func (n *Network) refusedBy(peer, code string) {
+	if code != wire.CodeIDUnknownSender && code != wire.CodePeerApprovalPending {
+		return
+	}
+	pg := &n.pairing
+	why := WaitingForPeer + ": " + peer + " has not accepted this agent as a peer yet (there: synapse peer accept " + n.a.Identity().AgentID + ")"
+	if code == wire.CodeIDUnknownSender {
+		why = WaitingForPeer + ": " + peer + " does not know this agent (there: synapse peer add " + n.a.Identity().Endpoint + ")"
+	}
+	pg.mu.Lock()
+	prev := pg.refusedBy[peer]
+	pg.refusedBy[peer] = why
+	pg.mu.Unlock()
+	if prev != why {
+		n.log.Warn("a peer refuses this agent's messages; they wait in the outbox", "peer", peer, "code", code, "reason", why)
+	}
+	n.a.NoteWaiting(peer, why)
+	if code == wire.CodeIDUnknownSender {
+		n.spawn(func() { n.ask(peer, false) })
+	}
+}
+
+// Refusal is why peer refuses this agent, or "".
+func (n *Network) Refusal(peer string) string {
+	pg := &n.pairing
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	return pg.refusedBy[peer]
+}
+
+// errorCode is the TPError code of an answer body, or "".
+func errorCode(body []byte) string {
+	var eb struct {
+		Error *struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &eb) != nil || eb.Error == nil {
+		return ""
+	}
+	return eb.Error.Code
+}
+
+// keyFingerprint is "SHA256:" and the unpadded base64 of the SHA-256 of a
+// base64 public key (OpenSSH's form, as the CLI prints it).
+func keyFingerprint(pub string) string {
+	key, err := base64.StdEncoding.DecodeString(pub)
+	if err != nil {
+		return "?"
+	}
+	sum := sha256.Sum256(key)
+	return "SHA256:" + base64.RawStdEncoding.EncodeToString(sum[:])
+}

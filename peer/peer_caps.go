@@ -1,0 +1,152 @@
+package peer
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/synapse-edge/synapse/store"
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// Capabilities and interfaces learnt at pairing (seed 000 §1.4, §6.4).
+//
+// When a peer is paired, and again whenever it is heard from after being
+// offline (it may have restarted with other handlers), this agent reads
+// the peer's public GET /capabilities and GET /capabilities/interfaces
+// and keeps them with the peer (GET /agents/{id} shows them with the
+// compliance they give), so that deciding what to send where needs no
+// extra round trip. A peer that does not answer keeps what was learnt
+// before and is asked again a few times with back-off; the failure is
+// logged, never fatal to pairing.
+
+// Paths of the peer documents read.
+const (
+	capabilitiesPath = "/api/v1/synapse/capabilities"
+	interfacesPath   = "/api/v1/synapse/capabilities/interfaces"
+	// maxCapsBytes bounds one document (task types carry JSON schemas).
+	maxCapsBytes = 1 << 20
+)
+
+// learnRetries is how many times a failed read of a peer's documents is
+// tried again, after learnBackoff, then twice that, and so on: a peer
+// that restarts is often heard (its first heartbeat or greeting) before
+// its listener accepts.
+const (
+	learnRetries = 5
+	learnBackoff = 500 * time.Millisecond
+)
+
+// learnCapabilities reads and stores peerID's capabilities and
+// interfaces, trying again with back-off (on the agent's clock) while the
+// peer does not answer.
+func (n *Network) learnCapabilities(peerID string) {
+	wait := learnBackoff
+	for try := 0; ; try++ {
+		err := n.learnCapabilitiesOnce(peerID)
+		if err == nil {
+			return
+		}
+		if try == learnRetries {
+			n.log.Warn("gave up reading the peer's capabilities until it is heard again", "peer", peerID, "err", err)
+			return
+		}
+		n.log.Debug("read the peer's capabilities: trying again", "peer", peerID, "in", wait, "err", err)
+		fired := make(chan struct{})
+		t := n.clock.AfterFunc(wait, func() { close(fired) })
+		select {
+		case <-fired:
+		case <-n.ctx.Done():
+			t.Stop()
+			return
+		}
+		wait *= 2
+	}
+}
+
+// learnCapabilitiesOnce reads and stores peerID's documents once. It
+// returns an error only when the read could not be done and is worth
+// trying again.
+func (n *Network) learnCapabilitiesOnce(peerID string) error {
+	p := n.peers.get(peerID)
+	if p == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(n.ctx, identityTimeout)
+	defer cancel()
+	var caps wire.AgentCapabilities
+	var ifs struct {
+		AgentID    string                      `json:"agent_id"`
+		Interfaces []wire.ImplementedInterface `json:"interfaces"`
+	}
+	if err := n.getJSON(ctx, p.rec.Endpoint+capabilitiesPath, &caps); err != nil {
+		return fmt.Errorf("capabilities: %w", err)
+	}
+	if err := n.getJSON(ctx, p.rec.Endpoint+interfacesPath, &ifs); err != nil {
+		return fmt.Errorf("interfaces: %w", err)
+	}
+	if caps.AgentID != peerID || (ifs.AgentID != "" && ifs.AgentID != peerID) {
+		n.log.Warn("the peer's capabilities name another agent", "peer", peerID, "capabilities_of", caps.AgentID, "interfaces_of", ifs.AgentID)
+		return nil
+	}
+	now := n.clock.Now().UTC()
+	ps := &n.peers
+	ps.mu.Lock()
+	cur, ok := ps.m[peerID]
+	if !ok || cur.rec.Endpoint != p.rec.Endpoint {
+		ps.mu.Unlock()
+		return nil // removed or re-paired meanwhile
+	}
+	cur.rec.Capabilities, cur.rec.Interfaces, cur.rec.CapabilitiesAt = &caps, ifs.Interfaces, now
+	rec := cur.rec
+	ps.mu.Unlock()
+	if err := n.db.Update(ctx, func(tx *store.Tx) error {
+		if _, err := tx.Peer(peerID); err != nil {
+			return nil
+		}
+		return tx.PutPeer(&rec)
+	}); err != nil {
+		n.log.Warn("store the peer's capabilities", "peer", peerID, "err", err)
+		return nil
+	}
+	n.log.Info("peer capabilities learnt", "peer", peerID, "task_types", len(caps.SupportedTaskTypes), "interfaces", len(ifs.Interfaces))
+	return nil
+}
+
+// getJSON reads a public JSON document into v.
+func (n *Network) getJSON(ctx context.Context, url string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", wire.ContentJSON)
+	resp, err := n.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s answered %d", url, resp.StatusCode)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxCapsBytes+1))
+	if err != nil {
+		return err
+	}
+	if len(body) > maxCapsBytes {
+		return fmt.Errorf("GET %s: more than %d bytes", url, maxCapsBytes)
+	}
+	return json.Unmarshal(body, v)
+}
+
+// learnt adds rec's learnt documents to pi.
+func learnt(pi *PeerInfo, rec *store.Peer) {
+	if rec.Capabilities == nil {
+		return
+	}
+	ce := wire.EvaluateCompliance(rec.AgentID, rec.Interfaces)
+	pi.Capabilities, pi.Interfaces, pi.Compliance = rec.Capabilities, rec.Interfaces, &ce
+	pi.CapabilitiesAt = wire.FormatTime(rec.CapabilitiesAt)
+}

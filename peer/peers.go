@@ -1,0 +1,444 @@
+package peer
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/synapse-edge/synapse/store"
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// Peer statuses.
+const (
+	PeerOnline  = "online"
+	PeerOffline = "offline"
+	PeerBusy    = "busy"
+)
+
+// IdentityPath is the path of the public identity document.
+const IdentityPath = "/api/v1/synapse/identity"
+
+// PeerInfo is a paired peer as the API shows it.
+type PeerInfo struct {
+	AgentID   string `json:"agent_id" msgpack:"agent_id"`
+	AgentName string `json:"agent_name,omitempty" msgpack:"agent_name,omitempty"`
+	SystemID  string `json:"system_id,omitempty" msgpack:"system_id,omitempty"`
+	Endpoint  string `json:"endpoint" msgpack:"endpoint"`
+	PublicKey string `json:"public_key" msgpack:"public_key"`
+	// Status is online, offline or busy.
+	Status   string `json:"status" msgpack:"status"`
+	LastSeen string `json:"last_seen,omitempty" msgpack:"last_seen,omitempty"`
+	AddedAt  string `json:"added_at" msgpack:"added_at"`
+	// ActiveTasks and MaxTasks are from the peer's last heartbeat.
+	ActiveTasks int `json:"active_tasks" msgpack:"active_tasks"`
+	MaxTasks    int `json:"max_tasks" msgpack:"max_tasks"`
+	// What the peer declares, learnt at pairing (peer_caps.go); absent
+	// until read.
+	Capabilities   *wire.AgentCapabilities     `json:"capabilities,omitempty" msgpack:"capabilities,omitempty"`
+	Interfaces     []wire.ImplementedInterface `json:"interfaces,omitempty" msgpack:"interfaces,omitempty"`
+	Compliance     *wire.ComplianceEvaluation  `json:"compliance,omitempty" msgpack:"compliance,omitempty"`
+	CapabilitiesAt string                      `json:"capabilities_at,omitempty" msgpack:"capabilities_at,omitempty"`
+}
+
+// peer is the live state of one paired agent.
+type peer struct {
+	rec         store.Peer
+	pub         ed25519.PublicKey
+	active, max int
+}
+
+func (p *peer) info() PeerInfo {
+	pi := PeerInfo{AgentID: p.rec.AgentID, AgentName: p.rec.AgentName, SystemID: p.rec.SystemID,
+		Endpoint: p.rec.Endpoint, PublicKey: p.rec.PublicKey, Status: p.rec.Status,
+		AddedAt: wire.FormatTime(p.rec.AddedAt), ActiveTasks: p.active, MaxTasks: p.max}
+	learnt(&pi, &p.rec)
+	if !p.rec.LastSeen.IsZero() {
+		pi.LastSeen = wire.FormatTime(p.rec.LastSeen)
+	}
+	return pi
+}
+
+// peerSet holds the peers in memory; the store has the same records.
+type peerSet struct {
+	mu sync.RWMutex
+	m  map[string]*peer
+}
+
+func (ps *peerSet) load(db *store.DB) error {
+	ps.m = map[string]*peer{}
+	return db.View(func(tx *store.Tx) error {
+		list, err := tx.Peers()
+		for _, r := range list {
+			pub, kerr := decodePublicKey(r.PublicKey)
+			if kerr != nil {
+				return fmt.Errorf("peer %s: %w", r.AgentID, kerr)
+			}
+			ps.m[r.AgentID] = &peer{rec: *r, pub: pub}
+		}
+		return err
+	})
+}
+
+// get returns a copy of a peer, or nil.
+func (ps *peerSet) get(id string) *peer {
+	ps.mu.RLock()
+	defer ps.mu.RUnlock()
+	p, ok := ps.m[id]
+	if !ok {
+		return nil
+	}
+	c := *p
+	return &c
+}
+
+// list returns copies of every peer, by agent_id.
+func (ps *peerSet) list() []peer {
+	ps.mu.RLock()
+	out := make([]peer, 0, len(ps.m))
+	for _, p := range ps.m {
+		out = append(out, *p)
+	}
+	ps.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].rec.AgentID < out[j].rec.AgentID })
+	return out
+}
+
+func (ps *peerSet) len() int {
+	ps.mu.RLock()
+	defer ps.mu.RUnlock()
+	return len(ps.m)
+}
+
+func decodePublicKey(s string) (ed25519.PublicKey, error) {
+	b, err := base64.StdEncoding.Strict().DecodeString(s)
+	if err != nil || len(b) != ed25519.PublicKeySize {
+		return nil, fmt.Errorf("public_key is not base64 of a %d-byte Ed25519 key", ed25519.PublicKeySize)
+	}
+	return ed25519.PublicKey(b), nil
+}
+
+// checkEndpoint accepts an absolute http or https base URL without query
+// or fragment and returns it without a trailing slash.
+func checkEndpoint(raw string) (string, error) {
+	bad := func(why string) error {
+		return wire.Errorf(wire.CodeInvalidParams, "endpoint %q %s", raw, why).With("field", "endpoint")
+	}
+	if raw == "" {
+		return "", wire.Errorf(wire.CodeInvalidParams, `give the peer's base URL as {"endpoint": "http://host:port"}`).With("field", "endpoint")
+	}
+	if len(raw) > 2048 {
+		return "", bad("is longer than 2048 bytes")
+	}
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return "", bad("is not a URL")
+	case u.Scheme != "http" && u.Scheme != "https":
+		return "", bad("must be an http:// or https:// URL")
+	case u.Host == "":
+		return "", bad("has no host")
+	case u.RawQuery != "" || u.Fragment != "" || u.User != nil:
+		return "", bad("must not have a query, fragment or user info")
+	}
+	return strings.TrimRight(raw, "/"), nil
+}
+
+// checkPeerID accepts an agent id that can name a peer (and an outbox
+// destination).
+func checkPeerID(id string) error {
+	if id == "" || len(id) > 128 || strings.ContainsAny(id, " /\x00") || strings.IndexFunc(id, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0 {
+		return fmt.Errorf("agent_id %q must be 1 to 128 bytes without spaces, slashes or control characters", id)
+	}
+	return nil
+}
+
+// AddPeer pairs the agent at endpoint: it fetches GET {endpoint}/identity
+// and pins the agent_id and public key it names. Pairing an agent again
+// with the same key refreshes its endpoint and names (created is false);
+// an agent_id or endpoint already pinned with another key is refused
+// (409): remove the peer first to re-pin it.
+func (n *Network) AddPeer(ctx context.Context, endpoint string) (info *PeerInfo, created bool, err error) {
+	endpoint, err = checkEndpoint(endpoint)
+	if err != nil {
+		return nil, false, err
+	}
+	id, err := n.fetchIdentity(ctx, endpoint)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := checkPeerID(id.AgentID); err != nil {
+		return nil, false, wire.Errorf(wire.CodeInvalidParams, "%s/identity: %v", endpoint, err)
+	}
+	if id.AgentID == n.a.Identity().AgentID {
+		return nil, false, wire.Errorf(wire.CodeInvalidParams, "%s is this agent itself", endpoint).With("field", "endpoint")
+	}
+	pub, err := decodePublicKey(id.PublicKey)
+	if err != nil {
+		return nil, false, wire.Errorf(wire.CodeInvalidParams, "%s/identity: %v", endpoint, err)
+	}
+	now := n.clock.Now().UTC()
+	ps := &n.peers
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	old := ps.m[id.AgentID]
+	if old != nil && old.rec.PublicKey != id.PublicKey {
+		return nil, false, wire.Errorf(wire.CodeInvalidStateChange,
+			"peer %s is pinned with another public key; remove it (DELETE /agents/%s) to pin the new one", id.AgentID, id.AgentID).
+			With("agent_id", id.AgentID).With("reason", "public_key_changed")
+	}
+	for _, p := range ps.m {
+		if p.rec.Endpoint == endpoint && p.rec.AgentID != id.AgentID {
+			return nil, false, wire.Errorf(wire.CodeInvalidStateChange,
+				"%s is paired as %s with another key; remove that peer first to pin %s", endpoint, p.rec.AgentID, id.AgentID).
+				With("agent_id", p.rec.AgentID).With("reason", "public_key_changed")
+		}
+	}
+	rec := store.Peer{AgentID: id.AgentID, AgentName: id.AgentName, SystemID: id.SystemID, Endpoint: endpoint,
+		PublicKey: id.PublicKey, Status: PeerOnline, LastSeen: now, AddedAt: now}
+	p := &peer{rec: rec, pub: pub}
+	if old != nil {
+		p.rec.AddedAt, p.active, p.max = old.rec.AddedAt, old.active, old.max
+	}
+	if err := n.db.Update(ctx, func(tx *store.Tx) error { return tx.PutPeer(&p.rec) }); err != nil {
+		return nil, false, wire.Errorf(wire.CodeSysStorage, "store peer: %v", err)
+	}
+	ps.m[id.AgentID] = p
+	pi := p.info()
+	n.log.Info("peer paired", "agent_id", id.AgentID, "endpoint", endpoint, "again", old != nil)
+	// Messages that waited for this peer (or gave up) go now.
+	n.spawn(func() { n.out.wake(id.AgentID) })
+	n.pinned(id.AgentID) // pairing.go
+	n.spawn(func() { n.learnCapabilities(id.AgentID) })
+	return &pi, old == nil, nil
+}
+
+// fetchIdentity reads a peer's identity document.
+func (n *Network) fetchIdentity(ctx context.Context, endpoint string) (*wire.Identity, error) {
+	ctx, cancel := context.WithTimeout(ctx, identityTimeout)
+	defer cancel()
+	unreachable := func(format string, args ...any) error {
+		return wire.Errorf(wire.CodeCallbackUndeliverable, "pair %s: "+format, append([]any{endpoint}, args...)...).With("endpoint", endpoint)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint+IdentityPath, nil)
+	if err != nil {
+		return nil, wire.Errorf(wire.CodeInvalidParams, "endpoint: %v", err).With("field", "endpoint")
+	}
+	req.Header.Set("Accept", wire.ContentJSON)
+	resp, err := n.client.Do(req)
+	if err != nil {
+		return nil, unreachable("GET %s: %v", IdentityPath, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
+	if err != nil {
+		return nil, unreachable("read identity: %v", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, unreachable("GET %s answered %d", IdentityPath, resp.StatusCode)
+	}
+	var id wire.Identity
+	if err := json.Unmarshal(body, &id); err != nil {
+		return nil, wire.Errorf(wire.CodeInvalidParams, "%s%s is not an identity document: %v", endpoint, IdentityPath, err)
+	}
+	return &id, nil
+}
+
+// Peers lists the paired peers by agent_id.
+func (n *Network) Peers() []PeerInfo {
+	list := n.peers.list()
+	out := make([]PeerInfo, len(list))
+	for i := range list {
+		out[i] = list[i].info()
+	}
+	return out
+}
+
+// Peer describes one paired peer.
+func (n *Network) Peer(id string) (*PeerInfo, error) {
+	p := n.peers.get(id)
+	if p == nil {
+		return nil, errNoPeer(id)
+	}
+	pi := p.info()
+	return &pi, nil
+}
+
+func errNoPeer(id string) error {
+	return wire.Errorf(wire.CodeNotFound, "no paired peer %q", id).With("agent_id", id)
+}
+
+// RemovePeer unpairs a peer: its messages are refused from now on.
+// Messages queued for it stay in the outbox and become dead letters; pair
+// it again and retry them to send them.
+func (n *Network) RemovePeer(ctx context.Context, id string) error {
+	ps := &n.peers
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if _, ok := ps.m[id]; !ok {
+		return errNoPeer(id)
+	}
+	err := n.db.Update(ctx, func(tx *store.Tx) error { return tx.DeletePeer(id) })
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return wire.Errorf(wire.CodeSysStorage, "remove peer: %v", err)
+	}
+	delete(ps.m, id)
+	n.order.forget(id)
+	n.log.Info("peer removed", "agent_id", id)
+	return nil
+}
+
+// heard records that a peer was heard from (any accepted message, a
+// heartbeat it sent, or one we sent that it accepted). hb, when not nil,
+// is its heartbeat. It reports whether the peer was offline.
+func (n *Network) heard(id string, hb *wire.HeartbeatPayload) (wasOffline bool) {
+	now := n.clock.Now().UTC()
+	ps := &n.peers
+	ps.mu.Lock()
+	p, ok := ps.m[id]
+	if !ok {
+		ps.mu.Unlock()
+		return false
+	}
+	prev := p.rec.Status
+	p.rec.LastSeen = now
+	if hb != nil {
+		p.active, p.max = hb.ActiveTasks, hb.MaxTasks
+		p.rec.Status = PeerOnline
+		if hb.Status == PeerBusy || (hb.MaxTasks > 0 && hb.ActiveTasks >= hb.MaxTasks) {
+			p.rec.Status = PeerBusy
+		}
+	} else if prev == PeerOffline {
+		p.rec.Status = PeerOnline
+	}
+	rec := p.rec
+	ps.mu.Unlock()
+	if rec.Status != prev {
+		n.log.Info("peer status", "agent_id", id, "status", rec.Status, "was", prev)
+		n.savePeer(rec)
+		if prev == PeerOffline {
+			n.spawn(func() { n.learnCapabilities(id) }) // it may have changed
+		}
+	}
+	return prev == PeerOffline
+}
+
+// savePeer persists a status change without waiting; a peer removed
+// meanwhile is not written back.
+func (n *Network) savePeer(rec store.Peer) {
+	n.db.UpdateAsync(func(tx *store.Tx) error {
+		if _, err := tx.Peer(rec.AgentID); err != nil {
+			return nil
+		}
+		return tx.PutPeer(&rec)
+	}, nil)
+}
+
+// markSilent makes offline the peers not heard from since cutoff.
+func (n *Network) markSilent(cutoff time.Time) {
+	var changed []store.Peer
+	ps := &n.peers
+	ps.mu.Lock()
+	for _, p := range ps.m {
+		if p.rec.Status != PeerOffline && p.rec.LastSeen.Before(cutoff) {
+			p.rec.Status = PeerOffline
+			changed = append(changed, p.rec)
+		}
+	}
+	ps.mu.Unlock()
+	for _, rec := range changed {
+		n.log.Info("peer status", "agent_id", rec.AgentID, "status", PeerOffline, "last_seen", rec.LastSeen)
+		n.savePeer(rec)
+	}
+}
+
+// heartbeats sends p2p:heartbeat to every peer every interval, directly
+// (not through the outbox), and marks offline the peers silent for
+// offlineAfter intervals. The first round goes at start, so peers learn at
+// once that this agent is back.
+func (n *Network) heartbeats() {
+	interval := n.cfg.P2P.HeartbeatInterval()
+	tick := make(chan struct{}, 1)
+	for { // until close
+		n.beat(interval)
+		n.markSilent(n.clock.Now().Add(-offlineAfter * interval))
+		n.hbMu.Lock()
+		if n.stopped {
+			n.hbMu.Unlock()
+			return
+		}
+		n.hbTimer = n.clock.AfterFunc(interval, func() {
+			select {
+			case tick <- struct{}{}:
+			default:
+			}
+		})
+		n.hbMu.Unlock()
+		select {
+		case <-tick:
+		case <-n.ctx.Done():
+			return
+		}
+	}
+}
+
+// beat sends one heartbeat to each peer, at most 16 at a time, and waits
+// for the answers.
+func (n *Network) beat(interval time.Duration) {
+	hb := n.heartbeat()
+	payload, err := wire.NewJSONPayload(hb)
+	if err != nil {
+		n.log.Error("heartbeat payload", "err", err)
+		return
+	}
+	sem := make(chan struct{}, 16)
+	var wg sync.WaitGroup
+	for _, p := range n.peers.list() {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func(p peer) {
+			defer func() { <-sem; wg.Done() }()
+			ctx, cancel := context.WithTimeout(n.ctx, min(interval, maxHeartbeatTimeout))
+			defer cancel()
+			m, err := n.envelope(wire.MsgHeartbeat, p.rec.AgentID, "", "", payload)
+			if err != nil {
+				n.log.Error("heartbeat", "peer", p.rec.AgentID, "err", err)
+				return
+			}
+			r, err := n.sendEnvelope(ctx, p.rec.Endpoint, m)
+			if err == nil && r.status/100 != 2 {
+				err = answerError(r)
+			}
+			if err != nil {
+				n.log.Debug("heartbeat not answered", "peer", p.rec.AgentID, "err", err)
+				if r.status != 0 {
+					n.refusedBy(p.rec.AgentID, errorCode(r.body)) // pairing.go
+				}
+				return
+			}
+			n.heard(p.rec.AgentID, nil)
+			n.out.wake(p.rec.AgentID)
+		}(p)
+	}
+	wg.Wait()
+}
+
+// heartbeat is this agent's p2p:heartbeat payload.
+func (n *Network) heartbeat() *wire.HeartbeatPayload {
+	hb := &wire.HeartbeatPayload{Status: PeerOnline, MaxTasks: n.cfg.MaxConcurrentTasks}
+	hb.ActiveTasks = n.a.ActiveTasks()
+	if hb.ActiveTasks >= hb.MaxTasks {
+		hb.Status = PeerBusy
+	}
+	return hb
+}
