@@ -8,8 +8,15 @@ import (
 // does not reach into the store (PutPushConfig, DeletePushConfig and the
 // notifications are in a2a_push.go).
 
+// PushConfig is an A2A push notification config of one task.
+type PushConfig = store.PushConfig
+
+// ErrNoPushConfig is what PushConfig and DeletePushConfig return when the
+// task has no such config (it is store.ErrNotFound).
+var ErrNoPushConfig = store.ErrNotFound
+
 // PushConfig is one push config of a task; with id empty, the task's first.
-// store.ErrNotFound when there is none.
+// ErrNoPushConfig when there is none.
 func (a *Agent) PushConfig(taskID, id string) (*store.PushConfig, error) {
 	var rec *store.PushConfig
 	err := a.db.View(func(tx *store.Tx) error {

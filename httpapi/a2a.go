@@ -16,7 +16,6 @@ import (
 
 	"github.com/synapse-edge/synapse/a2a"
 	"github.com/synapse-edge/synapse/agent"
-	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -281,7 +280,7 @@ func (s *Server) a2aSend(ctx context.Context, p agent.Principal, v a2a.Version, 
 	if err != nil {
 		return nil, err
 	}
-	var push *store.PushConfig
+	var push *agent.PushConfig
 	if c := sp.Configuration.Push(); c != nil {
 		if push, err = s.pushRecord(ctx, "", c, v); err != nil {
 			return nil, err
@@ -315,7 +314,7 @@ func (s *Server) a2aSend(ctx context.Context, p agent.Principal, v a2a.Version, 
 
 // a2aContinue answers a message for an existing task: only a task in
 // info_needed takes one (its data is the missing information).
-func (s *Server) a2aContinue(ctx context.Context, id string, payload wire.JSONValue, push *store.PushConfig, wait time.Duration) (*wire.Task, error) {
+func (s *Server) a2aContinue(ctx context.Context, id string, payload wire.JSONValue, push *agent.PushConfig, wait time.Duration) (*wire.Task, error) {
 	t, err := s.a.Task(id)
 	if err != nil {
 		return nil, err
@@ -396,7 +395,7 @@ func (s *Server) a2aList(v a2a.Version, lp *a2a.ListParams) (*a2a.ListResult, er
 	if lp.Status != "" && len(want) == 0 {
 		return res, nil // auth-required: no state of ours maps to it
 	}
-	f := store.TaskFilter{After: lp.PageToken, Limit: size}
+	f := agent.TaskFilter{After: lp.PageToken, Limit: size}
 	if len(want) == 1 {
 		f.Status = want[0]
 	}
@@ -438,7 +437,7 @@ func (s *Server) a2aCount(filtered bool, match func(*wire.Task) bool, status wir
 		return s.a.CountTasks()
 	}
 	n := 0
-	f := store.TaskFilter{Status: status, Limit: a2aMaxPageSize}
+	f := agent.TaskFilter{Status: status, Limit: a2aMaxPageSize}
 	for range a2aListScan {
 		ts, next, err := s.a.ListTasks(f)
 		if err != nil {
@@ -469,11 +468,11 @@ func (s *Server) checkPushURL(ctx context.Context, u string) error {
 
 // pushRecord checks a push config and makes its record (a new id when it
 // has none).
-func (s *Server) pushRecord(ctx context.Context, taskID string, c *a2a.PushConfig, v a2a.Version) (*store.PushConfig, error) {
+func (s *Server) pushRecord(ctx context.Context, taskID string, c *a2a.PushConfig, v a2a.Version) (*agent.PushConfig, error) {
 	if err := s.checkPushURL(ctx, c.URL); err != nil {
 		return nil, err
 	}
-	rec := &store.PushConfig{TaskID: taskID, ID: c.ID, URL: c.URL, Token: c.Token, Auth: c.Authentication,
+	rec := &agent.PushConfig{TaskID: taskID, ID: c.ID, URL: c.URL, Token: c.Token, Auth: c.Authentication,
 		CreatedAt: s.a.Clock().Now().UTC()}
 	if v == a2a.V03 {
 		rec.Version = "0.3"
@@ -516,7 +515,7 @@ func (s *Server) a2aPush(ctx context.Context, op a2a.Op, v a2a.Version, pp *a2a.
 		return a2a.PushAnswer(rec, v), nil
 	case a2a.OpPushGet:
 		rec, err := s.a.PushConfig(taskID, cfgID)
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, agent.ErrNoPushConfig) {
 			return nil, a2a.Errorf(a2a.CodeInvalidParams, "task %s has no push notification config %q", taskID, cfgID)
 		}
 		if err != nil {
@@ -541,7 +540,7 @@ func (s *Server) a2aPush(ctx context.Context, op a2a.Op, v a2a.Version, pp *a2a.
 			return nil, a2a.Errorf(a2a.CodeInvalidParams, "the push notification config id is required")
 		}
 		err := s.a.DeletePushConfig(ctx, taskID, cfgID)
-		if errors.Is(err, store.ErrNotFound) {
+		if errors.Is(err, agent.ErrNoPushConfig) {
 			return nil, a2a.Errorf(a2a.CodeInvalidParams, "task %s has no push notification config %q", taskID, cfgID)
 		}
 		if err != nil {
