@@ -56,6 +56,8 @@ type Config struct {
 	MQTT *MQTTConfig `json:"mqtt,omitempty"`
 	// P2P configures delivery to peers and webhooks (seed 004 §5.4).
 	P2P P2PConfig `json:"p2p"`
+	// A2A holds the tokens for peers reached over A2A (a2a_config.go).
+	A2A A2AConfig `json:"a2a"`
 	// Outbound is the policy of URLs clients give the agent to call
 	// (callback_url, A2A push): private ranges are refused unless allowed
 	// here (outbound.go).
@@ -292,6 +294,7 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 	if c.Uplink != nil && c.Uplink.TokenEnv != "" {
 		c.Uplink.Token = getenv(c.Uplink.TokenEnv)
 	}
+	c.A2A.loadEnv(getenv)
 	if c.MQTT != nil && c.MQTT.PasswordEnv != "" {
 		c.MQTT.Password = getenv(c.MQTT.PasswordEnv)
 	}
@@ -472,6 +475,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	c.HIL.check(bad)
+	c.A2A.check(bad)
 	c.Negotiation.Check(func(field, format string, args ...any) { bad("negotiation."+field, format, args...) })
 	c.Registry.check(bad)
 	return errors.Join(errs...)
