@@ -131,26 +131,17 @@ func statusResponse(r *wire.TaskStatusResponse) *pb.TaskStatusResponse {
 	return out
 }
 
-// ListTasks is GET /tasks: page_size 1 to 500 (default 50), newest first.
+// ListTasks is GET /tasks: page_size 1 to 500 (default 50), newest first
+// (agent.TaskPage).
 func (s *Server) ListTasks(_ context.Context, in *pb.ListTasksRequest) (*pb.ListTasksResponse, error) {
-	size := int(in.GetPageSize())
-	if size == 0 {
-		size = 50
-	}
-	if size < 1 || size > 500 {
-		return nil, wire.Errorf(wire.CodeInvalidParams, "page_size must be from 1 to 500").With("field", "page_size")
-	}
-	st := wire.Status(in.GetStatus())
-	if st != "" && !st.Valid() {
-		return nil, wire.Errorf(wire.CodeInvalidParams, "status %q is not a task state", st).With("field", "status")
-	}
-	tasks, next, err := s.a.ListTasks(agent.TaskFilter{Status: st, TaskType: in.GetTaskType(), After: in.GetPageToken(), Limit: size})
+	list, err := s.a.TaskPage(agent.TaskPageQuery{Status: wire.Status(in.GetStatus()), TaskType: in.GetTaskType(),
+		PageToken: in.GetPageToken(), PageSize: int(in.GetPageSize())})
 	if err != nil {
-		return nil, wire.Errorf(wire.CodeSysStorage, "list tasks: %v", err)
+		return nil, err
 	}
-	out := &pb.ListTasksResponse{Tasks: make([]*pb.TaskStatusResponse, 0, len(tasks)), NextPageToken: next}
-	for _, t := range tasks {
-		out.Tasks = append(out.Tasks, statusResponse(t.StatusResponse(false)))
+	out := &pb.ListTasksResponse{Tasks: make([]*pb.TaskStatusResponse, 0, len(list.Tasks)), NextPageToken: list.NextPageToken}
+	for _, r := range list.Tasks {
+		out.Tasks = append(out.Tasks, statusResponse(r))
 	}
 	return out, nil
 }

@@ -3,7 +3,6 @@ package httpapi
 import (
 	"bytes"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -123,26 +122,17 @@ func etagMatch(header []byte, etag string) bool {
 }
 
 func (s *Server) listTasks(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
-	size, err := queryInt(ctx, "page_size", 50, 1, 500)
+	size, err := queryInt(ctx, "page_size", agent.DefaultTaskPageSize, 1, agent.MaxTaskPageSize)
 	if err != nil {
 		return err
 	}
 	q := ctx.QueryArgs()
-	st := wire.Status(q.Peek("status"))
-	if st != "" && !st.Valid() {
-		return wire.Errorf(wire.CodeInvalidParams, "status %q is not a task state; the states are %s", st, statesText()).With("field", "status")
-	}
-	tasks, next, err := s.a.ListTasks(agent.TaskFilter{
-		Status: st, TaskType: string(q.Peek("task_type")), After: string(q.Peek("page_token")), Limit: size,
-	})
+	list, err := s.a.TaskPage(agent.TaskPageQuery{Status: wire.Status(q.Peek("status")), TaskType: string(q.Peek("task_type")),
+		PageToken: string(q.Peek("page_token")), PageSize: size})
 	if err != nil {
-		return wire.Errorf(wire.CodeSysStorage, "list tasks: %v", err)
+		return err
 	}
-	out := wire.TaskList{Tasks: make([]*wire.TaskStatusResponse, 0, len(tasks)), NextPageToken: next}
-	for _, t := range tasks {
-		out.Tasks = append(out.Tasks, t.StatusResponse(false))
-	}
-	write(ctx, fasthttp.StatusOK, &out)
+	write(ctx, fasthttp.StatusOK, list)
 	return nil
 }
 
@@ -204,13 +194,4 @@ func (s *Server) decide(ctx *fasthttp.RequestCtx, p agent.Principal, args []stri
 func parseUint(b []byte) (uint64, bool) {
 	n, err := strconv.ParseUint(string(bytes.TrimSpace(b)), 10, 64)
 	return n, err == nil
-}
-
-// statesText lists the task states, comma separated.
-func statesText() string {
-	names := make([]string, len(wire.AllStatuses))
-	for i, st := range wire.AllStatuses {
-		names[i] = string(st)
-	}
-	return strings.Join(names, ", ")
 }
