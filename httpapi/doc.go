@@ -1,7 +1,19 @@
 // Package httpapi serves an agent over HTTP with fasthttp: the REST routes of
 // SPEC §5 and §11, server-sent event streams, bearer-token auth with scopes,
-// idempotency keys, and the limits a device exposed to a network needs. It is
-// the only package that imports fasthttp.
+// and the limits a device exposed to a network needs. It is the only package
+// that imports fasthttp.
+//
+// # Routes
+//
+// A route decodes its request, calls one method of the agent or of the
+// packages beside it (tier1, hil, group) and encodes the answer; what
+// every API shares lives there, once: idempotency keys
+// (agent.ClaimIdempotency, Idempotent, SubmitIdempotent: the key is the
+// Idempotency-Key header or the body's idempotency_key, a replay carries
+// Idempotent-Replayed: true), task pages (agent.TaskPage), tier-1 frame
+// queries with their opaque page tokens (tier1.Ingestor.Frames). Only the
+// admin routes that are about the database file (backup, check) use the
+// store directly. Every route is under [Prefix], which is [wire.APIPrefix].
 //
 // # Requests and answers
 //
@@ -15,7 +27,9 @@
 //
 // SSE routes take the connection over (fasthttp Hijack) so that a stream can
 // outlive the server's write timeout; each stream ends on a final event, when
-// the client goes away, or when the server shuts down.
+// the client goes away, or when the server shuts down. A stream that can
+// resume reads where from the Last-Event-ID header (or the last_event_id
+// query parameter) with one helper, sseResume.
 //
 // # Console
 //
