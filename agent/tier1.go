@@ -30,8 +30,7 @@ func (a *Agent) openTier1() error {
 	r.CounterFunc("synapse_tier1_refused_batches_total", "Tier-1 batches refused.", func() float64 { return float64(c.Refused.Load()) })
 	r.CounterFunc("synapse_tier1_bytes_total", "Bytes of tier-1 batches stored.", func() float64 { return float64(c.Bytes.Load()) })
 	r.CounterFunc("synapse_tier1_retention_dropped_frames_total", "Tier-1 frames deleted by retention (age or size).", func() float64 { return float64(c.Pruned.Load()) })
-	// An uplink to the MQTT broker is run by the command (transport/mqtt).
-	if u := a.cfg.Uplink; u != nil && !a.cfg.UplinkViaMQTT() {
+	if u := a.cfg.Uplink; u != nil {
 		a.uplink = tier1.NewUplink(a.t1, a.db, a.transport, u.Endpoint, u.Token, a.identity.AgentID, a.log.With("component", "uplink"))
 		if u.MaxBackoffMS > 0 {
 			a.uplink.MaxBackoff = time.Duration(u.MaxBackoffMS) * time.Millisecond

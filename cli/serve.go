@@ -113,10 +113,21 @@ func serve(ctx context.Context, sio *IO, log *slog.Logger, cfg agent.Config, gra
 	if err != nil {
 		return err
 	}
+	mq, err := addMQTT(a, cfg, log)
+	if err != nil {
+		return err
+	}
+	if mq != nil {
+		defer mq.Close(context.Background()) // after the agent, whose uplink sends through it
+	}
 	if err := a.Open(ctx); err != nil {
 		if errors.Is(err, store.ErrLocked) {
 			return fmt.Errorf("data directory %s is in use by another synapse process (is an agent already serving it?)", cfg.DataDir)
 		}
+		return err
+	}
+	if err := startMQTT(ctx, a, mq); err != nil {
+		_ = a.Close(context.Background())
 		return err
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
@@ -139,13 +150,6 @@ func serve(ctx context.Context, sio *IO, log *slog.Logger, cfg agent.Config, gra
 	}
 	stopExtra, err := extra.start(ctx, a, nw, gm, log)
 	if err != nil {
-		_, _, _ = gm.Close(context.Background()), hm.Close(context.Background()), ln.Close()
-		_ = a.Close(context.Background())
-		return err
-	}
-	stopMQTT, err := startMQTT(ctx, a, cfg, log)
-	if err != nil {
-		_ = stopExtra(context.Background())
 		_, _, _ = gm.Close(context.Background()), hm.Close(context.Background()), ln.Close()
 		_ = a.Close(context.Background())
 		return err
@@ -180,9 +184,6 @@ func serve(ctx context.Context, sio *IO, log *slog.Logger, cfg agent.Config, gra
 	}
 	if err := hm.Close(sctx); err != nil {
 		log.Warn("human-in-the-loop shutdown", "err", err)
-	}
-	if err := stopMQTT(sctx); err != nil {
-		log.Warn("mqtt shutdown", "err", err)
 	}
 	if err := a.Close(sctx); err != nil {
 		return fmt.Errorf("close agent: %w", err)

@@ -219,12 +219,6 @@ func (c *Client) Publish(ctx context.Context, topic string, payload []byte, reta
 	return c.wait(ctx, c.pc.Publish(topic, 1, retained, payload))
 }
 
-// publishAsync sends without waiting; the token's Done and Error tell the
-// outcome. The caller must have waited for the link (WaitUp).
-func (c *Client) publishAsync(topic string, payload []byte) paho.Token {
-	return c.pc.Publish(topic, 1, false, payload)
-}
-
 func (c *Client) wait(ctx context.Context, tok paho.Token) error {
 	select {
 	case <-tok.Done():

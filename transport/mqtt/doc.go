@@ -29,22 +29,25 @@
 //
 // # Northbound tier-1
 //
-// With "uplink": {"endpoint": "mqtt://"} the agent's uplink queue goes to
-// the broker instead of an upstream agent (Northbound). The payload of
-// each message is the queued batch's exact msgpack bytes, the tier-1
-// batch of tier1/doc.go:
+// Transport is the MQTT wire of the transport seam (package transport):
+// the command adds it to the agent's transport.Mux for mqtt and mqtts
+// destinations. With "uplink": {"endpoint": "mqtt://"} the agent's tier-1
+// uplink (tier1.Uplink, the durable queue the ingest fills in the
+// transaction that stores a batch) sends each batch through it as a Batch
+// message: the payload is the queued batch's exact msgpack bytes, the
+// tier-1 batch of tier1/doc.go,
 //
 //	[capability_id str, version str, [frame, ...], batch_id str]
 //
 // where each frame is an array of the routine's field values in
 // descriptor order, and batch_id is "u<n>", n counting up from 1 per agent
-// in the order batches were stored. Batches go out oldest first and leave
-// the queue only after the broker's PUBACK; one whose PUBACK was lost goes
-// out again. A consumer therefore sees each batch at least once, in order
-// of first arrival, deduplicates on (topic's agent_id, batch_id), and can
-// see a gap in n. The broker's PUBACK is the end of the agent's
-// responsibility: a broker that restarts without persistence loses what it
-// held for consumers, and what is published while no consumer is
-// subscribed reaches no one (MQTT has no history); run it with persistence
-// and keep consumers' sessions persistent.
+// in the order batches were stored. The outcome is Delivered at the
+// broker's PUBACK, and only then does the batch leave the queue; one whose
+// PUBACK was lost goes out again. A consumer therefore sees each batch at
+// least once, in order of first arrival, deduplicates on (the topic's
+// agent_id, batch_id), and can see a gap in n. The broker's PUBACK is the
+// end of the agent's responsibility: a broker that restarts without
+// persistence loses what it held for consumers, and what is published
+// while no consumer is subscribed reaches no one (MQTT has no history);
+// run it with persistence and keep consumers' sessions persistent.
 package mqtt

@@ -1,0 +1,153 @@
+package mqtt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"sync"
+
+	"github.com/synapse-edge/synapse/transport"
+)
+
+// Transport is the MQTT wire of the transport seam: registered in the
+// agent's transport.Mux for mqtt and mqtts destinations, it publishes
+// tier-1 batches (Kind Batch) to the agent's tier-1 topic. The
+// destination URL names the broker of Options ("mqtt://" alone means that
+// broker); a destination on another broker is refused.
+//
+// It is built before the agent and started once the agent knows its
+// identity (the default client_id and the topic levels); until then, and
+// while the broker is away, Send waits (up to its ctx) and then answers
+// Retry, unreached.
+type Transport struct {
+	opts Options
+
+	mu      sync.Mutex
+	c       *Client
+	started chan struct{} // closed by Start
+	system  string
+	agent   string
+}
+
+var _ transport.Transport = (*Transport)(nil)
+
+// Schemes are the destination schemes a Transport serves.
+var Schemes = []string{"mqtt", "mqtts"}
+
+// NewTransport checks o (ClientID may be empty: Start defaults it to the
+// agent_id).
+func NewTransport(o Options) (*Transport, error) {
+	o.setDefaults()
+	check := o
+	if check.ClientID == "" {
+		check.ClientID = "-"
+	}
+	if err := check.Validate(); err != nil {
+		return nil, err
+	}
+	return &Transport{opts: o, started: make(chan struct{})}, nil
+}
+
+// Start connects as agentID of systemID (in the background: see
+// Client.Start).
+func (t *Transport) Start(ctx context.Context, systemID, agentID string) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.c != nil {
+		return errors.New("mqtt: transport already started")
+	}
+	o := t.opts
+	if o.ClientID == "" {
+		o.ClientID = agentID
+	}
+	c, err := New(o)
+	if err != nil {
+		return err
+	}
+	if err := c.Start(ctx); err != nil {
+		return err
+	}
+	t.c, t.system, t.agent = c, systemID, agentID
+	close(t.started)
+	return nil
+}
+
+// Client is the connection (nil before Start).
+func (t *Transport) Client() *Client {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.c
+}
+
+// Close disconnects; safe twice, and before Start.
+func (t *Transport) Close(ctx context.Context) error {
+	if c := t.Client(); c != nil {
+		return c.Close(ctx)
+	}
+	return nil
+}
+
+// client waits for Start.
+func (t *Transport) client(ctx context.Context) (*Client, error) {
+	select {
+	case <-t.started:
+		return t.Client(), nil
+	case <-ctx.Done():
+		return nil, errors.New("mqtt: not connected yet")
+	}
+}
+
+// Send delivers m (see the type's doc).
+func (t *Transport) Send(ctx context.Context, m *transport.Message) transport.Outcome {
+	if err := t.sameBroker(m.To); err != nil {
+		return transport.Refused(err)
+	}
+	c, err := t.client(ctx)
+	if err != nil {
+		return transport.Unreachable(err)
+	}
+	switch m.Kind {
+	case transport.Batch:
+		source := m.Header[transport.HeaderSourceAgent]
+		if source == "" {
+			source = t.agent
+		}
+		topic, err := Topics{Prefix: t.opts.TopicPrefix}.Tier1(t.system, source, m.Header[transport.HeaderRoutine])
+		if err != nil {
+			return transport.Refused(err)
+		}
+		if err := c.Publish(ctx, topic, m.Body, false); err != nil {
+			return transport.Unreachable(err)
+		}
+		return transport.Outcome{Class: transport.Delivered}
+	}
+	return transport.Refused(fmt.Errorf("mqtt carries no %s messages", m.Kind))
+}
+
+// sameBroker checks that a destination URL names this transport's broker
+// (or none: "mqtt://").
+func (t *Transport) sameBroker(to string) error {
+	u, err := url.Parse(to)
+	if err != nil {
+		return errors.New("mqtt: destination is not a URL")
+	}
+	if u.Host == "" {
+		return nil
+	}
+	want, _ := url.Parse(t.opts.URL)
+	if u.Scheme != want.Scheme || u.Hostname() != want.Hostname() || portOf(u) != portOf(want) {
+		return fmt.Errorf("mqtt: destination %s://%s is not this agent's broker", u.Scheme, u.Host)
+	}
+	return nil
+}
+
+func portOf(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	if u.Scheme == "mqtts" {
+		return "8883"
+	}
+	return "1883"
+}
