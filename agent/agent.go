@@ -45,8 +45,10 @@ type Agent struct {
 	bgDone chan struct{}
 	// outbound is the policy of client-given URLs (outbound.go).
 	outbound *OutboundPolicy
-	// transport sends what the agent sends (transport.go).
-	transport transport.Transport
+	// transport sends what the agent sends (transport.go); ownTransport
+	// is set when it is the default, which Close closes.
+	transport    transport.Transport
+	ownTransport bool
 
 	m       agentMetrics
 	metrics *metrics.Registry
@@ -96,7 +98,7 @@ func New(cfg Config, opts ...Option) (*Agent, error) {
 		o(a)
 	}
 	if a.transport == nil {
-		a.transport = a.defaultTransport()
+		a.transport, a.ownTransport = a.defaultTransport(), true
 	}
 	if !cfg.DisableBuiltins {
 		for _, h := range builtinHandlers() {
@@ -223,6 +225,7 @@ func (a *Agent) Close(ctx context.Context) error {
 		<-a.sweepDone
 		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
+		a.closeTransport()
 		a.closeErr = a.db.Close(cctx)
 	})
 	return a.closeErr

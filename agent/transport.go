@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/synapse-edge/synapse/transport"
@@ -34,4 +35,24 @@ func (a *Agent) defaultTransport() transport.Transport {
 		Now:                 a.clock.Now,
 	}), "http", "https")
 	return mux
+}
+
+// AddWire sends messages for destinations of the given URL schemes
+// ("mqtt", "mqtts", "a2a+http", ...) through t, beside HTTP. It fails when
+// WithTransport replaced the agent's transport with one that is not a
+// *transport.Mux (then that transport is where wires are added).
+func (a *Agent) AddWire(t transport.Transport, schemes ...string) error {
+	mux, ok := a.transport.(*transport.Mux)
+	if !ok {
+		return fmt.Errorf("add wire %v: the agent's transport is a %T, not a *transport.Mux", schemes, a.transport)
+	}
+	mux.Handle(t, schemes...)
+	return nil
+}
+
+// closeTransport closes the transport the agent built (idle connections).
+func (a *Agent) closeTransport() {
+	if a.ownTransport {
+		_ = a.transport.(*transport.Mux).Close()
+	}
 }
