@@ -85,7 +85,7 @@ func openDB(t *testing.T, dir string) *store.DB {
 // newA2AClient starts a transport on db reporting to rep.
 func newA2AClient(t *testing.T, db *store.DB, rep a2aclient.Reporter, token string) *a2aclient.Transport {
 	t.Helper()
-	tr, err := a2aclient.New(a2aclient.Options{DB: db, Reporter: rep, PollMin: 5 * time.Millisecond, PollMax: 100 * time.Millisecond,
+	tr, err := a2aclient.New(a2aclient.Options{Reporter: rep, PollMin: 5 * time.Millisecond, PollMax: 100 * time.Millisecond,
 		Token: func(p string) string {
 			if p != peerID {
 				t.Errorf("token asked for %q, want %q", p, peerID)
@@ -95,7 +95,7 @@ func newA2AClient(t *testing.T, db *store.DB, rep a2aclient.Reporter, token stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tr.Start(t.Context()); err != nil {
+	if err := tr.Start(t.Context(), db); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = tr.Close(context.Background()) })
@@ -244,11 +244,14 @@ func TestA2AClientRestart(t *testing.T) {
 			dir := t.TempDir()
 			db := openDB(t, dir)
 			rep := &reports{}
-			tr, err := a2aclient.New(a2aclient.Options{DB: db, Reporter: rep, Token: func(string) string { return tg.token }})
+			tr, err := a2aclient.New(a2aclient.Options{Reporter: rep, Token: func(string) string { return tg.token }})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := tr.Start(t.Context()); err != nil {
+			if o := sendEnv(t, tr, a2aDest(tg), wire.MsgTaskRequest, request("t-early", "echo", `{}`)); o.Class != transport.Retry {
+				t.Errorf("a send before Start: %v, want Retry", o.Class)
+			}
+			if err := tr.Start(t.Context(), db); err != nil {
 				t.Fatal(err)
 			}
 			if o := sendEnv(t, tr, a2aDest(tg), wire.MsgTaskRequest, request("t-sleep", "sleep", `{"ms":700}`)); !o.Delivered() {

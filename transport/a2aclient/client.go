@@ -1,12 +1,10 @@
 package a2aclient
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -121,11 +119,10 @@ func (e *rpcError) outcome() transport.Outcome {
 	return o
 }
 
-// client calls one A2A JSON-RPC endpoint.
+// client calls A2A JSON-RPC endpoints through a wire (HTTP).
 type client struct {
-	hc    *http.Client
-	ids   atomic.Uint64
-	agent string // User-Agent
+	wire transport.Transport
+	ids  atomic.Uint64
 }
 
 // call posts method(params) to url and decodes its result into out. A
@@ -148,70 +145,48 @@ func (c *client) rpc(ctx context.Context, url, token, idem, method string, param
 	if err != nil {
 		return transport.Refused(fmt.Errorf("encode %s: %w", method, err)), nil
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return transport.Refused(err), nil
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("A2A-Version", "1.0")
-	if c.agent != "" {
-		req.Header.Set("User-Agent", c.agent)
-	}
+	h := map[string]string{"Accept": "application/json", "A2A-Version": "1.0"}
 	if token != "" {
-		req.Header.Set("Authorization", token)
+		h[transport.HeaderAuthorization] = token
 	}
 	if idem != "" {
-		req.Header.Set("Idempotency-Key", idem)
+		h["Idempotency-Key"] = idem
 	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return transport.Unreachable(err), nil
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
-	if err != nil {
-		return transport.Unreachable(err), nil
-	}
-	if len(raw) > maxAnswer {
-		return transport.Refused(fmt.Errorf("the %s answer is over %d bytes", method, maxAnswer)), nil
-	}
+	o := c.wire.Send(ctx, &transport.Message{Kind: transport.Request, To: url, Body: body,
+		ContentType: "application/json", Header: h, MaxReply: maxAnswer})
 	var ans rpcAnswer
-	decoded := json.Unmarshal(raw, &ans) == nil
-	if resp.StatusCode/100 != 2 {
-		a := transport.Answer{Status: resp.StatusCode, Body: raw, ContentType: resp.Header.Get("Content-Type"),
-			RetryAfter: retryAfter(resp.Header.Get("Retry-After"))}
+	decoded := !o.Truncated && json.Unmarshal(o.Reply, &ans) == nil
+	if !o.Delivered() {
+		if o.Status == 0 {
+			return o, nil // not reached
+		}
+		// Classified again as an envelope's answer, with the TPError
+		// Synapse puts in the JSON-RPC error's data.
+		a := transport.Answer{Status: o.Status, Body: o.Reply, ContentType: o.ReplyType, RetryAfter: o.RetryAfter}
 		if decoded && ans.Error != nil {
 			a.Error = ans.Error.agentError()
 		}
 		return transport.Classify(transport.Envelope, a), nil
 	}
+	if o.Truncated {
+		return transport.Refused(fmt.Errorf("the %s answer is over %d bytes", method, maxAnswer)), nil
+	}
 	if !decoded {
-		return transport.Outcome{Class: transport.Retry, Status: resp.StatusCode,
+		return transport.Outcome{Class: transport.Retry, Status: o.Status,
 			Err: fmt.Errorf("%w: the %s answer is no JSON-RPC response", transport.ErrNotDelivered, method)}, nil
 	}
 	if ans.Error != nil {
-		o := ans.Error.outcome()
-		o.Status = resp.StatusCode
-		return o, ans.Error
+		eo := ans.Error.outcome()
+		eo.Status = o.Status
+		return eo, ans.Error
 	}
 	if out != nil {
 		if err := json.Unmarshal(ans.Result, out); err != nil {
-			return transport.Outcome{Class: transport.Retry, Status: resp.StatusCode,
+			return transport.Outcome{Class: transport.Retry, Status: o.Status,
 				Err: fmt.Errorf("%w: decode the %s result: %v", transport.ErrNotDelivered, method, err)}, nil
 		}
 	}
-	return transport.Outcome{Class: transport.Delivered, Status: resp.StatusCode}, nil
-}
-
-// retryAfter reads a Retry-After header in seconds (0 when absent or a
-// date, which leaves the wait to the sender).
-func retryAfter(v string) time.Duration {
-	n, err := strconv.Atoi(strings.TrimSpace(v))
-	if err != nil || n < 0 {
-		return 0
-	}
-	return time.Duration(n) * time.Second
+	return transport.Outcome{Class: transport.Delivered, Status: o.Status}, nil
 }
 
 // sendResult is SendMessage's v1.0 result: a task or a message.

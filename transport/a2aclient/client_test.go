@@ -9,6 +9,7 @@ import (
 
 	"github.com/synapse-edge/synapse/a2a"
 	"github.com/synapse-edge/synapse/transport"
+	"github.com/synapse-edge/synapse/transport/httptransport"
 )
 
 // TestOutcome: each kind of A2A answer gets its class (the answers are
@@ -50,7 +51,7 @@ func TestOutcome(t *testing.T) {
 				_, _ = w.Write([]byte(tt.body))
 			}))
 			defer srv.Close()
-			c := &client{hc: srv.Client()}
+			c := &client{wire: httptransport.New(httptransport.Options{})}
 			var res sendResult
 			o := c.call(context.Background(), srv.URL, "Bearer tk", "SendMessage", map[string]any{}, &res)
 			if o.Class != tt.class || o.Unreached != tt.unreached || o.RetryAfter != tt.retryAfter {

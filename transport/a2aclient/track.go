@@ -132,7 +132,10 @@ func (t *Transport) read(url string, r *store.RemoteA2A, log *slog.Logger) *a2a.
 func (t *Transport) forget(r *store.RemoteA2A) {
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
-	if err := t.db.Update(ctx, func(tx *store.Tx) error { return tx.DeleteRemoteA2A(r.TaskID) }); err != nil {
+	t.mu.Lock()
+	db := t.db
+	t.mu.Unlock()
+	if err := db.Update(ctx, func(tx *store.Tx) error { return tx.DeleteRemoteA2A(r.TaskID) }); err != nil {
 		t.log.Warn("forget a tracked task", "task_id", r.TaskID, "err", err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/synapse-edge/synapse/a2a"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/transport"
+	"github.com/synapse-edge/synapse/transport/httptransport"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -27,13 +28,12 @@ type Reporter interface {
 
 // Options configure a Transport.
 type Options struct {
-	// DB keeps the remote tasks tracked (required).
-	DB *store.DB
 	// Reporter receives the remote tasks' states (required).
 	Reporter Reporter
-	// Client sends the HTTP requests (nil: a client with a 30 s timeout).
-	// Give it the agent's outbound policy.
-	Client *http.Client
+	// Wire carries the JSON-RPC requests (transport.Request messages to
+	// the endpoint's http or https URL). Default: an HTTP transport with
+	// a 30 s timeout per request.
+	Wire transport.Transport
 	// Token returns the bearer token for a peer's A2A endpoint ("" for
 	// none). A message's own Authorization header wins.
 	Token func(peer string) string
@@ -43,16 +43,13 @@ type Options struct {
 	PollMin, PollMax time.Duration
 	// Logger (nil: nothing is logged).
 	Logger *slog.Logger
-	// UserAgent is sent with every request.
-	UserAgent string
 }
 
 // Transport sends envelopes to A2A endpoints and tracks the tasks it
-// delegated there (see the package doc). Start it before its first Send
-// so that tasks tracked before a restart are resumed; Close stops the
-// tracking.
+// delegated there (see the package doc). It may be registered (on a
+// transport.Mux) before Start; until Start gives it its store, Send
+// answers Retry. Close stops the tracking.
 type Transport struct {
-	db       *store.DB
 	rep      Reporter
 	c        *client
 	token    func(string) string
@@ -60,6 +57,7 @@ type Transport struct {
 	log      *slog.Logger
 
 	mu       sync.Mutex
+	db       *store.DB // set by Start
 	ctx      context.Context
 	cancel   context.CancelFunc
 	closed   bool
@@ -69,13 +67,16 @@ type Transport struct {
 
 var _ transport.Transport = (*Transport)(nil)
 
-// New makes a Transport; it does not start tracking (Start does).
+// ErrNotStarted is the reason of a Send before Start.
+var ErrNotStarted = errors.New("a2aclient: the transport is not started")
+
+// New makes a Transport; Start starts it.
 func New(o Options) (*Transport, error) {
-	if o.DB == nil || o.Reporter == nil {
-		return nil, errors.New("a2aclient: Options.DB and Options.Reporter are required")
+	if o.Reporter == nil {
+		return nil, errors.New("a2aclient: Options.Reporter is required")
 	}
-	if o.Client == nil {
-		o.Client = &http.Client{Timeout: 30 * time.Second}
+	if o.Wire == nil {
+		o.Wire = httptransport.New(httptransport.Options{Timeout: 30 * time.Second})
 	}
 	if o.PollMin <= 0 {
 		o.PollMin = 10 * time.Millisecond
@@ -87,15 +88,19 @@ func New(o Options) (*Transport, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Transport{db: o.DB, rep: o.Reporter, c: &client{hc: o.Client, agent: o.UserAgent}, token: o.Token,
+	return &Transport{rep: o.Reporter, c: &client{wire: o.Wire}, token: o.Token,
 		min: o.PollMin, max: o.PollMax, log: o.Logger.With("component", "a2aclient"),
 		ctx: ctx, cancel: cancel, watching: map[string]chan struct{}{}}, nil
 }
 
-// Start resumes tracking every remote task kept in the store.
-func (t *Transport) Start(ctx context.Context) error {
+// Start gives the transport the store where it keeps the remote tasks
+// it tracks, and resumes tracking those kept there.
+func (t *Transport) Start(ctx context.Context, db *store.DB) error {
+	if db == nil {
+		return errors.New("a2aclient: Start needs the store")
+	}
 	var all []*store.RemoteA2A
-	err := t.db.View(func(tx *store.Tx) error {
+	err := db.View(func(tx *store.Tx) error {
 		var err error
 		all, err = tx.RemoteA2As()
 		return err
@@ -103,14 +108,27 @@ func (t *Transport) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("a2aclient: read the tracked tasks: %w", err)
 	}
+	t.mu.Lock()
+	t.db = db
+	t.mu.Unlock()
 	for _, r := range all {
 		t.watch(r, nil)
 	}
 	return nil
 }
 
+// store is the store given to Start; nil before.
+func (t *Transport) store() *store.DB {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil
+	}
+	return t.db
+}
+
 // Close stops tracking and waits for the trackers (at most until ctx is
-// done). It is safe to call twice; Send fails as Retry afterwards.
+// done). It is safe to call twice; Send answers Retry afterwards.
 func (t *Transport) Close(ctx context.Context) error {
 	t.mu.Lock()
 	t.closed = true
@@ -143,6 +161,10 @@ func (t *Transport) Send(ctx context.Context, m *transport.Message) transport.Ou
 	if strings.HasPrefix(env.ContentType, wire.ContentEncrypted) {
 		return transport.Refused(errors.New("a2a_jsonrpc cannot carry an encrypted payload"))
 	}
+	db := t.store()
+	if db == nil {
+		return transport.Outcome{Class: transport.Retry, Err: fmt.Errorf("%w: %v", transport.ErrNotDelivered, ErrNotStarted)}
+	}
 	peer := env.Receiver.AgentID
 	token := m.Header[transport.HeaderAuthorization]
 	if token == "" && t.token != nil {
@@ -150,7 +172,7 @@ func (t *Transport) Send(ctx context.Context, m *transport.Message) transport.Ou
 			token = "Bearer " + tk
 		}
 	}
-	d := delivery{t: t, url: url, to: m.To, token: token, peer: peer, env: env}
+	d := delivery{t: t, db: db, url: url, to: m.To, token: token, peer: peer, env: env}
 	switch env.MessageType {
 	case wire.MsgTaskRequest:
 		return d.request(ctx)
@@ -167,6 +189,7 @@ func (t *Transport) Send(ctx context.Context, m *transport.Message) transport.Ou
 // delivery is one envelope being sent.
 type delivery struct {
 	t                    *Transport
+	db                   *store.DB
 	url, to, token, peer string
 	env                  *wire.UnifiedSynapseMessage
 }
@@ -176,7 +199,7 @@ func (d *delivery) request(ctx context.Context) transport.Outcome {
 	if err := d.env.Payload.Decode(&p); err != nil || p.Task.ID == "" || p.Task.Type == "" {
 		return transport.Refused(fmt.Errorf("p2p:task_request payload: task.id and task.type are required (%v)", err))
 	}
-	if _, err := d.t.record(p.Task.ID); err == nil {
+	if _, err := d.record(p.Task.ID); err == nil {
 		return transport.Outcome{Class: transport.Delivered} // sent before
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return transport.Outcome{Class: transport.Retry, Err: fmt.Errorf("%w: %v", transport.ErrNotDelivered, err)}
@@ -193,7 +216,7 @@ func (d *delivery) request(ctx context.Context) transport.Outcome {
 	switch {
 	case res.Task != nil && res.Task.ID != "":
 		r := &store.RemoteA2A{TaskID: p.Task.ID, Peer: d.peer, URL: d.to, RemoteID: res.Task.ID, CreatedAt: time.Now().UTC()}
-		if err := d.t.db.Update(ctx, func(tx *store.Tx) error { return tx.PutRemoteA2A(r) }); err != nil {
+		if err := d.db.Update(ctx, func(tx *store.Tx) error { return tx.PutRemoteA2A(r) }); err != nil {
 			// The peer runs it; sent again, it may run twice.
 			return transport.Outcome{Class: transport.Retry, Err: fmt.Errorf("%w: keep remote task %s: %v", transport.ErrNotDelivered, res.Task.ID, err)}
 		}
@@ -218,7 +241,7 @@ func (d *delivery) cancelTask(ctx context.Context) transport.Outcome {
 	if err := d.env.Payload.Decode(&p); err != nil || p.TaskID == "" {
 		return transport.Refused(fmt.Errorf("p2p:task_cancel payload: task_id is required (%v)", err))
 	}
-	r, err := d.t.record(p.TaskID)
+	r, err := d.record(p.TaskID)
 	if errors.Is(err, store.ErrNotFound) {
 		return transport.Outcome{Class: transport.Delivered} // finished: nothing to cancel
 	}
@@ -240,7 +263,7 @@ func (d *delivery) infoProvided(ctx context.Context) transport.Outcome {
 	if err := d.env.Payload.Decode(&p); err != nil || p.TaskID == "" {
 		return transport.Refused(fmt.Errorf("p2p:task_info_provided payload: task_id is required (%v)", err))
 	}
-	r, err := d.t.record(p.TaskID)
+	r, err := d.record(p.TaskID)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return transport.Refused(fmt.Errorf("task %s is not waiting on %s", p.TaskID, d.peer))
@@ -269,9 +292,9 @@ func object(v wire.JSONValue) json.RawMessage {
 }
 
 // record reads the tracked remote task of a local task.
-func (t *Transport) record(taskID string) (*store.RemoteA2A, error) {
+func (d *delivery) record(taskID string) (*store.RemoteA2A, error) {
 	var r *store.RemoteA2A
-	err := t.db.View(func(tx *store.Tx) error {
+	err := d.db.View(func(tx *store.Tx) error {
 		var err error
 		r, err = tx.RemoteA2A(taskID)
 		return err
