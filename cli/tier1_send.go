@@ -14,8 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fasthttp/websocket"
-
 	"github.com/synapse-edge/synapse/client"
 	"github.com/synapse-edge/synapse/tier1"
 	"github.com/synapse-edge/synapse/wire"
@@ -324,7 +322,7 @@ func sendWebSocket(ctx context.Context, s *session, cfg sendConfig, g *batchGen,
 		return stream.Send(b.data)
 	})
 	st.stopped(interrupted)
-	if errors.Is(sendErr, websocket.ErrCloseSent) {
+	if errors.Is(sendErr, client.ErrTier1StreamClosing) {
 		// Only the reader answering the agent's close frame sends one
 		// before us, and its Receive returns right after: wait for it, so
 		// the agent's reason (1009, message too big) is what is reported.

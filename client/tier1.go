@@ -161,6 +161,11 @@ type Tier1Stream struct {
 	conn *websocket.Conn
 }
 
+// ErrTier1StreamClosing is in Send's error when a close frame was already
+// sent on the stream (by Close, or by the reader answering the agent's
+// close): the agent's reason is then what Receive returns.
+var ErrTier1StreamClosing = websocket.ErrCloseSent
+
 // ErrTier1StreamText is returned by Receive when the agent sends a text
 // message, which the tier-1 stream never does.
 var ErrTier1StreamText = errors.New("client: text message on the tier-1 stream")
