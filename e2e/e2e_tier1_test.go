@@ -203,10 +203,9 @@ func TestTier1KillDuringIngest(t *testing.T) {
 // comes up; every frame arrives once and in order. Then both sides restart
 // in the middle of a second phase, and still every frame arrives once.
 func TestTier1Uplink(t *testing.T) {
-	up := &agentProc{t: t, dataDir: t.TempDir(), token: randomToken(t), addr: freeAddr(t), bin: synapseBin}
-	t.Cleanup(up.cleanup)
+	up := newAgent(t, agentOpts{})
 	cfg := filepath.Join(t.TempDir(), "down.json")
-	conf := fmt.Sprintf(`{"uplink":{"endpoint":"http://%s","token_env":"UPLINK_TOKEN","max_backoff_ms":200}}`, up.addr)
+	conf := fmt.Sprintf(`{"uplink":{"endpoint":"http://%s","token_env":"UPLINK_TOKEN","max_backoff_ms":200}}`, up.Addr)
 	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}

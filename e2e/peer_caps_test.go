@@ -73,7 +73,7 @@ func TestPeerCapabilitiesAtPairing(t *testing.T) {
 
 	b.stop()
 	testutil.Eventually(t, 20*time.Second, "the peer offline", func() bool { return read().Status == "offline" })
-	b.args = []string{"--config", withCat}
+	b.SetArgs("--config", withCat)
 	b.start()
 	testutil.Eventually(t, 20*time.Second, "the new handler among the peer's task types", func() bool {
 		return slices.Contains(read().taskTypes(), "mirror")

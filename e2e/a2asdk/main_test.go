@@ -44,18 +44,10 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
-// BuildSynapse builds the agent from the root module (two directories up).
+// BuildSynapse builds the agent from the root module (agenttest.Build
+// finds it through this module's replace directive).
 func BuildSynapse(dir string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	bin := filepath.Join(dir, "synapse")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
-	cmd.Dir = filepath.Join("..", "..")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build synapse: %w\n%s", err, out)
-	}
-	return bin, nil
+	return agenttest.Build(context.Background(), dir)
 }
 
 // target is an A2A server under test.
