@@ -325,3 +325,16 @@ func TestRetryAfter(t *testing.T) {
 		}
 	}
 }
+
+// FuzzRetryAfter: any header value gives a wait within [0, MaxRetryAfter].
+func FuzzRetryAfter(f *testing.F) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	for _, s := range []string{"", "120", "-1", "99999999999999999999", now.Add(time.Minute).Format(http.TimeFormat), "Sun, 06 Nov 1994 08:49:37 GMT", "1e9"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		if d := httptransport.RetryAfter(v, now); d < 0 || d > transport.MaxRetryAfter {
+			t.Fatalf("RetryAfter(%q) = %v", v, d)
+		}
+	})
+}
