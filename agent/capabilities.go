@@ -50,7 +50,7 @@ var (
 const SelfID = "self"
 
 // InterfacesPath is the path of the interface list.
-const InterfacesPath = "/api/v1/synapse/capabilities/interfaces"
+const InterfacesPath = wire.APIPrefix + "/capabilities/interfaces"
 
 // capabilityState is the set of interfaces provided, and a signal for the
 // registrar that what the agent declares changed. The zero value is ready.
