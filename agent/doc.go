@@ -30,10 +30,13 @@
 // The engine knows peers only through the Network interface (network.go),
 // which package peer implements and attaches with Attach. A delegated task
 // (one with a target) and a task a peer asked for (one with an origin) are
-// tasks like any other; each of their changes that a peer must hear of, and
-// each webhook callback and A2A push notification, is an Outgoing the
-// engine hands to Network.Enqueue inside the store transaction of the
-// change, so that a crash loses neither. The network hands the messages of
+// tasks like any other. Every change of a task reaches Network.Changed
+// inside the store transaction of the change, where the network queues
+// what it announces (the p2p:* messages a peer must hear of, the webhook
+// callback of a final task); what the engine sends explicitly (a cancel,
+// information or a decision for the executing peer, A2A push
+// notifications) is an Outgoing it hands to Network.Enqueue in the same
+// transaction. So a crash loses neither the change nor its messages. The network hands the messages of
 // paired peers back through the methods on behalf of a peer
 // (AcceptFromPeer, ReportFromPeer, CancelFromPeer, InfoFromPeer,
 // DecisionFromPeer). Without a network, a target, a callback_url or an A2A

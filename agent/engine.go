@@ -164,8 +164,9 @@ type errorEvent struct {
 // apply mutates the run's task, persists the new state with its events and
 // publishes the events once they are durable. With wait it returns after the
 // commit; otherwise the write is queued (in order) and apply returns at once.
-// Messages the change announces to a peer are queued in the same
-// transaction.
+// The network hears of the change (Network.Changed) in the same
+// transaction, and the messages the change sends explicitly are queued in
+// it.
 func (e *engine) apply(r *run, wait bool, mut func(t *wire.Task, now time.Time) ([]*wire.Event, error)) error {
 	return e.applyOut(r, wait, func(t *wire.Task, now time.Time) ([]*wire.Event, []Outgoing, error) {
 		evs, err := mut(t, now)
@@ -204,12 +205,6 @@ func (e *engine) applyOutCtx(ctx context.Context, r *run, wait bool, mut func(t 
 		r.mu.Unlock()
 		return err
 	}
-	if next.Target != "" || next.Origin != nil {
-		out = append(outgoingFor(prev, &next), out...)
-	}
-	if next.CallbackURL != "" && next.Status.Terminal() && !prev.Status.Terminal() {
-		out = append(out, Outgoing{URL: next.CallbackURL, Type: WebhookType, Payload: next.StatusResponse(true)})
-	}
 	snap := &next
 	r.task = snap
 	e.countParked(r)
@@ -225,6 +220,9 @@ func (e *engine) applyOutCtx(ctx context.Context, r *run, wait bool, mut func(t 
 			if err := tx.AppendEvent(ev); err != nil {
 				return err
 			}
+		}
+		if err := e.changed(tx, prev, snap); err != nil {
+			return err
 		}
 		if err := e.enqueue(tx, out); err != nil {
 			return err

@@ -203,11 +203,8 @@ func (e *engine) storeFinished(ctx context.Context, r *run, buf *inlineBuf, evs 
 		return nil, err
 	}
 	evs = append(evs, more...)
-	var cb []Outgoing
-	if t.CallbackURL != "" {
-		cb = []Outgoing{{URL: t.CallbackURL, Type: WebhookType, Payload: t.StatusResponse(true)}}
-	}
-	if err := e.create(ctx, t, evs, cb, idem); err != nil {
+	// Created final: the network queues its callback (Network.Changed).
+	if err := e.create(ctx, t, evs, nil, idem); err != nil {
 		return nil, err
 	}
 	e.a.m.submitted.Inc()

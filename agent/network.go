@@ -11,10 +11,12 @@ import (
 )
 
 // Network is the peer network attached to an agent (package peer
-// implements it). The engine knows peers only through it: each state
-// change of a task queues the messages it announces (Outgoing: p2p:*
-// messages for a peer, webhook callbacks, A2A push notifications) with
-// Enqueue, inside the store transaction of the change, and the network
+// implements it). The engine knows peers only through it: each change of a
+// task reaches Changed inside the store transaction of the change, and the
+// network queues what it announces (the p2p:* messages of delegated
+// tasks, the webhook callback); what the engine sends explicitly (a
+// cancel, information or a decision for the executing peer, an A2A push
+// notification) it hands to Enqueue in the same transaction. The network
 // delivers them. The agent drives the network's lifecycle from its own
 // Open and Close.
 type Network interface {
@@ -32,7 +34,14 @@ type Network interface {
 	Known(peer string) bool
 	// Refusal is why peer refuses this agent's messages now, or "".
 	Refusal(peer string) string
-	// Enqueue queues m durably inside tx.
+	// Changed is called inside the store transaction of every change of
+	// a task (prev is nil when the task is created): the network queues
+	// what the change announces (the p2p:* messages the peer of a
+	// delegated task, or of a task a peer asked for, must hear of; the
+	// webhook callback of a task that reached a final state).
+	Changed(tx *store.Tx, prev, next *wire.Task) error
+	// Enqueue queues m, a message the engine sends explicitly, durably
+	// inside tx.
 	Enqueue(tx *store.Tx, m Outgoing) error
 	// PersonalDataRefusal is the refusal of a request from peer for a
 	// task type marked personal_data (the contract with the peer is not

@@ -14,12 +14,18 @@ import (
 
 // Delegation between agents (seed 004 §4). A task submitted with a target
 // is tracked here from the requester's side and never runs locally; a task
-// a peer asks for runs here with an Origin. Every state change that a peer
-// must hear of queues its p2p:* message in the same store transaction as
-// the change, so a crash can lose neither.
+// a peer asks for runs here with an Origin. Every state change reaches the
+// network (Network.Changed) in the same store transaction as the change,
+// and the network queues the p2p:* message the peer must hear of there, so
+// a crash can lose neither.
 
-// Outgoing is a protocol message for a peer, or a callback to a plain
-// webhook (URL set, Peer empty), queued with a state change.
+// Outgoing is a message the engine sends explicitly with a state change
+// (for the peer executing a delegated task: a cancel, information, a
+// decision; for a URL: an A2A push notification), queued in the
+// transaction of the change (Network.Enqueue). What a change announces by
+// itself (a delegated task's request and acknowledgements, the reports to
+// the peer that asked for a task, the webhook callback of a final task)
+// the network derives from the change (Network.Changed).
 type Outgoing struct {
 	Peer          string
 	URL           string
@@ -29,88 +35,6 @@ type Outgoing struct {
 	// TaskType is the task's type for a result sent to its requester
 	// (the network's selective disclosure).
 	TaskType string
-}
-
-// outgoingFor derives the messages a change from prev to next announces.
-func outgoingFor(prev, next *wire.Task) []Outgoing {
-	added := next.History[len(prev.History):]
-	var out []Outgoing
-	switch {
-	case next.Target != "":
-		for _, tr := range added {
-			if isNote(tr) {
-				continue // waiting_for_peer (pairing.go)
-			}
-			switch tr.Status {
-			case wire.StatusPending:
-				spec := wire.TaskSpec{ID: next.ID, Type: next.Type, Priority: next.Priority, Payload: next.Payload}
-				if !next.Deadline.IsZero() {
-					spec.Deadline = wire.FormatTime(next.Deadline)
-				}
-				out = append(out, Outgoing{Peer: next.Target, Type: wire.MsgTaskRequest, Payload: &wire.TaskRequestPayload{Task: spec}})
-			case wire.StatusCompleted, wire.StatusFailed, wire.StatusRejected:
-				out = append(out, Outgoing{Peer: next.Target, Type: wire.MsgTaskAck, Payload: &wire.TaskAckPayload{
-					TaskID: next.ID, AckedType: ackedType(tr.Status), Status: tr.Status,
-				}})
-			}
-		}
-	case next.Origin != nil:
-		peer, corr := next.Origin.Peer, next.Origin.MessageID
-		for _, tr := range added {
-			if tr.Status == wire.StatusPending {
-				continue // the requester's own first state: nothing to tell
-			}
-			out = append(out, Outgoing{Peer: peer, CorrelationID: corr, Type: "", Payload: nil})
-			m := &out[len(out)-1]
-			switch tr.Status {
-			case wire.StatusConfirmed:
-				m.Type, m.Payload = wire.MsgTaskConfirm, &wire.TaskConfirmPayload{TaskID: next.ID, Confirmed: true, CapabilitiesUsed: []string{next.Type}}
-			case wire.StatusRejected:
-				m.Type, m.Payload = wire.MsgTaskReject, &wire.TaskRejectPayload{TaskID: next.ID,
-					Reason: wire.Reason{Code: next.ErrorCode, Message: next.ErrorMessage}}
-			case wire.StatusInfoNeeded:
-				m.Type, m.Payload = wire.MsgTaskNeedInfo, &wire.TaskNeedInfoPayload{TaskID: next.ID, MissingFields: next.MissingFields,
-					Question: "the payload is missing required fields"}
-			case wire.StatusNeedHuman:
-				h := next.Human
-				if h == nil {
-					h = &wire.TaskNeedHumanPayload{TaskID: next.ID, EscalationLevel: 1}
-				}
-				m.Type, m.Payload = wire.MsgTaskNeedHuman, h
-			case wire.StatusCompleted:
-				m.TaskType = next.Type
-				m.Type, m.Payload = wire.MsgTaskComplete, &wire.TaskCompletePayload{TaskID: next.ID,
-					Result: wire.TaskResult{OutputType: "json", Output: next.Result}, Summary: "task completed"}
-			case wire.StatusFailed:
-				m.Type, m.Payload = wire.MsgTaskFailed, &wire.TaskFailedPayload{TaskID: next.ID,
-					Error: wire.TaskError{Code: next.ErrorCode, Message: next.ErrorMessage, Recoverable: next.Recoverable}}
-			case wire.StatusCancelled:
-				m.Type, m.Payload = wire.MsgTaskAck, &wire.TaskAckPayload{TaskID: next.ID, AckedType: wire.MsgTaskCancel, Status: wire.StatusCancelled}
-			default:
-				m.Type, m.Payload = wire.MsgTaskStatusUpdate, &wire.TaskStatusUpdatePayload{TaskID: next.ID, Status: tr.Status,
-					Progress: next.Progress, Message: tr.Reason}
-			}
-		}
-		if len(added) == 0 && next.Progress != prev.Progress && next.Status == wire.StatusExecuting {
-			out = append(out, Outgoing{Peer: peer, CorrelationID: corr, Type: wire.MsgTaskStatusUpdate,
-				Payload: &wire.TaskStatusUpdatePayload{TaskID: next.ID, Status: next.Status, Progress: next.Progress}})
-		}
-	}
-	return out
-}
-
-// WebhookType is the Type of a callback to a plain webhook: the task's
-// TaskStatusResponse as JSON, signed with X-Synapse-Signature.
-const WebhookType = "webhook"
-
-func ackedType(s wire.Status) string {
-	switch s {
-	case wire.StatusCompleted:
-		return wire.MsgTaskComplete
-	case wire.StatusFailed:
-		return wire.MsgTaskFailed
-	}
-	return wire.MsgTaskReject
 }
 
 // walk moves t to the state to, through the intermediate states a peer's
@@ -151,13 +75,12 @@ func (e *engine) submitRemote(ctx context.Context, p Principal, req *wire.Submit
 		TTLSeconds: req.TTLSeconds, Priority: req.Priority, Owner: p.ID, Target: req.Target,
 		CreatedAt: now, UpdatedAt: now, Deadline: e.delegationDeadline(now, req.TTLSeconds),
 	}
-	prev := *t
 	evs, _ := e.transition(t, wire.StatusPending, now, "sent to "+req.Target)
 	if why := e.a.net.Refusal(req.Target); why != "" {
 		evs = append(evs, noteWaiting(e, t, req.Target, why, now)...)
 	}
 	r := &run{task: t, done: make(chan struct{})}
-	if err := e.create(ctx, t, evs, outgoingFor(&prev, t), idem); err != nil {
+	if err := e.create(ctx, t, evs, nil, idem); err != nil {
 		return nil, err
 	}
 	e.a.m.submitted.Inc()
@@ -210,7 +133,6 @@ func (e *engine) acceptRemote(ctx context.Context, peer, messageID string, req *
 	t := &wire.Task{ID: id, Type: req.Task.Type, Status: wire.StatusIdle, Payload: payload, Priority: req.Task.Priority,
 		Owner: "peer:" + peer, Origin: &wire.TaskOrigin{Peer: peer, MessageID: messageID}, CreatedAt: now, UpdatedAt: now,
 		Deadline: requestDeadline(req.Task.Deadline)}
-	prev := *t
 	evs, _ := e.transition(t, wire.StatusPending, now, "requested by "+peer)
 	r := &run{done: make(chan struct{})}
 	reject := func(we *wire.Error) {
@@ -249,7 +171,7 @@ func (e *engine) acceptRemote(ctx context.Context, peer, messageID string, req *
 		evs = append(evs, more...)
 	}
 	r.task = t
-	err := storeErr(e.db.UpdateQueued(ctx, e.createFn(t, evs, outgoingFor(&prev, t), nil), func() { queued(ctx) }))
+	err := storeErr(e.db.UpdateQueued(ctx, e.createFn(t, evs, nil, nil), func() { queued(ctx) }))
 	if err != nil {
 		e.release(r)
 		e.unreserveParked(r)
@@ -287,6 +209,9 @@ func (e *engine) createFn(t *wire.Task, evs []*wire.Event, out []Outgoing, idem 
 				return err
 			}
 		}
+		if err := e.changed(tx, nil, t); err != nil {
+			return err
+		}
 		if err := e.enqueue(tx, out); err != nil {
 			return err
 		}
@@ -319,6 +244,15 @@ func storeErr(err error) error {
 		return err
 	}
 	return wire.Errorf(wire.CodeSysStorage, "could not store the task: %v", err)
+}
+
+// changed tells the network, inside tx, of the change of a task from prev
+// (nil: the task is being created) to next.
+func (e *engine) changed(tx *store.Tx, prev, next *wire.Task) error {
+	if e.a.net == nil {
+		return nil
+	}
+	return e.a.net.Changed(tx, prev, next)
 }
 
 func (e *engine) enqueue(tx *store.Tx, out []Outgoing) error {

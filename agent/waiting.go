@@ -46,6 +46,3 @@ func noteWaiting(e *engine, t *wire.Task, peer, why string, now time.Time) []*wi
 	t.UpdatedAt = now
 	return []*wire.Event{e.newEvent(t, wire.EventLog, now, map[string]any{"task_id": t.ID, "line": why})}
 }
-
-// isNote tells a history note from a transition.
-func isNote(tr wire.Transition) bool { return tr.From == tr.Status }

@@ -19,9 +19,12 @@
 // # How it meets the engine
 //
 // The engine calls the network through agent.Network: every change of a
-// task that a peer must hear of (and every webhook callback and A2A push
-// notification) reaches Enqueue inside the store transaction of the
-// change, and is delivered from the outbox. Envelopes from peers are
+// task reaches Changed inside the store transaction of the change, where
+// the network queues what it announces (remote.go: the p2p:* messages of
+// delegated tasks, the webhook callback of a final task); what the engine
+// sends explicitly (a cancel, information or a decision for the executing
+// peer, A2A push notifications) reaches Enqueue in the same transaction.
+// Everything is delivered from the outbox. Envelopes from peers are
 // checked here (Receive: paired sender, signature with the pinned key,
 // timestamp, message id not seen, the contract) and their task messages
 // handed to the engine's methods on behalf of a peer (AcceptFromPeer,
@@ -36,6 +39,7 @@
 //     pair requests, what a peer declares;
 //   - p2p_inbound.go, p2p_order.go, p2p_hmac.go, p2p_group.go: the inbound
 //     pipeline, ordered delivery, transport signatures, group routing;
+//   - remote.go: the messages a change of a delegated task announces;
 //   - p2p_outbox.go, p2p_outbox_admin.go, a2a_push.go, disclose.go: the
 //     durable outbox, its administration, A2A push delivery, selective
 //     disclosure of results;

@@ -1,0 +1,125 @@
+package peer
+
+import (
+	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/store"
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// Delegation between agents (seed 004 §4), the network's side. The
+// engine keeps the state of a delegated task (one with a target, which
+// never runs here) and of a task a peer asked for (one with an origin);
+// every change of them reaches Changed inside the store transaction of the
+// change, which queues the p2p:* message the peer must hear of, so a crash
+// can lose neither.
+
+// Changed queues, inside tx, what the change of a task from prev (nil: the
+// task is being created) to next announces: the messages for the peer of
+// a delegated task or of a task a peer asked for, and the webhook callback
+// of a task with a callback_url that reached a final state (the agent
+// calls it for every change).
+func (n *Network) Changed(tx *store.Tx, prev, next *wire.Task) error {
+	var out []agent.Outgoing
+	if next.Target != "" || next.Origin != nil {
+		out = outgoingFor(prev, next)
+	}
+	if next.CallbackURL != "" && next.Status.Terminal() && (prev == nil || !prev.Status.Terminal()) {
+		out = append(out, agent.Outgoing{URL: next.CallbackURL, Type: WebhookType, Payload: next.StatusResponse(true)})
+	}
+	for _, m := range out {
+		if err := n.Enqueue(tx, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// outgoingFor derives the messages a change from prev (nil: the task is
+// being created) to next announces to the peer of a delegated task or of a
+// task a peer asked for.
+func outgoingFor(prev, next *wire.Task) []agent.Outgoing {
+	added, prevProgress := next.History, 0
+	if prev != nil {
+		added, prevProgress = next.History[len(prev.History):], prev.Progress
+	}
+	var out []agent.Outgoing
+	switch {
+	case next.Target != "":
+		for _, tr := range added {
+			if isNote(tr) {
+				continue // waiting_for_peer (pairing.go)
+			}
+			switch tr.Status {
+			case wire.StatusPending:
+				spec := wire.TaskSpec{ID: next.ID, Type: next.Type, Priority: next.Priority, Payload: next.Payload}
+				if !next.Deadline.IsZero() {
+					spec.Deadline = wire.FormatTime(next.Deadline)
+				}
+				out = append(out, agent.Outgoing{Peer: next.Target, Type: wire.MsgTaskRequest, Payload: &wire.TaskRequestPayload{Task: spec}})
+			case wire.StatusCompleted, wire.StatusFailed, wire.StatusRejected:
+				out = append(out, agent.Outgoing{Peer: next.Target, Type: wire.MsgTaskAck, Payload: &wire.TaskAckPayload{
+					TaskID: next.ID, AckedType: ackedType(tr.Status), Status: tr.Status,
+				}})
+			}
+		}
+	case next.Origin != nil:
+		peer, corr := next.Origin.Peer, next.Origin.MessageID
+		for _, tr := range added {
+			if tr.Status == wire.StatusPending {
+				continue // the requester's own first state: nothing to tell
+			}
+			out = append(out, agent.Outgoing{Peer: peer, CorrelationID: corr, Type: "", Payload: nil})
+			m := &out[len(out)-1]
+			switch tr.Status {
+			case wire.StatusConfirmed:
+				m.Type, m.Payload = wire.MsgTaskConfirm, &wire.TaskConfirmPayload{TaskID: next.ID, Confirmed: true, CapabilitiesUsed: []string{next.Type}}
+			case wire.StatusRejected:
+				m.Type, m.Payload = wire.MsgTaskReject, &wire.TaskRejectPayload{TaskID: next.ID,
+					Reason: wire.Reason{Code: next.ErrorCode, Message: next.ErrorMessage}}
+			case wire.StatusInfoNeeded:
+				m.Type, m.Payload = wire.MsgTaskNeedInfo, &wire.TaskNeedInfoPayload{TaskID: next.ID, MissingFields: next.MissingFields,
+					Question: "the payload is missing required fields"}
+			case wire.StatusNeedHuman:
+				h := next.Human
+				if h == nil {
+					h = &wire.TaskNeedHumanPayload{TaskID: next.ID, EscalationLevel: 1}
+				}
+				m.Type, m.Payload = wire.MsgTaskNeedHuman, h
+			case wire.StatusCompleted:
+				m.TaskType = next.Type
+				m.Type, m.Payload = wire.MsgTaskComplete, &wire.TaskCompletePayload{TaskID: next.ID,
+					Result: wire.TaskResult{OutputType: "json", Output: next.Result}, Summary: "task completed"}
+			case wire.StatusFailed:
+				m.Type, m.Payload = wire.MsgTaskFailed, &wire.TaskFailedPayload{TaskID: next.ID,
+					Error: wire.TaskError{Code: next.ErrorCode, Message: next.ErrorMessage, Recoverable: next.Recoverable}}
+			case wire.StatusCancelled:
+				m.Type, m.Payload = wire.MsgTaskAck, &wire.TaskAckPayload{TaskID: next.ID, AckedType: wire.MsgTaskCancel, Status: wire.StatusCancelled}
+			default:
+				m.Type, m.Payload = wire.MsgTaskStatusUpdate, &wire.TaskStatusUpdatePayload{TaskID: next.ID, Status: tr.Status,
+					Progress: next.Progress, Message: tr.Reason}
+			}
+		}
+		if len(added) == 0 && next.Progress != prevProgress && next.Status == wire.StatusExecuting {
+			out = append(out, agent.Outgoing{Peer: peer, CorrelationID: corr, Type: wire.MsgTaskStatusUpdate,
+				Payload: &wire.TaskStatusUpdatePayload{TaskID: next.ID, Status: next.Status, Progress: next.Progress}})
+		}
+	}
+	return out
+}
+
+// WebhookType is the Type of a callback to a plain webhook: the task's
+// TaskStatusResponse as JSON, signed with X-Synapse-Signature.
+const WebhookType = "webhook"
+
+func ackedType(s wire.Status) string {
+	switch s {
+	case wire.StatusCompleted:
+		return wire.MsgTaskComplete
+	case wire.StatusFailed:
+		return wire.MsgTaskFailed
+	}
+	return wire.MsgTaskReject
+}
+
+// isNote tells a history note (waiting_for_peer) from a transition.
+func isNote(tr wire.Transition) bool { return tr.From == tr.Status }
