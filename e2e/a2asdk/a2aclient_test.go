@@ -176,6 +176,15 @@ func TestA2AClient(t *testing.T) {
 				t.Errorf("ack: %v %v", o.Class, o.Err)
 			}
 
+			// A cancel after the end has nothing to do; a cancel of a
+			// task whose request is not sent yet waits for it.
+			if o := sendEnv(t, tr, to, wire.MsgTaskCancel, &wire.TaskCancelPayload{TaskID: "t-echo"}); !o.Delivered() {
+				t.Errorf("cancel of a finished task: %v %v", o.Class, o.Err)
+			}
+			if o := sendEnv(t, tr, to, wire.MsgTaskCancel, &wire.TaskCancelPayload{TaskID: "t-unsent"}); o.Class != transport.Retry {
+				t.Errorf("cancel of a task not sent yet: %v, want Retry", o.Class)
+			}
+
 			// A long task, cancelled: the cancel reaches the remote task
 			// and its cancelled state comes back as the ack of the cancel.
 			if o := sendEnv(t, tr, to, wire.MsgTaskRequest, request("t-long", "sleep", `{"ms":60000}`)); !o.Delivered() {

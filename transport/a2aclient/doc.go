@@ -15,7 +15,9 @@
 //     (what Synapse's own A2A binding reads back), with returnImmediately:
 //     the answer names the remote task. A payload that is no JSON object
 //     is sent as {"value": payload}.
-//   - p2p:task_cancel: CancelTask of the remote task.
+//   - p2p:task_cancel: CancelTask of the remote task; Retry while the
+//     task's request has not been sent (the outbox may send a window of
+//     messages at once), nothing once its tracking ended.
 //   - p2p:task_info_provided: SendMessage to the remote task (taskId) with
 //     the fields as its data part.
 //   - p2p:task_ack: nothing to send (A2A has no acknowledgements).

@@ -62,7 +62,36 @@ type Transport struct {
 	cancel   context.CancelFunc
 	closed   bool
 	watching map[string]chan struct{} // local task id → kick
+	// done holds the tasks whose tracking ended (at most maxDone, oldest
+	// dropped first): a cancel of one has nothing left to do.
+	done     map[string]bool
+	doneList []string
 	wg       sync.WaitGroup
+}
+
+// maxDone bounds the finished tasks remembered.
+const maxDone = 10_000
+
+// finished reports whether tracking of a local task ended here.
+func (t *Transport) finished(taskID string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.done[taskID]
+}
+
+// ended remembers that tracking of a local task ended.
+func (t *Transport) ended(taskID string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.done[taskID] {
+		return
+	}
+	if len(t.doneList) >= maxDone {
+		delete(t.done, t.doneList[0])
+		t.doneList = t.doneList[1:]
+	}
+	t.done[taskID] = true
+	t.doneList = append(t.doneList, taskID)
 }
 
 var _ transport.Transport = (*Transport)(nil)
@@ -90,7 +119,7 @@ func New(o Options) (*Transport, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Transport{rep: o.Reporter, c: &client{wire: o.Wire}, token: o.Token,
 		min: o.PollMin, max: o.PollMax, log: o.Logger.With("component", "a2aclient"),
-		ctx: ctx, cancel: cancel, watching: map[string]chan struct{}{}}, nil
+		ctx: ctx, cancel: cancel, watching: map[string]chan struct{}{}, done: map[string]bool{}}, nil
 }
 
 // Start gives the transport the store where it keeps the remote tasks
@@ -243,7 +272,13 @@ func (d *delivery) cancelTask(ctx context.Context) transport.Outcome {
 	}
 	r, err := d.record(p.TaskID)
 	if errors.Is(err, store.ErrNotFound) {
-		return transport.Outcome{Class: transport.Delivered} // finished: nothing to cancel
+		if d.t.finished(p.TaskID) {
+			return transport.Outcome{Class: transport.Delivered} // nothing left to cancel
+		}
+		// Its request is not sent yet (the outbox sends a window of
+		// messages at once): cancel after it.
+		return transport.Outcome{Class: transport.Retry, RetryAfter: time.Second,
+			Err: fmt.Errorf("%w: task %s is not at %s yet", transport.ErrNotDelivered, p.TaskID, d.peer)}
 	}
 	if err != nil {
 		return transport.Outcome{Class: transport.Retry, Err: fmt.Errorf("%w: %v", transport.ErrNotDelivered, err)}
