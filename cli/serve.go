@@ -120,10 +120,18 @@ func serve(ctx context.Context, sio *IO, log *slog.Logger, cfg agent.Config, gra
 	if mq != nil {
 		defer mq.Close(context.Background()) // after the agent, whose uplink sends through it
 	}
+	a2aw, err := newA2AWire(a, cfg, log)
+	if err != nil {
+		return err
+	}
 	if err := a.Open(ctx); err != nil {
 		if errors.Is(err, store.ErrLocked) {
 			return fmt.Errorf("data directory %s is in use by another synapse process (is an agent already serving it?)", cfg.DataDir)
 		}
+		return err
+	}
+	if err := a2aw.Start(ctx, a.Store()); err != nil {
+		_ = a.Close(context.Background())
 		return err
 	}
 	if err := startMQTT(ctx, a, mq); err != nil {
@@ -184,6 +192,9 @@ func serve(ctx context.Context, sio *IO, log *slog.Logger, cfg agent.Config, gra
 	}
 	if err := hm.Close(sctx); err != nil {
 		log.Warn("human-in-the-loop shutdown", "err", err)
+	}
+	if err := a2aw.Close(sctx); err != nil {
+		log.Warn("a2a wire shutdown", "err", err)
 	}
 	if err := a.Close(sctx); err != nil {
 		return fmt.Errorf("close agent: %w", err)
