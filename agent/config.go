@@ -13,6 +13,7 @@ import (
 
 	"github.com/synapse-edge/synapse/negotiate"
 	"github.com/synapse-edge/synapse/tier1"
+	"github.com/synapse-edge/synapse/transport/outbound"
 )
 
 // Config is everything an agent is configured with. It is built in one
@@ -459,7 +460,7 @@ func (c *Config) Validate() error {
 		bad("p2p.heartbeat_interval_seconds", "must be at least 1")
 	}
 	for i, s := range c.Outbound.Allow {
-		if _, err := parsePrefix(s); err != nil {
+		if _, err := outbound.ParseRange(s); err != nil {
 			bad(fmt.Sprintf("outbound.allow[%d]", i), "%v", err)
 		}
 	}

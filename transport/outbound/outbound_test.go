@@ -1,4 +1,4 @@
-package agent_test
+package outbound_test
 
 import (
 	"context"
@@ -7,16 +7,16 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/transport/outbound"
 	"github.com/synapse-edge/synapse/wire"
 )
 
-func TestOutboundPolicy(t *testing.T) {
-	def, err := agent.NewOutboundPolicy(agent.OutboundConfig{}, "127.0.0.1:8080")
+func TestPolicy(t *testing.T) {
+	def, err := outbound.New(outbound.Config{}, "127.0.0.1:8080")
 	if err != nil {
 		t.Fatal(err)
 	}
-	allowed, err := agent.NewOutboundPolicy(agent.OutboundConfig{Allow: []string{"127.0.0.0/8", "10.1.2.3", "fd00::/8"}}, "127.0.0.1:8080")
+	allowed, err := outbound.New(outbound.Config{Allow: []string{"127.0.0.0/8", "10.1.2.3", "fd00::/8"}}, "127.0.0.1:8080")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestOutboundPolicy(t *testing.T) {
 			}
 		}()
 		_, port, _ := net.SplitHostPort(ln.Addr().String())
-		if _, err := def.DialContext(ctx, "tcp", "localhost:"+port); !errors.Is(err, agent.ErrTargetRefused) {
+		if _, err := def.DialContext(ctx, "tcp", "localhost:"+port); !errors.Is(err, outbound.ErrTargetRefused) {
 			t.Errorf("default dial localhost = %v, want ErrTargetRefused", err)
 		}
 		c, err := allowed.DialContext(ctx, "tcp", "localhost:"+port)
@@ -94,7 +94,7 @@ func TestOutboundPolicy(t *testing.T) {
 		c.Close()
 	})
 
-	if _, err := agent.NewOutboundPolicy(agent.OutboundConfig{Allow: []string{"nonsense"}}, ""); err == nil {
+	if _, err := outbound.New(outbound.Config{Allow: []string{"nonsense"}}, ""); err == nil {
 		t.Error("NewOutboundPolicy accepted a bad range")
 	}
 }
