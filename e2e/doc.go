@@ -1,8 +1,9 @@
 // Package e2e holds end-to-end tests of the built synapse binary. It has no
 // code of its own: the tests build the binary once (go build of the module's
 // main package), run "synapse serve" as real processes on loopback ports
-// with temporary data directories, and drive them over HTTP and through the
-// command line.
+// with temporary data directories (client/agenttest, the process harness
+// the cli and client tests use too), and drive them over HTTP and through
+// the command line.
 //
 // # What they cover
 //
