@@ -75,7 +75,7 @@ func (e *RPCError) WithDetails(now time.Time) *RPCError {
 	meta := map[string]string{"timestamp": now.UTC().Format(time.RFC3339)}
 	var details []map[string]any
 	if e.Agent != nil {
-		meta["synapse_code"] = e.Agent.Code
+		meta["synapse_code"] = string(e.Agent.Code)
 		if e.Agent.Code == wire.CodeRateLimited {
 			reason = "RATE_LIMITED"
 			meta["retry_after_s"] = "1"

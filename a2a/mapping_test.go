@@ -118,7 +118,7 @@ func jsonSame(t *testing.T, a, b string) bool {
 }
 
 func TestErrorFrom(t *testing.T) {
-	for code, want := range map[string]int{
+	for code, want := range map[wire.ErrorCode]int{
 		wire.CodeTaskNotFound:         a2a.CodeTaskNotFound,
 		wire.CodeTaskAlreadyCompleted: a2a.CodeTaskNotCancelable,
 		wire.CodeCapabilityLacking:    a2a.CodeUnsupportedOperation,
@@ -126,7 +126,7 @@ func TestErrorFrom(t *testing.T) {
 		wire.CodeInvalidParams:        a2a.CodeInvalidParams,
 		wire.CodeRateLimited:          a2a.CodeInternal,
 	} {
-		t.Run(code, func(t *testing.T) {
+		t.Run(string(code), func(t *testing.T) {
 			e := a2a.ErrorFrom(fmt.Errorf("op: %w", wire.Errorf(code, "m")))
 			if e.Code != want {
 				t.Errorf("code = %d, want %d", e.Code, want)
@@ -139,7 +139,7 @@ func TestErrorFrom(t *testing.T) {
 				Data []map[string]any `json:"data"`
 			}
 			if err := json.Unmarshal(b, &got); err != nil || len(got.Data) != 2 ||
-				got.Data[0]["@type"] != a2a.TypeStruct || got.Data[0]["code"] != code ||
+				got.Data[0]["@type"] != a2a.TypeStruct || got.Data[0]["code"] != string(code) ||
 				got.Data[1]["@type"] != a2a.TypeErrorInfo || got.Data[1]["domain"] != a2a.Domain || got.Data[1]["reason"] == "" {
 				t.Errorf("error %s, want a Struct with the TPError and an A2A ErrorInfo", b)
 			}

@@ -40,7 +40,7 @@ func TestMaxTaskDuration(t *testing.T) {
 			errEvent = eventData(t, e)
 		}
 	}
-	if errEvent == nil || errEvent["code"] != wire.CodeExecutionTimeout {
+	if errEvent == nil || errEvent["code"] != string(wire.CodeExecutionTimeout) {
 		t.Errorf("error event = %v, want code execution_timeout", errEvent)
 	}
 	// The deadline timer is gone: time passing does not touch the task.

@@ -155,10 +155,10 @@ type statusEvent struct {
 }
 
 type errorEvent struct {
-	Code        string `json:"code"`
-	Message     string `json:"message"`
-	Recoverable bool   `json:"recoverable"`
-	TaskID      string `json:"task_id"`
+	Code        wire.ErrorCode `json:"code"`
+	Message     string         `json:"message"`
+	Recoverable bool           `json:"recoverable"`
+	TaskID      string         `json:"task_id"`
 }
 
 // apply mutates the run's task, persists the new state with its events and

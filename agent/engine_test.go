@@ -122,7 +122,7 @@ func TestSubmitRefusals(t *testing.T) {
 	tests := []struct {
 		name string
 		req  wire.SubmitRequest
-		code string
+		code wire.ErrorCode
 	}{
 		{"unknown type", wire.SubmitRequest{TaskType: "teleport", Payload: wire.JSONValue(`{}`)}, wire.CodeCapabilityLacking},
 		{"no type", wire.SubmitRequest{Payload: wire.JSONValue(`{}`)}, wire.CodeInvalidParams},

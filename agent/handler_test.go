@@ -114,7 +114,7 @@ func TestGoHandlerErrors(t *testing.T) {
 	tests := []struct {
 		taskType   string
 		status     wire.Status
-		code       string
+		code       wire.ErrorCode
 		msg        string
 		wantResult string
 	}{

@@ -58,10 +58,10 @@ func envelopeAs(t *testing.T, from *agentProc, fromID, toID, msgType string, pay
 }
 
 // errorCode is the error.code of an answer, or "".
-func errorCode(r response) string {
+func errorCode(r response) wire.ErrorCode {
 	var e struct {
 		Error struct {
-			Code string `json:"code"`
+			Code wire.ErrorCode `json:"code"`
 		} `json:"error"`
 	}
 	_ = json.Unmarshal(r.body, &e)
@@ -213,7 +213,7 @@ func TestContractsBetweenProcesses(t *testing.T) {
 		dID, _ := identityOf(t, d)
 		pairBoth(t, a, d)
 		_, id := a.submit(http.StatusCreated, `{"task_type":"echo","payload":{},"target":"`+dID+`"}`)
-		if last := deadLetter(t, a, dID, wait); !strings.Contains(last, wire.CodeNegSecurity) {
+		if last := deadLetter(t, a, dID, wait); !strings.Contains(last, string(wire.CodeNegSecurity)) {
 			t.Errorf("dead letter's last_error %q, want TP-NEG004", last)
 		}
 		if r := d.call(http.MethodGet, prefix+"/task/"+id, nil); r.status != http.StatusNotFound {

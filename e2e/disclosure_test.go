@@ -105,7 +105,7 @@ func TestSelectiveDisclosure(t *testing.T) {
 		pairBoth(t, a, c)
 		_, id = a.submit(http.StatusCreated, `{"task_type":"patient","payload":{"dob":"1970-01-01"},"target":"`+cID+`"}`)
 		v := a.waitTask(id, wait, "rejected", func(v taskView) bool { return v.Status == "rejected" })
-		if v.ErrorCode != wire.CodeNegSecurity {
+		if v.ErrorCode != string(wire.CodeNegSecurity) {
 			t.Errorf("error_code %q, want %s", v.ErrorCode, wire.CodeNegSecurity)
 		}
 		if cs := contractsWith(t, a, cID); len(cs) == 0 || cs[0].Contract.SecurityLevel != "basic" {

@@ -74,7 +74,7 @@ func TestHMACBetweenProcesses(t *testing.T) {
 		name   string
 		body   []byte
 		header func(body []byte) string
-		code   string
+		code   wire.ErrorCode
 		reason string
 	}{
 		{"missing", ack(1), func([]byte) string { return "" }, wire.CodeIDUnknownSender, "missing"},

@@ -79,7 +79,7 @@ func pair(t testing.TB, a, b *node) {
 }
 
 // wantCode fails unless err is a *wire.Error with code.
-func wantCode(t testing.TB, err error, code string) {
+func wantCode(t testing.TB, err error, code wire.ErrorCode) {
 	t.Helper()
 	var we *wire.Error
 	if !errors.As(err, &we) || we.Code != code {

@@ -128,7 +128,7 @@ type Part struct {
 	TaskID     string         `json:"task_id,omitempty" msgpack:"task_id,omitempty"`
 	Status     string         `json:"status" msgpack:"status"`
 	Result     wire.JSONValue `json:"result,omitempty" msgpack:"result,omitempty"`
-	ErrorCode  string         `json:"error_code,omitempty" msgpack:"error_code,omitempty"`
+	ErrorCode  wire.ErrorCode `json:"error_code,omitempty" msgpack:"error_code,omitempty"`
 	Error      string         `json:"error,omitempty" msgpack:"error,omitempty"`
 	FinishedAt wire.Time      `json:"finished_at,omitzero" msgpack:"finished_at,omitempty"`
 }

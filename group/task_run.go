@@ -42,9 +42,10 @@ func (r *taskRun) end() {
 
 // partOutcome is how a part ended.
 type partOutcome struct {
-	status      string
-	result      wire.JSONValue
-	code, error string
+	status string
+	result wire.JSONValue
+	code   wire.ErrorCode
+	error  string
 }
 
 // launch starts (or, after a restart, resumes) a running group task.

@@ -126,7 +126,7 @@ func TestVotes(t *testing.T) {
 		}
 		testutil.Eventually(t, pollTimeout, "the forged ballot refused", func() bool {
 			items, _, err := outsider.Network.Outbox(peer.OutboxQuery{State: "dead", Peer: owner.id(), Limit: 10})
-			return err == nil && len(items) == 1 && strings.Contains(items[0].LastError, wire.CodePermissionDenied)
+			return err == nil && len(items) == 1 && strings.Contains(items[0].LastError, string(wire.CodePermissionDenied))
 		})
 		o, _ := owner.gm.Vote(g.GroupID, v.VoteID)
 		if len(o.Ballots) != 0 {

@@ -79,7 +79,7 @@ func toStatus(err error) error {
 	}
 	e := wire.AsError(err)
 	st := status.New(Code(e.Status(), e.Retriable), e.Message)
-	info := &errdetails.ErrorInfo{Reason: e.Code, Domain: ErrorDomain, Metadata: map[string]string{}}
+	info := &errdetails.ErrorInfo{Reason: string(e.Code), Domain: ErrorDomain, Metadata: map[string]string{}}
 	for k, v := range e.Details {
 		info.Metadata[k] = fmt.Sprint(v)
 	}
@@ -91,14 +91,14 @@ func toStatus(err error) error {
 
 // ErrorCode returns the TPError code carried by a status error from this
 // server, or "".
-func ErrorCode(err error) string {
+func ErrorCode(err error) wire.ErrorCode {
 	st, ok := status.FromError(err)
 	if !ok {
 		return ""
 	}
 	for _, d := range st.Details() {
 		if info, ok := d.(*errdetails.ErrorInfo); ok && info.Domain == ErrorDomain {
-			return info.Reason
+			return wire.ErrorCode(info.Reason)
 		}
 	}
 	return ""

@@ -134,11 +134,11 @@ func (r restReply) object(t *testing.T) map[string]any {
 }
 
 // errorCode is the TPError code of a REST error answer.
-func (r restReply) errorCode(t *testing.T) string {
+func (r restReply) errorCode(t *testing.T) wire.ErrorCode {
 	t.Helper()
 	var b struct {
 		Error struct {
-			Code string `json:"code"`
+			Code wire.ErrorCode `json:"code"`
 		} `json:"error"`
 	}
 	if err := json.Unmarshal(r.body, &b); err != nil {
@@ -174,7 +174,7 @@ func (n *node) rest(t *testing.T, method, path, tok string, body []byte) restRep
 }
 
 // codeOf is the gRPC code of err and the TPError code it carries.
-func codeOf(err error) (codes.Code, string) {
+func codeOf(err error) (codes.Code, wire.ErrorCode) {
 	return status.Code(err), grpcapi.ErrorCode(err)
 }
 

@@ -58,7 +58,7 @@ func (s *Server) SendMessage(ctx context.Context, in *pb.SendMessageRequest) (*p
 	if reply.Accepted.Duplicate {
 		st = "duplicate"
 	}
-	return &pb.SendMessageResponse{MessageId: reply.Accepted.MessageID, Status: st, Code: reply.Accepted.Code}, nil
+	return &pb.SendMessageResponse{MessageId: reply.Accepted.MessageID, Status: st, Code: string(reply.Accepted.Code)}, nil
 }
 
 func encodeEnvelope(m *wire.UnifiedSynapseMessage, msgpack bool) ([]byte, error) {
@@ -153,7 +153,7 @@ func (s *Server) answer(ctx context.Context, in *pb.SynapseMessage) *pb.SynapseM
 		}
 		return out
 	}
-	b, _ := json.Marshal(&peer.Accepted{Accepted: true, MessageID: resp.GetMessageId(), Duplicate: resp.GetStatus() == "duplicate", Code: resp.GetCode()})
+	b, _ := json.Marshal(&peer.Accepted{Accepted: true, MessageID: resp.GetMessageId(), Duplicate: resp.GetStatus() == "duplicate", Code: wire.ErrorCode(resp.GetCode())})
 	out.PayloadJson = string(b)
 	return out
 }

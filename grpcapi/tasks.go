@@ -121,7 +121,7 @@ func (s *Server) task(id string) (*wire.Task, error) {
 func statusResponse(r *wire.TaskStatusResponse) *pb.TaskStatusResponse {
 	out := &pb.TaskStatusResponse{TaskId: r.TaskID, Status: string(r.Status), Progress: int32(r.Progress),
 		ErrorMessage: r.ErrorMessage, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Etag: r.ETag,
-		TaskType: r.TaskType, ErrorCode: r.ErrorCode}
+		TaskType: r.TaskType, ErrorCode: string(r.ErrorCode)}
 	if r.ResultJSON != nil {
 		out.ResultJson = *r.ResultJSON
 	}

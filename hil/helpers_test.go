@@ -179,7 +179,7 @@ func (e *env) logLines(id string) []string {
 }
 
 // wantCode checks that err is a wire error with code and HTTP status.
-func wantCode(t *testing.T, err error, code string, status int) {
+func wantCode(t *testing.T, err error, code wire.ErrorCode, status int) {
 	t.Helper()
 	if err == nil {
 		t.Fatalf("err = nil, want %s", code)

@@ -228,7 +228,7 @@ func TestGroupRoutes(t *testing.T) {
 		}
 		await(observer, "the answer to the observer's send", func(m map[string]any) bool {
 			e, ok := m["error"].(map[string]any)
-			if ok && e["code"] != wire.CodePermissionDenied {
+			if ok && e["code"] != string(wire.CodePermissionDenied) {
 				t.Errorf("observer's send answered %v", e)
 			}
 			return ok

@@ -239,7 +239,7 @@ func (r *reply) wantStatus(t *testing.T, want int) {
 
 // wantError checks the TPError shape {"error":{"code","message","details"?,
 // "retriable"}} with the given status and code, and returns the inner object.
-func (r *reply) wantError(t *testing.T, status int, code string) map[string]any {
+func (r *reply) wantError(t *testing.T, status int, code wire.ErrorCode) map[string]any {
 	t.Helper()
 	r.wantStatus(t, status)
 	if ct := r.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
@@ -253,7 +253,7 @@ func (r *reply) wantError(t *testing.T, status int, code string) map[string]any 
 	if !ok {
 		t.Fatalf("body has no error object: %s", r.body)
 	}
-	if got := e["code"]; got != code {
+	if got := e["code"]; got != string(code) {
 		t.Errorf("error.code = %v, want %q (message %v)", got, code, e["message"])
 	}
 	if msg, ok := e["message"].(string); !ok || msg == "" {

@@ -94,7 +94,7 @@ func TestHostileInput(t *testing.T) {
 		body   []byte
 		opts   []reqOpt
 		status int
-		code   string
+		code   wire.ErrorCode
 		inMsg  string // a part of the message that makes it clear
 	}{
 		{name: "truncated JSON", body: []byte(`{"task_type":"echo","payload":{"a":`), status: 400, code: wire.CodeMessageFormatInvalid, inMsg: "JSON body ends early"},
@@ -231,7 +231,7 @@ func TestBodyOverLimit(t *testing.T) {
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(body), wire.CodePayloadTooLarge) {
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(body), string(wire.CodePayloadTooLarge)) {
 		t.Errorf("answer %d %s, want 413 %s", resp.StatusCode, body, wire.CodePayloadTooLarge)
 	}
 }

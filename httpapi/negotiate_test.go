@@ -37,7 +37,8 @@ func TestNegotiateAPI(t *testing.T) {
 		for _, tc := range []struct {
 			name, peer, extra string
 			status            int
-			code, reason      string
+			code              wire.ErrorCode
+			reason            string
 		}{
 			{"no peer", "", "", http.StatusBadRequest, wire.CodeInvalidParams, ""},
 			{"unknown field", bID, `"security":"high"`, http.StatusBadRequest, wire.CodeInvalidParams, ""},

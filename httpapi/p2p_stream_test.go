@@ -275,8 +275,8 @@ func TestMessageStream(t *testing.T) {
 		}
 		_, data = readFrame(t, s)
 		var dup struct {
-			Duplicate bool   `msgpack:"duplicate"`
-			Code      string `msgpack:"code"`
+			Duplicate bool           `msgpack:"duplicate"`
+			Code      wire.ErrorCode `msgpack:"code"`
 		}
 		if wire.Msgpack.Unmarshal(data, &dup) != nil || !dup.Duplicate || dup.Code != wire.CodeIDDuplicate {
 			t.Errorf("answer to a replay: %q, want a TP-ID004 duplicate", data)

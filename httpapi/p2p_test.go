@@ -217,7 +217,7 @@ func TestInboundSecurity(t *testing.T) {
 			r = a.postEnvelope(t, body)
 			r.wantStatus(t, http.StatusOK)
 			m := r.object(t)
-			if m["accepted"] != true || m["duplicate"] != true || m["code"] != wire.CodeIDDuplicate {
+			if m["accepted"] != true || m["duplicate"] != true || m["code"] != string(wire.CodeIDDuplicate) {
 				t.Errorf("replay %d answer = %s, want a TP-ID004 duplicate", i, r.body)
 			}
 		}

@@ -149,7 +149,7 @@ func TestEchoRoundTripMsgpack(t *testing.T) {
 		r.wantStatus(t, http.StatusNotFound)
 		got := decode(t, r)
 		e, _ := got["error"].(map[string]any)
-		if e["code"] != wire.CodeTaskNotFound {
+		if e["code"] != string(wire.CodeTaskNotFound) {
 			t.Errorf("error = %v, want code task_not_found", got)
 		}
 	})

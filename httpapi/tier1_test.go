@@ -184,7 +184,7 @@ func TestTier1HostileInput(t *testing.T) {
 		body   []byte
 		ct     string
 		status int
-		code   string
+		code   wire.ErrorCode
 		want   string // in the message
 	}{
 		{"2^32 frames declared", append(append([]byte{}, hdr...), 0xdd, 0xff, 0xff, 0xff, 0xff), wire.ContentMsgpack, 400, wire.CodeMessageFormatInvalid, "frames"},
@@ -209,7 +209,7 @@ func TestTier1HostileInput(t *testing.T) {
 				t.Fatalf("status %d, want %d: %s", r.status, c.status, r.body)
 			}
 			e := r.object(t)["error"].(map[string]any)
-			if c.code != "" && e["code"] != c.code {
+			if c.code != "" && e["code"] != string(c.code) {
 				t.Errorf("code %v, want %s (%v)", e["code"], c.code, e["message"])
 			}
 			if !strings.Contains(fmt.Sprint(e["message"]), c.want) {

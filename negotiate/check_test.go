@@ -30,7 +30,7 @@ func TestCheckContract(t *testing.T) {
 		name     string
 		edit     func(c *negotiate.Contract)
 		required negotiate.SecurityLevel
-		code     string
+		code     wire.ErrorCode
 		msg      string
 	}{
 		{name: "valid", edit: func(c *negotiate.Contract) {}},

@@ -50,7 +50,7 @@ var tel100 = &negotiate.CapabilityRef{CapabilityID: "synapse.telemetry", Version
 // security level.
 func TestDecide(t *testing.T) {
 	type want struct {
-		code      string // "" = a contract
+		code      wire.ErrorCode // "" = a contract
 		reason    string
 		altTiers  []negotiate.Tier
 		altTransp []string
@@ -207,7 +207,7 @@ func TestDecide(t *testing.T) {
 	}
 }
 
-func checkRejection(t *testing.T, rej *negotiate.Rejection, code, reason string, altTiers []negotiate.Tier, altTransp []string) {
+func checkRejection(t *testing.T, rej *negotiate.Rejection, code wire.ErrorCode, reason string, altTiers []negotiate.Tier, altTransp []string) {
 	t.Helper()
 	if rej.Code != code || rej.Reason != reason || !rej.Rejected {
 		t.Fatalf("rejection = %s %q rejected=%v, want %s %q", rej.Code, rej.Reason, rej.Rejected, code, reason)

@@ -69,7 +69,7 @@ const ReasonProfile = "profile_not_met"
 type lack struct {
 	profile Profile
 	what    string
-	code    string
+	code    wire.ErrorCode
 }
 
 // lacks lists what this responder misses of every profile, lowest
@@ -128,7 +128,7 @@ func (r *Responder) meets(want Profile) *Rejection {
 		return nil
 	}
 	var missing []string
-	code := ""
+	var code wire.ErrorCode
 	for _, l := range r.lacks() {
 		if l.profile.rank() <= want.rank() {
 			if code == "" {

@@ -56,7 +56,7 @@ func TestRequiredProfile(t *testing.T) {
 		name     string
 		edit     func(*negotiate.Responder)
 		required negotiate.Profile
-		code     string
+		code     wire.ErrorCode
 		have     negotiate.Profile
 		missing  []string
 	}{

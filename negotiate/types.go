@@ -217,11 +217,11 @@ const (
 // Rejection is a refused negotiation: a TP-NEG code and the seed's
 // {"rejected", "reason", "alternative_proposal"} object.
 type Rejection struct {
-	Code                string    `json:"-"`
-	Message             string    `json:"-"`
-	Rejected            bool      `json:"rejected"`
-	Reason              string    `json:"reason"`
-	AlternativeProposal *Proposal `json:"alternative_proposal,omitempty"`
+	Code                wire.ErrorCode `json:"-"`
+	Message             string         `json:"-"`
+	Rejected            bool           `json:"rejected"`
+	Reason              string         `json:"reason"`
+	AlternativeProposal *Proposal      `json:"alternative_proposal,omitempty"`
 	// MaxSecurityLevel is, for TP-NEG004, the most the responder offers.
 	MaxSecurityLevel SecurityLevel `json:"max_security_level,omitempty"`
 	// Profile and Missing are, for a required profile not met, the
@@ -246,7 +246,7 @@ func (r *Rejection) Err() *wire.Error {
 	return e
 }
 
-func reject(code, reason string, alt *Proposal, format string, args ...any) *Rejection {
+func reject(code wire.ErrorCode, reason string, alt *Proposal, format string, args ...any) *Rejection {
 	r := &Rejection{Code: code, Rejected: true, Reason: reason, AlternativeProposal: alt}
 	if format != "" {
 		r.Message = wire.Errorf(code, format, args...).Message

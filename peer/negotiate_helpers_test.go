@@ -46,7 +46,7 @@ func negotiated(t *testing.T, a, b *peerNode, req negotiate.Request) *peer.Contr
 }
 
 // refused asks b for a contract and expects code, with its registry status.
-func refused(t *testing.T, a, b *peerNode, req negotiate.Request, code string) *wire.Error {
+func refused(t *testing.T, a, b *peerNode, req negotiate.Request, code wire.ErrorCode) *wire.Error {
 	t.Helper()
 	ci, err := a.a.Negotiate(context.Background(), b.id(), req)
 	if err == nil {
@@ -73,7 +73,7 @@ func alternative(t *testing.T, we *wire.Error) negotiate.Proposal {
 // sendAs posts an envelope of type typ from `from` to `to`, built by
 // edit before it is signed with from's key, and returns the HTTP status
 // and the TPError code of the answer ("" for a 2xx).
-func sendAs(t *testing.T, from, to *peerNode, typ string, payload any, now time.Time, edit func(m *wire.UnifiedSynapseMessage)) (int, string) {
+func sendAs(t *testing.T, from, to *peerNode, typ string, payload any, now time.Time, edit func(m *wire.UnifiedSynapseMessage)) (int, wire.ErrorCode) {
 	t.Helper()
 	pl, err := wire.NewJSONPayload(payload)
 	if err != nil {

@@ -218,10 +218,10 @@ func TestContractRefs(t *testing.T) {
 	pair(t, a, b)
 	pair(t, third, b)
 	ack := &wire.AckPayload{MessageID: uuid.Must(uuid.NewV7()).String()}
-	send := func(from *peerNode, ref string) (int, string) {
+	send := func(from *peerNode, ref string) (int, wire.ErrorCode) {
 		return sendAs(t, from, b, wire.MsgAck, ack, clock.Now(), func(m *wire.UnifiedSynapseMessage) { m.ProtocolContractRef = ref })
 	}
-	expect := func(t *testing.T, from *peerNode, ref string, wantStatus int, wantCode string) {
+	expect := func(t *testing.T, from *peerNode, ref string, wantStatus int, wantCode wire.ErrorCode) {
 		t.Helper()
 		if status, code := send(from, ref); status != wantStatus || code != wantCode {
 			t.Errorf("ref %q: answer %d %q, want %d %q", ref, status, code, wantStatus, wantCode)

@@ -74,7 +74,7 @@ func (n *Network) CheckTransportSignature(sender, header string, body []byte) er
 		return nil
 	}
 	now := n.clock.Now()
-	refuse := func(code, reason string, err error) error {
+	refuse := func(code wire.ErrorCode, reason string, err error) error {
 		n.a.Audit(agent.AuditSignatureFailed, sender, map[string]any{"transport": "hmac", "reason": reason, "error": err.Error()})
 		return wire.Errorf(code, "%s: %v", wire.HeaderSignature, err).With("reason", reason).With("sender", sender)
 	}

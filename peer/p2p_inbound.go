@@ -29,10 +29,10 @@ import (
 // envelope: {"accepted":true,"message_id":...}, with "duplicate":true and
 // "code":"TP-ID004" when the message_id was already processed.
 type Accepted struct {
-	Accepted  bool   `json:"accepted" msgpack:"accepted"`
-	MessageID string `json:"message_id" msgpack:"message_id"`
-	Duplicate bool   `json:"duplicate,omitempty" msgpack:"duplicate,omitempty"`
-	Code      string `json:"code,omitempty" msgpack:"code,omitempty"`
+	Accepted  bool           `json:"accepted" msgpack:"accepted"`
+	MessageID string         `json:"message_id" msgpack:"message_id"`
+	Duplicate bool           `json:"duplicate,omitempty" msgpack:"duplicate,omitempty"`
+	Code      wire.ErrorCode `json:"code,omitempty" msgpack:"code,omitempty"`
 }
 
 // Reply is Receive's answer: a signed response envelope (for synchronous
@@ -60,7 +60,7 @@ func (n *Network) Receive(ctx context.Context, m *wire.UnifiedSynapseMessage, ra
 	}
 	reply, err := n.receive(ctx, m, raw, msgpack)
 	if err != nil {
-		n.m.refused.With(wire.AsError(err).Code).Add(1)
+		n.m.refused.With(string(wire.AsError(err).Code)).Add(1)
 	}
 	return reply, err
 }

@@ -16,7 +16,7 @@ import (
 // orderedPost is one envelope posted with sequence headers, and its answer.
 type orderedPost struct {
 	status   int
-	code     string
+	code     wire.ErrorCode
 	ordering string
 }
 

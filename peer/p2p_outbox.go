@@ -413,7 +413,7 @@ type deliveryError struct {
 	// permanent: do not retry.
 	permanent bool
 	// code is the TPError code of the peer's refusal, if any.
-	code string
+	code wire.ErrorCode
 }
 
 func (e *deliveryError) Error() string { return e.err.Error() }

@@ -183,7 +183,7 @@ func TestOutboxAdministration(t *testing.T) {
 		if _, err := a.a.Cancel(cctx, second.ID); err != nil {
 			t.Fatalf("Cancel: %v", err)
 		}
-		eventually(t, 10*time.Second, deadCancel(wire.CodeTaskNotFound),
+		eventually(t, 10*time.Second, deadCancel(string(wire.CodeTaskNotFound)),
 			func() string { return "the refused cancel did not become a dead letter after one attempt" })
 	})
 	t.Run("unpaired peer", func(t *testing.T) {

@@ -368,7 +368,7 @@ func (n *Network) acceptedBy(peer string) {
 // is noted: one warning, and a waiting_for_peer note on the tasks waiting
 // for it; one that does not know it is sent the pair request again. Other
 // refusals change nothing.
-func (n *Network) refusedBy(peer, code string) {
+func (n *Network) refusedBy(peer string, code wire.ErrorCode) {
 	if code != wire.CodeIDUnknownSender && code != wire.CodePeerApprovalPending {
 		return
 	}
@@ -399,10 +399,10 @@ func (n *Network) Refusal(peer string) string {
 }
 
 // errorCode is the TPError code of an answer body, or "".
-func errorCode(body []byte) string {
+func errorCode(body []byte) wire.ErrorCode {
 	var eb struct {
 		Error *struct {
-			Code string `json:"code"`
+			Code wire.ErrorCode `json:"code"`
 		} `json:"error"`
 	}
 	if json.Unmarshal(body, &eb) != nil || eb.Error == nil {

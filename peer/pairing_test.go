@@ -129,7 +129,7 @@ func TestPairRequestChecks(t *testing.T) {
 		typ     string
 		payload any
 		key     ed25519.PrivateKey
-		code    string
+		code    wire.ErrorCode
 	}{
 		{"heartbeat of a stranger", wire.MsgHeartbeat, &wire.HeartbeatPayload{}, priv, wire.CodeIDUnknownSender},
 		{"signed with another key", wire.MsgPairRequest, &me, otherPriv, wire.CodeIDUnknownSender},

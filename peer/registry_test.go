@@ -180,7 +180,7 @@ func TestRegistryRefusals(t *testing.T) {
 		env    func(*wire.UnifiedSynapseMessage)
 		signed func(*wire.UnifiedSynapseMessage)
 		at     time.Duration
-		code   string
+		code   wire.ErrorCode
 		status int
 	}{
 		{name: "payload changed after signing", code: wire.CodeIDUnknownSender, status: 401,

@@ -11,7 +11,7 @@ import (
 	"github.com/synapse-edge/synapse/wire"
 )
 
-func tperr(code string) *wire.Error { return wire.Errorf(code, "") }
+func tperr(code wire.ErrorCode) *wire.Error { return wire.Errorf(code, "") }
 
 func TestClassify(t *testing.T) {
 	tests := []struct {
@@ -68,7 +68,7 @@ func TestClassify(t *testing.T) {
 			if !errors.Is(o.Err, transport.ErrNotDelivered) {
 				t.Errorf("Err = %v, does not wrap ErrNotDelivered", o.Err)
 			}
-			if tt.a.Error != nil && !strings.Contains(o.Err.Error(), tt.a.Error.Code) {
+			if tt.a.Error != nil && !strings.Contains(o.Err.Error(), string(tt.a.Error.Code)) {
 				t.Errorf("Err = %q, does not name %s", o.Err, tt.a.Error.Code)
 			}
 		})
@@ -122,7 +122,7 @@ func TestDecodeError(t *testing.T) {
 	packed, _ := wire.Msgpack.Marshal(wire.ErrorBody{Error: tperr(wire.CodeRateLimited)})
 	tests := []struct {
 		name, body, ct string
-		want           string // code; "" for nil
+		want           wire.ErrorCode // code; "" for nil
 	}{
 		{"json", string(full), "application/json", wire.CodeNegContractUnknown},
 		{"json without type", string(full), "", wire.CodeNegContractUnknown},
@@ -141,7 +141,7 @@ func TestDecodeError(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := transport.DecodeError([]byte(tt.body), tt.ct)
-			got := ""
+			var got wire.ErrorCode
 			if e != nil {
 				got = e.Code
 			}

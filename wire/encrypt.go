@@ -157,7 +157,7 @@ func X25519PublicKey(pub ed25519.PublicKey) (*ecdh.PublicKey, error) {
 // joined by "\n"; field is "" for a whole payload, else the name of the
 // private field.
 func EncryptionAAD(m *UnifiedSynapseMessage, field string) []byte {
-	return []byte(strings.Join([]string{encInfo, m.MessageID, m.MessageType, m.Sender.AgentID, m.Receiver.AgentID, field}, "\n"))
+	return []byte(strings.Join([]string{encInfo, m.MessageID, string(m.MessageType), m.Sender.AgentID, m.Receiver.AgentID, field}, "\n"))
 }
 
 // SealPayload encrypts plaintext for recipient with a fresh ephemeral key

@@ -33,7 +33,7 @@ type encVectorFile struct {
 	Cases            []struct {
 		Name        string                `json:"name"`
 		MessageID   string                `json:"message_id"`
-		MessageType string                `json:"message_type"`
+		MessageType wire.MessageType      `json:"message_type"`
 		Sender      string                `json:"sender"`
 		Receiver    string                `json:"receiver"`
 		Field       string                `json:"field"`

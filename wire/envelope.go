@@ -49,53 +49,56 @@ const (
 	MaxEnvelopeBytes = 4 << 20
 )
 
+// MessageType is the message_type field of an envelope.
+type MessageType = string
+
 // Message types (the message_type field). The 17 p2p:* types are those of
 // seed 004 §2.1; negotiation is seed 002 §8; error answers carry the TPError
 // object of SPEC §4 as payload; group:* types carry SPEC §10 between agents.
 // Receivers answer unknown types themselves: decoding does not refuse them.
 const (
-	MsgTaskRequest        = "p2p:task_request"
-	MsgTaskConfirm        = "p2p:task_confirm"
-	MsgTaskReject         = "p2p:task_reject"
-	MsgTaskNeedInfo       = "p2p:task_need_info"
-	MsgTaskInfoProvided   = "p2p:task_info_provided"
-	MsgTaskStatusUpdate   = "p2p:task_status_update"
-	MsgTaskComplete       = "p2p:task_complete"
-	MsgTaskFailed         = "p2p:task_failed"
-	MsgTaskCancel         = "p2p:task_cancel"
-	MsgTaskAck            = "p2p:task_ack"
-	MsgAck                = "p2p:ack"
-	MsgNack               = "p2p:nack"
-	MsgHeartbeat          = "p2p:heartbeat"
-	MsgCapabilityQuery    = "p2p:capability_query"
-	MsgCapabilityResponse = "p2p:capability_response"
-	MsgTaskNeedHuman      = "p2p:task_need_human"
-	MsgHumanDecision      = "p2p:human_decision"
+	MsgTaskRequest        MessageType = "p2p:task_request"
+	MsgTaskConfirm        MessageType = "p2p:task_confirm"
+	MsgTaskReject         MessageType = "p2p:task_reject"
+	MsgTaskNeedInfo       MessageType = "p2p:task_need_info"
+	MsgTaskInfoProvided   MessageType = "p2p:task_info_provided"
+	MsgTaskStatusUpdate   MessageType = "p2p:task_status_update"
+	MsgTaskComplete       MessageType = "p2p:task_complete"
+	MsgTaskFailed         MessageType = "p2p:task_failed"
+	MsgTaskCancel         MessageType = "p2p:task_cancel"
+	MsgTaskAck            MessageType = "p2p:task_ack"
+	MsgAck                MessageType = "p2p:ack"
+	MsgNack               MessageType = "p2p:nack"
+	MsgHeartbeat          MessageType = "p2p:heartbeat"
+	MsgCapabilityQuery    MessageType = "p2p:capability_query"
+	MsgCapabilityResponse MessageType = "p2p:capability_response"
+	MsgTaskNeedHuman      MessageType = "p2p:task_need_human"
+	MsgHumanDecision      MessageType = "p2p:human_decision"
 
-	MsgNegotiateRequest  = "negotiate_request"
-	MsgNegotiateResponse = "negotiate_response"
-	MsgError             = "error"
+	MsgNegotiateRequest  MessageType = "negotiate_request"
+	MsgNegotiateResponse MessageType = "negotiate_response"
+	MsgError             MessageType = "error"
 
-	MsgGroupInvite     = "group:invite"
-	MsgGroupJoin       = "group:join"
-	MsgGroupLeave      = "group:leave"
-	MsgGroupDisband    = "group:disband"
-	MsgGroupMessage    = "group:message"
-	MsgGroupBallot     = "group:ballot"
-	MsgGroupVoteOpen   = "group:vote_open"
-	MsgGroupVoteResult = "group:vote_result"
-	MsgGroupTask       = "group:task"
-	MsgGroupTaskResult = "group:task_result"
+	MsgGroupInvite     MessageType = "group:invite"
+	MsgGroupJoin       MessageType = "group:join"
+	MsgGroupLeave      MessageType = "group:leave"
+	MsgGroupDisband    MessageType = "group:disband"
+	MsgGroupMessage    MessageType = "group:message"
+	MsgGroupBallot     MessageType = "group:ballot"
+	MsgGroupVoteOpen   MessageType = "group:vote_open"
+	MsgGroupVoteResult MessageType = "group:vote_result"
+	MsgGroupTask       MessageType = "group:task"
+	MsgGroupTaskResult MessageType = "group:task_result"
 
 	// MsgPairRequest asks the receiver to pair with the sender; its
 	// payload is the sender's Identity (with its public key, which verifies
 	// the envelope). The receiver lists it for an operator to accept.
-	MsgPairRequest = "peer:pair_request"
+	MsgPairRequest MessageType = "peer:pair_request"
 )
 
 // MessageTypes returns every message type this package names, p2p first.
-func MessageTypes() []string {
-	return []string{
+func MessageTypes() []MessageType {
+	return []MessageType{
 		MsgTaskRequest, MsgTaskConfirm, MsgTaskReject, MsgTaskNeedInfo,
 		MsgTaskInfoProvided, MsgTaskStatusUpdate, MsgTaskComplete, MsgTaskFailed,
 		MsgTaskCancel, MsgTaskAck, MsgAck, MsgNack, MsgHeartbeat,
@@ -108,7 +111,7 @@ func MessageTypes() []string {
 }
 
 // IsKnownMessageType reports whether t is one of MessageTypes.
-func IsKnownMessageType(t string) bool {
+func IsKnownMessageType(t MessageType) bool {
 	for _, k := range MessageTypes() {
 		if k == t {
 			return true
@@ -145,25 +148,25 @@ type TraceInfo struct {
 // (ContentJSON). A zero Receiver, a nil TraceInfo and a zero Payload are
 // left out when encoding.
 type UnifiedSynapseMessage struct {
-	TPVersion           string     `json:"tp_version" msgpack:"tp_version"`
-	MessageID           string     `json:"message_id" msgpack:"message_id"`
-	MessageType         string     `json:"message_type" msgpack:"message_type"`
-	Sender              AgentRef   `json:"sender" msgpack:"sender"`
-	Receiver            AgentRef   `json:"receiver,omitzero" msgpack:"receiver,omitempty"`
-	Timestamp           string     `json:"timestamp" msgpack:"timestamp"`
-	CorrelationID       string     `json:"correlation_id,omitempty" msgpack:"correlation_id,omitempty"`
-	ConversationID      string     `json:"conversation_id,omitempty" msgpack:"conversation_id,omitempty"`
-	ProtocolContractRef string     `json:"protocol_contract_ref,omitempty" msgpack:"protocol_contract_ref,omitempty"`
-	ContentType         string     `json:"content_type,omitempty" msgpack:"content_type,omitempty"`
-	Payload             RawPayload `json:"payload,omitzero" msgpack:"payload,omitempty"`
-	TraceInfo           *TraceInfo `json:"trace_info,omitempty" msgpack:"trace_info,omitempty"`
-	Signature           string     `json:"signature,omitempty" msgpack:"signature,omitempty"`
+	TPVersion           string      `json:"tp_version" msgpack:"tp_version"`
+	MessageID           string      `json:"message_id" msgpack:"message_id"`
+	MessageType         MessageType `json:"message_type" msgpack:"message_type"`
+	Sender              AgentRef    `json:"sender" msgpack:"sender"`
+	Receiver            AgentRef    `json:"receiver,omitzero" msgpack:"receiver,omitempty"`
+	Timestamp           string      `json:"timestamp" msgpack:"timestamp"`
+	CorrelationID       string      `json:"correlation_id,omitempty" msgpack:"correlation_id,omitempty"`
+	ConversationID      string      `json:"conversation_id,omitempty" msgpack:"conversation_id,omitempty"`
+	ProtocolContractRef string      `json:"protocol_contract_ref,omitempty" msgpack:"protocol_contract_ref,omitempty"`
+	ContentType         string      `json:"content_type,omitempty" msgpack:"content_type,omitempty"`
+	Payload             RawPayload  `json:"payload,omitzero" msgpack:"payload,omitempty"`
+	TraceInfo           *TraceInfo  `json:"trace_info,omitempty" msgpack:"trace_info,omitempty"`
+	Signature           string      `json:"signature,omitempty" msgpack:"signature,omitempty"`
 }
 
 // NewMessage makes an unsigned envelope from one agent to another, with
 // tp_version ProtocolVersion, a fresh UUID v7 message_id and now as the
 // timestamp (UTC, milliseconds).
-func NewMessage(msgType string, from AgentRef, to AgentRef, payload RawPayload, now time.Time) *UnifiedSynapseMessage {
+func NewMessage(msgType MessageType, from AgentRef, to AgentRef, payload RawPayload, now time.Time) *UnifiedSynapseMessage {
 	// NewV7 fails only when the system random source does, which the Go
 	// runtime treats as fatal anyway (crypto/rand.Read never returns an error).
 	id := uuid.Must(uuid.NewV7())
@@ -250,7 +253,7 @@ func (m *UnifiedSynapseMessage) textFields() []textField {
 	f := []textField{
 		{"tp_version", m.TPVersion},
 		{"message_id", m.MessageID},
-		{"message_type", m.MessageType},
+		{"message_type", string(m.MessageType)},
 		{"sender.agent_id", m.Sender.AgentID},
 		{"sender.system_id", m.Sender.SystemID},
 		{"sender.endpoint", m.Sender.Endpoint},

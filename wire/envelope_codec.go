@@ -172,7 +172,7 @@ func (m *UnifiedSynapseMessage) envString(bit int) *string {
 	case envKeyMessageID:
 		return &m.MessageID
 	case envKeyMessageType:
-		return &m.MessageType
+		return (*string)(&m.MessageType)
 	case envKeyTimestamp:
 		return &m.Timestamp
 	case envKeyCorrelationID:
@@ -329,7 +329,7 @@ func (m *UnifiedSynapseMessage) envEntries(payload RawPayload) []envEntry {
 	}
 	str(&e, "tp_version", m.TPVersion, false)
 	str(&e, "message_id", m.MessageID, false)
-	str(&e, "message_type", m.MessageType, false)
+	str(&e, "message_type", string(m.MessageType), false)
 	agent("sender", m.Sender)
 	if !m.Receiver.IsZero() {
 		agent("receiver", m.Receiver)

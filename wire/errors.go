@@ -6,7 +6,7 @@ import (
 	"io/fs"
 	"net/http"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -20,9 +20,13 @@ const (
 	Terminal   Class = "terminal"   // do not retry
 )
 
+// ErrorCode is a stable error code of the registry: a snake_case name
+// ("task_not_found") or a seed code ("TP-NEG010"). Clients rely on them.
+type ErrorCode string
+
 // Def is one entry of the error registry.
 type Def struct {
-	Code    string
+	Code    ErrorCode
 	Status  int
 	Class   Class
 	Message string
@@ -32,58 +36,58 @@ type Def struct {
 
 // Codes of the registry. They are stable strings relied on by clients.
 const (
-	CodeMessageFormatInvalid = "message_format_invalid"
-	CodeCapabilityLacking    = "capability_lacking"
-	CodeAgentNotReady        = "agent_not_ready"
-	CodeTaskNotFound         = "task_not_found"
-	CodeTaskAlreadyCompleted = "task_already_completed"
-	CodeExecutionTimeout     = "execution_timeout"
-	CodeExecutionFailed      = "execution_failed"
-	CodePermissionDenied     = "permission_denied"
-	CodeInvalidParams        = "invalid_params"
-	CodeRateLimited          = "rate_limited"
+	CodeMessageFormatInvalid ErrorCode = "message_format_invalid"
+	CodeCapabilityLacking    ErrorCode = "capability_lacking"
+	CodeAgentNotReady        ErrorCode = "agent_not_ready"
+	CodeTaskNotFound         ErrorCode = "task_not_found"
+	CodeTaskAlreadyCompleted ErrorCode = "task_already_completed"
+	CodeExecutionTimeout     ErrorCode = "execution_timeout"
+	CodeExecutionFailed      ErrorCode = "execution_failed"
+	CodePermissionDenied     ErrorCode = "permission_denied"
+	CodeInvalidParams        ErrorCode = "invalid_params"
+	CodeRateLimited          ErrorCode = "rate_limited"
 
-	CodeUnauthorized          = "unauthorized"
-	CodeNotFound              = "not_found"
-	CodeMethodNotAllowed      = "method_not_allowed"
-	CodePayloadTooLarge       = "payload_too_large"
-	CodeUnsupportedMedia      = "unsupported_media_type"
-	CodeIdempotencyMismatch   = "idempotency_key_reused"
-	CodeIdempotencyInFlight   = "idempotency_key_in_flight"
-	CodeInternal              = "internal_error"
-	CodeAgentRestarted        = "agent_restarted"
-	CodeTaskExpired           = "task_expired"
-	CodeInvalidStateChange    = "invalid_state_transition"
-	CodeCallbackUndeliverable = "callback_undeliverable"
-	CodeNotCompliant          = "not_compliant"
-	CodePeerUnreachable       = "peer_unreachable"
-	CodeTargetRefused         = "outbound_target_refused"
-	CodeRequestTimeout        = "request_timeout"
-	CodeTooManyConnections    = "too_many_connections"
-	CodePeerApprovalPending   = "peer_approval_pending"
-	CodeTooManyParked         = "too_many_parked_tasks"
+	CodeUnauthorized          ErrorCode = "unauthorized"
+	CodeNotFound              ErrorCode = "not_found"
+	CodeMethodNotAllowed      ErrorCode = "method_not_allowed"
+	CodePayloadTooLarge       ErrorCode = "payload_too_large"
+	CodeUnsupportedMedia      ErrorCode = "unsupported_media_type"
+	CodeIdempotencyMismatch   ErrorCode = "idempotency_key_reused"
+	CodeIdempotencyInFlight   ErrorCode = "idempotency_key_in_flight"
+	CodeInternal              ErrorCode = "internal_error"
+	CodeAgentRestarted        ErrorCode = "agent_restarted"
+	CodeTaskExpired           ErrorCode = "task_expired"
+	CodeInvalidStateChange    ErrorCode = "invalid_state_transition"
+	CodeCallbackUndeliverable ErrorCode = "callback_undeliverable"
+	CodeNotCompliant          ErrorCode = "not_compliant"
+	CodePeerUnreachable       ErrorCode = "peer_unreachable"
+	CodeTargetRefused         ErrorCode = "outbound_target_refused"
+	CodeRequestTimeout        ErrorCode = "request_timeout"
+	CodeTooManyConnections    ErrorCode = "too_many_connections"
+	CodePeerApprovalPending   ErrorCode = "peer_approval_pending"
+	CodeTooManyParked         ErrorCode = "too_many_parked_tasks"
 
-	CodeIDUnknownSender  = "TP-ID003"
-	CodeIDDuplicate      = "TP-ID004"
-	CodeIDStaleTimestamp = "TP-ID005"
-	CodeSecDecrypt       = "TP-SEC003"
-	CodeTraHopLimit      = "TP-TRA001"
-	CodeValSchema        = "TP-VAL001"
-	CodeValUTF8          = "TP-VAL002"
-	CodeVerUnsupported   = "TP-VER001"
-	CodeSysOverloaded    = "TP-SYS001"
-	CodeSysStorage       = "TP-SYS002"
+	CodeIDUnknownSender  ErrorCode = "TP-ID003"
+	CodeIDDuplicate      ErrorCode = "TP-ID004"
+	CodeIDStaleTimestamp ErrorCode = "TP-ID005"
+	CodeSecDecrypt       ErrorCode = "TP-SEC003"
+	CodeTraHopLimit      ErrorCode = "TP-TRA001"
+	CodeValSchema        ErrorCode = "TP-VAL001"
+	CodeValUTF8          ErrorCode = "TP-VAL002"
+	CodeVerUnsupported   ErrorCode = "TP-VER001"
+	CodeSysOverloaded    ErrorCode = "TP-SYS001"
+	CodeSysStorage       ErrorCode = "TP-SYS002"
 
-	CodeNegNoTransports    = "TP-NEG001"
-	CodeNegNoTiers         = "TP-NEG002"
-	CodeNegNoCommonTransp  = "TP-NEG003"
-	CodeNegSecurity        = "TP-NEG004"
-	CodeNegTier1Mismatch   = "TP-NEG005"
-	CodeNegNoLLM           = "TP-NEG006"
-	CodeNegContractMissing = "TP-NEG010"
-	CodeNegContractUnknown = "TP-NEG011"
-	CodeNegContractExpired = "TP-NEG012"
-	CodeNegTimeout         = "TP-NEG020"
+	CodeNegNoTransports    ErrorCode = "TP-NEG001"
+	CodeNegNoTiers         ErrorCode = "TP-NEG002"
+	CodeNegNoCommonTransp  ErrorCode = "TP-NEG003"
+	CodeNegSecurity        ErrorCode = "TP-NEG004"
+	CodeNegTier1Mismatch   ErrorCode = "TP-NEG005"
+	CodeNegNoLLM           ErrorCode = "TP-NEG006"
+	CodeNegContractMissing ErrorCode = "TP-NEG010"
+	CodeNegContractUnknown ErrorCode = "TP-NEG011"
+	CodeNegContractExpired ErrorCode = "TP-NEG012"
+	CodeNegTimeout         ErrorCode = "TP-NEG020"
 )
 
 // Numeric codes of seed 000, carried as details.numeric_code.
@@ -92,7 +96,7 @@ const (
 	NumericTaskTooLong  = 2004
 )
 
-var registry = func() map[string]Def {
+var registry = func() map[ErrorCode]Def {
 	defs := []Def{
 		{CodeMessageFormatInvalid, http.StatusBadRequest, Terminal, "the message is not well formed", 0},
 		{CodeCapabilityLacking, http.StatusForbidden, Negotiable, "this agent does not support that task type", 0},
@@ -147,10 +151,10 @@ var registry = func() map[string]Def {
 		{CodeNegContractExpired, http.StatusGone, Negotiable, "the referenced contract has expired", 0},
 		{CodeNegTimeout, http.StatusGatewayTimeout, Retriable, "negotiation timed out after 3 retries", 0},
 	}
-	m := make(map[string]Def, len(defs))
+	m := make(map[ErrorCode]Def, len(defs))
 	for _, d := range defs {
 		if _, dup := m[d.Code]; dup {
-			panic("wire: duplicate error code " + d.Code)
+			panic("wire: duplicate error code " + string(d.Code))
 		}
 		m[d.Code] = d
 	}
@@ -176,18 +180,18 @@ func withoutPaths(err error) string {
 }
 
 // Lookup returns the registry entry of code.
-func Lookup(code string) (Def, bool) {
+func Lookup(code ErrorCode) (Def, bool) {
 	d, ok := registry[code]
 	return d, ok
 }
 
 // Codes lists every registered code, sorted.
-func Codes() []string {
-	out := make([]string, 0, len(registry))
+func Codes() []ErrorCode {
+	out := make([]ErrorCode, 0, len(registry))
 	for c := range registry {
 		out = append(out, c)
 	}
-	sort.Strings(out)
+	slices.Sort(out)
 	return out
 }
 
@@ -197,7 +201,7 @@ func Codes() []string {
 //
 // As an envelope payload it is the inner object.
 type Error struct {
-	Code          string         `json:"code" msgpack:"code"`
+	Code          ErrorCode      `json:"code" msgpack:"code"`
 	Message       string         `json:"message" msgpack:"message"`
 	Details       map[string]any `json:"details,omitempty" msgpack:"details,omitempty"`
 	Retriable     bool           `json:"retriable" msgpack:"retriable"`
@@ -212,10 +216,10 @@ type ErrorBody struct {
 // Errorf makes an Error for a registered code with a formatted message. An
 // empty format uses the registry's default message. The numeric code of the
 // registry, if any, is put in details.
-func Errorf(code, format string, args ...any) *Error {
+func Errorf(code ErrorCode, format string, args ...any) *Error {
 	d, ok := registry[code]
 	if !ok {
-		panic("wire: unregistered error code " + code)
+		panic("wire: unregistered error code " + string(code))
 	}
 	msg := d.Message
 	if format != "" {
@@ -233,7 +237,7 @@ func Errorf(code, format string, args ...any) *Error {
 	return e
 }
 
-func (e *Error) Error() string { return e.Code + ": " + e.Message }
+func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
 
 // Status is the HTTP status of the error's code.
 func (e *Error) Status() int {

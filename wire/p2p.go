@@ -43,9 +43,9 @@ type TaskConstraint struct {
 
 // Reason is a coded reason (reject, need human).
 type Reason struct {
-	Code    string `json:"code" msgpack:"code"`
-	Message string `json:"message" msgpack:"message"`
-	Details any    `json:"details,omitempty" msgpack:"details,omitempty"`
+	Code    ErrorCode `json:"code" msgpack:"code"`
+	Message string    `json:"message" msgpack:"message"`
+	Details any       `json:"details,omitempty" msgpack:"details,omitempty"`
 }
 
 // TaskRejectPayload is p2p:task_reject.
@@ -94,10 +94,10 @@ type TaskFailedPayload struct {
 
 // TaskError is TaskFailedPayload.error.
 type TaskError struct {
-	Code        string `json:"code" msgpack:"code"`
-	Message     string `json:"message" msgpack:"message"`
-	Recoverable bool   `json:"recoverable" msgpack:"recoverable"`
-	Details     any    `json:"details,omitempty" msgpack:"details,omitempty"`
+	Code        ErrorCode `json:"code" msgpack:"code"`
+	Message     string    `json:"message" msgpack:"message"`
+	Recoverable bool      `json:"recoverable" msgpack:"recoverable"`
+	Details     any       `json:"details,omitempty" msgpack:"details,omitempty"`
 }
 
 // TaskNeedInfoPayload is p2p:task_need_info.

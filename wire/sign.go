@@ -55,7 +55,7 @@ const ReplayWindow = 300 * time.Second
 func SigningInput(m *UnifiedSynapseMessage) []byte {
 	digest := PayloadDigest(m.Payload)
 	fields := [...]string{
-		SignatureScheme, m.TPVersion, m.MessageID, m.MessageType,
+		SignatureScheme, m.TPVersion, m.MessageID, string(m.MessageType),
 		m.Sender.AgentID, m.Receiver.AgentID, m.Timestamp, m.CorrelationID,
 		m.ProtocolContractRef,
 	}
@@ -121,7 +121,7 @@ func Verify(m *UnifiedSynapseMessage, pub ed25519.PublicKey) error {
 func sigLineBreak(m *UnifiedSynapseMessage) string {
 	for _, f := range [...]textField{
 		{"tp_version", m.TPVersion}, {"message_id", m.MessageID},
-		{"message_type", m.MessageType}, {"sender.agent_id", m.Sender.AgentID},
+		{"message_type", string(m.MessageType)}, {"sender.agent_id", m.Sender.AgentID},
 		{"receiver.agent_id", m.Receiver.AgentID}, {"timestamp", m.Timestamp},
 		{"correlation_id", m.CorrelationID}, {"protocol_contract_ref", m.ProtocolContractRef},
 	} {

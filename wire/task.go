@@ -331,7 +331,7 @@ type Task struct {
 	Progress     int         `json:"progress" msgpack:"pr"`
 	Payload      JSONValue   `json:"payload,omitempty" msgpack:"pl,omitempty"`
 	Result       JSONValue   `json:"result,omitempty" msgpack:"rs,omitempty"`
-	ErrorCode    string      `json:"error_code,omitempty" msgpack:"ec,omitempty"`
+	ErrorCode    ErrorCode   `json:"error_code,omitempty" msgpack:"ec,omitempty"`
 	ErrorMessage string      `json:"error_message,omitempty" msgpack:"em,omitempty"`
 	Recoverable  bool        `json:"recoverable,omitempty" msgpack:"rc,omitempty"`
 	CallbackURL  string      `json:"callback_url,omitempty" msgpack:"cb,omitempty"`
@@ -374,7 +374,7 @@ type TaskStatusResponse struct {
 	// jq .result.x works); msgpack answers carry result_json alone.
 	Result        JSONValue             `json:"result,omitempty" msgpack:"-"`
 	ErrorMessage  string                `json:"error_message" msgpack:"error_message"`
-	ErrorCode     string                `json:"error_code,omitempty" msgpack:"error_code,omitempty"`
+	ErrorCode     ErrorCode             `json:"error_code,omitempty" msgpack:"error_code,omitempty"`
 	Recoverable   bool                  `json:"recoverable,omitempty" msgpack:"recoverable,omitempty"`
 	MissingFields []MissingField        `json:"missing_fields,omitempty" msgpack:"missing_fields,omitempty"`
 	Target        string                `json:"target,omitempty" msgpack:"target,omitempty"`
