@@ -468,7 +468,8 @@ func BenchmarkEncodeEnvelopeMsgpack(b *testing.B) {
 // registry code, in both codecs.
 func TestDecodeEnvelopeCodes(t *testing.T) {
 	for _, tc := range []struct {
-		name, body, code string
+		name, body string
+		code       wire.ErrorCode
 	}{
 		{"major version", envJSON(`"1.0.0"`, `"2.0.0"`), wire.CodeVerUnsupported},
 		{"hop limit", envJSON(`"hop_count":1`, `"hop_count":1000`), wire.CodeTraHopLimit},

@@ -190,8 +190,8 @@ func (t *Transport) report(ctx context.Context, peer, taskID string, task *a2a.T
 			Result: wire.TaskResult{OutputType: "json", Output: result(task)}, Summary: "completed by the peer over A2A"}
 	case a2a.StateFailed, a2a.StateRejected:
 		var d struct {
-			Code        string `json:"code"`
-			Recoverable bool   `json:"recoverable"`
+			Code        wire.ErrorCode `json:"code"`
+			Recoverable bool           `json:"recoverable"`
 		}
 		_ = json.Unmarshal(data, &d)
 		if d.Code == "" {

@@ -97,7 +97,7 @@ func TestSendKinds(t *testing.T) {
 	}
 }
 
-func tpBody(t *testing.T, codec wire.Codec, code string) []byte {
+func tpBody(t *testing.T, codec wire.Codec, code wire.ErrorCode) []byte {
 	t.Helper()
 	b, err := codec.Marshal(wire.ErrorBody{Error: wire.Errorf(code, "")})
 	if err != nil {
@@ -120,7 +120,7 @@ func TestHostileAnswers(t *testing.T) {
 		header  map[string]string
 		want    transport.Class
 		unreach bool
-		code    string
+		code    wire.ErrorCode
 		after   time.Duration
 	}{
 		{name: "html 502", status: 502, ct: "text/html", body: "<html><h1>502 Bad Gateway</h1>capability_lacking</html>", want: transport.Retry, unreach: true},
@@ -174,7 +174,7 @@ func TestHostileAnswers(t *testing.T) {
 			if o.Class != tt.want || o.Unreached != tt.unreach {
 				t.Errorf("class %v unreached %v, want %v %v (%v)", o.Class, o.Unreached, tt.want, tt.unreach, o.Err)
 			}
-			code := ""
+			var code wire.ErrorCode
 			if o.Error != nil {
 				code = o.Error.Code
 			}
