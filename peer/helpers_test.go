@@ -131,7 +131,7 @@ func describe(task *wire.Task) string {
 	if task == nil {
 		return "<nil>"
 	}
-	return string(task.Status) + " " + task.ErrorCode + " " + task.ErrorMessage
+	return string(task.Status) + " " + string(task.ErrorCode) + " " + task.ErrorMessage
 }
 
 // eventually polls cond until it holds or d passes.
@@ -147,7 +147,7 @@ func eventually(t *testing.T, d time.Duration, cond func() bool, msg func() stri
 }
 
 // wantCode asserts err is a *wire.Error with code.
-func wantCode(t *testing.T, err error, code string) *wire.Error {
+func wantCode(t *testing.T, err error, code wire.ErrorCode) *wire.Error {
 	t.Helper()
 	var we *wire.Error
 	if !errors.As(err, &we) {
