@@ -8,6 +8,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/synapse-edge/synapse/a2a"
+	"github.com/synapse-edge/synapse/a2a/a2asrv"
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -33,7 +34,7 @@ func (s *Server) a2aStartStream(ctx *fasthttp.RequestCtx, p agent.Principal, op 
 	snapshot := true
 	if op == a2a.OpStream {
 		var sp a2a.SendParams
-		if err := params(req.Params, &sp); err != nil {
+		if err := a2asrv.Params(req.Params, &sp); err != nil {
 			return err
 		}
 		if sp.Configuration != nil {
@@ -43,14 +44,14 @@ func (s *Server) a2aStartStream(ctx *fasthttp.RequestCtx, p agent.Principal, op 
 		} else {
 			sp.Configuration = &a2a.SendConfiguration{ReturnImmediately: true}
 		}
-		t, err := s.a2aSend(ctx, p, v, &sp, nil)
+		t, err := s.a2aSrv().Send(ctx, p, v, &sp, nil)
 		if err != nil {
 			return err
 		}
 		id = t.ID
 	} else {
 		var ip a2a.TaskIDParams
-		if err := params(req.Params, &ip); err != nil {
+		if err := a2asrv.Params(req.Params, &ip); err != nil {
 			return err
 		}
 		if ip.ID == "" {
