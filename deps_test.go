@@ -1,0 +1,291 @@
+package main_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The import rules of the module (STYLE.md rules 2 and 20, issue #16), in
+// the manner of tailscale's tstest/deptest: one package owns each outside
+// dependency, the engine packages know nothing of HTTP, and the API layers
+// do not reach into the store. Every rule is about direct imports of the
+// code that ships (test files are free), read with go list under each set
+// of build tags the Makefile builds with. A broken rule names the package,
+// the file and the import.
+
+// module is the import path of this module.
+const module = "github.com/synapse-edge/synapse"
+
+// ruleTags are the tag sets the Makefile builds with (TAGS, TAGS+GRPC_TAGS).
+var ruleTags = []string{"nethttpomithttp2", "nethttpomithttp2,grpc,grpcnotrace"}
+
+// onlyImporter: only the packages in owners (relative to the module) may
+// import dep or a package under it.
+type onlyImporter struct {
+	dep    string
+	owners []string
+	why    string
+}
+
+var onlyImporters = []onlyImporter{
+	{"go.etcd.io/bbolt", []string{"store"}, "store owns the file format"},
+	{"github.com/vmihailenco/msgpack/v5", []string{"wire"}, "wire owns the codecs"},
+	{"github.com/valyala/fasthttp", []string{"httpapi", "transport/httptransport"},
+		"httpapi is the server; the HTTP transport the one HTTP client of the agent"},
+	// A separate library (it upgrades net/http and fasthttp connections):
+	// the server upgrades in httpapi, the Go client dials in client, and
+	// the command line goes through the client.
+	{"github.com/fasthttp/websocket", []string{"httpapi", "client"},
+		"httpapi upgrades, client dials; the CLI goes through client"},
+}
+
+// noImport: the packages in pkgs import none of deps (or packages under
+// them).
+type noImport struct {
+	pkgs []string
+	deps []string
+	why  string
+}
+
+var noImports = []noImport{
+	{[]string{"agent", "tier1", "negotiate", "hil", "group"},
+		[]string{"net/http", "github.com/valyala/fasthttp"},
+		"the engine sends through the transport seam and is served by the API packages"},
+}
+
+// apiPackages are the API layers: they decode, call a service method and
+// encode. They neither import store nor call a Store() method, except in
+// the files of apiStoreFiles. (Package a2a is not one: it holds the A2A
+// types and their mapping onto tasks, below agent, which imports it.)
+var apiPackages = []string{"httpapi", "grpcapi"}
+
+// apiStoreFiles are the files (module-relative) of API packages allowed
+// to use the store directly, with why.
+var apiStoreFiles = map[string]string{
+	"httpapi/admin.go": "the admin backup and check routes are about the file itself",
+}
+
+func TestImportRules(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	pkgs := listModule(t)
+	for _, p := range []string{"agent", "store", "wire", "httpapi"} {
+		if _, ok := pkgs[module+"/"+p]; !ok {
+			t.Fatalf("go list found no %s among %d packages: not the synapse module?", p, len(pkgs))
+		}
+	}
+	for _, v := range checkRules(pkgs) {
+		t.Error(v)
+	}
+}
+
+// TestImportRulesCatch shows that each kind of rule fails on a broken
+// package, and names the file and the import.
+func TestImportRulesCatch(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, src string) string {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(src), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return name
+	}
+	bad := map[string]*listedPackage{
+		module + "/tier1": {ImportPath: module + "/tier1", Dir: dir,
+			Imports: []string{"go.etcd.io/bbolt", "net/http"},
+			GoFiles: []string{write("uplink.go", "package tier1\nimport (\n\t\"net/http\"\n\tbolt \"go.etcd.io/bbolt\"\n)\n")}},
+		module + "/cli": {ImportPath: module + "/cli", Dir: dir,
+			Imports: []string{"github.com/fasthttp/websocket", "github.com/valyala/fasthttp/fasthttputil"},
+			GoFiles: []string{write("send.go", "package cli\nimport \"github.com/fasthttp/websocket\"\nimport _ \"github.com/valyala/fasthttp/fasthttputil\"\n")}},
+		module + "/grpcapi": {ImportPath: module + "/grpcapi", Dir: dir,
+			Imports: []string{module + "/store"},
+			GoFiles: []string{write("tasks.go", "package grpcapi\nimport \""+module+"/store\"\nvar _ store.Tx\n"),
+				write("groups.go", "package grpcapi\nfunc f(s interface{ Store() int }) int { return s.Store() }\n")}},
+	}
+	got := strings.Join(checkRules(bad), "\n")
+	for _, want := range []string{
+		"tier1 imports go.etcd.io/bbolt (uplink.go); only store may: store owns the file format",
+		"tier1 imports net/http (uplink.go): agent, tier1, negotiate, hil, group import none of net/http",
+		"cli imports github.com/fasthttp/websocket (send.go); only httpapi, client may",
+		"cli imports github.com/valyala/fasthttp/fasthttputil (send.go); only httpapi, transport/httptransport may",
+		"grpcapi imports store (tasks.go): API packages",
+		"grpcapi calls Store() (groups.go:2): API packages",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no violation %q in:\n%s", want, got)
+		}
+	}
+	if n := strings.Count(got, "\n") + 1; n != 6 {
+		t.Errorf("%d violations, want 6:\n%s", n, got)
+	}
+}
+
+// listedPackage is what go list -json says of a package.
+type listedPackage struct {
+	ImportPath string
+	Dir        string
+	GoFiles    []string
+	Imports    []string
+}
+
+// listModule runs go list -json ./... under every tag set of ruleTags and
+// merges the answers: a package's files and imports are the union.
+func listModule(t *testing.T) map[string]*listedPackage {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+	}
+	all := map[string]*listedPackage{}
+	for _, tags := range ruleTags {
+		cmd := exec.Command(goBin, "list", "-e", "-json", "-tags", tags, "./...")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list -tags %s ./...: %v\n%s", tags, err, stderr.Bytes())
+		}
+		dec := json.NewDecoder(bytes.NewReader(out))
+		for {
+			var p listedPackage
+			if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+				break
+			} else if err != nil {
+				t.Fatalf("go list -json: %v", err)
+			}
+			q := all[p.ImportPath]
+			if q == nil {
+				all[p.ImportPath] = &p
+				continue
+			}
+			q.GoFiles = union(q.GoFiles, p.GoFiles)
+			q.Imports = union(q.Imports, p.Imports)
+		}
+	}
+	return all
+}
+
+func union(a, b []string) []string {
+	out := slices.Concat(a, b)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// rel is a module package's path relative to the module ("" outside it).
+func rel(importPath string) string {
+	if importPath == module {
+		return "."
+	}
+	r, ok := strings.CutPrefix(importPath, module+"/")
+	if !ok {
+		return ""
+	}
+	return r
+}
+
+// under reports whether path is dep or a package under it.
+func under(path, dep string) bool { return path == dep || strings.HasPrefix(path, dep+"/") }
+
+// checkRules returns one line per broken rule, sorted.
+func checkRules(pkgs map[string]*listedPackage) []string {
+	var out []string
+	for _, p := range pkgs {
+		name := rel(p.ImportPath)
+		if name == "" {
+			continue
+		}
+		for _, imp := range p.Imports {
+			for _, r := range onlyImporters {
+				if under(imp, r.dep) && !slices.Contains(r.owners, name) {
+					out = append(out, fmt.Sprintf("%s imports %s (%s); only %s may: %s",
+						name, imp, filesImporting(p, imp), strings.Join(r.owners, ", "), r.why))
+				}
+			}
+			for _, r := range noImports {
+				if !slices.Contains(r.pkgs, name) {
+					continue
+				}
+				for _, d := range r.deps {
+					if under(imp, d) {
+						out = append(out, fmt.Sprintf("%s imports %s (%s): %s import none of %s: %s",
+							name, imp, filesImporting(p, imp), strings.Join(r.pkgs, ", "), strings.Join(r.deps, ", "), r.why))
+					}
+				}
+			}
+		}
+		if slices.Contains(apiPackages, name) {
+			out = append(out, storeUses(p, name)...)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// filesImporting names the files of p that import imp.
+func filesImporting(p *listedPackage, imp string) string {
+	var names []string
+	for _, f := range p.GoFiles {
+		af, err := parser.ParseFile(token.NewFileSet(), filepath.Join(p.Dir, f), nil, parser.ImportsOnly)
+		if err != nil {
+			names = append(names, f+": "+err.Error())
+			continue
+		}
+		for _, s := range af.Imports {
+			if path, _ := strconv.Unquote(s.Path.Value); path == imp {
+				names = append(names, f)
+			}
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
+// storeUses lists the files of API package p, not in apiStoreFiles, that
+// import store or call a Store() method.
+func storeUses(p *listedPackage, name string) []string {
+	var out []string
+	const why = "API packages decode, call a service method and encode; only the files named in apiStoreFiles touch the store"
+	for _, f := range p.GoFiles {
+		if _, ok := apiStoreFiles[name+"/"+f]; ok {
+			continue
+		}
+		fset := token.NewFileSet()
+		af, err := parser.ParseFile(fset, filepath.Join(p.Dir, f), nil, 0)
+		if err != nil {
+			out = append(out, fmt.Sprintf("%s: %v", name, err))
+			continue
+		}
+		for _, s := range af.Imports {
+			if path, _ := strconv.Unquote(s.Path.Value); path == module+"/store" {
+				out = append(out, fmt.Sprintf("%s imports store (%s): %s", name, f, why))
+			}
+		}
+		ast.Inspect(af, func(n ast.Node) bool {
+			c, ok := n.(*ast.CallExpr)
+			if !ok || len(c.Args) != 0 {
+				return true
+			}
+			if sel, ok := c.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Store" {
+				out = append(out, fmt.Sprintf("%s calls Store() (%s:%d): %s", name, f, fset.Position(c.Pos()).Line, why))
+			}
+			return true
+		})
+	}
+	return out
+}
