@@ -134,7 +134,7 @@ func serve(ctx context.Context, sio *IO, log *slog.Logger, cfg agent.Config, gra
 		_ = a.Close(context.Background())
 		return err
 	}
-	if err := startMQTT(ctx, a, mq); err != nil {
+	if err := startMQTT(ctx, a, nw, mq); err != nil {
 		_ = a.Close(context.Background())
 		return err
 	}

@@ -2,13 +2,12 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
-	"github.com/synapse-edge/synapse/transport"
+	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/transport/mqtt"
 )
 
@@ -29,19 +28,19 @@ func addMQTT(a *agent.Agent, cfg agent.Config, log *slog.Logger) (*mqtt.Transpor
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	mux, ok := a.Transport().(*transport.Mux)
-	if !ok {
-		return nil, errors.New("mqtt: the agent's transport is not a transport.Mux")
+	if err := a.AddWire(t, mqtt.Schemes...); err != nil {
+		return nil, err
 	}
-	mux.Handle(t, mqtt.Schemes...)
 	return t, nil
 }
 
-// startMQTT connects t (nil: nothing) as the opened agent.
-func startMQTT(ctx context.Context, a *agent.Agent, t *mqtt.Transport) error {
+// startMQTT connects t (nil: nothing) as the opened agent; envelopes
+// published to its inbox go to the peer network.
+func startMQTT(ctx context.Context, a *agent.Agent, nw *peer.Network, t *mqtt.Transport) error {
 	if t == nil {
 		return nil
 	}
+	t.SetReceiver(nw.Receiver())
 	id := a.Identity()
 	if err := t.Start(ctx, id.SystemID, id.AgentID); err != nil {
 		return err
@@ -50,5 +49,6 @@ func startMQTT(ctx context.Context, a *agent.Agent, t *mqtt.Transport) error {
 	r := a.Metrics()
 	r.CounterFunc("synapse_mqtt_connects_total", "Connections made to the MQTT broker.", func() float64 { return float64(c.Connects.Load()) })
 	r.CounterFunc("synapse_mqtt_connection_losses_total", "Connections to the MQTT broker lost.", func() float64 { return float64(c.Drops.Load()) })
+	r.CounterFunc("synapse_mqtt_malformed_messages_total", "Messages on this agent's MQTT inbox dropped as malformed.", func() float64 { return float64(t.Malformed.Load()) })
 	return nil
 }

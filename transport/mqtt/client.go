@@ -76,6 +76,7 @@ func New(o Options) (*Client, error) {
 		SetResumeSubs(false).   // onConnect subscribes every time
 		SetOrderMatters(true).
 		SetAutoAckDisabled(true).
+		SetStore(newCopyStore()).
 		SetOnConnectHandler(c.onConnect).
 		SetConnectionLostHandler(c.onLost)
 	if useTLS {

@@ -22,10 +22,21 @@
 //
 // Under a prefix (Options.TopicPrefix, default "synapse"):
 //
-//	{prefix}/{system_id}/{agent_id}/tier1/{capability_id}   stored tier-1 batches (Northbound)
+//	{prefix}/{system_id}/{agent_id}/tier1/{capability_id}   stored tier-1 batches (northbound)
+//	{prefix}/agents/{agent_id}/inbox                        envelopes for the agent, and the
+//	                                                        answers to those it sent (p2p.go)
 //
 // Every level that comes from an id is checked: a '/', '+', '#' or NUL in
 // it would address another topic, and is refused.
+//
+// # Envelopes between agents
+//
+// A peer's endpoint mqtt://[broker]/{agent_id} names an agent on the same
+// broker. The outbox's envelopes for it go, in request frames (frame.go:
+// the envelope with the few headers HTTP would carry), to its inbox; it
+// answers in an answer frame on this agent's inbox once the envelope's
+// effects are on its disk, and that answer is the outcome. The broker's
+// PUBACK is not delivery: see p2p.go.
 //
 // # Northbound tier-1
 //

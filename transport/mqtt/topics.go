@@ -29,3 +29,12 @@ func (t Topics) Tier1(systemID, agentID, capabilityID string) (string, error) {
 	}
 	return t.Prefix + "/" + systemID + "/" + agentID + "/tier1/" + capabilityID, nil
 }
+
+// Inbox is {prefix}/agents/{agent_id}/inbox: where the agent takes
+// envelopes for it and the answers to the envelopes it sent.
+func (t Topics) Inbox(agentID string) (string, error) {
+	if !validLevel(agentID) {
+		return "", fmt.Errorf("mqtt: agent_id %q cannot be a topic level", agentID)
+	}
+	return t.Prefix + "/agents/" + agentID + "/inbox", nil
+}

@@ -4,15 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"sync"
+	"sync/atomic"
 
 	"github.com/synapse-edge/synapse/transport"
 )
 
 // Transport is the MQTT wire of the transport seam: registered in the
 // agent's transport.Mux for mqtt and mqtts destinations, it publishes
-// tier-1 batches (Kind Batch) to the agent's tier-1 topic. The
+// tier-1 batches (Kind Batch) to the agent's tier-1 topic, and carries
+// envelopes between agents (Kind Envelope; p2p.go). The
 // destination URL names the broker of Options ("mqtt://" alone means that
 // broker); a destination on another broker is refused.
 //
@@ -22,12 +25,28 @@ import (
 // Retry, unreached.
 type Transport struct {
 	opts Options
+	log  *slog.Logger
 
-	mu      sync.Mutex
-	c       *Client
-	started chan struct{} // closed by Start
-	system  string
-	agent   string
+	mu       sync.Mutex
+	c        *Client
+	started  chan struct{} // closed by Start
+	system   string
+	agent    string
+	receiver transport.Receiver
+	closed   bool
+
+	pmu     sync.Mutex
+	pending map[string]chan *frame // requests waiting for their answer, by frame id
+
+	sem       chan struct{} // inbox requests being handled
+	wg        sync.WaitGroup
+	bg        context.Context
+	cancelBg  context.CancelFunc
+	stop      chan struct{}
+	closeOnce sync.Once
+
+	// Malformed counts inbox messages dropped as malformed.
+	Malformed atomic.Uint64
 }
 
 var _ transport.Transport = (*Transport)(nil)
@@ -46,7 +65,9 @@ func NewTransport(o Options) (*Transport, error) {
 	if err := check.Validate(); err != nil {
 		return nil, err
 	}
-	return &Transport{opts: o, started: make(chan struct{})}, nil
+	bg, cancel := context.WithCancel(context.Background())
+	return &Transport{opts: o, log: o.Logger, started: make(chan struct{}), pending: map[string]chan *frame{},
+		sem: make(chan struct{}, maxConcurrentRequests), bg: bg, cancelBg: cancel, stop: make(chan struct{})}, nil
 }
 
 // Start connects as agentID of systemID (in the background: see
@@ -65,10 +86,18 @@ func (t *Transport) Start(ctx context.Context, systemID, agentID string) error {
 	if err != nil {
 		return err
 	}
-	if err := c.Start(ctx); err != nil {
+	inbox, err := t.topics().Inbox(agentID)
+	if err != nil {
 		return err
 	}
 	t.c, t.system, t.agent = c, systemID, agentID
+	// Made on every connection, the first one included.
+	if err := c.Subscribe(ctx, inbox, t.onInbox); err != nil {
+		return err
+	}
+	if err := c.Start(ctx); err != nil {
+		return err
+	}
 	close(t.started)
 	return nil
 }
@@ -80,13 +109,29 @@ func (t *Transport) Client() *Client {
 	return t.c
 }
 
-// Close disconnects; safe twice, and before Start.
+// Close stops taking requests, lets those being handled finish (until
+// ctx ends) and disconnects; safe twice, and before Start.
 func (t *Transport) Close(ctx context.Context) error {
-	if c := t.Client(); c != nil {
-		return c.Close(ctx)
-	}
+	t.closeOnce.Do(func() {
+		close(t.stop)
+		t.mu.Lock()
+		t.closed = true
+		t.mu.Unlock()
+		done := make(chan struct{})
+		go func() { t.wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+		}
+		t.cancelBg()
+		if c := t.Client(); c != nil {
+			_ = c.Close(ctx)
+		}
+	})
 	return nil
 }
+
+func (t *Transport) topics() Topics { return Topics{Prefix: t.opts.TopicPrefix} }
 
 // client waits for Start.
 func (t *Transport) client(ctx context.Context) (*Client, error) {
@@ -108,12 +153,14 @@ func (t *Transport) Send(ctx context.Context, m *transport.Message) transport.Ou
 		return transport.Unreachable(err)
 	}
 	switch m.Kind {
+	case transport.Envelope:
+		return t.request(ctx, c, m)
 	case transport.Batch:
 		source := m.Header[transport.HeaderSourceAgent]
 		if source == "" {
 			source = t.agent
 		}
-		topic, err := Topics{Prefix: t.opts.TopicPrefix}.Tier1(t.system, source, m.Header[transport.HeaderRoutine])
+		topic, err := t.topics().Tier1(t.system, source, m.Header[transport.HeaderRoutine])
 		if err != nil {
 			return transport.Refused(err)
 		}
