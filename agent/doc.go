@@ -33,9 +33,10 @@
 // tasks like any other. Every change of a task reaches Network.Changed
 // inside the store transaction of the change, where the network queues
 // what it announces (the p2p:* messages a peer must hear of, the webhook
-// callback of a final task); what the engine sends explicitly (a cancel,
-// information or a decision for the executing peer, A2A push
-// notifications) is an Outgoing it hands to Network.Enqueue in the same
+// callback of a final task); a task with A2A push configs also reaches
+// Network.Push, which renders and queues its notifications; what the
+// engine sends explicitly (a cancel, information or a decision for the
+// executing peer) is an Outgoing it hands to Network.Enqueue in the same
 // transaction. So a crash loses neither the change nor its messages. The network hands the messages of
 // paired peers back through the methods on behalf of a peer
 // (AcceptFromPeer, ReportFromPeer, CancelFromPeer, InfoFromPeer,

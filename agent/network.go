@@ -14,9 +14,10 @@ import (
 // implements it). The engine knows peers only through it: each change of a
 // task reaches Changed inside the store transaction of the change, and the
 // network queues what it announces (the p2p:* messages of delegated
-// tasks, the webhook callback); what the engine sends explicitly (a
-// cancel, information or a decision for the executing peer, an A2A push
-// notification) it hands to Enqueue in the same transaction. The network
+// tasks, the webhook callback), and Push renders the A2A push
+// notifications of a task with push configs; what the engine sends
+// explicitly (a cancel, information or a decision for the executing peer)
+// it hands to Enqueue in the same transaction. The network
 // delivers them. The agent drives the network's lifecycle from its own
 // Open and Close.
 type Network interface {
@@ -40,6 +41,10 @@ type Network interface {
 	// delegated task, or of a task a peer asked for, must hear of; the
 	// webhook callback of a task that reached a final state).
 	Changed(tx *store.Tx, prev, next *wire.Task) error
+	// Push queues, inside tx, the A2A push notifications of the change
+	// of a task from prev (nil: created) to next for each of its push
+	// configs (the engine calls it only for tasks that have some).
+	Push(tx *store.Tx, prev, next *wire.Task, cfgs []*store.PushConfig) error
 	// Enqueue queues m, a message the engine sends explicitly, durably
 	// inside tx.
 	Enqueue(tx *store.Tx, m Outgoing) error

@@ -21,8 +21,7 @@ import (
 
 // Outgoing is a message the engine sends explicitly with a state change
 // (for the peer executing a delegated task: a cancel, information, a
-// decision; for a URL: an A2A push notification), queued in the
-// transaction of the change (Network.Enqueue). What a change announces by
+// decision), queued in the transaction of the change (Network.Enqueue). What a change announces by
 // itself (a delegated task's request and acknowledgements, the reports to
 // the peer that asked for a task, the webhook callback of a final task)
 // the network derives from the change (Network.Changed).

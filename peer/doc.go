@@ -21,9 +21,10 @@
 // The engine calls the network through agent.Network: every change of a
 // task reaches Changed inside the store transaction of the change, where
 // the network queues what it announces (remote.go: the p2p:* messages of
-// delegated tasks, the webhook callback of a final task); what the engine
-// sends explicitly (a cancel, information or a decision for the executing
-// peer, A2A push notifications) reaches Enqueue in the same transaction.
+// delegated tasks, the webhook callback of a final task), and Push renders
+// the A2A push notifications of a task with push configs (a2a_push.go);
+// what the engine sends explicitly (a cancel, information or a decision
+// for the executing peer) reaches Enqueue in the same transaction.
 // Everything is delivered from the outbox. Envelopes from peers are
 // checked here (Receive: paired sender, signature with the pinned key,
 // timestamp, message id not seen, the contract) and their task messages
@@ -41,8 +42,8 @@
 //     pipeline, ordered delivery, transport signatures, group routing;
 //   - remote.go: the messages a change of a delegated task announces;
 //   - p2p_outbox.go, p2p_outbox_admin.go, a2a_push.go, disclose.go: the
-//     durable outbox, its administration, A2A push delivery, selective
-//     disclosure of results;
+//     durable outbox, its administration, A2A push notifications
+//     (rendered and delivered), selective disclosure of results;
 //   - registry.go, registrar.go: the registry this agent may be, and the
 //     registration with another one;
 //   - negotiate*.go: contracts with peers (negotiation, the guard on every

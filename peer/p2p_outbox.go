@@ -572,7 +572,7 @@ func (o *outbox) deliverPeer(dest string, p *peer, it *store.OutboxItem, s Seque
 func (o *outbox) deliverHook(it *store.OutboxItem) *deliveryError {
 	ctx, cancel := context.WithTimeout(o.n.ctx, deliveryTimeout)
 	defer cancel()
-	if it.Type == agent.A2APushType {
+	if it.Type == A2APushType {
 		return o.deliverA2APush(ctx, it)
 	}
 	h := http.Header{"X-Synapse-Message-Id": {it.ID}}
