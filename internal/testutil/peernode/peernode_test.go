@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/hil"
 	"github.com/synapse-edge/synapse/httpapi"
 	"github.com/synapse-edge/synapse/internal/testutil/peernode"
 )
@@ -27,8 +28,12 @@ func TestNode(t *testing.T) {
 	a := peernode.Start(t, peernode.Options{Name: "a"})
 	b := peernode.Start(t, peernode.Options{Name: "b", Groups: true, AdminToken: "other",
 		Config: []func(*agent.Config){func(c *agent.Config) { c.SystemID = "plant-b" }}})
-	if a.Groups != nil || b.Groups == nil {
-		t.Fatalf("Groups = %v, %v; want a manager on b only", a.Groups, b.Groups)
+	c := peernode.Start(t, peernode.Options{Name: "c", HIL: &hil.Options{}})
+	if a.Groups != nil || b.Groups == nil || c.Groups != nil {
+		t.Fatalf("Groups = %v, %v, %v; want a manager on b only", a.Groups, b.Groups, c.Groups)
+	}
+	if a.HIL != nil || b.HIL != nil || c.HIL == nil {
+		t.Fatalf("HIL = %v, %v, %v; want a manager on c only", a.HIL, b.HIL, c.HIL)
 	}
 	if got := b.Agent.Identity(); got.Endpoint != b.URL() || got.SystemID != "plant-b" || b.Config.AdminToken != "other" {
 		t.Fatalf("b's identity %+v (token %q), want endpoint %s, system plant-b, token other", got, b.Config.AdminToken, b.URL())
