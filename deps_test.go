@@ -68,11 +68,12 @@ var noImports = []noImport{
 		"the engine sends through the transport seam and is served by the API packages"},
 }
 
-// apiPackages are the API layers: they decode, call a service method and
-// encode. They neither import store nor call a Store() method, except in
-// the files of apiStoreFiles. (Package a2a is not one: it holds the A2A
-// types and their mapping onto tasks, below agent, which imports it.)
-var apiPackages = []string{"httpapi", "grpcapi"}
+// apiPackages are the API layers (REST, gRPC, the A2A methods): they
+// decode, call a service method and encode. They neither import store nor
+// call a Store() method, except in the files of apiStoreFiles. (Package a2a
+// is not one: it holds the A2A types and their mapping onto tasks, below
+// agent, which imports it.)
+var apiPackages = []string{"httpapi", "grpcapi", "a2a/a2asrv"}
 
 // apiStoreFiles are the files (module-relative) of API packages allowed
 // to use the store directly, with why.
