@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -27,7 +26,7 @@ type ErrorCode string
 // Def is one entry of the error registry.
 type Def struct {
 	Code    ErrorCode
-	Status  int
+	Status  int // HTTP status (seed 003 §3.4)
 	Class   Class
 	Message string
 	// Numeric is the seed-000 numeric code kept as details.numeric_code, or 0.
@@ -98,58 +97,58 @@ const (
 
 var registry = func() map[ErrorCode]Def {
 	defs := []Def{
-		{CodeMessageFormatInvalid, http.StatusBadRequest, Terminal, "the message is not well formed", 0},
-		{CodeCapabilityLacking, http.StatusForbidden, Negotiable, "this agent does not support that task type", 0},
-		{CodeAgentNotReady, http.StatusServiceUnavailable, Retriable, "the agent is not ready", 0},
-		{CodeTaskNotFound, http.StatusNotFound, Terminal, "no task with that id", 0},
-		{CodeTaskAlreadyCompleted, http.StatusConflict, Terminal, "the task has already reached a final state", 0},
-		{CodeExecutionTimeout, http.StatusGatewayTimeout, Retriable, "the task exceeded its maximum duration", NumericTaskTooLong},
-		{CodeExecutionFailed, http.StatusInternalServerError, Terminal, "the task failed", 0},
-		{CodePermissionDenied, http.StatusForbidden, Terminal, "the token does not allow this", 0},
-		{CodeInvalidParams, http.StatusBadRequest, Terminal, "invalid parameters", 0},
-		{CodeRateLimited, http.StatusTooManyRequests, Retriable, "too many concurrent tasks", NumericTooManyTasks},
+		{CodeMessageFormatInvalid, 400, Terminal, "the message is not well formed", 0},
+		{CodeCapabilityLacking, 403, Negotiable, "this agent does not support that task type", 0},
+		{CodeAgentNotReady, 503, Retriable, "the agent is not ready", 0},
+		{CodeTaskNotFound, 404, Terminal, "no task with that id", 0},
+		{CodeTaskAlreadyCompleted, 409, Terminal, "the task has already reached a final state", 0},
+		{CodeExecutionTimeout, 504, Retriable, "the task exceeded its maximum duration", NumericTaskTooLong},
+		{CodeExecutionFailed, 500, Terminal, "the task failed", 0},
+		{CodePermissionDenied, 403, Terminal, "the token does not allow this", 0},
+		{CodeInvalidParams, 400, Terminal, "invalid parameters", 0},
+		{CodeRateLimited, 429, Retriable, "too many concurrent tasks", NumericTooManyTasks},
 
-		{CodeUnauthorized, http.StatusUnauthorized, Terminal, "a valid bearer token is required", 0},
-		{CodeNotFound, http.StatusNotFound, Terminal, "no such route", 0},
-		{CodeMethodNotAllowed, http.StatusMethodNotAllowed, Terminal, "method not allowed on this route", 0},
-		{CodePayloadTooLarge, http.StatusRequestEntityTooLarge, Terminal, "the request body is too large", 0},
-		{CodeUnsupportedMedia, http.StatusUnsupportedMediaType, Terminal, "unsupported content type", 0},
-		{CodeIdempotencyMismatch, http.StatusUnprocessableEntity, Terminal, "the idempotency key was used with a different request", 0},
-		{CodeIdempotencyInFlight, http.StatusConflict, Retriable, "a request with this idempotency key is still being processed", 0},
-		{CodeInternal, http.StatusInternalServerError, Retriable, "internal error", 0},
-		{CodeAgentRestarted, http.StatusInternalServerError, Retriable, "the agent restarted while the task was executing", 0},
-		{CodeTaskExpired, http.StatusGone, Terminal, "the task expired before it ran", 0},
-		{CodeInvalidStateChange, http.StatusConflict, Terminal, "that state transition is not allowed", 0},
-		{CodeCallbackUndeliverable, http.StatusBadGateway, Retriable, "the callback could not be delivered", 0},
-		{CodeNotCompliant, http.StatusUnprocessableEntity, Terminal, "the agent lacks basic interfaces", 0},
-		{CodePeerUnreachable, http.StatusBadGateway, Retriable, "the other agent could not be reached", 0},
-		{CodeTargetRefused, http.StatusBadRequest, Terminal, "the outbound target is not allowed", 0},
-		{CodeRequestTimeout, http.StatusRequestTimeout, Retriable, "the request was not received in time", 0},
-		{CodeTooManyConnections, http.StatusTooManyRequests, Retriable, "too many connections from this address", 0},
-		{CodePeerApprovalPending, http.StatusUnauthorized, Retriable, "this agent has not accepted the sender as a peer yet", 0},
-		{CodeTooManyParked, http.StatusTooManyRequests, Retriable, "too many tasks wait for information or a person", 0},
+		{CodeUnauthorized, 401, Terminal, "a valid bearer token is required", 0},
+		{CodeNotFound, 404, Terminal, "no such route", 0},
+		{CodeMethodNotAllowed, 405, Terminal, "method not allowed on this route", 0},
+		{CodePayloadTooLarge, 413, Terminal, "the request body is too large", 0},
+		{CodeUnsupportedMedia, 415, Terminal, "unsupported content type", 0},
+		{CodeIdempotencyMismatch, 422, Terminal, "the idempotency key was used with a different request", 0},
+		{CodeIdempotencyInFlight, 409, Retriable, "a request with this idempotency key is still being processed", 0},
+		{CodeInternal, 500, Retriable, "internal error", 0},
+		{CodeAgentRestarted, 500, Retriable, "the agent restarted while the task was executing", 0},
+		{CodeTaskExpired, 410, Terminal, "the task expired before it ran", 0},
+		{CodeInvalidStateChange, 409, Terminal, "that state transition is not allowed", 0},
+		{CodeCallbackUndeliverable, 502, Retriable, "the callback could not be delivered", 0},
+		{CodeNotCompliant, 422, Terminal, "the agent lacks basic interfaces", 0},
+		{CodePeerUnreachable, 502, Retriable, "the other agent could not be reached", 0},
+		{CodeTargetRefused, 400, Terminal, "the outbound target is not allowed", 0},
+		{CodeRequestTimeout, 408, Retriable, "the request was not received in time", 0},
+		{CodeTooManyConnections, 429, Retriable, "too many connections from this address", 0},
+		{CodePeerApprovalPending, 401, Retriable, "this agent has not accepted the sender as a peer yet", 0},
+		{CodeTooManyParked, 429, Retriable, "too many tasks wait for information or a person", 0},
 
-		{CodeIDUnknownSender, http.StatusUnauthorized, Terminal, "unknown sender or bad signature", 0},
-		{CodeIDDuplicate, http.StatusOK, Terminal, "duplicate message id; already processed", 0},
-		{CodeIDStaleTimestamp, http.StatusUnauthorized, Terminal, "message timestamp outside the replay window", 0},
-		{CodeSecDecrypt, http.StatusBadRequest, Terminal, "the payload could not be decrypted", 0},
-		{CodeTraHopLimit, http.StatusBadRequest, Terminal, "hop count limit exceeded", 0},
-		{CodeValSchema, http.StatusBadRequest, Terminal, "the payload does not match the schema", 0},
-		{CodeValUTF8, http.StatusBadRequest, Terminal, "a string is not valid UTF-8", 0},
-		{CodeVerUnsupported, http.StatusBadRequest, Negotiable, "unsupported protocol major version", 0},
-		{CodeSysOverloaded, http.StatusServiceUnavailable, Retriable, "the agent is overloaded", 0},
-		{CodeSysStorage, http.StatusInternalServerError, Retriable, "storage error", 0},
+		{CodeIDUnknownSender, 401, Terminal, "unknown sender or bad signature", 0},
+		{CodeIDDuplicate, 200, Terminal, "duplicate message id; already processed", 0},
+		{CodeIDStaleTimestamp, 401, Terminal, "message timestamp outside the replay window", 0},
+		{CodeSecDecrypt, 400, Terminal, "the payload could not be decrypted", 0},
+		{CodeTraHopLimit, 400, Terminal, "hop count limit exceeded", 0},
+		{CodeValSchema, 400, Terminal, "the payload does not match the schema", 0},
+		{CodeValUTF8, 400, Terminal, "a string is not valid UTF-8", 0},
+		{CodeVerUnsupported, 400, Negotiable, "unsupported protocol major version", 0},
+		{CodeSysOverloaded, 503, Retriable, "the agent is overloaded", 0},
+		{CodeSysStorage, 500, Retriable, "storage error", 0},
 
-		{CodeNegNoTransports, http.StatusBadRequest, Terminal, "candidate_transports is empty", 0},
-		{CodeNegNoTiers, http.StatusBadRequest, Terminal, "candidate_tiers is empty", 0},
-		{CodeNegNoCommonTransp, http.StatusConflict, Negotiable, "no common transport", 0},
-		{CodeNegSecurity, http.StatusConflict, Negotiable, "the requested security level cannot be met", 0},
-		{CodeNegTier1Mismatch, http.StatusConflict, Negotiable, "tier 1 needs the same capability, version and descriptor hash", 0},
-		{CodeNegNoLLM, http.StatusConflict, Negotiable, "tier 2 needs an LLM backend", 0},
-		{CodeNegContractMissing, http.StatusPreconditionRequired, Negotiable, "protocol_contract_ref is missing and there is no active contract", 0},
-		{CodeNegContractUnknown, http.StatusNotFound, Negotiable, "the referenced contract does not exist", 0},
-		{CodeNegContractExpired, http.StatusGone, Negotiable, "the referenced contract has expired", 0},
-		{CodeNegTimeout, http.StatusGatewayTimeout, Retriable, "negotiation timed out after 3 retries", 0},
+		{CodeNegNoTransports, 400, Terminal, "candidate_transports is empty", 0},
+		{CodeNegNoTiers, 400, Terminal, "candidate_tiers is empty", 0},
+		{CodeNegNoCommonTransp, 409, Negotiable, "no common transport", 0},
+		{CodeNegSecurity, 409, Negotiable, "the requested security level cannot be met", 0},
+		{CodeNegTier1Mismatch, 409, Negotiable, "tier 1 needs the same capability, version and descriptor hash", 0},
+		{CodeNegNoLLM, 409, Negotiable, "tier 2 needs an LLM backend", 0},
+		{CodeNegContractMissing, 428, Negotiable, "protocol_contract_ref is missing and there is no active contract", 0},
+		{CodeNegContractUnknown, 404, Negotiable, "the referenced contract does not exist", 0},
+		{CodeNegContractExpired, 410, Negotiable, "the referenced contract has expired", 0},
+		{CodeNegTimeout, 504, Retriable, "negotiation timed out after 3 retries", 0},
 	}
 	m := make(map[ErrorCode]Def, len(defs))
 	for _, d := range defs {
@@ -244,7 +243,7 @@ func (e *Error) Status() int {
 	if d, ok := registry[e.Code]; ok {
 		return d.Status
 	}
-	return http.StatusInternalServerError
+	return 500
 }
 
 // Class is the class of the error's code.
