@@ -10,8 +10,8 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/contracts"
 	"github.com/synapse-edge/synapse/negotiate"
-	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -82,7 +82,7 @@ func (s *Server) negotiate(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []stri
 	if b.Peer == "" {
 		return wire.Errorf(wire.CodeInvalidParams, `name the agent to negotiate with: {"peer": "<agent_id>", ...}`).With("field", "peer")
 	}
-	ci, err := s.net.Negotiate(ctx, b.Peer, b.Request)
+	ci, err := s.net.Contracts().Negotiate(ctx, b.Peer, b.Request)
 	if err != nil {
 		return err
 	}
@@ -97,7 +97,7 @@ func (s *Server) listContracts(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []
 		return err
 	}
 	q := ctx.QueryArgs()
-	list, next, err := s.net.Contracts(peer.ContractQuery{Peer: string(q.Peek("peer")), After: string(q.Peek("page_token")), Limit: limit})
+	list, next, err := s.net.Contracts().List(contracts.Query{Peer: string(q.Peek("peer")), After: string(q.Peek("page_token")), Limit: limit})
 	if err != nil {
 		return err
 	}
@@ -110,7 +110,7 @@ func (s *Server) getContract(ctx *fasthttp.RequestCtx, _ agent.Principal, args [
 	if err != nil {
 		return err
 	}
-	ci, err := s.net.Contract(id)
+	ci, err := s.net.Contracts().Get(id)
 	if err != nil {
 		return err
 	}
@@ -123,7 +123,7 @@ func (s *Server) revokeContract(ctx *fasthttp.RequestCtx, _ agent.Principal, arg
 	if err != nil {
 		return err
 	}
-	ci, err := s.net.RevokeContract(ctx, id)
+	ci, err := s.net.Contracts().Revoke(ctx, id)
 	if err != nil {
 		return err
 	}

@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/contracts"
 	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/negotiate"
-	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -78,19 +78,19 @@ func TestNegotiateAPI(t *testing.T) {
 	t.Run("contract made and kept on both sides", func(t *testing.T) {
 		r := a.do(t, "POST", api("/negotiate"), negotiateBody(bID, `"preferred_security_level":"standard","session_purpose":"diagnostics"`))
 		r.wantStatus(t, http.StatusCreated)
-		var ci peer.ContractInfo
+		var ci contracts.Info
 		if err := json.Unmarshal(r.body, &ci); err != nil {
 			t.Fatal(err)
 		}
 		id = ci.Contract.ContractID
-		if ci.Role != peer.RoleRequester || ci.Status != negotiate.StatusActive || ci.Contract.SecurityLevel != negotiate.Standard ||
+		if ci.Role != contracts.RoleRequester || ci.Status != negotiate.StatusActive || ci.Contract.SecurityLevel != negotiate.Standard ||
 			r.header.Get("Location") != api("/contracts/"+id) {
 			t.Fatalf("answer %s (Location %q)", r.body, r.header.Get("Location"))
 		}
 		for _, side := range []struct {
 			ts   *testServer
 			role string
-		}{{a, peer.RoleRequester}, {b, peer.RoleResponder}} {
+		}{{a, contracts.RoleRequester}, {b, contracts.RoleResponder}} {
 			got := side.ts.do(t, "GET", api("/contracts/"+id), nil)
 			got.wantStatus(t, http.StatusOK)
 			if m := got.object(t); m["role"] != side.role || m["status"] != negotiate.StatusActive {

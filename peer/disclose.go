@@ -6,9 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"time"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/contracts"
 	"github.com/synapse-edge/synapse/negotiate"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
@@ -115,7 +115,7 @@ func (n *Network) disclose(tx *store.Tx, m agent.Outgoing) (agent.Outgoing, erro
 	if h, ok := n.a.HandlerOf(m.TaskType); ok {
 		rules = h.Disclose
 	}
-	c := contractIn(tx, m.Peer, n.clock.Now())
+	c := contracts.ActiveIn(tx, m.Peer, n.clock.Now())
 	high := c != nil && c.SecurityLevel.AtLeast(negotiate.High)
 	if len(rules) == 0 && !high {
 		return m, nil
@@ -148,43 +148,11 @@ func (n *Network) disclose(tx *store.Tx, m agent.Outgoing) (agent.Outgoing, erro
 	return m, nil
 }
 
-// contractIn is the active contract with peer read inside tx; nil when
-// there is none or it cannot be read.
-func contractIn(tx *store.Tx, peer string, now time.Time) *negotiate.Contract {
-	recs, err := tx.PeerContracts(peer, peerContractScan)
-	if err != nil {
-		return nil
-	}
-	for _, rec := range recs {
-		if negotiate.StatusAt(rec.ExpiresAt, rec.Revoked(), now) != negotiate.StatusActive {
-			continue
-		}
-		c, err := contractTerms(rec)
-		if err != nil {
-			return nil
-		}
-		return c
-	}
-	return nil
-}
-
 // PersonalDataRefusal is the error a peer's request for a task type marked
 // personal_data gets when the contract with the peer is not high; nil when
 // it may run (the engine asks it only for such task types).
 func (n *Network) PersonalDataRefusal(peer, taskType string) *wire.Error {
-	c, _, err := n.activeContract(peer, n.clock.Now())
-	if err != nil {
-		return wire.AsError(err)
-	}
-	level := negotiate.SecurityLevel("none")
-	if c != nil {
-		if c.SecurityLevel.AtLeast(negotiate.High) {
-			return nil
-		}
-		level = c.SecurityLevel
-	}
-	return wire.Errorf(wire.CodeNegSecurity, "task type %q carries personal data: it needs a high contract, the contract with %s is %s",
-		taskType, peer, level).With("required", negotiate.High).With("security_level", level)
+	return n.contracts.PersonalDataRefusal(peer, taskType)
 }
 
 func sha256Hex(b []byte) string {

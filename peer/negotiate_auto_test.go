@@ -5,8 +5,8 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/contracts"
 	"github.com/synapse-edge/synapse/negotiate"
-	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -28,7 +28,7 @@ func TestAutoNegotiation(t *testing.T) {
 		}, func() string { got, _ := a.a.Task(task.ID); return "task is " + string(got.Status) })
 	}
 	done(submitTo(t, a, b, "echo", `{"n":1}`))
-	cs, _, err := a.a.Contracts(peer.ContractQuery{Peer: b.id()})
+	cs, _, err := a.a.Contracts().List(contracts.Query{Peer: b.id()})
 	if err != nil || len(cs) != 1 || cs[0].Status != negotiate.StatusActive || cs[0].Contract.NegotiationTrace == nil {
 		t.Fatalf("contracts after the first task: %+v, %v", cs, err)
 	}
@@ -36,7 +36,7 @@ func TestAutoNegotiation(t *testing.T) {
 
 	cb.Advance(121 * time.Second) // expired for the executor only
 	done(submitTo(t, a, b, "echo", `{"n":2}`))
-	cs, _, _ = a.a.Contracts(peer.ContractQuery{Peer: b.id()})
+	cs, _, _ = a.a.Contracts().List(contracts.Query{Peer: b.id()})
 	if len(cs) != 2 || cs[0].Contract.ContractID == first || cs[0].Status != negotiate.StatusActive {
 		t.Fatalf("contracts after the refusal: %+v, want a new active one first", cs)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/contracts"
 	"github.com/synapse-edge/synapse/negotiate"
 	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/wire"
@@ -23,13 +24,13 @@ func inSystem(id string) func(*agent.Config) { return func(c *agent.Config) { c.
 
 // negotiated asks b for a contract on a's side and checks both sides
 // stored the same terms.
-func negotiated(t *testing.T, a, b *peerNode, req negotiate.Request) *peer.ContractInfo {
+func negotiated(t *testing.T, a, b *peerNode, req negotiate.Request) *contracts.Info {
 	t.Helper()
-	ci, err := a.a.Negotiate(context.Background(), b.id(), req)
+	ci, err := a.a.Contracts().Negotiate(context.Background(), b.id(), req)
 	if err != nil {
 		t.Fatalf("Negotiate(%s → %s): %v", a.cfg.AgentName, b.cfg.AgentName, err)
 	}
-	other, err := b.a.Contract(ci.Contract.ContractID)
+	other, err := b.a.Contracts().Get(ci.Contract.ContractID)
 	if err != nil {
 		t.Fatalf("%s has no copy of contract %s: %v", b.cfg.AgentName, ci.Contract.ContractID, err)
 	}
@@ -38,7 +39,7 @@ func negotiated(t *testing.T, a, b *peerNode, req negotiate.Request) *peer.Contr
 	if !bytes.Equal(mine, theirs) {
 		t.Fatalf("the two copies differ:\n%s\n%s", mine, theirs)
 	}
-	if ci.Role != peer.RoleRequester || other.Role != peer.RoleResponder || ci.Peer != b.id() || other.Peer != a.id() ||
+	if ci.Role != contracts.RoleRequester || other.Role != contracts.RoleResponder || ci.Peer != b.id() || other.Peer != a.id() ||
 		ci.Status != negotiate.StatusActive || other.Status != negotiate.StatusActive {
 		t.Fatalf("requester's copy %s/%s/%s, responder's %s/%s/%s", ci.Role, ci.Peer, ci.Status, other.Role, other.Peer, other.Status)
 	}
@@ -48,7 +49,7 @@ func negotiated(t *testing.T, a, b *peerNode, req negotiate.Request) *peer.Contr
 // refused asks b for a contract and expects code, with its registry status.
 func refused(t *testing.T, a, b *peerNode, req negotiate.Request, code wire.ErrorCode) *wire.Error {
 	t.Helper()
-	ci, err := a.a.Negotiate(context.Background(), b.id(), req)
+	ci, err := a.a.Contracts().Negotiate(context.Background(), b.id(), req)
 	if err == nil {
 		t.Fatalf("Negotiate made contract %s, want %s", ci.Contract, code)
 	}

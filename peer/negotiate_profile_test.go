@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/contracts"
 	"github.com/synapse-edge/synapse/negotiate"
-	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -85,7 +85,7 @@ func TestRequiredProfileRefused(t *testing.T) {
 		t.Errorf("alternative_proposal %+v: want tier 3", alt)
 	}
 	refused(t, a, b, negotiate.Request{RequiredProfile: negotiate.ProfileFull}, wire.CodeNegNoLLM)
-	if cs, _, err := b.a.Contracts(peer.ContractQuery{Peer: a.id()}); err != nil || len(cs) != 0 {
+	if cs, _, err := b.a.Contracts().List(contracts.Query{Peer: a.id()}); err != nil || len(cs) != 0 {
 		t.Errorf("the responder stored %d contracts (%v) after refusals", len(cs), err)
 	}
 	ci := negotiated(t, a, b, negotiate.Request{RequiredProfile: negotiate.ProfileCore})

@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/contracts"
 	"github.com/synapse-edge/synapse/negotiate"
 	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/wire"
@@ -246,7 +247,7 @@ func TestContractRefs(t *testing.T) {
 	clock.Advance(61 * time.Second)
 	t.Run("expired contract is TP-NEG012", func(t *testing.T) {
 		expect(t, a, c1.ContractID, http.StatusGone, wire.CodeNegContractExpired)
-		if ci, _ := a.a.Contract(c1.ContractID); ci == nil || ci.Status != negotiate.StatusExpired {
+		if ci, _ := a.a.Contracts().Get(c1.ContractID); ci == nil || ci.Status != negotiate.StatusExpired {
 			t.Errorf("requester's copy is %+v, want expired", ci)
 		}
 	})
@@ -257,7 +258,7 @@ func TestContractRefs(t *testing.T) {
 			got, err := a.a.Task(task.ID)
 			return err == nil && got.Status == wire.StatusCompleted
 		}, func() string { return "the task request was not delivered under a new contract" })
-		ci, _, err := a.a.Contracts(peer.ContractQuery{Peer: b.id(), Limit: 10})
+		ci, _, err := a.a.Contracts().List(contracts.Query{Peer: b.id(), Limit: 10})
 		if err != nil || len(ci) < 2 || ci[0].Status != negotiate.StatusActive || ci[0].Contract.ContractID == c1.ContractID {
 			t.Errorf("contracts with the responder: %+v, %v; want a new active one first", ci, err)
 		}
@@ -265,16 +266,16 @@ func TestContractRefs(t *testing.T) {
 	t.Run("revoked contract is TP-NEG012 on both sides", func(t *testing.T) {
 		c2 := negotiated(t, a, b, negotiate.Request{}).Contract
 		expect(t, a, c2.ContractID, http.StatusAccepted, "")
-		ci, err := a.a.RevokeContract(context.Background(), c2.ContractID)
+		ci, err := a.a.Contracts().Revoke(context.Background(), c2.ContractID)
 		if err != nil || ci.Status != negotiate.StatusRevoked || ci.RevokedBy != "local" {
 			t.Fatalf("RevokeContract = %+v, %v", ci, err)
 		}
 		eventually(t, 10*time.Second, func() bool {
-			theirs, err := b.a.Contract(c2.ContractID)
+			theirs, err := b.a.Contracts().Get(c2.ContractID)
 			return err == nil && theirs.Status == negotiate.StatusRevoked && theirs.RevokedBy == a.id()
 		}, func() string { return "the responder did not learn of the revocation" })
 		expect(t, a, c2.ContractID, http.StatusGone, wire.CodeNegContractExpired)
-		again, err := a.a.RevokeContract(context.Background(), c2.ContractID)
+		again, err := a.a.Contracts().Revoke(context.Background(), c2.ContractID)
 		if err != nil || again.RevokedAt != ci.RevokedAt {
 			t.Errorf("revoking again = %+v, %v; want the first revocation", again, err)
 		}

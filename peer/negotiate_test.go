@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/contracts"
 	"github.com/synapse-edge/synapse/negotiate"
 	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/wire"
@@ -58,22 +59,22 @@ func TestNegotiate(t *testing.T) {
 		}
 	})
 	t.Run("listed and read on both sides", func(t *testing.T) {
-		mine, _, err := a.a.Contracts(peer.ContractQuery{Peer: b.id()})
+		mine, _, err := a.a.Contracts().List(contracts.Query{Peer: b.id()})
 		if err != nil || len(mine) != 3 || mine[0].Contract.SecurityLevel != negotiate.Standard {
 			t.Fatalf("requester's contracts with the responder = %d (%v), want 3, newest (standard) first", len(mine), err)
 		}
-		theirs, next, err := b.a.Contracts(peer.ContractQuery{Limit: 2})
+		theirs, next, err := b.a.Contracts().List(contracts.Query{Limit: 2})
 		if err != nil || len(theirs) != 2 || next == "" {
 			t.Fatalf("responder's first page = %d, next %q, %v", len(theirs), next, err)
 		}
-		if _, err := a.a.Contract("01902c4f-1a2b-7000-8000-00000000dead"); err == nil {
+		if _, err := a.a.Contracts().Get("01902c4f-1a2b-7000-8000-00000000dead"); err == nil {
 			t.Error("Contract(unknown) found something")
 		} else {
 			wantCode(t, err, wire.CodeNegContractUnknown)
 		}
 	})
 	t.Run("not a peer", func(t *testing.T) {
-		_, err := a.a.Negotiate(context.Background(), "stranger", negotiate.Request{})
+		_, err := a.a.Contracts().Negotiate(context.Background(), "stranger", negotiate.Request{})
 		wantCode(t, err, wire.CodeNotFound)
 	})
 }
@@ -116,7 +117,7 @@ func TestNegotiateRefusals(t *testing.T) {
 		if we.Details["max_security_level"] != string(negotiate.Standard) || we.Details["alternative_proposal"] != nil {
 			t.Errorf("details = %v, want the responder's maximum and no alternative", we.Details)
 		}
-		if list, _, _ := noCrypto.a.Contracts(peer.ContractQuery{Peer: a.id()}); len(list) != 0 {
+		if list, _, _ := noCrypto.a.Contracts().List(contracts.Query{Peer: a.id()}); len(list) != 0 {
 			t.Errorf("the responder stored %d contracts for a refusal", len(list))
 		}
 		// The requester decides to ask for less, explicitly.
@@ -177,7 +178,7 @@ func TestNegotiateTimeout(t *testing.T) {
 	t.Cleanup(func() { _ = hang.Close() })
 
 	start := time.Now()
-	_, err = a.a.Negotiate(context.Background(), b.id(), negotiate.Request{})
+	_, err = a.a.Contracts().Negotiate(context.Background(), b.id(), negotiate.Request{})
 	we := wantCode(t, err, wire.CodeNegTimeout)
 	if we.Status() != http.StatusGatewayTimeout {
 		t.Errorf("status %d, want 504", we.Status())

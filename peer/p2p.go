@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/contracts"
 	"github.com/synapse-edge/synapse/internal/metrics"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
@@ -81,12 +82,13 @@ type Network struct {
 
 	peers peerSet
 	out   *outbox
-	auto  autoNegotiator
-	hmac  hmacGuard
-	in    inflight
-	order sequencer
-	feed  MessageFeed
-	m     p2pMetrics
+	// contracts makes and enforces the contracts with peers (contracts.go).
+	contracts *contracts.Manager
+	hmac      hmacGuard
+	in        inflight
+	order     sequencer
+	feed      MessageFeed
+	m         p2pMetrics
 	// pairing is the pair requests waiting here and the peers that have
 	// not accepted this agent yet (pairing.go).
 	pairing pairing
@@ -159,6 +161,7 @@ func New(a *agent.Agent, opts Options) (*Network, error) {
 	}
 	n.feed.init()
 	n.pairing.init()
+	n.contracts = contracts.New(a, contractNet{n}, log)
 	if err := a.Attach(n); err != nil {
 		return nil, err
 	}

@@ -88,8 +88,8 @@ func (n *Network) receive(ctx context.Context, m *wire.UnifiedSynapseMessage, ra
 	if m.MessageType == wire.MsgPairRequest {
 		return n.pairedHello(p, m), nil // pairing.go
 	}
-	// The contract with the sender, decryption (negotiate_guard.go).
-	dm, err := n.admit(p, m)
+	// The contract with the sender, decryption (contracts.go).
+	dm, err := n.contracts.Admit(p.contractPeer(), m)
 	if err != nil {
 		return nil, err
 	}
@@ -194,7 +194,7 @@ func (n *Network) dispatch(ctx context.Context, p *peer, m *wire.UnifiedSynapseM
 		n.heard(peer, &hb)
 		n.out.wake(peer)
 	case wire.MsgNegotiateRequest, wire.MsgNegotiateResponse:
-		return n.negotiateMessage(ctx, p, m, msgpack)
+		return n.negotiation(ctx, p, m, msgpack)
 	case wire.MsgCapabilityQuery:
 		env, err := n.capabilityResponse(peer, m.MessageID, msgpack)
 		if err != nil {

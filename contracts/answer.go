@@ -1,4 +1,4 @@
-package peer
+package contracts
 
 import (
 	"context"
@@ -9,41 +9,40 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/negotiate"
-	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
 )
 
-// negotiateMessage answers negotiate_request (a contract in a signed
-// negotiate_response, or a refusal) and takes a revocation. A
-// negotiate_response that arrives on its own (responses travel in the
-// answer to the request) is accepted without effect.
-func (n *Network) negotiateMessage(ctx context.Context, p *peer, m *wire.UnifiedSynapseMessage, msgpack bool) (*Reply, error) {
-	accepted := &Reply{Accepted: &Accepted{Accepted: true, MessageID: m.MessageID}}
-	peerID := p.rec.AgentID
+// Answer is the responder's side: it answers a negotiate_request from p
+// with a contract in a signed negotiate_response (in msgpack when msgpack
+// is set), or refuses it, and takes a revocation. A nil envelope without
+// error means the message is accepted with nothing to answer: a
+// revocation, or a negotiate_response that arrives on its own (responses
+// travel in the answer to the request).
+func (cm *Manager) Answer(ctx context.Context, p Peer, m *wire.UnifiedSynapseMessage, msgpack bool) (*wire.UnifiedSynapseMessage, error) {
+	peerID := p.ID
 	if m.MessageType == wire.MsgNegotiateResponse {
-		n.log.Debug("negotiate_response outside a negotiation ignored", "peer", peerID, "correlation_id", m.CorrelationID)
-		return accepted, nil
+		cm.log.Debug("negotiate_response outside a negotiation ignored", "peer", peerID, "correlation_id", m.CorrelationID)
+		return nil, nil
 	}
 	req, err := negotiate.DecodeRequest(m.Payload)
 	if err != nil {
 		return nil, err
 	}
 	if req.RevokeContractID != "" {
-		return accepted, n.revokedByPeer(ctx, peerID, req.RevokeContractID)
+		return nil, cm.RevokedByPeer(ctx, peerID, req.RevokeContractID)
 	}
 	id, err := uuid.NewV7()
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeInternal, "contract id: %v", err)
 	}
-	c, rej := negotiate.Decide(negotiate.Input{Request: req, Requester: peerID, RequesterSystem: p.rec.SystemID,
-		RequestTime: m.Timestamp, Now: n.clock.Now(), ContractID: id.String()}, n.a.Responder())
+	c, rej := negotiate.Decide(negotiate.Input{Request: req, Requester: peerID, RequesterSystem: p.SystemID,
+		RequestTime: m.Timestamp, Now: cm.clock.Now(), ContractID: id.String()}, cm.a.Responder())
 	if rej == nil && c.CommunicationTier == negotiate.Tier2 && len(req.InputSchema) > 0 {
-		rej = n.mapSession(ctx, req, c)
+		rej = cm.mapSession(ctx, req, c)
 	}
 	if rej != nil {
-		n.log.Info("negotiation refused", "peer", peerID, "code", rej.Code, "reason", rej.Reason)
+		cm.log.Info("negotiation refused", "peer", peerID, "code", rej.Code, "reason", rej.Reason)
 		e := rej.Err()
 		e.CorrelationID = m.MessageID
 		return nil, e
@@ -52,7 +51,7 @@ func (n *Network) negotiateMessage(ctx context.Context, p *peer, m *wire.Unified
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeInternal, "encode contract: %v", err)
 	}
-	if _, err := n.saveContract(ctx, peerID, RoleResponder, c, pl.Bytes()); err != nil {
+	if _, err := cm.save(ctx, peerID, RoleResponder, c, pl.Bytes()); err != nil {
 		return nil, err
 	}
 	if msgpack {
@@ -60,39 +59,12 @@ func (n *Network) negotiateMessage(ctx context.Context, p *peer, m *wire.Unified
 			return nil, wire.Errorf(wire.CodeInternal, "encode contract: %v", err)
 		}
 	}
-	env, err := n.envelope(wire.MsgNegotiateResponse, peerID, "", m.MessageID, pl)
+	env, err := cm.envelope(wire.MsgNegotiateResponse, peerID, "", m.MessageID, pl)
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeInternal, "sign negotiate_response: %v", err)
 	}
-	n.spawn(func() { n.out.wake(peerID) })
-	return &Reply{Envelope: env}, nil
-}
-
-// revokedByPeer records the peer's revocation of one of its contracts
-// with this agent (TP-NEG011 for a contract it does not share).
-func (n *Network) revokedByPeer(ctx context.Context, peer, id string) error {
-	var rec *store.ContractRecord
-	err := n.db.Update(ctx, func(tx *store.Tx) error {
-		r, err := tx.Contract(id)
-		if err != nil {
-			return err
-		}
-		if r.Peer != peer {
-			return store.ErrNotFound
-		}
-		if rec, err = tx.RevokeContract(id, n.clock.Now(), peer); err != nil {
-			return err
-		}
-		return n.a.AuditIn(tx, agent.AuditContractRevoked, peer, map[string]any{"contract_id": id, "by": peer})
-	})
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return wire.Errorf(wire.CodeNegContractUnknown, "no contract %q with %s", id, peer).With("contract_id", id)
-	case err != nil:
-		return wire.Errorf(wire.CodeSysStorage, "revoke contract: %v", err)
-	}
-	n.log.Info("contract revoked by the peer", "contract_id", id, "peer", peer, "revoked_by", rec.RevokedBy)
-	return nil
+	cm.net.Wake(peerID)
+	return env, nil
 }
 
 // mapSession asks the LLM backend for the tier-2 session mapping of req
@@ -100,9 +72,9 @@ func (n *Network) revokedByPeer(ctx context.Context, peer, id string) error {
 // that cannot be made or is wrong makes the contract tier 3 when the
 // requester listed it, else refuses the negotiation (TP-NEG006,
 // session_mapping_invalid, offering tier 3).
-func (n *Network) mapSession(ctx context.Context, req *negotiate.Request, c *negotiate.Contract) *negotiate.Rejection {
-	locals := n.localTypes()
-	m, err := n.askMapping(ctx, req, locals)
+func (cm *Manager) mapSession(ctx context.Context, req *negotiate.Request, c *negotiate.Contract) *negotiate.Rejection {
+	locals := cm.localTypes()
+	m, err := cm.askMapping(ctx, req, locals)
 	if err == nil {
 		err = negotiate.ValidateMapping(m, req.InputSchema, req.OutputSchema, locals)
 	}
@@ -110,7 +82,7 @@ func (n *Network) mapSession(ctx context.Context, req *negotiate.Request, c *neg
 		c.SessionMapping = m
 		return nil
 	}
-	n.log.Warn("tier-2 session mapping refused", "err", err)
+	cm.log.Warn("tier-2 session mapping refused", "err", err)
 	note := "tier_2_ai_generated not served: " + err.Error()
 	if slices.Contains(req.CandidateTiers, negotiate.Tier3) {
 		c.CommunicationTier = negotiate.Tier3
@@ -127,12 +99,12 @@ func (n *Network) mapSession(ctx context.Context, req *negotiate.Request, c *neg
 		AlternativeProposal: &negotiate.Proposal{CandidateTransports: []negotiate.Transport{c.TransportMethod}, CandidateTiers: []negotiate.Tier{negotiate.Tier3}}}
 }
 
-func (n *Network) askMapping(ctx context.Context, req *negotiate.Request, locals []negotiate.LocalType) (*negotiate.Mapping, error) {
-	llm := n.a.LLMClient()
+func (cm *Manager) askMapping(ctx context.Context, req *negotiate.Request, locals []negotiate.LocalType) (*negotiate.Mapping, error) {
+	llm := cm.a.LLMClient()
 	if llm == nil {
 		return nil, errors.New("no LLM backend")
 	}
-	ctx, cancel := context.WithTimeout(ctx, n.cfg.Negotiation.LLM.Timeout())
+	ctx, cancel := context.WithTimeout(ctx, cm.cfg.LLM.Timeout())
 	defer cancel()
 	answer, err := llm.Chat(ctx, negotiate.MappingPrompt(req, locals))
 	if err != nil {
@@ -142,8 +114,8 @@ func (n *Network) askMapping(ctx context.Context, req *negotiate.Request, locals
 }
 
 // localTypes are the registered task types with their schemas.
-func (n *Network) localTypes() []negotiate.LocalType {
-	types := n.a.TaskTypes()
+func (cm *Manager) localTypes() []negotiate.LocalType {
+	types := cm.a.TaskTypes()
 	out := make([]negotiate.LocalType, 0, len(types))
 	for _, t := range types {
 		lt := negotiate.LocalType{TaskType: t.Type, Description: t.Description}

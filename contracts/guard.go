@@ -1,4 +1,4 @@
-package peer
+package contracts
 
 import (
 	"encoding/json"
@@ -13,45 +13,9 @@ import (
 	"github.com/synapse-edge/synapse/wire"
 )
 
-// Contracts enforced on every envelope (seed 002 §8.3.4, SPEC §7).
-//
-// Outgoing (envelopeUnder, when the outbox builds an envelope at send
-// time): the active contract with the peer (negotiated first when there
-// is none, negotiate_auto.go) is named in
-// protocol_contract_ref; under high the whole payload is sealed for the
-// peer (content_type ContentEncrypted), under standard the private fields
-// of a p2p:task_request's task.payload (the contract's private_fields for
-// that task type) are sealed one by one (content_type
-// application/json; private="..."). See wire/encrypt.go for the scheme.
-//
-// Incoming (admit, after the signature and timestamp checks, before the
-// message takes effect):
-//
-//   - protocol_contract_ref names a contract with this peer that is
-//     active, else TP-NEG011 (unknown, or another peer's; 404) or TP-NEG012
-//     (expired or revoked; 410);
-//   - no protocol_contract_ref: the peer's active contract applies
-//     implicitly (seed §8.3.4 MAY); with none, TP-NEG010 (428: seed
-//     §8.3.4 MUST). Only negotiation.require_contract: false lets a peer
-//     of the same system that never negotiated send without a contract;
-//   - a peer of another system_id needs a high contract (seed §8.3.2:
-//     cross-organisation collaboration), else TP-NEG004 (409);
-//   - an encrypted payload is opened with this agent's key, else TP-SEC003
-//     (400) and nothing takes effect;
-//   - the contract's level is met: under high the payload must have been
-//     encrypted, under standard a task_request's private fields must have
-//     been, else TP-NEG004 (409);
-//   - under a tier-2 contract with a session mapping, a task_request of
-//     the session's task type becomes the mapped local task, and the
-//     result of a task this agent sent as the session type is renamed
-//     back.
-//
-// Negotiation, heartbeats, capability queries and errors are exempt from
-// all of it but decryption: they come before or beside any contract.
-
-// exempt reports whether a message type needs no contract and is never
+// Exempt reports whether a message type needs no contract and is never
 // encrypted.
-func exempt(msgType string) bool {
+func Exempt(msgType string) bool {
 	switch msgType {
 	case wire.MsgNegotiateRequest, wire.MsgNegotiateResponse, wire.MsgHeartbeat,
 		wire.MsgCapabilityQuery, wire.MsgCapabilityResponse, wire.MsgError:
@@ -60,39 +24,56 @@ func exempt(msgType string) bool {
 	return false
 }
 
-// envelopeUnder builds and signs a message for peer under contract c
-// (nil: none; negotiate_auto.go finds or makes it).
-func (n *Network) envelopeUnder(c *negotiate.Contract, msgType, peerID, id, corr string, pl wire.RawPayload) (*wire.UnifiedSynapseMessage, error) {
-	now := n.clock.Now()
-	m := wire.NewMessage(msgType, n.self(), wire.AgentRef{AgentID: peerID}, pl, now)
-	if id != "" {
-		m.MessageID = id
-	}
-	m.CorrelationID = corr
+// Envelope builds and signs a message of type msgType for peer under
+// contract c (nil: none; Ensure finds or makes it): c is named in
+// protocol_contract_ref and the payload sealed as its level asks. id and
+// corr are the message_id (empty: a fresh one) and correlation_id.
+func (cm *Manager) Envelope(c *negotiate.Contract, msgType, peerID, id, corr string, pl wire.RawPayload) (*wire.UnifiedSynapseMessage, error) {
+	msg := cm.newMessage(msgType, peerID, id, corr, pl)
 	if c != nil {
-		m.ProtocolContractRef = c.ContractID
-		if !exempt(msgType) {
-			if err := n.seal(m, peerID, c); err != nil {
+		msg.ProtocolContractRef = c.ContractID
+		if !Exempt(msgType) {
+			if err := cm.seal(msg, peerID, c); err != nil {
 				return nil, err
 			}
 		}
 	}
-	if err := n.a.Sign(m); err != nil {
+	if err := cm.a.Sign(msg); err != nil {
 		return nil, err
 	}
-	return m, nil
+	return msg, nil
+}
+
+// envelope builds and signs a message for peer without a contract.
+func (cm *Manager) envelope(msgType, peerID, id, corr string, pl wire.RawPayload) (*wire.UnifiedSynapseMessage, error) {
+	msg := cm.newMessage(msgType, peerID, id, corr, pl)
+	if err := cm.a.Sign(msg); err != nil {
+		return nil, err
+	}
+	return msg, nil
+}
+
+func (cm *Manager) newMessage(msgType, peerID, id, corr string, pl wire.RawPayload) *wire.UnifiedSynapseMessage {
+	self := cm.a.Identity()
+	msg := wire.NewMessage(msgType, wire.AgentRef{AgentID: self.AgentID, SystemID: self.SystemID, Endpoint: self.Endpoint},
+		wire.AgentRef{AgentID: peerID}, pl, cm.clock.Now())
+	if id != "" {
+		msg.MessageID = id
+	}
+	msg.CorrelationID = corr
+	return msg
 }
 
 // seal encrypts what c's security level asks for.
-func (n *Network) seal(m *wire.UnifiedSynapseMessage, peerID string, c *negotiate.Contract) error {
+func (cm *Manager) seal(m *wire.UnifiedSynapseMessage, peerID string, c *negotiate.Contract) error {
 	if c.SecurityLevel != negotiate.High && (c.SecurityLevel != negotiate.Standard || m.MessageType != wire.MsgTaskRequest || len(c.PrivateFields) == 0) {
 		return nil
 	}
-	p := n.peers.get(peerID)
-	if p == nil {
+	p, ok := cm.net.Peer(peerID)
+	if !ok {
 		return fmt.Errorf("%s is not a paired peer", peerID)
 	}
-	pub, err := wire.X25519PublicKey(p.pub)
+	pub, err := wire.X25519PublicKey(p.Key)
 	if err != nil {
 		return fmt.Errorf("encryption key of %s: %w", peerID, err)
 	}
@@ -180,26 +161,26 @@ func rewriteTaskPayload(m *wire.UnifiedSynapseMessage, edit func(taskType string
 	return err
 }
 
-// admit checks m against the contracts with its sender and returns the
+// Admit checks m against the contracts with its sender and returns the
 // message to act on: m itself, or a copy with its payload decrypted or
 // mapped (whose signature no longer verifies; it was checked before).
-func (n *Network) admit(p *peer, m *wire.UnifiedSynapseMessage) (*wire.UnifiedSynapseMessage, error) {
-	peerID := p.rec.AgentID
-	now := n.clock.Now()
+func (cm *Manager) Admit(p Peer, m *wire.UnifiedSynapseMessage) (*wire.UnifiedSynapseMessage, error) {
+	peerID := p.ID
+	now := cm.clock.Now()
 	var c *negotiate.Contract
-	if !exempt(m.MessageType) {
+	if !Exempt(m.MessageType) {
 		var err error
-		if c, err = n.contractFor(p, m, now); err != nil {
+		if c, err = cm.contractFor(p, m, now); err != nil {
 			return nil, err
 		}
 	}
-	dm, sealed, err := n.open(m)
+	dm, sealed, err := cm.open(m)
 	if err != nil {
-		n.a.Audit(agent.AuditDecryptFailed, peerID, map[string]any{"message_id": m.MessageID, "message_type": m.MessageType, "error": err.Error()})
+		cm.a.Audit(agent.AuditDecryptFailed, peerID, map[string]any{"message_id": m.MessageID, "message_type": m.MessageType, "error": err.Error()})
 		return nil, err
 	}
 	if sealed.whole || len(sealed.fields) > 0 {
-		n.a.Audit(agent.AuditDecrypted, peerID, map[string]any{"message_id": m.MessageID, "message_type": m.MessageType,
+		cm.a.Audit(agent.AuditDecrypted, peerID, map[string]any{"message_id": m.MessageID, "message_type": m.MessageType,
 			"whole": sealed.whole, "fields": sealed.fields})
 	}
 	if c == nil {
@@ -215,7 +196,7 @@ func (n *Network) admit(p *peer, m *wire.UnifiedSynapseMessage) (*wire.UnifiedSy
 		}
 	}
 	if c.SessionMapping != nil {
-		if err := n.applySession(peerID, dm, c.SessionMapping); err != nil {
+		if err := cm.applySession(peerID, dm, c.SessionMapping); err != nil {
 			return nil, err
 		}
 	}
@@ -224,12 +205,13 @@ func (n *Network) admit(p *peer, m *wire.UnifiedSynapseMessage) (*wire.UnifiedSy
 
 // contractFor is the contract a non-exempt message from p is under, or
 // nil.
-func (n *Network) contractFor(p *peer, m *wire.UnifiedSynapseMessage, now time.Time) (*negotiate.Contract, error) {
-	peerID := p.rec.AgentID
-	cross := p.rec.SystemID != n.a.Identity().SystemID
+func (cm *Manager) contractFor(p Peer, m *wire.UnifiedSynapseMessage, now time.Time) (*negotiate.Contract, error) {
+	peerID := p.ID
+	self := cm.a.Identity().SystemID
+	cross := p.SystemID != self
 	var c *negotiate.Contract
 	if ref := m.ProtocolContractRef; ref != "" {
-		rec, err := n.contractRecord(ref)
+		rec, err := cm.record(ref)
 		if err != nil {
 			return nil, err
 		}
@@ -244,16 +226,16 @@ func (n *Network) contractFor(p *peer, m *wire.UnifiedSynapseMessage, now time.T
 			return nil, wire.Errorf(wire.CodeNegContractExpired, "contract %s was revoked at %s: negotiate again", ref, wire.FormatTime(rec.RevokedAt)).
 				With("contract_id", ref).With("reason", negotiate.StatusRevoked)
 		}
-		if c, err = contractTerms(rec); err != nil {
+		if c, err = terms(rec); err != nil {
 			return nil, err
 		}
 	} else {
 		var negotiated bool
 		var err error
-		if c, negotiated, err = n.activeContract(peerID, now); err != nil {
+		if c, negotiated, err = cm.active(peerID, now); err != nil {
 			return nil, err
 		}
-		if c == nil && (cross || negotiated || n.cfg.Negotiation.ContractRequired()) {
+		if c == nil && (cross || negotiated || cm.cfg.ContractRequired()) {
 			return nil, wire.Errorf(wire.CodeNegContractMissing,
 				"%s has no protocol_contract_ref and there is no active contract with %s: negotiate first", m.MessageType, peerID).
 				With("peer", peerID)
@@ -261,7 +243,7 @@ func (n *Network) contractFor(p *peer, m *wire.UnifiedSynapseMessage, now time.T
 	}
 	if c != nil && cross && c.SecurityLevel != negotiate.High {
 		return nil, wire.Errorf(wire.CodeNegSecurity, "%s is in system %q, not %q: its contract %s must be high, not %s",
-			peerID, p.rec.SystemID, n.a.Identity().SystemID, c.ContractID, c.SecurityLevel).
+			peerID, p.SystemID, self, c.ContractID, c.SecurityLevel).
 			With("contract_id", c.ContractID).With("security_level", string(c.SecurityLevel))
 	}
 	return c, nil
@@ -275,7 +257,7 @@ type sealing struct {
 
 // open decrypts an encrypted payload (whole, or the private fields of a
 // task_request). Every failure is TP-SEC003.
-func (n *Network) open(m *wire.UnifiedSynapseMessage) (*wire.UnifiedSynapseMessage, sealing, error) {
+func (cm *Manager) open(m *wire.UnifiedSynapseMessage) (*wire.UnifiedSynapseMessage, sealing, error) {
 	fields := wire.PrivateFields(m.ContentType)
 	whole := wire.IsEncrypted(m.ContentType)
 	if !whole && fields == nil {
@@ -284,7 +266,7 @@ func (n *Network) open(m *wire.UnifiedSynapseMessage) (*wire.UnifiedSynapseMessa
 	secErr := func(err error) error {
 		return wire.Errorf(wire.CodeSecDecrypt, "%s: %v", m.MessageType, err).With("message_id", m.MessageID)
 	}
-	priv, err := n.a.X25519Key()
+	priv, err := cm.a.X25519Key()
 	if err != nil {
 		return nil, sealing{}, secErr(err)
 	}
@@ -310,7 +292,7 @@ func (n *Network) open(m *wire.UnifiedSynapseMessage) (*wire.UnifiedSynapseMessa
 			return nil, sealing{}, secErr(err)
 		}
 		dm.ContentType = ""
-		n.log.Debug("payload decrypted", "type", m.MessageType, "message_id", m.MessageID)
+		cm.log.Debug("payload decrypted", "type", m.MessageType, "message_id", m.MessageID)
 		return &dm, sealing{whole: true}, nil
 	}
 	if m.MessageType != wire.MsgTaskRequest {
@@ -359,7 +341,7 @@ func checkPrivate(m *wire.UnifiedSynapseMessage, c *negotiate.Contract, sealed [
 }
 
 // applySession renames a tier-2 session's messages (see above).
-func (n *Network) applySession(peerID string, m *wire.UnifiedSynapseMessage, sm *negotiate.Mapping) error {
+func (cm *Manager) applySession(peerID string, m *wire.UnifiedSynapseMessage, sm *negotiate.Mapping) error {
 	switch m.MessageType {
 	case wire.MsgTaskRequest:
 		return rewriteTaskPayloadWhole(m, sm)
@@ -368,7 +350,7 @@ func (n *Network) applySession(peerID string, m *wire.UnifiedSynapseMessage, sm 
 		if err := m.Payload.Decode(&done); err != nil {
 			return badPayload(m.MessageType, err)
 		}
-		t, err := n.a.Task(done.TaskID)
+		t, err := cm.a.Task(done.TaskID)
 		if err != nil || t.Target != peerID || t.Type != sm.SessionTaskType || !done.Result.Output.IsObject() {
 			return nil // not a session task of ours: as is
 		}
@@ -400,4 +382,8 @@ func rewriteTaskPayloadWhole(m *wire.UnifiedSynapseMessage, sm *negotiate.Mappin
 	req.Task.Type, req.Task.Payload = sm.TaskType, in
 	m.Payload, err = wire.NewJSONPayload(&req)
 	return err
+}
+
+func badPayload(msgType string, err error) error {
+	return wire.Errorf(wire.CodeMessageFormatInvalid, "%s payload: %v", msgType, err)
 }
