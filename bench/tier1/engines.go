@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/synapse-edge/synapse/wire"
 )
 
 // engine is one row of the table: a system under test at one message
@@ -108,7 +110,7 @@ func (b *bench) synapseRun(round, frames int, batch int) (func(context.Context) 
 		if err != nil {
 			return runStats{}, err
 		}
-		url := "ws://" + c.SynapseAddr + "/api/v1/synapse/tier1/stream"
+		url := "ws://" + c.SynapseAddr + wire.APIPrefix + "/tier1/stream"
 		elapsed, acked, err := wsIngest(ctx, url, c.Token, msgs)
 		if err != nil {
 			return runStats{}, fmt.Errorf("synapse: %w", err)
