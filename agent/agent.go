@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/internal/metrics"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/tier1"
@@ -34,7 +35,7 @@ type Agent struct {
 	db       *store.DB
 	key      ed25519.PrivateKey
 	identity wire.Identity
-	tokens   tokens
+	tokens   auth.Tokens
 	eng      *engine
 	started  time.Time
 	// net is the attached peer network, nil without one (network.go).
@@ -164,7 +165,7 @@ func (a *Agent) Open(ctx context.Context) error {
 	if err != nil {
 		return fail(err)
 	}
-	if err := a.tokens.load(db, admin); err != nil {
+	if err := a.tokens.Load(db, admin, a.clock.Now); err != nil {
 		return fail(fmt.Errorf("load tokens: %w", err))
 	}
 	a.registerStoreMetrics()

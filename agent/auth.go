@@ -2,211 +2,50 @@ package agent
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/base64"
-	"encoding/hex"
-	"errors"
-	"fmt"
-	"slices"
-	"strings"
-	"sync"
 
-	"github.com/synapse-edge/synapse/store"
-	"github.com/synapse-edge/synapse/wire"
+	"github.com/synapse-edge/synapse/auth"
 )
 
-// Scopes a token can carry. admin implies every other; X:write implies
-// X:read.
+// Tokens, principals and scopes are package auth's; the names below are
+// the agent's for its callers.
+
+// Scopes a token can carry (auth.ScopeTasksRead, ...).
 const (
-	ScopeTasksRead  = "tasks:read"
-	ScopeTasksWrite = "tasks:write"
-	ScopeTier1Read  = "tier1:read"
-	ScopeTier1Write = "tier1:write"
-	ScopeAdmin      = "admin"
-	// Reviewers of human-in-the-loop requests, one scope per escalation
-	// level (the defaults of hil.levels).
-	ScopeHILL1 = "hil:l1"
-	ScopeHILL2 = "hil:l2"
-	ScopeHILL3 = "hil:l3"
-	// ScopeRegistryWrite lets an agent register with this one when it
-	// acts as a registry (seed 000 §6.4).
-	ScopeRegistryWrite = "registry:write"
+	ScopeTasksRead     = auth.ScopeTasksRead
+	ScopeTasksWrite    = auth.ScopeTasksWrite
+	ScopeTier1Read     = auth.ScopeTier1Read
+	ScopeTier1Write    = auth.ScopeTier1Write
+	ScopeAdmin         = auth.ScopeAdmin
+	ScopeHILL1         = auth.ScopeHILL1
+	ScopeHILL2         = auth.ScopeHILL2
+	ScopeHILL3         = auth.ScopeHILL3
+	ScopeRegistryWrite = auth.ScopeRegistryWrite
 )
 
 // KnownScopes lists the scopes tokens may be created with.
-var KnownScopes = []string{ScopeTasksRead, ScopeTasksWrite, ScopeTier1Read, ScopeTier1Write, ScopeAdmin,
-	ScopeHILL1, ScopeHILL2, ScopeHILL3, ScopeRegistryWrite}
+var KnownScopes = auth.KnownScopes
 
 // Principal is who a request comes from.
-type Principal struct {
-	// ID scopes idempotency keys; "admin" for the admin token.
-	ID     string
-	Name   string
-	Scopes []string
-}
-
-// Can reports whether p holds scope.
-func (p Principal) Can(scope string) bool {
-	for _, s := range p.Scopes {
-		if s == scope || s == ScopeAdmin || (s == ScopeTasksWrite && scope == ScopeTasksRead) ||
-			(s == ScopeTier1Write && scope == ScopeTier1Read) {
-			return true
-		}
-	}
-	return false
-}
-
-type tokens struct {
-	mu        sync.RWMutex
-	byHash    map[[32]byte]Principal
-	adminHash [32]byte
-	// revoked holds, per token id, a channel closed when the token is
-	// revoked (made on demand by Revoked).
-	revoked map[string]chan struct{}
-}
-
-func (ts *tokens) load(db *store.DB, admin string) error {
-	ts.adminHash = sha256.Sum256([]byte(admin))
-	ts.byHash = map[[32]byte]Principal{}
-	return db.View(func(tx *store.Tx) error {
-		list, err := tx.Tokens()
-		for _, t := range list {
-			var h [32]byte
-			copy(h[:], t.Hash)
-			ts.byHash[h] = Principal{ID: t.ID, Name: t.Name, Scopes: t.Scopes}
-		}
-		return err
-	})
-}
-
-// Authenticate maps a bearer token to its principal.
-func (a *Agent) Authenticate(token string) (Principal, error) {
-	if token == "" {
-		return Principal{}, wire.Errorf(wire.CodeUnauthorized, "missing bearer token")
-	}
-	h := sha256.Sum256([]byte(token))
-	if subtle.ConstantTimeCompare(h[:], a.tokens.adminHash[:]) == 1 {
-		return Principal{ID: "admin", Name: "admin", Scopes: []string{ScopeAdmin}}, nil
-	}
-	a.tokens.mu.RLock()
-	p, ok := a.tokens.byHash[h]
-	a.tokens.mu.RUnlock()
-	if !ok {
-		return Principal{}, wire.Errorf(wire.CodeUnauthorized, "unknown or revoked token")
-	}
-	return p, nil
-}
+type Principal = auth.Principal
 
 // TokenInfo is a token as listed (without its secret).
-type TokenInfo struct {
-	ID        string   `json:"token_id" msgpack:"token_id"`
-	Name      string   `json:"name" msgpack:"name"`
-	Scopes    []string `json:"scopes" msgpack:"scopes"`
-	CreatedAt string   `json:"created_at" msgpack:"created_at"`
-	// Token is the secret, present only in the answer that creates it.
-	Token string `json:"token,omitempty" msgpack:"token,omitempty"`
-}
+type TokenInfo = auth.TokenInfo
+
+// Authenticate maps a bearer token to its principal.
+func (a *Agent) Authenticate(token string) (Principal, error) { return a.tokens.Authenticate(token) }
 
 // CreateToken makes a token with the given scopes; its secret is returned
 // once and only its hash is stored.
 func (a *Agent) CreateToken(ctx context.Context, name string, scopes []string) (*TokenInfo, error) {
-	if name == "" || len(name) > 128 {
-		return nil, wire.Errorf(wire.CodeInvalidParams, "name must be 1 to 128 bytes").With("field", "name")
-	}
-	if len(scopes) == 0 {
-		return nil, wire.Errorf(wire.CodeInvalidParams, "give at least one scope (%s)", strings.Join(KnownScopes, ", ")).With("field", "scopes")
-	}
-	for _, s := range scopes {
-		if !slices.Contains(KnownScopes, s) {
-			return nil, wire.Errorf(wire.CodeInvalidParams, "unknown scope %q (known: %s)", s, strings.Join(KnownScopes, ", ")).With("field", "scopes")
-		}
-	}
-	var secret, idb [16]byte
-	if _, err := rand.Read(secret[:]); err != nil {
-		return nil, err
-	}
-	if _, err := rand.Read(idb[:6]); err != nil {
-		return nil, err
-	}
-	tok := "syn_" + base64.RawURLEncoding.EncodeToString(secret[:])
-	h := sha256.Sum256([]byte(tok))
-	rec := &store.Token{ID: "tok_" + hex.EncodeToString(idb[:6]), Name: name, Scopes: scopes, Hash: h[:], CreatedAt: a.clock.Now().UTC()}
-	if err := a.db.Update(ctx, func(tx *store.Tx) error { return tx.PutToken(rec) }); err != nil {
-		return nil, fmt.Errorf("create token: %w", err)
-	}
-	a.tokens.mu.Lock()
-	a.tokens.byHash[h] = Principal{ID: rec.ID, Name: name, Scopes: scopes}
-	a.tokens.mu.Unlock()
-	return &TokenInfo{ID: rec.ID, Name: name, Scopes: scopes, CreatedAt: wire.FormatTime(rec.CreatedAt), Token: tok}, nil
+	return a.tokens.Create(ctx, name, scopes)
 }
 
 // Tokens lists the tokens.
-func (a *Agent) Tokens() ([]TokenInfo, error) {
-	var out []TokenInfo
-	err := a.db.View(func(tx *store.Tx) error {
-		list, err := tx.Tokens()
-		for _, t := range list {
-			out = append(out, TokenInfo{ID: t.ID, Name: t.Name, Scopes: t.Scopes, CreatedAt: wire.FormatTime(t.CreatedAt)})
-		}
-		return err
-	})
-	return out, err
-}
+func (a *Agent) Tokens() ([]TokenInfo, error) { return a.tokens.List() }
 
 // RevokeToken deletes a token; it stops working at once.
-func (a *Agent) RevokeToken(ctx context.Context, id string) error {
-	err := a.db.Update(ctx, func(tx *store.Tx) error { return tx.DeleteToken(id) })
-	if errors.Is(err, store.ErrNotFound) {
-		return wire.Errorf(wire.CodeNotFound, "no token with id %q", id)
-	}
-	if err != nil {
-		return fmt.Errorf("revoke token: %w", err)
-	}
-	a.tokens.mu.Lock()
-	for h, p := range a.tokens.byHash {
-		if p.ID == id {
-			delete(a.tokens.byHash, h)
-		}
-	}
-	if c, ok := a.tokens.revoked[id]; ok {
-		close(c)
-		delete(a.tokens.revoked, id)
-	}
-	a.tokens.mu.Unlock()
-	return nil
-}
+func (a *Agent) RevokeToken(ctx context.Context, id string) error { return a.tokens.Revoke(ctx, id) }
 
-// Revoked returns a channel that is closed when p's token is revoked, so
-// that streams opened with it (SSE, WebSocket) end; nil (never closed)
-// for the admin token, which cannot be revoked. A token already revoked
-// gets a closed channel.
-func (a *Agent) Revoked(p Principal) <-chan struct{} {
-	if p.ID == "" || p.ID == "admin" {
-		return nil
-	}
-	a.tokens.mu.Lock()
-	defer a.tokens.mu.Unlock()
-	live := false
-	for _, q := range a.tokens.byHash {
-		if q.ID == p.ID {
-			live = true
-			break
-		}
-	}
-	if !live {
-		c := make(chan struct{})
-		close(c)
-		return c
-	}
-	if a.tokens.revoked == nil {
-		a.tokens.revoked = map[string]chan struct{}{}
-	}
-	c, ok := a.tokens.revoked[p.ID]
-	if !ok {
-		c = make(chan struct{})
-		a.tokens.revoked[p.ID] = c
-	}
-	return c
-}
+// Revoked returns a channel that is closed when p's token is revoked (nil
+// for the admin token); see auth.Tokens.Revoked.
+func (a *Agent) Revoked(p Principal) <-chan struct{} { return a.tokens.Revoked(p) }

@@ -11,35 +11,6 @@ import (
 	"github.com/synapse-edge/synapse/wire"
 )
 
-func TestPrincipalCan(t *testing.T) {
-	tests := []struct {
-		scopes []string
-		scope  string
-		want   bool
-	}{
-		{[]string{agent.ScopeAdmin}, agent.ScopeAdmin, true},
-		{[]string{agent.ScopeAdmin}, agent.ScopeTasksWrite, true},
-		{[]string{agent.ScopeAdmin}, agent.ScopeTasksRead, true},
-		{[]string{agent.ScopeTasksWrite}, agent.ScopeTasksWrite, true},
-		{[]string{agent.ScopeTasksWrite}, agent.ScopeTasksRead, true},
-		{[]string{agent.ScopeTasksWrite}, agent.ScopeAdmin, false},
-		{[]string{agent.ScopeTasksRead}, agent.ScopeTasksRead, true},
-		{[]string{agent.ScopeTasksRead}, agent.ScopeTasksWrite, false},
-		{[]string{agent.ScopeTasksRead}, agent.ScopeAdmin, false},
-		{nil, agent.ScopeTasksRead, false},
-		{[]string{"unknown"}, agent.ScopeTasksRead, false},
-		{[]string{agent.ScopeTasksRead, agent.ScopeTasksWrite}, agent.ScopeTasksWrite, true},
-	}
-	for _, tt := range tests {
-		t.Run(strings.Join(tt.scopes, ",")+"/"+tt.scope, func(t *testing.T) {
-			p := agent.Principal{ID: "p", Scopes: tt.scopes}
-			if got := p.Can(tt.scope); got != tt.want {
-				t.Errorf("Principal%v.Can(%s) = %v, want %v", tt.scopes, tt.scope, got, tt.want)
-			}
-		})
-	}
-}
-
 func TestTokens(t *testing.T) {
 	cfg := testConfig(t)
 	a := openAgent(t, cfg, nil)

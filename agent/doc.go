@@ -1,5 +1,5 @@
-// Package agent is a Synapse agent's task engine: its identity and tokens,
-// its capabilities, the tasks with their state machine, handlers, human
+// Package agent is a Synapse agent's task engine: its identity, its tokens
+// (package auth keeps them), its capabilities, the tasks with their state machine, handlers, human
 // requests and retention. It serves no protocol; httpapi (and grpcapi)
 // serve it, and package peer attaches the peer network to it.
 //
