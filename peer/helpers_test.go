@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -235,14 +234,4 @@ func blockHandler(taskType string, idempotent bool, started chan<- string) agent
 			return nil, ctx.Err()
 		},
 	}
-}
-
-// script is the command line that runs a fixture of testdata/.
-func script(t *testing.T, name string) []string {
-	t.Helper()
-	p, err := filepath.Abs(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return []string{"/bin/sh", p}
 }

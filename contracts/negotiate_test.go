@@ -1,4 +1,4 @@
-package peer_test
+package contracts_test
 
 import (
 	"context"
@@ -164,7 +164,7 @@ func TestNegotiateTimeout(t *testing.T) {
 	pair(t, a, b)
 	b.stop()
 	var attempts atomic.Int32
-	ln, err := net.Listen("tcp", b.addr)
+	ln, err := net.Listen("tcp", b.addr())
 	if err != nil {
 		t.Fatal(err)
 	}

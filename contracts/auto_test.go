@@ -1,4 +1,4 @@
-package peer_test
+package contracts_test
 
 import (
 	"testing"

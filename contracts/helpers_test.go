@@ -1,0 +1,220 @@
+package contracts_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/internal/clocktest"
+	"github.com/synapse-edge/synapse/internal/testutil/peernode"
+	"github.com/synapse-edge/synapse/peer"
+	"github.com/synapse-edge/synapse/store"
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// The contracts are made between real agents: each test runs peer nodes
+// (an agent, its peer network and the HTTP API on a loopback port) and
+// pairs them.
+
+// node is an agent with its peer network: the agent's methods and the
+// network's on one value, as the tests use them.
+type node struct {
+	*agent.Agent
+	*peer.Network
+}
+
+// peerNode is one running peer node.
+type peerNode struct {
+	n   *peernode.Node
+	a   *node
+	cfg agent.Config
+}
+
+// startPeer runs a peer node named name; mutate tweaks its configuration.
+// It is stopped when the test ends.
+func startPeer(t testing.TB, name string, mutate ...func(*agent.Config)) *peerNode {
+	t.Helper()
+	return startPeerWith(t, name, nil, mutate...)
+}
+
+// startPeerWith is startPeer with agent options (a clock).
+func startPeerWith(t testing.TB, name string, opts []agent.Option, mutate ...func(*agent.Config)) *peerNode {
+	t.Helper()
+	n := peernode.Start(t, peernode.Options{Name: name, Config: mutate, Agent: opts})
+	return &peerNode{n: n, a: &node{n.Agent, n.Network}, cfg: n.Config}
+}
+
+// stop stops the node; safe to call twice.
+func (p *peerNode) stop() { p.n.Stop() }
+
+func (p *peerNode) id() string   { return p.n.ID() }
+func (p *peerNode) url() string  { return p.n.URL() }
+func (p *peerNode) addr() string { return p.n.Addr() }
+
+// pair makes a and b peers of each other.
+func pair(t testing.TB, a, b *peerNode) {
+	t.Helper()
+	peernode.Pair(t, a.n, b.n)
+}
+
+// fakeClock is the test clock: time moves only on Advance.
+type fakeClock = clocktest.Clock
+
+func newFakeClock() *fakeClock {
+	return clocktest.New(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
+}
+
+// admin is the principal tests submit as.
+var admin = agent.Principal{ID: "admin", Name: "admin", Scopes: []string{agent.ScopeAdmin}}
+
+// submitTo submits a task of a for peer b.
+func submitTo(t *testing.T, a, b *peerNode, taskType, payload string) *wire.Task {
+	t.Helper()
+	task, err := a.a.Submit(context.Background(), admin, &wire.SubmitRequest{TaskType: taskType, Payload: wire.JSONValue(payload), Target: b.id()}, nil)
+	if err != nil {
+		t.Fatalf("Submit(%s → %s): %v", taskType, b.cfg.AgentName, err)
+	}
+	if task.Status != wire.StatusPending || task.Target != b.id() {
+		t.Fatalf("submitted task is %s for %q, want pending for %s", task.Status, task.Target, b.id())
+	}
+	return task
+}
+
+// waitFinal waits until the task is in a final state.
+func waitFinal(t *testing.T, a *node, id string) *wire.Task {
+	t.Helper()
+	task, err := a.Wait(context.Background(), id, 10*time.Second)
+	if err != nil {
+		t.Fatalf("Wait(%s): %v", id, err)
+	}
+	if !task.Status.Terminal() {
+		t.Fatalf("task %s is still %s after 10s", id, task.Status)
+	}
+	return task
+}
+
+// waitStatus polls until the stored task is in status want.
+func waitStatus(t *testing.T, a *node, id string, want wire.Status) *wire.Task {
+	t.Helper()
+	var task *wire.Task
+	eventually(t, 10*time.Second, func() bool {
+		var err error
+		task, err = a.Task(id)
+		return err == nil && task.Status == want
+	}, func() string { return "task " + id + " did not reach " + string(want) + ": last " + describe(task) })
+	return task
+}
+
+func describe(task *wire.Task) string {
+	if task == nil {
+		return "<nil>"
+	}
+	return string(task.Status) + " " + string(task.ErrorCode) + " " + task.ErrorMessage
+}
+
+// eventually polls cond until it holds or d passes; msg describes what
+// was seen last.
+func eventually(t *testing.T, d time.Duration, cond func() bool, msg func() string) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal(msg())
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// wantCode asserts err is a *wire.Error with code.
+func wantCode(t *testing.T, err error, code wire.ErrorCode) *wire.Error {
+	t.Helper()
+	var we *wire.Error
+	if !errors.As(err, &we) {
+		t.Fatalf("error = %v (%T), want *wire.Error %s", err, err, code)
+	}
+	if we.Code != code {
+		t.Fatalf("error code = %s (%v), want %s", we.Code, we, code)
+	}
+	return we
+}
+
+// jsonEqual compares two JSON texts by value.
+func jsonEqual(t *testing.T, got, want []byte) bool {
+	t.Helper()
+	var g, w any
+	if err := json.Unmarshal(got, &g); err != nil {
+		t.Errorf("invalid JSON %q: %v", got, err)
+		return false
+	}
+	if err := json.Unmarshal(want, &w); err != nil {
+		t.Fatalf("invalid JSON %q: %v", want, err)
+	}
+	return reflect.DeepEqual(g, w)
+}
+
+// peerKey reads n's Ed25519 key from its data directory.
+func peerKey(t *testing.T, n *peerNode) ed25519.PrivateKey {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(n.cfg.DataDir, agent.KeyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blk, _ := pem.Decode(raw)
+	if blk == nil {
+		t.Fatal("agent key is not PEM")
+	}
+	k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k.(ed25519.PrivateKey)
+}
+
+// outbox lists every item of one state (pending or dead).
+func outbox(t testing.TB, a *node, state store.OutboxState) []peer.OutboxEntry {
+	t.Helper()
+	var all []peer.OutboxEntry
+	after := ""
+	for page := 0; page < 1000; page++ {
+		items, next, err := a.Outbox(peer.OutboxQuery{State: string(state), After: after, Limit: 1000})
+		if err != nil {
+			t.Fatalf("Outbox(%s): %v", state, err)
+		}
+		all = append(all, items...)
+		if next == "" {
+			return all
+		}
+		after = next
+	}
+	t.Fatal("Outbox did not end after 1000 pages")
+	return nil
+}
+
+// script is the command line that runs a fixture of testdata/.
+func script(t *testing.T, name string) []string {
+	t.Helper()
+	p, err := filepath.Abs(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []string{"/bin/sh", p}
+}
+
+// submit submits a task and fails the test if it is refused.
+func submit(t *testing.T, a *node, taskType, payload string) *wire.Task {
+	t.Helper()
+	task, err := a.Submit(context.Background(), admin, &wire.SubmitRequest{TaskType: taskType, Payload: wire.JSONValue(payload)}, nil)
+	if err != nil {
+		t.Fatalf("Submit(%s, %s): %v", taskType, payload, err)
+	}
+	return task
+}
