@@ -4,12 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
+	"net/textproto"
 	"strings"
 
 	"github.com/synapse-edge/synapse/a2a"
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/store"
+	"github.com/synapse-edge/synapse/transport"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -148,17 +149,17 @@ func authorization(raw json.RawMessage) string {
 	return scheme + " " + a.Credentials
 }
 
-// deliverA2APush posts a stored notification to its URL through the
-// outbound policy's client.
+// deliverA2APush sends a stored notification to its URL (a Callback: the
+// HTTP transport dials it through the outbound policy).
 func (o *outbox) deliverA2APush(ctx context.Context, it *store.OutboxItem) *deliveryError {
 	var item a2aPushItem
 	if err := json.Unmarshal(it.Payload, &item); err != nil {
 		return &deliveryError{err: fmt.Errorf("stored a2a push: %w", err), permanent: true}
 	}
-	h := http.Header{"X-Synapse-Message-Id": {it.ID}}
+	h := map[string]string{transport.HeaderMessageID: it.ID}
 	for k, v := range item.Header {
-		h.Set(k, v)
+		h[textproto.CanonicalMIMEHeaderKey(k)] = v
 	}
-	r, err := o.n.postWith(ctx, o.n.hooks, it.URL, item.ContentType, item.Body, h)
-	return classify(r, err, false)
+	return failure(o.n.send(ctx, &transport.Message{Kind: transport.Callback, To: it.URL, Body: item.Body,
+		ContentType: item.ContentType, Header: h}))
 }

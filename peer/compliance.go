@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
@@ -57,25 +55,15 @@ func (n *Network) Compliance(ctx context.Context, agentID string) (*wire.Complia
 func (n *Network) fetchInterfaces(ctx context.Context, endpoint string) (*wire.InterfaceList, error) {
 	ctx, cancel := context.WithTimeout(ctx, complianceTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint+agent.InterfacesPath, nil)
-	if err != nil {
-		return nil, err
+	o := n.fetch(ctx, endpoint+agent.InterfacesPath, maxAnswerBytes)
+	if o.Status == 0 {
+		return nil, fmt.Errorf("GET %s: %w", agent.InterfacesPath, o.Err)
 	}
-	req.Header.Set("Accept", wire.ContentJSON)
-	resp, err := n.client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("GET %s: %w", agent.InterfacesPath, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", agent.InterfacesPath, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s answered %d", agent.InterfacesPath, resp.StatusCode)
+	if o.Status != 200 {
+		return nil, fmt.Errorf("GET %s answered %d", agent.InterfacesPath, o.Status)
 	}
 	var list wire.InterfaceList
-	if err := json.Unmarshal(body, &list); err != nil {
+	if err := json.Unmarshal(o.Reply, &list); err != nil {
 		return nil, fmt.Errorf("%s is not an interface list: %w", agent.InterfacesPath, err)
 	}
 	return &list, nil

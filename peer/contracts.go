@@ -39,21 +39,12 @@ func (c contractNet) Peer(id string) (contracts.Peer, bool) {
 }
 
 func (c contractNet) Send(ctx context.Context, p contracts.Peer, m *wire.UnifiedSynapseMessage) transport.Outcome {
-	return outcomeOf(c.n.sendEnvelope(ctx, p.Endpoint, m))
+	return c.n.sendEnvelope(ctx, p.Endpoint, m)
 }
 
 func (c contractNet) Enqueue(tx *store.Tx, m agent.Outgoing) error { return c.n.out.enqueue(tx, m) }
 
 func (c contractNet) Wake(peer string) { c.n.spawn(func() { c.n.out.wake(peer) }) }
-
-// outcomeOf is a post's result as the transport seam classifies it.
-func outcomeOf(r postResult, err error) transport.Outcome {
-	if err != nil {
-		return transport.Unreachable(err)
-	}
-	return transport.Classify(transport.Envelope, transport.Answer{Status: r.status, Body: r.body, RetryAfter: r.retryAfter,
-		Error: transport.DecodeError(r.body, wire.ContentJSON)})
-}
 
 // negotiation answers a negotiate_request or negotiate_response.
 func (n *Network) negotiation(ctx context.Context, p *peer, m *wire.UnifiedSynapseMessage, msgpack bool) (*Reply, error) {
@@ -69,40 +60,40 @@ func (n *Network) negotiation(ctx context.Context, p *peer, m *wire.UnifiedSynap
 
 // sendUnderContract signs and sends one outbox message to p under the
 // active contract, negotiating one first when there is none. A failure of
-// the negotiation is returned as a *deliveryError; a transport error of
-// the send as is (classify makes it unreachable).
-func (n *Network) sendUnderContract(ctx context.Context, p *peer, msgType, id, corr string, pl wire.RawPayload, s Sequence) (postResult, error) {
+// the negotiation (or of signing) is returned as a *deliveryError, else the
+// outcome of the send.
+func (n *Network) sendUnderContract(ctx context.Context, p *peer, msgType, id, corr string, pl wire.RawPayload, s Sequence) (transport.Outcome, *deliveryError) {
 	peerID := p.rec.AgentID
 	var c *negotiate.Contract
 	if !contracts.Exempt(msgType) {
 		var failed *transport.Outcome
 		if c, failed = n.contracts.Ensure(ctx, peerID, ""); failed != nil {
-			return postResult{}, deliveryFailure(failed)
+			return transport.Outcome{}, deliveryFailure(failed)
 		}
 	}
-	r, err := n.sendUnder(ctx, p, c, msgType, id, corr, pl, s)
-	if err != nil || c == nil || !contracts.RefusesContract(outcomeOf(r, nil)) {
-		return r, err
+	out, derr := n.sendUnder(ctx, p, c, msgType, id, corr, pl, s)
+	if derr != nil || c == nil || !contracts.RefusesContract(out) {
+		return out, derr
 	}
 	// The peer does not hold c as active: a new contract, and once more.
-	n.log.Info("the peer refused the contract: negotiating again", "peer", peerID, "contract_id", c.ContractID, "err", answerError(r))
+	n.log.Info("the peer refused the contract: negotiating again", "peer", peerID, "contract_id", c.ContractID, "err", out.Err)
 	if err := n.contracts.RevokedByPeer(ctx, peerID, c.ContractID); err != nil {
 		n.log.Warn("record the peer's refusal of a contract", "contract_id", c.ContractID, "err", err)
 	}
 	c, failed := n.contracts.Ensure(ctx, peerID, c.ContractID)
 	if failed != nil {
-		return postResult{}, deliveryFailure(failed)
+		return transport.Outcome{}, deliveryFailure(failed)
 	}
 	return n.sendUnder(ctx, p, c, msgType, id, corr, pl, s)
 }
 
 // sendUnder signs the message under c (nil: none) and posts it.
-func (n *Network) sendUnder(ctx context.Context, p *peer, c *negotiate.Contract, msgType, id, corr string, pl wire.RawPayload, s Sequence) (postResult, error) {
+func (n *Network) sendUnder(ctx context.Context, p *peer, c *negotiate.Contract, msgType, id, corr string, pl wire.RawPayload, s Sequence) (transport.Outcome, *deliveryError) {
 	m, err := n.contracts.Envelope(c, msgType, p.rec.AgentID, id, corr, pl)
 	if err != nil {
-		return postResult{}, &deliveryError{err: err, permanent: true}
+		return transport.Outcome{}, &deliveryError{err: err, permanent: true}
 	}
-	return n.sendEnvelopeSeq(ctx, p.rec.Endpoint, m, s)
+	return n.sendEnvelopeSeq(ctx, p.rec.Endpoint, m, s), nil
 }
 
 // deliveryFailure is a failed automatic negotiation as the outbox records

@@ -1,13 +1,9 @@
 package peer
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"net/http"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -17,6 +13,7 @@ import (
 	"github.com/synapse-edge/synapse/contracts"
 	"github.com/synapse-edge/synapse/internal/metrics"
 	"github.com/synapse-edge/synapse/store"
+	"github.com/synapse-edge/synapse/transport"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -71,13 +68,12 @@ type Network struct {
 	// sections are the network's).
 	cfg agent.Config
 	// db and clock are the agent's, set by Open.
-	db     *store.DB
-	clock  agent.Clock
-	client *http.Client
-	// hooks calls client-given URLs (callback_url): it dials through the
-	// outbound policy, and not through a proxy, so the policy sees the
-	// address actually connected to.
-	hooks  *http.Client
+	db    *store.DB
+	clock agent.Clock
+	// t is the agent's transport: everything the network sends goes
+	// through it (webhooks as Callback messages, which the HTTP transport
+	// dials through the outbound policy).
+	t      transport.Transport
 	secret []byte
 
 	peers peerSet
@@ -135,27 +131,7 @@ func New(a *agent.Agent, opts Options) (*Network, error) {
 	cfg := a.Config()
 	n := &Network{a: a, log: log.With("component", "p2p"), cfg: cfg, clock: a.Clock()}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
-	n.client = &http.Client{
-		Timeout: deliveryTimeout,
-		Transport: &http.Transport{
-			Proxy:               http.ProxyFromEnvironment,
-			MaxIdleConnsPerHost: peerWindow + 8, // a window of requests to one peer
-			IdleConnTimeout:     90 * time.Second,
-			DisableCompression:  true,
-		},
-		// A signed message is for the endpoint it was sent to.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
-	n.hooks = &http.Client{
-		Timeout: deliveryTimeout,
-		Transport: &http.Transport{
-			DialContext:         a.OutboundPolicy().DialContext,
-			MaxIdleConnsPerHost: 8,
-			IdleConnTimeout:     90 * time.Second,
-			DisableCompression:  true,
-		},
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
+	n.t = a.Transport()
 	if s := cfg.P2P.CallbackSecret; s != "" {
 		n.secret = []byte(s)
 	}
@@ -226,7 +202,6 @@ func (n *Network) Close(ctx context.Context) {
 	case <-ctx.Done():
 		<-done // every request has the cancelled context: this is short
 	}
-	n.client.CloseIdleConnections()
 	n.feed.closeAll()
 }
 
@@ -280,101 +255,56 @@ func (n *Network) envelope(msgType, peer, id, corr string, payload wire.RawPaylo
 	return m, nil
 }
 
-// postResult is the outcome of one POST.
-type postResult struct {
-	status     int
-	retryAfter time.Duration
-	body       []byte
-	// ordered: the answer announced ordered delivery (p2p_order.go).
-	ordered bool
+// send sends m through the agent's transport, reading at most
+// maxAnswerBytes of the answer unless m says otherwise.
+func (n *Network) send(ctx context.Context, m *transport.Message) transport.Outcome {
+	if m.MaxReply == 0 {
+		m.MaxReply = maxAnswerBytes
+	}
+	return n.t.Send(ctx, m)
 }
 
-// errNotDelivered wraps every failed delivery.
-var errNotDelivered = errors.New("not delivered")
-
-// post sends body to url and reads (the start of) the answer. A transport
-// error is returned as such; any status is a result.
-func (n *Network) post(ctx context.Context, url, contentType string, body []byte, header http.Header) (postResult, error) {
-	return n.postWith(ctx, n.client, url, contentType, body, header)
+// fetch reads the JSON document at url, at most max bytes of it.
+func (n *Network) fetch(ctx context.Context, url string, max int) transport.Outcome {
+	return n.send(ctx, &transport.Message{Kind: transport.Fetch, To: url,
+		Header: map[string]string{"Accept": wire.ContentJSON}, MaxReply: max})
 }
 
-// postWebhook posts to a client-given URL through the outbound policy.
-func (n *Network) postWebhook(ctx context.Context, url string, body []byte, header http.Header) (postResult, error) {
-	return n.postWith(ctx, n.hooks, url, wire.ContentJSON, body, header)
-}
-
-func (n *Network) postWith(ctx context.Context, c *http.Client, url, contentType string, body []byte, header http.Header) (postResult, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return postResult{}, err
-	}
-	req.Header.Set("Content-Type", contentType)
-	req.Header.Set("User-Agent", "synapse")
-	for k, v := range header {
-		req.Header[k] = v
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return postResult{}, err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20)) // keep the connection reusable
-	return postResult{status: resp.StatusCode, retryAfter: parseRetryAfter(resp.Header.Get("Retry-After"), n.clock.Now()), body: b,
-		ordered: resp.Header.Get(HeaderOrdering) == OrderingPerSender}, nil
-}
-
-// parseRetryAfter reads delay-seconds or an HTTP date; 0 when absent or
-// unreadable; at most an hour.
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	if v == "" {
-		return 0
-	}
-	var d time.Duration
-	if s, err := strconv.Atoi(v); err == nil {
-		d = time.Duration(s) * time.Second
-	} else if t, err := http.ParseTime(v); err == nil {
-		d = t.Sub(now)
-	}
-	return min(max(d, 0), time.Hour)
-}
-
-// sendEnvelope posts a signed JSON envelope to a peer's message endpoint.
-func (n *Network) sendEnvelope(ctx context.Context, endpoint string, m *wire.UnifiedSynapseMessage) (postResult, error) {
+// sendEnvelope sends a signed JSON envelope to a peer's message endpoint.
+func (n *Network) sendEnvelope(ctx context.Context, endpoint string, m *wire.UnifiedSynapseMessage) transport.Outcome {
 	return n.sendEnvelopeSeq(ctx, endpoint, m, Sequence{})
 }
 
 // sendEnvelopeSeq is sendEnvelope for an outbox message, with its place in
 // the sender's order (p2p_order.go; none when s.Seq is 0).
-func (n *Network) sendEnvelopeSeq(ctx context.Context, endpoint string, m *wire.UnifiedSynapseMessage, s Sequence) (postResult, error) {
+func (n *Network) sendEnvelopeSeq(ctx context.Context, endpoint string, m *wire.UnifiedSynapseMessage, s Sequence) transport.Outcome {
 	body, err := wire.EncodeEnvelopeJSON(m)
 	if err != nil {
-		return postResult{}, fmt.Errorf("encode %s: %w", m.MessageType, err)
+		return transport.Refused(fmt.Errorf("encode %s: %w", m.MessageType, err))
 	}
 	h := n.signHeader(m.Receiver.AgentID, body)
 	if s.Seq != 0 {
-		if h == nil {
-			h = http.Header{}
-		}
-		h[HeaderSeq] = []string{strconv.FormatUint(s.Seq, 10)}
+		h[HeaderSeq] = strconv.FormatUint(s.Seq, 10)
 		if s.Prev != 0 {
-			h[HeaderSeqPrev] = []string{strconv.FormatUint(s.Prev, 10)}
+			h[HeaderSeqPrev] = strconv.FormatUint(s.Prev, 10)
 		}
 	}
-	return n.post(ctx, endpoint+MessagePath, wire.ContentJSON, body, h)
+	return n.send(ctx, &transport.Message{Kind: transport.Envelope, To: endpoint, Body: body,
+		ContentType: wire.ContentJSON, Header: h})
 }
 
-// answerError describes a non-2xx answer for logs and last_error.
-func answerError(r postResult) error {
-	var eb wire.ErrorBody
-	if err := wire.JSON.Unmarshal(r.body, &eb); err == nil && eb.Error != nil && eb.Error.Code != "" {
-		return fmt.Errorf("%w: HTTP %d %s: %s", errNotDelivered, r.status, eb.Error.Code, eb.Error.Message)
+// ordered tells whether an answer announced ordered delivery
+// (p2p_order.go).
+func ordered(o transport.Outcome) bool {
+	return o.ReplyHeader[HeaderOrdering] == OrderingPerSender
+}
+
+// errorCode is the code of an answer's TPError, if any.
+func errorCode(o transport.Outcome) wire.ErrorCode {
+	if o.Error == nil {
+		return ""
 	}
-	snippet := bytes.TrimSpace(r.body)
-	if len(snippet) > 200 {
-		snippet = snippet[:200]
-	}
-	return fmt.Errorf("%w: HTTP %d %s", errNotDelivered, r.status, snippet)
+	return o.Error.Code
 }
 
 // ---- feed of received envelopes ----

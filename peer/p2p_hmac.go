@@ -4,13 +4,13 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"net/http"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/transport"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -55,14 +55,14 @@ func (n *Network) peerSecrets(peer string) [][]byte {
 	return nil
 }
 
-// signHeader is the header for an envelope body posted to peer, or nil
-// when they share no secret.
-func (n *Network) signHeader(peer string, body []byte) http.Header {
-	secrets := n.peerSecrets(peer)
-	if len(secrets) == 0 {
-		return nil
+// signHeader is the header for an envelope body sent to peer: its
+// signature when they share a secret, else empty.
+func (n *Network) signHeader(peer string, body []byte) map[string]string {
+	h := map[string]string{}
+	if secrets := n.peerSecrets(peer); len(secrets) > 0 {
+		h[transport.HeaderSignature] = wire.SignHMACKeys(secrets, n.clock.Now(), body)
 	}
-	return http.Header{wire.HeaderSignature: {wire.SignHMACKeys(secrets, n.clock.Now(), body)}}
+	return h
 }
 
 // CheckTransportSignature verifies the X-Synapse-Signature header of an

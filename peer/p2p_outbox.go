@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/store"
+	"github.com/synapse-edge/synapse/transport"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -550,13 +550,16 @@ func (o *outbox) deliverPeer(dest string, p *peer, it *store.OutboxItem, s Seque
 	if err != nil {
 		return &deliveryError{err: fmt.Errorf("stored payload: %w", err), permanent: true}
 	}
-	r, err := o.n.sendUnderContract(ctx, p, it.Type, it.ID, it.CorrelationID, pl, s)
-	if err == nil && r.ordered {
+	out, derr := o.n.sendUnderContract(ctx, p, it.Type, it.ID, it.CorrelationID, pl, s)
+	if derr == nil && out.Status != 0 && ordered(out) {
 		o.mu.Lock()
 		o.ordered[dest] = true
 		o.mu.Unlock()
 	}
-	if derr := classify(r, err, true); derr != nil {
+	if derr == nil {
+		derr = failure(out)
+	}
+	if derr != nil {
 		o.n.refusedBy(it.Peer, derr.code) // pairing.go
 		return derr
 	}
@@ -575,40 +578,29 @@ func (o *outbox) deliverHook(it *store.OutboxItem) *deliveryError {
 	if it.Type == A2APushType {
 		return o.deliverA2APush(ctx, it)
 	}
-	h := http.Header{"X-Synapse-Message-Id": {it.ID}}
+	h := map[string]string{transport.HeaderMessageID: it.ID}
 	if o.n.secret != nil {
-		h.Set(wire.HeaderSignature, wire.SignHMAC(o.n.secret, o.n.clock.Now(), it.Payload))
+		h[transport.HeaderSignature] = wire.SignHMAC(o.n.secret, o.n.clock.Now(), it.Payload)
 	}
-	r, err := o.n.postWebhook(ctx, it.URL, it.Payload, h)
-	return classify(r, err, false)
+	return failure(o.n.send(ctx, &transport.Message{Kind: transport.Callback, To: it.URL, Body: it.Payload,
+		ContentType: wire.ContentJSON, Header: h}))
 }
 
-// classify turns an answer into a delivery error (nil for 2xx). A peer's
-// 4xx TPError that says it is not retriable is permanent (the same bytes
-// would be refused again), except 401 (it may not have paired us yet), 408
-// and 429; a plain webhook's 4xx is retried like any failure.
-func classify(r postResult, err error, peer bool) *deliveryError {
-	if d := (*deliveryError)(nil); errors.As(err, &d) {
-		return d // classified already (negotiate_auto.go)
-	}
-	if err != nil {
-		return &deliveryError{err: fmt.Errorf("%w: %v", errNotDelivered, err), unreachable: true}
-	}
-	if r.status/100 == 2 {
+// failure is what a delivery's outcome means for the outbox (nil when
+// delivered). The transport classified it (transport.Classify): Retry is
+// retried (Unreached: requeued when the peer is heard from again, once it
+// gave up), Permanent and Negotiable are not (a message the peer refused
+// under its contract was sent again under a new one already, by
+// sendUnderContract).
+func failure(out transport.Outcome) *deliveryError {
+	if out.Delivered() {
 		return nil
 	}
-	d := &deliveryError{err: answerError(r), retryAfter: r.retryAfter, code: errorCode(r.body)}
-	switch r.status {
-	case http.StatusGone:
+	d := &deliveryError{err: out.Err, retryAfter: out.RetryAfter, code: errorCode(out)}
+	if out.Class == transport.Retry {
+		d.unreachable = out.Unreached
+	} else {
 		d.permanent = true
-	case http.StatusUnauthorized, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		d.unreachable = true
-	case http.StatusRequestTimeout, http.StatusTooManyRequests:
-	default:
-		if peer && r.status/100 == 4 {
-			var eb wire.ErrorBody
-			d.permanent = wire.JSON.Unmarshal(r.body, &eb) == nil && eb.Error != nil && !eb.Error.Retriable
-		}
 	}
 	return d
 }

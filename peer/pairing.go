@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/json"
 	"sort"
 	"sync"
 	"time"
@@ -114,14 +113,14 @@ func (n *Network) ask(peer string, force bool) {
 	}
 	ctx, cancel := context.WithTimeout(n.ctx, maxHeartbeatTimeout)
 	defer cancel()
-	r, err := n.sendEnvelope(ctx, p.rec.Endpoint, m)
+	o := n.sendEnvelope(ctx, p.rec.Endpoint, m)
 	switch {
-	case err != nil:
-		n.log.Debug("pair request not delivered", "peer", peer, "err", err)
-	case r.status/100 == 2:
+	case o.Delivered():
 		n.log.Debug("pair request: the peer has paired this agent", "peer", peer)
+	case o.Status == 0:
+		n.log.Debug("pair request not delivered", "peer", peer, "err", o.Err)
 	default:
-		n.log.Debug("pair request answered", "peer", peer, "err", answerError(r))
+		n.log.Debug("pair request answered", "peer", peer, "err", o.Err)
 	}
 }
 
@@ -396,19 +395,6 @@ func (n *Network) Refusal(peer string) string {
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
 	return pg.refusedBy[peer]
-}
-
-// errorCode is the TPError code of an answer body, or "".
-func errorCode(body []byte) wire.ErrorCode {
-	var eb struct {
-		Error *struct {
-			Code wire.ErrorCode `json:"code"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(body, &eb) != nil || eb.Error == nil {
-		return ""
-	}
-	return eb.Error.Code
 }
 
 // keyFingerprint is "SHA256:" and the unpadded base64 of the SHA-256 of a

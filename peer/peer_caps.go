@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"time"
 
 	"github.com/synapse-edge/synapse/store"
@@ -118,27 +116,16 @@ func (n *Network) learnCapabilitiesOnce(peerID string) error {
 
 // getJSON reads a public JSON document into v.
 func (n *Network) getJSON(ctx context.Context, url string, v any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Accept", wire.ContentJSON)
-	resp, err := n.client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s answered %d", url, resp.StatusCode)
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxCapsBytes+1))
-	if err != nil {
-		return err
-	}
-	if len(body) > maxCapsBytes {
+	o := n.fetch(ctx, url, maxCapsBytes)
+	switch {
+	case o.Status == 0:
+		return o.Err
+	case o.Status != 200:
+		return fmt.Errorf("GET %s answered %d", url, o.Status)
+	case o.Truncated:
 		return fmt.Errorf("GET %s: more than %d bytes", url, maxCapsBytes)
 	}
-	return json.Unmarshal(body, v)
+	return json.Unmarshal(o.Reply, v)
 }
 
 // learnt adds rec's learnt documents to pi.

@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"net/url"
 	"sort"
 	"strings"
@@ -16,6 +14,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/store"
+	"github.com/synapse-edge/synapse/transport"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -230,25 +229,17 @@ func (n *Network) fetchIdentity(ctx context.Context, endpoint string) (*wire.Ide
 	unreachable := func(format string, args ...any) error {
 		return wire.Errorf(wire.CodeCallbackUndeliverable, "pair %s: "+format, append([]any{endpoint}, args...)...).With("endpoint", endpoint)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint+IdentityPath, nil)
-	if err != nil {
-		return nil, wire.Errorf(wire.CodeInvalidParams, "endpoint: %v", err).With("field", "endpoint")
-	}
-	req.Header.Set("Accept", wire.ContentJSON)
-	resp, err := n.client.Do(req)
-	if err != nil {
-		return nil, unreachable("GET %s: %v", IdentityPath, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes))
-	if err != nil {
-		return nil, unreachable("read identity: %v", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, unreachable("GET %s answered %d", IdentityPath, resp.StatusCode)
+	o := n.fetch(ctx, endpoint+IdentityPath, maxAnswerBytes)
+	switch {
+	case o.Status == 0 && o.Class == transport.Permanent: // not a URL the transport can send to
+		return nil, wire.Errorf(wire.CodeInvalidParams, "endpoint: %v", o.Err).With("field", "endpoint")
+	case o.Status == 0:
+		return nil, unreachable("GET %s: %v", IdentityPath, o.Err)
+	case o.Status != 200:
+		return nil, unreachable("GET %s answered %d", IdentityPath, o.Status)
 	}
 	var id wire.Identity
-	if err := json.Unmarshal(body, &id); err != nil {
+	if err := json.Unmarshal(o.Reply, &id); err != nil {
 		return nil, wire.Errorf(wire.CodeInvalidParams, "%s%s is not an identity document: %v", endpoint, IdentityPath, err)
 	}
 	return &id, nil
@@ -415,14 +406,10 @@ func (n *Network) beat(interval time.Duration) {
 				n.log.Error("heartbeat", "peer", p.rec.AgentID, "err", err)
 				return
 			}
-			r, err := n.sendEnvelope(ctx, p.rec.Endpoint, m)
-			if err == nil && r.status/100 != 2 {
-				err = answerError(r)
-			}
-			if err != nil {
-				n.log.Debug("heartbeat not answered", "peer", p.rec.AgentID, "err", err)
-				if r.status != 0 {
-					n.refusedBy(p.rec.AgentID, errorCode(r.body)) // pairing.go
+			if o := n.sendEnvelope(ctx, p.rec.Endpoint, m); !o.Delivered() {
+				n.log.Debug("heartbeat not answered", "peer", p.rec.AgentID, "err", o.Err)
+				if o.Status != 0 {
+					n.refusedBy(p.rec.AgentID, errorCode(o)) // pairing.go
 				}
 				return
 			}

@@ -3,11 +3,11 @@ package peer
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/transport"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -92,18 +92,19 @@ func (n *Network) register(rc *agent.RegistryConfig, st *registrarState, interva
 	if err != nil {
 		return fmt.Errorf("encode registration: %w", err)
 	}
-	var header http.Header
+	header := map[string]string{}
 	if rc.Token != "" {
-		header = http.Header{"Authorization": {"Bearer " + rc.Token}}
+		header[transport.HeaderAuthorization] = "Bearer " + rc.Token
 	}
 	ctx, cancel := context.WithTimeout(n.ctx, registerTimeout)
 	defer cancel()
 	st.signed = at
-	r, err := n.post(ctx, st.url+RegistryAgentsPath, wire.ContentJSON, body, header)
-	if err != nil {
-		return err
+	o := n.send(ctx, &transport.Message{Kind: transport.Request, To: st.url + RegistryAgentsPath, Body: body,
+		ContentType: wire.ContentJSON, Header: header})
+	if o.Status == 0 {
+		return o.Err
 	}
-	if r.status == http.StatusUnauthorized || r.status == http.StatusForbidden {
+	if o.Status == 401 || o.Status == 403 {
 		hint := "set registry.token_env to the name of an environment variable holding a token with the registry:write scope on the registry (there: synapse token create NAME --scope registry:write)"
 		switch {
 		case rc.TokenEnv != "" && rc.Token == "":
@@ -111,10 +112,10 @@ func (n *Network) register(rc *agent.RegistryConfig, st *registrarState, interva
 		case rc.Token != "":
 			hint = "the registry refused the token from " + rc.TokenEnv + "; it needs the registry:write scope there"
 		}
-		return fmt.Errorf("%w (%s)", answerError(r), hint)
+		return fmt.Errorf("%w (%s)", o.Err, hint)
 	}
-	if r.status/100 != 2 {
-		return answerError(r)
+	if !o.Delivered() {
+		return o.Err
 	}
 	return nil
 }

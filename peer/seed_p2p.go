@@ -173,12 +173,8 @@ func (n *Network) SendCallback(ctx context.Context, endpoint string, msg *wire.U
 	if err := n.a.Sign(msg); err != nil {
 		return fmt.Errorf("send callback: %w", err)
 	}
-	r, err := n.sendEnvelope(ctx, endpoint, msg)
-	if err != nil {
-		return fmt.Errorf("send callback: %w", err)
-	}
-	if r.status < 200 || r.status > 299 {
-		return fmt.Errorf("send callback: %w", answerError(r))
+	if o := n.sendEnvelope(ctx, endpoint, msg); !o.Delivered() {
+		return fmt.Errorf("send callback: %w", o.Err)
 	}
 	return nil
 }
