@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -45,14 +46,14 @@ func processGone(pid int) bool {
 func readPID(t *testing.T, path string) int {
 	t.Helper()
 	var pid int
-	eventually(t, 10*time.Second, func() bool {
+	testutil.Eventually(t, 10*time.Second, "the fixture to write its child's pid", func() bool {
 		raw, err := os.ReadFile(path)
 		if err != nil {
 			return false
 		}
 		pid, err = strconv.Atoi(strings.TrimSpace(string(raw)))
 		return err == nil && pid > 0
-	}, func() string { return "the fixture never wrote its child's pid" })
+	})
 	return pid
 }
 
@@ -135,8 +136,7 @@ func TestCommandHandlers(t *testing.T) {
 		if got.Status != wire.StatusCancelled {
 			t.Errorf("Cancel returned %s, want cancelled", got.Status)
 		}
-		eventually(t, 10*time.Second, func() bool { return processGone(child) },
-			func() string { return "the background child " + strconv.Itoa(child) + " survived the cancel" })
+		testutil.Eventually(t, 10*time.Second, "the background child "+strconv.Itoa(child)+" to be gone after the cancel", func() bool { return processGone(child) })
 	})
 	t.Run("timeout kills the process group", func(t *testing.T) {
 		task := submit(t, a, "cmd-timeout", `{}`)
@@ -145,7 +145,6 @@ func TestCommandHandlers(t *testing.T) {
 		if got.Status != wire.StatusFailed || got.ErrorCode != wire.CodeExecutionTimeout {
 			t.Errorf("after timeout_seconds: %s %s %q, want failed execution_timeout", got.Status, got.ErrorCode, got.ErrorMessage)
 		}
-		eventually(t, 10*time.Second, func() bool { return processGone(child) },
-			func() string { return "the background child " + strconv.Itoa(child) + " survived the timeout" })
+		testutil.Eventually(t, 10*time.Second, "the background child "+strconv.Itoa(child)+" to be gone after the timeout", func() bool { return processGone(child) })
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -173,14 +174,14 @@ func TestProgressAndLog(t *testing.T) {
 	waitFor := func(want int) {
 		t.Helper()
 		var got int
-		eventually(t, 10*time.Second, func() bool {
+		testutil.Eventually(t, 10*time.Second, "the stored progress to reach the last report", func() bool {
 			task, err := a.Task(task.ID)
 			got = -1
 			if err == nil {
 				got = task.Progress
 			}
 			return got == want
-		}, func() string { return "stored progress never reached the last report" })
+		})
 	}
 	waitFor(42)
 	close(release)
