@@ -52,6 +52,7 @@ var onlyImporters = []onlyImporter{
 	// the command line goes through the client.
 	{"github.com/fasthttp/websocket", []string{"httpapi", "client"},
 		"httpapi upgrades, client dials; the CLI goes through client"},
+	{"github.com/eclipse/paho.mqtt.golang", []string{"transport/mqtt"}, "transport/mqtt is the one MQTT client"},
 }
 
 // noImport: the packages in pkgs import none of deps (or packages under

@@ -9,6 +9,7 @@ import (
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/transport/mqtt"
+	"github.com/synapse-edge/synapse/wire"
 )
 
 // addMQTT builds the MQTT transport of the mqtt section and adds it to the
@@ -35,12 +36,31 @@ func addMQTT(a *agent.Agent, cfg agent.Config, log *slog.Logger) (*mqtt.Transpor
 }
 
 // startMQTT connects t (nil: nothing) as the opened agent; envelopes
-// published to its inbox go to the peer network.
+// published to its inbox go to the peer network, and peers may fetch its
+// identity and capabilities (pairing) through the broker.
 func startMQTT(ctx context.Context, a *agent.Agent, nw *peer.Network, t *mqtt.Transport) error {
 	if t == nil {
 		return nil
 	}
 	t.SetReceiver(nw.Receiver())
+	t.SetDocuments(func(ctx context.Context, path string) ([]byte, string, bool) {
+		var v any
+		switch path {
+		case peer.IdentityPath:
+			id := a.Identity()
+			v = &id
+		case wire.APIPrefix + "/capabilities":
+			c, err := a.GetCapabilities(ctx)
+			if err != nil {
+				return nil, "", false
+			}
+			v = c
+		default:
+			return nil, "", false
+		}
+		b, err := wire.JSON.Marshal(v)
+		return b, wire.ContentJSON, err == nil
+	})
 	id := a.Identity()
 	if err := t.Start(ctx, id.SystemID, id.AgentID); err != nil {
 		return err

@@ -39,6 +39,24 @@ const maxConcurrentRequests = 64
 // headerRetryAfter carries an answer's RetryAfter, in whole seconds.
 const headerRetryAfter = "Retry-After"
 
+// headerFetch, in a request frame, makes it a Fetch of the document at
+// that path (the agent's public identity and capabilities), answered by
+// the transport itself.
+const headerFetch = "X-Synapse-Fetch"
+
+// Documents returns the public document at an API path (the identity,
+// the capabilities), as GET on the HTTP API would; ok is false for any
+// other path.
+type Documents func(ctx context.Context, path string) (body []byte, contentType string, ok bool)
+
+// SetDocuments makes the transport answer Fetch requests from peers
+// (pairing reads the identity document) with d. Call it before Start.
+func (t *Transport) SetDocuments(d Documents) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.docs = d
+}
+
 // SetReceiver makes the transport take envelopes published to this
 // agent's inbox and hand them to r (the peer network's Receiver). Call it
 // before Start; without it envelopes are answered 503 agent_not_ready.
@@ -51,30 +69,53 @@ func (t *Transport) SetReceiver(r transport.Receiver) {
 // PeerAgent is the agent_id a peer endpoint (mqtt://[broker]/{agent_id})
 // names.
 func PeerAgent(endpoint string) (string, error) {
-	u, err := url.Parse(endpoint)
+	id, rest, err := peerPath(endpoint)
+	if err == nil && rest != "" {
+		err = fmt.Errorf("mqtt: endpoint %q has a path after the agent_id", endpoint)
+	}
+	return id, err
+}
+
+// peerPath splits mqtt://[broker]/{agent_id}[/path] into the agent_id and
+// the path (a Fetch's document).
+func peerPath(to string) (id, path string, err error) {
+	u, err := url.Parse(to)
 	if err != nil || (u.Scheme != "mqtt" && u.Scheme != "mqtts") {
-		return "", fmt.Errorf("mqtt: %q is not an mqtt:// endpoint", endpoint)
+		return "", "", fmt.Errorf("mqtt: %q is not an mqtt:// endpoint", to)
 	}
-	id := strings.TrimPrefix(u.Path, "/")
+	id, path, _ = strings.Cut(strings.TrimPrefix(u.Path, "/"), "/")
 	if !validLevel(id) || u.RawQuery != "" {
-		return "", fmt.Errorf("mqtt: endpoint %q names no agent (want mqtt://[broker]/AGENT_ID)", endpoint)
+		return "", "", fmt.Errorf("mqtt: endpoint %q names no agent (want mqtt://[broker]/AGENT_ID)", to)
 	}
-	return id, nil
+	if path != "" {
+		path = "/" + path
+	}
+	return id, path, nil
 }
 
 // request sends m in a request frame to the inbox of the agent its
 // destination names and waits for the answer.
 func (t *Transport) request(ctx context.Context, c *Client, m *transport.Message) transport.Outcome {
-	peerID, err := PeerAgent(m.To)
+	peerID, path, err := peerPath(m.To)
 	if err != nil {
 		return transport.Refused(err)
+	}
+	header := m.Header
+	switch {
+	case m.Kind == transport.Fetch:
+		if path == "" || len(path) > maxHeaderValue {
+			return transport.Refused(fmt.Errorf("mqtt: fetch of %q names no document", m.To))
+		}
+		header = map[string]string{headerFetch: path}
+	case path != "":
+		return transport.Refused(fmt.Errorf("mqtt: endpoint %q has a path after the agent_id", m.To))
 	}
 	topic, err := t.topics().Inbox(peerID)
 	if err != nil {
 		return transport.Refused(err)
 	}
 	id := newFrameID()
-	raw, err := appendFrame(nil, &frame{typ: frameRequest, id: id, from: t.agent, ctype: m.ContentType, header: m.Header, body: m.Body})
+	raw, err := appendFrame(nil, &frame{typ: frameRequest, id: id, from: t.agent, ctype: m.ContentType, header: header, body: m.Body})
 	if err != nil {
 		return transport.Refused(err)
 	}
@@ -171,10 +212,12 @@ func (t *Transport) answer(topic string, f *frame) {
 	ctx, cancel := context.WithTimeout(t.bg, receiveTimeout)
 	defer cancel()
 	t.mu.Lock()
-	r := t.receiver
+	r, docs := t.receiver, t.docs
 	t.mu.Unlock()
 	var a transport.Answer
-	if r == nil {
+	if path, ok := f.header[headerFetch]; ok {
+		a = fetchAnswer(ctx, docs, path)
+	} else if r == nil {
 		e := wire.Errorf(wire.CodeAgentNotReady, "this agent takes no envelopes over MQTT")
 		a = transport.Answer{Status: e.Status(), Error: e, ContentType: wire.ContentJSON}
 		a.Body, _ = wire.JSON.Marshal(wire.ErrorBody{Error: e})
@@ -209,4 +252,17 @@ func (t *Transport) answer(topic string, f *frame) {
 	if err := t.c.Publish(ctx, to, out, false); err != nil && !errors.Is(err, ErrClosed) {
 		t.log.Warn("mqtt: an answer did not reach the broker; the requester will send again", "to", f.from, "err", err)
 	}
+}
+
+// fetchAnswer answers a Fetch from the public documents.
+func fetchAnswer(ctx context.Context, docs Documents, path string) transport.Answer {
+	if docs != nil {
+		if b, ct, ok := docs(ctx, path); ok {
+			return transport.Answer{Status: 200, Body: b, ContentType: ct}
+		}
+	}
+	e := wire.Errorf(wire.CodeNotFound, "no document %s here", path)
+	a := transport.Answer{Status: e.Status(), Error: e, ContentType: wire.ContentJSON}
+	a.Body, _ = wire.JSON.Marshal(wire.ErrorBody{Error: e})
+	return a
 }

@@ -69,11 +69,28 @@ func TestEnvelopeOverBroker(t *testing.T) {
 		t.Fatal(err)
 	}
 	bt.SetReceiver(app)
+	bt.SetDocuments(func(_ context.Context, path string) ([]byte, string, bool) {
+		return []byte(`{"agent_id":"agent-b"}`), wire.ContentJSON, path == "/api/v1/synapse/identity"
+	})
 	if err := bt.Start(context.Background(), "s", "agent-b"); err != nil {
 		t.Fatal(err)
 	}
 	defer bt.Close(context.Background())
 	waitUp(t, a.Client(), bt.Client())
+
+	t.Run("fetch a document", func(t *testing.T) {
+		o := send(t, a, &transport.Message{Kind: transport.Fetch, To: "mqtt:///agent-b/api/v1/synapse/identity"}, 10*time.Second)
+		if !o.Delivered() || string(o.Reply) != `{"agent_id":"agent-b"}` {
+			t.Fatalf("identity: %v %q %v", o.Class, o.Reply, o.Err)
+		}
+		o = send(t, a, &transport.Message{Kind: transport.Fetch, To: "mqtt:///agent-b/api/v1/synapse/tasks"}, 10*time.Second)
+		if o.Class != transport.Permanent || o.Status != 404 {
+			t.Fatalf("another path: %v %d %v, want Permanent 404", o.Class, o.Status, o.Err)
+		}
+		if n := len(app.headers); n != 0 {
+			t.Fatalf("a fetch reached the receiver (%d)", n)
+		}
+	})
 
 	o := send(t, a, envelope("mqtt:///agent-b", "m1"), 10*time.Second)
 	if !o.Delivered() || o.Status != 202 || !strings.Contains(string(o.Reply), `"m1"`) {

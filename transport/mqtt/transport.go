@@ -33,6 +33,7 @@ type Transport struct {
 	system   string
 	agent    string
 	receiver transport.Receiver
+	docs     Documents
 	closed   bool
 
 	pmu     sync.Mutex
@@ -153,7 +154,7 @@ func (t *Transport) Send(ctx context.Context, m *transport.Message) transport.Ou
 		return transport.Unreachable(err)
 	}
 	switch m.Kind {
-	case transport.Envelope:
+	case transport.Envelope, transport.Fetch:
 		return t.request(ctx, c, m)
 	case transport.Batch:
 		source := m.Header[transport.HeaderSourceAgent]
