@@ -28,6 +28,10 @@ type MQTTConfig struct {
 	TopicPrefix string `json:"topic_prefix,omitempty"`
 	// KeepAliveSeconds is the MQTT keep-alive; default 30.
 	KeepAliveSeconds int `json:"keepalive_seconds,omitempty"`
+	// AnswerTimeoutMS bounds the wait for a peer's answer to an envelope
+	// sent through the broker; without one the envelope is sent again
+	// later. Default 10000.
+	AnswerTimeoutMS int `json:"answer_timeout_ms,omitempty"`
 	// MaxReconnectMS caps the back-off between connection attempts;
 	// default 30000.
 	MaxReconnectMS int `json:"max_reconnect_ms,omitempty"`
@@ -68,6 +72,9 @@ func (c *Config) validateMQTT(bad func(field, format string, args ...any)) {
 	}
 	if m.KeepAliveSeconds < 0 || m.KeepAliveSeconds > 65535 {
 		bad("mqtt.keepalive_seconds", "%d is outside 0..65535", m.KeepAliveSeconds)
+	}
+	if m.AnswerTimeoutMS < 0 {
+		bad("mqtt.answer_timeout_ms", "must not be negative")
 	}
 	if m.MaxReconnectMS < 0 {
 		bad("mqtt.max_reconnect_ms", "must not be negative")

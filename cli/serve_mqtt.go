@@ -24,7 +24,7 @@ func addMQTT(a *agent.Agent, cfg agent.Config, log *slog.Logger) (*mqtt.Transpor
 	}
 	t, err := mqtt.NewTransport(mqtt.Options{URL: m.URL, ClientID: m.ClientID, Username: m.Username, Password: m.Password,
 		CAFile: m.CAFile, CertFile: m.CertFile, KeyFile: m.KeyFile, TopicPrefix: m.TopicPrefix,
-		KeepAlive: time.Duration(m.KeepAliveSeconds) * time.Second, MaxReconnectInterval: time.Duration(m.MaxReconnectMS) * time.Millisecond,
+		KeepAlive: time.Duration(m.KeepAliveSeconds) * time.Second, AnswerTimeout: time.Duration(m.AnswerTimeoutMS) * time.Millisecond, MaxReconnectInterval: time.Duration(m.MaxReconnectMS) * time.Millisecond,
 		Logger: log.With("component", "mqtt")})
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
@@ -37,7 +37,8 @@ func addMQTT(a *agent.Agent, cfg agent.Config, log *slog.Logger) (*mqtt.Transpor
 
 // startMQTT connects t (nil: nothing) as the opened agent; envelopes
 // published to its inbox go to the peer network, and peers may fetch its
-// identity and capabilities (pairing) through the broker.
+// identity, capabilities and interfaces (pairing, the peer's task
+// types) through the broker.
 func startMQTT(ctx context.Context, a *agent.Agent, nw *peer.Network, t *mqtt.Transport) error {
 	if t == nil {
 		return nil
@@ -55,6 +56,8 @@ func startMQTT(ctx context.Context, a *agent.Agent, nw *peer.Network, t *mqtt.Tr
 				return nil, "", false
 			}
 			v = c
+		case agent.InterfacesPath:
+			v = a.Interfaces()
 		default:
 			return nil, "", false
 		}

@@ -127,8 +127,9 @@ func decodePublicKey(s string) (ed25519.PublicKey, error) {
 	return ed25519.PublicKey(b), nil
 }
 
-// checkEndpoint accepts an absolute http or https base URL without query
-// or fragment and returns it without a trailing slash.
+// checkEndpoint accepts an absolute http or https base URL, or an agent
+// on the MQTT broker (mqtt://[broker]/AGENT_ID), without query or fragment,
+// and returns it without a trailing slash.
 func checkEndpoint(raw string) (string, error) {
 	bad := func(why string) error {
 		return wire.Errorf(wire.CodeInvalidParams, "endpoint %q %s", raw, why).With("field", "endpoint")
@@ -143,8 +144,16 @@ func checkEndpoint(raw string) (string, error) {
 	switch {
 	case err != nil:
 		return "", bad("is not a URL")
+	case u.Scheme == "mqtt" || u.Scheme == "mqtts":
+		// An agent on the MQTT broker (transport/mqtt): mqtt://[broker]/AGENT_ID.
+		if id := strings.Trim(u.Path, "/"); id == "" || strings.Contains(id, "/") {
+			return "", bad("must name the agent: mqtt://[broker]/AGENT_ID")
+		}
+		if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+			return "", bad("must not have a query, fragment or user info")
+		}
 	case u.Scheme != "http" && u.Scheme != "https":
-		return "", bad("must be an http:// or https:// URL")
+		return "", bad("must be an http://, https:// or mqtt:// URL")
 	case u.Host == "":
 		return "", bad("has no host")
 	case u.RawQuery != "" || u.Fragment != "" || u.User != nil:

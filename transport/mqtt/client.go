@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,6 +29,7 @@ type Client struct {
 
 	mu   sync.Mutex
 	up   chan struct{} // closed while connected; replaced when the link drops
+	down chan struct{} // closed when the current link drops; replaced on connect
 	subs map[string]Handler
 
 	stop      chan struct{}
@@ -57,7 +59,9 @@ func New(o Options) (*Client, error) {
 		return nil, err
 	}
 	dial, useTLS, _ := brokerAddr(o.URL)
-	c := &Client{opts: o, log: o.Logger, up: make(chan struct{}), subs: map[string]Handler{},
+	down := make(chan struct{})
+	close(down) // not connected yet
+	c := &Client{opts: o, log: o.Logger, up: make(chan struct{}), down: down, subs: map[string]Handler{},
 		stop: make(chan struct{}), done: make(chan struct{})}
 	po := paho.NewClientOptions().
 		AddBroker(dial).
@@ -77,6 +81,7 @@ func New(o Options) (*Client, error) {
 		SetOrderMatters(true).
 		SetAutoAckDisabled(true).
 		SetStore(newCopyStore()).
+		SetDefaultPublishHandler(c.dispatch).
 		SetOnConnectHandler(c.onConnect).
 		SetConnectionLostHandler(c.onLost)
 	if useTLS {
@@ -152,6 +157,7 @@ func (c *Client) onConnect(pc paho.Client) {
 	case <-c.up:
 	default:
 		close(c.up)
+		c.down = make(chan struct{})
 	}
 	c.mu.Unlock()
 	c.log.Info("mqtt: connected", "url", c.opts.URL, "client_id", c.opts.ClientID)
@@ -163,10 +169,49 @@ func (c *Client) onLost(_ paho.Client, err error) {
 	select {
 	case <-c.up:
 		c.up = make(chan struct{})
+		close(c.down)
 	default:
 	}
 	c.mu.Unlock()
 	c.log.Warn("mqtt: connection lost; reconnecting", "err", err)
+}
+
+// dispatch takes a message the library has no route for yet: one the
+// broker delivers from a resumed session right after the connection,
+// before this connection's subscriptions are made again.
+func (c *Client) dispatch(_ paho.Client, m paho.Message) {
+	c.mu.Lock()
+	var h Handler
+	for f, fh := range c.subs {
+		if matchTopic(f, m.Topic()) {
+			h = fh
+			break
+		}
+	}
+	c.mu.Unlock()
+	if h != nil {
+		h(m.Topic(), m.Payload())
+	}
+	m.Ack()
+}
+
+// matchTopic reports whether topic matches the subscription filter
+// (MQTT 3.1.1 §4.7: '+' one level, '#' the rest).
+func matchTopic(filter, topic string) bool {
+	for {
+		f, frest, fmore := strings.Cut(filter, "/")
+		if f == "#" {
+			return true
+		}
+		t, trest, tmore := strings.Cut(topic, "/")
+		if f != "+" && f != t {
+			return false
+		}
+		if !fmore || !tmore {
+			return fmore == tmore || (!tmore && frest == "#")
+		}
+		filter, topic = frest, trest
+	}
 }
 
 func wrap(h Handler) paho.MessageHandler {
@@ -181,6 +226,14 @@ func (c *Client) Up() <-chan struct{} {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.up
+}
+
+// Down returns a channel that is closed when the current connection drops
+// (at once when there is none).
+func (c *Client) Down() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.down
 }
 
 // WaitUp waits until the client is connected, ctx is done or the client

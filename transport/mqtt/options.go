@@ -36,6 +36,11 @@ type Options struct {
 	// MaxReconnectInterval caps the back-off between connection attempts
 	// (default 30 s); it starts at 1 s and doubles, with jitter.
 	MaxReconnectInterval time.Duration
+	// AnswerTimeout bounds the wait for a peer's answer to an envelope
+	// (default 10 s): a request or answer lost on the way (the peer had
+	// no session at the broker, the broker restarted) is sent again after
+	// it, by the outbox.
+	AnswerTimeout time.Duration
 	// Logger gets the connection's changes (default: discard).
 	Logger *slog.Logger
 }
@@ -55,6 +60,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.KeepAlive <= 0 {
 		o.KeepAlive = 30 * time.Second
+	}
+	if o.AnswerTimeout <= 0 {
+		o.AnswerTimeout = 10 * time.Second
 	}
 	if o.MaxReconnectInterval <= 0 {
 		o.MaxReconnectInterval = 30 * time.Second

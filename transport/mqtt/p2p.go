@@ -128,10 +128,21 @@ func (t *Transport) request(ctx context.Context, c *Client, m *transport.Message
 		delete(t.pending, id)
 		t.pmu.Unlock()
 	}()
+	if err := c.WaitUp(ctx); err != nil {
+		return transport.Unreachable(err)
+	}
+	// A link that drops before the answer may have lost the request or
+	// the answer (a broker restarted without persistence loses both):
+	// the outbox sends again at once rather than after ctx's timeout.
+	down := c.Down()
 	if err := c.Publish(ctx, topic, raw, false); err != nil {
 		return transport.Unreachable(err)
 	}
+	answerTimer := time.NewTimer(t.opts.AnswerTimeout)
+	defer answerTimer.Stop()
 	select {
+	case <-down:
+		return transport.Unreachable(fmt.Errorf("the link to the broker dropped before %s answered", peerID))
 	case f := <-ch:
 		a := transport.Answer{Status: f.status, Body: f.body, ContentType: f.ctype, Header: f.header,
 			Error: transport.DecodeError(f.body, f.ctype)}
@@ -143,6 +154,8 @@ func (t *Transport) request(ctx context.Context, c *Client, m *transport.Message
 			o.Reply, o.Truncated = o.Reply[:max], true
 		}
 		return o
+	case <-answerTimer.C:
+		return transport.Unreachable(fmt.Errorf("no answer from %s within %s (the broker took the message; it is not delivered until %s answers)", peerID, t.opts.AnswerTimeout, peerID))
 	case <-ctx.Done():
 		return transport.Unreachable(fmt.Errorf("no answer from %s (the broker took the message; it is not delivered until %s answers)", peerID, peerID))
 	case <-t.stop:
