@@ -93,13 +93,10 @@ func (cm *Manager) Negotiate(ctx context.Context, peerID string, req negotiate.R
 // HTTP statuses of answers, as transport.Outcome reports them on any
 // wire.
 const (
-	statusOK                   = 200
-	statusUnauthorized         = 401
-	statusNotFound             = 404
-	statusRequestTimeout       = 408
-	statusGone                 = 410
-	statusPreconditionRequired = 428
-	statusTooManyRequests      = 429
+	statusOK              = 200
+	statusUnauthorized    = 401
+	statusRequestTimeout  = 408
+	statusTooManyRequests = 429
 )
 
 // request is one attempt: a fresh signed negotiate_request, and the peer's
@@ -224,17 +221,12 @@ func peerNegotiates(err error) bool {
 }
 
 // RefusesContract reports whether a peer's answer to a message refuses
-// its contract reference (or its absence): TP-NEG010 (428), TP-NEG011
-// (404) or TP-NEG012 (410). The sender then records the contract as
-// revoked by the peer, calls Ensure with it as stale and sends the message
-// again.
+// its contract reference (or its absence): a Negotiable outcome whose
+// TPError is TP-NEG010 (428), TP-NEG011 (404) or TP-NEG012 (410). The
+// sender then records the contract as revoked by the peer, calls Ensure
+// with it as stale and sends the message again.
 func RefusesContract(o transport.Outcome) bool {
-	switch o.Status {
-	case statusPreconditionRequired, statusNotFound, statusGone:
-	default:
-		return false
-	}
-	if o.Error == nil {
+	if o.Class != transport.Negotiable || o.Error == nil {
 		return false
 	}
 	switch o.Error.Code {

@@ -97,9 +97,10 @@ func Refused(err error) Outcome {
 //
 //   - 2xx: Delivered (a TP-ID004 duplicate is answered 200: it was
 //     delivered before).
-//   - A TPError of class Negotiable (wire's registry; not read from a
-//     Callback's answer, whose receiver need not be an agent):
-//     Negotiable.
+//   - A 4xx with a TPError of class Negotiable (wire's registry; not
+//     read from a Callback's answer, whose receiver need not be an
+//     agent): Negotiable. (A 5xx is the destination's failure, whatever
+//     its body says.)
 //   - 410 Gone: Permanent.
 //   - 401, 502, 503, 504: Retry, Unreached (401: the peer may not have
 //     paired this agent yet).
@@ -126,7 +127,7 @@ func Classify(k Kind, a Answer) Outcome {
 	o.Error = tp
 	o.Class = Retry
 	switch {
-	case tp != nil && tp.Class() == wire.Negotiable:
+	case tp != nil && tp.Class() == wire.Negotiable && a.Status/100 == 4:
 		o.Class = Negotiable
 	case a.Status == 410:
 		o.Class = Permanent

@@ -47,6 +47,7 @@ func TestClassify(t *testing.T) {
 		{"400 batch html", transport.Batch, transport.Answer{Status: 400, Body: []byte("<html>")}, transport.Permanent, false},
 		{"413 batch", transport.Batch, transport.Answer{Status: 413}, transport.Permanent, false},
 		{"403 batch permission", transport.Batch, transport.Answer{Status: 403, Error: tperr(wire.CodePermissionDenied)}, transport.Retry, false},
+		{"500 negotiable", transport.Envelope, transport.Answer{Status: 500, Error: tperr(wire.CodeNegContractExpired)}, transport.Retry, false},
 		{"500 terminal", transport.Envelope, transport.Answer{Status: 500, Error: tperr(wire.CodeExecutionFailed)}, transport.Retry, false},
 		{"301", transport.Envelope, transport.Answer{Status: 301}, transport.Retry, false},
 	}
