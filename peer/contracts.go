@@ -89,6 +89,9 @@ func (n *Network) sendUnderContract(ctx context.Context, p *peer, msgType, id, c
 
 // sendUnder signs the message under c (nil: none) and posts it.
 func (n *Network) sendUnder(ctx context.Context, p *peer, c *negotiate.Contract, msgType, id, corr string, pl wire.RawPayload, s Sequence) (transport.Outcome, *deliveryError) {
+	if to, ok := n.a2aDestination(c, msgType); ok {
+		return n.sendA2A(ctx, to, p.rec.AgentID, msgType, id, corr, pl, s) // a2a.go
+	}
 	m, err := n.contracts.Envelope(c, msgType, p.rec.AgentID, id, corr, pl)
 	if err != nil {
 		return transport.Outcome{}, &deliveryError{err: err, permanent: true}

@@ -1,0 +1,54 @@
+package peer
+
+import (
+	"context"
+
+	"github.com/synapse-edge/synapse/negotiate"
+	"github.com/synapse-edge/synapse/transport"
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// A contract that selects a2a_jsonrpc moves a delegated task's messages to
+// the peer onto A2A: the requester's side of a task (its request, a
+// cancel, the information a task waits for, the ack of its outcome) is
+// sent, signed but not sealed, to "a2a+" + the contract's endpoint, the
+// wire that package transport/a2aclient serves (the command registers it
+// on the agent's transport). That wire turns each into an A2A call and
+// brings the peer's task states back through agent.ReportFromPeer. Other
+// messages go as envelopes, as under any contract; so does everything
+// when the endpoint is this agent's own (the contract a peer negotiated
+// with this agent: it is the A2A server of that contract).
+
+// a2aCarried are the messages sent over A2A under an a2a_jsonrpc
+// contract.
+var a2aCarried = map[string]bool{
+	wire.MsgTaskRequest: true, wire.MsgTaskCancel: true, wire.MsgTaskInfoProvided: true, wire.MsgTaskAck: true,
+}
+
+// a2aDestination is where a message of msgType goes under c, when c sends
+// it over A2A.
+func (n *Network) a2aDestination(c *negotiate.Contract, msgType string) (string, bool) {
+	return a2aDestination(c, msgType, n.self().Endpoint)
+}
+
+// a2aDestination is the method for an agent whose endpoint is self.
+func a2aDestination(c *negotiate.Contract, msgType, self string) (string, bool) {
+	if c == nil || c.TransportMethod.Protocol != negotiate.A2AJSONRPC || !a2aCarried[msgType] {
+		return "", false
+	}
+	ep := c.TransportMethod.Endpoint
+	if ep == "" || ep == negotiate.EndpointFor(negotiate.A2AJSONRPC, self) {
+		return "", false
+	}
+	return "a2a+" + ep, true
+}
+
+// sendA2A sends an outbox message to the A2A destination to: signed, not
+// sealed (A2A carries no contract encryption).
+func (n *Network) sendA2A(ctx context.Context, to, peerID, msgType, id, corr string, pl wire.RawPayload, s Sequence) (transport.Outcome, *deliveryError) {
+	m, err := n.envelope(msgType, peerID, id, corr, pl)
+	if err != nil {
+		return transport.Outcome{}, &deliveryError{err: err, permanent: true}
+	}
+	return n.sendEnvelopeSeq(ctx, to, m, s), nil
+}
