@@ -10,6 +10,10 @@ import (
 	"github.com/synapse-edge/synapse/wire"
 )
 
+// The built-in natural_language task type. It belongs to the engine (a
+// handler like those of builtin.go); contract negotiation is package
+// contracts'.
+
 // NaturalLanguageType is the task type of tier-3 natural language (seed
 // 002 §8.2.4): payload {"text": "..."}, result {"text": "...",
 // "answered_by": "llm" | the person's user id}. With an LLM backend the
@@ -20,8 +24,9 @@ const NaturalLanguageType = "natural_language"
 // maxNaturalText bounds the text of one tier-3 request.
 const maxNaturalText = 64 << 10
 
-// LLMClient is the configured LLM backend (negotiation tier 3 and the
-// natural_language handler), nil when there is none.
+// LLMClient is the configured LLM backend (negotiation.llm: the tier-2
+// session mappings package contracts asks it for, and the natural_language
+// handler below), nil when there is none.
 func (a *Agent) LLMClient() *negotiate.LLM {
 	l := a.cfg.Negotiation.LLM
 	if l == nil {
