@@ -16,6 +16,7 @@ import (
 
 	"github.com/synapse-edge/synapse/client"
 	"github.com/synapse-edge/synapse/group"
+	"github.com/synapse-edge/synapse/wire"
 )
 
 func groupVerbs() []*verb {
@@ -27,7 +28,7 @@ func groupVerbs() []*verb {
 // /api/v1/synapse) and decodes a 2xx answer into out; other answers are
 // *client.APIError. It returns the status.
 func (s *session) api(ctx context.Context, method, route string, query url.Values, body, out any) (int, error) {
-	u := s.g.agent + client.APIPrefix + route
+	u := s.g.agent + wire.APIPrefix + route
 	if len(query) > 0 {
 		u += "?" + query.Encode()
 	}

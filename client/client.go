@@ -31,9 +31,6 @@ import (
 	"github.com/synapse-edge/synapse/wire"
 )
 
-// APIPrefix is the path prefix of every agent route, [wire.APIPrefix].
-const APIPrefix = wire.APIPrefix
-
 // MaxResponseSize bounds a JSON answer the client reads (a task result can
 // be large, but not unbounded).
 const MaxResponseSize = 64 << 20
@@ -103,10 +100,10 @@ func New(baseURL, token string, opts ...Option) *Client {
 // BaseURL returns the agent address the client was made for.
 func (c *Client) BaseURL() string { return c.base }
 
-// newRequest builds a request for route (below APIPrefix) with a JSON body
+// newRequest builds a request for route (below wire.APIPrefix) with a JSON body
 // when body is not nil.
 func (c *Client) newRequest(ctx context.Context, method, route string, query url.Values, body any) (*http.Request, error) {
-	u := c.base + APIPrefix + route
+	u := c.base + wire.APIPrefix + route
 	if len(query) > 0 {
 		u += "?" + query.Encode()
 	}

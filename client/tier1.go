@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/fasthttp/websocket"
+
+	"github.com/synapse-edge/synapse/wire"
 )
 
 // Tier1Field is one positional field of a tier-1 routine.
@@ -173,7 +175,7 @@ var ErrTier1StreamText = errors.New("client: text message on the tier-1 stream")
 // DialTier1Stream opens the tier-1 WebSocket (scope tier1:write). A refused
 // handshake is an *APIError.
 func (c *Client) DialTier1Stream(ctx context.Context) (*Tier1Stream, error) {
-	u, err := url.Parse(c.base + APIPrefix + "/tier1/stream")
+	u, err := url.Parse(c.base + wire.APIPrefix + "/tier1/stream")
 	if err != nil {
 		return nil, fmt.Errorf("tier-1 stream: %w", err)
 	}

@@ -27,7 +27,6 @@ import (
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/group"
 	"github.com/synapse-edge/synapse/grpcapi"
-	"github.com/synapse-edge/synapse/httpapi"
 	"github.com/synapse-edge/synapse/internal/testutil/peernode"
 	"github.com/synapse-edge/synapse/peer"
 	pb "github.com/synapse-edge/synapse/proto"
@@ -150,7 +149,7 @@ func (r restReply) errorCode(t *testing.T) wire.ErrorCode {
 // rest calls the REST API under /api/v1/synapse with tok ("" for none).
 func (n *node) rest(t *testing.T, method, path, tok string, body []byte) restReply {
 	t.Helper()
-	req, err := http.NewRequest(method, n.base+httpapi.Prefix+path, bytes.NewReader(body))
+	req, err := http.NewRequest(method, n.base+wire.APIPrefix+path, bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}

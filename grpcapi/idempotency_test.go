@@ -11,7 +11,6 @@ import (
 
 	"google.golang.org/grpc/codes"
 
-	"github.com/synapse-edge/synapse/httpapi"
 	pb "github.com/synapse-edge/synapse/proto"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -34,7 +33,7 @@ func TestIdempotencyInFlight(t *testing.T) {
 	}
 	first := make(chan result, 1)
 	go func() {
-		req, err := http.NewRequest("POST", n.base+httpapi.Prefix+"/task?wait=30", bytes.NewReader([]byte(`{"task_type":"sleep","payload":{"ms":60000}}`)))
+		req, err := http.NewRequest("POST", n.base+wire.APIPrefix+"/task?wait=30", bytes.NewReader([]byte(`{"task_type":"sleep","payload":{"ms":60000}}`)))
 		if err != nil {
 			first <- result{err: err}
 			return

@@ -71,7 +71,7 @@ func (s *Server) agentCard(ctx *fasthttp.RequestCtx) error {
 		SupportedInterfaces: []cardInterface{
 			{URL: rpc, ProtocolBinding: "JSONRPC", ProtocolVersion: "1.0"},
 			{URL: rpc, ProtocolBinding: "JSONRPC", ProtocolVersion: "0.3"},
-			{URL: base + Prefix, ProtocolBinding: "SYNAPSE", ProtocolVersion: "1"},
+			{URL: base + wire.APIPrefix, ProtocolBinding: "SYNAPSE", ProtocolVersion: "1"},
 		},
 		Version:      s.version,
 		Capabilities: map[string]any{"streaming": true, "pushNotifications": true},

@@ -109,7 +109,7 @@ type benchDone struct {
 // roundTrip submits one echo task with ?wait=10 and checks that the answer
 // is 200 with the task completed.
 func (s *benchServer) roundTrip(codec wire.Codec, body []byte) error {
-	req, err := http.NewRequest(http.MethodPost, s.base+httpapi.Prefix+"/task?wait=10", bytes.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, s.base+wire.APIPrefix+"/task?wait=10", bytes.NewReader(body))
 	if err != nil {
 		return err
 	}

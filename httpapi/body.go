@@ -96,10 +96,10 @@ func (b *budget) inUse() int64 {
 func (s *Server) bodyLimit(path string) int {
 	cfg := s.a.Config()
 	switch path {
-	case Prefix + "/task/multipart":
+	case wire.APIPrefix + "/task/multipart":
 		return int(cfg.MaxFileSize) + 1<<20
 	}
-	if len(path) > len(Prefix)+7 && path[:len(Prefix)+7] == Prefix+"/tier1/" {
+	if len(path) > len(wire.APIPrefix)+7 && path[:len(wire.APIPrefix)+7] == wire.APIPrefix+"/tier1/" {
 		return cfg.Tier1.MaxBatchBytes
 	}
 	return cfg.HTTP.MaxBodyBytes
@@ -202,7 +202,7 @@ func (s *Server) routeScope(path, method string) string {
 	if path == a2aPath {
 		return agent.ScopeTasksRead
 	}
-	rest, ok := strings.CutPrefix(path, Prefix+"/")
+	rest, ok := strings.CutPrefix(path, wire.APIPrefix+"/")
 	if !ok {
 		return ""
 	}

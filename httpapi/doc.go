@@ -13,7 +13,7 @@
 // Idempotent-Replayed: true), task pages (agent.TaskPage), tier-1 frame
 // queries with their opaque page tokens (tier1.Ingestor.Frames). Only the
 // admin routes that are about the database file (backup, check) use the
-// store directly. Every route is under [Prefix], which is [wire.APIPrefix].
+// store directly. Every route is under [wire.APIPrefix].
 //
 // # Requests and answers
 //

@@ -141,7 +141,7 @@ func (s *Server) createGroup(ctx *fasthttp.RequestCtx, p agent.Principal, _ []st
 		if err != nil {
 			return 0, nil, err
 		}
-		ctx.Response.Header.Set(fasthttp.HeaderLocation, Prefix+"/group/"+url.PathEscape(g.GroupID))
+		ctx.Response.Header.Set(fasthttp.HeaderLocation, wire.APIPrefix+"/group/"+url.PathEscape(g.GroupID))
 		return fasthttp.StatusCreated, g, nil
 	})
 }
@@ -326,7 +326,7 @@ func (s *Server) openVote(ctx *fasthttp.RequestCtx, p agent.Principal, args []st
 	return s.idempotent(ctx, p, func() (int, any, error) {
 		v, opened, err := gm.OpenVote(ctx, a[0], req)
 		if err == nil {
-			ctx.Response.Header.Set(fasthttp.HeaderLocation, Prefix+"/group/"+url.PathEscape(a[0])+"/vote/"+url.PathEscape(v.VoteID))
+			ctx.Response.Header.Set(fasthttp.HeaderLocation, wire.APIPrefix+"/group/"+url.PathEscape(a[0])+"/vote/"+url.PathEscape(v.VoteID))
 		}
 		return created(opened), v, err
 	})
@@ -393,7 +393,7 @@ func (s *Server) groupTask(ctx *fasthttp.RequestCtx, p agent.Principal, args []s
 		if err != nil {
 			return 0, nil, err
 		}
-		ctx.Response.Header.Set(fasthttp.HeaderLocation, Prefix+"/group/"+url.PathEscape(a[0])+"/task/"+url.PathEscape(t.TaskID))
+		ctx.Response.Header.Set(fasthttp.HeaderLocation, wire.APIPrefix+"/group/"+url.PathEscape(a[0])+"/task/"+url.PathEscape(t.TaskID))
 		if !started {
 			return fasthttp.StatusAccepted, t, nil
 		}

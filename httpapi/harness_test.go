@@ -217,7 +217,7 @@ func (ts *testServer) do(t *testing.T, method, path string, body []byte, opts ..
 	return r
 }
 
-func api(path string) string { return httpapi.Prefix + path }
+func api(path string) string { return wire.APIPrefix + path }
 
 // object decodes a JSON object answer.
 func (r *reply) object(t *testing.T) map[string]any {

@@ -57,7 +57,7 @@ func writeAnswer(ctx *fasthttp.RequestCtx, ans *agent.IdemAnswer, replayed bool)
 	if replayed {
 		ctx.Response.Header.Set("Idempotent-Replayed", "true")
 		if ans.TaskID != "" {
-			ctx.Response.Header.Set(fasthttp.HeaderLocation, Prefix+"/task/"+ans.TaskID)
+			ctx.Response.Header.Set(fasthttp.HeaderLocation, wire.APIPrefix+"/task/"+ans.TaskID)
 		}
 	}
 	writeRaw(ctx, ans.Status, ans.ContentType, ans.Body)

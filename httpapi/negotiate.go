@@ -86,7 +86,7 @@ func (s *Server) negotiate(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []stri
 	if err != nil {
 		return err
 	}
-	ctx.Response.Header.Set(fasthttp.HeaderLocation, Prefix+"/contracts/"+url.PathEscape(ci.Contract.ContractID))
+	ctx.Response.Header.Set(fasthttp.HeaderLocation, wire.APIPrefix+"/contracts/"+url.PathEscape(ci.Contract.ContractID))
 	write(ctx, fasthttp.StatusCreated, ci)
 	return nil
 }

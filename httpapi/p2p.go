@@ -142,7 +142,7 @@ func (s *Server) addPeer(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string
 	status := fasthttp.StatusOK
 	if created {
 		status = fasthttp.StatusCreated
-		ctx.Response.Header.Set(fasthttp.HeaderLocation, Prefix+"/agents/"+url.PathEscape(p.AgentID))
+		ctx.Response.Header.Set(fasthttp.HeaderLocation, wire.APIPrefix+"/agents/"+url.PathEscape(p.AgentID))
 	}
 	write(ctx, status, p)
 	return nil

@@ -98,7 +98,7 @@ func (s *Server) messageStream(ctx *fasthttp.RequestCtx, p agent.Principal, _ []
 // handling it is answered like POST /message's: internal_error, and the
 // stream goes on.
 func (s *Server) wsAnswer(mt int, data []byte) (f wsFrame) {
-	defer s.recoverStream(Prefix+"/messages/stream", func() {
+	defer s.recoverStream(wire.APIPrefix+"/messages/stream", func() {
 		f = wsFrame{websocket.TextMessage, []byte(`{"error":{"code":"internal_error","message":"internal error","retriable":true}}`)}
 	})
 	msgpack := mt == websocket.BinaryMessage

@@ -6,6 +6,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/wire"
 )
 
 // Pair requests (peer/pairing.go): agents that paired this one and wait
@@ -25,7 +26,7 @@ func (s *Server) acceptPeer(ctx *fasthttp.RequestCtx, _ agent.Principal, args []
 	if err != nil {
 		return err
 	}
-	ctx.Response.Header.Set(fasthttp.HeaderLocation, Prefix+"/agents/"+url.PathEscape(p.AgentID))
+	ctx.Response.Header.Set(fasthttp.HeaderLocation, wire.APIPrefix+"/agents/"+url.PathEscape(p.AgentID))
 	write(ctx, fasthttp.StatusCreated, p)
 	return nil
 }

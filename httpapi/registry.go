@@ -33,7 +33,7 @@ func (s *Server) register(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []strin
 	status := fasthttp.StatusOK
 	if ans.Created {
 		status = fasthttp.StatusCreated
-		ctx.Response.Header.Set(fasthttp.HeaderLocation, Prefix+"/registry/agents/"+url.PathEscape(ans.AgentID))
+		ctx.Response.Header.Set(fasthttp.HeaderLocation, wire.APIPrefix+"/registry/agents/"+url.PathEscape(ans.AgentID))
 	}
 	write(ctx, status, ans)
 	return nil

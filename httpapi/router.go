@@ -85,7 +85,7 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) error {
 	if path == a2aPath || path == agentCardPath {
 		return s.a2aRoute(ctx, path)
 	}
-	rest, ok := strings.CutPrefix(path, Prefix+"/")
+	rest, ok := strings.CutPrefix(path, wire.APIPrefix+"/")
 	if !ok {
 		return wire.Errorf(wire.CodeNotFound, "no route %s", path)
 	}

@@ -20,9 +20,6 @@ import (
 	"github.com/synapse-edge/synapse/wire"
 )
 
-// Prefix is the path prefix of the Synapse REST API, [wire.APIPrefix].
-const Prefix = wire.APIPrefix
-
 // Server serves one agent.
 type Server struct {
 	a       *agent.Agent

@@ -71,7 +71,7 @@ func (s *Server) submitRequest(ctx *fasthttp.RequestCtx, p agent.Principal, req 
 	if wait > 0 && t.Status.Terminal() {
 		ctx.Response.Header.Set(fasthttp.HeaderETag, t.ETag())
 	} else {
-		ctx.Response.Header.Set(fasthttp.HeaderLocation, Prefix+"/task/"+t.ID)
+		ctx.Response.Header.Set(fasthttp.HeaderLocation, wire.APIPrefix+"/task/"+t.ID)
 	}
 	writeAnswer(ctx, ans, false)
 	return nil

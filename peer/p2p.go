@@ -56,7 +56,7 @@ const (
 )
 
 // MessagePath is the path of the inbound message endpoint.
-const MessagePath = "/api/v1/synapse/message"
+const MessagePath = wire.APIPrefix + "/message"
 
 // Network is the peer network of one agent: its peers, its outbox, the
 // inbound envelope pipeline and the registry client. Build it with New

@@ -23,8 +23,8 @@ import (
 
 // Paths of the peer documents read.
 const (
-	capabilitiesPath = "/api/v1/synapse/capabilities"
-	interfacesPath   = "/api/v1/synapse/capabilities/interfaces"
+	capabilitiesPath = wire.APIPrefix + "/capabilities"
+	interfacesPath   = wire.APIPrefix + "/capabilities/interfaces"
 	// maxCapsBytes bounds one document (task types carry JSON schemas).
 	maxCapsBytes = 1 << 20
 )

@@ -26,7 +26,7 @@ const (
 )
 
 // IdentityPath is the path of the public identity document.
-const IdentityPath = "/api/v1/synapse/identity"
+const IdentityPath = wire.APIPrefix + "/identity"
 
 // PeerInfo is a paired peer as the API shows it.
 type PeerInfo struct {

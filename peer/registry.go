@@ -38,7 +38,7 @@ import (
 // needs to run for entries to expire.
 
 // RegistryAgentsPath is the path registrations are posted to.
-const RegistryAgentsPath = "/api/v1/synapse/registry/agents"
+const RegistryAgentsPath = wire.APIPrefix + "/registry/agents"
 
 // Directory limits.
 const (

@@ -6,8 +6,8 @@ import (
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/hil"
-	"github.com/synapse-edge/synapse/httpapi"
 	"github.com/synapse-edge/synapse/internal/testutil/peernode"
+	"github.com/synapse-edge/synapse/wire"
 )
 
 // noKeepAlive leaves no idle connection that would hold a server open.
@@ -16,7 +16,7 @@ var noKeepAlive = &http.Client{Transport: &http.Transport{DisableKeepAlives: tru
 // health answers the status of GET /health at url, or 0 when nothing
 // answers.
 func health(url string) int {
-	resp, err := noKeepAlive.Get(url + httpapi.Prefix + "/health")
+	resp, err := noKeepAlive.Get(url + wire.APIPrefix + "/health")
 	if err != nil {
 		return 0
 	}
