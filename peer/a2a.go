@@ -17,7 +17,9 @@ import (
 // brings the peer's task states back through agent.ReportFromPeer. Other
 // messages go as envelopes, as under any contract; so does everything
 // when the endpoint is this agent's own (the contract a peer negotiated
-// with this agent: it is the A2A server of that contract).
+// with this agent: it is the A2A server of that contract), and under a
+// contract that seals payloads (level high, or private fields: A2A carries
+// no contract encryption, so they stay sealed envelopes).
 
 // a2aCarried are the messages sent over A2A under an a2a_jsonrpc
 // contract.
@@ -34,6 +36,12 @@ func (n *Network) a2aDestination(c *negotiate.Contract, msgType string) (string,
 // a2aDestination is the method for an agent whose endpoint is self.
 func a2aDestination(c *negotiate.Contract, msgType, self string) (string, bool) {
 	if c == nil || c.TransportMethod.Protocol != negotiate.A2AJSONRPC || !a2aCarried[msgType] {
+		return "", false
+	}
+	if c.SecurityLevel == negotiate.High || len(c.PrivateFields) > 0 {
+		// The contract seals payloads (contracts' seal), which A2A cannot
+		// carry: all of a task's messages stay envelopes, so that they
+		// reach the same place.
 		return "", false
 	}
 	ep := c.TransportMethod.Endpoint

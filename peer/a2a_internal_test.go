@@ -30,6 +30,12 @@ func TestA2ADestination(t *testing.T) {
 		{"heartbeat", a2aTo(peerA2A), wire.MsgHeartbeat, ""},
 		{"our own endpoint: the peer negotiated with us", a2aTo(self + "/a2a"), wire.MsgTaskRequest, ""},
 		{"no endpoint", a2aTo(""), wire.MsgTaskRequest, ""},
+		{"high level: sealed", func() *negotiate.Contract { c := a2aTo(peerA2A); c.SecurityLevel = negotiate.High; return c }(), wire.MsgTaskCancel, ""},
+		{"private fields: sealed", func() *negotiate.Contract {
+			c := a2aTo(peerA2A)
+			c.SecurityLevel, c.PrivateFields = negotiate.Standard, map[string][]string{"echo": {"secret"}}
+			return c
+		}(), wire.MsgTaskCancel, ""},
 	} {
 		got, ok := a2aDestination(tt.c, tt.msgType, self)
 		if got != tt.want || ok != (tt.want != "") {
