@@ -147,10 +147,14 @@ func (c *Client) onConnect(pc paho.Client) {
 		subs[f] = h
 	}
 	c.mu.Unlock()
-	// The subscriptions go out before the client is marked up; they are
-	// not waited for here (this runs on the library's goroutine).
+	// The client is marked up once the broker granted the subscriptions
+	// (this runs on a goroutine of its own): an inbox must be there
+	// before this agent sends what will be answered to it.
 	for f, h := range subs {
-		pc.Subscribe(f, 1, wrap(h))
+		tok := pc.Subscribe(f, 1, wrap(h))
+		if !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
+			c.log.Warn("mqtt: a subscription was not granted", "filter", f, "err", tok.Error())
+		}
 	}
 	c.mu.Lock()
 	select {

@@ -28,6 +28,11 @@ type Options struct {
 	// TLS makes the listener mqtts and requires a client certificate
 	// signed by the generated CA (Broker.Certs has the files).
 	TLS bool
+	// TCPNoDelay sets mosquitto's set_tcp_nodelay (off by default: then
+	// Nagle's algorithm holds a small packet that follows another on the
+	// same connection until the peer's delayed ACK, about 40 ms, which a
+	// request and its answer pay once each).
+	TCPNoDelay bool
 	// Users, when set, turns off anonymous access: each key is a user
 	// name, its value the password.
 	Users map[string]string
@@ -91,6 +96,9 @@ func Start(t testing.TB, o Options) *Broker {
 		// As root mosquitto would switch to the user mosquitto, which
 		// cannot read the test's files.
 		conf.WriteString("user root\n")
+	}
+	if o.TCPNoDelay {
+		conf.WriteString("set_tcp_nodelay true\n")
 	}
 	if o.TLS {
 		b.Certs = writeCerts(t, b.dir)
