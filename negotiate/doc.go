@@ -5,7 +5,7 @@
 // requester, the retry rule of the client, the tier-2 session mapping, an
 // OpenAI-compatible chat-completions client for the LLM backend and the
 // agent's negotiation Config. It does no storage and sends no envelopes:
-// the agent does both.
+// package contracts does both, between two agents.
 //
 // # Tiers
 //

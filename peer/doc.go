@@ -1,8 +1,9 @@
 // Package peer is a Synapse agent's peer network (seed 004, SPEC §6), on
 // top of its task engine (package agent): pairing and key pinning, the
 // inbound envelope pipeline, delegated tasks on the wire, the durable
-// outbox, heartbeats, the registry and the registrar, contracts between
-// peers, and the webhook and A2A push deliveries.
+// outbox, heartbeats, the registry and the registrar, and the webhook and
+// A2A push deliveries. The contracts between peers are package contracts',
+// which the network constructs and consults on every envelope.
 //
 // # Lifecycle
 //
@@ -46,8 +47,10 @@
 //     (rendered and delivered), selective disclosure of results;
 //   - registry.go, registrar.go: the registry this agent may be, and the
 //     registration with another one;
-//   - negotiate*.go: contracts with peers (negotiation, the guard on every
-//     envelope, automatic negotiation before sending);
+//   - contracts.go: the network as package contracts sees it
+//     (contracts.Network), every outbox message sent under the active
+//     contract with its peer, negotiated first when there is none;
+//     Network.Contracts is the contract manager;
 //   - seed_p2p.go: the Go interfaces of seed 004 §5.
 //
 // Peers authenticate by signature, not by bearer token: an envelope is
