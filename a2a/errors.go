@@ -80,7 +80,7 @@ func (e *RPCError) WithDetails(now time.Time) *RPCError {
 			reason = "RATE_LIMITED"
 			meta["retry_after_s"] = "1"
 		}
-		s := map[string]any{"@type": TypeStruct, "code": e.Agent.Code, "message": e.Agent.Message,
+		s := map[string]any{"@type": TypeStruct, "code": string(e.Agent.Code), "message": e.Agent.Message,
 			"retriable": e.Agent.Retriable}
 		if len(e.Agent.Details) > 0 {
 			s["details"] = e.Agent.Details

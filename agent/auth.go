@@ -9,6 +9,9 @@ import (
 // Tokens, principals and scopes are package auth's; the names below are
 // the agent's for its callers.
 
+// Scope is a permission a token carries.
+type Scope = auth.Scope
+
 // Scopes a token can carry (auth.ScopeTasksRead, ...).
 const (
 	ScopeTasksRead     = auth.ScopeTasksRead
@@ -36,7 +39,7 @@ func (a *Agent) Authenticate(token string) (Principal, error) { return a.tokens.
 
 // CreateToken makes a token with the given scopes; its secret is returned
 // once and only its hash is stored.
-func (a *Agent) CreateToken(ctx context.Context, name string, scopes []string) (*TokenInfo, error) {
+func (a *Agent) CreateToken(ctx context.Context, name string, scopes []Scope) (*TokenInfo, error) {
 	return a.tokens.Create(ctx, name, scopes)
 }
 

@@ -16,11 +16,11 @@ func TestTokens(t *testing.T) {
 	a := openAgent(t, cfg, nil)
 	ctx := context.Background()
 
-	reader, err := a.CreateToken(ctx, "dashboard", []string{agent.ScopeTasksRead})
+	reader, err := a.CreateToken(ctx, "dashboard", []agent.Scope{agent.ScopeTasksRead})
 	if err != nil {
 		t.Fatalf("CreateToken: %v", err)
 	}
-	writer, err := a.CreateToken(ctx, "ci", []string{agent.ScopeTasksWrite})
+	writer, err := a.CreateToken(ctx, "ci", []agent.Scope{agent.ScopeTasksWrite})
 	if err != nil {
 		t.Fatalf("CreateToken: %v", err)
 	}
@@ -33,7 +33,7 @@ func TestTokens(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Authenticate: %v", err)
 		}
-		if p.ID != reader.ID || p.Name != "dashboard" || !slices.Equal(p.Scopes, []string{agent.ScopeTasksRead}) {
+		if p.ID != reader.ID || p.Name != "dashboard" || !slices.Equal(p.Scopes, []agent.Scope{agent.ScopeTasksRead}) {
 			t.Errorf("principal = %+v, want %s dashboard [tasks:read]", p, reader.ID)
 		}
 		if !p.Can(agent.ScopeTasksRead) || p.Can(agent.ScopeTasksWrite) {
@@ -64,12 +64,12 @@ func TestTokens(t *testing.T) {
 	t.Run("refused", func(t *testing.T) {
 		for _, tc := range []struct {
 			name   string
-			scopes []string
+			scopes []agent.Scope
 		}{
-			{"x", []string{"tasks:delete"}},
+			{"x", []agent.Scope{"tasks:delete"}},
 			{"x", nil},
-			{"", []string{agent.ScopeTasksRead}},
-			{strings.Repeat("n", 129), []string{agent.ScopeTasksRead}},
+			{"", []agent.Scope{agent.ScopeTasksRead}},
+			{strings.Repeat("n", 129), []agent.Scope{agent.ScopeTasksRead}},
 		} {
 			_, err := a.CreateToken(ctx, tc.name, tc.scopes)
 			wantCode(t, err, wire.CodeInvalidParams)

@@ -27,7 +27,7 @@ func newFakeClock() *fakeClock {
 }
 
 // admin is the principal tests submit as.
-var admin = agent.Principal{ID: "admin", Name: "admin", Scopes: []string{agent.ScopeAdmin}}
+var admin = agent.Principal{ID: "admin", Name: "admin", Scopes: []agent.Scope{agent.ScopeAdmin}}
 
 // testConfig is a valid configuration with its own data directory.
 func testConfig(t *testing.T) agent.Config {

@@ -26,7 +26,7 @@ type HILConfig struct {
 type HILLevel struct {
 	// ReviewersScope is the token scope that may decide at this level
 	// (admin always may).
-	ReviewersScope string `json:"reviewers_scope"`
+	ReviewersScope Scope `json:"reviewers_scope"`
 	// DeadlineSeconds is how long the level waits for a decision.
 	DeadlineSeconds int `json:"deadline_seconds"`
 	// NotifyURL, if set, receives the request as JSON (POST, signed with

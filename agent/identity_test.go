@@ -148,7 +148,7 @@ func TestAdminTokenFile(t *testing.T) {
 		t.Fatalf("admin token %q is too short", tok)
 	}
 	p, err := a.Authenticate(tok)
-	if err != nil || !slices.Equal(p.Scopes, []string{agent.ScopeAdmin}) || p.ID != "admin" {
+	if err != nil || !slices.Equal(p.Scopes, []agent.Scope{agent.ScopeAdmin}) || p.ID != "admin" {
 		t.Fatalf("Authenticate(admin token) = %+v, %v; want the admin principal", p, err)
 	}
 	closeAgent(t, a, time.Second)

@@ -14,7 +14,7 @@ import (
 // The tests of parked.go: a parked task keeps no payload in memory and
 // resumes from what the store holds.
 
-var parkedAdmin = Principal{ID: "admin", Name: "admin", Scopes: []string{ScopeAdmin}}
+var parkedAdmin = Principal{ID: "admin", Name: "admin", Scopes: []Scope{ScopeAdmin}}
 
 // keepHandler needs "go" and returns its whole payload.
 var keepHandler = Handler{

@@ -22,26 +22,29 @@ import (
 	"github.com/synapse-edge/synapse/wire"
 )
 
+// Scope is a permission a token carries ("tasks:read", "admin", ...).
+type Scope string
+
 // Scopes a token can carry. admin implies every other; X:write implies
 // X:read.
 const (
-	ScopeTasksRead  = "tasks:read"
-	ScopeTasksWrite = "tasks:write"
-	ScopeTier1Read  = "tier1:read"
-	ScopeTier1Write = "tier1:write"
-	ScopeAdmin      = "admin"
+	ScopeTasksRead  Scope = "tasks:read"
+	ScopeTasksWrite Scope = "tasks:write"
+	ScopeTier1Read  Scope = "tier1:read"
+	ScopeTier1Write Scope = "tier1:write"
+	ScopeAdmin      Scope = "admin"
 	// Reviewers of human-in-the-loop requests, one scope per escalation
 	// level (the defaults of hil.levels).
-	ScopeHILL1 = "hil:l1"
-	ScopeHILL2 = "hil:l2"
-	ScopeHILL3 = "hil:l3"
+	ScopeHILL1 Scope = "hil:l1"
+	ScopeHILL2 Scope = "hil:l2"
+	ScopeHILL3 Scope = "hil:l3"
 	// ScopeRegistryWrite lets an agent register with this one when it
 	// acts as a registry (seed 000 §6.4).
-	ScopeRegistryWrite = "registry:write"
+	ScopeRegistryWrite Scope = "registry:write"
 )
 
 // KnownScopes lists the scopes tokens may be created with.
-var KnownScopes = []string{ScopeTasksRead, ScopeTasksWrite, ScopeTier1Read, ScopeTier1Write, ScopeAdmin,
+var KnownScopes = []Scope{ScopeTasksRead, ScopeTasksWrite, ScopeTier1Read, ScopeTier1Write, ScopeAdmin,
 	ScopeHILL1, ScopeHILL2, ScopeHILL3, ScopeRegistryWrite}
 
 // Principal is who a request comes from.
@@ -49,11 +52,11 @@ type Principal struct {
 	// ID scopes idempotency keys; "admin" for the admin token.
 	ID     string
 	Name   string
-	Scopes []string
+	Scopes []Scope
 }
 
 // Can reports whether p holds scope.
-func (p Principal) Can(scope string) bool {
+func (p Principal) Can(scope Scope) bool {
 	for _, s := range p.Scopes {
 		if s == scope || s == ScopeAdmin || (s == ScopeTasksWrite && scope == ScopeTasksRead) ||
 			(s == ScopeTier1Write && scope == ScopeTier1Read) {
@@ -61,6 +64,26 @@ func (p Principal) Can(scope string) bool {
 		}
 	}
 	return false
+}
+
+// joinScopes lists scopes separated by ", ".
+func joinScopes(scopes []Scope) string { return strings.Join(scopeStrings(scopes), ", ") }
+
+// scopeStrings and scopesOf convert to and from the store's form.
+func scopeStrings(scopes []Scope) []string {
+	out := make([]string, len(scopes))
+	for i, s := range scopes {
+		out[i] = string(s)
+	}
+	return out
+}
+
+func scopesOf(stored []string) []Scope {
+	out := make([]Scope, len(stored))
+	for i, s := range stored {
+		out[i] = Scope(s)
+	}
+	return out
 }
 
 // Tokens is the token store of one agent: the hashes of its tokens (kept in
@@ -89,7 +112,7 @@ func (ts *Tokens) Load(db *store.DB, admin string, now func() time.Time) error {
 		for _, t := range list {
 			var h [32]byte
 			copy(h[:], t.Hash)
-			ts.byHash[h] = Principal{ID: t.ID, Name: t.Name, Scopes: t.Scopes}
+			ts.byHash[h] = Principal{ID: t.ID, Name: t.Name, Scopes: scopesOf(t.Scopes)}
 		}
 		return err
 	})
@@ -102,7 +125,7 @@ func (ts *Tokens) Authenticate(token string) (Principal, error) {
 	}
 	h := sha256.Sum256([]byte(token))
 	if subtle.ConstantTimeCompare(h[:], ts.adminHash[:]) == 1 {
-		return Principal{ID: "admin", Name: "admin", Scopes: []string{ScopeAdmin}}, nil
+		return Principal{ID: "admin", Name: "admin", Scopes: []Scope{ScopeAdmin}}, nil
 	}
 	ts.mu.RLock()
 	p, ok := ts.byHash[h]
@@ -115,26 +138,26 @@ func (ts *Tokens) Authenticate(token string) (Principal, error) {
 
 // TokenInfo is a token as listed (without its secret).
 type TokenInfo struct {
-	ID        string   `json:"token_id" msgpack:"token_id"`
-	Name      string   `json:"name" msgpack:"name"`
-	Scopes    []string `json:"scopes" msgpack:"scopes"`
-	CreatedAt string   `json:"created_at" msgpack:"created_at"`
+	ID        string  `json:"token_id" msgpack:"token_id"`
+	Name      string  `json:"name" msgpack:"name"`
+	Scopes    []Scope `json:"scopes" msgpack:"scopes"`
+	CreatedAt string  `json:"created_at" msgpack:"created_at"`
 	// Token is the secret, present only in the answer that creates it.
 	Token string `json:"token,omitempty" msgpack:"token,omitempty"`
 }
 
 // Create makes a token with the given scopes; its secret is returned
 // once and only its hash is stored.
-func (ts *Tokens) Create(ctx context.Context, name string, scopes []string) (*TokenInfo, error) {
+func (ts *Tokens) Create(ctx context.Context, name string, scopes []Scope) (*TokenInfo, error) {
 	if name == "" || len(name) > 128 {
 		return nil, wire.Errorf(wire.CodeInvalidParams, "name must be 1 to 128 bytes").With("field", "name")
 	}
 	if len(scopes) == 0 {
-		return nil, wire.Errorf(wire.CodeInvalidParams, "give at least one scope (%s)", strings.Join(KnownScopes, ", ")).With("field", "scopes")
+		return nil, wire.Errorf(wire.CodeInvalidParams, "give at least one scope (%s)", joinScopes(KnownScopes)).With("field", "scopes")
 	}
 	for _, s := range scopes {
 		if !slices.Contains(KnownScopes, s) {
-			return nil, wire.Errorf(wire.CodeInvalidParams, "unknown scope %q (known: %s)", s, strings.Join(KnownScopes, ", ")).With("field", "scopes")
+			return nil, wire.Errorf(wire.CodeInvalidParams, "unknown scope %q (known: %s)", s, joinScopes(KnownScopes)).With("field", "scopes")
 		}
 	}
 	var secret, idb [16]byte
@@ -146,7 +169,7 @@ func (ts *Tokens) Create(ctx context.Context, name string, scopes []string) (*To
 	}
 	tok := "syn_" + base64.RawURLEncoding.EncodeToString(secret[:])
 	h := sha256.Sum256([]byte(tok))
-	rec := &store.Token{ID: "tok_" + hex.EncodeToString(idb[:6]), Name: name, Scopes: scopes, Hash: h[:], CreatedAt: ts.now().UTC()}
+	rec := &store.Token{ID: "tok_" + hex.EncodeToString(idb[:6]), Name: name, Scopes: scopeStrings(scopes), Hash: h[:], CreatedAt: ts.now().UTC()}
 	if err := ts.db.Update(ctx, func(tx *store.Tx) error { return tx.PutToken(rec) }); err != nil {
 		return nil, fmt.Errorf("create token: %w", err)
 	}
@@ -162,7 +185,7 @@ func (ts *Tokens) List() ([]TokenInfo, error) {
 	err := ts.db.View(func(tx *store.Tx) error {
 		list, err := tx.Tokens()
 		for _, t := range list {
-			out = append(out, TokenInfo{ID: t.ID, Name: t.Name, Scopes: t.Scopes, CreatedAt: wire.FormatTime(t.CreatedAt)})
+			out = append(out, TokenInfo{ID: t.ID, Name: t.Name, Scopes: scopesOf(t.Scopes), CreatedAt: wire.FormatTime(t.CreatedAt)})
 		}
 		return err
 	})

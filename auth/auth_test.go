@@ -1,7 +1,6 @@
 package auth_test
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/synapse-edge/synapse/auth"
@@ -9,25 +8,32 @@ import (
 
 func TestPrincipalCan(t *testing.T) {
 	tests := []struct {
-		scopes []string
-		scope  string
+		scopes []auth.Scope
+		scope  auth.Scope
 		want   bool
 	}{
-		{[]string{auth.ScopeAdmin}, auth.ScopeAdmin, true},
-		{[]string{auth.ScopeAdmin}, auth.ScopeTasksWrite, true},
-		{[]string{auth.ScopeAdmin}, auth.ScopeTasksRead, true},
-		{[]string{auth.ScopeTasksWrite}, auth.ScopeTasksWrite, true},
-		{[]string{auth.ScopeTasksWrite}, auth.ScopeTasksRead, true},
-		{[]string{auth.ScopeTasksWrite}, auth.ScopeAdmin, false},
-		{[]string{auth.ScopeTasksRead}, auth.ScopeTasksRead, true},
-		{[]string{auth.ScopeTasksRead}, auth.ScopeTasksWrite, false},
-		{[]string{auth.ScopeTasksRead}, auth.ScopeAdmin, false},
+		{[]auth.Scope{auth.ScopeAdmin}, auth.ScopeAdmin, true},
+		{[]auth.Scope{auth.ScopeAdmin}, auth.ScopeTasksWrite, true},
+		{[]auth.Scope{auth.ScopeAdmin}, auth.ScopeTasksRead, true},
+		{[]auth.Scope{auth.ScopeTasksWrite}, auth.ScopeTasksWrite, true},
+		{[]auth.Scope{auth.ScopeTasksWrite}, auth.ScopeTasksRead, true},
+		{[]auth.Scope{auth.ScopeTasksWrite}, auth.ScopeAdmin, false},
+		{[]auth.Scope{auth.ScopeTasksRead}, auth.ScopeTasksRead, true},
+		{[]auth.Scope{auth.ScopeTasksRead}, auth.ScopeTasksWrite, false},
+		{[]auth.Scope{auth.ScopeTasksRead}, auth.ScopeAdmin, false},
 		{nil, auth.ScopeTasksRead, false},
-		{[]string{"unknown"}, auth.ScopeTasksRead, false},
-		{[]string{auth.ScopeTasksRead, auth.ScopeTasksWrite}, auth.ScopeTasksWrite, true},
+		{[]auth.Scope{"unknown"}, auth.ScopeTasksRead, false},
+		{[]auth.Scope{auth.ScopeTasksRead, auth.ScopeTasksWrite}, auth.ScopeTasksWrite, true},
 	}
 	for _, tt := range tests {
-		t.Run(strings.Join(tt.scopes, ",")+"/"+tt.scope, func(t *testing.T) {
+		name := ""
+		for i, s := range tt.scopes {
+			if i > 0 {
+				name += ","
+			}
+			name += string(s)
+		}
+		t.Run(name+"/"+string(tt.scope), func(t *testing.T) {
 			p := auth.Principal{ID: "p", Scopes: tt.scopes}
 			if got := p.Can(tt.scope); got != tt.want {
 				t.Errorf("Principal%v.Can(%s) = %v, want %v", tt.scopes, tt.scope, got, tt.want)
@@ -40,17 +46,17 @@ func TestPrincipalCan(t *testing.T) {
 // is implied across kinds or levels.
 func TestCanMore(t *testing.T) {
 	for _, tc := range []struct {
-		held  []string
-		scope string
+		held  []auth.Scope
+		scope auth.Scope
 		want  bool
 	}{
-		{[]string{auth.ScopeAdmin}, auth.ScopeHILL3, true},
-		{[]string{auth.ScopeAdmin}, auth.ScopeRegistryWrite, true},
-		{[]string{auth.ScopeTasksWrite}, auth.ScopeTasksRead, true},
-		{[]string{auth.ScopeTier1Write}, auth.ScopeTier1Read, true},
-		{[]string{auth.ScopeTasksRead}, auth.ScopeTasksWrite, false},
-		{[]string{auth.ScopeTasksWrite}, auth.ScopeTier1Read, false},
-		{[]string{auth.ScopeHILL1}, auth.ScopeHILL2, false},
+		{[]auth.Scope{auth.ScopeAdmin}, auth.ScopeHILL3, true},
+		{[]auth.Scope{auth.ScopeAdmin}, auth.ScopeRegistryWrite, true},
+		{[]auth.Scope{auth.ScopeTasksWrite}, auth.ScopeTasksRead, true},
+		{[]auth.Scope{auth.ScopeTier1Write}, auth.ScopeTier1Read, true},
+		{[]auth.Scope{auth.ScopeTasksRead}, auth.ScopeTasksWrite, false},
+		{[]auth.Scope{auth.ScopeTasksWrite}, auth.ScopeTier1Read, false},
+		{[]auth.Scope{auth.ScopeHILL1}, auth.ScopeHILL2, false},
 		{nil, auth.ScopeTasksRead, false},
 	} {
 		p := auth.Principal{ID: "p", Scopes: tc.held}

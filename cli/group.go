@@ -254,7 +254,7 @@ agent, which makes it.`,
 				ctx, cancel := s.withTimeout(ctx)
 				defer cancel()
 				var g group.Group
-				req := group.InviteRequest{AgentID: args[1], Role: *role, Weight: *weight}
+				req := group.InviteRequest{AgentID: args[1], Role: group.Role(*role), Weight: *weight}
 				status, err := s.api(ctx, http.MethodPost, groupRoute(args[0], "invite"), nil, req, &g)
 				if err != nil {
 					return err

@@ -45,7 +45,7 @@ func TestMembership(t *testing.T) {
 	})
 
 	t.Run("roles and weights", func(t *testing.T) {
-		got := map[string]string{}
+		got := map[string]group.Role{}
 		for _, m := range g.Members {
 			got[m.AgentID] = m.Role
 			if m.AgentID == admin.id() && m.Weight != 2.5 {
@@ -55,7 +55,7 @@ func TestMembership(t *testing.T) {
 				t.Errorf("member %s has no joined_at", m.AgentID)
 			}
 		}
-		want := map[string]string{owner.id(): group.RoleOwner, admin.id(): group.RoleAdmin, plain.id(): group.RoleMember}
+		want := map[string]group.Role{owner.id(): group.RoleOwner, admin.id(): group.RoleAdmin, plain.id(): group.RoleMember}
 		for id, role := range want {
 			if got[id] != role {
 				t.Errorf("role of %s = %q, want %q", id, got[id], role)

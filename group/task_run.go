@@ -117,7 +117,7 @@ func (m *Manager) submitPart(ctx context.Context, t *Task, p Part) (string, erro
 			b, _ := json.Marshal(map[string]string{"task_id": x.ID})
 			return 201, wire.ContentJSON, b
 		}}
-	who := agent.Principal{ID: "group:" + t.GroupID, Name: "group task " + t.TaskID, Scopes: []string{agent.ScopeTasksWrite}}
+	who := agent.Principal{ID: "group:" + t.GroupID, Name: "group task " + t.TaskID, Scopes: []agent.Scope{agent.ScopeTasksWrite}}
 	sub, err := m.a.Submit(ctx, who, req, idem)
 	if err != nil {
 		if id := m.submitted(key); id != "" { // submitted meanwhile

@@ -9,11 +9,14 @@ import (
 	"github.com/synapse-edge/synapse/wire"
 )
 
+// Role is a member's role in a group.
+type Role string
+
 // Roles of members.
 const (
-	RoleOwner  = "owner"
-	RoleAdmin  = "admin"
-	RoleMember = "member"
+	RoleOwner  Role = "owner"
+	RoleAdmin  Role = "admin"
+	RoleMember Role = "member"
 )
 
 // Statuses of a group.
@@ -73,7 +76,7 @@ type Group struct {
 // Member is one member of a group.
 type Member struct {
 	AgentID  string    `json:"agent_id" msgpack:"agent_id"`
-	Role     string    `json:"role" msgpack:"role"`
+	Role     Role      `json:"role" msgpack:"role"`
 	Weight   float64   `json:"weight" msgpack:"weight"`
 	JoinedAt wire.Time `json:"joined_at" msgpack:"joined_at"`
 	// TaskTypes are the task types the member declared when it joined;
@@ -84,7 +87,7 @@ type Member struct {
 // Invitation is an invitation not yet answered.
 type Invitation struct {
 	AgentID   string    `json:"agent_id" msgpack:"agent_id"`
-	Role      string    `json:"role" msgpack:"role"`
+	Role      Role      `json:"role" msgpack:"role"`
 	Weight    float64   `json:"weight" msgpack:"weight"`
 	InvitedBy string    `json:"invited_by" msgpack:"invited_by"`
 	InvitedAt wire.Time `json:"invited_at" msgpack:"invited_at"`
@@ -179,7 +182,7 @@ type CreateRequest struct {
 type InviteRequest struct {
 	AgentID string `json:"agent_id" msgpack:"agent_id"`
 	// Role is member (default) or admin.
-	Role string `json:"role,omitempty" msgpack:"role,omitempty"`
+	Role Role `json:"role,omitempty" msgpack:"role,omitempty"`
 	// Weight is the member's weight in weighted votes; default 1.
 	Weight float64 `json:"weight,omitempty" msgpack:"weight,omitempty"`
 }
@@ -199,7 +202,7 @@ type MessageRequest struct {
 type memberPayload struct {
 	GroupID   string   `json:"group_id" msgpack:"group_id"`
 	AgentID   string   `json:"agent_id,omitempty" msgpack:"agent_id,omitempty"`
-	Role      string   `json:"role,omitempty" msgpack:"role,omitempty"`
+	Role      Role     `json:"role,omitempty" msgpack:"role,omitempty"`
 	Weight    float64  `json:"weight,omitempty" msgpack:"weight,omitempty"`
 	TaskTypes []string `json:"task_types,omitempty" msgpack:"task_types,omitempty"`
 	By        string   `json:"by,omitempty" msgpack:"by,omitempty"`
@@ -237,7 +240,7 @@ func checkID(field, id string) error {
 	return nil
 }
 
-func checkRole(role string) (string, error) {
+func checkRole(role Role) (Role, error) {
 	switch role {
 	case "":
 		return RoleMember, nil

@@ -18,7 +18,7 @@ import (
 // the matching REST route. "" is public: health, capabilities, and
 // SendMessage, whose envelope signature is the authentication; so are the
 // methods not listed (the standard health service, reflection).
-func methodScope(method string) string {
+func methodScope(method string) agent.Scope {
 	switch method {
 	case pb.TaskService_SubmitTask_FullMethodName,
 		pb.TaskService_SubmitTaskWithFiles_FullMethodName,
@@ -75,7 +75,7 @@ func (s *Server) authorize(ctx context.Context, method string) (context.Context,
 		return ctx, toStatus(err)
 	}
 	if !p.Can(scope) {
-		return ctx, toStatus(wire.Errorf(wire.CodePermissionDenied, "this token lacks the %q scope", scope).With("scope", scope))
+		return ctx, toStatus(wire.Errorf(wire.CodePermissionDenied, "this token lacks the %q scope", scope).With("scope", string(scope)))
 	}
 	return context.WithValue(ctx, principalKey{}, p), nil
 }

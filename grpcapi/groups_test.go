@@ -78,7 +78,7 @@ func TestGroupRPCs(t *testing.T) {
 			t.Fatalf("REST members %v, gRPC %v", rest.Members, l.GetMembers())
 		}
 		for i, m := range l.GetMembers() {
-			if m.GetAgentId() != rest.Members[i].AgentID || m.GetRole() != rest.Members[i].Role || m.GetJoinedAt() == "" {
+			if m.GetAgentId() != rest.Members[i].AgentID || m.GetRole() != string(rest.Members[i].Role) || m.GetJoinedAt() == "" {
 				t.Errorf("member %d: gRPC %+v, REST %+v", i, m, rest.Members[i])
 			}
 		}

@@ -96,7 +96,7 @@ func (n *node) caps() pb.CapabilitiesServiceClient { return pb.NewCapabilitiesSe
 func (n *node) groups() pb.GroupServiceClient      { return pb.NewGroupServiceClient(n.conn) }
 
 // token makes a token with the given scopes.
-func (n *node) token(t *testing.T, scopes ...string) string {
+func (n *node) token(t *testing.T, scopes ...agent.Scope) string {
 	t.Helper()
 	ti, err := n.a.CreateToken(context.Background(), "test", scopes)
 	if err != nil {

@@ -23,7 +23,7 @@ func TestConfig(t *testing.T) {
 		if got := cfg.HIL.EffectiveDefaultAction(); got != agent.ActionReject {
 			t.Errorf("default action = %q, want reject", got)
 		}
-		for _, s := range []string{agent.ScopeHILL1, agent.ScopeHILL2, agent.ScopeHILL3} {
+		for _, s := range []agent.Scope{agent.ScopeHILL1, agent.ScopeHILL2, agent.ScopeHILL3} {
 			if !slices.Contains(agent.KnownScopes, s) {
 				t.Errorf("KnownScopes lacks %s", s)
 			}

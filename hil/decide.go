@@ -46,7 +46,7 @@ func (m *Manager) Decide(ctx context.Context, p agent.Principal, id string, req 
 	if !p.Can(scope) {
 		m.mu.Unlock()
 		return nil, wire.Errorf(wire.CodePermissionDenied, "the request of task %s is at escalation level %d: deciding needs the %q scope", id, level, scope).
-			With("task_id", id).With("escalation_level", level).With("scope", scope)
+			With("task_id", id).With("escalation_level", level).With("scope", string(scope))
 	}
 	if e.busy {
 		m.mu.Unlock()

@@ -49,7 +49,7 @@ func TestEscalateHandsOver(t *testing.T) {
 	t.Run("not past the last level", func(t *testing.T) {
 		id := e.confirm("again?")
 		for level := 1; level < 3; level++ {
-			p := agent.Principal{ID: "admin", Scopes: []string{agent.ScopeAdmin}}
+			p := agent.Principal{ID: "admin", Scopes: []agent.Scope{agent.ScopeAdmin}}
 			if _, err := e.m.Decide(ctx, p, id, agent.DecisionRequest{Action: hil.ActionEscalate}); err != nil {
 				t.Fatalf("escalate from level %d: %v", level, err)
 			}

@@ -27,10 +27,10 @@ func newFakeClock() *fakeClock {
 
 // Principals of the tests.
 var (
-	admin    = agent.Principal{ID: "admin", Name: "admin", Scopes: []string{agent.ScopeAdmin}}
-	reviewL1 = agent.Principal{ID: "tok_l1", Name: "first line", Scopes: []string{agent.ScopeHILL1}}
-	reviewL2 = agent.Principal{ID: "tok_l2", Name: "second line", Scopes: []string{agent.ScopeHILL2}}
-	writer   = agent.Principal{ID: "tok_w", Name: "writer", Scopes: []string{agent.ScopeTasksWrite}}
+	admin    = agent.Principal{ID: "admin", Name: "admin", Scopes: []agent.Scope{agent.ScopeAdmin}}
+	reviewL1 = agent.Principal{ID: "tok_l1", Name: "first line", Scopes: []agent.Scope{agent.ScopeHILL1}}
+	reviewL2 = agent.Principal{ID: "tok_l2", Name: "second line", Scopes: []agent.Scope{agent.ScopeHILL2}}
+	writer   = agent.Principal{ID: "tok_w", Name: "writer", Scopes: []agent.Scope{agent.ScopeTasksWrite}}
 )
 
 // env is an open agent with a started manager on a fake clock.

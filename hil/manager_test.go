@@ -51,7 +51,7 @@ func TestEscalationToDefaultAction(t *testing.T) {
 			for level := 2; level <= 3; level++ {
 				e.clock.Advance(time.Second)
 				r := e.pending(id)
-				if r.EscalationLevel != level || r.ReviewersScope != "hil:l"+string(rune('0'+level)) {
+				if r.EscalationLevel != level || r.ReviewersScope != agent.Scope("hil:l"+string(rune('0'+level))) {
 					t.Fatalf("level = %d (scope %s), want %d", r.EscalationLevel, r.ReviewersScope, level)
 				}
 				if want := wire.FormatTime(e.clock.Now().Add(300 * time.Second)); r.Deadline != want {
@@ -150,7 +150,7 @@ func TestDecideScopes(t *testing.T) {
 				t.Errorf("CanView(%s) = false", p.ID)
 			}
 		}
-		if e.m.CanView(agent.Principal{ID: "t1", Scopes: []string{agent.ScopeTier1Write}}) {
+		if e.m.CanView(agent.Principal{ID: "t1", Scopes: []agent.Scope{agent.ScopeTier1Write}}) {
 			t.Errorf("CanView(tier1:write) = true")
 		}
 	})

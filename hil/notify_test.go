@@ -86,10 +86,10 @@ func TestNotifications(t *testing.T) {
 				t.Errorf("signature %q: %v", c.sig, err)
 			}
 			var ev struct {
-				Change          string `json:"change"`
-				TaskID          string `json:"task_id"`
-				EscalationLevel int    `json:"escalation_level"`
-				ReviewersScope  string `json:"reviewers_scope"`
+				Change          string      `json:"change"`
+				TaskID          string      `json:"task_id"`
+				EscalationLevel int         `json:"escalation_level"`
+				ReviewersScope  agent.Scope `json:"reviewers_scope"`
 			}
 			if err := json.Unmarshal(c.body, &ev); err != nil {
 				t.Fatalf("body %s: %v", c.body, err)

@@ -23,7 +23,7 @@ type Request struct {
 	EscalationLevel int `json:"escalation_level" msgpack:"escalation_level"`
 	Levels          int `json:"levels" msgpack:"levels"`
 	// ReviewersScope is the scope that may decide at the current level.
-	ReviewersScope string `json:"reviewers_scope" msgpack:"reviewers_scope"`
+	ReviewersScope agent.Scope `json:"reviewers_scope" msgpack:"reviewers_scope"`
 	// Deadline is when the current level ends.
 	Deadline  string    `json:"deadline" msgpack:"deadline"`
 	CreatedAt string    `json:"created_at" msgpack:"created_at"`
@@ -93,7 +93,7 @@ type Event struct {
 const SystemActor = "system:escalation"
 
 func systemPrincipal() agent.Principal {
-	return agent.Principal{ID: SystemActor, Name: "escalation", Scopes: []string{agent.ScopeAdmin}}
+	return agent.Principal{ID: SystemActor, Name: "escalation", Scopes: []agent.Scope{agent.ScopeAdmin}}
 }
 
 func formatTime(t time.Time) string {

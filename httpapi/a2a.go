@@ -129,7 +129,7 @@ func (s *Server) a2aRPC(ctx *fasthttp.RequestCtx, p agent.Principal) error {
 	}
 	if op.Writes() && !p.Can(agent.ScopeTasksWrite) {
 		a2aHTTPError(ctx, wire.Errorf(wire.CodePermissionDenied, "this token lacks the %q scope", agent.ScopeTasksWrite).
-			With("scope", agent.ScopeTasksWrite), req.ID)
+			With("scope", string(agent.ScopeTasksWrite)), req.ID)
 		return nil
 	}
 	if op.Streaming() {

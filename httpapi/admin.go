@@ -44,8 +44,8 @@ func (s *Server) metrics(ctx *fasthttp.RequestCtx) error {
 
 func (s *Server) createToken(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
 	var req struct {
-		Name   string   `json:"name" msgpack:"name"`
-		Scopes []string `json:"scopes" msgpack:"scopes"`
+		Name   string        `json:"name" msgpack:"name"`
+		Scopes []agent.Scope `json:"scopes" msgpack:"scopes"`
 	}
 	if err := decode(ctx, &req); err != nil {
 		return err

@@ -198,7 +198,7 @@ func (s *Server) expect(ctx *fasthttp.RequestCtx) int {
 
 // routeScope is the scope the route of method and path needs; "" for
 // public routes and paths no route serves (the handler answers those).
-func (s *Server) routeScope(path, method string) string {
+func (s *Server) routeScope(path, method string) agent.Scope {
 	if path == a2aPath {
 		return agent.ScopeTasksRead
 	}

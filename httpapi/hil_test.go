@@ -73,9 +73,13 @@ func startHILServer(t *testing.T, mutate ...func(*agent.Config)) (*testServer, *
 }
 
 // token creates a token with scopes and returns its secret.
-func (ts *testServer) token(t *testing.T, scopes ...string) string {
+func (ts *testServer) token(t *testing.T, scopes ...agent.Scope) string {
 	t.Helper()
-	tc, err := ts.a.CreateToken(context.Background(), strings.Join(scopes, "+"), scopes)
+	names := make([]string, len(scopes))
+	for i, s := range scopes {
+		names[i] = string(s)
+	}
+	tc, err := ts.a.CreateToken(context.Background(), strings.Join(names, "+"), scopes)
 	if err != nil {
 		t.Fatalf("CreateToken(%v): %v", scopes, err)
 	}
@@ -141,7 +145,7 @@ func TestHILRoutes(t *testing.T) {
 		opts, _ := r["options"].([]any)
 		if r["task_type"] != "confirm" || r["state"] != "pending" || reason["message"] != "Deploy build 42?" ||
 			ctx["task_summary"] != "Deploy build 42?" || len(opts) != 1 ||
-			r["escalation_level"] != 1.0 || r["levels"] != 3.0 || r["reviewers_scope"] != agent.ScopeHILL1 {
+			r["escalation_level"] != 1.0 || r["levels"] != 3.0 || r["reviewers_scope"] != string(agent.ScopeHILL1) {
 			t.Errorf("request = %v", r)
 		}
 		for _, f := range []string{"deadline", "created_at"} {
@@ -166,7 +170,7 @@ func TestHILRoutes(t *testing.T) {
 		ts.do(t, "GET", api("/hil"), nil, withToken(l2)).wantStatus(t, http.StatusOK)
 		e := ts.do(t, "POST", api("/hil/"+id+"/decision"), []byte(`{"action":"approve"}`), withToken(l2)).
 			wantError(t, http.StatusForbidden, wire.CodePermissionDenied)
-		if d, _ := e["details"].(map[string]any); d["scope"] != agent.ScopeHILL1 || d["escalation_level"] != 1.0 {
+		if d, _ := e["details"].(map[string]any); d["scope"] != string(agent.ScopeHILL1) || d["escalation_level"] != 1.0 {
 			t.Errorf("details = %v, want the level's scope and level", e["details"])
 		}
 		ts.do(t, "POST", api("/hil/"+id+"/decision"), []byte(`{"action":"approve"}`), withToken(tier1)).

@@ -82,11 +82,11 @@ func directoryIDs(t *testing.T, r *reply) []string {
 func TestRegistryRoutes(t *testing.T) {
 	ts := startPeerServer(t, "registry")
 	ctx := t.Context()
-	writer, err := ts.a.CreateToken(ctx, "registrants", []string{agent.ScopeRegistryWrite})
+	writer, err := ts.a.CreateToken(ctx, "registrants", []agent.Scope{agent.ScopeRegistryWrite})
 	if err != nil {
 		t.Fatal(err)
 	}
-	reader, err := ts.a.CreateToken(ctx, "reader", []string{agent.ScopeTasksRead})
+	reader, err := ts.a.CreateToken(ctx, "reader", []agent.Scope{agent.ScopeTasksRead})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ type handlerFunc func(ctx *fasthttp.RequestCtx, p agent.Principal, args []string
 type route struct {
 	method  string
 	pattern []string
-	scope   string // "" = public
+	scope   agent.Scope // "" = public
 	h       handlerFunc
 }
 
@@ -146,7 +146,7 @@ func match(pattern, parts []string) ([]string, bool) {
 }
 
 // authorize checks the bearer token and its scope.
-func (s *Server) authorize(ctx *fasthttp.RequestCtx, scope string) (agent.Principal, error) {
+func (s *Server) authorize(ctx *fasthttp.RequestCtx, scope agent.Scope) (agent.Principal, error) {
 	tok, ok := bearer(ctx.Request.Header.Peek(fasthttp.HeaderAuthorization))
 	if !ok {
 		ctx.Response.Header.Set(fasthttp.HeaderWWWAuthenticate, `Bearer realm="synapse"`)
@@ -159,7 +159,7 @@ func (s *Server) authorize(ctx *fasthttp.RequestCtx, scope string) (agent.Princi
 	}
 	ctx.SetUserValue(principalKey{}, p)
 	if !p.Can(scope) {
-		return p, wire.Errorf(wire.CodePermissionDenied, "this token lacks the %q scope", scope).With("scope", scope)
+		return p, wire.Errorf(wire.CodePermissionDenied, "this token lacks the %q scope", scope).With("scope", string(scope))
 	}
 	return p, nil
 }

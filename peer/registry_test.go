@@ -294,7 +294,7 @@ func TestRegistryThreeAgents(t *testing.T) {
 	clock := clocktest.New(time.Now().UTC())
 	r := startPeerWith(t, "registry", []agent.Option{agent.WithClock(clock)})
 	ctx := context.Background()
-	tok, err := r.a.CreateToken(ctx, "registrants", []string{agent.ScopeRegistryWrite})
+	tok, err := r.a.CreateToken(ctx, "registrants", []agent.Scope{agent.ScopeRegistryWrite})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ func TestCall(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = a.Close(context.Background()) })
 	s := a2asrv.New(a)
-	p := agent.Principal{ID: "admin", Scopes: []string{agent.ScopeAdmin}}
+	p := agent.Principal{ID: "admin", Scopes: []agent.Scope{agent.ScopeAdmin}}
 	call := func(op a2a.Op, params string) (map[string]any, error) {
 		t.Helper()
 		res, err := s.Call(ctx, p, op, a2a.V10, json.RawMessage(params))
