@@ -74,7 +74,7 @@ func newFakeClock() *fakeClock {
 }
 
 // admin is the principal tests submit as.
-var admin = agent.Principal{ID: "admin", Name: "admin", Scopes: []string{agent.ScopeAdmin}}
+var admin = agent.Principal{ID: "admin", Name: "admin", Scopes: []agent.Scope{agent.ScopeAdmin}}
 
 // submitTo submits a task of a for peer b.
 func submitTo(t *testing.T, a, b *peerNode, taskType, payload string) *wire.Task {
