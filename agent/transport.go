@@ -2,14 +2,10 @@ package agent
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/synapse-edge/synapse/transport"
 	"github.com/synapse-edge/synapse/transport/httptransport"
 )
-
-// sendTimeout bounds one message sent through the default transport.
-const sendTimeout = 30 * time.Second
 
 // idleConnsPerHost keeps a connection for each request of the peer
 // network's window to one peer (32, package peer), and a few more.
@@ -25,12 +21,13 @@ func WithTransport(t transport.Transport) Option { return func(a *Agent) { a.tra
 func (a *Agent) Transport() transport.Transport { return a.transport }
 
 // defaultTransport is the transport of an agent built without
-// WithTransport.
+// WithTransport. It sets no time limit of its own: each sender bounds its
+// sends with its context (the outbox 30 s, an LLM completion its
+// llm.timeout_seconds, a notification 10 s).
 func (a *Agent) defaultTransport() transport.Transport {
 	mux := transport.NewMux()
 	mux.Handle(httptransport.New(httptransport.Options{
 		Guard:               a.outbound.DialContext,
-		Timeout:             sendTimeout,
 		MaxIdleConnsPerHost: idleConnsPerHost,
 		Now:                 a.clock.Now,
 	}), "http", "https")

@@ -255,12 +255,15 @@ func (n *Network) envelope(msgType, peer, id, corr string, payload wire.RawPaylo
 	return m, nil
 }
 
-// send sends m through the agent's transport, reading at most
-// maxAnswerBytes of the answer unless m says otherwise.
+// send sends m through the agent's transport, within deliveryTimeout (or
+// ctx's deadline when sooner), reading at most maxAnswerBytes of the
+// answer unless m says otherwise.
 func (n *Network) send(ctx context.Context, m *transport.Message) transport.Outcome {
 	if m.MaxReply == 0 {
 		m.MaxReply = maxAnswerBytes
 	}
+	ctx, cancel := context.WithTimeout(ctx, deliveryTimeout)
+	defer cancel()
 	return n.t.Send(ctx, m)
 }
 
