@@ -6,6 +6,7 @@ import (
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/contracts"
+	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/negotiate"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -22,10 +23,15 @@ func TestAutoNegotiation(t *testing.T) {
 	pair(t, a, b)
 	done := func(task *wire.Task) {
 		t.Helper()
-		eventually(t, 10*time.Second, func() bool {
+		var last wire.Status
+		testutil.Eventually(t, 10*time.Second, "the task to complete", func() bool {
 			got, err := a.a.Task(task.ID)
+			if err == nil && got.Status != last {
+				t.Logf("task %s is %s", task.ID, got.Status)
+				last = got.Status
+			}
 			return err == nil && got.Status == wire.StatusCompleted
-		}, func() string { got, _ := a.a.Task(task.ID); return "task is " + string(got.Status) })
+		})
 	}
 	done(submitTo(t, a, b, "echo", `{"n":1}`))
 	cs, _, err := a.a.Contracts().List(contracts.Query{Peer: b.id()})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/internal/clocktest"
+	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/internal/testutil/peernode"
 	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/store"
@@ -106,11 +107,16 @@ func waitFinal(t *testing.T, a *node, id string) *wire.Task {
 func waitStatus(t *testing.T, a *node, id string, want wire.Status) *wire.Task {
 	t.Helper()
 	var task *wire.Task
-	eventually(t, 10*time.Second, func() bool {
+	last := "" // each state seen is logged: a failure shows the last one
+	testutil.Eventually(t, 10*time.Second, "task "+id+" to be "+string(want), func() bool {
 		var err error
 		task, err = a.Task(id)
+		if d := describe(task); d != last {
+			t.Logf("task %s: %s", id, d)
+			last = d
+		}
 		return err == nil && task.Status == want
-	}, func() string { return "task " + id + " did not reach " + string(want) + ": last " + describe(task) })
+	})
 	return task
 }
 
@@ -119,19 +125,6 @@ func describe(task *wire.Task) string {
 		return "<nil>"
 	}
 	return string(task.Status) + " " + string(task.ErrorCode) + " " + task.ErrorMessage
-}
-
-// eventually polls cond until it holds or d passes; msg describes what
-// was seen last.
-func eventually(t *testing.T, d time.Duration, cond func() bool, msg func() string) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal(msg())
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }
 
 // wantCode asserts err is a *wire.Error with code.

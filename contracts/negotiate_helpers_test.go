@@ -14,6 +14,7 @@ import (
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/contracts"
+	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/negotiate"
 	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/wire"
@@ -117,7 +118,7 @@ func taskRequest(id, taskType, payload string) *wire.TaskRequestPayload {
 func received(t *testing.T, n *peerNode, typ string) (*wire.UnifiedSynapseMessage, []byte) {
 	t.Helper()
 	var found *peer.ReceivedMessage
-	eventually(t, 10*time.Second, func() bool {
+	testutil.Eventually(t, 10*time.Second, n.cfg.AgentName+" to receive a "+typ, func() bool {
 		msgs, _ := n.a.Messages().Since(0)
 		for i := range msgs {
 			if msgs[i].Type == typ {
@@ -126,7 +127,7 @@ func received(t *testing.T, n *peerNode, typ string) (*wire.UnifiedSynapseMessag
 			}
 		}
 		return false
-	}, func() string { return n.cfg.AgentName + " received no " + typ })
+	})
 	m, err := wire.DecodeEnvelopeJSON(found.Raw)
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package contracts_test
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"net/http"
 	"slices"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/contracts"
+	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/negotiate"
 	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/wire"
@@ -188,8 +188,7 @@ func TestNegotiateTimeout(t *testing.T) {
 	}
 	// On a slow CPU (qemu) the server may read an abandoned attempt's
 	// request after the client gave up on it: wait for all four.
-	eventually(t, 5*time.Second, func() bool { return attempts.Load() >= 4 },
-		func() string { return fmt.Sprintf("attempts = %d, want 1 + 3 retries", attempts.Load()) })
+	testutil.Eventually(t, 5*time.Second, "1 + 3 attempts at the server", func() bool { return attempts.Load() >= 4 })
 	if got := attempts.Load(); got != 4 {
 		t.Errorf("attempts = %d, want 1 + 3 retries", got)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/contracts"
+	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/negotiate"
 	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/wire"
@@ -124,14 +125,14 @@ func TestHighAcrossSystems(t *testing.T) {
 		}
 		// The failure, the contract and the decryptions are in b's audit
 		// log, and its chain verifies.
-		eventually(t, 10*time.Second, func() bool {
+		testutil.Eventually(t, 10*time.Second, "contract_made and decrypt_failed in b's audit log", func() bool {
 			recs, err := b.a.AuditLog(0, 1000)
 			kinds := map[string]bool{}
 			for _, r := range recs {
 				kinds[r.Kind] = true
 			}
 			return err == nil && kinds[agent.AuditContractMade] && kinds[agent.AuditDecryptFailed]
-		}, func() string { return "b's audit log lacks contract_made or decrypt_failed" })
+		})
 		if rep, err := b.a.VerifyAudit(context.Background()); err != nil || !rep.OK || rep.Records < 2 {
 			t.Errorf("VerifyAudit = %+v, %v", rep, err)
 		}
@@ -254,10 +255,10 @@ func TestContractRefs(t *testing.T) {
 	t.Run("no ref and no active contract is TP-NEG010; the outbox renegotiates", func(t *testing.T) {
 		expect(t, a, "", http.StatusPreconditionRequired, wire.CodeNegContractMissing)
 		task := submitTo(t, a, b, "echo", `{}`)
-		eventually(t, 10*time.Second, func() bool {
+		testutil.Eventually(t, 10*time.Second, "the task request to be delivered under a new contract", func() bool {
 			got, err := a.a.Task(task.ID)
 			return err == nil && got.Status == wire.StatusCompleted
-		}, func() string { return "the task request was not delivered under a new contract" })
+		})
 		ci, _, err := a.a.Contracts().List(contracts.Query{Peer: b.id(), Limit: 10})
 		if err != nil || len(ci) < 2 || ci[0].Status != negotiate.StatusActive || ci[0].Contract.ContractID == c1.ContractID {
 			t.Errorf("contracts with the responder: %+v, %v; want a new active one first", ci, err)
@@ -270,10 +271,10 @@ func TestContractRefs(t *testing.T) {
 		if err != nil || ci.Status != negotiate.StatusRevoked || ci.RevokedBy != "local" {
 			t.Fatalf("RevokeContract = %+v, %v", ci, err)
 		}
-		eventually(t, 10*time.Second, func() bool {
+		testutil.Eventually(t, 10*time.Second, "the responder to learn of the revocation", func() bool {
 			theirs, err := b.a.Contracts().Get(c2.ContractID)
 			return err == nil && theirs.Status == negotiate.StatusRevoked && theirs.RevokedBy == a.id()
-		}, func() string { return "the responder did not learn of the revocation" })
+		})
 		expect(t, a, c2.ContractID, http.StatusGone, wire.CodeNegContractExpired)
 		again, err := a.a.Contracts().Revoke(context.Background(), c2.ContractID)
 		if err != nil || again.RevokedAt != ci.RevokedAt {

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -49,7 +50,7 @@ func TestSetCallbackURL(t *testing.T) {
 		if final := waitFinal(t, a, task.ID); final.Status != wire.StatusCompleted {
 			t.Fatalf("status = %s", final.Status)
 		}
-		eventually(t, 10*time.Second, func() bool { return queued() == 1 }, func() string { return "one webhook queued" })
+		testutil.Eventually(t, 10*time.Second, "one webhook to be queued", func() bool { return queued() == 1 })
 	})
 	t.Run("final task: unchanged, nothing queued", func(t *testing.T) {
 		task := submit(t, a, "echo", `{}`)

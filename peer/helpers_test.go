@@ -16,6 +16,7 @@ import (
 	"github.com/synapse-edge/synapse/peer"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -118,11 +119,16 @@ func waitFinal(t *testing.T, a *node, id string) *wire.Task {
 func waitStatus(t *testing.T, a *node, id string, want wire.Status) *wire.Task {
 	t.Helper()
 	var task *wire.Task
-	eventually(t, 10*time.Second, func() bool {
+	last := "" // each state seen is logged: a failure shows the last one
+	testutil.Eventually(t, 10*time.Second, "task "+id+" to be "+string(want), func() bool {
 		var err error
 		task, err = a.Task(id)
+		if d := describe(task); d != last {
+			t.Logf("task %s: %s", id, d)
+			last = d
+		}
 		return err == nil && task.Status == want
-	}, func() string { return "task " + id + " did not reach " + string(want) + ": last " + describe(task) })
+	})
 	return task
 }
 
@@ -131,18 +137,6 @@ func describe(task *wire.Task) string {
 		return "<nil>"
 	}
 	return string(task.Status) + " " + string(task.ErrorCode) + " " + task.ErrorMessage
-}
-
-// eventually polls cond until it holds or d passes.
-func eventually(t *testing.T, d time.Duration, cond func() bool, msg func() string) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal(msg())
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }
 
 // wantCode asserts err is a *wire.Error with code.

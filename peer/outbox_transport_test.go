@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/transport"
@@ -104,8 +105,7 @@ func TestOutboxFakeTransport(t *testing.T) {
 	}
 	waitSends := func(n int) {
 		t.Helper()
-		eventually(t, 10*time.Second, func() bool { return fake.sends() >= n },
-			func() string { return fmt.Sprintf("%d sends, want %d", fake.sends(), n) })
+		testutil.Eventually(t, 10*time.Second, fmt.Sprintf("%d sends", n), func() bool { return fake.sends() >= n })
 	}
 
 	t.Run("retry after, then dead letter", func(t *testing.T) {
@@ -117,8 +117,7 @@ func TestOutboxFakeTransport(t *testing.T) {
 		url := hook("/retried")
 		waitSends(1)
 		var e *peer.OutboxEntry
-		eventually(t, 10*time.Second, func() bool { e = entry(url, store.OutboxPending); return e != nil && e.Attempts == 1 },
-			func() string { return "the first failure recorded" })
+		testutil.Eventually(t, 10*time.Second, "the first failure to be recorded", func() bool { e = entry(url, store.OutboxPending); return e != nil && e.Attempts == 1 })
 		next, err := time.Parse(time.RFC3339Nano, e.NextAttemptAt)
 		if err != nil {
 			t.Fatal(err)
@@ -134,8 +133,7 @@ func TestOutboxFakeTransport(t *testing.T) {
 			clock.Advance(2 * time.Hour)
 			waitSends(n)
 		}
-		eventually(t, 10*time.Second, func() bool { return entry(url, store.OutboxDead) != nil },
-			func() string { return "a dead letter after max_retries" })
+		testutil.Eventually(t, 10*time.Second, "a dead letter after max_retries", func() bool { return entry(url, store.OutboxDead) != nil })
 		d := entry(url, store.OutboxDead)
 		if d.Attempts != 3 || !strings.Contains(d.LastError, "scripted retry") {
 			t.Errorf("dead letter: %d attempts, last error %q; want 3 and the transport's error", d.Attempts, d.LastError)
@@ -150,8 +148,7 @@ func TestOutboxFakeTransport(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitSends(4)
-		eventually(t, 10*time.Second, func() bool { return entry(url, store.OutboxPending) == nil && entry(url, store.OutboxDead) == nil },
-			func() string { return "delivered after the requeue" })
+		testutil.Eventually(t, 10*time.Second, "delivered after the requeue", func() bool { return entry(url, store.OutboxPending) == nil && entry(url, store.OutboxDead) == nil })
 	})
 
 	t.Run("permanent: dead at once", func(t *testing.T) {
@@ -159,8 +156,7 @@ func TestOutboxFakeTransport(t *testing.T) {
 		fake.add(transport.Outcome{Class: transport.Permanent, Status: 410})
 		url := hook("/gone")
 		waitSends(before + 1)
-		eventually(t, 10*time.Second, func() bool { return entry(url, store.OutboxDead) != nil },
-			func() string { return "a dead letter after one refusal" })
+		testutil.Eventually(t, 10*time.Second, "a dead letter after one refusal", func() bool { return entry(url, store.OutboxDead) != nil })
 		if d := entry(url, store.OutboxDead); d.Attempts != 1 {
 			t.Errorf("%d attempts, want 1", d.Attempts)
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
@@ -59,10 +60,10 @@ func TestStoreAndForward(t *testing.T) {
 	}
 
 	var dead []peer.OutboxEntry
-	eventually(t, 10*time.Second, func() bool {
+	testutil.Eventually(t, 10*time.Second, "every request to become a dead letter", func() bool {
 		dead = outbox(t, a.a, store.OutboxDead)
 		return len(dead) == n
-	}, func() string { return "the requests did not all become dead letters" })
+	})
 	t.Run("dead letters", func(t *testing.T) {
 		for i, d := range dead {
 			if d.ID == "" || d.Peer != b.id() || d.Type != wire.MsgTaskRequest || d.Attempts != 3 || d.LastError == "" || d.DeadAt == "" {
@@ -76,16 +77,15 @@ func TestStoreAndForward(t *testing.T) {
 			t.Errorf("synapse_outbox_retries_total = %v, want at least %d", got, 2*n)
 		}
 		// The counter moves just after the dead letter is stored.
-		eventually(t, 10*time.Second, func() bool { return metric(t, a.a, "synapse_outbox_dead_total") == n },
-			func() string {
-				return fmt.Sprintf("synapse_outbox_dead_total = %v, want %d", metric(t, a.a, "synapse_outbox_dead_total"), n)
-			})
+		testutil.Eventually(t, 10*time.Second, fmt.Sprintf("synapse_outbox_dead_total to be %d", n), func() bool {
+			return metric(t, a.a, "synapse_outbox_dead_total") == n
+		})
 	})
 	t.Run("peer goes offline", func(t *testing.T) {
-		eventually(t, 10*time.Second, func() bool {
+		testutil.Eventually(t, 10*time.Second, "the stopped executor to be offline after three heartbeat intervals", func() bool {
 			p, err := a.a.Peer(b.id())
 			return err == nil && p.Status == peer.PeerOffline
-		}, func() string { return "the stopped executor is not offline after three heartbeat intervals" })
+		})
 	})
 
 	b.open()
@@ -108,9 +108,9 @@ func TestStoreAndForward(t *testing.T) {
 				t.Errorf("executor's task %s: %s with history %v, want run once and completed", task.ID, task.Status, statuses(task))
 			}
 		}
-		eventually(t, 10*time.Second, func() bool {
+		testutil.Eventually(t, 10*time.Second, "the requester's outbox to be empty", func() bool {
 			return len(outbox(t, a.a, store.OutboxPending))+len(outbox(t, a.a, store.OutboxDead)) == 0
-		}, func() string { return "the requester's outbox is not empty" })
+		})
 		if p, err := a.a.Peer(b.id()); err != nil || p.Status != peer.PeerOnline {
 			t.Errorf("executor's status = %+v (%v), want online", p, err)
 		}
@@ -128,10 +128,10 @@ func TestOutboxAdministration(t *testing.T) {
 	first := submitTo(t, a, b, "echo", `{"n":1}`)
 	second := submitTo(t, a, b, "echo", `{"n":2}`)
 	var dead []peer.OutboxEntry
-	eventually(t, 10*time.Second, func() bool {
+	testutil.Eventually(t, 10*time.Second, "the requests to become dead letters", func() bool {
 		dead = outbox(t, a.a, store.OutboxDead)
 		return len(dead) == 2
-	}, func() string { return "the requests did not become dead letters" })
+	})
 
 	t.Run("drop", func(t *testing.T) {
 		if err := a.a.DropOutbox(ctx, dead[1].ID); err != nil {
@@ -183,8 +183,7 @@ func TestOutboxAdministration(t *testing.T) {
 		if _, err := a.a.Cancel(cctx, second.ID); err != nil {
 			t.Fatalf("Cancel: %v", err)
 		}
-		eventually(t, 10*time.Second, deadCancel(string(wire.CodeTaskNotFound)),
-			func() string { return "the refused cancel did not become a dead letter after one attempt" })
+		testutil.Eventually(t, 10*time.Second, "the refused cancel to become a dead letter after one attempt", deadCancel(string(wire.CodeTaskNotFound)))
 	})
 	t.Run("unpaired peer", func(t *testing.T) {
 		if err := a.a.RemovePeer(ctx, b.id()); err != nil {
@@ -197,7 +196,6 @@ func TestOutboxAdministration(t *testing.T) {
 		if err != nil || n != 1 {
 			t.Fatalf("RetryDeadLetters = %d, %v; want 1", n, err)
 		}
-		eventually(t, 10*time.Second, deadCancel("not a paired peer"),
-			func() string { return "the message for the unpaired peer did not become a dead letter" })
+		testutil.Eventually(t, 10*time.Second, "the message for the unpaired peer to become a dead letter", deadCancel("not a paired peer"))
 	})
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
@@ -159,9 +160,9 @@ func TestDelegation(t *testing.T) {
 
 	t.Run("outboxes drain", func(t *testing.T) {
 		for _, n := range []*peerNode{a, b} {
-			eventually(t, 10*time.Second, func() bool {
+			testutil.Eventually(t, 10*time.Second, n.cfg.AgentName+"'s outbox to drain", func() bool {
 				return len(outbox(t, n.a, store.OutboxPending)) == 0
-			}, func() string { return n.cfg.AgentName + "'s outbox did not drain" })
+			})
 			if dead := outbox(t, n.a, store.OutboxDead); len(dead) != 0 {
 				t.Errorf("%s has dead letters: %+v", n.cfg.AgentName, dead)
 			}
@@ -220,7 +221,7 @@ func TestSeenMessagesExpire(t *testing.T) {
 		_ = a.a.Store().View(func(tx *store.Tx) error { ok = tx.SeenMessage(m.MessageID); return nil })
 		return ok
 	}
-	eventually(t, 10*time.Second, seen, func() string { return "the message id was not recorded" })
+	testutil.Eventually(t, 10*time.Second, "the message id to be recorded", seen)
 	for _, step := range []struct {
 		advance time.Duration
 		want    bool

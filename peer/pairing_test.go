@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
@@ -29,8 +30,7 @@ func TestPairingIsMutual(t *testing.T) {
 		t.Fatalf("AddPeer: %v", err)
 	}
 	var reqs []peer.PairRequest
-	eventually(t, 10*time.Second, func() bool { reqs = b.a.PairRequests(); return len(reqs) == 1 },
-		func() string { return "the executor lists no pair request" })
+	testutil.Eventually(t, 10*time.Second, "the executor to list a pair request", func() bool { reqs = b.a.PairRequests(); return len(reqs) == 1 })
 	got := reqs[0]
 	if got.AgentID != a.id() || got.PublicKey != a.a.Identity().PublicKey || got.Endpoint != a.url() {
 		t.Fatalf("pair request = %+v, want %s with its key at %s", got, a.id(), a.url())
@@ -40,20 +40,24 @@ func TestPairingIsMutual(t *testing.T) {
 	}
 
 	task := submitTo(t, a, b, "echo", `{"x":1}`)
-	eventually(t, 10*time.Second, func() bool {
+	var last string // the history seen last, logged when the test fails
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the requester's task history: %s", last)
+		}
+	})
+	testutil.Eventually(t, 10*time.Second, "a waiting_for_peer note in the requester's task", func() bool {
 		cur, err := a.a.Task(task.ID)
 		if err != nil {
 			return false
 		}
+		last = describeHistory(cur)
 		for _, h := range cur.History {
 			if strings.HasPrefix(h.Reason, peer.WaitingForPeer+": ") && strings.Contains(h.Reason, "peer accept "+a.id()) {
 				return true
 			}
 		}
 		return false
-	}, func() string {
-		cur, _ := a.a.Task(task.ID)
-		return "no waiting_for_peer note in " + describeHistory(cur)
 	})
 
 	if _, err := b.a.AcceptPeer(context.Background(), "nobody"); err == nil {
@@ -189,8 +193,7 @@ func TestPairingAcceptedLate(t *testing.T) {
 		t.Fatalf("%d pair requests listed right after Pair, want 1", n)
 	}
 	task := submitTo(t, a, b, "echo", `{"late":true}`)
-	eventually(t, 10*time.Second, func() bool { return len(outbox(t, a.a, store.OutboxDead)) > 0 },
-		func() string { return "the refused request did not become a dead letter" })
+	testutil.Eventually(t, 10*time.Second, "the refused request to become a dead letter", func() bool { return len(outbox(t, a.a, store.OutboxDead)) > 0 })
 	if _, err := b.a.AcceptPeer(context.Background(), a.id()); err != nil {
 		t.Fatalf("AcceptPeer: %v", err)
 	}
@@ -215,6 +218,5 @@ func TestPairRequestAskedAgain(t *testing.T) {
 	if n := len(b.a.PairRequests()); n != 0 {
 		t.Fatalf("%d pair requests after a restart, want none (memory only)", n)
 	}
-	eventually(t, 30*time.Second, func() bool { return len(b.a.PairRequests()) == 1 },
-		func() string { return "the requester did not ask again after the restart" })
+	testutil.Eventually(t, 30*time.Second, "the requester to ask again after the restart", func() bool { return len(b.a.PairRequests()) == 1 })
 }

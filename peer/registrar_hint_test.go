@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/internal/testutil"
 )
 
 // lockedBuffer is a bytes.Buffer safe for a logger and a test together.
@@ -37,8 +38,14 @@ func TestRegistryWithoutToken(t *testing.T) {
 	startPeerWith(t, "edge", []agent.Option{agent.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))}, func(c *agent.Config) {
 		c.Registry = &agent.RegistryConfig{URL: r.url(), HeartbeatIntervalSeconds: 1}
 	})
-	eventually(t, 10*time.Second, func() bool { return strings.Contains(logs.String(), "registration failed") },
-		func() string { return "no registration warning in:\n" + logs.String() })
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the edge agent's log:\n%s", logs.String())
+		}
+	})
+	testutil.Eventually(t, 10*time.Second, "a registration warning in the log", func() bool {
+		return strings.Contains(logs.String(), "registration failed")
+	})
 	out := logs.String()
 	for _, want := range []string{"401", "registry.token_env", "registry:write", "synapse token create"} {
 		if !strings.Contains(out, want) {

@@ -16,6 +16,7 @@ import (
 	"github.com/synapse-edge/synapse/peer"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -306,8 +307,7 @@ func TestRegistryThreeAgents(t *testing.T) {
 	a, b := startPeer(t, "alpha", viaR), startPeer(t, "beta", viaR)
 	both := []string{a.id(), b.id()}
 	slices.Sort(both)
-	eventually(t, 10*time.Second, func() bool { return slices.Equal(find(t, r.a, peer.DirectoryQuery{}), both) },
-		func() string { return "A and B did not both register" })
+	testutil.Eventually(t, 10*time.Second, "A and B to register", func() bool { return slices.Equal(find(t, r.a, peer.DirectoryQuery{}), both) })
 
 	t.Run("registered on start", func(t *testing.T) {
 		e, err := r.a.Registration(b.id())
@@ -328,10 +328,9 @@ func TestRegistryThreeAgents(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 10*time.Second, func() bool {
+		testutil.Eventually(t, 10*time.Second, "B's resize handler to reach the registry", func() bool {
 			return slices.Equal(find(t, r.a, peer.DirectoryQuery{TaskType: "resize"}), []string{b.id()})
-		},
-			func() string { return "B's resize handler did not reach the registry" })
+		})
 	})
 
 	t.Run("A finds B through R", func(t *testing.T) {
@@ -371,9 +370,9 @@ func TestRegistryThreeAgents(t *testing.T) {
 		if err := a.a.ProvideInterface(wire.IfaceVotingHandler); err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 10*time.Second, func() bool {
+		testutil.Eventually(t, 10*time.Second, "A to come back online", func() bool {
 			return slices.Equal(find(t, r.a, peer.DirectoryQuery{Status: peer.PeerOnline}), []string{a.id()})
-		}, func() string { return "A did not come back online" })
+		})
 		if got := find(t, r.a, peer.DirectoryQuery{Status: peer.PeerOffline}); !slices.Equal(got, []string{b.id()}) {
 			t.Errorf("offline = %v, want B", got)
 		}
