@@ -4,138 +4,12 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
 	"os"
-	"slices"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/synapse-edge/synapse/client"
+	"github.com/synapse-edge/synapse/client/tier1load"
 )
-
-// maxLatencySamples bounds the acknowledgement latencies kept for the
-// percentiles (a uniform sample of them when there are more).
-const maxLatencySamples = 100_000
-
-// sendStats counts what tier1 send did; the sender, the acknowledgement
-// readers and the live line share it.
-type sendStats struct {
-	mu          sync.Mutex
-	start       time.Time // first batch sent
-	lastAnswer  time.Time
-	end         time.Time
-	batchesSent int64
-	framesSent  int64
-	wireBytes   int64
-	acked       int64 // frames of acknowledged batches
-	refused     int64 // frames of refused batches
-	duplicates  int64 // batches the agent had already stored
-	firstErr    string
-	interrupted bool
-	latencies   []time.Duration // a uniform sample
-	answered    int64           // batches answered
-	recent      []time.Duration // latencies since the last live line
-}
-
-func newSendStats() *sendStats { return &sendStats{} }
-
-// sent records a batch about to go out with its size on the wire.
-func (st *sendStats) sent(b *pendingBatch, wireBytes int) {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if st.batchesSent == 0 {
-		st.start = b.sentAt
-	}
-	st.batchesSent++
-	st.framesSent += int64(b.frames)
-	st.wireBytes += int64(wireBytes)
-}
-
-// answer records the acknowledgement or refusal of a batch.
-func (st *sendStats) answer(b *pendingBatch, ack *client.Tier1Ack, at time.Time) {
-	lat := at.Sub(b.sentAt)
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	st.lastAnswer = at
-	st.answered++
-	if ack.OK {
-		st.acked += int64(b.frames)
-		if ack.Duplicate {
-			st.duplicates++
-		}
-	} else {
-		st.refused += int64(b.frames)
-		if st.firstErr == "" {
-			st.firstErr = "batch " + b.id + ": unknown error"
-			if ack.Error != nil {
-				st.firstErr = "batch " + b.id + ": " + ack.Error.Error()
-			}
-		}
-	}
-	if len(st.latencies) < maxLatencySamples {
-		st.latencies = append(st.latencies, lat)
-	} else if j := rand.Int64N(st.answered); j < maxLatencySamples {
-		st.latencies[j] = lat
-	}
-	if len(st.recent) < maxLatencySamples {
-		st.recent = append(st.recent, lat)
-	}
-}
-
-// unanswered is the number of frames sent without an answer.
-func (st *sendStats) unanswered() int64 {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return st.framesSent - st.acked - st.refused
-}
-
-// framesSentCount is the number of frames sent.
-func (st *sendStats) framesSentCount() int64 {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return st.framesSent
-}
-
-func (st *sendStats) stopped(interrupted bool) {
-	st.mu.Lock()
-	st.interrupted = interrupted
-	st.mu.Unlock()
-}
-
-// finish fixes the end of the run: the last answer, or now without one.
-func (st *sendStats) finish() {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	st.end = st.lastAnswer
-	if st.end.IsZero() {
-		st.end = time.Now()
-	}
-	if st.start.IsZero() {
-		st.start = st.end
-	}
-}
-
-// tick returns the totals for the live line and the median latency since
-// the last tick.
-func (st *sendStats) tick() (acked, refused int64, p50 time.Duration) {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	p50 = percentile(st.recent, 0.5)
-	st.recent = st.recent[:0]
-	return st.acked, st.refused, p50
-}
-
-// percentile returns the p-quantile (nearest rank) of ds, 0 when empty;
-// ds is sorted in place.
-func percentile(ds []time.Duration, p float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	slices.Sort(ds)
-	i := int(math.Ceil(p*float64(len(ds)))) - 1
-	return ds[min(max(i, 0), len(ds)-1)]
-}
 
 // liveLine redraws one line of progress on a terminal once per second.
 type liveLine struct {
@@ -145,7 +19,7 @@ type liveLine struct {
 
 // startLiveLine starts the live line on standard error when that is a
 // terminal; otherwise stop does nothing.
-func startLiveLine(s *session, st *sendStats) *liveLine {
+func startLiveLine(s *session, st *tier1load.Stats) *liveLine {
 	if !isTerminal(s.io.Err) {
 		return &liveLine{}
 	}
@@ -163,7 +37,7 @@ func startLiveLine(s *session, st *sendStats) *liveLine {
 				}
 				return
 			case now := <-t.C:
-				acked, refused, p50 := st.tick()
+				acked, refused, p50 := st.Tick()
 				rate := float64(acked-prev) / now.Sub(prevAt).Seconds()
 				prev, prevAt = acked, now
 				line := liveText(rate, acked, refused, p50)
@@ -210,58 +84,13 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
-// sendSummary is the --json summary of tier1 send.
-type sendSummary struct {
-	Transport       string  `json:"transport"`
-	FramesSent      int64   `json:"frames_sent"`
-	BatchesSent     int64   `json:"batches_sent"`
-	Acknowledged    int64   `json:"acknowledged"`
-	Refused         int64   `json:"refused"`
-	Unacknowledged  int64   `json:"unacknowledged"`
-	Duplicates      int64   `json:"duplicate_batches"`
-	FirstError      string  `json:"first_error,omitempty"`
-	Interrupted     bool    `json:"interrupted,omitempty"`
-	DurationSeconds float64 `json:"duration_seconds"`
-	FramesPerSecond float64 `json:"frames_per_second"`
-	AckP50Ms        float64 `json:"ack_p50_ms"`
-	AckP99Ms        float64 `json:"ack_p99_ms"`
-	WireBytes       int64   `json:"wire_bytes"`
-	BytesPerFrame   float64 `json:"bytes_per_frame"`
-}
-
-// summary computes the figures of a finished run.
-func (st *sendStats) summary(cfg sendConfig) sendSummary {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	sum := sendSummary{
-		Transport:  "websocket",
-		FramesSent: st.framesSent, BatchesSent: st.batchesSent,
-		Acknowledged: st.acked, Refused: st.refused, Unacknowledged: st.framesSent - st.acked - st.refused,
-		Duplicates: st.duplicates, FirstError: st.firstErr, Interrupted: st.interrupted,
-		DurationSeconds: st.end.Sub(st.start).Seconds(),
-		AckP50Ms:        float64(percentile(st.latencies, 0.50)) / float64(time.Millisecond),
-		AckP99Ms:        float64(percentile(st.latencies, 0.99)) / float64(time.Millisecond),
-		WireBytes:       st.wireBytes,
-	}
-	if cfg.http {
-		sum.Transport = "http"
-	}
-	if sum.DurationSeconds > 0 {
-		sum.FramesPerSecond = float64(st.acked) / sum.DurationSeconds
-	}
-	if st.framesSent > 0 {
-		sum.BytesPerFrame = float64(st.wireBytes) / float64(st.framesSent)
-	}
-	return sum
-}
-
 // printSendSummary writes the summary of a run to standard output.
-func printSendSummary(s *session, cfg sendConfig, sum sendSummary) error {
+func printSendSummary(s *session, cfg tier1load.Config, sum tier1load.Summary) error {
 	if s.g.json {
 		return s.printJSON(sum)
 	}
 	wire := "WebSocket messages"
-	if cfg.http {
+	if cfg.HTTP {
 		wire = "HTTP bodies"
 	}
 	stopped := ""
