@@ -287,7 +287,9 @@ func (a *Agent) ProvideInfo(ctx context.Context, id string, fields wire.JSONValu
 }
 
 // ListTasks lists tasks newest first.
-func (a *Agent) ListTasks(f store.TaskFilter) ([]*wire.Task, string, error) { return a.eng.list(f) }
+func (a *Agent) ListTasks(f TaskFilter) ([]*wire.Task, string, error) {
+	return a.eng.list(store.TaskFilter(f))
+}
 
 // Events returns a task's stored events with seq > after.
 func (a *Agent) Events(id string, after uint64) ([]*wire.Event, error) {

@@ -40,6 +40,9 @@ func (a *Agent) AuditLog(after uint64, limit int) ([]*store.AuditRecord, error) 
 		out, err = tx.Audit(after, limit)
 		return err
 	})
+	if out == nil && err == nil {
+		out = []*store.AuditRecord{} // an empty log is an empty list
+	}
 	return out, err
 }
 

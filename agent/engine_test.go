@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
-	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -139,7 +138,7 @@ func TestSubmitRefusals(t *testing.T) {
 		})
 	}
 	t.Run("nothing stored", func(t *testing.T) {
-		ts, _, err := a.ListTasks(store.TaskFilter{})
+		ts, _, err := a.ListTasks(agent.TaskFilter{})
 		if err != nil {
 			t.Fatalf("ListTasks: %v", err)
 		}
@@ -237,7 +236,7 @@ func TestMaxConcurrentTasks(t *testing.T) {
 	if !we.Retriable {
 		t.Error("rate_limited is not retriable")
 	}
-	ts, _, err := a.ListTasks(store.TaskFilter{})
+	ts, _, err := a.ListTasks(agent.TaskFilter{})
 	if err != nil {
 		t.Fatalf("ListTasks: %v", err)
 	}
@@ -359,7 +358,7 @@ func TestListTasksThroughAgent(t *testing.T) {
 	}
 	parked := submit(t, a, "sleep", `{}`)
 
-	ts, next, err := a.ListTasks(store.TaskFilter{TaskType: "echo", Limit: 3})
+	ts, next, err := a.ListTasks(agent.TaskFilter{TaskType: "echo", Limit: 3})
 	if err != nil {
 		t.Fatalf("ListTasks: %v", err)
 	}
@@ -370,7 +369,7 @@ func TestListTasksThroughAgent(t *testing.T) {
 	if want := []string{ids[4], ids[3], ids[2]}; !slices.Equal(got, want) || next != ids[2] {
 		t.Errorf("first page = %v next %q, want %v next %q", got, next, want, ids[2])
 	}
-	ts, _, _ = a.ListTasks(store.TaskFilter{NonTerminal: true})
+	ts, _, _ = a.ListTasks(agent.TaskFilter{NonTerminal: true})
 	if len(ts) != 1 || ts[0].ID != parked.ID {
 		t.Errorf("non-terminal tasks = %d, want only the parked one", len(ts))
 	}

@@ -14,7 +14,7 @@ import (
 
 func listIDs(t *testing.T, a *agent.Agent) []string {
 	t.Helper()
-	ts, _, err := a.ListTasks(store.TaskFilter{Limit: 1000})
+	ts, _, err := a.ListTasks(agent.TaskFilter{Limit: 1000})
 	if err != nil {
 		t.Fatalf("ListTasks: %v", err)
 	}

@@ -12,6 +12,18 @@ const (
 	MaxTaskPageSize     = 500
 )
 
+// TaskFilter selects the tasks of ListTasks.
+type TaskFilter struct {
+	Status   wire.Status
+	TaskType string
+	// After is the page token ListTasks returned (a task id); tasks are
+	// listed newest first.
+	After string
+	Limit int
+	// NonTerminal keeps only tasks that have not reached a final state.
+	NonTerminal bool
+}
+
 // TaskPageQuery asks for one page of the task list, as every API does.
 type TaskPageQuery struct {
 	// Status, when not empty, keeps the tasks in that state.

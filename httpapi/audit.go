@@ -32,9 +32,6 @@ func (s *Server) auditLog(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []strin
 	if err != nil {
 		return err
 	}
-	if recs == nil {
-		recs = []*agent.AuditRecord{}
-	}
 	write(ctx, fasthttp.StatusOK, map[string]any{"records": recs})
 	return nil
 }

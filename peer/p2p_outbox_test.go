@@ -99,7 +99,7 @@ func TestStoreAndForward(t *testing.T) {
 		if got := requestOrder(b.a); !slices.Equal(got, ids) {
 			t.Errorf("executor received requests %v, want %v (queue order, each once)", got, ids)
 		}
-		tasks, _, err := b.a.ListTasks(store.TaskFilter{Limit: 100})
+		tasks, _, err := b.a.ListTasks(agent.TaskFilter{Limit: 100})
 		if err != nil || len(tasks) != n {
 			t.Fatalf("executor has %d tasks (%v), want %d", len(tasks), err, n)
 		}

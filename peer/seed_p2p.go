@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/synapse-edge/synapse/agent"
-	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -111,7 +110,7 @@ func (p *P2P) GetTaskStatus(taskID string) (P2PTaskStatus, bool) {
 // seed's signature has no error: on a store error it returns what it read.
 func (p *P2P) ListTasks() map[string]P2PTaskStatus {
 	out := map[string]P2PTaskStatus{}
-	f := store.TaskFilter{Limit: 500}
+	f := agent.TaskFilter{Limit: 500}
 	for {
 		ts, next, err := p.n.a.ListTasks(f)
 		if err != nil {
