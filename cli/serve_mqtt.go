@@ -44,6 +44,11 @@ func startMQTT(ctx context.Context, a *agent.Agent, nw *peer.Network, t *mqtt.Tr
 		return nil
 	}
 	t.SetReceiver(nw.Receiver())
+	card := mqtt.Card{PublicKey: a.Identity().PublicKey, Endpoint: a.Identity().Endpoint}
+	for _, tt := range a.TaskTypes() {
+		card.TaskTypes = append(card.TaskTypes, tt.Type)
+	}
+	t.SetPresence(card, a.Sign)
 	t.SetDocuments(func(ctx context.Context, path string) ([]byte, string, bool) {
 		var v any
 		switch path {

@@ -84,6 +84,9 @@ func New(o Options) (*Client, error) {
 		SetDefaultPublishHandler(c.dispatch).
 		SetOnConnectHandler(c.onConnect).
 		SetConnectionLostHandler(c.onLost)
+	if w := o.Will; w != nil {
+		po.SetBinaryWill(w.Topic, w.Payload, 1, true)
+	}
 	if useTLS {
 		u, _ := url.Parse(o.URL)
 		tc, err := o.tlsConfig(u.Hostname())
@@ -155,6 +158,9 @@ func (c *Client) onConnect(pc paho.Client) {
 		if !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
 			c.log.Warn("mqtt: a subscription was not granted", "filter", f, "err", tok.Error())
 		}
+	}
+	if a := c.opts.Announce; a != nil {
+		pc.Publish(a.Topic, 1, true, a.Payload) // not waited for: the next connection publishes it again
 	}
 	c.mu.Lock()
 	select {

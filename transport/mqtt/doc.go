@@ -25,6 +25,8 @@
 //	{prefix}/{system_id}/{agent_id}/tier1/{capability_id}   stored tier-1 batches (northbound)
 //	{prefix}/agents/{agent_id}/inbox                        envelopes for the agent, and the
 //	                                                        answers to those it sent (p2p.go)
+//	{prefix}/agents/{agent_id}/card                         its presence card, retained; the
+//	                                                        Last Will turns it offline (presence.go)
 //
 // Every level that comes from an id is checked: a '/', '+', '#' or NUL in
 // it would address another topic, and is refused.

@@ -41,8 +41,18 @@ type Options struct {
 	// no session at the broker, the broker restarted) is sent again after
 	// it, by the outbox.
 	AnswerTimeout time.Duration
+	// Announce is published retained on every connection, and Will is
+	// the broker's Last Will for this client (retained): the presence
+	// card and its offline form (presence.go).
+	Announce, Will *Retained
 	// Logger gets the connection's changes (default: discard).
 	Logger *slog.Logger
+}
+
+// Retained is a retained message.
+type Retained struct {
+	Topic   string
+	Payload []byte
 }
 
 // DefaultTopicPrefix starts every topic when Options.TopicPrefix is empty.

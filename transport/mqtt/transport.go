@@ -34,6 +34,8 @@ type Transport struct {
 	agent    string
 	receiver transport.Receiver
 	docs     Documents
+	card     *Card
+	sign     Signer
 	closed   bool
 
 	pmu     sync.Mutex
@@ -83,6 +85,9 @@ func (t *Transport) Start(ctx context.Context, systemID, agentID string) error {
 	if o.ClientID == "" {
 		o.ClientID = agentID
 	}
+	if err := t.presence(&o, systemID, agentID); err != nil {
+		return err
+	}
 	c, err := New(o)
 	if err != nil {
 		return err
@@ -126,6 +131,7 @@ func (t *Transport) Close(ctx context.Context) error {
 		}
 		t.cancelBg()
 		if c := t.Client(); c != nil {
+			t.leave(ctx, c)
 			_ = c.Close(ctx)
 		}
 	})
