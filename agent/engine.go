@@ -33,6 +33,12 @@ type engine struct {
 	db  *store.DB
 	log *slog.Logger
 	hub hub
+	// human wakes package hil at changes into or out of need_human and
+	// human_deciding (human_queue.go).
+	human signal
+	// added fires when a run is added to runs (a sync-mode task that
+	// goes on after its inline budget becomes live then).
+	added signal
 	// pushes indexes the live tasks with A2A push configs.
 	pushes pushIndex
 
@@ -231,6 +237,7 @@ func (e *engine) applyOutCtx(ctx context.Context, r *run, wait bool, mut func(t 
 	}, func(err error) {
 		if err == nil {
 			e.hub.publish(snap.ID, evs)
+			e.humanChange(prev.Status, snap)
 			if !snap.Status.Terminal() && (waiting(snap.Status) || snap.Target != "") {
 				go e.lighten(r, snap) // not from the writer: r.mu may be held by a sender
 			}
@@ -400,6 +407,7 @@ func (e *engine) submit(ctx context.Context, p Principal, req *wire.SubmitReques
 	}
 	e.a.m.submitted.Inc()
 	e.hub.publish(t.ID, evs)
+	e.humanChange("", t)
 	e.track(r)
 	return t, nil
 }
@@ -460,6 +468,7 @@ func (e *engine) track(r *run) {
 	e.mu.Lock()
 	e.runs[r.task.ID] = r
 	e.mu.Unlock()
+	e.added.fire()
 	switch r.task.Status {
 	case wire.StatusConfirmed, wire.StatusExecuting:
 		e.start(r)

@@ -43,18 +43,27 @@ func (r *Run) AskHuman(ctx context.Context, req HumanRequest) (*wire.HumanDecisi
 }
 
 func (e *engine) askHuman(ctx context.Context, id string, req HumanRequest) (*wire.HumanDecisionPayload, error) {
-	r := e.live(id)
 	// A sync-mode task is stored (and becomes live) once its handler has
-	// run for inlineBudget; a handler that asks a person waits for that.
-	for wait := time.Now().Add(50 * inlineBudget); r == nil && time.Now().Before(wait); r = e.live(id) {
+	// run for inlineBudget; a handler that asks a person waits for that
+	// (signalled by e.added), a bounded time.
+	var limit *time.Timer
+	r := e.live(id)
+	for r == nil {
+		added := e.added.wait() // before live: no addition is missed
+		if r = e.live(id); r != nil {
+			break
+		}
+		if limit == nil {
+			limit = time.NewTimer(50 * inlineBudget)
+			defer limit.Stop()
+		}
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-time.After(time.Millisecond):
+		case <-limit.C:
+			return nil, fmt.Errorf("task %s is not running", id)
+		case <-added:
 		}
-	}
-	if r == nil {
-		return nil, fmt.Errorf("task %s is not running", id)
 	}
 	ch := make(chan *wire.HumanDecisionPayload, 1)
 	r.mu.Lock()
@@ -177,18 +186,25 @@ func (a *Agent) Decide(ctx context.Context, p Principal, id string, req Decision
 		}
 		return a.eng.get(id)
 	}
+	// The handler records the outcome; wait briefly (on the task's events)
+	// so that the answer shows it.
+	sub := a.eng.hub.subscribe(id)
+	defer sub.Close()
 	if err := a.eng.deliverDecision(r, d); err != nil {
 		return nil, err
 	}
-	// The handler records the outcome; wait briefly so the answer shows it.
-	deadline := time.Now().Add(2 * time.Second)
-	for time.Now().Before(deadline) {
-		if t := r.snapshot(); t.Status != wire.StatusNeedHuman {
-			break
-		}
+	limit := time.NewTimer(2 * time.Second)
+	defer limit.Stop()
+	for r.snapshot().Status == wire.StatusNeedHuman {
 		select {
+		case _, ok := <-sub.C:
+			if !ok { // the subscription lagged or the agent closes
+				return a.eng.get(id)
+			}
 		case <-r.done:
-		case <-time.After(5 * time.Millisecond):
+			return a.eng.get(id)
+		case <-limit.C:
+			return a.eng.get(id)
 		}
 	}
 	return a.eng.get(id)

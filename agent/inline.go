@@ -161,6 +161,7 @@ func (e *engine) submitWait(ctx context.Context, p Principal, req *wire.SubmitRe
 	e.mu.Lock()
 	e.runs[t.ID] = r
 	e.mu.Unlock()
+	e.added.fire()
 	r.mu.Unlock()
 	if err := storeErr(<-done); err != nil {
 		r.cancel(errShutdown) // never stored: nothing to record
@@ -171,6 +172,7 @@ func (e *engine) submitWait(ctx context.Context, p Principal, req *wire.SubmitRe
 	}
 	e.a.m.submitted.Inc()
 	e.hub.publish(t.ID, evs)
+	e.humanChange("", t)
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()

@@ -178,6 +178,7 @@ func (e *engine) acceptRemote(ctx context.Context, peer, messageID string, req *
 	}
 	e.a.m.submitted.Inc()
 	e.hub.publish(t.ID, evs)
+	e.humanChange("", t)
 	if t.Status.Terminal() {
 		e.a.m.finished.With(string(t.Status)).Add(1)
 		return nil

@@ -16,9 +16,10 @@
 //
 // # Requests
 //
-// A request is identified by its task id. The manager polls the agent's
-// live tasks (memory only) every Options.PollInterval and on every call
-// that reads or decides, so a new request is seen within that interval.
+// A request is identified by its task id. The manager reads the agent's
+// live tasks (memory only) each time the agent signals that a task entered
+// or left need_human (agent.Agent.HumanChanged), and on every call that
+// reads or decides, so a new request is seen as soon as it is stored.
 // A task that asks a person again after a decision starts a new request
 // under the same id; its record replaces the previous one, and the audit
 // trail keeps the steps of both.

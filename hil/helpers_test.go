@@ -80,7 +80,7 @@ func (e *env) open() {
 	if err := a.Open(context.Background()); err != nil {
 		t.Fatalf("agent.Open: %v", err)
 	}
-	m := hil.New(a, hil.Options{PollInterval: time.Hour, NotifyBackoff: time.Second})
+	m := hil.New(a, hil.Options{NotifyBackoff: time.Second})
 	if err := m.Start(context.Background()); err != nil {
 		t.Fatalf("Start: %v", err)
 	}

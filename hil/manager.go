@@ -21,7 +21,6 @@ var ErrClosed = errors.New("hil: manager closed")
 
 // Defaults of Options and limits.
 const (
-	DefaultPollInterval  = 250 * time.Millisecond
 	DefaultNotifyBackoff = time.Second
 	DefaultNotifyTimeout = 10 * time.Second
 	NotifyAttempts       = 3
@@ -42,9 +41,6 @@ const (
 type Options struct {
 	// Logger receives the manager's log; by default it logs nothing.
 	Logger *slog.Logger
-	// PollInterval is how often the agent's live tasks are looked at for
-	// new requests. Default DefaultPollInterval.
-	PollInterval time.Duration
 	// Transport sends notifications (each bounded by
 	// DefaultNotifyTimeout). Default: the agent's.
 	Transport transport.Transport
@@ -96,9 +92,6 @@ func New(a *agent.Agent, opts Options) *Manager {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	if opts.PollInterval <= 0 {
-		opts.PollInterval = DefaultPollInterval
-	}
 	if opts.NotifyBackoff <= 0 {
 		opts.NotifyBackoff = DefaultNotifyBackoff
 	}
@@ -135,11 +128,12 @@ func (m *Manager) Start(ctx context.Context) error {
 		if err = m.load(); err != nil {
 			return
 		}
+		changed := m.a.HumanChanged() // before Sync: no change is missed
 		if err = m.Sync(ctx); err != nil {
 			return
 		}
 		m.wg.Add(1)
-		go m.loop()
+		go m.loop(changed)
 		ifaces := []string{wire.IfaceHILHandler}
 		if len(m.levels) > 1 {
 			ifaces = append(ifaces, wire.IfaceEscalationHandler)
@@ -176,17 +170,18 @@ func (m *Manager) load() error {
 	return nil
 }
 
-// loop looks for new requests and prunes old records until Close.
-func (m *Manager) loop() {
+// loop takes in the tasks waiting for a person each time the agent says
+// they changed (agent.Agent.HumanChanged), and prunes old records, until
+// Close.
+func (m *Manager) loop(changed <-chan struct{}) {
 	defer m.wg.Done()
-	poll := time.NewTicker(m.opts.PollInterval)
-	defer poll.Stop()
 	prune := time.NewTicker(pruneEvery)
 	defer prune.Stop()
 	m.prune()
 	for {
 		select {
-		case <-poll.C:
+		case <-changed:
+			changed = m.a.HumanChanged() // before Sync: no change is missed
 			if err := m.Sync(m.bg); err != nil && !errors.Is(err, ErrClosed) {
 				m.log.Error("look for requests", "err", err)
 			}

@@ -24,8 +24,9 @@ type change struct {
 
 // Sync takes in the tasks that wait for a person now: new ones become
 // requests, requests whose task stopped waiting (cancelled, expired,
-// decided elsewhere) are closed. The manager calls it every PollInterval
-// and before it reads or decides.
+// decided elsewhere) are closed. The manager calls it when the agent
+// signals a change (agent.Agent.HumanChanged) and before it reads or
+// decides.
 func (m *Manager) Sync(ctx context.Context) error {
 	waiting := m.a.WaitingForHuman()
 	now := m.clock.Now()
@@ -56,6 +57,11 @@ func (m *Manager) Sync(ctx context.Context) error {
 		}
 		status := "gone"
 		if t, err := m.a.Task(id); err == nil {
+			if t.Status == wire.StatusNeedHuman || t.Status == wire.StatusHumanDeciding {
+				// Changing right now (the new state is not stored yet):
+				// the agent signals again once it is.
+				continue
+			}
 			status = string(t.Status)
 		}
 		changes = append(changes, m.closeChange(e.rec, now, "the task is "+status+" without a decision made here"))

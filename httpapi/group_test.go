@@ -33,7 +33,7 @@ func startWiredServer(t *testing.T, name string, withHIL bool) *testServer {
 			c.P2P.MaxRetries, c.P2P.RetryBaseDelayMS, c.P2P.HeartbeatIntervalSeconds = 3, 50, 1
 		}}}
 	if withHIL {
-		opts.HIL = &hil.Options{PollInterval: 20 * time.Millisecond}
+		opts.HIL = &hil.Options{}
 	}
 	return peerServer(t, peernode.Start(t, opts))
 }

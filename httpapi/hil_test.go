@@ -43,7 +43,7 @@ func startHILServer(t *testing.T, mutate ...func(*agent.Config)) (*testServer, *
 	if err := a.Open(ctx); err != nil {
 		t.Fatalf("agent.Open: %v", err)
 	}
-	m := hil.New(a, hil.Options{PollInterval: 20 * time.Millisecond})
+	m := hil.New(a, hil.Options{})
 	if err := m.Start(ctx); err != nil {
 		_ = a.Close(ctx)
 		t.Fatalf("hil Start: %v", err)
