@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/client"
+	"github.com/synapse-edge/synapse/internal/atomicfile"
 	"github.com/synapse-edge/synapse/store"
 )
 
@@ -256,40 +257,20 @@ runs is consistent: it is one read transaction.`,
 
 // backupOverHTTP downloads the agent's backup into a temporary file next to
 // out, syncs it and renames it to out.
-func backupOverHTTP(ctx context.Context, c *client.Client, out string, pl *progress) (n int64, err error) {
-	dir := filepath.Dir(out)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(out)+".tmp-*")
+func backupOverHTTP(ctx context.Context, c *client.Client, out string, pl *progress) (int64, error) {
+	f, err := atomicfile.Create(out, 0o600)
 	if err != nil {
 		return 0, fmt.Errorf("backup: %w", err)
 	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if n, err = c.Backup(ctx, &countingWriter{w: tmp, pl: pl}); err != nil {
+	defer f.Abort()
+	n, err := c.Backup(ctx, &countingWriter{w: f, pl: pl})
+	if err != nil {
 		return n, err
 	}
-	if err = tmp.Sync(); err != nil {
-		return n, fmt.Errorf("backup: sync %s: %w", tmp.Name(), err)
-	}
-	if err = tmp.Close(); err != nil {
-		return n, fmt.Errorf("backup: close %s: %w", tmp.Name(), err)
-	}
-	if err = os.Rename(tmp.Name(), out); err != nil {
+	if err := f.Commit(); err != nil {
 		return n, fmt.Errorf("backup: %w", err)
 	}
-	syncDir(dir)
 	return n, nil
-}
-
-// syncDir makes a rename in dir durable where the platform allows it.
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
 }
 
 // samePath reports whether a and b name the same existing file.

@@ -9,8 +9,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -18,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/synapse-edge/synapse/client"
+	"github.com/synapse-edge/synapse/internal/atomicfile"
 )
 
 // defaultRoutine is the built-in tier-1 routine.
@@ -178,13 +177,13 @@ func exportFrames(ctx context.Context, s *session, routine string, q client.Tier
 		}
 	}
 	var w io.Writer = s.io.Out
-	var file *atomicFile
+	var file *atomicfile.File
 	if out != "" {
 		var err error
-		if file, err = createAtomic(out); err != nil {
+		if file, err = atomicfile.Create(out, 0o600); err != nil {
 			return err
 		}
-		defer file.abort()
+		defer file.Abort()
 		w = file
 	}
 	bw := bufio.NewWriterSize(w, 256<<10)
@@ -199,7 +198,7 @@ func exportFrames(ctx context.Context, s *session, routine string, q client.Tier
 		err = bw.Flush()
 	}
 	if err == nil && file != nil {
-		err = file.commit()
+		err = file.Commit()
 	}
 	if err != nil {
 		return err
@@ -436,44 +435,6 @@ func skipSpace(b []byte, i int) int {
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
-
-// atomicFile is an output file written under a temporary name and renamed
-// into place by commit; abort removes it unless it was committed.
-type atomicFile struct {
-	*os.File
-	path      string
-	committed bool
-}
-
-func createAtomic(path string) (*atomicFile, error) {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return nil, fmt.Errorf("create output: %w", err)
-	}
-	return &atomicFile{File: f, path: path}, nil
-}
-
-func (f *atomicFile) commit() error {
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", f.Name(), err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", f.Name(), err)
-	}
-	if err := os.Rename(f.Name(), f.path); err != nil {
-		return fmt.Errorf("write output: %w", err)
-	}
-	f.committed = true
-	syncDir(filepath.Dir(f.path))
-	return nil
-}
-
-func (f *atomicFile) abort() {
-	if !f.committed {
-		f.Close()
-		os.Remove(f.Name())
-	}
-}
 
 // groupDigits writes n with thousands separators: 1234567 → "1,234,567".
 func groupDigits(n int64) string {

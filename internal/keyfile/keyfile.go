@@ -13,8 +13,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
+
+	"github.com/synapse-edge/synapse/internal/atomicfile"
 )
 
 // LoadOrCreateKey reads the Ed25519 key of the PKCS #8 PEM file at path,
@@ -47,7 +48,7 @@ func LoadOrCreateKey(path string) (ed25519.PrivateKey, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := WriteAtomic(path, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+	if err := atomicfile.Write(path, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600); err != nil {
 		return nil, fmt.Errorf("identity key: %w", err)
 	}
 	return priv, nil
@@ -73,35 +74,8 @@ func LoadOrCreateToken(path, prefix string) (string, error) {
 		return "", err
 	}
 	tok := prefix + base64.RawURLEncoding.EncodeToString(b[:])
-	if err := WriteAtomic(path, []byte(tok+"\n"), 0o600); err != nil {
+	if err := atomicfile.Write(path, []byte(tok+"\n"), 0o600); err != nil {
 		return "", fmt.Errorf("admin token: %w", err)
 	}
 	return tok, nil
-}
-
-// WriteAtomic writes data to path with mode through a temporary file in
-// the same directory, synced and renamed, so that path holds either the
-// old content or all of the new.
-func WriteAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
 }
