@@ -338,7 +338,10 @@ func (c *Config) LoadEnv(getenv func(string) string) error {
 	return nil
 }
 
-// Validate checks every field and names the first bad one.
+// Validate checks the fields and reports every bad one it finds, each as
+// "config: FIELD: problem", joined with errors.Join (so a file with three
+// mistakes is told of all three at once). Within one handler, approval
+// rule, peer secret or the p2p section, only the first problem is named.
 func (c *Config) Validate() error {
 	var errs []error
 	bad := func(field, format string, args ...any) {
