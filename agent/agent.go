@@ -257,14 +257,14 @@ func (a *Agent) SupportsTaskType(taskType string) bool { return a.handlers.get(t
 // Submit validates and stores a task and starts it. A payload that lacks
 // required fields is stored in info_needed. idem, if not nil, is stored in
 // the same transaction.
-func (a *Agent) Submit(ctx context.Context, p Principal, req *wire.SubmitRequest, idem *IdemWrite) (*wire.Task, error) {
+func (a *Agent) Submit(ctx context.Context, p auth.Principal, req *wire.SubmitRequest, idem *IdemWrite) (*wire.Task, error) {
 	return a.eng.submit(ctx, p, req, idem)
 }
 
 // SubmitWait is Submit for the sync mode: it returns the task once it is
 // final, or after wait. For idempotent handlers that finish at once the
 // task is stored only once, already final (see inline.go).
-func (a *Agent) SubmitWait(ctx context.Context, p Principal, req *wire.SubmitRequest, idem *IdemWrite, wait time.Duration) (*wire.Task, error) {
+func (a *Agent) SubmitWait(ctx context.Context, p auth.Principal, req *wire.SubmitRequest, idem *IdemWrite, wait time.Duration) (*wire.Task, error) {
 	return a.eng.submitWait(ctx, p, req, idem, wait)
 }
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -16,11 +16,11 @@ func TestTokens(t *testing.T) {
 	a := openAgent(t, cfg, nil)
 	ctx := context.Background()
 
-	reader, err := a.CreateToken(ctx, "dashboard", []agent.Scope{agent.ScopeTasksRead})
+	reader, err := a.Tokens().Create(ctx, "dashboard", []auth.Scope{auth.ScopeTasksRead})
 	if err != nil {
 		t.Fatalf("CreateToken: %v", err)
 	}
-	writer, err := a.CreateToken(ctx, "ci", []agent.Scope{agent.ScopeTasksWrite})
+	writer, err := a.Tokens().Create(ctx, "ci", []auth.Scope{auth.ScopeTasksWrite})
 	if err != nil {
 		t.Fatalf("CreateToken: %v", err)
 	}
@@ -29,23 +29,23 @@ func TestTokens(t *testing.T) {
 	}
 
 	t.Run("authenticate", func(t *testing.T) {
-		p, err := a.Authenticate(reader.Token)
+		p, err := a.Tokens().Authenticate(reader.Token)
 		if err != nil {
 			t.Fatalf("Authenticate: %v", err)
 		}
-		if p.ID != reader.ID || p.Name != "dashboard" || !slices.Equal(p.Scopes, []agent.Scope{agent.ScopeTasksRead}) {
+		if p.ID != reader.ID || p.Name != "dashboard" || !slices.Equal(p.Scopes, []auth.Scope{auth.ScopeTasksRead}) {
 			t.Errorf("principal = %+v, want %s dashboard [tasks:read]", p, reader.ID)
 		}
-		if !p.Can(agent.ScopeTasksRead) || p.Can(agent.ScopeTasksWrite) {
-			t.Errorf("read token: Can(read)=%v Can(write)=%v", p.Can(agent.ScopeTasksRead), p.Can(agent.ScopeTasksWrite))
+		if !p.Can(auth.ScopeTasksRead) || p.Can(auth.ScopeTasksWrite) {
+			t.Errorf("read token: Can(read)=%v Can(write)=%v", p.Can(auth.ScopeTasksRead), p.Can(auth.ScopeTasksWrite))
 		}
 		for _, bad := range []string{"", "nope", reader.Token + "x", strings.ToUpper(reader.Token)} {
-			_, err := a.Authenticate(bad)
+			_, err := a.Tokens().Authenticate(bad)
 			wantCode(t, err, wire.CodeUnauthorized)
 		}
 	})
 	t.Run("list without secrets", func(t *testing.T) {
-		list, err := a.Tokens()
+		list, err := a.Tokens().List()
 		if err != nil {
 			t.Fatalf("Tokens: %v", err)
 		}
@@ -64,40 +64,40 @@ func TestTokens(t *testing.T) {
 	t.Run("refused", func(t *testing.T) {
 		for _, tc := range []struct {
 			name   string
-			scopes []agent.Scope
+			scopes []auth.Scope
 		}{
-			{"x", []agent.Scope{"tasks:delete"}},
+			{"x", []auth.Scope{"tasks:delete"}},
 			{"x", nil},
-			{"", []agent.Scope{agent.ScopeTasksRead}},
-			{strings.Repeat("n", 129), []agent.Scope{agent.ScopeTasksRead}},
+			{"", []auth.Scope{auth.ScopeTasksRead}},
+			{strings.Repeat("n", 129), []auth.Scope{auth.ScopeTasksRead}},
 		} {
-			_, err := a.CreateToken(ctx, tc.name, tc.scopes)
+			_, err := a.Tokens().Create(ctx, tc.name, tc.scopes)
 			wantCode(t, err, wire.CodeInvalidParams)
 		}
-		if list, _ := a.Tokens(); len(list) != 2 {
+		if list, _ := a.Tokens().List(); len(list) != 2 {
 			t.Errorf("%d tokens after refused creations, want 2", len(list))
 		}
 	})
 	// Tokens survive a restart; a revoked one stays revoked.
 	closeAgent(t, a, time.Second)
 	a = openAgent(t, cfg, nil)
-	if _, err := a.Authenticate(writer.Token); err != nil {
+	if _, err := a.Tokens().Authenticate(writer.Token); err != nil {
 		t.Fatalf("Authenticate after reopen: %v", err)
 	}
-	if err := a.RevokeToken(ctx, writer.ID); err != nil {
+	if err := a.Tokens().Revoke(ctx, writer.ID); err != nil {
 		t.Fatalf("RevokeToken: %v", err)
 	}
-	_, err = a.Authenticate(writer.Token)
+	_, err = a.Tokens().Authenticate(writer.Token)
 	wantCode(t, err, wire.CodeUnauthorized)
-	if _, err := a.Authenticate(reader.Token); err != nil {
+	if _, err := a.Tokens().Authenticate(reader.Token); err != nil {
 		t.Errorf("the other token stopped working: %v", err)
 	}
-	wantCode(t, a.RevokeToken(ctx, writer.ID), wire.CodeNotFound)
+	wantCode(t, a.Tokens().Revoke(ctx, writer.ID), wire.CodeNotFound)
 	closeAgent(t, a, time.Second)
 	a = openAgent(t, cfg, nil)
-	_, err = a.Authenticate(writer.Token)
+	_, err = a.Tokens().Authenticate(writer.Token)
 	wantCode(t, err, wire.CodeUnauthorized)
-	if list, _ := a.Tokens(); len(list) != 1 || list[0].ID != reader.ID {
+	if list, _ := a.Tokens().List(); len(list) != 1 || list[0].ID != reader.ID {
 		t.Errorf("tokens after revoke and reopen = %+v, want only %s", list, reader.ID)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -347,7 +348,7 @@ func (e *engine) acquireWait(ctx context.Context) error {
 
 // ---- submit ----
 
-func (e *engine) submit(ctx context.Context, p Principal, req *wire.SubmitRequest, idem *IdemWrite) (*wire.Task, error) {
+func (e *engine) submit(ctx context.Context, p auth.Principal, req *wire.SubmitRequest, idem *IdemWrite) (*wire.Task, error) {
 	if err := e.check(ctx, req); err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/internal/clocktest"
 
 	"github.com/synapse-edge/synapse/agent"
@@ -27,7 +28,7 @@ func newFakeClock() *fakeClock {
 }
 
 // admin is the principal tests submit as.
-var admin = agent.Principal{ID: "admin", Name: "admin", Scopes: []agent.Scope{agent.ScopeAdmin}}
+var admin = auth.Principal{ID: "admin", Name: "admin", Scopes: []auth.Scope{auth.ScopeAdmin}}
 
 // testConfig is a valid configuration with its own data directory.
 func testConfig(t *testing.T) agent.Config {

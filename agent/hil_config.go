@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"slices"
 	"time"
+
+	"github.com/synapse-edge/synapse/auth"
 )
 
 // HILConfig configures the human-in-the-loop escalation (SPEC §9) that
@@ -26,7 +28,7 @@ type HILConfig struct {
 type HILLevel struct {
 	// ReviewersScope is the token scope that may decide at this level
 	// (admin always may).
-	ReviewersScope Scope `json:"reviewers_scope"`
+	ReviewersScope auth.Scope `json:"reviewers_scope"`
 	// DeadlineSeconds is how long the level waits for a decision.
 	DeadlineSeconds int `json:"deadline_seconds"`
 	// NotifyURL, if set, receives the request as JSON (POST, signed with
@@ -45,9 +47,9 @@ const MaxHILLevels = 10
 // hil:l2 and hil:l3, five minutes each.
 func DefaultHILLevels() []HILLevel {
 	return []HILLevel{
-		{ReviewersScope: ScopeHILL1, DeadlineSeconds: 300},
-		{ReviewersScope: ScopeHILL2, DeadlineSeconds: 300},
-		{ReviewersScope: ScopeHILL3, DeadlineSeconds: 300},
+		{ReviewersScope: auth.ScopeHILL1, DeadlineSeconds: 300},
+		{ReviewersScope: auth.ScopeHILL2, DeadlineSeconds: 300},
+		{ReviewersScope: auth.ScopeHILL3, DeadlineSeconds: 300},
 	}
 }
 
@@ -74,8 +76,8 @@ func (h HILConfig) check(bad func(field, format string, args ...any)) {
 	}
 	for i, l := range h.Levels {
 		f := fmt.Sprintf("hil.levels[%d]", i)
-		if !slices.Contains(KnownScopes, l.ReviewersScope) {
-			bad(f+".reviewers_scope", "%q is not a token scope (known: %v)", l.ReviewersScope, KnownScopes)
+		if !slices.Contains(auth.KnownScopes, l.ReviewersScope) {
+			bad(f+".reviewers_scope", "%q is not a token scope (known: %v)", l.ReviewersScope, auth.KnownScopes)
 		}
 		if l.DeadlineSeconds < 1 || l.DeadlineSeconds > 30*24*3600 {
 			bad(f+".deadline_seconds", "%d is outside 1..2592000 (30 days)", l.DeadlineSeconds)

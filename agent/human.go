@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -141,7 +142,7 @@ type DecisionRequest struct {
 
 // Decide records a person's decision on a task in need_human. For a task
 // delegated to a peer it is sent as p2p:human_decision.
-func (a *Agent) Decide(ctx context.Context, p Principal, id string, req DecisionRequest) (*wire.Task, error) {
+func (a *Agent) Decide(ctx context.Context, p auth.Principal, id string, req DecisionRequest) (*wire.Task, error) {
 	switch req.Action {
 	case ActionApprove, ActionReject, ActionModify:
 	default:

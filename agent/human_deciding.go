@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -33,7 +34,7 @@ func (e *engine) toDeciding(t *wire.Task, now time.Time, by string) ([]*wire.Eve
 // another reviewer at escalation level: need_human → human_deciding →
 // need_human, the request's escalation_level set to level. The task
 // still waits for a decision.
-func (a *Agent) HandOver(ctx context.Context, p Principal, id string, level int, note string) (*wire.Task, error) {
+func (a *Agent) HandOver(ctx context.Context, p auth.Principal, id string, level int, note string) (*wire.Task, error) {
 	e := a.eng
 	r := e.live(id)
 	if r == nil {

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -202,7 +203,7 @@ func (a *Agent) Idempotent(ctx context.Context, r IdemRequest, fn func() (*IdemA
 // the final task: a replay gives what the first request was answered.
 // ans is the answer to send; replayed is true when it is a stored one
 // (t is then nil).
-func (a *Agent) SubmitIdempotent(ctx context.Context, p Principal, req *wire.SubmitRequest, r IdemRequest, wait time.Duration,
+func (a *Agent) SubmitIdempotent(ctx context.Context, p auth.Principal, req *wire.SubmitRequest, r IdemRequest, wait time.Duration,
 	render func(t *wire.Task) *IdemAnswer) (t *wire.Task, ans *IdemAnswer, replayed bool, err error) {
 	c, ans, err := a.ClaimIdempotency(ctx, r)
 	if c == nil {

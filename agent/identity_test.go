@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -147,8 +148,8 @@ func TestAdminTokenFile(t *testing.T) {
 	if len(tok) < 32 {
 		t.Fatalf("admin token %q is too short", tok)
 	}
-	p, err := a.Authenticate(tok)
-	if err != nil || !slices.Equal(p.Scopes, []agent.Scope{agent.ScopeAdmin}) || p.ID != "admin" {
+	p, err := a.Tokens().Authenticate(tok)
+	if err != nil || !slices.Equal(p.Scopes, []auth.Scope{auth.ScopeAdmin}) || p.ID != "admin" {
 		t.Fatalf("Authenticate(admin token) = %+v, %v; want the admin principal", p, err)
 	}
 	closeAgent(t, a, time.Second)
@@ -158,7 +159,7 @@ func TestAdminTokenFile(t *testing.T) {
 	if string(raw2) != string(raw) {
 		t.Errorf("admin.token changed on reopen: %q → %q", raw, raw2)
 	}
-	if _, err := b.Authenticate(tok); err != nil {
+	if _, err := b.Tokens().Authenticate(tok); err != nil {
 		t.Errorf("Authenticate(admin token) after reopen: %v", err)
 	}
 	closeAgent(t, b, time.Second)
@@ -166,9 +167,9 @@ func TestAdminTokenFile(t *testing.T) {
 	// A configured token replaces the file's for authentication.
 	cfg.AdminToken = "configured-secret"
 	c := openAgent(t, cfg, nil)
-	_, err = c.Authenticate(tok)
+	_, err = c.Tokens().Authenticate(tok)
 	wantCode(t, err, wire.CodeUnauthorized)
-	if _, err := c.Authenticate("configured-secret"); err != nil {
+	if _, err := c.Tokens().Authenticate("configured-secret"); err != nil {
 		t.Errorf("Authenticate(configured token): %v", err)
 	}
 }

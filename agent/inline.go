@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -97,7 +98,7 @@ type handlerOut struct {
 
 // submitWait is the sync mode: it returns the task once final, or after
 // wait.
-func (e *engine) submitWait(ctx context.Context, p Principal, req *wire.SubmitRequest, idem *IdemWrite, wait time.Duration) (*wire.Task, error) {
+func (e *engine) submitWait(ctx context.Context, p auth.Principal, req *wire.SubmitRequest, idem *IdemWrite, wait time.Duration) (*wire.Task, error) {
 	if err := e.check(ctx, req); err != nil {
 		return nil, err
 	}
@@ -216,7 +217,7 @@ func (e *engine) storeFinished(ctx context.Context, r *run, buf *inlineBuf, evs 
 }
 
 // submitThenWait is the sync mode of everything but the inline case.
-func (e *engine) submitThenWait(ctx context.Context, p Principal, req *wire.SubmitRequest, idem *IdemWrite, wait time.Duration) (*wire.Task, error) {
+func (e *engine) submitThenWait(ctx context.Context, p auth.Principal, req *wire.SubmitRequest, idem *IdemWrite, wait time.Duration) (*wire.Task, error) {
 	t, err := e.submit(ctx, p, req, idem)
 	if err != nil {
 		return nil, err

@@ -8,13 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/wire"
 )
 
 // The tests of parked.go: a parked task keeps no payload in memory and
 // resumes from what the store holds.
 
-var parkedAdmin = Principal{ID: "admin", Name: "admin", Scopes: []Scope{ScopeAdmin}}
+var parkedAdmin = auth.Principal{ID: "admin", Name: "admin", Scopes: []auth.Scope{auth.ScopeAdmin}}
 
 // keepHandler needs "go" and returns its whole payload.
 var keepHandler = Handler{

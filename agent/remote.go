@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -60,7 +61,7 @@ func (e *engine) walk(t *wire.Task, to wire.Status, now time.Time, reason string
 }
 
 // submitRemote stores a task to be run by a peer and queues its request.
-func (e *engine) submitRemote(ctx context.Context, p Principal, req *wire.SubmitRequest, idem *IdemWrite) (*wire.Task, error) {
+func (e *engine) submitRemote(ctx context.Context, p auth.Principal, req *wire.SubmitRequest, idem *IdemWrite) (*wire.Task, error) {
 	if e.a.net == nil || !e.a.net.Known(req.Target) {
 		return nil, wire.Errorf(wire.CodeInvalidParams, "target %q is not a paired peer (POST /agents to pair it)", req.Target).With("field", "target")
 	}

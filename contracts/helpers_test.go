@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/internal/clocktest"
 	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/internal/testutil/peernode"
@@ -75,7 +76,7 @@ func newFakeClock() *fakeClock {
 }
 
 // admin is the principal tests submit as.
-var admin = agent.Principal{ID: "admin", Name: "admin", Scopes: []agent.Scope{agent.ScopeAdmin}}
+var admin = auth.Principal{ID: "admin", Name: "admin", Scopes: []auth.Scope{auth.ScopeAdmin}}
 
 // submitTo submits a task of a for peer b.
 func submitTo(t *testing.T, a, b *peerNode, taskType, payload string) *wire.Task {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -117,7 +118,7 @@ func (m *Manager) submitPart(ctx context.Context, t *Task, p Part) (string, erro
 			b, _ := json.Marshal(map[string]string{"task_id": x.ID})
 			return 201, wire.ContentJSON, b
 		}}
-	who := agent.Principal{ID: "group:" + t.GroupID, Name: "group task " + t.TaskID, Scopes: []agent.Scope{agent.ScopeTasksWrite}}
+	who := auth.Principal{ID: "group:" + t.GroupID, Name: "group task " + t.TaskID, Scopes: []auth.Scope{auth.ScopeTasksWrite}}
 	sub, err := m.a.Submit(ctx, who, req, idem)
 	if err != nil {
 		if id := m.submitted(key); id != "" { // submitted meanwhile

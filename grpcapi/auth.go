@@ -9,7 +9,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
-	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	pb "github.com/synapse-edge/synapse/proto"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -18,7 +18,7 @@ import (
 // the matching REST route. "" is public: health, capabilities, and
 // SendMessage, whose envelope signature is the authentication; so are the
 // methods not listed (the standard health service, reflection).
-func methodScope(method string) agent.Scope {
+func methodScope(method string) auth.Scope {
 	switch method {
 	case pb.TaskService_SubmitTask_FullMethodName,
 		pb.TaskService_SubmitTaskWithFiles_FullMethodName,
@@ -28,7 +28,7 @@ func methodScope(method string) agent.Scope {
 		pb.GroupService_JoinGroup_FullMethodName,
 		pb.GroupService_LeaveGroup_FullMethodName,
 		pb.GroupService_DisbandGroup_FullMethodName:
-		return agent.ScopeTasksWrite
+		return auth.ScopeTasksWrite
 	case pb.TaskService_GetTask_FullMethodName,
 		pb.TaskService_GetTaskStatus_FullMethodName,
 		pb.TaskService_ListTasks_FullMethodName,
@@ -38,7 +38,7 @@ func methodScope(method string) agent.Scope {
 		pb.CapabilitiesService_ListAgents_FullMethodName,
 		pb.GroupService_ListGroupMembers_FullMethodName,
 		pb.GroupService_StreamGroupMessages_FullMethodName:
-		return agent.ScopeTasksRead
+		return auth.ScopeTasksRead
 	}
 	return ""
 }
@@ -47,8 +47,8 @@ type principalKey struct{}
 
 // principal is the caller authenticated by the interceptors (zero for
 // public methods).
-func principal(ctx context.Context) agent.Principal {
-	p, _ := ctx.Value(principalKey{}).(agent.Principal)
+func principal(ctx context.Context) auth.Principal {
+	p, _ := ctx.Value(principalKey{}).(auth.Principal)
 	return p
 }
 
@@ -70,7 +70,7 @@ func (s *Server) authorize(ctx context.Context, method string) (context.Context,
 	if tok == "" {
 		return ctx, toStatus(wire.Errorf(wire.CodeUnauthorized, "missing authorization: Bearer <token> metadata"))
 	}
-	p, err := s.a.Authenticate(tok)
+	p, err := s.a.Tokens().Authenticate(tok)
 	if err != nil {
 		return ctx, toStatus(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/emptypb"
 
-	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	pb "github.com/synapse-edge/synapse/proto"
 )
 
@@ -48,7 +48,7 @@ func TestEveryRPCChecksItsScope(t *testing.T) {
 		pb.CapabilitiesService_GetCapabilities_FullMethodName: true,
 		pb.SynapseMessageService_SendMessage_FullMethodName:   true,
 	}
-	other := n.token(t, agent.ScopeTier1Read)
+	other := n.token(t, auth.ScopeTier1Read)
 	count := 0
 	for _, sd := range []grpc.ServiceDesc{pb.TaskService_ServiceDesc, pb.SynapseMessageService_ServiceDesc,
 		pb.CapabilitiesService_ServiceDesc, pb.GroupService_ServiceDesc, pb.HealthService_ServiceDesc} {

@@ -9,7 +9,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 
-	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/grpcapi"
 	pb "github.com/synapse-edge/synapse/proto"
 )
@@ -19,7 +19,7 @@ import (
 // and gRPC with the code seed 003 §3.4 maps it to.
 func TestErrorsShared(t *testing.T) {
 	n := startNode(t, "errors")
-	reader := n.token(t, agent.ScopeTasksRead)
+	reader := n.token(t, auth.ScopeTasksRead)
 	tc := n.tasks()
 	cases := []struct {
 		name     string

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/group"
 	pb "github.com/synapse-edge/synapse/proto"
 	"github.com/synapse-edge/synapse/wire"
@@ -209,7 +210,7 @@ func (s *Server) StreamGroupMessages(stream pb.GroupService_StreamGroupMessagesS
 		defer wg.Done()
 		_ = s.pumpGroup(ctx, gm, id, after, send)
 	}()
-	canSend := principal(ctx).Can(agent.ScopeTasksWrite)
+	canSend := principal(ctx).Can(auth.ScopeTasksWrite)
 	in := first
 	for range maxStreamMessages {
 		if in.GetPayloadJson() != "" {

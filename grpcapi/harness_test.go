@@ -25,6 +25,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/group"
 	"github.com/synapse-edge/synapse/grpcapi"
 	"github.com/synapse-edge/synapse/internal/testutil/peernode"
@@ -96,9 +97,9 @@ func (n *node) caps() pb.CapabilitiesServiceClient { return pb.NewCapabilitiesSe
 func (n *node) groups() pb.GroupServiceClient      { return pb.NewGroupServiceClient(n.conn) }
 
 // token makes a token with the given scopes.
-func (n *node) token(t *testing.T, scopes ...agent.Scope) string {
+func (n *node) token(t *testing.T, scopes ...auth.Scope) string {
 	t.Helper()
-	ti, err := n.a.CreateToken(context.Background(), "test", scopes)
+	ti, err := n.a.Tokens().Create(context.Background(), "test", scopes)
 	if err != nil {
 		t.Fatal(err)
 	}

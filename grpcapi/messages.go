@@ -14,7 +14,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/types/known/emptypb"
 
-	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/peer"
 	pb "github.com/synapse-edge/synapse/proto"
 	"github.com/synapse-edge/synapse/wire"
@@ -98,7 +98,7 @@ func (s *Server) StreamMessages(stream pb.SynapseMessageService_StreamMessagesSe
 		cancel()
 		wg.Wait()
 	}()
-	if principal(ctx).Can(agent.ScopeAdmin) {
+	if principal(ctx).Can(auth.ScopeAdmin) {
 		feed := s.net.Messages()
 		if feed == nil {
 			return wire.Errorf(wire.CodeAgentNotReady, "")

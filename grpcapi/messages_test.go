@@ -10,7 +10,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/emptypb"
 
-	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/peer"
 	pb "github.com/synapse-edge/synapse/proto"
 	"github.com/synapse-edge/synapse/wire"
@@ -138,7 +138,7 @@ func TestMessageRPCs(t *testing.T) {
 	})
 
 	t.Run("stream needs tasks:write", func(t *testing.T) {
-		st, err := mc.StreamMessages(as(t, a.token(t, agent.ScopeTasksRead)))
+		st, err := mc.StreamMessages(as(t, a.token(t, auth.ScopeTasksRead)))
 		if err == nil {
 			_, err = st.Recv()
 		}

@@ -11,7 +11,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 
-	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	pb "github.com/synapse-edge/synapse/proto"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -218,7 +218,7 @@ func TestStreamTaskStatus(t *testing.T) {
 	})
 
 	t.Run("needs tasks:read", func(t *testing.T) {
-		st, err := c.StreamTaskStatus(as(t, n.token(t, agent.ScopeTier1Read)))
+		st, err := c.StreamTaskStatus(as(t, n.token(t, auth.ScopeTier1Read)))
 		if err == nil {
 			_, err = st.Recv()
 		}

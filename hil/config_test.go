@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 )
 
 func TestConfig(t *testing.T) {
@@ -23,8 +24,8 @@ func TestConfig(t *testing.T) {
 		if got := cfg.HIL.EffectiveDefaultAction(); got != agent.ActionReject {
 			t.Errorf("default action = %q, want reject", got)
 		}
-		for _, s := range []agent.Scope{agent.ScopeHILL1, agent.ScopeHILL2, agent.ScopeHILL3} {
-			if !slices.Contains(agent.KnownScopes, s) {
+		for _, s := range []auth.Scope{auth.ScopeHILL1, auth.ScopeHILL2, auth.ScopeHILL3} {
+			if !slices.Contains(auth.KnownScopes, s) {
 				t.Errorf("KnownScopes lacks %s", s)
 			}
 		}

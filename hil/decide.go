@@ -7,6 +7,7 @@ import (
 	"maps"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -22,7 +23,7 @@ import (
 // escalation level (a second reviewer), the task going need_human →
 // human_deciding → need_human (agent.Agent.HandOver); at the last level
 // it is a conflict.
-func (m *Manager) Decide(ctx context.Context, p agent.Principal, id string, req agent.DecisionRequest) (*Request, error) {
+func (m *Manager) Decide(ctx context.Context, p auth.Principal, id string, req agent.DecisionRequest) (*Request, error) {
 	switch req.Action {
 	case agent.ActionApprove, agent.ActionReject, ActionEscalate:
 	case agent.ActionModify:
@@ -70,7 +71,7 @@ const ActionEscalate = "escalate"
 
 // handOver runs the escalate action on e, which the caller marked busy:
 // the task records the hand-over, the request moves to the next level.
-func (m *Manager) handOver(ctx context.Context, e *entry, p agent.Principal, req agent.DecisionRequest, level int) (*Request, error) {
+func (m *Manager) handOver(ctx context.Context, e *entry, p auth.Principal, req agent.DecisionRequest, level int) (*Request, error) {
 	id := e.rec.TaskID
 	t, err := m.a.HandOver(ctx, p, id, level+1, req.Notes)
 	now := m.clock.Now()
@@ -122,7 +123,7 @@ func (m *Manager) notPending(id string) error {
 
 // apply runs a decision on e, which the caller marked busy, and records
 // the outcome.
-func (m *Manager) apply(ctx context.Context, e *entry, p agent.Principal, req agent.DecisionRequest, level int) (*Request, error) {
+func (m *Manager) apply(ctx context.Context, e *entry, p auth.Principal, req agent.DecisionRequest, level int) (*Request, error) {
 	id := e.rec.TaskID
 	auto := p.ID == SystemActor
 	what := fmt.Sprintf("hil: %s by %s at level %d", req.Action, p.ID, level)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/hil"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -49,7 +50,7 @@ func TestEscalateHandsOver(t *testing.T) {
 	t.Run("not past the last level", func(t *testing.T) {
 		id := e.confirm("again?")
 		for level := 1; level < 3; level++ {
-			p := agent.Principal{ID: "admin", Scopes: []agent.Scope{agent.ScopeAdmin}}
+			p := auth.Principal{ID: "admin", Scopes: []auth.Scope{auth.ScopeAdmin}}
 			if _, err := e.m.Decide(ctx, p, id, agent.DecisionRequest{Action: hil.ActionEscalate}); err != nil {
 				t.Fatalf("escalate from level %d: %v", level, err)
 			}

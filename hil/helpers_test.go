@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/synapse-edge/synapse/internal/clocktest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/synapse-edge/synapse/auth"
+	"github.com/synapse-edge/synapse/internal/clocktest"
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/hil"
@@ -27,10 +29,10 @@ func newFakeClock() *fakeClock {
 
 // Principals of the tests.
 var (
-	admin    = agent.Principal{ID: "admin", Name: "admin", Scopes: []agent.Scope{agent.ScopeAdmin}}
-	reviewL1 = agent.Principal{ID: "tok_l1", Name: "first line", Scopes: []agent.Scope{agent.ScopeHILL1}}
-	reviewL2 = agent.Principal{ID: "tok_l2", Name: "second line", Scopes: []agent.Scope{agent.ScopeHILL2}}
-	writer   = agent.Principal{ID: "tok_w", Name: "writer", Scopes: []agent.Scope{agent.ScopeTasksWrite}}
+	admin    = auth.Principal{ID: "admin", Name: "admin", Scopes: []auth.Scope{auth.ScopeAdmin}}
+	reviewL1 = auth.Principal{ID: "tok_l1", Name: "first line", Scopes: []auth.Scope{auth.ScopeHILL1}}
+	reviewL2 = auth.Principal{ID: "tok_l2", Name: "second line", Scopes: []auth.Scope{auth.ScopeHILL2}}
+	writer   = auth.Principal{ID: "tok_w", Name: "writer", Scopes: []auth.Scope{auth.ScopeTasksWrite}}
 )
 
 // env is an open agent with a started manager on a fake clock.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/transport"
 	"github.com/synapse-edge/synapse/wire"
@@ -250,8 +251,8 @@ func (m *Manager) Subscribe(after uint64, resume bool) (sub *Subscription, repla
 
 // CanView reports whether p may list and read requests: tasks:read or the
 // reviewers scope of some level.
-func (m *Manager) CanView(p agent.Principal) bool {
-	if p.Can(agent.ScopeTasksRead) {
+func (m *Manager) CanView(p auth.Principal) bool {
+	if p.Can(auth.ScopeTasksRead) {
 		return true
 	}
 	for _, l := range m.levels {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/hil"
 	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/store"
@@ -34,7 +35,7 @@ func TestEscalationToDefaultAction(t *testing.T) {
 			id := e.confirm("ship the firmware?")
 
 			r := e.pending(id)
-			if r.EscalationLevel != 1 || r.Levels != 3 || r.ReviewersScope != agent.ScopeHILL1 {
+			if r.EscalationLevel != 1 || r.Levels != 3 || r.ReviewersScope != auth.ScopeHILL1 {
 				t.Fatalf("new request: level %d of %d, scope %q; want 1 of 3, hil:l1", r.EscalationLevel, r.Levels, r.ReviewersScope)
 			}
 			if want := wire.FormatTime(e.clock.Now().Add(300 * time.Second)); r.Deadline != want {
@@ -51,7 +52,7 @@ func TestEscalationToDefaultAction(t *testing.T) {
 			for level := 2; level <= 3; level++ {
 				e.clock.Advance(time.Second)
 				r := e.pending(id)
-				if r.EscalationLevel != level || r.ReviewersScope != agent.Scope("hil:l"+string(rune('0'+level))) {
+				if r.EscalationLevel != level || r.ReviewersScope != auth.Scope("hil:l"+string(rune('0'+level))) {
 					t.Fatalf("level = %d (scope %s), want %d", r.EscalationLevel, r.ReviewersScope, level)
 				}
 				if want := wire.FormatTime(e.clock.Now().Add(300 * time.Second)); r.Deadline != want {
@@ -117,11 +118,11 @@ func TestDecideScopes(t *testing.T) {
 	id := e.confirm("open the valve?")
 	tests := []struct {
 		name string
-		p    agent.Principal
+		p    auth.Principal
 	}{
 		{"level 2 reviewer at level 1", reviewL2},
 		{"tasks:write token", writer},
-		{"no scopes", agent.Principal{ID: "nobody"}},
+		{"no scopes", auth.Principal{ID: "nobody"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -145,12 +146,12 @@ func TestDecideScopes(t *testing.T) {
 		e.waitStatus(id, wire.StatusRejected)
 	})
 	t.Run("views", func(t *testing.T) {
-		for _, p := range []agent.Principal{reviewL1, reviewL2, writer, admin} {
+		for _, p := range []auth.Principal{reviewL1, reviewL2, writer, admin} {
 			if !e.m.CanView(p) {
 				t.Errorf("CanView(%s) = false", p.ID)
 			}
 		}
-		if e.m.CanView(agent.Principal{ID: "t1", Scopes: []agent.Scope{agent.ScopeTier1Write}}) {
+		if e.m.CanView(auth.Principal{ID: "t1", Scopes: []auth.Scope{auth.ScopeTier1Write}}) {
 			t.Errorf("CanView(tier1:write) = true")
 		}
 	})
@@ -295,8 +296,8 @@ func TestLevelsAndPayloadDeadline(t *testing.T) {
 	}
 	e := newEnvWith(t, clock, []agent.Handler{ask}, func(c *agent.Config) {
 		c.HIL.Levels = []agent.HILLevel{
-			{ReviewersScope: agent.ScopeHILL1, DeadlineSeconds: 60},
-			{ReviewersScope: agent.ScopeHILL2, DeadlineSeconds: 120},
+			{ReviewersScope: auth.ScopeHILL1, DeadlineSeconds: 60},
+			{ReviewersScope: auth.ScopeHILL2, DeadlineSeconds: 120},
 		}
 	})
 	t.Run("configured deadline", func(t *testing.T) {

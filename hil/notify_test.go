@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/hil"
 	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/wire"
@@ -61,8 +62,8 @@ func TestNotifications(t *testing.T) {
 	e := newEnv(t, func(c *agent.Config) {
 		c.P2P.CallbackSecret = secret
 		c.HIL.Levels = []agent.HILLevel{
-			{ReviewersScope: agent.ScopeHILL1, DeadlineSeconds: 60, NotifyURL: s1.URL + "/l1"},
-			{ReviewersScope: agent.ScopeHILL2, DeadlineSeconds: 60, NotifyURL: s2.URL + "/l2"},
+			{ReviewersScope: auth.ScopeHILL1, DeadlineSeconds: 60, NotifyURL: s1.URL + "/l1"},
+			{ReviewersScope: auth.ScopeHILL2, DeadlineSeconds: 60, NotifyURL: s2.URL + "/l2"},
 		}
 	})
 	id := e.confirm("notify the reviewers?")
@@ -86,15 +87,15 @@ func TestNotifications(t *testing.T) {
 				t.Errorf("signature %q: %v", c.sig, err)
 			}
 			var ev struct {
-				Change          string      `json:"change"`
-				TaskID          string      `json:"task_id"`
-				EscalationLevel int         `json:"escalation_level"`
-				ReviewersScope  agent.Scope `json:"reviewers_scope"`
+				Change          string     `json:"change"`
+				TaskID          string     `json:"task_id"`
+				EscalationLevel int        `json:"escalation_level"`
+				ReviewersScope  auth.Scope `json:"reviewers_scope"`
 			}
 			if err := json.Unmarshal(c.body, &ev); err != nil {
 				t.Fatalf("body %s: %v", c.body, err)
 			}
-			if ev.Change != "created" || ev.TaskID != id || ev.EscalationLevel != 1 || ev.ReviewersScope != agent.ScopeHILL1 {
+			if ev.Change != "created" || ev.TaskID != id || ev.EscalationLevel != 1 || ev.ReviewersScope != auth.ScopeHILL1 {
 				t.Errorf("body = %+v", ev)
 			}
 		}
@@ -138,7 +139,7 @@ func TestNotificationGone(t *testing.T) {
 	srv := httptest.NewServer(gone)
 	defer srv.Close()
 	e := newEnv(t, func(c *agent.Config) {
-		c.HIL.Levels = []agent.HILLevel{{ReviewersScope: agent.ScopeHILL1, DeadlineSeconds: 60, NotifyURL: srv.URL + "/gone"}}
+		c.HIL.Levels = []agent.HILLevel{{ReviewersScope: auth.ScopeHILL1, DeadlineSeconds: 60, NotifyURL: srv.URL + "/gone"}}
 	})
 	id := e.confirm("anyone there?")
 	testutil.Eventually(t, pollTimeout, "the notify_failed step", func() bool {

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -23,7 +24,7 @@ type Request struct {
 	EscalationLevel int `json:"escalation_level" msgpack:"escalation_level"`
 	Levels          int `json:"levels" msgpack:"levels"`
 	// ReviewersScope is the scope that may decide at the current level.
-	ReviewersScope agent.Scope `json:"reviewers_scope" msgpack:"reviewers_scope"`
+	ReviewersScope auth.Scope `json:"reviewers_scope" msgpack:"reviewers_scope"`
 	// Deadline is when the current level ends.
 	Deadline  string    `json:"deadline" msgpack:"deadline"`
 	CreatedAt string    `json:"created_at" msgpack:"created_at"`
@@ -92,8 +93,8 @@ type Event struct {
 // the last level's deadline passes.
 const SystemActor = "system:escalation"
 
-func systemPrincipal() agent.Principal {
-	return agent.Principal{ID: SystemActor, Name: "escalation", Scopes: []agent.Scope{agent.ScopeAdmin}}
+func systemPrincipal() auth.Principal {
+	return auth.Principal{ID: SystemActor, Name: "escalation", Scopes: []auth.Scope{auth.ScopeAdmin}}
 }
 
 func formatTime(t time.Time) string {

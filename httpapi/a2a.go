@@ -13,6 +13,7 @@ import (
 	"github.com/synapse-edge/synapse/a2a"
 	"github.com/synapse-edge/synapse/a2a/a2asrv"
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -51,7 +52,7 @@ func (s *Server) a2aRoute(ctx *fasthttp.RequestCtx, path string) error {
 	if method != fasthttp.MethodPost {
 		return wire.Errorf(wire.CodeMethodNotAllowed, "%s is not allowed on %s", method, path)
 	}
-	p, err := s.authorize(ctx, agent.ScopeTasksRead)
+	p, err := s.authorize(ctx, auth.ScopeTasksRead)
 	if err != nil {
 		// The HTTP status says it; the body is a JSON-RPC error so that
 		// the SDKs, which read an error body as JSON-RPC, decode it.
@@ -103,7 +104,7 @@ func writeRPC(ctx *fasthttp.RequestCtx, r *a2a.Response) {
 	writeRaw(ctx, fasthttp.StatusOK, wire.ContentJSON, b)
 }
 
-func (s *Server) a2aRPC(ctx *fasthttp.RequestCtx, p agent.Principal) error {
+func (s *Server) a2aRPC(ctx *fasthttp.RequestCtx, p auth.Principal) error {
 	body := bytes.TrimSpace(ctx.PostBody())
 	if len(body) > 0 && body[0] == '[' {
 		writeRPC(ctx, a2a.NewErrorResponse(nil, a2a.Errorf(a2a.CodeInvalidRequest, "batch requests are not supported")))
@@ -127,9 +128,9 @@ func (s *Server) a2aRPC(ctx *fasthttp.RequestCtx, p agent.Principal) error {
 		writeRPC(ctx, a2a.NewErrorResponse(req.ID, a2a.Errorf(a2a.CodeMethodNotFound, "method %q is not supported", req.Method)))
 		return nil
 	}
-	if op.Writes() && !p.Can(agent.ScopeTasksWrite) {
-		a2aHTTPError(ctx, wire.Errorf(wire.CodePermissionDenied, "this token lacks the %q scope", agent.ScopeTasksWrite).
-			With("scope", string(agent.ScopeTasksWrite)), req.ID)
+	if op.Writes() && !p.Can(auth.ScopeTasksWrite) {
+		a2aHTTPError(ctx, wire.Errorf(wire.CodePermissionDenied, "this token lacks the %q scope", auth.ScopeTasksWrite).
+			With("scope", string(auth.ScopeTasksWrite)), req.ID)
 		return nil
 	}
 	if op.Streaming() {
@@ -159,7 +160,7 @@ func (s *Server) a2aRPC(ctx *fasthttp.RequestCtx, p agent.Principal) error {
 // task; with other params it is idempotency_key_reused; while the first is
 // in flight, a conflict. A message for an existing task (taskId) does not
 // create one: the key is not kept for it.
-func (s *Server) a2aSendIdempotent(ctx *fasthttp.RequestCtx, p agent.Principal, v a2a.Version, req *a2a.Request, key string) error {
+func (s *Server) a2aSendIdempotent(ctx *fasthttp.RequestCtx, p auth.Principal, v a2a.Version, req *a2a.Request, key string) error {
 	var sp a2a.SendParams
 	if err := a2asrv.Params(req.Params, &sp); err != nil {
 		writeRPC(ctx, a2a.NewErrorResponse(req.ID, a2a.ErrorFrom(err)))

@@ -10,6 +10,7 @@ import (
 	"github.com/synapse-edge/synapse/a2a"
 	"github.com/synapse-edge/synapse/a2a/a2asrv"
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -28,7 +29,7 @@ const a2aMaxReloads = 1000
 
 // a2aStartStream does the request's work, then answers with the stream;
 // an error before the stream starts is answered as a JSON-RPC error.
-func (s *Server) a2aStartStream(ctx *fasthttp.RequestCtx, p agent.Principal, op a2a.Op, v a2a.Version, req *a2a.Request) error {
+func (s *Server) a2aStartStream(ctx *fasthttp.RequestCtx, p auth.Principal, op a2a.Op, v a2a.Version, req *a2a.Request) error {
 	var id string
 	var last uint64
 	snapshot := true

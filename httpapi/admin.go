@@ -6,13 +6,13 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/wire"
 )
 
 // health serves GET /health: 200 SERVING, or 503 NOT_SERVING with the
 // reason once shutdown has begun or while the store cannot commit.
-func (s *Server) health(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
+func (s *Server) health(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
 	h := &wire.Health{Status: "SERVING", Version: s.version, UptimeSeconds: int64(s.a.Uptime().Seconds())}
 	status := fasthttp.StatusOK
 	err := s.a.Serving()
@@ -29,7 +29,7 @@ func (s *Server) health(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string)
 	return nil
 }
 
-func (s *Server) identity(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
+func (s *Server) identity(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
 	id := s.a.Identity()
 	write(ctx, fasthttp.StatusOK, &id)
 	return nil
@@ -42,15 +42,15 @@ func (s *Server) metrics(ctx *fasthttp.RequestCtx) error {
 	return nil
 }
 
-func (s *Server) createToken(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
+func (s *Server) createToken(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
 	var req struct {
-		Name   string        `json:"name" msgpack:"name"`
-		Scopes []agent.Scope `json:"scopes" msgpack:"scopes"`
+		Name   string       `json:"name" msgpack:"name"`
+		Scopes []auth.Scope `json:"scopes" msgpack:"scopes"`
 	}
 	if err := decode(ctx, &req); err != nil {
 		return err
 	}
-	t, err := s.a.CreateToken(ctx, req.Name, req.Scopes)
+	t, err := s.a.Tokens().Create(ctx, req.Name, req.Scopes)
 	if err != nil {
 		return err
 	}
@@ -58,20 +58,20 @@ func (s *Server) createToken(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []st
 	return nil
 }
 
-func (s *Server) listTokens(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
-	list, err := s.a.Tokens()
+func (s *Server) listTokens(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
+	list, err := s.a.Tokens().List()
 	if err != nil {
 		return wire.Errorf(wire.CodeSysStorage, "list tokens: %v", err)
 	}
 	if list == nil {
-		list = []agent.TokenInfo{}
+		list = []auth.TokenInfo{}
 	}
 	write(ctx, fasthttp.StatusOK, map[string]any{"tokens": list})
 	return nil
 }
 
-func (s *Server) revokeToken(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
-	if err := s.a.RevokeToken(ctx, args[0]); err != nil {
+func (s *Server) revokeToken(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
+	if err := s.a.Tokens().Revoke(ctx, args[0]); err != nil {
 		return err
 	}
 	ctx.SetStatusCode(fasthttp.StatusNoContent)
@@ -80,7 +80,7 @@ func (s *Server) revokeToken(ctx *fasthttp.RequestCtx, _ agent.Principal, args [
 
 // backup streams a consistent copy of the data file with its exact length;
 // writes go on meanwhile.
-func (s *Server) backup(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
+func (s *Server) backup(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
 	s.takeOver(ctx, "", func(w *deadlineWriter, _ <-chan struct{}) error {
 		_, err := s.a.Store().Backup(w, func(size int64) error {
 			_, err := w.WriteString(httpHeader(fasthttp.StatusOK, "application/octet-stream",
@@ -93,7 +93,7 @@ func (s *Server) backup(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string)
 	return nil
 }
 
-func (s *Server) checkDB(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
+func (s *Server) checkDB(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
 	rep, err := s.a.Store().Check(ctx)
 	if err != nil {
 		return wire.Errorf(wire.CodeSysStorage, "%v", err)

@@ -3,19 +3,19 @@ package httpapi
 import (
 	"github.com/valyala/fasthttp"
 
-	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/wire"
 )
 
 func (s *Server) auditRoutes() []route {
 	return []route{
-		{"GET", seg("audit"), agent.ScopeAdmin, s.auditLog},
-		{"GET", seg("audit/verify"), agent.ScopeAdmin, s.auditVerify},
+		{"GET", seg("audit"), auth.ScopeAdmin, s.auditLog},
+		{"GET", seg("audit/verify"), auth.ScopeAdmin, s.auditVerify},
 	}
 }
 
 // auditLog serves GET /audit?after=&limit=: the security events in order.
-func (s *Server) auditLog(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
+func (s *Server) auditLog(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
 	limit, err := queryInt(ctx, "limit", 100, 1, 1000)
 	if err != nil {
 		return err
@@ -37,7 +37,7 @@ func (s *Server) auditLog(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []strin
 }
 
 // auditVerify serves GET /audit/verify: the hash chain checked end to end.
-func (s *Server) auditVerify(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
+func (s *Server) auditVerify(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
 	rep, err := s.a.VerifyAudit(ctx)
 	if err != nil {
 		return err

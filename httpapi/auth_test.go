@@ -11,13 +11,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
 )
 
 // createToken makes a token through POST /tokens and returns its secret.
-func createToken(t *testing.T, ts *testServer, name string, scopes ...agent.Scope) string {
+func createToken(t *testing.T, ts *testServer, name string, scopes ...auth.Scope) string {
 	t.Helper()
 	body, _ := json.Marshal(map[string]any{"name": name, "scopes": scopes})
 	r := ts.do(t, "POST", api("/tokens"), body)

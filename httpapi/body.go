@@ -9,7 +9,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -198,9 +198,9 @@ func (s *Server) expect(ctx *fasthttp.RequestCtx) int {
 
 // routeScope is the scope the route of method and path needs; "" for
 // public routes and paths no route serves (the handler answers those).
-func (s *Server) routeScope(path, method string) agent.Scope {
+func (s *Server) routeScope(path, method string) auth.Scope {
 	if path == a2aPath {
-		return agent.ScopeTasksRead
+		return auth.ScopeTasksRead
 	}
 	rest, ok := strings.CutPrefix(path, wire.APIPrefix+"/")
 	if !ok {

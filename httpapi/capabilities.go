@@ -7,6 +7,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -28,11 +29,11 @@ func (s *Server) discoveryRoutes() []route {
 	return append([]route{
 		{"GET", seg("capabilities/interfaces"), "", s.interfaces},
 	}, s.withNet([]route{
-		{"GET", seg("agents/*/compliance"), agent.ScopeTasksRead, s.compliance},
-		{"POST", seg("registry/agents"), agent.ScopeRegistryWrite, s.register},
-		{"GET", seg("registry/agents"), agent.ScopeTasksRead, s.listDirectory},
-		{"GET", seg("registry/agents/*"), agent.ScopeTasksRead, s.getRegistration},
-		{"DELETE", seg("registry/agents/*"), agent.ScopeAdmin, s.unregister},
+		{"GET", seg("agents/*/compliance"), auth.ScopeTasksRead, s.compliance},
+		{"POST", seg("registry/agents"), auth.ScopeRegistryWrite, s.register},
+		{"GET", seg("registry/agents"), auth.ScopeTasksRead, s.listDirectory},
+		{"GET", seg("registry/agents/*"), auth.ScopeTasksRead, s.getRegistration},
+		{"DELETE", seg("registry/agents/*"), auth.ScopeAdmin, s.unregister},
 	})...)
 }
 
@@ -70,7 +71,7 @@ func (s *Server) provideInterfaces() {
 	}
 }
 
-func (s *Server) capabilities(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
+func (s *Server) capabilities(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
 	c, err := s.a.GetCapabilities(ctx)
 	if err != nil {
 		return wire.Errorf(wire.CodeAgentNotReady, "capabilities: %v", err)
@@ -79,14 +80,14 @@ func (s *Server) capabilities(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []s
 	return nil
 }
 
-func (s *Server) interfaces(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
+func (s *Server) interfaces(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
 	write(ctx, fasthttp.StatusOK, s.a.Interfaces())
 	return nil
 }
 
 // taskTypeCapability serves GET /capabilities/task-types/{type}: an
 // unsupported type is not found (404) with the code capability_lacking.
-func (s *Server) taskTypeCapability(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
+func (s *Server) taskTypeCapability(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
 	typ, err := pathArg(args[0], "task type")
 	if err != nil {
 		return err
@@ -111,7 +112,7 @@ func writeErrorStatus(ctx *fasthttp.RequestCtx, status int, e *wire.Error) {
 	ctx.SetStatusCode(status)
 }
 
-func (s *Server) compliance(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
+func (s *Server) compliance(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
 	id, err := pathArg(args[0], "agent_id")
 	if err != nil {
 		return err

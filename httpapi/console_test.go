@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -149,7 +149,7 @@ func TestConsoleFiles(t *testing.T) {
 func TestConsoleInBrowser(t *testing.T) {
 	bin := chromiumPath(t)
 	ts, _ := startHILServer(t)
-	reviewer := ts.token(t, agent.ScopeHILL1, agent.ScopeTasksRead)
+	reviewer := ts.token(t, auth.ScopeHILL1, auth.ScopeTasksRead)
 	first := ts.confirmTask(t, "Deploy build 42 to the gateways?")
 
 	b := startBrowser(t, bin)

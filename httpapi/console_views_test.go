@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/tier1"
 	"github.com/synapse-edge/synapse/wire"
@@ -73,7 +73,7 @@ func newConsoleScene(t *testing.T) *consoleScene {
 	v := a.do(t, "POST", api("/group/"+sc.group+"/vote"), []byte(`{"title":"Ship firmware 2.1 tonight?","options":["yes","no","wait"],"deadline_seconds":900}`)).object(t)
 	sc.vote = v["vote_id"].(string)
 
-	createToken(t, a, "dashboard", agent.ScopeTasksRead, agent.ScopeTier1Read)
+	createToken(t, a, "dashboard", auth.ScopeTasksRead, auth.ScopeTier1Read)
 	victim := a.do(t, "POST", api("/tokens"), []byte(`{"name":"old-sensor","scopes":["tier1:write"]}`)).object(t)
 	sc.victim, sc.secret = victim["token_id"].(string), victim["token"].(string)
 	return sc
@@ -357,7 +357,7 @@ func TestConsoleViews(t *testing.T) {
 	// A token for telemetry only signs in too: the views it may not read
 	// say so (the browser logs their 403 answers, nothing else).
 	t.Run("a telemetry-only token", func(t *testing.T) {
-		tok := createToken(t, a, "wall-screen", agent.ScopeTier1Read)
+		tok := createToken(t, a, "wall-screen", auth.ScopeTier1Read)
 		br.click("#logout")
 		br.waitJS("the sign-in form", `!document.querySelector("#login-view").hidden && document.querySelector("#nav").hidden`)
 		br.eval(`document.querySelector("#token").value = `+jsString(tok)+`; document.querySelector("#login").requestSubmit(); true`, nil)

@@ -8,6 +8,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/group"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -40,7 +41,7 @@ import (
 // changing tasks:write. POSTs that create something honour
 // Idempotency-Key; POST /group also the body's idempotency_key.
 func (s *Server) groupRoutes() []route {
-	r, w := agent.ScopeTasksRead, agent.ScopeTasksWrite
+	r, w := auth.ScopeTasksRead, auth.ScopeTasksWrite
 	return []route{
 		{"POST", seg("group"), w, s.createGroup},
 		{"GET", seg("groups"), r, s.listGroups},
@@ -98,13 +99,13 @@ func changed(done bool) int {
 // a repeated request replays the first answer (agent.Idempotent: the
 // record is stored after the request succeeded, in a transaction of its
 // own).
-func (s *Server) idempotent(ctx *fasthttp.RequestCtx, p agent.Principal, run func() (int, any, error)) error {
+func (s *Server) idempotent(ctx *fasthttp.RequestCtx, p auth.Principal, run func() (int, any, error)) error {
 	return s.idempotentKey(ctx, p, "", run)
 }
 
 // idempotentKey is idempotent with the body's idempotency_key field as the
 // key when the header is absent (seed 003 §5.3; the header wins).
-func (s *Server) idempotentKey(ctx *fasthttp.RequestCtx, p agent.Principal, bodyKey string, run func() (int, any, error)) error {
+func (s *Server) idempotentKey(ctx *fasthttp.RequestCtx, p auth.Principal, bodyKey string, run func() (int, any, error)) error {
 	key := idemKey(ctx, bodyKey)
 	if key == "" {
 		status, v, err := run()
@@ -127,7 +128,7 @@ func (s *Server) idempotentKey(ctx *fasthttp.RequestCtx, p agent.Principal, body
 	return nil
 }
 
-func (s *Server) createGroup(ctx *fasthttp.RequestCtx, p agent.Principal, _ []string) error {
+func (s *Server) createGroup(ctx *fasthttp.RequestCtx, p auth.Principal, _ []string) error {
 	gm, _, err := s.groupArgs(nil)
 	if err != nil {
 		return err
@@ -146,7 +147,7 @@ func (s *Server) createGroup(ctx *fasthttp.RequestCtx, p agent.Principal, _ []st
 	})
 }
 
-func (s *Server) listGroups(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
+func (s *Server) listGroups(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
 	gm, _, err := s.groupArgs(nil)
 	if err != nil {
 		return err
@@ -159,7 +160,7 @@ func (s *Server) listGroups(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []str
 	return nil
 }
 
-func (s *Server) getGroup(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
+func (s *Server) getGroup(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
 	gm, a, err := s.groupArgs(args)
 	if err != nil {
 		return err
@@ -172,7 +173,7 @@ func (s *Server) getGroup(ctx *fasthttp.RequestCtx, _ agent.Principal, args []st
 	return nil
 }
 
-func (s *Server) inviteGroup(ctx *fasthttp.RequestCtx, p agent.Principal, args []string) error {
+func (s *Server) inviteGroup(ctx *fasthttp.RequestCtx, p auth.Principal, args []string) error {
 	gm, a, err := s.groupArgs(args)
 	if err != nil {
 		return err
@@ -207,7 +208,7 @@ func decodeMemberBody(ctx *fasthttp.RequestCtx, groupID string) (memberBody, err
 	return b, nil
 }
 
-func (s *Server) joinGroup(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
+func (s *Server) joinGroup(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
 	gm, a, err := s.groupArgs(args)
 	if err != nil {
 		return err
@@ -224,7 +225,7 @@ func (s *Server) joinGroup(ctx *fasthttp.RequestCtx, _ agent.Principal, args []s
 	return nil
 }
 
-func (s *Server) leaveGroup(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
+func (s *Server) leaveGroup(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
 	gm, a, err := s.groupArgs(args)
 	if err != nil {
 		return err
@@ -241,7 +242,7 @@ func (s *Server) leaveGroup(ctx *fasthttp.RequestCtx, _ agent.Principal, args []
 	return nil
 }
 
-func (s *Server) disbandGroup(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
+func (s *Server) disbandGroup(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
 	gm, a, err := s.groupArgs(args)
 	if err != nil {
 		return err
@@ -261,7 +262,7 @@ func (s *Server) disbandGroup(ctx *fasthttp.RequestCtx, _ agent.Principal, args 
 	return nil
 }
 
-func (s *Server) groupMembers(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
+func (s *Server) groupMembers(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
 	gm, a, err := s.groupArgs(args)
 	if err != nil {
 		return err
@@ -274,7 +275,7 @@ func (s *Server) groupMembers(ctx *fasthttp.RequestCtx, _ agent.Principal, args 
 	return nil
 }
 
-func (s *Server) groupEvents(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
+func (s *Server) groupEvents(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
 	gm, a, err := s.groupArgs(args)
 	if err != nil {
 		return err
@@ -299,7 +300,7 @@ func (s *Server) groupEvents(ctx *fasthttp.RequestCtx, _ agent.Principal, args [
 	return nil
 }
 
-func (s *Server) groupMessage(ctx *fasthttp.RequestCtx, p agent.Principal, args []string) error {
+func (s *Server) groupMessage(ctx *fasthttp.RequestCtx, p auth.Principal, args []string) error {
 	gm, a, err := s.groupArgs(args)
 	if err != nil {
 		return err
@@ -314,7 +315,7 @@ func (s *Server) groupMessage(ctx *fasthttp.RequestCtx, p agent.Principal, args 
 	})
 }
 
-func (s *Server) openVote(ctx *fasthttp.RequestCtx, p agent.Principal, args []string) error {
+func (s *Server) openVote(ctx *fasthttp.RequestCtx, p auth.Principal, args []string) error {
 	gm, a, err := s.groupArgs(args)
 	if err != nil {
 		return err
@@ -332,7 +333,7 @@ func (s *Server) openVote(ctx *fasthttp.RequestCtx, p agent.Principal, args []st
 	})
 }
 
-func (s *Server) listVotes(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
+func (s *Server) listVotes(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
 	gm, a, err := s.groupArgs(args)
 	if err != nil {
 		return err
@@ -345,7 +346,7 @@ func (s *Server) listVotes(ctx *fasthttp.RequestCtx, _ agent.Principal, args []s
 	return nil
 }
 
-func (s *Server) getVote(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
+func (s *Server) getVote(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
 	gm, a, err := s.groupArgs(args)
 	if err != nil {
 		return err
@@ -358,7 +359,7 @@ func (s *Server) getVote(ctx *fasthttp.RequestCtx, _ agent.Principal, args []str
 	return nil
 }
 
-func (s *Server) castBallot(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
+func (s *Server) castBallot(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
 	gm, a, err := s.groupArgs(args)
 	if err != nil {
 		return err
@@ -375,7 +376,7 @@ func (s *Server) castBallot(ctx *fasthttp.RequestCtx, _ agent.Principal, args []
 	return nil
 }
 
-func (s *Server) groupTask(ctx *fasthttp.RequestCtx, p agent.Principal, args []string) error {
+func (s *Server) groupTask(ctx *fasthttp.RequestCtx, p auth.Principal, args []string) error {
 	gm, a, err := s.groupArgs(args)
 	if err != nil {
 		return err
@@ -411,7 +412,7 @@ func (s *Server) groupTask(ctx *fasthttp.RequestCtx, p agent.Principal, args []s
 	})
 }
 
-func (s *Server) getGroupTask(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
+func (s *Server) getGroupTask(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
 	gm, a, err := s.groupArgs(args)
 	if err != nil {
 		return err

@@ -7,7 +7,7 @@ import (
 	"github.com/fasthttp/websocket"
 	"github.com/valyala/fasthttp"
 
-	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/group"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -26,7 +26,7 @@ import (
 // (POST /group/{id}/message) and answered with {"sent":{message}} or
 // {"error":{...}}; its event then comes like any other. Keep-alive and
 // limits are those of GET /messages/stream.
-func (s *Server) groupStream(ctx *fasthttp.RequestCtx, p agent.Principal, args []string) error {
+func (s *Server) groupStream(ctx *fasthttp.RequestCtx, p auth.Principal, args []string) error {
 	gm, a, err := s.groupArgs(args)
 	if err != nil {
 		return err
@@ -43,7 +43,7 @@ func (s *Server) groupStream(ctx *fasthttp.RequestCtx, p agent.Principal, args [
 		}
 		after = n
 	}
-	canSend := p.Can(agent.ScopeTasksWrite)
+	canSend := p.Can(auth.ScopeTasksWrite)
 	return s.upgrade(ctx, func(c *websocket.Conn) {
 		c.SetReadLimit(wsMaxEnvelope)
 		stop := s.startKeepAlive(c)

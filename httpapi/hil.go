@@ -9,6 +9,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/hil"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -48,13 +49,13 @@ type hilList struct {
 }
 
 // hilViewer authenticates a request that reads requests.
-func (s *Server) hilViewer(ctx *fasthttp.RequestCtx) (agent.Principal, error) {
+func (s *Server) hilViewer(ctx *fasthttp.RequestCtx) (auth.Principal, error) {
 	if s.hil == nil {
-		return agent.Principal{}, wire.Errorf(wire.CodeAgentNotReady, "human-in-the-loop is not running on this server")
+		return auth.Principal{}, wire.Errorf(wire.CodeAgentNotReady, "human-in-the-loop is not running on this server")
 	}
 	// authorize answers the principal along with a permission error, so a
 	// reviewer without tasks:read still gets here.
-	p, err := s.authorize(ctx, agent.ScopeTasksRead)
+	p, err := s.authorize(ctx, auth.ScopeTasksRead)
 	if err != nil && wire.AsError(err).Code != wire.CodePermissionDenied {
 		return p, err
 	}
@@ -64,7 +65,7 @@ func (s *Server) hilViewer(ctx *fasthttp.RequestCtx) (agent.Principal, error) {
 	return p, nil
 }
 
-func (s *Server) listHIL(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
+func (s *Server) listHIL(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
 	if _, err := s.hilViewer(ctx); err != nil {
 		return err
 	}
@@ -97,7 +98,7 @@ func (s *Server) listHIL(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string
 	return nil
 }
 
-func (s *Server) getHIL(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
+func (s *Server) getHIL(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
 	if _, err := s.hilViewer(ctx); err != nil {
 		return err
 	}
@@ -113,7 +114,7 @@ func (s *Server) getHIL(ctx *fasthttp.RequestCtx, _ agent.Principal, args []stri
 	return nil
 }
 
-func (s *Server) decideHIL(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
+func (s *Server) decideHIL(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
 	// A principal that may not read holds none of the levels' scopes:
 	// Decide refuses it, naming the scope the request's level needs.
 	p, err := s.hilViewer(ctx)
@@ -139,7 +140,7 @@ func (s *Server) decideHIL(ctx *fasthttp.RequestCtx, _ agent.Principal, args []s
 // streamHIL serves GET /hil/stream. Last-Event-ID (or last_event_id)
 // resumes after that event from the manager's memory; when that is no
 // longer possible the stream starts with "event: reset".
-func (s *Server) streamHIL(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
+func (s *Server) streamHIL(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
 	if _, err := s.hilViewer(ctx); err != nil {
 		return err
 	}

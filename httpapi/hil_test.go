@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/hil"
 	"github.com/synapse-edge/synapse/httpapi"
 	"github.com/synapse-edge/synapse/peer"
@@ -73,13 +74,13 @@ func startHILServer(t *testing.T, mutate ...func(*agent.Config)) (*testServer, *
 }
 
 // token creates a token with scopes and returns its secret.
-func (ts *testServer) token(t *testing.T, scopes ...agent.Scope) string {
+func (ts *testServer) token(t *testing.T, scopes ...auth.Scope) string {
 	t.Helper()
 	names := make([]string, len(scopes))
 	for i, s := range scopes {
 		names[i] = string(s)
 	}
-	tc, err := ts.a.CreateToken(context.Background(), strings.Join(names, "+"), scopes)
+	tc, err := ts.a.Tokens().Create(context.Background(), strings.Join(names, "+"), scopes)
 	if err != nil {
 		t.Fatalf("CreateToken(%v): %v", scopes, err)
 	}
@@ -130,9 +131,9 @@ func findRequest(reqs []map[string]any, id string) map[string]any {
 
 func TestHILRoutes(t *testing.T) {
 	ts, _ := startHILServer(t)
-	l1 := ts.token(t, agent.ScopeHILL1)
-	l2 := ts.token(t, agent.ScopeHILL2)
-	tier1 := ts.token(t, agent.ScopeTier1Write)
+	l1 := ts.token(t, auth.ScopeHILL1)
+	l2 := ts.token(t, auth.ScopeHILL2)
+	tier1 := ts.token(t, auth.ScopeTier1Write)
 	id := ts.confirmTask(t, "Deploy build 42?")
 
 	t.Run("list", func(t *testing.T) {
@@ -145,7 +146,7 @@ func TestHILRoutes(t *testing.T) {
 		opts, _ := r["options"].([]any)
 		if r["task_type"] != "confirm" || r["state"] != "pending" || reason["message"] != "Deploy build 42?" ||
 			ctx["task_summary"] != "Deploy build 42?" || len(opts) != 1 ||
-			r["escalation_level"] != 1.0 || r["levels"] != 3.0 || r["reviewers_scope"] != string(agent.ScopeHILL1) {
+			r["escalation_level"] != 1.0 || r["levels"] != 3.0 || r["reviewers_scope"] != string(auth.ScopeHILL1) {
 			t.Errorf("request = %v", r)
 		}
 		for _, f := range []string{"deadline", "created_at"} {
@@ -170,7 +171,7 @@ func TestHILRoutes(t *testing.T) {
 		ts.do(t, "GET", api("/hil"), nil, withToken(l2)).wantStatus(t, http.StatusOK)
 		e := ts.do(t, "POST", api("/hil/"+id+"/decision"), []byte(`{"action":"approve"}`), withToken(l2)).
 			wantError(t, http.StatusForbidden, wire.CodePermissionDenied)
-		if d, _ := e["details"].(map[string]any); d["scope"] != string(agent.ScopeHILL1) || d["escalation_level"] != 1.0 {
+		if d, _ := e["details"].(map[string]any); d["scope"] != string(auth.ScopeHILL1) || d["escalation_level"] != 1.0 {
 			t.Errorf("details = %v, want the level's scope and level", e["details"])
 		}
 		ts.do(t, "POST", api("/hil/"+id+"/decision"), []byte(`{"action":"approve"}`), withToken(tier1)).

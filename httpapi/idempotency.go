@@ -7,6 +7,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -27,7 +28,7 @@ func idemKey(ctx *fasthttp.RequestCtx, bodyKey string) string {
 }
 
 // idemRequest names the request made with key by p.
-func idemRequest(ctx *fasthttp.RequestCtx, p agent.Principal, key string) agent.IdemRequest {
+func idemRequest(ctx *fasthttp.RequestCtx, p auth.Principal, key string) agent.IdemRequest {
 	return agent.IdemRequest{Scope: p.ID, Key: key, Hash: requestHash(ctx)}
 }
 

@@ -10,7 +10,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -32,7 +32,7 @@ type uploadedFile struct {
 // submitMultipart serves POST /task/multipart: fields task_type and payload
 // (JSON object), optional callback_url, ttl_seconds, idempotency_key,
 // priority; every file part is added to payload.files.
-func (s *Server) submitMultipart(ctx *fasthttp.RequestCtx, p agent.Principal, _ []string) error {
+func (s *Server) submitMultipart(ctx *fasthttp.RequestCtx, p auth.Principal, _ []string) error {
 	form, err := ctx.MultipartForm()
 	if err != nil {
 		if errors.Is(err, fasthttp.ErrNoMultipartForm) {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/contracts"
 	"github.com/synapse-edge/synapse/negotiate"
 	"github.com/synapse-edge/synapse/wire"
@@ -32,10 +32,10 @@ import (
 // (admin): revoked here and the peer told; revoking again changes nothing.
 func (s *Server) negotiateRoutes() []route {
 	return []route{
-		{"POST", seg("negotiate"), agent.ScopeAdmin, s.negotiate},
-		{"GET", seg("contracts"), agent.ScopeTasksRead, s.listContracts},
-		{"GET", seg("contracts/*"), agent.ScopeTasksRead, s.getContract},
-		{"POST", seg("contracts/*/revoke"), agent.ScopeAdmin, s.revokeContract},
+		{"POST", seg("negotiate"), auth.ScopeAdmin, s.negotiate},
+		{"GET", seg("contracts"), auth.ScopeTasksRead, s.listContracts},
+		{"GET", seg("contracts/*"), auth.ScopeTasksRead, s.getContract},
+		{"POST", seg("contracts/*/revoke"), auth.ScopeAdmin, s.revokeContract},
 	}
 }
 
@@ -74,7 +74,7 @@ type negotiateBody struct {
 	negotiate.Request
 }
 
-func (s *Server) negotiate(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
+func (s *Server) negotiate(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
 	var b negotiateBody
 	if err := decodeNegotiate(ctx, &b); err != nil {
 		return err
@@ -91,7 +91,7 @@ func (s *Server) negotiate(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []stri
 	return nil
 }
 
-func (s *Server) listContracts(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
+func (s *Server) listContracts(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
 	limit, err := queryInt(ctx, "limit", 100, 1, 1000)
 	if err != nil {
 		return err
@@ -105,7 +105,7 @@ func (s *Server) listContracts(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []
 	return nil
 }
 
-func (s *Server) getContract(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
+func (s *Server) getContract(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
 	id, err := pathArg(args[0], "contract id")
 	if err != nil {
 		return err
@@ -118,7 +118,7 @@ func (s *Server) getContract(ctx *fasthttp.RequestCtx, _ agent.Principal, args [
 	return nil
 }
 
-func (s *Server) revokeContract(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
+func (s *Server) revokeContract(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
 	id, err := pathArg(args[0], "contract id")
 	if err != nil {
 		return err

@@ -8,7 +8,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -42,26 +42,26 @@ func (s *Server) p2pRoutes() []route {
 	return []route{
 		{"POST", seg("message"), "", s.receiveMessage},
 		{"POST", seg("callback"), "", s.receiveMessage},
-		{"GET", seg("messages/stream"), agent.ScopeTasksWrite, s.messageStream},
-		{"GET", seg("messages/callback"), agent.ScopeTasksRead, s.messageFeed},
+		{"GET", seg("messages/stream"), auth.ScopeTasksWrite, s.messageStream},
+		{"GET", seg("messages/callback"), auth.ScopeTasksRead, s.messageFeed},
 
-		{"POST", seg("agents"), agent.ScopeAdmin, s.addPeer},
-		{"GET", seg("agents"), agent.ScopeTasksRead, s.listPeers},
-		{"GET", seg("agents/*"), agent.ScopeTasksRead, s.getPeer},
-		{"DELETE", seg("agents/*"), agent.ScopeAdmin, s.removePeer},
-		{"GET", seg("pairing"), agent.ScopeAdmin, s.listPairRequests},
-		{"POST", seg("pairing/*/accept"), agent.ScopeAdmin, s.acceptPeer},
-		{"DELETE", seg("pairing/*"), agent.ScopeAdmin, s.declinePeer},
+		{"POST", seg("agents"), auth.ScopeAdmin, s.addPeer},
+		{"GET", seg("agents"), auth.ScopeTasksRead, s.listPeers},
+		{"GET", seg("agents/*"), auth.ScopeTasksRead, s.getPeer},
+		{"DELETE", seg("agents/*"), auth.ScopeAdmin, s.removePeer},
+		{"GET", seg("pairing"), auth.ScopeAdmin, s.listPairRequests},
+		{"POST", seg("pairing/*/accept"), auth.ScopeAdmin, s.acceptPeer},
+		{"DELETE", seg("pairing/*"), auth.ScopeAdmin, s.declinePeer},
 
-		{"GET", seg("outbox"), agent.ScopeAdmin, s.listOutbox},
-		{"POST", seg("outbox/retry"), agent.ScopeAdmin, s.retryDeadLetters},
-		{"POST", seg("outbox/*/retry"), agent.ScopeAdmin, s.retryOutbox},
-		{"DELETE", seg("outbox/*"), agent.ScopeAdmin, s.dropOutbox},
+		{"GET", seg("outbox"), auth.ScopeAdmin, s.listOutbox},
+		{"POST", seg("outbox/retry"), auth.ScopeAdmin, s.retryDeadLetters},
+		{"POST", seg("outbox/*/retry"), auth.ScopeAdmin, s.retryOutbox},
+		{"DELETE", seg("outbox/*"), auth.ScopeAdmin, s.dropOutbox},
 	}
 }
 
 // receiveMessage serves POST /message and POST /callback.
-func (s *Server) receiveMessage(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
+func (s *Server) receiveMessage(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
 	c, err := requestCodec(ctx)
 	if err != nil {
 		return err
@@ -128,7 +128,7 @@ func encodeEnvelope(m *wire.UnifiedSynapseMessage, msgpack bool) (string, []byte
 
 // ---- peers ----
 
-func (s *Server) addPeer(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
+func (s *Server) addPeer(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
 	var req struct {
 		Endpoint string `json:"endpoint" msgpack:"endpoint"`
 	}
@@ -148,7 +148,7 @@ func (s *Server) addPeer(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string
 	return nil
 }
 
-func (s *Server) listPeers(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
+func (s *Server) listPeers(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
 	if q, ok := directoryQuery(ctx); ok { // FindByCapability (registry.go)
 		return s.findAgents(ctx, q)
 	}
@@ -164,7 +164,7 @@ func pathArg(arg, what string) (string, error) {
 	return v, nil
 }
 
-func (s *Server) getPeer(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
+func (s *Server) getPeer(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
 	id, err := pathArg(args[0], "agent_id")
 	if err != nil {
 		return err
@@ -177,7 +177,7 @@ func (s *Server) getPeer(ctx *fasthttp.RequestCtx, _ agent.Principal, args []str
 	return nil
 }
 
-func (s *Server) removePeer(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
+func (s *Server) removePeer(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
 	id, err := pathArg(args[0], "agent_id")
 	if err != nil {
 		return err
@@ -191,7 +191,7 @@ func (s *Server) removePeer(ctx *fasthttp.RequestCtx, _ agent.Principal, args []
 
 // ---- outbox ----
 
-func (s *Server) listOutbox(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
+func (s *Server) listOutbox(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
 	limit, err := queryInt(ctx, "limit", 100, 1, 1000)
 	if err != nil {
 		return err
@@ -211,7 +211,7 @@ func (s *Server) listOutbox(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []str
 	return nil
 }
 
-func (s *Server) retryOutbox(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
+func (s *Server) retryOutbox(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
 	id, err := pathArg(args[0], "id")
 	if err != nil {
 		return err
@@ -224,7 +224,7 @@ func (s *Server) retryOutbox(ctx *fasthttp.RequestCtx, _ agent.Principal, args [
 	return nil
 }
 
-func (s *Server) retryDeadLetters(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
+func (s *Server) retryDeadLetters(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
 	q := ctx.QueryArgs()
 	n, err := s.net.RetryDeadLetters(ctx, string(q.Peek("peer")), string(q.Peek("url")))
 	if err != nil {
@@ -234,7 +234,7 @@ func (s *Server) retryDeadLetters(ctx *fasthttp.RequestCtx, _ agent.Principal, _
 	return nil
 }
 
-func (s *Server) dropOutbox(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
+func (s *Server) dropOutbox(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
 	id, err := pathArg(args[0], "id")
 	if err != nil {
 		return err
@@ -253,7 +253,7 @@ func (s *Server) dropOutbox(ctx *fasthttp.RequestCtx, _ agent.Principal, args []
 // whose id increases by one per envelope. Last-Event-ID (or the
 // last_event_id query parameter) resumes after that id while it is among
 // the last 1,000 kept in memory; older ones are gone.
-func (s *Server) messageFeed(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
+func (s *Server) messageFeed(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
 	feed := s.net.Messages()
 	if feed == nil {
 		return wire.Errorf(wire.CodeAgentNotReady, "")

@@ -6,7 +6,7 @@ import (
 	"github.com/fasthttp/websocket"
 	"github.com/valyala/fasthttp"
 
-	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -37,8 +37,8 @@ type wsFrame struct {
 // to it as received, JSON as text and msgpack as binary. A ping goes every
 // 30 s and a pong must come within 10 s; a message over 1 MiB closes the
 // connection with 1009; a foreign Origin is refused with 403.
-func (s *Server) messageStream(ctx *fasthttp.RequestCtx, p agent.Principal, _ []string) error {
-	observer := p.Can(agent.ScopeAdmin)
+func (s *Server) messageStream(ctx *fasthttp.RequestCtx, p auth.Principal, _ []string) error {
+	observer := p.Can(auth.ScopeAdmin)
 	feed := s.net.Messages()
 	if feed == nil {
 		return wire.Errorf(wire.CodeAgentNotReady, "")

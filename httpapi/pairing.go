@@ -5,19 +5,19 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/wire"
 )
 
 // Pair requests (peer/pairing.go): agents that paired this one and wait
 // for an operator to accept them.
 
-func (s *Server) listPairRequests(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
+func (s *Server) listPairRequests(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
 	write(ctx, fasthttp.StatusOK, map[string]any{"pending": s.net.PairRequests()})
 	return nil
 }
 
-func (s *Server) acceptPeer(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
+func (s *Server) acceptPeer(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
 	id, err := pathArg(args[0], "agent_id")
 	if err != nil {
 		return err
@@ -31,7 +31,7 @@ func (s *Server) acceptPeer(ctx *fasthttp.RequestCtx, _ agent.Principal, args []
 	return nil
 }
 
-func (s *Server) declinePeer(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
+func (s *Server) declinePeer(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
 	id, err := pathArg(args[0], "agent_id")
 	if err != nil {
 		return err

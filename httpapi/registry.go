@@ -5,7 +5,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -13,7 +13,7 @@ import (
 // register serves POST /registry/agents: one registration envelope (JSON,
 // or msgpack with Content-Type: application/msgpack). 201 for the first
 // registration of an agent, 200 for a renewal.
-func (s *Server) register(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
+func (s *Server) register(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
 	c, err := requestCodec(ctx)
 	if err != nil {
 		return err
@@ -58,12 +58,12 @@ func (s *Server) findAgents(ctx *fasthttp.RequestCtx, q peer.DirectoryQuery) err
 	return nil
 }
 
-func (s *Server) listDirectory(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
+func (s *Server) listDirectory(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
 	q, _ := directoryQuery(ctx)
 	return s.findAgents(ctx, q)
 }
 
-func (s *Server) getRegistration(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
+func (s *Server) getRegistration(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
 	id, err := pathArg(args[0], "agent_id")
 	if err != nil {
 		return err
@@ -76,7 +76,7 @@ func (s *Server) getRegistration(ctx *fasthttp.RequestCtx, _ agent.Principal, ar
 	return nil
 }
 
-func (s *Server) unregister(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
+func (s *Server) unregister(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
 	id, err := pathArg(args[0], "agent_id")
 	if err != nil {
 		return err

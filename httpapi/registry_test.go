@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -82,11 +82,11 @@ func directoryIDs(t *testing.T, r *reply) []string {
 func TestRegistryRoutes(t *testing.T) {
 	ts := startPeerServer(t, "registry")
 	ctx := t.Context()
-	writer, err := ts.a.CreateToken(ctx, "registrants", []agent.Scope{agent.ScopeRegistryWrite})
+	writer, err := ts.a.Tokens().Create(ctx, "registrants", []auth.Scope{auth.ScopeRegistryWrite})
 	if err != nil {
 		t.Fatal(err)
 	}
-	reader, err := ts.a.CreateToken(ctx, "reader", []agent.Scope{agent.ScopeTasksRead})
+	reader, err := ts.a.Tokens().Create(ctx, "reader", []auth.Scope{auth.ScopeTasksRead})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,17 +6,17 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/wire"
 )
 
-type handlerFunc func(ctx *fasthttp.RequestCtx, p agent.Principal, args []string) error
+type handlerFunc func(ctx *fasthttp.RequestCtx, p auth.Principal, args []string) error
 
 // route is one method and path pattern; "*" segments are captured.
 type route struct {
 	method  string
 	pattern []string
-	scope   agent.Scope // "" = public
+	scope   auth.Scope // "" = public
 	h       handlerFunc
 }
 
@@ -27,28 +27,28 @@ func (s *Server) routes() []route {
 		{"GET", seg("capabilities"), "", s.capabilities},
 		{"GET", seg("capabilities/task-types/*"), "", s.taskTypeCapability},
 
-		{"POST", seg("task"), agent.ScopeTasksWrite, s.submit},
-		{"POST", seg("task/multipart"), agent.ScopeTasksWrite, s.submitMultipart},
-		{"GET", seg("tasks"), agent.ScopeTasksRead, s.listTasks},
-		{"GET", seg("tasks/summary"), agent.ScopeTasksRead, s.taskSummary},
-		{"GET", seg("task/*"), agent.ScopeTasksRead, s.getTask},
-		{"GET", seg("task/*/status"), agent.ScopeTasksRead, s.getTaskStatus},
-		{"POST", seg("task/*/cancel"), agent.ScopeTasksWrite, s.cancelTask},
-		{"POST", seg("task/*/info"), agent.ScopeTasksWrite, s.provideInfo},
-		{"POST", seg("task/*/decision"), agent.ScopeTasksWrite, s.decide},
-		{"GET", seg("task/*/stream"), agent.ScopeTasksRead, s.streamTask},
+		{"POST", seg("task"), auth.ScopeTasksWrite, s.submit},
+		{"POST", seg("task/multipart"), auth.ScopeTasksWrite, s.submitMultipart},
+		{"GET", seg("tasks"), auth.ScopeTasksRead, s.listTasks},
+		{"GET", seg("tasks/summary"), auth.ScopeTasksRead, s.taskSummary},
+		{"GET", seg("task/*"), auth.ScopeTasksRead, s.getTask},
+		{"GET", seg("task/*/status"), auth.ScopeTasksRead, s.getTaskStatus},
+		{"POST", seg("task/*/cancel"), auth.ScopeTasksWrite, s.cancelTask},
+		{"POST", seg("task/*/info"), auth.ScopeTasksWrite, s.provideInfo},
+		{"POST", seg("task/*/decision"), auth.ScopeTasksWrite, s.decide},
+		{"GET", seg("task/*/stream"), auth.ScopeTasksRead, s.streamTask},
 
-		{"GET", seg("tier1/routines"), agent.ScopeTier1Read, s.tier1Routines},
-		{"GET", seg("tier1/stream"), agent.ScopeTier1Write, s.tier1Stream},
-		{"POST", seg("tier1/*"), agent.ScopeTier1Write, s.ingestTier1},
-		{"GET", seg("tier1/*/frames"), agent.ScopeTier1Read, s.tier1Frames},
-		{"GET", seg("tier1/*/frames/stream"), agent.ScopeTier1Read, s.tier1Live},
+		{"GET", seg("tier1/routines"), auth.ScopeTier1Read, s.tier1Routines},
+		{"GET", seg("tier1/stream"), auth.ScopeTier1Write, s.tier1Stream},
+		{"POST", seg("tier1/*"), auth.ScopeTier1Write, s.ingestTier1},
+		{"GET", seg("tier1/*/frames"), auth.ScopeTier1Read, s.tier1Frames},
+		{"GET", seg("tier1/*/frames/stream"), auth.ScopeTier1Read, s.tier1Live},
 
-		{"POST", seg("tokens"), agent.ScopeAdmin, s.createToken},
-		{"GET", seg("tokens"), agent.ScopeAdmin, s.listTokens},
-		{"DELETE", seg("tokens/*"), agent.ScopeAdmin, s.revokeToken},
-		{"GET", seg("admin/db/backup"), agent.ScopeAdmin, s.backup},
-		{"GET", seg("admin/db/check"), agent.ScopeAdmin, s.checkDB},
+		{"POST", seg("tokens"), auth.ScopeAdmin, s.createToken},
+		{"GET", seg("tokens"), auth.ScopeAdmin, s.listTokens},
+		{"DELETE", seg("tokens/*"), auth.ScopeAdmin, s.revokeToken},
+		{"GET", seg("admin/db/backup"), auth.ScopeAdmin, s.backup},
+		{"GET", seg("admin/db/check"), auth.ScopeAdmin, s.checkDB},
 	}, append(append(append(append(s.withNet(s.p2pRoutes()), s.hilRoutes()...), s.discoveryRoutes()...), s.groupRoutes()...), append(s.withNet(s.negotiateRoutes()), s.auditRoutes()...)...)...)
 }
 
@@ -59,7 +59,7 @@ func seg(p string) []string { return strings.Split(p, "/") }
 func (s *Server) withNet(rs []route) []route {
 	for i := range rs {
 		h := rs[i].h
-		rs[i].h = func(ctx *fasthttp.RequestCtx, p agent.Principal, args []string) error {
+		rs[i].h = func(ctx *fasthttp.RequestCtx, p auth.Principal, args []string) error {
 			if s.net == nil {
 				return wire.Errorf(wire.CodeAgentNotReady, "the peer network is not running on this server")
 			}
@@ -77,7 +77,7 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) error {
 		return s.console(ctx, path)
 	}
 	if path == "/metrics" {
-		if _, err := s.authorize(ctx, agent.ScopeTasksRead); err != nil {
+		if _, err := s.authorize(ctx, auth.ScopeTasksRead); err != nil {
 			return err
 		}
 		return s.metrics(ctx)
@@ -104,7 +104,7 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) error {
 		if r.method != method {
 			continue
 		}
-		var p agent.Principal
+		var p auth.Principal
 		if r.scope != "" {
 			var err error
 			if p, err = s.authorize(ctx, r.scope); err != nil {
@@ -146,13 +146,13 @@ func match(pattern, parts []string) ([]string, bool) {
 }
 
 // authorize checks the bearer token and its scope.
-func (s *Server) authorize(ctx *fasthttp.RequestCtx, scope agent.Scope) (agent.Principal, error) {
+func (s *Server) authorize(ctx *fasthttp.RequestCtx, scope auth.Scope) (auth.Principal, error) {
 	tok, ok := bearer(ctx.Request.Header.Peek(fasthttp.HeaderAuthorization))
 	if !ok {
 		ctx.Response.Header.Set(fasthttp.HeaderWWWAuthenticate, `Bearer realm="synapse"`)
-		return agent.Principal{}, wire.Errorf(wire.CodeUnauthorized, "missing Authorization: Bearer <token>")
+		return auth.Principal{}, wire.Errorf(wire.CodeUnauthorized, "missing Authorization: Bearer <token>")
 	}
-	p, err := s.a.Authenticate(string(tok))
+	p, err := s.a.Tokens().Authenticate(string(tok))
 	if err != nil {
 		ctx.Response.Header.Set(fasthttp.HeaderWWWAuthenticate, `Bearer realm="synapse", error="invalid_token"`)
 		return p, err

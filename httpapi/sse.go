@@ -8,6 +8,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -19,7 +20,7 @@ const sseKeepAlive = 15 * time.Second
 // with its per-task sequence as id. Last-Event-ID (header, or the
 // last_event_id query parameter) resumes after that event; the stream closes
 // after the complete event.
-func (s *Server) streamTask(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
+func (s *Server) streamTask(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
 	id := args[0]
 	t, err := s.a.Task(id)
 	if err != nil {

@@ -7,9 +7,8 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/valyala/fasthttp"
-
-	"github.com/synapse-edge/synapse/agent"
 )
 
 // streamWriteTimeout bounds each write of a taken-over connection, so a
@@ -62,11 +61,11 @@ func (s *Server) recoverStream(path string, onPanic func()) {
 // revoked is the channel closed when the token of the request's
 // principal is revoked (nil for public routes and the admin token).
 func (s *Server) revoked(ctx *fasthttp.RequestCtx) <-chan struct{} {
-	p, ok := ctx.UserValue(principalKey{}).(agent.Principal)
+	p, ok := ctx.UserValue(principalKey{}).(auth.Principal)
 	if !ok {
 		return nil
 	}
-	return s.a.Revoked(p)
+	return s.a.Tokens().Revoked(p)
 }
 
 // streamDone is the end signal of one stream: closed on shutdown, or when

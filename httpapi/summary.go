@@ -1,15 +1,14 @@
 package httpapi
 
 import (
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/valyala/fasthttp"
-
-	"github.com/synapse-edge/synapse/agent"
 )
 
 // taskSummary serves GET /tasks/summary: the stored tasks counted by
 // status, {"total":N,"by_status":{"completed":N,...}} (statuses with no
 // task are left out; agent.TaskSummary).
-func (s *Server) taskSummary(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
+func (s *Server) taskSummary(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
 	sum, err := s.a.TaskSummary()
 	if err != nil {
 		return err

@@ -8,13 +8,14 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/wire"
 )
 
 // maxWait bounds POST /task?wait=S (SPEC §5.2).
 const maxWait = 60
 
-func (s *Server) submit(ctx *fasthttp.RequestCtx, p agent.Principal, _ []string) error {
+func (s *Server) submit(ctx *fasthttp.RequestCtx, p auth.Principal, _ []string) error {
 	var req wire.SubmitRequest
 	if err := decode(ctx, &req); err != nil {
 		return err
@@ -24,7 +25,7 @@ func (s *Server) submit(ctx *fasthttp.RequestCtx, p agent.Principal, _ []string)
 
 // submitRequest runs the submit flow shared by the JSON/msgpack and the
 // multipart routes: idempotency, the optional sync wait, the answer.
-func (s *Server) submitRequest(ctx *fasthttp.RequestCtx, p agent.Principal, req *wire.SubmitRequest) error {
+func (s *Server) submitRequest(ctx *fasthttp.RequestCtx, p auth.Principal, req *wire.SubmitRequest) error {
 	wait, err := queryInt(ctx, "wait", 0, 0, maxWait)
 	if err != nil {
 		return err
@@ -85,7 +86,7 @@ func submitResponse(t *wire.Task) *wire.SubmitResponse {
 	return &wire.SubmitResponse{TaskID: t.ID, Status: t.Status, Message: msg}
 }
 
-func (s *Server) getTask(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
+func (s *Server) getTask(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
 	t, err := s.a.Task(args[0])
 	if err != nil {
 		return err
@@ -95,7 +96,7 @@ func (s *Server) getTask(ctx *fasthttp.RequestCtx, _ agent.Principal, args []str
 	return nil
 }
 
-func (s *Server) getTaskStatus(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
+func (s *Server) getTaskStatus(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
 	t, err := s.a.Task(args[0])
 	if err != nil {
 		return err
@@ -121,7 +122,7 @@ func etagMatch(header []byte, etag string) bool {
 	return false
 }
 
-func (s *Server) listTasks(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
+func (s *Server) listTasks(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
 	size, err := queryInt(ctx, "page_size", agent.DefaultTaskPageSize, 1, agent.MaxTaskPageSize)
 	if err != nil {
 		return err
@@ -136,7 +137,7 @@ func (s *Server) listTasks(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []stri
 	return nil
 }
 
-func (s *Server) cancelTask(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
+func (s *Server) cancelTask(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
 	t, err := s.a.Cancel(ctx, args[0])
 	if err != nil {
 		return err
@@ -145,7 +146,7 @@ func (s *Server) cancelTask(ctx *fasthttp.RequestCtx, _ agent.Principal, args []
 	return nil
 }
 
-func (s *Server) provideInfo(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
+func (s *Server) provideInfo(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
 	var body struct {
 		Fields wire.JSONValue `json:"fields" msgpack:"fields"`
 	}
@@ -166,7 +167,7 @@ func (s *Server) provideInfo(ctx *fasthttp.RequestCtx, _ agent.Principal, args [
 // decide serves POST /task/{id}/decision: a person's decision on a task in
 // need_human, {"action": "approve"|"reject"|"modify", "approved_fields",
 // "rejection_reason", "notes"}.
-func (s *Server) decide(ctx *fasthttp.RequestCtx, p agent.Principal, args []string) error {
+func (s *Server) decide(ctx *fasthttp.RequestCtx, p auth.Principal, args []string) error {
 	var req agent.DecisionRequest
 	if err := decode(ctx, &req); err != nil {
 		return err

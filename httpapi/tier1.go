@@ -7,14 +7,14 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/tier1"
 	"github.com/synapse-edge/synapse/wire"
 )
 
 // tier1Scope is the deduplication scope of a sender: its token, and the
 // source agent an uplink names.
-func tier1Scope(ctx *fasthttp.RequestCtx, p agent.Principal) string {
+func tier1Scope(ctx *fasthttp.RequestCtx, p auth.Principal) string {
 	if src := ctx.Request.Header.Peek(tier1.HeaderSourceAgent); len(src) > 0 && len(src) <= 256 {
 		return p.ID + "/" + string(src)
 	}
@@ -23,7 +23,7 @@ func tier1Scope(ctx *fasthttp.RequestCtx, p agent.Principal) string {
 
 // ingestTier1 serves POST /tier1/{capability_id}: one msgpack batch,
 // answered {"ok":true,"accepted":N,"batch_id":...} once it is durable.
-func (s *Server) ingestTier1(ctx *fasthttp.RequestCtx, p agent.Principal, args []string) error {
+func (s *Server) ingestTier1(ctx *fasthttp.RequestCtx, p auth.Principal, args []string) error {
 	capID, err := url.PathUnescape(args[0])
 	if err != nil {
 		return wire.Errorf(wire.CodeInvalidParams, "bad routine id in path")
@@ -68,7 +68,7 @@ type routineStored struct {
 	OldestTS int64  `json:"oldest_ts,omitempty" msgpack:"oldest_ts,omitempty"`
 }
 
-func (s *Server) tier1Routines(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []string) error {
+func (s *Server) tier1Routines(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
 	in := s.a.Tier1()
 	list := in.Registry().List()
 	out := make([]routineInfo, len(list))
@@ -89,7 +89,7 @@ func (s *Server) tier1Routines(ctx *fasthttp.RequestCtx, _ agent.Principal, _ []
 // named fields (tier1.Ingestor.Frames). since and until are RFC 3339 times
 // or unix nanoseconds; page_token is the opaque next_page_token of the
 // page before.
-func (s *Server) tier1Frames(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
+func (s *Server) tier1Frames(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
 	capID, err := url.PathUnescape(args[0])
 	if err != nil {
 		return wire.Errorf(wire.CodeInvalidParams, "bad routine id in path")

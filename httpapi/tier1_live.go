@@ -6,7 +6,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/tier1"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -31,7 +31,7 @@ const (
 	liveMaxBytes  = 4 << 20 // and their bytes (plus one batch)
 )
 
-func (s *Server) tier1Live(ctx *fasthttp.RequestCtx, _ agent.Principal, args []string) error {
+func (s *Server) tier1Live(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
 	capID, err := url.PathUnescape(args[0])
 	if err != nil {
 		return wire.Errorf(wire.CodeInvalidParams, "bad routine id in path")

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/tier1"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -80,7 +81,7 @@ func nextLive(t *testing.T, c <-chan liveEvent) liveEvent {
 
 func TestTier1LiveStream(t *testing.T) {
 	ts := startServer(t)
-	reader := createToken(t, ts, "reader", agent.ScopeTier1Read)
+	reader := createToken(t, ts, "reader", auth.ScopeTier1Read)
 	all := openLive(t, ts, "", reader)
 	one := openLive(t, ts, "?device_id=dev-b", reader)
 
@@ -135,7 +136,7 @@ func TestTier1LiveStream(t *testing.T) {
 		}
 	})
 	t.Run("errors", func(t *testing.T) {
-		writer := createToken(t, ts, "writer-only", agent.ScopeTasksRead)
+		writer := createToken(t, ts, "writer-only", auth.ScopeTasksRead)
 		ts.do(t, "GET", api("/tier1/synapse.telemetry/frames/stream"), nil, withToken("")).wantError(t, http.StatusUnauthorized, wire.CodeUnauthorized)
 		ts.do(t, "GET", api("/tier1/synapse.telemetry/frames/stream"), nil, withToken(writer)).wantError(t, http.StatusForbidden, wire.CodePermissionDenied)
 		ts.do(t, "GET", api("/tier1/no.such/frames/stream"), nil).wantError(t, http.StatusForbidden, wire.CodeCapabilityLacking)
@@ -195,7 +196,7 @@ func TestTaskSummary(t *testing.T) {
 	if sum.Total != 4 || sum.ByStatus["completed"] != 3 || sum.ByStatus["cancelled"] != 1 || len(sum.ByStatus) != 2 {
 		t.Errorf("summary = %+v, want 3 completed and 1 cancelled", sum)
 	}
-	reader := createToken(t, ts, "tier1", agent.ScopeTier1Read)
+	reader := createToken(t, ts, "tier1", auth.ScopeTier1Read)
 	ts.do(t, "GET", api("/tasks/summary"), nil, withToken(reader)).wantError(t, http.StatusForbidden, wire.CodePermissionDenied)
 
 	m := string(ts.do(t, "GET", "/metrics", nil).body)

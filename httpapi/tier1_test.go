@@ -16,6 +16,7 @@ import (
 	"github.com/fasthttp/websocket"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/tier1"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -119,7 +120,7 @@ func TestTier1IngestAndQuery(t *testing.T) {
 		}
 	})
 	t.Run("the same batch_id from another token is another batch", func(t *testing.T) {
-		tok := createToken(t, ts, "device", agent.ScopeTier1Write)
+		tok := createToken(t, ts, "device", auth.ScopeTier1Write)
 		r := ts.do(t, "POST", api("/tier1/synapse.telemetry"), telemetryBatch("b0", "c", 100, 5, now), withMsgpack(), withToken(tok))
 		r.wantStatus(t, http.StatusOK)
 		if got := len(ts.frames(t, "&device_id=c")); got != 5 {
@@ -159,7 +160,7 @@ func TestTier1IngestAndQuery(t *testing.T) {
 		}
 	})
 	t.Run("scopes", func(t *testing.T) {
-		tok := createToken(t, ts, "reader", agent.ScopeTasksWrite)
+		tok := createToken(t, ts, "reader", auth.ScopeTasksWrite)
 		r := ts.do(t, "POST", api("/tier1/synapse.telemetry"), telemetryBatch("x", "a", 0, 1, now), withMsgpack(), withToken(tok))
 		r.wantError(t, http.StatusForbidden, wire.CodePermissionDenied)
 	})

@@ -12,7 +12,7 @@ import (
 	"github.com/fasthttp/websocket"
 	"github.com/valyala/fasthttp"
 
-	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/tier1"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -151,7 +151,7 @@ func (s *Server) keepAlive(c *websocket.Conn, done <-chan struct{}) {
 // each is answered, in order, by a msgpack map {"ok":true,"accepted":N,
 // "batch_id":...} once durable, or {"ok":false,"error":{...}}. Up to 256
 // batches may wait for their answers; beyond that the server stops reading.
-func (s *Server) tier1Stream(ctx *fasthttp.RequestCtx, p agent.Principal, _ []string) error {
+func (s *Server) tier1Stream(ctx *fasthttp.RequestCtx, p auth.Principal, _ []string) error {
 	scope := tier1Scope(ctx, p)
 	max := int64(s.a.Config().Tier1.MaxBatchBytes)
 	return s.upgrade(ctx, func(c *websocket.Conn) {

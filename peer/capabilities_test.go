@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/hil"
 	"github.com/synapse-edge/synapse/httpapi"
 	"github.com/synapse-edge/synapse/wire"
@@ -119,7 +120,7 @@ func TestInterfacesFollowComponents(t *testing.T) {
 	t.Run("one HiL level and no built-in handlers", func(t *testing.T) {
 		cfg := testConfig(t)
 		cfg.DisableBuiltins = true
-		cfg.HIL.Levels = []agent.HILLevel{{ReviewersScope: agent.ScopeHILL1, DeadlineSeconds: 60}}
+		cfg.HIL.Levels = []agent.HILLevel{{ReviewersScope: auth.ScopeHILL1, DeadlineSeconds: 60}}
 		b := openAgent(t, cfg, nil)
 		startHIL(t, b)
 		got := interfaceNames(b)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/internal/clocktest"
 	"github.com/synapse-edge/synapse/peer"
 
@@ -295,7 +296,7 @@ func TestRegistryThreeAgents(t *testing.T) {
 	clock := clocktest.New(time.Now().UTC())
 	r := startPeerWith(t, "registry", []agent.Option{agent.WithClock(clock)})
 	ctx := context.Background()
-	tok, err := r.a.CreateToken(ctx, "registrants", []agent.Scope{agent.ScopeRegistryWrite})
+	tok, err := r.a.Tokens().Create(ctx, "registrants", []auth.Scope{auth.ScopeRegistryWrite})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/synapse-edge/synapse/a2a"
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -50,7 +51,7 @@ func Params(raw json.RawMessage, v any) error {
 
 // Call runs a method that answers once (not a stream); raw are its
 // params.
-func (s *Server) Call(ctx context.Context, p agent.Principal, op a2a.Op, v a2a.Version, raw json.RawMessage) (any, error) {
+func (s *Server) Call(ctx context.Context, p auth.Principal, op a2a.Op, v a2a.Version, raw json.RawMessage) (any, error) {
 	switch op {
 	case a2a.OpSend:
 		var sp a2a.SendParams
@@ -115,7 +116,7 @@ type SubmitFunc func(ctx context.Context, req *wire.SubmitRequest, wait time.Dur
 // gives a task waiting for information the message's data. A push config
 // given with the message is stored with the task, in the task's own
 // transaction.
-func (s *Server) Send(ctx context.Context, p agent.Principal, v a2a.Version, sp *a2a.SendParams, submit SubmitFunc) (*wire.Task, error) {
+func (s *Server) Send(ctx context.Context, p auth.Principal, v a2a.Version, sp *a2a.SendParams, submit SubmitFunc) (*wire.Task, error) {
 	taskType, payload, err := a2a.Submission(sp.Message)
 	if err != nil {
 		return nil, err

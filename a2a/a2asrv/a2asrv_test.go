@@ -9,6 +9,7 @@ import (
 	"github.com/synapse-edge/synapse/a2a"
 	"github.com/synapse-edge/synapse/a2a/a2asrv"
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 )
 
 // TestCall runs the methods on an agent without any transport: a
@@ -27,7 +28,7 @@ func TestCall(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = a.Close(context.Background()) })
 	s := a2asrv.New(a)
-	p := agent.Principal{ID: "admin", Scopes: []agent.Scope{agent.ScopeAdmin}}
+	p := auth.Principal{ID: "admin", Scopes: []auth.Scope{auth.ScopeAdmin}}
 	call := func(op a2a.Op, params string) (map[string]any, error) {
 		t.Helper()
 		res, err := s.Call(ctx, p, op, a2a.V10, json.RawMessage(params))
