@@ -132,18 +132,76 @@ func TestImportRulesCatch(t *testing.T) {
 	}
 }
 
+// TestPackageDocs: every package has a doc comment (STYLE.md rule 3, as
+// tailscale's pkgdoc_test.go); a library package's opens with "Package
+// NAME".
+func TestPackageDocs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	for _, v := range docProblems(listModule(t)) {
+		t.Error(v)
+	}
+	bad := map[string]*listedPackage{
+		module + "/store":  {ImportPath: module + "/store", Name: "store", GoFiles: []string{"db.go"}},
+		module + "/wire":   {ImportPath: module + "/wire", Name: "wire", GoFiles: []string{"a.go"}, Doc: "Wire types."},
+		module + "/tier1":  {ImportPath: module + "/tier1", Name: "tier1", GoFiles: []string{"a.go"}, Doc: "Package tier1 ingests."},
+		module + "/cmd/x":  {ImportPath: module + "/cmd/x", Name: "main", GoFiles: []string{"main.go"}, Doc: "X does it."},
+		module + "/e2e":    {ImportPath: module + "/e2e", Name: "e2e"},
+		module + "/client": {ImportPath: module + "/client", Name: "client", GoFiles: []string{"c.go"}, Doc: "Package clientx is."},
+	}
+	got := strings.Join(docProblems(bad), "\n")
+	want := "client: the package doc opens \"Package clientx is.\", not \"Package client \"\n" +
+		"store: no package doc comment\n" +
+		"wire: the package doc opens \"Wire types.\", not \"Package wire \""
+	if got != want {
+		t.Errorf("docProblems of broken packages:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// docProblems returns one line per package of the module without a doc
+// comment, or whose doc does not open with "Package NAME" (commands: any
+// doc); packages of test files only are free.
+func docProblems(pkgs map[string]*listedPackage) []string {
+	var out []string
+	for _, p := range pkgs {
+		name := rel(p.ImportPath)
+		if name == "" || len(p.GoFiles) == 0 {
+			continue
+		}
+		switch {
+		case strings.TrimSpace(p.Doc) == "":
+			out = append(out, name+": no package doc comment")
+		case p.Name != "main" && !strings.HasPrefix(p.Doc, "Package "+p.Name+" ") && !strings.HasPrefix(p.Doc, "Package "+p.Name+","):
+			first, _, _ := strings.Cut(p.Doc, "\n")
+			out = append(out, fmt.Sprintf("%s: the package doc opens %q, not %q", name, first, "Package "+p.Name+" "))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // listedPackage is what go list -json says of a package.
 type listedPackage struct {
+	Name       string
+	Doc        string
 	ImportPath string
 	Dir        string
 	GoFiles    []string
 	Imports    []string
 }
 
+// listed is listModule's answer, kept for the next test (they do not run
+// in parallel).
+var listed map[string]*listedPackage
+
 // listModule runs go list -json ./... under every tag set of ruleTags and
 // merges the answers: a package's files and imports are the union.
 func listModule(t *testing.T) map[string]*listedPackage {
 	t.Helper()
+	if listed != nil {
+		return listed
+	}
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
@@ -172,8 +230,12 @@ func listModule(t *testing.T) map[string]*listedPackage {
 			}
 			q.GoFiles = union(q.GoFiles, p.GoFiles)
 			q.Imports = union(q.Imports, p.Imports)
+			if q.Doc == "" {
+				q.Doc = p.Doc
+			}
 		}
 	}
+	listed = all
 	return all
 }
 
