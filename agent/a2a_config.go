@@ -30,14 +30,6 @@ func (c *A2AConfig) TokenFor(peer string) string {
 	return ""
 }
 
-func (c *A2AConfig) loadEnv(getenv func(string) string) {
-	for i := range c.Peers {
-		if env := c.Peers[i].TokenEnv; env != "" {
-			c.Peers[i].Token = getenv(env)
-		}
-	}
-}
-
 func (c *A2AConfig) check(bad func(field, format string, args ...any)) {
 	for i, p := range c.Peers {
 		f := fmt.Sprintf("a2a.peers[%d]", i)

@@ -5,9 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -16,9 +13,10 @@ import (
 	"github.com/synapse-edge/synapse/transport/outbound"
 )
 
-// Config is everything an agent is configured with. It is built in one
-// order: Defaults, then the JSON config file, then the environment, then the
-// command-line flags (applied by the caller), then Validate.
+// Config is everything an agent is configured with, as values: start from
+// Defaults, set what differs, and New validates it. Its JSON tags are the
+// config file's format; reading the file and the environment is the
+// command's business (package cli/config), not the library's.
 type Config struct {
 	// Identity (SPEC §2). AgentID is generated at first start when empty.
 	AgentID   string `json:"agent_id,omitempty"`
@@ -245,97 +243,6 @@ func Defaults() Config {
 		},
 		P2P: P2PConfig{MaxRetries: 5, RetryBaseDelayMS: 2000, TaskTimeoutSeconds: 300, HeartbeatIntervalSeconds: 30},
 	}
-}
-
-// LoadFile merges the JSON file at path into c. Unknown fields are errors, so
-// a misspelt option is not silently ignored.
-func (c *Config) LoadFile(path string) error {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("config: %w", err)
-	}
-	d := json.NewDecoder(strings.NewReader(string(raw)))
-	d.DisallowUnknownFields()
-	if err := d.Decode(c); err != nil {
-		return fmt.Errorf("config %s: %w", path, err)
-	}
-	// Relative command paths and dirs are relative to the config file.
-	base := filepath.Dir(path)
-	for i := range c.Handlers {
-		h := &c.Handlers[i]
-		if len(h.Command) > 0 && strings.Contains(h.Command[0], "/") && !filepath.IsAbs(h.Command[0]) {
-			h.Command[0] = filepath.Join(base, h.Command[0])
-		}
-		if h.Dir != "" && !filepath.IsAbs(h.Dir) {
-			h.Dir = filepath.Join(base, h.Dir)
-		}
-	}
-	if c.MQTT != nil {
-		c.MQTT.resolve(base)
-	}
-	return nil
-}
-
-// LoadEnv applies SYNAPSE_* environment variables through getenv.
-func (c *Config) LoadEnv(getenv func(string) string) error {
-	str := map[string]*string{
-		"SYNAPSE_DATA":        &c.DataDir,
-		"SYNAPSE_LISTEN":      &c.Listen,
-		"SYNAPSE_AGENT_ID":    &c.AgentID,
-		"SYNAPSE_AGENT_NAME":  &c.AgentName,
-		"SYNAPSE_SYSTEM_ID":   &c.SystemID,
-		"SYNAPSE_ENDPOINT":    &c.Endpoint,
-		"SYNAPSE_ADMIN_TOKEN": &c.AdminToken,
-	}
-	for k, p := range str {
-		if v := getenv(k); v != "" {
-			*p = v
-		}
-	}
-	if c.Uplink != nil && c.Uplink.TokenEnv != "" {
-		c.Uplink.Token = getenv(c.Uplink.TokenEnv)
-	}
-	c.A2A.loadEnv(getenv)
-	if c.MQTT != nil && c.MQTT.PasswordEnv != "" {
-		c.MQTT.Password = getenv(c.MQTT.PasswordEnv)
-	}
-	if c.P2P.CallbackSecretEnv != "" {
-		c.P2P.CallbackSecret = getenv(c.P2P.CallbackSecretEnv)
-	}
-	for i := range c.P2P.PeerSecrets {
-		ps := &c.P2P.PeerSecrets[i]
-		ps.Secrets = nil
-		for _, env := range ps.SecretEnvs {
-			if v := getenv(env); v != "" {
-				ps.Secrets = append(ps.Secrets, []byte(v))
-			}
-		}
-	}
-	if v := getenv("SYNAPSE_OUTBOUND_ALLOW"); v != "" {
-		c.Outbound.Allow = nil
-		for _, s := range strings.Split(v, ",") {
-			if s = strings.TrimSpace(s); s != "" {
-				c.Outbound.Allow = append(c.Outbound.Allow, s)
-			}
-		}
-	}
-	c.Negotiation.LoadEnv(getenv)
-	c.Registry.loadEnv(getenv)
-	ints := map[string]*int{
-		"SYNAPSE_MAX_CONCURRENT_TASKS":      &c.MaxConcurrentTasks,
-		"SYNAPSE_MAX_TASK_DURATION_SECONDS": &c.MaxTaskDurationSeconds,
-		"SYNAPSE_MAX_PARKED_TASKS":          &c.MaxParkedTasks,
-	}
-	for k, p := range ints {
-		if v := getenv(k); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				return fmt.Errorf("config: %s=%q is not a whole number", k, v)
-			}
-			*p = n
-		}
-	}
-	return nil
 }
 
 // Validate checks the fields and reports every bad one it finds, each as

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"path/filepath"
 	"strings"
 )
 
@@ -44,14 +43,6 @@ const UplinkToBroker = "mqtt://"
 // UplinkViaMQTT reports whether the uplink goes to the MQTT broker.
 func (c *Config) UplinkViaMQTT() bool {
 	return c.Uplink != nil && c.Uplink.Endpoint == UplinkToBroker
-}
-
-func (m *MQTTConfig) resolve(base string) {
-	for _, p := range []*string{&m.CAFile, &m.CertFile, &m.KeyFile} {
-		if *p != "" && !filepath.IsAbs(*p) {
-			*p = filepath.Join(base, *p)
-		}
-	}
 }
 
 // validateMQTT checks the mqtt section and what it constrains elsewhere;

@@ -1,8 +1,6 @@
 package agent_test
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -46,35 +44,5 @@ func TestMQTTConfigValidate(t *testing.T) {
 	}
 	if !cfg.UplinkViaMQTT() {
 		t.Error("UplinkViaMQTT = false with endpoint mqtt://")
-	}
-}
-
-func TestMQTTConfigLoad(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "c.json")
-	conf := `{"mqtt":{"url":"mqtts://broker:8883","username":"gw","password_env":"BROKER_PW",
-		"ca_file":"ca.pem","cert_file":"/etc/c.pem","key_file":"k.pem","topic_prefix":"fleet/a"}}`
-	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg := agent.Defaults()
-	if err := cfg.LoadFile(path); err != nil {
-		t.Fatal(err)
-	}
-	if err := cfg.LoadEnv(func(k string) string { return map[string]string{"BROKER_PW": "pw"}[k] }); err != nil {
-		t.Fatal(err)
-	}
-	m := cfg.MQTT
-	if m.Password != "pw" || m.Username != "gw" || m.TopicPrefix != "fleet/a" {
-		t.Errorf("mqtt = %+v", m)
-	}
-	if m.CAFile != filepath.Join(dir, "ca.pem") || m.CertFile != "/etc/c.pem" || m.KeyFile != filepath.Join(dir, "k.pem") {
-		t.Errorf("files not relative to the config file: %q %q %q", m.CAFile, m.CertFile, m.KeyFile)
-	}
-	if err := os.WriteFile(path, []byte(`{"mqtt":{"url":"mqtt://b","password":"in the file"}}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if c := agent.Defaults(); c.LoadFile(path) == nil {
-		t.Error("a password in the file was accepted")
 	}
 }

@@ -42,13 +42,6 @@ func (r *RegistryConfig) HeartbeatInterval() time.Duration {
 	return time.Duration(r.HeartbeatIntervalSeconds) * time.Second
 }
 
-// loadEnv reads the token; r may be nil.
-func (r *RegistryConfig) loadEnv(getenv func(string) string) {
-	if r != nil && r.TokenEnv != "" {
-		r.Token = getenv(r.TokenEnv)
-	}
-}
-
 // check reports bad fields to bad; r may be nil.
 func (r *RegistryConfig) check(bad func(field, format string, args ...any)) {
 	if r == nil {

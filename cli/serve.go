@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/cli/config"
 	"github.com/synapse-edge/synapse/group"
 	"github.com/synapse-edge/synapse/hil"
 	"github.com/synapse-edge/synapse/httpapi"
@@ -46,7 +47,7 @@ func runServe(ctx context.Context, sio *IO, args []string) error {
 	fs := newFlagSet("serve")
 	data := fs.String("data", "", "data `DIR` (default ./data)")
 	listen := fs.String("listen", "", "`HOST:PORT` to listen on (default 127.0.0.1:8080)")
-	config := fs.String("config", "", "JSON config `FILE`")
+	configFile := fs.String("config", "", "JSON config `FILE`")
 	endpoint := fs.String("endpoint", "", "base `URL` peers use to reach this agent (default http://LISTEN)")
 	logLevel := fs.String("log-level", "info", "`LEVEL`: debug, info, warn or error")
 	logFormat := fs.String("log-format", "text", "`FORMAT` of the log on standard error: text or json")
@@ -76,13 +77,8 @@ func runServe(ctx context.Context, sio *IO, args []string) error {
 		return errUsage
 	}
 
-	cfg := agent.Defaults()
-	if *config != "" {
-		if err := cfg.LoadFile(*config); err != nil {
-			return err
-		}
-	}
-	if err := cfg.LoadEnv(os.Getenv); err != nil {
+	cfg, err := config.Load(*configFile, os.Getenv)
+	if err != nil {
 		return err
 	}
 	if n := len(cfg.AdminToken); n > 0 && n < minAdminToken {

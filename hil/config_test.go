@@ -9,6 +9,7 @@ import (
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/auth"
+	"github.com/synapse-edge/synapse/cli/config"
 )
 
 func TestConfig(t *testing.T) {
@@ -37,7 +38,7 @@ func TestConfig(t *testing.T) {
 			t.Fatal(err)
 		}
 		cfg := agent.Defaults()
-		if err := cfg.LoadFile(path); err != nil {
+		if err := config.LoadFile(&cfg, path); err != nil {
 			t.Fatalf("LoadFile: %v", err)
 		}
 		if err := cfg.Validate(); err != nil {

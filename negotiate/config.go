@@ -189,10 +189,3 @@ func (c Config) Check(bad func(field, format string, args ...any)) {
 		}
 	}
 }
-
-// LoadEnv reads the LLM API key from the variable llm.api_key_env names.
-func (c *Config) LoadEnv(getenv func(string) string) {
-	if c.LLM != nil && c.LLM.APIKeyEnv != "" {
-		c.LLM.APIKey = getenv(c.LLM.APIKeyEnv)
-	}
-}

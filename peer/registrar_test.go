@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/cli/config"
 )
 
 func TestRegistryConfig(t *testing.T) {
@@ -18,11 +19,11 @@ func TestRegistryConfig(t *testing.T) {
 			t.Fatal(err)
 		}
 		cfg := agent.Defaults()
-		if err := cfg.LoadFile(path); err != nil {
+		if err := config.LoadFile(&cfg, path); err != nil {
 			t.Fatal(err)
 		}
 		env := map[string]string{"REG_TOKEN": "s3cret"}
-		if err := cfg.LoadEnv(func(k string) string { return env[k] }); err != nil {
+		if err := config.LoadEnv(&cfg, func(k string) string { return env[k] }); err != nil {
 			t.Fatal(err)
 		}
 		if err := cfg.Validate(); err != nil {

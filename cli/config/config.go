@@ -1,0 +1,138 @@
+// Package config reads the agent's configuration the way `synapse serve`
+// does: agent.Defaults, then the JSON config file, then the environment
+// (SYNAPSE_* variables and the variables the file names for its secrets);
+// the command applies its flags after that and agent.New validates the
+// values. The libraries take values; where they come from is the
+// command's business.
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/synapse-edge/synapse/agent"
+)
+
+// Load returns the configuration of the file at path (none when path is
+// empty) and the environment read through getenv, on top of the defaults.
+func Load(path string, getenv func(string) string) (agent.Config, error) {
+	cfg := agent.Defaults()
+	if path != "" {
+		if err := LoadFile(&cfg, path); err != nil {
+			return cfg, err
+		}
+	}
+	if err := LoadEnv(&cfg, getenv); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+// LoadFile merges the JSON file at path into c. Unknown fields are errors, so
+// a misspelt option is not silently ignored.
+func LoadFile(c *agent.Config, path string) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	d := json.NewDecoder(strings.NewReader(string(raw)))
+	d.DisallowUnknownFields()
+	if err := d.Decode(c); err != nil {
+		return fmt.Errorf("config %s: %w", path, err)
+	}
+	// Relative command paths and dirs are relative to the config file.
+	base := filepath.Dir(path)
+	for i := range c.Handlers {
+		h := &c.Handlers[i]
+		if len(h.Command) > 0 && strings.Contains(h.Command[0], "/") && !filepath.IsAbs(h.Command[0]) {
+			h.Command[0] = filepath.Join(base, h.Command[0])
+		}
+		if h.Dir != "" && !filepath.IsAbs(h.Dir) {
+			h.Dir = filepath.Join(base, h.Dir)
+		}
+	}
+	if c.MQTT != nil {
+		for _, p := range []*string{&c.MQTT.CAFile, &c.MQTT.CertFile, &c.MQTT.KeyFile} {
+			if *p != "" && !filepath.IsAbs(*p) {
+				*p = filepath.Join(base, *p)
+			}
+		}
+	}
+	return nil
+}
+
+// LoadEnv applies SYNAPSE_* environment variables, and the variables the
+// file names for secrets (token_env, password_env, secret_envs, ...),
+// through getenv.
+func LoadEnv(c *agent.Config, getenv func(string) string) error {
+	str := map[string]*string{
+		"SYNAPSE_DATA":        &c.DataDir,
+		"SYNAPSE_LISTEN":      &c.Listen,
+		"SYNAPSE_AGENT_ID":    &c.AgentID,
+		"SYNAPSE_AGENT_NAME":  &c.AgentName,
+		"SYNAPSE_SYSTEM_ID":   &c.SystemID,
+		"SYNAPSE_ENDPOINT":    &c.Endpoint,
+		"SYNAPSE_ADMIN_TOKEN": &c.AdminToken,
+	}
+	for k, p := range str {
+		if v := getenv(k); v != "" {
+			*p = v
+		}
+	}
+	if c.Uplink != nil && c.Uplink.TokenEnv != "" {
+		c.Uplink.Token = getenv(c.Uplink.TokenEnv)
+	}
+	for i := range c.A2A.Peers {
+		if env := c.A2A.Peers[i].TokenEnv; env != "" {
+			c.A2A.Peers[i].Token = getenv(env)
+		}
+	}
+	if c.MQTT != nil && c.MQTT.PasswordEnv != "" {
+		c.MQTT.Password = getenv(c.MQTT.PasswordEnv)
+	}
+	if c.P2P.CallbackSecretEnv != "" {
+		c.P2P.CallbackSecret = getenv(c.P2P.CallbackSecretEnv)
+	}
+	for i := range c.P2P.PeerSecrets {
+		ps := &c.P2P.PeerSecrets[i]
+		ps.Secrets = nil
+		for _, env := range ps.SecretEnvs {
+			if v := getenv(env); v != "" {
+				ps.Secrets = append(ps.Secrets, []byte(v))
+			}
+		}
+	}
+	if v := getenv("SYNAPSE_OUTBOUND_ALLOW"); v != "" {
+		c.Outbound.Allow = nil
+		for _, s := range strings.Split(v, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				c.Outbound.Allow = append(c.Outbound.Allow, s)
+			}
+		}
+	}
+	if llm := c.Negotiation.LLM; llm != nil && llm.APIKeyEnv != "" {
+		llm.APIKey = getenv(llm.APIKeyEnv)
+	}
+	if r := c.Registry; r != nil && r.TokenEnv != "" {
+		r.Token = getenv(r.TokenEnv)
+	}
+	ints := map[string]*int{
+		"SYNAPSE_MAX_CONCURRENT_TASKS":      &c.MaxConcurrentTasks,
+		"SYNAPSE_MAX_TASK_DURATION_SECONDS": &c.MaxTaskDurationSeconds,
+		"SYNAPSE_MAX_PARKED_TASKS":          &c.MaxParkedTasks,
+	}
+	for k, p := range ints {
+		if v := getenv(k); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return fmt.Errorf("config: %s=%q is not a whole number", k, v)
+			}
+			*p = n
+		}
+	}
+	return nil
+}
