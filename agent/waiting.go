@@ -6,11 +6,6 @@ import (
 	"github.com/synapse-edge/synapse/wire"
 )
 
-// WaitingForPeer starts the history reason of a delegated task whose
-// peer does not accept this agent's messages yet (the network notes it
-// with NoteWaiting).
-const WaitingForPeer = "waiting_for_peer"
-
 // NoteWaiting adds why to the history of the tasks delegated to peer that
 // are still pending and have not been told so (the network calls it when
 // the peer refuses this agent's messages).

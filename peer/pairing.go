@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -43,7 +42,7 @@ const (
 	askEvery        = 5 * time.Second
 	// WaitingForPeer starts the history reason of a delegated task whose
 	// target has not accepted this agent yet.
-	WaitingForPeer = agent.WaitingForPeer
+	WaitingForPeer = "waiting_for_peer"
 )
 
 // PairRequest is an agent that asked to pair and waits for an operator.

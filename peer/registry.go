@@ -46,11 +46,6 @@ const (
 	MaxDirectory = 10_000
 	// maxRegisteredInterfaces bounds the interface list of one entry.
 	maxRegisteredInterfaces = 64
-	// Heartbeat intervals a registration may declare, in seconds; 0 means
-	// defaultRegistryInterval.
-	minRegistryInterval     = agent.MinRegistryInterval
-	maxRegistryInterval     = agent.MaxRegistryInterval
-	defaultRegistryInterval = agent.DefaultRegistryInterval
 )
 
 // DirectoryEntry is a registered agent as the registry shows it.
@@ -276,10 +271,10 @@ func (n *Network) checkRegistration(m *wire.UnifiedSynapseMessage) (*wire.Regist
 	}
 	switch iv := reg.HeartbeatIntervalSeconds; {
 	case iv == 0:
-		reg.HeartbeatIntervalSeconds = defaultRegistryInterval
-	case iv < minRegistryInterval || iv > maxRegistryInterval:
+		reg.HeartbeatIntervalSeconds = agent.DefaultRegistryInterval
+	case iv < agent.MinRegistryInterval || iv > agent.MaxRegistryInterval:
 		return nil, "", wire.Errorf(wire.CodeInvalidParams, "heartbeat_interval_seconds %d is outside %d..%d",
-			iv, minRegistryInterval, maxRegistryInterval).With("field", "heartbeat_interval_seconds")
+			iv, agent.MinRegistryInterval, agent.MaxRegistryInterval).With("field", "heartbeat_interval_seconds")
 	}
 	return &reg, reg.Identity.PublicKey, nil
 }
