@@ -36,6 +36,11 @@ type Server struct {
 	closeOnce sync.Once
 	// draining is set when Shutdown begins: /health answers 503.
 	draining atomic.Bool
+	// lnMu guards listeners, the listeners Serve was given, which
+	// Shutdown closes: fasthttp knows a listener only once its Serve has
+	// run that far, so a Shutdown just before would leave it serving.
+	lnMu      sync.Mutex
+	listeners []net.Listener
 
 	table    []route
 	hil      *hil.Manager
@@ -134,6 +139,14 @@ func isTimeout(err error) bool {
 
 // Serve accepts connections on ln until Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
+	s.lnMu.Lock()
+	if s.draining.Load() {
+		s.lnMu.Unlock()
+		ln.Close()
+		return nil
+	}
+	s.listeners = append(s.listeners, ln)
+	s.lnMu.Unlock()
 	h := s.a.Config().HTTP
 	err := s.srv.Serve(newLimitListener(ln, h.MaxConns, h.MaxConnsPerIP))
 	if err != nil && !errors.Is(err, net.ErrClosed) {
@@ -146,11 +159,19 @@ func (s *Server) Serve(ln net.Listener) error {
 // flight until ctx is done. It is safe to call more than once.
 func (s *Server) Shutdown(ctx context.Context) error {
 	var err error
+	s.lnMu.Lock()
 	s.draining.Store(true)
+	s.lnMu.Unlock()
 	s.closeOnce.Do(func() {
 		close(s.streamsDone)
 		s.cancelBg()
 		err = s.srv.ShutdownWithContext(ctx)
+		// A listener fasthttp had not taken yet: closed, its Serve ends.
+		s.lnMu.Lock()
+		for _, ln := range s.listeners {
+			_ = ln.Close()
+		}
+		s.lnMu.Unlock()
 		done := make(chan struct{})
 		go func() { s.streams.Wait(); close(done) }()
 		select {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/synapse-edge/synapse/httpapi"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -277,5 +279,43 @@ func TestShutdownEndsStreams(t *testing.T) {
 	}
 	if _, err := ts.try("GET", api("/health"), nil); err == nil {
 		t.Errorf("server still answers after Shutdown")
+	}
+}
+
+// TestShutdownBeforeServe: a Shutdown that comes before Serve has started
+// (or while it starts) still ends it; fasthttp alone would keep serving a
+// listener it had not seen yet.
+func TestShutdownBeforeServe(t *testing.T) {
+	ts := startServer(t)
+	for i := range 20 {
+		srv := httpapi.New(ts.a, httpapi.Options{Version: "test", Network: ts.net})
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		served := make(chan error, 1)
+		shut := make(chan error, 1)
+		if i%2 == 0 { // Shutdown first, then Serve
+			shut <- srv.Shutdown(context.Background())
+			go func() { served <- srv.Serve(ln) }()
+		} else { // both at once
+			go func() { served <- srv.Serve(ln) }()
+			go func() { shut <- srv.Shutdown(context.Background()) }()
+		}
+		select {
+		case err := <-served:
+			if err != nil {
+				t.Errorf("round %d: Serve = %v, want nil", i, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("round %d: Serve still running 10 s after Shutdown", i)
+		}
+		if err := <-shut; err != nil {
+			t.Errorf("round %d: Shutdown = %v", i, err)
+		}
+		if c, err := net.DialTimeout("tcp", ln.Addr().String(), time.Second); err == nil {
+			c.Close()
+			t.Errorf("round %d: the listener still accepts after Shutdown", i)
+		}
 	}
 }

@@ -194,9 +194,6 @@ func (n *Node) Stop() {
 	if err := n.Server.Shutdown(ctx); err != nil {
 		n.t.Errorf("%s: Shutdown: %v", n.opts.Name, err)
 	}
-	// A Shutdown that comes before Serve took the listener leaves it open;
-	// closed here, Serve returns at once.
-	_ = n.ln.Close()
 	select {
 	case <-n.served:
 		if n.serveErr != nil {
