@@ -60,7 +60,7 @@ type Agent struct {
 	closeErr  error
 	// closing is set when Close begins (health.go).
 	closing atomic.Bool
-	// storeFault is WithStoreFault's hook.
+	// storeFault is Options.StoreFault.
 	storeFault func() error
 	// idem holds the idempotency keys being answered (idempotency.go).
 	idem idemFlights
@@ -74,19 +74,30 @@ type agentMetrics struct {
 	pruned    *metrics.Counter
 }
 
-// Option changes how New builds an agent.
-type Option func(*Agent)
-
-// WithLogger sets the logger; by default the agent logs nothing.
-func WithLogger(l *slog.Logger) Option { return func(a *Agent) { a.log = l } }
-
-// WithClock replaces the wall clock (tests).
-func WithClock(c Clock) Option { return func(a *Agent) { a.clock = c } }
+// Options are what New builds an agent with besides its Config: the
+// things it works with, not values of the config file. The zero value is
+// an agent that logs nothing, reads the wall clock and sends over HTTP.
+type Options struct {
+	// Logger receives the agent's logs; nil: the agent logs nothing.
+	Logger *slog.Logger
+	// Clock replaces the wall clock (tests); nil: the wall clock.
+	Clock Clock
+	// Transport is what the agent and the layers built on it send
+	// through (tier-1 batches, notifications, the peer network's
+	// envelopes); nil: HTTP for http and https destinations, with URLs a
+	// client gave (Callback messages) dialed through the outbound policy.
+	// Add more wires to the default with AddWire.
+	Transport transport.Transport
+	// StoreFault, if set, is called before every commit of the store; an
+	// error from it fails that commit as a failing disk would (fault
+	// injection for tests, like bbolt's failpoints).
+	StoreFault func() error
+}
 
 // New builds an agent from a validated configuration. The built-in and
 // configured command handlers are registered; add Go handlers with Handle
 // before Open.
-func New(cfg Config, opts ...Option) (*Agent, error) {
+func New(cfg Config, opts Options) (*Agent, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -95,9 +106,13 @@ func New(cfg Config, opts ...Option) (*Agent, error) {
 	if a.outbound, err = NewOutboundPolicy(cfg.Outbound, cfg.Listen); err != nil {
 		return nil, fmt.Errorf("config: outbound.allow: %w", err)
 	}
-	for _, o := range opts {
-		o(a)
+	if opts.Logger != nil {
+		a.log = opts.Logger
 	}
+	if opts.Clock != nil {
+		a.clock = opts.Clock
+	}
+	a.transport, a.storeFault = opts.Transport, opts.StoreFault
 	if a.transport == nil {
 		a.transport, a.ownTransport = a.defaultTransport(), true
 	}
@@ -235,7 +250,7 @@ func (a *Agent) Close(ctx context.Context) error {
 // Config is the agent's configuration.
 func (a *Agent) Config() Config { return a.cfg }
 
-// Clock is the agent's clock (the wall clock unless WithClock replaced it).
+// Clock is the agent's clock (the wall clock unless Options.Clock replaced it).
 func (a *Agent) Clock() Clock { return a.clock }
 
 // Identity is the agent's public identity.

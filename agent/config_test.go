@@ -65,7 +65,7 @@ func TestValidateNamesTheField(t *testing.T) {
 			if !strings.Contains(err.Error(), tt.field+":") {
 				t.Errorf("Validate = %q, want it to name %s", err, tt.field)
 			}
-			if _, err := agent.New(cfg); err == nil {
+			if _, err := agent.New(cfg, agent.Options{}); err == nil {
 				t.Errorf("New accepted a config with a bad %s", tt.field)
 			}
 		})

@@ -5,7 +5,7 @@
 //
 // # Lifecycle
 //
-//	a, err := agent.New(cfg, agent.WithLogger(log))
+//	a, err := agent.New(cfg, agent.Options{Logger: log})
 //	a.Handle(agent.Handler{Type: wire.SupportedTaskType{Type: "resize"}, Func: resize})
 //	n, err := peer.New(a, peer.Options{Logger: log}) // optional: the peer network
 //	err = a.Open(ctx)   // store, identity, the network's state, recovery of unfinished tasks

@@ -16,7 +16,7 @@ import (
 )
 
 func TestHandleRejectsBadHandlers(t *testing.T) {
-	a, err := agent.New(testConfig(t))
+	a, err := agent.New(testConfig(t), agent.Options{})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

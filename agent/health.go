@@ -13,11 +13,6 @@ import (
 // store cannot commit (its last commit failed and none has succeeded
 // since). It reads flags only, so probes cost nothing.
 
-// WithStoreFault makes every commit of the store call f first; an error
-// from f fails that commit as a failing disk would (fault injection for
-// tests, like bbolt's failpoints).
-func WithStoreFault(f func() error) Option { return func(a *Agent) { a.storeFault = f } }
-
 // Serving is nil while the agent serves, else an agent_not_ready error
 // that says why.
 func (a *Agent) Serving() error {

@@ -98,7 +98,7 @@ func BenchmarkSubmitEcho(b *testing.B) {
 	cfg := agent.Defaults()
 	cfg.DataDir = b.TempDir()
 	cfg.AdminToken = "t"
-	a, err := agent.New(cfg)
+	a, err := agent.New(cfg, agent.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

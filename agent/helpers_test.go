@@ -44,11 +44,11 @@ func testConfig(t *testing.T) agent.Config {
 // handlers; it is closed when the test ends (running tasks get 100 ms).
 func openAgent(t *testing.T, cfg agent.Config, clock agent.Clock, hs ...agent.Handler) *agent.Agent {
 	t.Helper()
-	var opts []agent.Option
+	var opts agent.Options
 	if clock != nil {
-		opts = append(opts, agent.WithClock(clock))
+		opts.Clock = clock
 	}
-	a, err := agent.New(cfg, opts...)
+	a, err := agent.New(cfg, opts)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -190,7 +190,7 @@ func BenchmarkSubmitIdempotent(b *testing.B) {
 	cfg.DataDir = b.TempDir()
 	cfg.AdminToken = "t"
 	cfg.MaxConcurrentTasks = 1000
-	a, err := agent.New(cfg)
+	a, err := agent.New(cfg, agent.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -83,7 +83,7 @@ func TestIdentity(t *testing.T) {
 		if err := os.WriteFile(keyPath, []byte("not a key"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		b, err := agent.New(cfg)
+		b, err := agent.New(cfg, agent.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +114,7 @@ func TestDefaultAgentName(t *testing.T) {
 func TestSecondAgentOnSameDirectory(t *testing.T) {
 	cfg := testConfig(t)
 	openAgent(t, cfg, nil)
-	b, err := agent.New(cfg)
+	b, err := agent.New(cfg, agent.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

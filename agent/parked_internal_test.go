@@ -28,7 +28,7 @@ var keepHandler = Handler{
 
 func openParked(t *testing.T, cfg Config) *Agent {
 	t.Helper()
-	a, err := New(cfg)
+	a, err := New(cfg, Options{})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

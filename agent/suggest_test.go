@@ -42,7 +42,7 @@ func TestMissingCommandWarned(t *testing.T) {
 		{TaskType: "present", Command: []string{"/bin/sh", "-c", "cat"}},
 		{TaskType: "resize_image", Command: []string{filepath.Join(t.TempDir(), "resize")}},
 	}
-	if _, err := agent.New(cfg, agent.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))); err != nil {
+	if _, err := agent.New(cfg, agent.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}); err != nil {
 		t.Fatalf("New: %v", err)
 	}
 	out := logs.String()

@@ -11,17 +11,12 @@ import (
 // network's window to one peer (32, package peer), and a few more.
 const idleConnsPerHost = 32 + 8
 
-// WithTransport sends everything the agent and the layers built on it
-// send (tier-1 batches, notifications, ...) through t. By default: HTTP
-// for http and https destinations, with URLs a client gave (Callback
-// messages) dialed through the agent's outbound policy.
-func WithTransport(t transport.Transport) Option { return func(a *Agent) { a.transport = t } }
-
-// Transport is what the agent sends through (see WithTransport).
+// Transport is what the agent sends through (Options.Transport, or the
+// default).
 func (a *Agent) Transport() transport.Transport { return a.transport }
 
 // defaultTransport is the transport of an agent built without
-// WithTransport. It sets no time limit of its own: each sender bounds its
+// Options.Transport. It sets no time limit of its own: each sender bounds its
 // sends with its context (the outbox 30 s, an LLM completion its
 // llm.timeout_seconds, a notification 10 s).
 func (a *Agent) defaultTransport() transport.Transport {
@@ -36,7 +31,7 @@ func (a *Agent) defaultTransport() transport.Transport {
 
 // AddWire sends messages for destinations of the given URL schemes
 // ("mqtt", "mqtts", "a2a+http", ...) through t, beside HTTP. It fails when
-// WithTransport replaced the agent's transport with one that is not a
+// Options.Transport replaced the agent's transport with one that is not a
 // *transport.Mux (then that transport is where wires are added).
 func (a *Agent) AddWire(t transport.Transport, schemes ...string) error {
 	mux, ok := a.transport.(*transport.Mux)

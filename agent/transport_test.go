@@ -15,7 +15,7 @@ func TestTransportWires(t *testing.T) {
 		return transport.Outcome{Class: transport.Delivered}
 	})
 	t.Run("default: HTTP, and wires added by scheme", func(t *testing.T) {
-		a, err := agent.New(testConfig(t))
+		a, err := agent.New(testConfig(t), agent.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -37,8 +37,8 @@ func TestTransportWires(t *testing.T) {
 			t.Errorf("unknown scheme: %v", o.Class)
 		}
 	})
-	t.Run("WithTransport", func(t *testing.T) {
-		a, err := agent.New(testConfig(t), agent.WithTransport(wire))
+	t.Run("Options.Transport", func(t *testing.T) {
+		a, err := agent.New(testConfig(t), agent.Options{Transport: wire})
 		if err != nil {
 			t.Fatal(err)
 		}

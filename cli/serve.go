@@ -101,7 +101,7 @@ func runServe(ctx context.Context, sio *IO, args []string) error {
 const minAdminToken = 16
 
 func serve(ctx context.Context, sio *IO, log *slog.Logger, cfg agent.Config, grace time.Duration, extra *extraServers) error {
-	a, err := agent.New(cfg, agent.WithLogger(log))
+	a, err := agent.New(cfg, agent.Options{Logger: log})
 	if err != nil {
 		return err
 	}

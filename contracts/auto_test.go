@@ -18,8 +18,8 @@ import (
 // and delivers; nothing ends as a dead letter.
 func TestAutoNegotiation(t *testing.T) {
 	ca, cb := newFakeClock(), newFakeClock()
-	a := startPeerWith(t, "requester", []agent.Option{agent.WithClock(ca)})
-	b := startPeerWith(t, "executor", []agent.Option{agent.WithClock(cb)}, func(c *agent.Config) { c.Negotiation.ContractTTLSeconds = 120 })
+	a := startPeerWith(t, "requester", agent.Options{Clock: ca})
+	b := startPeerWith(t, "executor", agent.Options{Clock: cb}, func(c *agent.Config) { c.Negotiation.ContractTTLSeconds = 120 })
 	pair(t, a, b)
 	done := func(task *wire.Task) {
 		t.Helper()

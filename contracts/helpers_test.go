@@ -45,11 +45,11 @@ type peerNode struct {
 // It is stopped when the test ends.
 func startPeer(t testing.TB, name string, mutate ...func(*agent.Config)) *peerNode {
 	t.Helper()
-	return startPeerWith(t, name, nil, mutate...)
+	return startPeerWith(t, name, agent.Options{}, mutate...)
 }
 
 // startPeerWith is startPeer with agent options (a clock).
-func startPeerWith(t testing.TB, name string, opts []agent.Option, mutate ...func(*agent.Config)) *peerNode {
+func startPeerWith(t testing.TB, name string, opts agent.Options, mutate ...func(*agent.Config)) *peerNode {
 	t.Helper()
 	n := peernode.Start(t, peernode.Options{Name: name, Config: mutate, Agent: opts})
 	return &peerNode{n: n, a: &node{n.Agent, n.Network}, cfg: n.Config}

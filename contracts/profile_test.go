@@ -43,7 +43,7 @@ func TestDeclaredProfile(t *testing.T) {
 	t.Run("no profile before the basic interfaces are provided", func(t *testing.T) {
 		cfg := agent.Defaults()
 		cfg.DataDir, cfg.AgentName = t.TempDir(), "bare"
-		a, err := agent.New(cfg)
+		a, err := agent.New(cfg, agent.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -212,7 +212,7 @@ func TestStandardPrivateFields(t *testing.T) {
 // TestContractRefs: protocol_contract_ref checked on every later message.
 func TestContractRefs(t *testing.T) {
 	clock := newFakeClock()
-	opts := []agent.Option{agent.WithClock(clock)}
+	opts := agent.Options{Clock: clock}
 	shortTTL := func(c *agent.Config) { c.Negotiation.ContractTTLSeconds = 60 }
 	a := startPeerWith(t, "requester", opts)
 	b := startPeerWith(t, "responder", opts, shortTTL)

@@ -48,7 +48,7 @@ func startNode(t testing.TB, name string, clock agent.Clock, handlers ...agent.H
 			c.P2P.MaxRetries, c.P2P.RetryBaseDelayMS, c.P2P.HeartbeatIntervalSeconds = 3, 50, 1
 		}}}
 	if clock != nil {
-		opts.Agent = []agent.Option{agent.WithClock(clock)}
+		opts.Agent = agent.Options{Clock: clock}
 	}
 	n := &node{Node: peernode.Start(t, opts), name: name}
 	n.a, n.gm = n.Agent, n.Groups

@@ -34,7 +34,7 @@
 // decision the request moves to the next level with a fresh deadline; when
 // the last level's deadline passes, hil.default_action (default reject) is
 // applied by the principal "system:escalation". Deadlines are timers of the
-// agent's clock (agent.WithClock), so tests move time by hand. After a
+// agent's clock (agent.Options.Clock), so tests move time by hand. After a
 // restart a pending request resumes at its level; a deadline that passed
 // while the agent was down moves it one level up with a fresh deadline.
 //

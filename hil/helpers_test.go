@@ -70,7 +70,7 @@ func newEnvWith(t *testing.T, clock *fakeClock, hs []agent.Handler, mutate ...fu
 func (e *env) open() {
 	t := e.t
 	t.Helper()
-	a, err := agent.New(e.cfg, agent.WithClock(e.clock))
+	a, err := agent.New(e.cfg, agent.Options{Clock: e.clock})
 	if err != nil {
 		t.Fatalf("agent.New: %v", err)
 	}

@@ -52,7 +52,7 @@ func startBenchServer(b *testing.B) *benchServer {
 	cfg.Listen = "127.0.0.1:0"
 	cfg.AdminToken = benchToken
 	cfg.MaxConcurrentTasks = benchMaxConcurrent
-	a, err := agent.New(cfg)
+	a, err := agent.New(cfg, agent.Options{})
 	if err != nil {
 		b.Fatalf("agent.New: %v", err)
 	}

@@ -32,7 +32,7 @@ const pollTimeout = 15 * time.Second
 type testServer struct {
 	t      *testing.T
 	cfg    agent.Config
-	opts   []agent.Option
+	opts   agent.Options
 	a      *agent.Agent
 	net    *peer.Network
 	srv    *httpapi.Server
@@ -69,7 +69,7 @@ func startServer(t *testing.T, mutate ...func(*agent.Config)) *testServer {
 func (ts *testServer) open() {
 	t := ts.t
 	t.Helper()
-	a, err := agent.New(ts.cfg, ts.opts...)
+	a, err := agent.New(ts.cfg, ts.opts)
 	if err != nil {
 		t.Fatalf("agent.New: %v", err)
 	}

@@ -20,12 +20,12 @@ func TestHealthNotServing(t *testing.T) {
 	cfg := agent.Defaults()
 	cfg.DataDir = t.TempDir()
 	cfg.AdminToken = adminToken
-	ts := &testServer{t: t, cfg: cfg, opts: []agent.Option{agent.WithStoreFault(func() error {
+	ts := &testServer{t: t, cfg: cfg, opts: agent.Options{StoreFault: func() error {
 		if failing.Load() {
 			return errors.New("injected: no space left on device")
 		}
 		return nil
-	})}}
+	}}}
 	ts.open()
 	t.Cleanup(ts.stop)
 

@@ -31,7 +31,7 @@ func startHILServer(t *testing.T, mutate ...func(*agent.Config)) (*testServer, *
 	for _, m := range mutate {
 		m(&cfg)
 	}
-	a, err := agent.New(cfg)
+	a, err := agent.New(cfg, agent.Options{})
 	if err != nil {
 		t.Fatalf("agent.New: %v", err)
 	}

@@ -7,7 +7,7 @@
 //
 // # Lifecycle
 //
-//	a, err := agent.New(cfg, agent.WithLogger(log))
+//	a, err := agent.New(cfg, agent.Options{Logger: log})
 //	n, err := peer.New(a, peer.Options{Logger: log}) // attaches n to a
 //	err = a.Open(ctx)   // opens n: peers loaded before tasks are recovered, deliveries started after
 //	defer a.Close(ctx)  // closes n once the engine stopped, before the store

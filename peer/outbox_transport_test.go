@@ -62,7 +62,7 @@ func TestOutboxFakeTransport(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.P2P.MaxRetries = 2
 	cfg.P2P.RetryBaseDelayMS = 1000
-	ag, err := agent.New(cfg, agent.WithClock(clock), agent.WithTransport(fake))
+	ag, err := agent.New(cfg, agent.Options{Clock: clock, Transport: fake})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -192,7 +192,7 @@ func peerKey(t *testing.T, n *peerNode) ed25519.PrivateKey {
 // beyond the replay window, and then pruned by the retention sweep.
 func TestSeenMessagesExpire(t *testing.T) {
 	clock := newFakeClock()
-	a := startPeerWith(t, "receiver", []agent.Option{agent.WithClock(clock)})
+	a := startPeerWith(t, "receiver", agent.Options{Clock: clock})
 	b := startPeer(t, "sender")
 	pair(t, a, b)
 	me := b.a.Identity()

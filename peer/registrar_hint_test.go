@@ -35,7 +35,7 @@ func (l *lockedBuffer) String() string {
 func TestRegistryWithoutToken(t *testing.T) {
 	r := startPeer(t, "registry")
 	var logs lockedBuffer
-	startPeerWith(t, "edge", []agent.Option{agent.WithLogger(slog.New(slog.NewTextHandler(&logs, nil)))}, func(c *agent.Config) {
+	startPeerWith(t, "edge", agent.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, func(c *agent.Config) {
 		c.Registry = &agent.RegistryConfig{URL: r.url(), HeartbeatIntervalSeconds: 1}
 	})
 	t.Cleanup(func() {

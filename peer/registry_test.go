@@ -96,7 +96,7 @@ func find(t *testing.T, a *node, q peer.DirectoryQuery) []string {
 // TestRegistryRefusals registers crafted agents directly with a registry.
 func TestRegistryRefusals(t *testing.T) {
 	clock := clocktest.New(time.Now().UTC())
-	r := startPeerWith(t, "registry", []agent.Option{agent.WithClock(clock)})
+	r := startPeerWith(t, "registry", agent.Options{Clock: clock})
 	ctx := context.Background()
 	x := newRegistrant(t, "sys_x_agent")
 
@@ -294,7 +294,7 @@ func getAgents(t *testing.T, n *peerNode, query string) []string {
 // register with it through their configuration.
 func TestRegistryThreeAgents(t *testing.T) {
 	clock := clocktest.New(time.Now().UTC())
-	r := startPeerWith(t, "registry", []agent.Option{agent.WithClock(clock)})
+	r := startPeerWith(t, "registry", agent.Options{Clock: clock})
 	ctx := context.Background()
 	tok, err := r.a.Tokens().Create(ctx, "registrants", []auth.Scope{auth.ScopeRegistryWrite})
 	if err != nil {

@@ -22,7 +22,7 @@ func TestPredefinedTaskTypes(t *testing.T) {
 		t.Fatalf("predefined task types: %d, %v…", len(got), got[0])
 	}
 	clock := clocktest.New(time.Now().UTC())
-	r := startPeerWith(t, "registry", []agent.Option{agent.WithClock(clock)})
+	r := startPeerWith(t, "registry", agent.Options{Clock: clock})
 	ctx := context.Background()
 
 	noop := func(context.Context, *agent.Run) (any, error) { return nil, nil }

@@ -18,7 +18,7 @@ import (
 func TestCall(t *testing.T) {
 	cfg := agent.Defaults()
 	cfg.DataDir = t.TempDir()
-	a, err := agent.New(cfg)
+	a, err := agent.New(cfg, agent.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

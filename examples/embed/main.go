@@ -72,7 +72,7 @@ func run(ctx context.Context, args []string, ready chan<- string) error {
 	cfg.DataDir = *data
 	cfg.Listen = ln.Addr().String()
 	cfg.Endpoint = "http://" + cfg.Listen
-	a, err := agent.New(cfg, agent.WithLogger(log))
+	a, err := agent.New(cfg, agent.Options{Logger: log})
 	if err != nil {
 		ln.Close()
 		return err

@@ -49,7 +49,7 @@ type Options struct {
 	// directory, the name and the token are set).
 	Config []func(*agent.Config)
 	// Agent are options of agent.New, such as a clock.
-	Agent []agent.Option
+	Agent agent.Options
 	// Handlers are registered before the agent opens.
 	Handlers []agent.Handler
 	// Groups runs a group.Manager and serves its routes.
@@ -127,7 +127,7 @@ func (n *Node) Open() {
 	})
 	n.addr = ln.Addr().String()
 	n.Config.Listen, n.Config.Endpoint = n.addr, "http://"+n.addr
-	a, err := agent.New(n.Config, n.opts.Agent...)
+	a, err := agent.New(n.Config, n.opts.Agent)
 	if err != nil {
 		ln.Close()
 		t.Fatalf("%s: agent.New: %v", n.opts.Name, err)
