@@ -188,7 +188,8 @@ func registryFindVerb() *verb {
 		summary: "find registered agents by capability, task type and status",
 		about: `--capability matches a task type that lists the capability, or is of that
 type; --task-type matches the type; given both, one task type must match
-both. --status is online, busy or offline.`,
+both. --status is online, busy or offline. With an mqtt section, the agent
+also lists the agents whose presence cards are on its broker (SOURCE mqtt).`,
 		agent: true, timeout: defaultRequestTimeout,
 		examples: []string{
 			"synapse registry find --task-type echo",
@@ -247,7 +248,7 @@ func (s *session) printDirectory(list []client.DirectoryEntry) error {
 		return s.printJSON(map[string]any{"agents": list})
 	}
 	tw := tabwriter.NewWriter(s.io.Out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "AGENT ID\tSTATUS\tENDPOINT\tTASK TYPES\tCOMPLIANT\tLAST SEEN")
+	fmt.Fprintln(tw, "AGENT ID\tSTATUS\tENDPOINT\tTASK TYPES\tCOMPLIANT\tLAST SEEN\tSOURCE")
 	for _, e := range list {
 		var types []string
 		if e.Capabilities != nil {
@@ -255,8 +256,8 @@ func (s *session) printDirectory(list []client.DirectoryEntry) error {
 				types = append(types, t.Type)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.AgentID, orDash(e.Status), e.Endpoint,
-			orDash(strings.Join(types, ",")), yesNo(e.Compliance.Compliant), orDash(timeText(e.LastSeen)))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.AgentID, orDash(e.Status), e.Endpoint,
+			orDash(strings.Join(types, ",")), yesNo(e.Compliance.Compliant), orDash(timeText(e.LastSeen)), orDash(e.Source))
 	}
 	return tw.Flush()
 }

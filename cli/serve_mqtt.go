@@ -47,8 +47,17 @@ func startMQTT(ctx context.Context, a *agent.Agent, nw *peer.Network, t *mqtt.Tr
 	card := mqtt.Card{PublicKey: a.Identity().PublicKey, Endpoint: a.Identity().Endpoint}
 	for _, tt := range a.TaskTypes() {
 		card.TaskTypes = append(card.TaskTypes, tt.Type)
+		if len(tt.Capabilities) > 0 {
+			if card.Capabilities == nil {
+				card.Capabilities = map[string][]string{}
+			}
+			card.Capabilities[tt.Type] = tt.Capabilities
+		}
 	}
 	t.SetPresence(card, a.Sign)
+	dir := mqtt.NewDirectory()
+	t.SetDirectory(dir)
+	nw.AddDirectorySource("mqtt", func() []peer.DirectoryEntry { return directoryOf(dir.List()) })
 	t.SetDocuments(func(ctx context.Context, path string) ([]byte, string, bool) {
 		var v any
 		switch path {
@@ -77,6 +86,30 @@ func startMQTT(ctx context.Context, a *agent.Agent, nw *peer.Network, t *mqtt.Tr
 	r := a.Metrics()
 	r.CounterFunc("synapse_mqtt_connects_total", "Connections made to the MQTT broker.", func() float64 { return float64(c.Connects.Load()) })
 	r.CounterFunc("synapse_mqtt_connection_losses_total", "Connections to the MQTT broker lost.", func() float64 { return float64(c.Drops.Load()) })
+	r.CounterFunc("synapse_mqtt_cards_dropped_total", "Presence cards from the MQTT broker dropped (malformed, unsigned, forged, another key).", func() float64 { return float64(dir.Dropped.Load()) })
 	r.CounterFunc("synapse_mqtt_malformed_messages_total", "Messages on this agent's MQTT inbox dropped as malformed.", func() float64 { return float64(t.Malformed.Load()) })
 	return nil
+}
+
+// directoryOf is the directory view of the agents whose cards are on the
+// broker: what a card says (status, key, endpoint, task types and their
+// capabilities); registered_at is when the card was signed, last_seen when
+// this agent took it. A card lists no interfaces, so the compliance shown
+// is not evaluated (compliant false, nothing missing listed).
+func directoryOf(list []mqtt.Listed) []peer.DirectoryEntry {
+	out := make([]peer.DirectoryEntry, 0, len(list))
+	for _, l := range list {
+		caps := &wire.AgentCapabilities{AgentID: l.AgentID, SystemID: l.SystemID}
+		for _, tt := range l.Card.TaskTypes {
+			caps.SupportedTaskTypes = append(caps.SupportedTaskTypes, wire.SupportedTaskType{Type: tt, Capabilities: l.Card.Capabilities[tt]})
+		}
+		status := peer.PeerOnline
+		if l.Card.Status == mqtt.CardOffline {
+			status = peer.PeerOffline
+		}
+		out = append(out, peer.DirectoryEntry{AgentID: l.AgentID, SystemID: l.SystemID, Endpoint: l.Card.Endpoint,
+			PublicKey: l.Card.PublicKey, Status: status, RegisteredAt: wire.FormatTime(l.SignedAt),
+			LastSeen: wire.FormatTime(l.Seen), Capabilities: caps, Compliance: wire.ComplianceEvaluation{AgentID: l.AgentID}})
+	}
+	return out
 }

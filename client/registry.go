@@ -86,6 +86,9 @@ type DirectoryEntry struct {
 	Capabilities             *Capabilities `json:"capabilities"`
 	Interfaces               []Interface   `json:"interfaces"`
 	Compliance               Compliance    `json:"compliance"`
+	// Source is where the agent knows the entry from: "registry"
+	// (registered with it) or "mqtt" (a presence card on its broker).
+	Source string `json:"source,omitempty"`
 }
 
 // DirectoryQuery selects registered agents; empty fields match all.

@@ -88,6 +88,8 @@ type Network struct {
 	// pairing is the pair requests waiting here and the peers that have
 	// not accepted this agent yet (pairing.go).
 	pairing pairing
+	// sources are the directories besides the registry (directory_sources.go).
+	sources directorySources
 	// groupHandler takes the group:* envelopes (p2p_group.go).
 	groupHandler atomic.Pointer[GroupHandler]
 	// opened is set once Open loaded the peers.

@@ -66,6 +66,9 @@ type DirectoryEntry struct {
 	Capabilities             *wire.AgentCapabilities     `json:"capabilities" msgpack:"capabilities"`
 	Interfaces               []wire.ImplementedInterface `json:"interfaces" msgpack:"interfaces"`
 	Compliance               wire.ComplianceEvaluation   `json:"compliance" msgpack:"compliance"`
+	// Source is where the entry comes from: SourceRegistry, or the name of
+	// a directory source (directory_sources.go), e.g. "mqtt".
+	Source string `json:"source" msgpack:"source"`
 }
 
 // DirectoryQuery selects entries of the directory; empty fields match
@@ -291,10 +294,12 @@ func directoryEntry(e *store.RegistryEntry, now time.Time) DirectoryEntry {
 		PublicKey: e.PublicKey, ProtocolVersion: e.ProtocolVersion, Status: status,
 		ActiveTasks: e.ActiveTasks, MaxTasks: e.MaxTasks, HeartbeatIntervalSeconds: e.HeartbeatIntervalSeconds,
 		RegisteredAt: wire.FormatTime(e.RegisteredAt), LastSeen: wire.FormatTime(e.LastSeen),
-		Capabilities: &caps, Interfaces: e.Interfaces, Compliance: wire.EvaluateCompliance(e.AgentID, e.Interfaces)}
+		Capabilities: &caps, Interfaces: e.Interfaces, Compliance: wire.EvaluateCompliance(e.AgentID, e.Interfaces),
+		Source: SourceRegistry}
 }
 
-// FindByCapability lists the registered agents q selects, by agent_id.
+// FindByCapability lists the registered agents q selects, by agent_id,
+// then those of the directory sources (directory_sources.go).
 func (n *Network) FindByCapability(q DirectoryQuery) ([]DirectoryEntry, error) {
 	if err := q.check(); err != nil {
 		return nil, err
@@ -312,7 +317,7 @@ func (n *Network) FindByCapability(q DirectoryQuery) ([]DirectoryEntry, error) {
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeSysStorage, "read the directory: %v", err)
 	}
-	return out, nil
+	return n.fromSources(q, out), nil
 }
 
 // Registration reads one entry of the directory.

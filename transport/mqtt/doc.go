@@ -27,6 +27,8 @@
 //	                                                        answers to those it sent (p2p.go)
 //	{prefix}/agents/{agent_id}/card                         its presence card, retained; the
 //	                                                        Last Will turns it offline (presence.go)
+//	{prefix}/agents/+/card                                  read by a Directory: the agents on the
+//	                                                        broker, signatures checked (directory.go)
 //
 // Every level that comes from an id is checked: a '/', '+', '#' or NUL in
 // it would address another topic, and is refused.

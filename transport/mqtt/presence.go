@@ -16,7 +16,7 @@ import (
 // "agent_card", receiver "*") whose JSON payload is
 //
 //	{"status": "online" | "offline", "public_key": base64, "endpoint",
-//	 "task_types": [name, ...]}
+//	 "task_types": [name, ...], "capabilities": {task_type: [capability, ...]}}
 //
 // published on every connection, and registered with the broker as the
 // connection's Last Will in its "offline" form (signed when the transport
@@ -34,6 +34,9 @@ type Card struct {
 	PublicKey string   `json:"public_key"`
 	Endpoint  string   `json:"endpoint,omitempty"`
 	TaskTypes []string `json:"task_types,omitempty"`
+	// Capabilities lists, by task type, the capabilities a task type
+	// declares (only the task types that declare some).
+	Capabilities map[string][]string `json:"capabilities,omitempty"`
 }
 
 // Card statuses.

@@ -36,6 +36,7 @@ type Transport struct {
 	docs     Documents
 	card     *Card
 	sign     Signer
+	dir      *Directory
 	closed   bool
 
 	pmu     sync.Mutex
@@ -99,6 +100,9 @@ func (t *Transport) Start(ctx context.Context, systemID, agentID string) error {
 	t.c, t.system, t.agent = c, systemID, agentID
 	// Made on every connection, the first one included.
 	if err := c.Subscribe(ctx, inbox, t.onInbox); err != nil {
+		return err
+	}
+	if err := t.subscribeCards(ctx, c); err != nil {
 		return err
 	}
 	if err := c.Start(ctx); err != nil {

@@ -1,0 +1,65 @@
+package peer
+
+import (
+	"sync"
+)
+
+// Directory sources. Besides the agents that register with it, an agent
+// may know agents from elsewhere — the retained presence cards on an MQTT
+// broker (transport/mqtt.Directory, wired by the serve command).
+// FindByCapability lists them after the registry's own entries, each with
+// Source set to the name of where it came from; the registry's entries
+// say SourceRegistry. An entry of a source whose public key is not the
+// one pinned here for that agent_id (a paired peer) is left out: a
+// source is not trusted with identities. Pairing one of them is pairing
+// as always (POST /agents with its endpoint): the key is fetched and
+// pinned then.
+
+// SourceRegistry is the Source of the entries registered with this agent.
+const SourceRegistry = "registry"
+
+// DirectorySource lists the agents a source knows now, with the status
+// it gives them. It is called on every FindByCapability, so it answers
+// from memory.
+type DirectorySource func() []DirectoryEntry
+
+// directorySources are the named sources added to a Network.
+type directorySources struct {
+	mu   sync.Mutex
+	list []namedSource
+}
+
+type namedSource struct {
+	name string
+	list DirectorySource
+}
+
+// AddDirectorySource adds a source of directory entries named name (the
+// Source of its entries, e.g. "mqtt").
+func (n *Network) AddDirectorySource(name string, src DirectorySource) {
+	n.sources.mu.Lock()
+	defer n.sources.mu.Unlock()
+	n.sources.list = append(n.sources.list, namedSource{name: name, list: src})
+}
+
+// fromSources appends to out the entries of the sources q selects.
+func (n *Network) fromSources(q DirectoryQuery, out []DirectoryEntry) []DirectoryEntry {
+	n.sources.mu.Lock()
+	srcs := append([]namedSource(nil), n.sources.list...)
+	n.sources.mu.Unlock()
+	for _, s := range srcs {
+		for _, e := range s.list() {
+			if e.Capabilities == nil || checkPeerID(e.AgentID) != nil {
+				continue
+			}
+			if p := n.peers.get(e.AgentID); p != nil && p.rec.PublicKey != e.PublicKey {
+				continue
+			}
+			e.Source = s.name
+			if q.matches(&e) {
+				out = append(out, e)
+			}
+		}
+	}
+	return out
+}
