@@ -46,7 +46,6 @@ type Config struct {
 	Approvals []ApprovalRule `json:"approvals,omitempty"`
 
 	Retention RetentionConfig `json:"retention"`
-	HTTP      HTTPConfig      `json:"http"`
 	Tier1     Tier1Config     `json:"tier1"`
 	// Uplink, if set, names the upstream agent stored tier-1 frames are
 	// forwarded to.
@@ -122,22 +121,6 @@ type RetentionConfig struct {
 	MaxAgeHours int `json:"max_age_hours,omitempty"`
 	// KeepFinished keeps at most this many finished tasks. Default 100000.
 	KeepFinished int `json:"keep_finished,omitempty"`
-}
-
-// HTTPConfig holds the limits of the HTTP server.
-type HTTPConfig struct {
-	MaxBodyBytes        int `json:"max_body_bytes,omitempty"`
-	MaxHeaderBytes      int `json:"max_header_bytes,omitempty"`
-	ReadTimeoutSeconds  int `json:"read_timeout_seconds,omitempty"`
-	WriteTimeoutSeconds int `json:"write_timeout_seconds,omitempty"`
-	IdleTimeoutSeconds  int `json:"idle_timeout_seconds,omitempty"`
-	MaxConnsPerIP       int `json:"max_conns_per_ip,omitempty"`
-	MaxConns            int `json:"max_conns,omitempty"`
-	// MaxInflightBodyBytes bounds the request bodies held in memory at
-	// once, over all connections; requests beyond it wait, then get 503.
-	// Routes without a bearer token (signed P2P envelopes) may use a
-	// quarter of it. Default 32 MiB.
-	MaxInflightBodyBytes int64 `json:"max_inflight_body_bytes,omitempty"`
 }
 
 // Tier1Config configures tier-1 routines and their storage (SPEC §8).
@@ -224,17 +207,6 @@ func Defaults() Config {
 		MaxParkedTasks:         1000,
 		MaxFileSize:            10 << 20,
 		Retention:              RetentionConfig{MaxAgeHours: 168, KeepFinished: 100_000},
-		HTTP: HTTPConfig{
-			MaxBodyBytes:        1 << 20,
-			MaxHeaderBytes:      16 << 10,
-			ReadTimeoutSeconds:  30,
-			WriteTimeoutSeconds: 30,
-			IdleTimeoutSeconds:  120,
-			MaxConnsPerIP:       256,
-			MaxConns:            4096,
-
-			MaxInflightBodyBytes: 32 << 20,
-		},
 		Tier1: Tier1Config{
 			MaxBatchBytes:      4 << 20,
 			MaxInflightBytes:   16 << 20,
@@ -316,23 +288,6 @@ func (c *Config) Validate() error {
 		case len(r.Equals) > 0 && !json.Valid(r.Equals):
 			bad(f+".equals", "is not valid JSON")
 		}
-	}
-	hp := c.HTTP
-	for _, l := range []struct {
-		field string
-		v     int
-	}{
-		{"http.max_body_bytes", hp.MaxBodyBytes}, {"http.max_header_bytes", hp.MaxHeaderBytes},
-		{"http.read_timeout_seconds", hp.ReadTimeoutSeconds}, {"http.write_timeout_seconds", hp.WriteTimeoutSeconds},
-		{"http.idle_timeout_seconds", hp.IdleTimeoutSeconds}, {"http.max_conns_per_ip", hp.MaxConnsPerIP},
-		{"http.max_conns", hp.MaxConns},
-	} {
-		if l.v < 1 {
-			bad(l.field, "must be at least 1")
-		}
-	}
-	if hp.MaxInflightBodyBytes < 1 {
-		bad("http.max_inflight_body_bytes", "must be at least 1")
 	}
 	t1 := c.Tier1
 	if t1.MaxBatchBytes < 1 {

@@ -50,9 +50,6 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"handlers[0].disclose[0].peer", func(c *agent.Config) {
 			c.Handlers = []agent.CommandHandlerConfig{{TaskType: "x", Command: cmd, Disclose: []agent.DisclosureRule{{Fields: []string{"a"}}}}}
 		}},
-		{"http.max_body_bytes", func(c *agent.Config) { c.HTTP.MaxBodyBytes = 0 }},
-		{"http.max_conns_per_ip", func(c *agent.Config) { c.HTTP.MaxConnsPerIP = 0 }},
-		{"http.idle_timeout_seconds", func(c *agent.Config) { c.HTTP.IdleTimeoutSeconds = -5 }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.field, func(t *testing.T) {

@@ -77,10 +77,11 @@ func runServe(ctx context.Context, sio *IO, args []string) error {
 		return errUsage
 	}
 
-	cfg, err := config.Load(*configFile, os.Getenv)
+	file, err := config.Load(*configFile, os.Getenv)
 	if err != nil {
 		return err
 	}
+	cfg := file.Config
 	if n := len(cfg.AdminToken); n > 0 && n < minAdminToken {
 		return fmt.Errorf("SYNAPSE_ADMIN_TOKEN is %d bytes; an admin token must have at least %d (e.g. openssl rand -hex 16), or leave it unset to have one generated", n, minAdminToken)
 	}
@@ -93,14 +94,14 @@ func runServe(ctx context.Context, sio *IO, args []string) error {
 	if *endpoint != "" {
 		cfg.Endpoint = *endpoint
 	}
-	return serve(ctx, sio, log, cfg, *grace, extra)
+	return serve(ctx, sio, log, cfg, file.HTTP, *grace, extra)
 }
 
 // minAdminToken is the shortest SYNAPSE_ADMIN_TOKEN serve accepts: a
 // shorter one is guessable by anyone who can reach the port.
 const minAdminToken = 16
 
-func serve(ctx context.Context, sio *IO, log *slog.Logger, cfg agent.Config, grace time.Duration, extra *extraServers) error {
+func serve(ctx context.Context, sio *IO, log *slog.Logger, cfg agent.Config, limits httpapi.Limits, grace time.Duration, extra *extraServers) error {
 	a, err := agent.New(cfg, agent.Options{Logger: log})
 	if err != nil {
 		return err
@@ -158,7 +159,7 @@ func serve(ctx context.Context, sio *IO, log *slog.Logger, cfg agent.Config, gra
 		_ = a.Close(context.Background())
 		return err
 	}
-	srv := httpapi.New(a, httpapi.Options{Logger: log, Version: Version, HIL: hm, Groups: gm, Network: nw})
+	srv := httpapi.New(a, httpapi.Options{Logger: log, Version: Version, HIL: hm, Groups: gm, Network: nw, Limits: limits})
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 

@@ -37,7 +37,7 @@ func TestConfig(t *testing.T) {
 		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		cfg := agent.Defaults()
+		cfg := config.Defaults()
 		if err := config.LoadFile(&cfg, path); err != nil {
 			t.Fatalf("LoadFile: %v", err)
 		}

@@ -102,7 +102,7 @@ func (s *Server) bodyLimit(path string) int {
 	if len(path) > len(wire.APIPrefix)+7 && path[:len(wire.APIPrefix)+7] == wire.APIPrefix+"/tier1/" {
 		return cfg.Tier1.MaxBatchBytes
 	}
-	return cfg.HTTP.MaxBodyBytes
+	return s.limits.MaxBodyBytes
 }
 
 // readBody reads the request body after the request was authorized (or

@@ -33,6 +33,7 @@ type testServer struct {
 	t      *testing.T
 	cfg    agent.Config
 	opts   agent.Options
+	limits httpapi.Limits // zero: httpapi.DefaultLimits
 	a      *agent.Agent
 	net    *peer.Network
 	srv    *httpapi.Server
@@ -54,13 +55,23 @@ func allowLoopback(c *agent.Config) { c.Outbound.Allow = []string{"127.0.0.0/8",
 // "admin-token" and serves it on 127.0.0.1:0; mutate tweaks the config.
 func startServer(t *testing.T, mutate ...func(*agent.Config)) *testServer {
 	t.Helper()
+	return startServerLimits(t, nil, mutate...)
+}
+
+// startServerLimits is startServer with the server's limits changed by
+// limits (nil: the defaults).
+func startServerLimits(t *testing.T, limits func(*httpapi.Limits), mutate ...func(*agent.Config)) *testServer {
+	t.Helper()
 	cfg := agent.Defaults()
 	cfg.DataDir = t.TempDir()
 	cfg.AdminToken = adminToken
 	for _, m := range mutate {
 		m(&cfg)
 	}
-	ts := &testServer{t: t, cfg: cfg}
+	ts := &testServer{t: t, cfg: cfg, limits: httpapi.DefaultLimits()}
+	if limits != nil {
+		limits(&ts.limits)
+	}
 	ts.open()
 	t.Cleanup(ts.stop)
 	return ts
@@ -88,7 +99,7 @@ func (ts *testServer) open() {
 		t.Fatalf("listen: %v", err)
 	}
 	ts.a, ts.net = a, nw
-	ts.srv = httpapi.New(a, httpapi.Options{Version: "test", Network: nw})
+	ts.srv = httpapi.New(a, httpapi.Options{Version: "test", Network: nw, Limits: ts.limits})
 	ts.base = "http://" + ln.Addr().String()
 	ts.client = &http.Client{
 		Transport: &http.Transport{MaxIdleConnsPerHost: 32, DisableCompression: true},

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/httpapi"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -75,9 +76,9 @@ func TestConcurrencyLimit(t *testing.T) {
 }
 
 func TestHostileInput(t *testing.T) {
-	ts := startServer(t, func(c *agent.Config) {
-		c.HTTP.MaxBodyBytes = 64 << 10
-		c.HTTP.MaxHeaderBytes = 8 << 10
+	ts := startServerLimits(t, func(l *httpapi.Limits) {
+		l.MaxBodyBytes = 64 << 10
+		l.MaxHeaderBytes = 8 << 10
 	})
 	// After each case the server must still answer.
 	t.Cleanup(func() { ts.do(t, "GET", api("/health"), nil).wantStatus(t, http.StatusOK) })
@@ -221,7 +222,7 @@ func TestBodyOverLimit(t *testing.T) {
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(pollTimeout))
 	req := "POST " + api("/task") + " HTTP/1.1\r\nHost: " + addr + "\r\nAuthorization: Bearer " + adminToken +
-		"\r\nContent-Type: application/json\r\nContent-Length: " + fmt.Sprint(ts.cfg.HTTP.MaxBodyBytes+1) + "\r\n\r\n{"
+		"\r\nContent-Type: application/json\r\nContent-Length: " + fmt.Sprint(ts.limits.MaxBodyBytes+1) + "\r\n\r\n{"
 	if _, err := c.Write([]byte(req)); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/httpapi"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -49,10 +50,7 @@ func multipartBody(t *testing.T, fields map[string]string, files ...formFile) ([
 }
 
 func TestMultipart(t *testing.T) {
-	ts := startServer(t, func(c *agent.Config) {
-		c.MaxFileSize = 1024
-		c.HTTP.MaxBodyBytes = 4096
-	})
+	ts := startServerLimits(t, func(l *httpapi.Limits) { l.MaxBodyBytes = 4096 }, func(c *agent.Config) { c.MaxFileSize = 1024 })
 
 	t.Run("file in the payload", func(t *testing.T) {
 		data := []byte("hello, synapse\n")

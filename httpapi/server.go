@@ -50,6 +50,7 @@ type Server struct {
 	// bodies bounds the request bodies in memory, publicBodies those of
 	// routes without a token (body.go).
 	bodies, publicBodies *budget
+	limits               Limits
 	// msgBufs lends WebSocket message buffers (msgbuf.go).
 	msgBufs *msgBufs
 }
@@ -69,6 +70,9 @@ type Options struct {
 	// /agents, /pairing, /outbox, /registry, /negotiate, /contracts...);
 	// the agent opens and closes it. Without it they answer 503.
 	Network *peer.Network
+	// Limits of the server; the zero value means DefaultLimits. Check
+	// them with Limits.Validate first.
+	Limits Limits
 }
 
 // New builds a server for a (opened) agent.
@@ -79,9 +83,13 @@ func New(a *agent.Agent, opts Options) *Server {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
+	if opts.Limits == (Limits{}) {
+		opts.Limits = DefaultLimits()
+	}
 	s := &Server{
 		a: a, log: opts.Logger.With("component", "http"), version: opts.Version,
 		streamsDone: make(chan struct{}), hil: opts.HIL, groups: opts.Groups, net: opts.Network,
+		limits: opts.Limits,
 	}
 	s.bg, s.cancelBg = context.WithCancel(context.Background())
 	s.msgBufs = newMsgBufs(s.bg.Done())
@@ -91,7 +99,7 @@ func New(a *agent.Agent, opts Options) *Server {
 	s.requests = reg.CounterVec("synapse_http_requests_total", "HTTP requests answered, by status code.", "code")
 	s.panics = reg.Counter("synapse_http_panics_total", "Requests whose handler panicked (answered 500).")
 	cfg := a.Config()
-	h := cfg.HTTP
+	h := opts.Limits
 	s.bodies = newBudget(h.MaxInflightBodyBytes)
 	s.publicBodies = newBudget(max(h.MaxInflightBodyBytes/4, int64(h.MaxBodyBytes)))
 	reg.GaugeFunc("synapse_http_body_bytes_in_flight", "Request body bytes being read or handled.", func() float64 {
@@ -147,7 +155,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 	s.listeners = append(s.listeners, ln)
 	s.lnMu.Unlock()
-	h := s.a.Config().HTTP
+	h := s.limits
 	err := s.srv.Serve(newLimitListener(ln, h.MaxConns, h.MaxConnsPerIP))
 	if err != nil && !errors.Is(err, net.ErrClosed) {
 		return fmt.Errorf("serve: %w", err)

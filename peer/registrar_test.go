@@ -18,12 +18,12 @@ func TestRegistryConfig(t *testing.T) {
 		if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		cfg := agent.Defaults()
+		cfg := config.Defaults()
 		if err := config.LoadFile(&cfg, path); err != nil {
 			t.Fatal(err)
 		}
 		env := map[string]string{"REG_TOKEN": "s3cret"}
-		if err := config.LoadEnv(&cfg, func(k string) string { return env[k] }); err != nil {
+		if err := config.LoadEnv(&cfg.Config, func(k string) string { return env[k] }); err != nil {
 			t.Fatal(err)
 		}
 		if err := cfg.Validate(); err != nil {

@@ -1,9 +1,11 @@
 // Package config reads the agent's configuration the way `synapse serve`
-// does: agent.Defaults, then the JSON config file, then the environment
+// does: the defaults, then the JSON config file, then the environment
 // (SYNAPSE_* variables and the variables the file names for its secrets);
-// the command applies its flags after that and agent.New validates the
-// values. The libraries take values; where they come from is the
-// command's business.
+// the command applies its flags after that. The file holds the values of
+// several packages — the agent's (agent.Config, checked by agent.New) and
+// the HTTP server's limits (httpapi.Limits, checked by Load) — and each
+// package takes only its own. Where the values come from is the command's
+// business, not the libraries'.
 package config
 
 import (
@@ -15,35 +17,50 @@ import (
 	"strings"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/httpapi"
 )
+
+// File is the config file: the agent's values at the top level and the
+// "http" section of the server.
+type File struct {
+	agent.Config
+	HTTP httpapi.Limits `json:"http"`
+}
+
+// Defaults returns the configuration used when nothing is set.
+func Defaults() File {
+	return File{Config: agent.Defaults(), HTTP: httpapi.DefaultLimits()}
+}
 
 // Load returns the configuration of the file at path (none when path is
 // empty) and the environment read through getenv, on top of the defaults.
-func Load(path string, getenv func(string) string) (agent.Config, error) {
-	cfg := agent.Defaults()
+// It checks the server's limits; agent.New checks the agent's values.
+func Load(path string, getenv func(string) string) (File, error) {
+	f := Defaults()
 	if path != "" {
-		if err := LoadFile(&cfg, path); err != nil {
-			return cfg, err
+		if err := LoadFile(&f, path); err != nil {
+			return f, err
 		}
 	}
-	if err := LoadEnv(&cfg, getenv); err != nil {
-		return cfg, err
+	if err := LoadEnv(&f.Config, getenv); err != nil {
+		return f, err
 	}
-	return cfg, nil
+	return f, f.HTTP.Validate()
 }
 
-// LoadFile merges the JSON file at path into c. Unknown fields are errors, so
-// a misspelt option is not silently ignored.
-func LoadFile(c *agent.Config, path string) error {
+// LoadFile merges the JSON file at path into f. Unknown fields are errors,
+// so a misspelt option is not silently ignored.
+func LoadFile(f *File, path string) error {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
 	d := json.NewDecoder(strings.NewReader(string(raw)))
 	d.DisallowUnknownFields()
-	if err := d.Decode(c); err != nil {
+	if err := d.Decode(f); err != nil {
 		return fmt.Errorf("config %s: %w", path, err)
 	}
+	c := &f.Config
 	// Relative command paths and dirs are relative to the config file.
 	base := filepath.Dir(path)
 	for i := range c.Handlers {

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/cli/config"
+	"github.com/synapse-edge/synapse/httpapi"
 	"github.com/synapse-edge/synapse/negotiate"
 )
 
@@ -27,7 +27,7 @@ func TestLoadFile(t *testing.T) {
 			{"task_type": "abs", "command": ["/usr/bin/env"], "dir": "/tmp"}
 		]
 	}`)
-	cfg := agent.Defaults()
+	cfg := config.Defaults()
 	if err := config.LoadFile(&cfg, path); err != nil {
 		t.Fatalf("LoadFile: %v", err)
 	}
@@ -59,26 +59,26 @@ func TestLoadFile(t *testing.T) {
 	}
 
 	t.Run("unknown field", func(t *testing.T) {
-		cfg := agent.Defaults()
+		cfg := config.Defaults()
 		err := config.LoadFile(&cfg, writeConfig(t, `{"max_concurent_tasks": 4}`))
 		if err == nil || !strings.Contains(err.Error(), "max_concurent_tasks") {
 			t.Errorf("LoadFile with a misspelt field = %v, want an error naming it", err)
 		}
 	})
 	t.Run("admin token not from the file", func(t *testing.T) {
-		cfg := agent.Defaults()
+		cfg := config.Defaults()
 		if err := config.LoadFile(&cfg, writeConfig(t, `{"AdminToken": "x"}`)); err == nil {
 			t.Error("LoadFile accepted an admin token")
 		}
 	})
 	t.Run("malformed", func(t *testing.T) {
-		cfg := agent.Defaults()
+		cfg := config.Defaults()
 		if err := config.LoadFile(&cfg, writeConfig(t, `{"listen": 8080}`)); err == nil {
 			t.Error("LoadFile accepted a number for listen")
 		}
 	})
 	t.Run("missing file", func(t *testing.T) {
-		cfg := agent.Defaults()
+		cfg := config.Defaults()
 		if err := config.LoadFile(&cfg, filepath.Join(t.TempDir(), "absent.json")); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("LoadFile(missing) = %v, want a not-exist error", err)
 		}
@@ -94,8 +94,8 @@ func TestLoadEnv(t *testing.T) {
 		"SYNAPSE_MAX_CONCURRENT_TASKS":      "25",
 		"SYNAPSE_MAX_TASK_DURATION_SECONDS": "60",
 	}
-	cfg := agent.Defaults()
-	if err := config.LoadEnv(&cfg, func(k string) string { return env[k] }); err != nil {
+	cfg := config.Defaults()
+	if err := config.LoadEnv(&cfg.Config, func(k string) string { return env[k] }); err != nil {
 		t.Fatalf("LoadEnv: %v", err)
 	}
 	if cfg.DataDir != "/var/lib/synapse" || cfg.Listen != "127.0.0.1:9090" || cfg.AgentName != "gw" ||
@@ -108,8 +108,8 @@ func TestLoadEnv(t *testing.T) {
 
 	for _, bad := range []string{"ten", "1.5", "9999999999999999999999"} {
 		t.Run(bad, func(t *testing.T) {
-			cfg := agent.Defaults()
-			err := config.LoadEnv(&cfg, func(k string) string {
+			cfg := config.Defaults()
+			err := config.LoadEnv(&cfg.Config, func(k string) string {
 				if k == "SYNAPSE_MAX_CONCURRENT_TASKS" {
 					return bad
 				}
@@ -142,11 +142,11 @@ func TestMQTTConfigLoad(t *testing.T) {
 	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg := agent.Defaults()
+	cfg := config.Defaults()
 	if err := config.LoadFile(&cfg, path); err != nil {
 		t.Fatal(err)
 	}
-	if err := config.LoadEnv(&cfg, func(k string) string { return map[string]string{"BROKER_PW": "pw"}[k] }); err != nil {
+	if err := config.LoadEnv(&cfg.Config, func(k string) string { return map[string]string{"BROKER_PW": "pw"}[k] }); err != nil {
 		t.Fatal(err)
 	}
 	m := cfg.MQTT
@@ -159,18 +159,18 @@ func TestMQTTConfigLoad(t *testing.T) {
 	if err := os.WriteFile(path, []byte(`{"mqtt":{"url":"mqtt://b","password":"in the file"}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if c := agent.Defaults(); config.LoadFile(&c, path) == nil {
+	if c := config.Defaults(); config.LoadFile(&c, path) == nil {
 		t.Error("a password in the file was accepted")
 	}
 }
 
 func TestA2AConfig(t *testing.T) {
-	cfg := agent.Defaults()
+	cfg := config.Defaults()
 	if err := config.LoadFile(&cfg, writeConfig(t, `{"a2a": {"peers": [{"agent_id": "b", "token_env": "B_A2A_TOKEN"}, {"agent_id": "c", "token_env": "C_A2A_TOKEN"}]}}`)); err != nil {
 		t.Fatalf("LoadFile: %v", err)
 	}
 	env := map[string]string{"B_A2A_TOKEN": "tok-b"}
-	if err := config.LoadEnv(&cfg, func(k string) string { return env[k] }); err != nil {
+	if err := config.LoadEnv(&cfg.Config, func(k string) string { return env[k] }); err != nil {
 		t.Fatal(err)
 	}
 	if got := cfg.A2A.TokenFor("b"); got != "tok-b" {
@@ -183,7 +183,7 @@ func TestA2AConfig(t *testing.T) {
 		t.Errorf("Validate with C_A2A_TOKEN unset = %v, want an error naming a2a.peers[1].token_env", err)
 	}
 	env["C_A2A_TOKEN"] = "tok-c"
-	if err := config.LoadEnv(&cfg, func(k string) string { return env[k] }); err != nil {
+	if err := config.LoadEnv(&cfg.Config, func(k string) string { return env[k] }); err != nil {
 		t.Fatal(err)
 	}
 	if err := cfg.Validate(); err != nil {
@@ -197,7 +197,7 @@ func TestA2AConfig(t *testing.T) {
 
 func TestNegotiationConfig(t *testing.T) {
 	t.Run("defaults", func(t *testing.T) {
-		n := agent.Defaults().Negotiation
+		n := config.Defaults().Negotiation
 		if got := n.Attempts(); got != negotiate.DefaultAttempts {
 			t.Errorf("Attempts() = %+v, want 30 s and 3 retries", got)
 		}
@@ -226,7 +226,7 @@ func TestNegotiationConfig(t *testing.T) {
 		{"negotiation.llm.model", func(n *negotiate.Config) { n.LLM = &negotiate.LLMConfig{URL: "http://127.0.0.1:8081/v1"} }},
 	} {
 		t.Run(tc.field, func(t *testing.T) {
-			cfg := agent.Defaults()
+			cfg := config.Defaults()
 			tc.mod(&cfg.Negotiation)
 			err := cfg.Validate()
 			if err == nil || !strings.Contains(err.Error(), "config: "+tc.field+":") {
@@ -243,11 +243,11 @@ func TestNegotiationConfig(t *testing.T) {
 		if err := os.WriteFile(path, []byte(raw), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		cfg := agent.Defaults()
+		cfg := config.Defaults()
 		if err := config.LoadFile(&cfg, path); err != nil {
 			t.Fatal(err)
 		}
-		if err := config.LoadEnv(&cfg, func(k string) string {
+		if err := config.LoadEnv(&cfg.Config, func(k string) string {
 			if k == "TEST_LLM_KEY" {
 				return "secret-key"
 			}
@@ -264,4 +264,22 @@ func TestNegotiationConfig(t *testing.T) {
 			t.Errorf("loaded %+v (llm %+v)", n, n.LLM)
 		}
 	})
+}
+
+// TestHTTPSection: the "http" section of the file is the server's limits
+// (httpapi.Limits), not the agent's; Load checks them.
+func TestHTTPSection(t *testing.T) {
+	f, err := config.Load(writeConfig(t, `{"max_concurrent_tasks": 3, "http": {"max_body_bytes": 2048}}`), func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := httpapi.DefaultLimits()
+	want.MaxBodyBytes = 2048
+	if f.HTTP != want || f.MaxConcurrentTasks != 3 {
+		t.Errorf("http = %+v, max_concurrent_tasks %d; want %+v and 3", f.HTTP, f.MaxConcurrentTasks, want)
+	}
+	_, err = config.Load(writeConfig(t, `{"http": {"max_conns": -1}}`), func(string) string { return "" })
+	if err == nil || !strings.Contains(err.Error(), "config: http.max_conns: must be at least 1") {
+		t.Errorf("Load with http.max_conns -1 = %v, want an error naming the field", err)
+	}
 }
