@@ -1,7 +1,11 @@
 package agent
 
 import (
+	"fmt"
 	"strings"
+
+	"github.com/synapse-edge/synapse/tier1"
+	"github.com/synapse-edge/synapse/tier1/southbound"
 )
 
 // MQTTConfig is the "mqtt" section: the broker the agent connects to (the
@@ -34,6 +38,35 @@ type MQTTConfig struct {
 	// MaxReconnectMS caps the back-off between connection attempts;
 	// default 30000.
 	MaxReconnectMS int `json:"max_reconnect_ms,omitempty"`
+	// Southbound routes turn device messages on the broker into tier-1
+	// frames (package tier1/southbound).
+	Southbound []southbound.Route `json:"southbound,omitempty"`
+}
+
+// SouthboundMappings compiles the southbound routes against the routines
+// (the built-in one and the config's).
+func (c *Config) SouthboundMappings() ([]*southbound.Mapping, error) {
+	if c.MQTT == nil || len(c.MQTT.Southbound) == 0 {
+		return nil, nil
+	}
+	reg, err := tier1.NewRegistry(append([]tier1.Descriptor{tier1.Telemetry()}, c.Tier1.Routines...)...)
+	if err != nil {
+		return nil, fmt.Errorf("tier1.routines: %w", err)
+	}
+	var out []*southbound.Mapping
+	seen := map[string]bool{}
+	for i, r := range c.MQTT.Southbound {
+		m, err := southbound.Compile(r, reg)
+		if err != nil {
+			return nil, fmt.Errorf("mqtt.southbound[%d].%w", i, err)
+		}
+		if seen[r.Topic] {
+			return nil, fmt.Errorf("mqtt.southbound[%d].topic: %q is mapped twice", i, r.Topic)
+		}
+		seen[r.Topic] = true
+		out = append(out, m)
+	}
+	return out, nil
 }
 
 // UplinkToBroker is the uplink endpoint that sends tier-1 batches to the
@@ -75,6 +108,10 @@ func (c *Config) validateMQTT(bad func(field, format string, args ...any)) {
 		if strings.ContainsAny(id.v, "+#") {
 			bad(id.field, "%q must not contain + or # with the mqtt section (it is a topic level)", id.v)
 		}
+	}
+	if _, err := c.SouthboundMappings(); err != nil && !strings.HasPrefix(err.Error(), "tier1.routines") {
+		field, msg, _ := strings.Cut(err.Error(), ": ")
+		bad(field, "%s", msg)
 	}
 	if u := c.Uplink; u != nil && strings.HasPrefix(u.Endpoint, "mqtt") && u.Endpoint != UplinkToBroker {
 		bad("uplink.endpoint", "%q: to send to the broker write %q; the broker's address goes in mqtt.url", u.Endpoint, UplinkToBroker)

@@ -1,11 +1,23 @@
 package agent_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/tier1/southbound"
 )
+
+// route reads a southbound route written as in the config file.
+func route(t *testing.T, js string) southbound.Route {
+	t.Helper()
+	var r southbound.Route
+	if err := json.Unmarshal([]byte(js), &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
 
 func TestMQTTConfigValidate(t *testing.T) {
 	broker := func(c *agent.Config) { c.MQTT = &agent.MQTTConfig{URL: "mqtt://127.0.0.1:1883"} }
@@ -24,6 +36,21 @@ func TestMQTTConfigValidate(t *testing.T) {
 		}},
 		{"uplink to the broker without one", "uplink.endpoint", func(c *agent.Config) {
 			c.Uplink = &agent.UplinkConfig{Endpoint: "mqtt://"}
+		}},
+		{"southbound field not mapped", "mqtt.southbound[0].seq", func(c *agent.Config) {
+			broker(c)
+			c.MQTT.Southbound = []southbound.Route{route(t, `{"topic": "p/+/t", "routine": "synapse.telemetry",
+				"device_id": "{1}", "ts": "$.t", "metric": "temp", "value": "$.v"}`)}
+		}},
+		{"southbound topic twice", "mqtt.southbound[1].topic", func(c *agent.Config) {
+			broker(c)
+			r := route(t, `{"topic": "p/+/t", "routine": "synapse.telemetry",
+				"device_id": "{1}", "seq": 0, "ts": "$.t", "metric": "temp", "value": "$.v"}`)
+			c.MQTT.Southbound = []southbound.Route{r, r}
+		}},
+		{"southbound unknown routine", "mqtt.southbound[0].routine", func(c *agent.Config) {
+			broker(c)
+			c.MQTT.Southbound = []southbound.Route{route(t, `{"topic": "p/+/t", "routine": "acme.x"}`)}
 		}},
 	}
 	for _, tt := range tests {

@@ -131,7 +131,7 @@ func serve(ctx context.Context, sio *IO, log *slog.Logger, cfg agent.Config, lim
 		_ = a.Close(context.Background())
 		return err
 	}
-	if err := startMQTT(ctx, a, nw, mq); err != nil {
+	if err := startMQTT(ctx, a, nw, mq, cfg); err != nil {
 		_ = a.Close(context.Background())
 		return err
 	}

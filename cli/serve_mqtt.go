@@ -38,10 +38,26 @@ func addMQTT(a *agent.Agent, cfg agent.Config, log *slog.Logger) (*mqtt.Transpor
 // startMQTT connects t (nil: nothing) as the opened agent; envelopes
 // published to its inbox go to the peer network, and peers may fetch its
 // identity, capabilities and interfaces (pairing, the peer's task
-// types) through the broker.
-func startMQTT(ctx context.Context, a *agent.Agent, nw *peer.Network, t *mqtt.Transport) error {
+// types) through the broker; the southbound routes of cfg store device
+// messages as tier-1 frames.
+func startMQTT(ctx context.Context, a *agent.Agent, nw *peer.Network, t *mqtt.Transport, cfg agent.Config) error {
 	if t == nil {
 		return nil
+	}
+	routes, err := cfg.SouthboundMappings()
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	if len(routes) > 0 {
+		s, err := t.AddSouthbound(a.Tier1(), routes)
+		if err != nil {
+			return err
+		}
+		r := a.Metrics()
+		r.CounterFunc("synapse_mqtt_southbound_stored_total", "Device messages from the MQTT broker stored as tier-1 frames.", func() float64 { return float64(s.Stored.Load()) })
+		r.CounterFunc("synapse_mqtt_southbound_duplicates_total", "Device messages from the MQTT broker acknowledged as already stored (redeliveries).", func() float64 { return float64(s.Duplicates.Load()) })
+		r.CounterFunc("synapse_mqtt_southbound_refused_total", "Device messages from the MQTT broker refused (not JSON or msgpack, a field missing or of the wrong type, oversized).", func() float64 { return float64(s.Bad.Load()) })
+		r.CounterFunc("synapse_mqtt_southbound_failed_total", "Device messages from the MQTT broker not stored for an error of the agent (left for redelivery).", func() float64 { return float64(s.Failed.Load()) })
 	}
 	t.SetReceiver(nw.Receiver())
 	card := mqtt.Card{PublicKey: a.Identity().PublicKey, Endpoint: a.Identity().Endpoint}

@@ -30,7 +30,7 @@ type Client struct {
 	mu   sync.Mutex
 	up   chan struct{} // closed while connected; replaced when the link drops
 	down chan struct{} // closed when the current link drops; replaced on connect
-	subs map[string]Handler
+	subs map[string]paho.MessageHandler
 
 	stop      chan struct{}
 	done      chan struct{}
@@ -61,7 +61,7 @@ func New(o Options) (*Client, error) {
 	dial, useTLS, _ := brokerAddr(o.URL)
 	down := make(chan struct{})
 	close(down) // not connected yet
-	c := &Client{opts: o, log: o.Logger, up: make(chan struct{}), down: down, subs: map[string]Handler{},
+	c := &Client{opts: o, log: o.Logger, up: make(chan struct{}), down: down, subs: map[string]paho.MessageHandler{},
 		stop: make(chan struct{}), done: make(chan struct{})}
 	po := paho.NewClientOptions().
 		AddBroker(dial).
@@ -145,7 +145,7 @@ func (c *Client) connectLoop() {
 func (c *Client) onConnect(pc paho.Client) {
 	c.Connects.Add(1)
 	c.mu.Lock()
-	subs := make(map[string]Handler, len(c.subs))
+	subs := make(map[string]paho.MessageHandler, len(c.subs))
 	for f, h := range c.subs {
 		subs[f] = h
 	}
@@ -154,7 +154,7 @@ func (c *Client) onConnect(pc paho.Client) {
 	// (this runs on a goroutine of its own): an inbox must be there
 	// before this agent sends what will be answered to it.
 	for f, h := range subs {
-		tok := pc.Subscribe(f, 1, wrap(h))
+		tok := pc.Subscribe(f, 1, h)
 		if !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
 			c.log.Warn("mqtt: a subscription was not granted", "filter", f, "err", tok.Error())
 		}
@@ -189,9 +189,9 @@ func (c *Client) onLost(_ paho.Client, err error) {
 // dispatch takes a message the library has no route for yet: one the
 // broker delivers from a resumed session right after the connection,
 // before this connection's subscriptions are made again.
-func (c *Client) dispatch(_ paho.Client, m paho.Message) {
+func (c *Client) dispatch(pc paho.Client, m paho.Message) {
 	c.mu.Lock()
-	var h Handler
+	var h paho.MessageHandler
 	for f, fh := range c.subs {
 		if matchTopic(f, m.Topic()) {
 			h = fh
@@ -199,10 +199,11 @@ func (c *Client) dispatch(_ paho.Client, m paho.Message) {
 		}
 	}
 	c.mu.Unlock()
-	if h != nil {
-		h(m.Topic(), m.Payload())
+	if h == nil {
+		m.Ack()
+		return
 	}
-	m.Ack()
+	h(pc, m)
 }
 
 // matchTopic reports whether topic matches the subscription filter
@@ -228,6 +229,18 @@ func wrap(h Handler) paho.MessageHandler {
 	return func(_ paho.Client, m paho.Message) {
 		h(m.Topic(), m.Payload())
 		m.Ack()
+	}
+}
+
+// AckHandler gets one message that arrived on a subscription and calls
+// ack exactly once when the message is dealt with, possibly later and from
+// another goroutine: the broker is acknowledged (PUBACK) then. Handlers are
+// called one at a time, in arrival order, without waiting for the acks.
+type AckHandler func(topic string, payload []byte, ack func())
+
+func wrapAck(h AckHandler) paho.MessageHandler {
+	return func(_ paho.Client, m paho.Message) {
+		h(m.Topic(), m.Payload(), m.Ack)
 	}
 }
 
@@ -262,13 +275,23 @@ func (c *Client) WaitUp(ctx context.Context) error {
 // Subscribe registers h for the topic filter at QoS 1. The subscription is
 // made now when connected and again on every connection.
 func (c *Client) Subscribe(ctx context.Context, filter string, h Handler) error {
+	return c.subscribe(ctx, filter, wrap(h))
+}
+
+// SubscribeAck is Subscribe for a handler that acknowledges by itself
+// (see AckHandler).
+func (c *Client) SubscribeAck(ctx context.Context, filter string, h AckHandler) error {
+	return c.subscribe(ctx, filter, wrapAck(h))
+}
+
+func (c *Client) subscribe(ctx context.Context, filter string, h paho.MessageHandler) error {
 	c.mu.Lock()
 	c.subs[filter] = h
 	c.mu.Unlock()
 	if !c.pc.IsConnectionOpen() {
 		return nil
 	}
-	return c.wait(ctx, c.pc.Subscribe(filter, 1, wrap(h)))
+	return c.wait(ctx, c.pc.Subscribe(filter, 1, h))
 }
 
 // Publish sends payload to topic at QoS 1 and returns once the broker

@@ -38,6 +38,7 @@ type Transport struct {
 	sign     Signer
 	dir      *Directory
 	closed   bool
+	south    []*Southbound
 
 	pmu     sync.Mutex
 	pending map[string]chan *frame // requests waiting for their answer, by frame id
@@ -104,6 +105,11 @@ func (t *Transport) Start(ctx context.Context, systemID, agentID string) error {
 	}
 	if err := t.subscribeCards(ctx, c); err != nil {
 		return err
+	}
+	for _, s := range t.south {
+		if err := s.subscribe(ctx, c); err != nil {
+			return err
+		}
 	}
 	if err := c.Start(ctx); err != nil {
 		return err
