@@ -65,4 +65,15 @@
 // persistence loses what it held for consumers, and what is published
 // while no consumer is subscribed reaches no one (MQTT has no history);
 // run it with persistence and keep consumers' sessions persistent.
+//
+// # Southbound tier-1
+//
+// Southbound (southbound.go) subscribes to device topics, maps each
+// message onto a one-frame batch (package tier1/southbound: the routes and
+// their small expression language, the batch_id derived from topic and
+// payload) and stores it through an Ingester (tier1.Ingestor, the ingest
+// path of the WebSocket). Its subscriptions acknowledge by themselves
+// (Client.SubscribeAck): PUBACK once the batch is fsynced, in arrival
+// order, so the broker delivers again what the agent took but did not
+// store, and the batch_id makes that redelivery a duplicate.
 package mqtt
