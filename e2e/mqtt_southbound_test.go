@@ -116,8 +116,8 @@ func TestMQTTSouthbound(t *testing.T) {
 	}
 	send(0, perDevice/2)
 	for metricValue(t, a, "synapse_mqtt_southbound_stored_total") < 1000 {
-		if time.Since(start) > 30*time.Second {
-			t.Fatal("fewer than 1000 readings stored after 30 s")
+		if time.Since(start) > 120*time.Second { // generous: the suite also runs under qemu
+			t.Fatal("fewer than 1000 readings stored after 120 s")
 		}
 		time.Sleep(pollEvery)
 	}
@@ -144,8 +144,8 @@ func TestMQTTSouthbound(t *testing.T) {
 				checkOnceInOrder(t, seqs, perDevice)
 				break
 			}
-			if time.Since(start) > 30*time.Second {
-				t.Fatalf("%s: %d readings stored after 30 s, want %d", d, len(seqs), perDevice)
+			if time.Since(start) > 120*time.Second {
+				t.Fatalf("%s: %d readings stored after 120 s, want %d", d, len(seqs), perDevice)
 			}
 			time.Sleep(pollEvery)
 		}
@@ -158,7 +158,7 @@ func TestMQTTSouthbound(t *testing.T) {
 	}
 	// The bad messages were published after the restart, between readings
 	// that were stored: each was counted once.
-	deadline = time.Now().Add(10 * time.Second)
+	deadline = time.Now().Add(30 * time.Second)
 	for metricValue(t, a, "synapse_mqtt_southbound_refused_total") < float64(len(bad)) && time.Now().Before(deadline) {
 		time.Sleep(pollEvery)
 	}
