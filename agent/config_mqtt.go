@@ -38,6 +38,9 @@ type MQTTConfig struct {
 	// MaxReconnectMS caps the back-off between connection attempts;
 	// default 30000.
 	MaxReconnectMS int `json:"max_reconnect_ms,omitempty"`
+	// TaskEvents publishes each task's status changes as JSON to
+	// {prefix}/{system_id}/{agent_id}/events (best effort: see the README).
+	TaskEvents bool `json:"task_events,omitempty"`
 	// Southbound routes turn device messages on the broker into tier-1
 	// frames (package tier1/southbound).
 	Southbound []southbound.Route `json:"southbound,omitempty"`

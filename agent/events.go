@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/synapse-edge/synapse/wire"
@@ -73,12 +74,20 @@ func (h *hub) detach(s *Subscription) {
 	}
 }
 
+// allTasks is the hub key of the subscriptions to every task's events
+// (no task id has a NUL).
+const allTasks = "\x00all"
+
+// SubscribeAll delivers the future events of every task, as Subscribe
+// does for one.
+func (a *Agent) SubscribeAll() *Subscription { return a.eng.hub.subscribe(allTasks) }
+
 // publish delivers events without blocking.
 func (h *hub) publish(taskID string, evs []*wire.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var slow []*Subscription
-	for _, s := range h.subs[taskID] {
+	for _, s := range slices.Concat(h.subs[taskID], h.subs[allTasks]) {
 		for _, e := range evs {
 			select {
 			case s.C <- e:

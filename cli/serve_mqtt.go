@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
@@ -103,6 +104,11 @@ func startMQTT(ctx context.Context, a *agent.Agent, nw *peer.Network, t *mqtt.Tr
 	r.CounterFunc("synapse_mqtt_connects_total", "Connections made to the MQTT broker.", func() float64 { return float64(c.Connects.Load()) })
 	r.CounterFunc("synapse_mqtt_connection_losses_total", "Connections to the MQTT broker lost.", func() float64 { return float64(c.Drops.Load()) })
 	r.CounterFunc("synapse_mqtt_cards_dropped_total", "Presence cards from the MQTT broker dropped (malformed, unsigned, forged, another key).", func() float64 { return float64(dir.Dropped.Load()) })
+	if cfg := a.Config().MQTT; cfg != nil && cfg.TaskEvents {
+		var dropped atomic.Uint64
+		publishTaskEvents(a, t, t.Client().Options().Logger, &dropped)
+		r.CounterFunc("synapse_mqtt_task_events_dropped_total", "Task events not published to the MQTT broker (queue full, or the agent stopped first).", func() float64 { return float64(dropped.Load()) })
+	}
 	r.CounterFunc("synapse_mqtt_malformed_messages_total", "Messages on this agent's MQTT inbox dropped as malformed.", func() float64 { return float64(t.Malformed.Load()) })
 	return nil
 }

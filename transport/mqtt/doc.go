@@ -23,6 +23,8 @@
 // Under a prefix (Options.TopicPrefix, default "synapse"):
 //
 //	{prefix}/{system_id}/{agent_id}/tier1/{capability_id}   stored tier-1 batches (northbound)
+//	{prefix}/{system_id}/{agent_id}/events                  task status changes as JSON, when
+//	                                                        configured (events.go)
 //	{prefix}/agents/{agent_id}/inbox                        envelopes for the agent, and the
 //	                                                        answers to those it sent (p2p.go)
 //	{prefix}/agents/{agent_id}/card                         its presence card, retained; the
