@@ -143,7 +143,7 @@ func (a *Agent) AcceptFromPeer(ctx context.Context, peer, messageID string, req 
 // ReportFromPeer applies a report (p2p:task_confirm, task_reject,
 // task_status_update, task_need_info, task_need_human, task_complete,
 // task_failed, task_ack) from the peer executing a task delegated to it.
-func (a *Agent) ReportFromPeer(ctx context.Context, peer, msgType string, payload wire.RawPayload) error {
+func (a *Agent) ReportFromPeer(ctx context.Context, peer string, msgType wire.MessageType, payload wire.RawPayload) error {
 	return a.eng.remoteUpdate(ctx, peer, msgType, payload)
 }
 

@@ -29,7 +29,7 @@ import (
 type Outgoing struct {
 	Peer          string
 	URL           string
-	Type          string
+	Type          wire.MessageType
 	CorrelationID string
 	Payload       any
 	// TaskType is the task's type for a result sent to its requester
@@ -272,7 +272,7 @@ func (e *engine) enqueue(tx *store.Tx, out []Outgoing) error {
 }
 
 // remoteUpdate applies a report from the peer executing one of our tasks.
-func (e *engine) remoteUpdate(ctx context.Context, peer, msgType string, payload wire.RawPayload) error {
+func (e *engine) remoteUpdate(ctx context.Context, peer string, msgType wire.MessageType, payload wire.RawPayload) error {
 	var taskID string
 	var to wire.Status
 	var mut func(t *wire.Task)
@@ -380,7 +380,7 @@ func (e *engine) remoteUpdate(ctx context.Context, peer, msgType string, payload
 	})
 }
 
-func badPayload(msgType string, err error) error {
+func badPayload(msgType wire.MessageType, err error) error {
 	return wire.Errorf(wire.CodeMessageFormatInvalid, "%s payload: %v", msgType, err)
 }
 

@@ -44,13 +44,13 @@ func TestRefusesContract(t *testing.T) {
 // TestExempt: negotiation, heartbeats, capability queries and errors need
 // no contract; task and group messages do.
 func TestExempt(t *testing.T) {
-	for _, typ := range []string{wire.MsgNegotiateRequest, wire.MsgNegotiateResponse, wire.MsgHeartbeat,
+	for _, typ := range []wire.MessageType{wire.MsgNegotiateRequest, wire.MsgNegotiateResponse, wire.MsgHeartbeat,
 		wire.MsgCapabilityQuery, wire.MsgCapabilityResponse, wire.MsgError} {
 		if !contracts.Exempt(typ) {
 			t.Errorf("%s needs a contract", typ)
 		}
 	}
-	for _, typ := range []string{wire.MsgTaskRequest, wire.MsgTaskComplete, wire.MsgTaskCancel, wire.MsgAck} {
+	for _, typ := range []wire.MessageType{wire.MsgTaskRequest, wire.MsgTaskComplete, wire.MsgTaskCancel, wire.MsgAck} {
 		if contracts.Exempt(typ) {
 			t.Errorf("%s is exempt", typ)
 		}

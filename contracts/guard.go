@@ -15,7 +15,7 @@ import (
 
 // Exempt reports whether a message type needs no contract and is never
 // encrypted.
-func Exempt(msgType string) bool {
+func Exempt(msgType wire.MessageType) bool {
 	switch msgType {
 	case wire.MsgNegotiateRequest, wire.MsgNegotiateResponse, wire.MsgHeartbeat,
 		wire.MsgCapabilityQuery, wire.MsgCapabilityResponse, wire.MsgError:
@@ -28,7 +28,7 @@ func Exempt(msgType string) bool {
 // contract c (nil: none; Ensure finds or makes it): c is named in
 // protocol_contract_ref and the payload sealed as its level asks. id and
 // corr are the message_id (empty: a fresh one) and correlation_id.
-func (cm *Manager) Envelope(c *negotiate.Contract, msgType, peerID, id, corr string, pl wire.RawPayload) (*wire.UnifiedSynapseMessage, error) {
+func (cm *Manager) Envelope(c *negotiate.Contract, msgType wire.MessageType, peerID, id, corr string, pl wire.RawPayload) (*wire.UnifiedSynapseMessage, error) {
 	msg := cm.newMessage(msgType, peerID, id, corr, pl)
 	if c != nil {
 		msg.ProtocolContractRef = c.ContractID
@@ -45,7 +45,7 @@ func (cm *Manager) Envelope(c *negotiate.Contract, msgType, peerID, id, corr str
 }
 
 // envelope builds and signs a message for peer without a contract.
-func (cm *Manager) envelope(msgType, peerID, id, corr string, pl wire.RawPayload) (*wire.UnifiedSynapseMessage, error) {
+func (cm *Manager) envelope(msgType wire.MessageType, peerID, id, corr string, pl wire.RawPayload) (*wire.UnifiedSynapseMessage, error) {
 	msg := cm.newMessage(msgType, peerID, id, corr, pl)
 	if err := cm.a.Sign(msg); err != nil {
 		return nil, err
@@ -53,7 +53,7 @@ func (cm *Manager) envelope(msgType, peerID, id, corr string, pl wire.RawPayload
 	return msg, nil
 }
 
-func (cm *Manager) newMessage(msgType, peerID, id, corr string, pl wire.RawPayload) *wire.UnifiedSynapseMessage {
+func (cm *Manager) newMessage(msgType wire.MessageType, peerID, id, corr string, pl wire.RawPayload) *wire.UnifiedSynapseMessage {
 	self := cm.a.Identity()
 	msg := wire.NewMessage(msgType, wire.AgentRef{AgentID: self.AgentID, SystemID: self.SystemID, Endpoint: self.Endpoint},
 		wire.AgentRef{AgentID: peerID}, pl, cm.clock.Now())
@@ -176,11 +176,11 @@ func (cm *Manager) Admit(p Peer, m *wire.UnifiedSynapseMessage) (*wire.UnifiedSy
 	}
 	dm, sealed, err := cm.open(m)
 	if err != nil {
-		cm.a.Audit(agent.AuditDecryptFailed, peerID, map[string]any{"message_id": m.MessageID, "message_type": m.MessageType, "error": err.Error()})
+		cm.a.Audit(agent.AuditDecryptFailed, peerID, map[string]any{"message_id": m.MessageID, "message_type": string(m.MessageType), "error": err.Error()})
 		return nil, err
 	}
 	if sealed.whole || len(sealed.fields) > 0 {
-		cm.a.Audit(agent.AuditDecrypted, peerID, map[string]any{"message_id": m.MessageID, "message_type": m.MessageType,
+		cm.a.Audit(agent.AuditDecrypted, peerID, map[string]any{"message_id": m.MessageID, "message_type": string(m.MessageType),
 			"whole": sealed.whole, "fields": sealed.fields})
 	}
 	if c == nil {
@@ -384,6 +384,6 @@ func rewriteTaskPayloadWhole(m *wire.UnifiedSynapseMessage, sm *negotiate.Mappin
 	return err
 }
 
-func badPayload(msgType string, err error) error {
+func badPayload(msgType wire.MessageType, err error) error {
 	return wire.Errorf(wire.CodeMessageFormatInvalid, "%s payload: %v", msgType, err)
 }

@@ -75,7 +75,7 @@ func alternative(t *testing.T, we *wire.Error) negotiate.Proposal {
 // sendAs posts an envelope of type typ from `from` to `to`, built by
 // edit before it is signed with from's key, and returns the HTTP status
 // and the TPError code of the answer ("" for a 2xx).
-func sendAs(t *testing.T, from, to *peerNode, typ string, payload any, now time.Time, edit func(m *wire.UnifiedSynapseMessage)) (int, wire.ErrorCode) {
+func sendAs(t *testing.T, from, to *peerNode, typ wire.MessageType, payload any, now time.Time, edit func(m *wire.UnifiedSynapseMessage)) (int, wire.ErrorCode) {
 	t.Helper()
 	pl, err := wire.NewJSONPayload(payload)
 	if err != nil {
@@ -115,10 +115,10 @@ func taskRequest(id, taskType, payload string) *wire.TaskRequestPayload {
 }
 
 // received returns the first envelope of type typ that n accepted.
-func received(t *testing.T, n *peerNode, typ string) (*wire.UnifiedSynapseMessage, []byte) {
+func received(t *testing.T, n *peerNode, typ wire.MessageType) (*wire.UnifiedSynapseMessage, []byte) {
 	t.Helper()
 	var found *peer.ReceivedMessage
-	testutil.Eventually(t, 10*time.Second, n.cfg.AgentName+" to receive a "+typ, func() bool {
+	testutil.Eventually(t, 10*time.Second, n.cfg.AgentName+" to receive a "+string(typ), func() bool {
 		msgs, _ := n.a.Messages().Since(0)
 		for i := range msgs {
 			if msgs[i].Type == typ {
@@ -175,12 +175,12 @@ func newWireTap(t *testing.T, target string) *wireTap {
 }
 
 // envelopes returns the envelopes of type typ that went through the tap.
-func (w *wireTap) envelopes(typ string) [][]byte {
+func (w *wireTap) envelopes(typ wire.MessageType) [][]byte {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var out [][]byte
 	for _, b := range w.bodies {
-		if bytes.Contains(b, []byte(`"message_type":"`+typ+`"`)) {
+		if bytes.Contains(b, []byte(`"message_type":"`+string(typ)+`"`)) {
 			out = append(out, b)
 		}
 	}

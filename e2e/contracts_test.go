@@ -39,7 +39,7 @@ func keyOf(t *testing.T, a *agentProc) ed25519.PrivateKey {
 // envelopeAs signs a message from agent `from` (identity fromID) to toID
 // with its own key, as the agent itself would, with an optional contract
 // reference.
-func envelopeAs(t *testing.T, from *agentProc, fromID, toID, msgType string, payload any, ref string) []byte {
+func envelopeAs(t *testing.T, from *agentProc, fromID, toID string, msgType wire.MessageType, payload any, ref string) []byte {
 	t.Helper()
 	pl, err := wire.NewJSONPayload(payload)
 	if err != nil {

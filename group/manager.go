@@ -275,7 +275,7 @@ func (m *Manager) Members(id string) ([]Member, error) {
 // announce queues an envelope for every member of g but this agent and
 // those in except. Members that are no longer paired are skipped (and
 // logged): they cannot receive it.
-func (m *Manager) announce(tx *store.Tx, g *Group, msgType string, payload any, except ...string) error {
+func (m *Manager) announce(tx *store.Tx, g *Group, msgType wire.MessageType, payload any, except ...string) error {
 	for _, mb := range g.Members {
 		if mb.AgentID == m.me || contains(except, mb.AgentID) {
 			continue
@@ -288,7 +288,7 @@ func (m *Manager) announce(tx *store.Tx, g *Group, msgType string, payload any, 
 }
 
 // send queues one envelope for a peer; an unpaired peer is skipped.
-func (m *Manager) send(tx *store.Tx, peer, msgType string, payload any) error {
+func (m *Manager) send(tx *store.Tx, peer string, msgType wire.MessageType, payload any) error {
 	if _, err := m.net.Peer(peer); err != nil {
 		m.log.Warn("not sent: the agent is not a paired peer", "peer", peer, "type", msgType)
 		return nil
@@ -309,14 +309,14 @@ func contains(list []string, s string) bool {
 
 // record appends an event to a group's log in tx; subscribers get it once
 // tx commits. A repeated event id is not recorded twice.
-func (m *Manager) record(tx *store.Tx, groupID, eventID, typ, from string, payload any) error {
+func (m *Manager) record(tx *store.Tx, groupID, eventID string, typ wire.MessageType, from string, payload any) error {
 	_, err := m.recordNew(tx, groupID, eventID, typ, from, payload)
 	return err
 }
 
 // recordNew is record that reports whether the event id was recorded
 // before (dup).
-func (m *Manager) recordNew(tx *store.Tx, groupID, eventID, typ, from string, payload any) (dup bool, err error) {
+func (m *Manager) recordNew(tx *store.Tx, groupID, eventID string, typ wire.MessageType, from string, payload any) (dup bool, err error) {
 	raw, err := json.Marshal(payload)
 	if err != nil {
 		return false, fmt.Errorf("encode %s event: %w", typ, err)
@@ -485,7 +485,7 @@ func (m *Manager) ownerOf(groupID string) string {
 }
 
 // fromOwner checks that an announcement comes from the group's owner.
-func fromOwner(g *Group, from, msgType string) error {
+func fromOwner(g *Group, from string, msgType wire.MessageType) error {
 	if g.Owner != from {
 		return denied("%s for group %s must come from its owner %s, not %s", msgType, g.GroupID, g.Owner, from)
 	}

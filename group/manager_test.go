@@ -84,7 +84,7 @@ func TestMembership(t *testing.T) {
 		}
 		testutil.Eventually(t, pollTimeout, "the forged join refused as a dead letter", func() bool {
 			items, _, err := outsider.Network.Outbox(peer.OutboxQuery{State: "dead", Peer: owner.id(), Limit: 10})
-			return err == nil && len(items) == 1 && items[0].Type == wire.MsgGroupJoin
+			return err == nil && len(items) == 1 && items[0].Type == string(wire.MsgGroupJoin)
 		})
 		if got := memberIDs(owner, g.GroupID); slices.Contains(got, outsider.id()) {
 			t.Errorf("members %v include the uninvited agent", got)
@@ -157,14 +157,14 @@ func TestMembership(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var types []string
+		var types []wire.MessageType
 		for i, ev := range evs {
 			if ev.Seq != uint64(i+1) {
 				t.Errorf("event %d has seq %d", i, ev.Seq)
 			}
 			types = append(types, ev.Type)
 		}
-		want := []string{group.EventCreate, wire.MsgGroupInvite, wire.MsgGroupInvite, wire.MsgGroupJoin, wire.MsgGroupJoin,
+		want := []wire.MessageType{group.EventCreate, wire.MsgGroupInvite, wire.MsgGroupInvite, wire.MsgGroupJoin, wire.MsgGroupJoin,
 			wire.MsgGroupInvite, wire.MsgGroupJoin, wire.MsgGroupLeave, wire.MsgGroupLeave, wire.MsgGroupDisband}
 		if !slices.Equal(types, want) {
 			t.Errorf("owner's events = %v, want %v", types, want)

@@ -365,7 +365,7 @@ func (m *Manager) disbandAt(tx *store.Tx, g *Group, by string) ([]string, error)
 
 // memberMessage handles group:invite, group:join, group:leave and
 // group:disband: requests on the owner's agent, announcements elsewhere.
-func (m *Manager) memberMessage(ctx context.Context, from, msgType string, p *memberPayload) error {
+func (m *Manager) memberMessage(ctx context.Context, from string, msgType wire.MessageType, p *memberPayload) error {
 	if err := checkID("group_id", p.GroupID); err != nil {
 		return err
 	}
@@ -406,7 +406,7 @@ func (m *Manager) memberMessage(ctx context.Context, from, msgType string, p *me
 				return err
 			}
 		}
-		evID, evFrom := msgType+":"+p.AgentID+":"+strconv.FormatUint(g.Version, 10), p.AgentID
+		evID, evFrom := string(msgType)+":"+p.AgentID+":"+strconv.FormatUint(g.Version, 10), p.AgentID
 		if msgType == wire.MsgGroupDisband {
 			evID, evFrom = "disband", p.By
 		}
@@ -439,7 +439,7 @@ func standingAfter(old, g *Group, me string, invited bool) string {
 }
 
 // memberRequest applies a member's request on the owner's agent.
-func (m *Manager) memberRequest(ctx context.Context, from, msgType string, p *memberPayload) error {
+func (m *Manager) memberRequest(ctx context.Context, from string, msgType wire.MessageType, p *memberPayload) error {
 	var stop []string
 	err := m.update(ctx, func(tx *store.Tx) error {
 		stop = nil

@@ -349,7 +349,7 @@ func split(payload wire.JSONValue, field string, n int) ([]wire.JSONValue, error
 
 // taskMessage handles group:task (a member's request on the owner's
 // agent) and group:task_result (an announcement elsewhere).
-func (m *Manager) taskMessage(ctx context.Context, from, msgType string, t *Task) error {
+func (m *Manager) taskMessage(ctx context.Context, from string, msgType wire.MessageType, t *Task) error {
 	if err := checkID("group_id", t.GroupID); err != nil {
 		return err
 	}

@@ -144,7 +144,7 @@ type Event struct {
 	GroupID string `json:"group_id" msgpack:"group_id"`
 	// Type is the group:* message type the event is about, or
 	// group:create for the creation.
-	Type string `json:"type" msgpack:"type"`
+	Type wire.MessageType `json:"type" msgpack:"type"`
 	// From is the agent the event comes from (the member who spoke,
 	// joined, proposed...).
 	From    string         `json:"from" msgpack:"from"`
@@ -153,7 +153,7 @@ type Event struct {
 }
 
 // EventCreate is the event type of a group's creation.
-const EventCreate = "group:create"
+const EventCreate wire.MessageType = "group:create"
 
 // Message is a broadcast to a group (group:message).
 type Message struct {

@@ -437,7 +437,7 @@ func (m *Manager) Votes(groupID string) ([]*Vote, error) {
 
 // voteMessage handles group:vote_open (a proposal on the owner's agent, an
 // announcement elsewhere) and group:vote_result (an announcement).
-func (m *Manager) voteMessage(ctx context.Context, from, msgType string, v *Vote) error {
+func (m *Manager) voteMessage(ctx context.Context, from string, msgType wire.MessageType, v *Vote) error {
 	if err := checkID("group_id", v.GroupID); err != nil {
 		return err
 	}

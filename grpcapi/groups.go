@@ -260,7 +260,7 @@ func (s *Server) groupSend(ctx context.Context, gm *group.Manager, id string, ca
 // caught up from the store.
 func (s *Server) pumpGroup(ctx context.Context, gm *group.Manager, id string, last uint64, send func(*pb.SynapseMessage) error) error {
 	event := func(ev group.Event) *pb.SynapseMessage {
-		return &pb.SynapseMessage{Id: ev.EventID, SenderId: ev.From, ReceiverId: ev.GroupID, MessageType: ev.Type,
+		return &pb.SynapseMessage{Id: ev.EventID, SenderId: ev.From, ReceiverId: ev.GroupID, MessageType: string(ev.Type),
 			ContentType: "json", PayloadJson: string(ev.Payload), Timestamp: ev.At.UnixMilli(), Seq: ev.Seq}
 	}
 	for range maxResubscribe {

@@ -97,9 +97,9 @@ func TestGroupRPCs(t *testing.T) {
 		var sent, ev *pb.SynapseMessage
 		for sent == nil || ev == nil {
 			m := recvUntil(t, st.Recv, func(m *pb.SynapseMessage) bool {
-				return m.GetMessageType() == "sent" || m.GetMessageType() == "error" || m.GetMessageType() == wire.MsgGroupMessage
+				return m.GetMessageType() == "sent" || m.GetMessageType() == "error" || m.GetMessageType() == string(wire.MsgGroupMessage)
 			})
-			if m.GetMessageType() == wire.MsgGroupMessage {
+			if m.GetMessageType() == string(wire.MsgGroupMessage) {
 				ev = m
 			} else {
 				sent = m
@@ -123,7 +123,7 @@ func TestGroupRPCs(t *testing.T) {
 			t.Fatalf("member's answer = %+v", bsent)
 		}
 		got := recvUntil(t, st.Recv, func(m *pb.SynapseMessage) bool {
-			return m.GetMessageType() == wire.MsgGroupMessage && m.GetSenderId() == bID
+			return m.GetMessageType() == string(wire.MsgGroupMessage) && m.GetSenderId() == bID
 		})
 		if !json.Valid([]byte(got.GetPayloadJson())) {
 			t.Errorf("payload_json = %q", got.GetPayloadJson())

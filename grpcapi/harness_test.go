@@ -216,7 +216,7 @@ func agentKey(t *testing.T, n *node) ed25519.PrivateKey {
 }
 
 // envelope builds a signed JSON envelope from one agent to another.
-func envelope(t *testing.T, from, to *node, typ string, payload any) (*wire.UnifiedSynapseMessage, []byte) {
+func envelope(t *testing.T, from, to *node, typ wire.MessageType, payload any) (*wire.UnifiedSynapseMessage, []byte) {
 	t.Helper()
 	var pl wire.RawPayload
 	if payload != nil {

@@ -227,7 +227,7 @@ func (s *Server) followFeed(ctx context.Context, sub *peer.FeedSubscription, las
 func receivedMessage(r peer.ReceivedMessage) *pb.SynapseMessage {
 	m, err := wire.DecodeEnvelope(r.Raw, r.Msgpack)
 	if err != nil {
-		return &pb.SynapseMessage{Id: r.MessageID, SenderId: r.From, MessageType: r.Type, Envelope: r.Raw, Msgpack: r.Msgpack, Seq: r.Seq}
+		return &pb.SynapseMessage{Id: r.MessageID, SenderId: r.From, MessageType: string(r.Type), Envelope: r.Raw, Msgpack: r.Msgpack, Seq: r.Seq}
 	}
 	out := envelopeMessage(m, r.Raw, r.Msgpack)
 	var doc struct {
@@ -244,7 +244,7 @@ func receivedMessage(r peer.ReceivedMessage) *pb.SynapseMessage {
 func envelopeMessage(m *wire.UnifiedSynapseMessage, raw []byte, msgpack bool) *pb.SynapseMessage {
 	out := &pb.SynapseMessage{Id: m.MessageID, SenderId: m.Sender.AgentID, ReceiverId: m.Receiver.AgentID,
 		ContentType: m.ContentType, CorrelationId: m.CorrelationID, ConversationId: m.ConversationID,
-		MessageType: m.MessageType, Envelope: raw, Msgpack: msgpack}
+		MessageType: string(m.MessageType), Envelope: raw, Msgpack: msgpack}
 	if ts, err := time.Parse(time.RFC3339Nano, m.Timestamp); err == nil {
 		out.Timestamp = ts.UnixMilli()
 	}

@@ -63,7 +63,7 @@ func TestMessageRPCs(t *testing.T) {
 
 	t.Run("receive callback", func(t *testing.T) {
 		got := recvUntil(t, feed.Recv, func(m *pb.SynapseMessage) bool { return m.GetId() == sentID })
-		if got.GetSenderId() != b.a.Identity().AgentID || got.GetMessageType() != wire.MsgCapabilityQuery || got.GetSeq() == 0 {
+		if got.GetSenderId() != b.a.Identity().AgentID || got.GetMessageType() != string(wire.MsgCapabilityQuery) || got.GetSeq() == 0 {
 			t.Errorf("callback = %+v", got)
 		}
 		if _, err := wire.DecodeEnvelope(got.GetEnvelope(), got.GetMsgpack()); err != nil {
@@ -109,7 +109,7 @@ func TestMessageRPCs(t *testing.T) {
 				t.Fatalf("Recv: %v", err)
 			}
 			switch {
-			case got.GetMessageType() == wire.MsgCapabilityResponse && got.GetCorrelationId() == m.MessageID:
+			case got.GetMessageType() == string(wire.MsgCapabilityResponse) && got.GetCorrelationId() == m.MessageID:
 				answered = true
 			case got.GetId() == m.MessageID && got.GetSeq() > 0:
 				observed = true

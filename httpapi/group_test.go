@@ -187,7 +187,7 @@ func TestGroupRoutes(t *testing.T) {
 		}
 		// An observer with tasks:read replays from the start.
 		observer := dial(owner, createToken(t, owner, "obs", "tasks:read"), "?after=0")
-		if first := next(observer); first["type"] != group.EventCreate || first["seq"] != float64(1) {
+		if first := next(observer); first["type"] != string(group.EventCreate) || first["seq"] != float64(1) {
 			t.Fatalf("first event = %v, want the creation", first)
 		}
 		live := dial(member, adminToken, "")
@@ -205,7 +205,7 @@ func TestGroupRoutes(t *testing.T) {
 			t.Fatalf("100 frames without %s", what)
 		}
 		await(live, "the message's event", func(m map[string]any) bool { // the answer and the event, in either order
-			if m["type"] == wire.MsgGroupMessage {
+			if m["type"] == string(wire.MsgGroupMessage) {
 				return true
 			}
 			_, event := m["seq"] // an announcement of an earlier subtest still arriving
@@ -215,7 +215,7 @@ func TestGroupRoutes(t *testing.T) {
 			return false
 		})
 		await(observer, "the relayed message", func(m map[string]any) bool { // the observer catches up to it
-			if m["type"] != wire.MsgGroupMessage {
+			if m["type"] != string(wire.MsgGroupMessage) {
 				return false
 			}
 			if p, _ := m["payload"].(map[string]any); p["text"] != "hello from the stream" || m["from"] != memberID {

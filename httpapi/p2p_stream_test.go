@@ -348,7 +348,7 @@ func TestMessageFeed(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if e.event != "message" || e.id != uint64(i+1) || e.data["message_id"] != id || e.data["message_type"] != wire.MsgHeartbeat {
+			if e.event != "message" || e.id != uint64(i+1) || e.data["message_id"] != id || e.data["message_type"] != string(wire.MsgHeartbeat) {
 				t.Errorf("event %d = %d %s %v, want message %s", i, e.id, e.event, e.data["message_id"], id)
 			}
 		}

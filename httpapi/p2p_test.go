@@ -85,7 +85,7 @@ func agentKey(t *testing.T, ts *testServer) ed25519.PrivateKey {
 
 // envelopeFrom builds an envelope from one agent to another, signed with
 // from's key after build (which may change it) ran.
-func envelopeFrom(t *testing.T, from, to *testServer, typ string, payload any, build func(m *wire.UnifiedSynapseMessage)) *wire.UnifiedSynapseMessage {
+func envelopeFrom(t *testing.T, from, to *testServer, typ wire.MessageType, payload any, build func(m *wire.UnifiedSynapseMessage)) *wire.UnifiedSynapseMessage {
 	t.Helper()
 	var pl wire.RawPayload
 	if payload != nil {
@@ -373,7 +373,7 @@ func TestOutboxAPI(t *testing.T) {
 			t.Errorf("dead letter %v has no %q", it, k)
 		}
 	}
-	if it["peer"] != bID || it["type"] != wire.MsgTaskRequest || it["state"] != "dead" {
+	if it["peer"] != bID || it["type"] != string(wire.MsgTaskRequest) || it["state"] != "dead" {
 		t.Errorf("dead letter = %v", it)
 	}
 	tok := a.do(t, "POST", api("/tokens"), []byte(`{"name":"w","scopes":["tasks:write"]}`)).object(t)["token"].(string)

@@ -31,7 +31,7 @@ func TestStreamPanicRecovered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	send := func(typ string) []byte {
+	send := func(typ wire.MessageType) []byte {
 		t.Helper()
 		m := envelopeFrom(t, b, a, typ, map[string]any{"group_id": "g1"}, nil)
 		if err := c.WriteMessage(websocket.TextMessage, envelopeJSON(t, m)); err != nil {

@@ -23,18 +23,18 @@ import (
 
 // a2aCarried are the messages sent over A2A under an a2a_jsonrpc
 // contract.
-var a2aCarried = map[string]bool{
+var a2aCarried = map[wire.MessageType]bool{
 	wire.MsgTaskRequest: true, wire.MsgTaskCancel: true, wire.MsgTaskInfoProvided: true, wire.MsgTaskAck: true,
 }
 
 // a2aDestination is where a message of msgType goes under c, when c sends
 // it over A2A.
-func (n *Network) a2aDestination(c *negotiate.Contract, msgType string) (string, bool) {
+func (n *Network) a2aDestination(c *negotiate.Contract, msgType wire.MessageType) (string, bool) {
 	return a2aDestination(c, msgType, n.self().Endpoint)
 }
 
 // a2aDestination is the method for an agent whose endpoint is self.
-func a2aDestination(c *negotiate.Contract, msgType, self string) (string, bool) {
+func a2aDestination(c *negotiate.Contract, msgType wire.MessageType, self string) (string, bool) {
 	if c == nil || c.TransportMethod.Protocol != negotiate.A2AJSONRPC || !a2aCarried[msgType] {
 		return "", false
 	}
@@ -53,7 +53,7 @@ func a2aDestination(c *negotiate.Contract, msgType, self string) (string, bool) 
 
 // sendA2A sends an outbox message to the A2A destination to: signed, not
 // sealed (A2A carries no contract encryption).
-func (n *Network) sendA2A(ctx context.Context, to, peerID, msgType, id, corr string, pl wire.RawPayload, s Sequence) (transport.Outcome, *deliveryError) {
+func (n *Network) sendA2A(ctx context.Context, to, peerID string, msgType wire.MessageType, id, corr string, pl wire.RawPayload, s Sequence) (transport.Outcome, *deliveryError) {
 	m, err := n.envelope(msgType, peerID, id, corr, pl)
 	if err != nil {
 		return transport.Outcome{}, &deliveryError{err: err, permanent: true}

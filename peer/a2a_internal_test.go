@@ -17,7 +17,7 @@ func TestA2ADestination(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
 		c       *negotiate.Contract
-		msgType string
+		msgType wire.MessageType
 		want    string
 	}{
 		{"no contract", nil, wire.MsgTaskRequest, ""},

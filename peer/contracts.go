@@ -62,7 +62,7 @@ func (n *Network) negotiation(ctx context.Context, p *peer, m *wire.UnifiedSynap
 // active contract, negotiating one first when there is none. A failure of
 // the negotiation (or of signing) is returned as a *deliveryError, else the
 // outcome of the send.
-func (n *Network) sendUnderContract(ctx context.Context, p *peer, msgType, id, corr string, pl wire.RawPayload, s Sequence) (transport.Outcome, *deliveryError) {
+func (n *Network) sendUnderContract(ctx context.Context, p *peer, msgType wire.MessageType, id, corr string, pl wire.RawPayload, s Sequence) (transport.Outcome, *deliveryError) {
 	peerID := p.rec.AgentID
 	var c *negotiate.Contract
 	if !contracts.Exempt(msgType) {
@@ -88,7 +88,7 @@ func (n *Network) sendUnderContract(ctx context.Context, p *peer, msgType, id, c
 }
 
 // sendUnder signs the message under c (nil: none) and posts it.
-func (n *Network) sendUnder(ctx context.Context, p *peer, c *negotiate.Contract, msgType, id, corr string, pl wire.RawPayload, s Sequence) (transport.Outcome, *deliveryError) {
+func (n *Network) sendUnder(ctx context.Context, p *peer, c *negotiate.Contract, msgType wire.MessageType, id, corr string, pl wire.RawPayload, s Sequence) (transport.Outcome, *deliveryError) {
 	if to, ok := n.a2aDestination(c, msgType); ok {
 		return n.sendA2A(ctx, to, p.rec.AgentID, msgType, id, corr, pl, s) // a2a.go
 	}

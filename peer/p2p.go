@@ -245,7 +245,7 @@ func (n *Network) self() wire.AgentRef {
 }
 
 // envelope builds and signs a message for peer.
-func (n *Network) envelope(msgType, peer, id, corr string, payload wire.RawPayload) (*wire.UnifiedSynapseMessage, error) {
+func (n *Network) envelope(msgType wire.MessageType, peer, id, corr string, payload wire.RawPayload) (*wire.UnifiedSynapseMessage, error) {
 	m := wire.NewMessage(msgType, n.self(), wire.AgentRef{AgentID: peer}, payload, n.clock.Now())
 	if id != "" {
 		m.MessageID = id
@@ -330,7 +330,7 @@ type ReceivedMessage struct {
 	// Seq increases by one per envelope, from 1, for the agent's lifetime.
 	Seq       uint64
 	MessageID string
-	Type      string
+	Type      wire.MessageType
 	From      string
 	// Msgpack tells whether Raw is a msgpack envelope (else JSON).
 	Msgpack bool

@@ -36,13 +36,13 @@ func (n *Network) HandleGroupMessages(h GroupHandler) {
 func (n *Network) groupMessage(ctx context.Context, from string, m *wire.UnifiedSynapseMessage) error {
 	h := n.groupHandler.Load()
 	if h == nil {
-		return wire.Errorf(wire.CodeCapabilityLacking, "this agent does not take part in groups").With("message_type", m.MessageType)
+		return wire.Errorf(wire.CodeCapabilityLacking, "this agent does not take part in groups").With("message_type", string(m.MessageType))
 	}
 	return (*h)(ctx, from, m)
 }
 
 // isGroupMessage reports whether t is one of the group:* types.
-func isGroupMessage(t string) bool {
+func isGroupMessage(t wire.MessageType) bool {
 	switch t {
 	case wire.MsgGroupInvite, wire.MsgGroupJoin, wire.MsgGroupLeave, wire.MsgGroupDisband, wire.MsgGroupMessage,
 		wire.MsgGroupBallot, wire.MsgGroupVoteOpen, wire.MsgGroupVoteResult, wire.MsgGroupTask, wire.MsgGroupTaskResult:
@@ -55,7 +55,7 @@ func isGroupMessage(t string) bool {
 // JSON) for the paired peer in tx: it is signed and sent by the outbox
 // once tx commits, and not at all if tx rolls back. Use it to announce a
 // change in the transaction that makes it.
-func (n *Network) QueueToPeer(tx *store.Tx, peer, msgType string, payload any) error {
+func (n *Network) QueueToPeer(tx *store.Tx, peer string, msgType wire.MessageType, payload any) error {
 	if !n.ready() {
 		return wire.Errorf(wire.CodeAgentNotReady, "")
 	}
@@ -70,6 +70,6 @@ func (n *Network) QueueToPeer(tx *store.Tx, peer, msgType string, payload any) e
 
 // SendToPeer is QueueToPeer in a transaction of its own: it returns once
 // the message is durable in the outbox.
-func (n *Network) SendToPeer(ctx context.Context, peer, msgType string, payload any) error {
+func (n *Network) SendToPeer(ctx context.Context, peer string, msgType wire.MessageType, payload any) error {
 	return n.db.Update(ctx, func(tx *store.Tx) error { return n.QueueToPeer(tx, peer, msgType, payload) })
 }

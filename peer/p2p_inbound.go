@@ -76,7 +76,7 @@ func (n *Network) receive(ctx context.Context, m *wire.UnifiedSynapseMessage, ra
 		return nil, n.unpaired(m) // pairing.go
 	}
 	if err := wire.Verify(m, p.pub); err != nil {
-		n.a.Audit(agent.AuditSignatureFailed, m.Sender.AgentID, map[string]any{"message_id": m.MessageID, "message_type": m.MessageType, "error": err.Error()})
+		n.a.Audit(agent.AuditSignatureFailed, m.Sender.AgentID, map[string]any{"message_id": m.MessageID, "message_type": string(m.MessageType), "error": err.Error()})
 		return nil, wire.Errorf(wire.CodeIDUnknownSender, "%v", err).With("sender", m.Sender.AgentID)
 	}
 	if err := wire.CheckTimestamp(m, n.clock.Now(), wire.ReplayWindow); err != nil {
@@ -136,8 +136,8 @@ func (n *Network) apply(ctx context.Context, p *peer, m, dm *wire.UnifiedSynapse
 		peer := p.rec.AgentID
 		n.spawn(func() { n.out.wake(peer) })
 	}
-	label := m.MessageType
-	if !wire.IsKnownMessageType(label) {
+	label := string(m.MessageType)
+	if !wire.IsKnownMessageType(m.MessageType) {
 		label = "other"
 	}
 	n.m.received.With(label).Add(1)
@@ -332,6 +332,6 @@ func (n *Network) Prune(ctx context.Context) error {
 	return nil
 }
 
-func badPayload(msgType string, err error) error {
+func badPayload(msgType wire.MessageType, err error) error {
 	return wire.Errorf(wire.CodeMessageFormatInvalid, "%s payload: %v", msgType, err)
 }

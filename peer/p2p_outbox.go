@@ -133,7 +133,7 @@ func (o *outbox) enqueue(tx *store.Tx, m agent.Outgoing) error {
 		return fmt.Errorf("outbox: %s: %w", m.Type, err)
 	}
 	now := o.n.clock.Now().UTC()
-	it := &store.OutboxItem{ID: id.String(), Peer: m.Peer, URL: m.URL, Type: m.Type, CorrelationID: m.CorrelationID,
+	it := &store.OutboxItem{ID: id.String(), Peer: m.Peer, URL: m.URL, Type: string(m.Type), CorrelationID: m.CorrelationID,
 		Payload: payload.Bytes(), CreatedAt: now, NextAttempt: now}
 	if it.URL != "" {
 		it.Peer = ""
@@ -550,7 +550,7 @@ func (o *outbox) deliverPeer(dest string, p *peer, it *store.OutboxItem, s Seque
 	if err != nil {
 		return &deliveryError{err: fmt.Errorf("stored payload: %w", err), permanent: true}
 	}
-	out, derr := o.n.sendUnderContract(ctx, p, it.Type, it.ID, it.CorrelationID, pl, s)
+	out, derr := o.n.sendUnderContract(ctx, p, wire.MessageType(it.Type), it.ID, it.CorrelationID, pl, s)
 	if derr == nil && out.Status != 0 && ordered(out) {
 		o.mu.Lock()
 		o.ordered[dest] = true

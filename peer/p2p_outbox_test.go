@@ -66,7 +66,7 @@ func TestStoreAndForward(t *testing.T) {
 	})
 	t.Run("dead letters", func(t *testing.T) {
 		for i, d := range dead {
-			if d.ID == "" || d.Peer != b.id() || d.Type != wire.MsgTaskRequest || d.Attempts != 3 || d.LastError == "" || d.DeadAt == "" {
+			if d.ID == "" || d.Peer != b.id() || d.Type != string(wire.MsgTaskRequest) || d.Attempts != 3 || d.LastError == "" || d.DeadAt == "" {
 				t.Errorf("dead letter %d = %+v, want a task request to %s after 3 attempts with its last error", i, d, b.id())
 			}
 		}
@@ -168,7 +168,7 @@ func TestOutboxAdministration(t *testing.T) {
 	deadCancel := func(errPart string) func() bool {
 		return func() bool {
 			for _, d := range outbox(t, a.a, store.OutboxDead) {
-				if d.Type == wire.MsgTaskCancel && d.Attempts == 1 && strings.Contains(d.LastError, errPart) {
+				if d.Type == string(wire.MsgTaskCancel) && d.Attempts == 1 && strings.Contains(d.LastError, errPart) {
 					return true
 				}
 			}

@@ -102,7 +102,7 @@ func TestPairRequestChecks(t *testing.T) {
 	}
 	_, otherPriv, _ := ed25519.GenerateKey(rand.Reader)
 	me := wire.Identity{AgentID: "plant_stranger_000001", PublicKey: base64.StdEncoding.EncodeToString(pub), Endpoint: "http://127.0.0.1:9"}
-	send := func(t *testing.T, msgType string, payload any, key ed25519.PrivateKey) (int, wire.Error) {
+	send := func(t *testing.T, msgType wire.MessageType, payload any, key ed25519.PrivateKey) (int, wire.Error) {
 		t.Helper()
 		pl, err := wire.NewJSONPayload(payload)
 		if err != nil {
@@ -130,7 +130,7 @@ func TestPairRequestChecks(t *testing.T) {
 	}
 	cases := []struct {
 		name    string
-		typ     string
+		typ     wire.MessageType
 		payload any
 		key     ed25519.PrivateKey
 		code    wire.ErrorCode

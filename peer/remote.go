@@ -111,7 +111,7 @@ func outgoingFor(prev, next *wire.Task) []agent.Outgoing {
 // TaskStatusResponse as JSON, signed with X-Synapse-Signature.
 const WebhookType = "webhook"
 
-func ackedType(s wire.Status) string {
+func ackedType(s wire.Status) wire.MessageType {
 	switch s {
 	case wire.StatusCompleted:
 		return wire.MsgTaskComplete

@@ -50,7 +50,7 @@ const (
 )
 
 // MessageType is the message_type field of an envelope.
-type MessageType = string
+type MessageType string
 
 // Message types (the message_type field). The 17 p2p:* types are those of
 // seed 004 §2.1; negotiation is seed 002 §8; error answers carry the TPError

@@ -125,7 +125,7 @@ func FuzzEnvelopeFields(f *testing.F) {
 			return
 		}
 		m := sigMinimalMessage()
-		m.MessageType, m.Sender.AgentID, m.Receiver.AgentID, m.CorrelationID, m.Timestamp = msgType, sender, receiver, corr, ts
+		m.MessageType, m.Sender.AgentID, m.Receiver.AgentID, m.CorrelationID, m.Timestamp = wire.MessageType(msgType), sender, receiver, corr, ts
 		m.Payload = p
 		m.TraceInfo = &wire.TraceInfo{HopCount: hops}
 		if m.Validate() != nil {

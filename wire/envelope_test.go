@@ -67,7 +67,7 @@ func TestNewMessage(t *testing.T) {
 
 func TestMessageTypes(t *testing.T) {
 	all := wire.MessageTypes()
-	seen := map[string]bool{}
+	seen := map[wire.MessageType]bool{}
 	p2p := 0
 	for _, mt := range all {
 		if seen[mt] {
@@ -77,14 +77,14 @@ func TestMessageTypes(t *testing.T) {
 		if !wire.IsKnownMessageType(mt) {
 			t.Errorf("IsKnownMessageType(%s) = false", mt)
 		}
-		if matched, _ := regexp.MatchString(`^p2p:[a-z_]+$`, mt); matched {
+		if matched, _ := regexp.MatchString(`^p2p:[a-z_]+$`, string(mt)); matched {
 			p2p++
 		}
 	}
 	if p2p != 17 {
 		t.Errorf("got %d p2p types, want the 17 of seed 004 §2.1", p2p)
 	}
-	for _, mt := range []string{"negotiate_request", "negotiate_response", "error", "group:ballot", "p2p:human_decision"} {
+	for _, mt := range []wire.MessageType{"negotiate_request", "negotiate_response", "error", "group:ballot", "p2p:human_decision"} {
 		if !seen[mt] {
 			t.Errorf("%s missing", mt)
 		}

@@ -125,8 +125,8 @@ type TaskAckPayload struct {
 	TaskID string `json:"task_id" msgpack:"task_id"`
 	// AckedType is the message type acknowledged (p2p:task_complete,
 	// p2p:task_cancel, ...).
-	AckedType string `json:"acked_type,omitempty" msgpack:"acked_type,omitempty"`
-	Status    Status `json:"status,omitempty" msgpack:"status,omitempty"`
+	AckedType MessageType `json:"acked_type,omitempty" msgpack:"acked_type,omitempty"`
+	Status    Status      `json:"status,omitempty" msgpack:"status,omitempty"`
 }
 
 // AckPayload is p2p:ack and p2p:nack.

@@ -322,7 +322,7 @@ func TestVerifyDetectsEveryChange(t *testing.T) {
 	}{
 		{"tp_version", func(m *wire.UnifiedSynapseMessage) { m.TPVersion = "1.0.1" }},
 		{"message_id", func(m *wire.UnifiedSynapseMessage) { m.MessageID = flipBit(m.MessageID) }},
-		{"message_type", func(m *wire.UnifiedSynapseMessage) { m.MessageType = flipBit(m.MessageType) }},
+		{"message_type", func(m *wire.UnifiedSynapseMessage) { m.MessageType = wire.MessageType(flipBit(string(m.MessageType))) }},
 		{"sender.agent_id", func(m *wire.UnifiedSynapseMessage) { m.Sender.AgentID = flipBit(m.Sender.AgentID) }},
 		{"receiver.agent_id", func(m *wire.UnifiedSynapseMessage) { m.Receiver.AgentID = flipBit(m.Receiver.AgentID) }},
 		{"receiver removed", func(m *wire.UnifiedSynapseMessage) { m.Receiver = wire.AgentRef{} }},

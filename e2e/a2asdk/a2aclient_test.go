@@ -19,8 +19,9 @@ import (
 
 // report is one report the transport gave the agent.
 type report struct {
-	peer, msgType string
-	payload       map[string]any
+	peer    string
+	msgType wire.MessageType
+	payload map[string]any
 }
 
 // reports records what the transport reports, as the agent's engine
@@ -30,7 +31,7 @@ type reports struct {
 	all []report
 }
 
-func (r *reports) ReportFromPeer(_ context.Context, peer, msgType string, pl wire.RawPayload) error {
+func (r *reports) ReportFromPeer(_ context.Context, peer string, msgType wire.MessageType, pl wire.RawPayload) error {
 	var m map[string]any
 	if err := pl.Decode(&m); err != nil {
 		return err
@@ -58,10 +59,10 @@ func (r *reports) final(taskID string) (report, bool) {
 }
 
 // types lists the report types of a task in order.
-func (r *reports) types(taskID string) []string {
+func (r *reports) types(taskID string) []wire.MessageType {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []string
+	var out []wire.MessageType
 	for _, x := range r.all {
 		if x.payload["task_id"] == taskID {
 			out = append(out, x.msgType)
@@ -103,7 +104,7 @@ func newA2AClient(t *testing.T, db *store.DB, rep a2aclient.Reporter, token stri
 }
 
 // envelope is a message of type msgType from this agent to the peer.
-func envelope(t *testing.T, msgType string, payload any) []byte {
+func envelope(t *testing.T, msgType wire.MessageType, payload any) []byte {
 	t.Helper()
 	pl, err := wire.NewJSONPayload(payload)
 	if err != nil {
@@ -117,7 +118,7 @@ func envelope(t *testing.T, msgType string, payload any) []byte {
 	return b
 }
 
-func sendEnv(t *testing.T, tr transport.Transport, to, msgType string, payload any) transport.Outcome {
+func sendEnv(t *testing.T, tr transport.Transport, to string, msgType wire.MessageType, payload any) transport.Outcome {
 	t.Helper()
 	return tr.Send(t.Context(), &transport.Message{Kind: transport.Envelope, To: to, Body: envelope(t, msgType, payload),
 		ContentType: "application/json"})
@@ -204,7 +205,7 @@ func TestA2AClient(t *testing.T) {
 				t.Fatalf("cancel: %v %v", o.Class, o.Err)
 			}
 			testutil.Eventually(t, 20*time.Second, "t-long cancelled", func() (ok bool) { fin, ok = rep.final("t-long"); return })
-			if fin.msgType != wire.MsgTaskAck || fin.payload["acked_type"] != wire.MsgTaskCancel || fin.payload["status"] != string(wire.StatusCancelled) {
+			if fin.msgType != wire.MsgTaskAck || fin.payload["acked_type"] != string(wire.MsgTaskCancel) || fin.payload["status"] != string(wire.StatusCancelled) {
 				t.Errorf("final report of t-long %+v, want the ack of the cancel", fin)
 			}
 			if got := rep.types("t-long"); got[0] != wire.MsgTaskConfirm && got[0] != wire.MsgTaskStatusUpdate {

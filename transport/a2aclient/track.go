@@ -169,7 +169,7 @@ func final(state string) bool {
 // (nothing for a state with no counterpart).
 func (t *Transport) report(ctx context.Context, peer, taskID string, task *a2a.Task) error {
 	text, data := statusParts(task.Status.Message)
-	var msgType string
+	var msgType wire.MessageType
 	var payload any
 	switch stateName(task.Status.State) {
 	case a2a.StateSubmitted:

@@ -23,7 +23,7 @@ import (
 // reports, payload its payload). Reports are idempotent: a repeated or
 // late one has no second effect.
 type Reporter interface {
-	ReportFromPeer(ctx context.Context, peer, msgType string, payload wire.RawPayload) error
+	ReportFromPeer(ctx context.Context, peer string, msgType wire.MessageType, payload wire.RawPayload) error
 }
 
 // Options configure a Transport.
