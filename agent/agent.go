@@ -19,6 +19,7 @@ import (
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/tier1"
 	"github.com/synapse-edge/synapse/transport"
+	"github.com/synapse-edge/synapse/transport/outbound"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -44,8 +45,8 @@ type Agent struct {
 	uplink *tier1.Uplink
 	stopBg context.CancelFunc
 	bgDone chan struct{}
-	// outbound is the policy of client-given URLs (outbound.go).
-	outbound *OutboundPolicy
+	// outbound is the policy of client-given URLs (package outbound).
+	outbound *outbound.Policy
 	// transport sends what the agent sends (transport.go); ownTransport
 	// is set when it is the default, which Close closes.
 	transport    transport.Transport
@@ -103,7 +104,7 @@ func New(cfg Config, opts Options) (*Agent, error) {
 	}
 	a := &Agent{cfg: cfg, log: slog.New(slog.DiscardHandler), clock: realClock{}, metrics: metrics.New()}
 	var err error
-	if a.outbound, err = NewOutboundPolicy(cfg.Outbound, cfg.Listen); err != nil {
+	if a.outbound, err = outbound.New(cfg.Outbound, cfg.Listen); err != nil {
 		return nil, fmt.Errorf("config: outbound.allow: %w", err)
 	}
 	if opts.Logger != nil {

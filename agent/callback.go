@@ -42,3 +42,10 @@ func (a *Agent) SetCallbackURL(ctx context.Context, id, url string) (*wire.Task,
 	}
 	return e.get(id)
 }
+
+// CheckOutboundURL checks a client-given URL (callback_url, an A2A push
+// notification URL; field names it in the 400) against the agent's
+// outbound policy (package outbound).
+func (a *Agent) CheckOutboundURL(ctx context.Context, field, raw string) error {
+	return a.outbound.CheckURL(ctx, field, raw)
+}

@@ -58,8 +58,8 @@ type Config struct {
 	A2A A2AConfig `json:"a2a"`
 	// Outbound is the policy of URLs clients give the agent to call
 	// (callback_url, A2A push): private ranges are refused unless allowed
-	// here (outbound.go).
-	Outbound OutboundConfig `json:"outbound"`
+	// here (package transport/outbound).
+	Outbound outbound.Config `json:"outbound"`
 	// HIL configures human-in-the-loop escalation (SPEC §9).
 	HIL HILConfig `json:"hil"`
 	// Negotiation configures protocol contracts (SPEC §7;
