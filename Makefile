@@ -23,7 +23,7 @@ BENCHTIME ?= 1s
 FUZZTIME  ?= 20s
 TOP       ?= 12
 
-.PHONY: help build run test test-arm64 test-arm modules cross size bench check fuzz clean build-grpc test-grpc proto
+.PHONY: help build run test vet test-arm64 test-arm modules cross size bench check fuzz clean build-grpc test-grpc proto
 
 help: ## list the targets
 	@echo "Usage: make TARGET [VAR=value]"
@@ -59,7 +59,7 @@ run: build ## build, then serve with DATA=./data on LISTEN=127.0.0.1:8080
 	./$(BIN) serve --data $(DATA) --listen $(LISTEN)
 
 test: ## vet, every module tidy, cross (the builds fail fast), the race suite, test-grpc, test-a2a, the suite under qemu (arm64, armv7), the tier-1 harness smoke
-	@scripts/timed.sh vet $(GO) vet ./...
+	@scripts/timed.sh vet $(MAKE) --no-print-directory vet
 	@scripts/timed.sh modules $(MAKE) --no-print-directory modules
 	@scripts/timed.sh cross $(MAKE) --no-print-directory cross
 	@scripts/timed.sh race env CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m ./...
@@ -68,6 +68,10 @@ test: ## vet, every module tidy, cross (the builds fail fast), the race suite, t
 	@scripts/timed.sh test-arm64 $(MAKE) --no-print-directory test-arm64
 	@scripts/timed.sh test-arm $(MAKE) --no-print-directory test-arm
 	@scripts/timed.sh bench-tier1-smoke $(MAKE) --no-print-directory bench-tier1-smoke
+
+vet: ## go vet of every package, with the default tags and with the gRPC tags (files behind //go:build grpc are vetted too)
+	$(GO) vet ./...
+	$(GO) vet -tags "$(TAGS) $(GRPC_TAGS)" ./...
 
 modules: ## every go.mod (root, bench/tier1, ...): go mod tidy -diff prints nothing, go vet and go build pass
 	@GO="$(GO)" scripts/modules.sh
