@@ -4,20 +4,17 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/x509"
-	"encoding/json"
 	"encoding/pem"
-	"errors"
 	"os"
 	"path/filepath"
-	"reflect"
 	"testing"
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/internal/clocktest"
-	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/internal/testutil/peernode"
+	"github.com/synapse-edge/synapse/internal/testutil/tasktest"
 	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
@@ -94,65 +91,27 @@ func submitTo(t *testing.T, a, b *peerNode, taskType, payload string) *wire.Task
 // waitFinal waits until the task is in a final state.
 func waitFinal(t *testing.T, a *node, id string) *wire.Task {
 	t.Helper()
-	task, err := a.Wait(context.Background(), id, 10*time.Second)
-	if err != nil {
-		t.Fatalf("Wait(%s): %v", id, err)
-	}
-	if !task.Status.Terminal() {
-		t.Fatalf("task %s is still %s after 10s", id, task.Status)
-	}
-	return task
+	return tasktest.WaitFinal(t, a.Agent, id)
 }
 
 // waitStatus polls until the stored task is in status want.
 func waitStatus(t *testing.T, a *node, id string, want wire.Status) *wire.Task {
 	t.Helper()
-	var task *wire.Task
-	last := "" // each state seen is logged: a failure shows the last one
-	testutil.Eventually(t, 10*time.Second, "task "+id+" to be "+string(want), func() bool {
-		var err error
-		task, err = a.Task(id)
-		if d := describe(task); d != last {
-			t.Logf("task %s: %s", id, d)
-			last = d
-		}
-		return err == nil && task.Status == want
-	})
-	return task
+	return tasktest.WaitStatus(t, a.Agent, id, want)
 }
 
-func describe(task *wire.Task) string {
-	if task == nil {
-		return "<nil>"
-	}
-	return string(task.Status) + " " + string(task.ErrorCode) + " " + task.ErrorMessage
-}
+func describe(task *wire.Task) string { return tasktest.Describe(task) }
 
 // wantCode asserts err is a *wire.Error with code.
 func wantCode(t *testing.T, err error, code wire.ErrorCode) *wire.Error {
 	t.Helper()
-	var we *wire.Error
-	if !errors.As(err, &we) {
-		t.Fatalf("error = %v (%T), want *wire.Error %s", err, err, code)
-	}
-	if we.Code != code {
-		t.Fatalf("error code = %s (%v), want %s", we.Code, we, code)
-	}
-	return we
+	return tasktest.WantCode(t, err, code)
 }
 
 // jsonEqual compares two JSON texts by value.
 func jsonEqual(t *testing.T, got, want []byte) bool {
 	t.Helper()
-	var g, w any
-	if err := json.Unmarshal(got, &g); err != nil {
-		t.Errorf("invalid JSON %q: %v", got, err)
-		return false
-	}
-	if err := json.Unmarshal(want, &w); err != nil {
-		t.Fatalf("invalid JSON %q: %v", want, err)
-	}
-	return reflect.DeepEqual(g, w)
+	return tasktest.JSONEqual(t, got, want)
 }
 
 // peerKey reads n's Ed25519 key from its data directory.
@@ -206,9 +165,5 @@ func script(t *testing.T, name string) []string {
 // submit submits a task and fails the test if it is refused.
 func submit(t *testing.T, a *node, taskType, payload string) *wire.Task {
 	t.Helper()
-	task, err := a.Submit(context.Background(), admin, &wire.SubmitRequest{TaskType: taskType, Payload: wire.JSONValue(payload)}, nil)
-	if err != nil {
-		t.Fatalf("Submit(%s, %s): %v", taskType, payload, err)
-	}
-	return task
+	return tasktest.Submit(t, a.Agent, admin, taskType, payload)
 }

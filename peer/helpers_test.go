@@ -1,23 +1,16 @@
 package peer_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
-	"reflect"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/internal/clocktest"
+	"github.com/synapse-edge/synapse/internal/testutil/tasktest"
 	"github.com/synapse-edge/synapse/peer"
 
 	"github.com/synapse-edge/synapse/agent"
-	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -96,137 +89,58 @@ func closeAgent(t *testing.T, a *node, d time.Duration) {
 // submit submits a task and fails the test if it is refused.
 func submit(t *testing.T, a *node, taskType, payload string) *wire.Task {
 	t.Helper()
-	task, err := a.Submit(context.Background(), admin, &wire.SubmitRequest{TaskType: taskType, Payload: wire.JSONValue(payload)}, nil)
-	if err != nil {
-		t.Fatalf("Submit(%s, %s): %v", taskType, payload, err)
-	}
-	return task
+	return tasktest.Submit(t, a.Agent, admin, taskType, payload)
 }
 
 // waitFinal waits until the task is in a final state.
 func waitFinal(t *testing.T, a *node, id string) *wire.Task {
 	t.Helper()
-	task, err := a.Wait(context.Background(), id, 10*time.Second)
-	if err != nil {
-		t.Fatalf("Wait(%s): %v", id, err)
-	}
-	if !task.Status.Terminal() {
-		t.Fatalf("task %s is still %s after 10s", id, task.Status)
-	}
-	return task
+	return tasktest.WaitFinal(t, a.Agent, id)
 }
 
 // waitStatus polls until the stored task is in status want.
 func waitStatus(t *testing.T, a *node, id string, want wire.Status) *wire.Task {
 	t.Helper()
-	var task *wire.Task
-	last := "" // each state seen is logged: a failure shows the last one
-	testutil.Eventually(t, 10*time.Second, "task "+id+" to be "+string(want), func() bool {
-		var err error
-		task, err = a.Task(id)
-		if d := describe(task); d != last {
-			t.Logf("task %s: %s", id, d)
-			last = d
-		}
-		return err == nil && task.Status == want
-	})
-	return task
+	return tasktest.WaitStatus(t, a.Agent, id, want)
 }
 
-func describe(task *wire.Task) string {
-	if task == nil {
-		return "<nil>"
-	}
-	return string(task.Status) + " " + string(task.ErrorCode) + " " + task.ErrorMessage
-}
+func describe(task *wire.Task) string { return tasktest.Describe(task) }
 
 // wantCode asserts err is a *wire.Error with code.
 func wantCode(t *testing.T, err error, code wire.ErrorCode) *wire.Error {
 	t.Helper()
-	var we *wire.Error
-	if !errors.As(err, &we) {
-		t.Fatalf("error = %v (%T), want *wire.Error %s", err, err, code)
-	}
-	if we.Code != code {
-		t.Fatalf("error code = %s (%v), want %s", we.Code, we, code)
-	}
-	return we
+	return tasktest.WantCode(t, err, code)
 }
 
 // statuses lists the states of a task's history.
-func statuses(task *wire.Task) []wire.Status {
-	var out []wire.Status
-	for _, h := range task.History {
-		out = append(out, h.Status)
-	}
-	return out
-}
+func statuses(task *wire.Task) []wire.Status { return tasktest.Statuses(task) }
 
 // jsonEqual compares two JSON texts by value.
 func jsonEqual(t *testing.T, got, want []byte) bool {
 	t.Helper()
-	var g, w any
-	if err := json.Unmarshal(got, &g); err != nil {
-		t.Errorf("invalid JSON %q: %v", got, err)
-		return false
-	}
-	if err := json.Unmarshal(want, &w); err != nil {
-		t.Fatalf("invalid JSON %q: %v", want, err)
-	}
-	return reflect.DeepEqual(g, w)
+	return tasktest.JSONEqual(t, got, want)
 }
 
 // eventsOf reads the stored events of a task.
 func eventsOf(t *testing.T, a *node, id string) []*wire.Event {
 	t.Helper()
-	evs, err := a.Events(id, 0)
-	if err != nil {
-		t.Fatalf("Events(%s): %v", id, err)
-	}
-	return evs
+	return tasktest.EventsOf(t, a.Agent, id)
 }
 
 // eventData decodes an event's data object.
 func eventData(t *testing.T, e *wire.Event) map[string]any {
 	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(e.Data, &m); err != nil {
-		t.Fatalf("event %d data %q: %v", e.Seq, e.Data, err)
-	}
-	return m
+	return tasktest.EventData(t, e)
 }
 
 // metric reads one sample of the agent's metrics by its exact series name.
 func metric(t *testing.T, a *node, series string) float64 {
 	t.Helper()
-	var buf bytes.Buffer
-	a.Metrics().Write(&buf)
-	sc := bufio.NewScanner(&buf)
-	for sc.Scan() {
-		name, value, ok := strings.Cut(sc.Text(), " ")
-		if ok && name == series {
-			v, err := strconv.ParseFloat(value, 64)
-			if err != nil {
-				t.Fatalf("metric %s = %q: %v", series, value, err)
-			}
-			return v
-		}
-	}
-	return 0
+	return tasktest.Metric(t, a.Agent, series)
 }
 
 // blockHandler runs until its context ends and then returns the context's
 // error; started receives the task id when it begins.
 func blockHandler(taskType string, idempotent bool, started chan<- string) agent.Handler {
-	return agent.Handler{
-		Type:       wire.SupportedTaskType{Type: taskType},
-		Idempotent: idempotent,
-		Func: func(ctx context.Context, r *agent.Run) (any, error) {
-			if started != nil {
-				started <- r.ID()
-			}
-			<-ctx.Done()
-			return nil, ctx.Err()
-		},
-	}
+	return tasktest.BlockHandler(taskType, idempotent, started)
 }
