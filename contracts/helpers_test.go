@@ -3,9 +3,6 @@ package contracts_test
 import (
 	"context"
 	"crypto/ed25519"
-	"crypto/x509"
-	"encoding/pem"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -117,39 +114,13 @@ func jsonEqual(t *testing.T, got, want []byte) bool {
 // peerKey reads n's Ed25519 key from its data directory.
 func peerKey(t *testing.T, n *peerNode) ed25519.PrivateKey {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(n.cfg.DataDir, agent.KeyFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	blk, _ := pem.Decode(raw)
-	if blk == nil {
-		t.Fatal("agent key is not PEM")
-	}
-	k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k.(ed25519.PrivateKey)
+	return tasktest.Key(t, n.cfg.DataDir)
 }
 
 // outbox lists every item of one state (pending or dead).
 func outbox(t testing.TB, a *node, state store.OutboxState) []peer.OutboxEntry {
 	t.Helper()
-	var all []peer.OutboxEntry
-	after := ""
-	for page := 0; page < 1000; page++ {
-		items, next, err := a.Outbox(peer.OutboxQuery{State: string(state), After: after, Limit: 1000})
-		if err != nil {
-			t.Fatalf("Outbox(%s): %v", state, err)
-		}
-		all = append(all, items...)
-		if next == "" {
-			return all
-		}
-		after = next
-	}
-	t.Fatal("Outbox did not end after 1000 pages")
-	return nil
+	return tasktest.Outbox(t, a.Network, state)
 }
 
 // script is the command line that runs a fixture of testdata/.

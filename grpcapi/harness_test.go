@@ -6,15 +6,11 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -29,6 +25,7 @@ import (
 	"github.com/synapse-edge/synapse/group"
 	"github.com/synapse-edge/synapse/grpcapi"
 	"github.com/synapse-edge/synapse/internal/testutil/peernode"
+	"github.com/synapse-edge/synapse/internal/testutil/tasktest"
 	"github.com/synapse-edge/synapse/peer"
 	pb "github.com/synapse-edge/synapse/proto"
 	"github.com/synapse-edge/synapse/wire"
@@ -200,19 +197,7 @@ func (n *node) waitTask(t *testing.T, id string) *pb.TaskStatusResponse {
 // agentKey reads the private key an agent keeps in its data directory.
 func agentKey(t *testing.T, n *node) ed25519.PrivateKey {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(n.cfg.DataDir, agent.KeyFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	blk, _ := pem.Decode(raw)
-	if blk == nil {
-		t.Fatal("agent key is not PEM")
-	}
-	k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k.(ed25519.PrivateKey)
+	return tasktest.Key(t, n.cfg.DataDir)
 }
 
 // envelope builds a signed JSON envelope from one agent to another.

@@ -2,10 +2,8 @@ package httpapi_test
 
 import (
 	"crypto/ed25519"
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
 	"net"
 	"net/http"
 	"os"
@@ -19,6 +17,7 @@ import (
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/internal/testutil/peernode"
+	"github.com/synapse-edge/synapse/internal/testutil/tasktest"
 	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -68,19 +67,7 @@ func (ts *testServer) contractWith(t *testing.T, other *testServer) {
 // agentKey reads the private key an agent keeps in its data directory.
 func agentKey(t *testing.T, ts *testServer) ed25519.PrivateKey {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(ts.cfg.DataDir, agent.KeyFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	blk, _ := pem.Decode(raw)
-	if blk == nil {
-		t.Fatal("agent key is not PEM")
-	}
-	k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k.(ed25519.PrivateKey)
+	return tasktest.Key(t, ts.cfg.DataDir)
 }
 
 // envelopeFrom builds an envelope from one agent to another, signed with

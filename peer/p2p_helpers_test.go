@@ -5,6 +5,7 @@ import (
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/internal/testutil/peernode"
+	"github.com/synapse-edge/synapse/internal/testutil/tasktest"
 	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/store"
 )
@@ -60,19 +61,5 @@ func pair(t testing.TB, a, b *peerNode) {
 // outbox lists every item of one state (pending or dead).
 func outbox(t testing.TB, a *node, state store.OutboxState) []peer.OutboxEntry {
 	t.Helper()
-	var all []peer.OutboxEntry
-	after := ""
-	for page := 0; page < 1000; page++ {
-		items, next, err := a.Outbox(peer.OutboxQuery{State: string(state), After: after, Limit: 1000})
-		if err != nil {
-			t.Fatalf("Outbox(%s): %v", state, err)
-		}
-		all = append(all, items...)
-		if next == "" {
-			return all
-		}
-		after = next
-	}
-	t.Fatal("Outbox did not end after 1000 pages")
-	return nil
+	return tasktest.Outbox(t, a.Network, state)
 }

@@ -4,18 +4,15 @@ import (
 	"bytes"
 	"context"
 	"crypto/ed25519"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/internal/testutil"
+	"github.com/synapse-edge/synapse/internal/testutil/tasktest"
 	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
@@ -173,19 +170,7 @@ func TestDelegation(t *testing.T) {
 // peerKey reads the private key an agent keeps in its data directory.
 func peerKey(t *testing.T, n *peerNode) ed25519.PrivateKey {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(n.cfg.DataDir, agent.KeyFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	blk, _ := pem.Decode(raw)
-	if blk == nil {
-		t.Fatal("agent key is not PEM")
-	}
-	k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k.(ed25519.PrivateKey)
+	return tasktest.Key(t, n.cfg.DataDir)
 }
 
 // TestSeenMessagesExpire: received message ids are kept for 7 days, far

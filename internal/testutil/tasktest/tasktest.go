@@ -8,8 +8,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -18,7 +21,10 @@ import (
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/auth"
+	"github.com/synapse-edge/synapse/internal/keyfile"
 	"github.com/synapse-edge/synapse/internal/testutil"
+	"github.com/synapse-edge/synapse/peer"
+	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -165,4 +171,39 @@ func BlockHandler(taskType string, idempotent bool, started chan<- string) agent
 			return nil, ctx.Err()
 		},
 	}
+}
+
+// Key reads the private key an agent keeps in its data directory.
+func Key(t testing.TB, dataDir string) ed25519.PrivateKey {
+	t.Helper()
+	path := filepath.Join(dataDir, agent.KeyFile)
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("agent key: %v", err)
+	}
+	k, err := keyfile.LoadOrCreateKey(path)
+	if err != nil {
+		t.Fatalf("agent key: %v", err)
+	}
+	return k
+}
+
+// Outbox lists every item of one state (pending or dead) of a network's
+// outbox, page by page.
+func Outbox(t testing.TB, n *peer.Network, state store.OutboxState) []peer.OutboxEntry {
+	t.Helper()
+	var all []peer.OutboxEntry
+	after := ""
+	for range 1000 {
+		items, next, err := n.Outbox(peer.OutboxQuery{State: string(state), After: after, Limit: 1000})
+		if err != nil {
+			t.Fatalf("Outbox(%s): %v", state, err)
+		}
+		all = append(all, items...)
+		if next == "" {
+			return all
+		}
+		after = next
+	}
+	t.Fatal("Outbox did not end after 1000 pages")
+	return nil
 }
