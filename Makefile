@@ -110,6 +110,10 @@ bench: ## run every benchmark (BENCHTIME=1s; e.g. make bench BENCHTIME=5x)
 bench-tier1: ## tier-1 ingest vs mosquitto QoS1, NATS JetStream, bbolt, bare WebSocket (BENCH_ARGS="-frames N -rounds R")
 	@GO="$(GO)" BENCH_ARGS="$(BENCH_ARGS)" bench/tier1/run.sh
 
+.PHONY: bench-mqtt
+bench-mqtt: ## MQTT vs HTTP between agent processes: northbound tier-1 frames/s, P2P delegations/s (BENCH_ARGS="-rounds 5 -nb-batch 100 -clients 1")
+	@GO="$(GO)" BENCH_FLEET=1 BENCH_ARGS="$(BENCH_ARGS)" bench/tier1/run.sh
+
 .PHONY: bench-a2a
 bench-a2a: build ## a2a-go's client vs Synapse (durable), a2a-go's and the JS SDK's servers (in memory), interleaved (BENCH_A2A_ARGS="-rounds 5 -round 2s -clients 1,16 -rss-tasks 100000")
 	cd e2e/a2asdk/js && npm ci --no-audit --no-fund --loglevel=error

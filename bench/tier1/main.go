@@ -6,6 +6,11 @@
 // interleaved, round by round, on the same machine; the table shows the
 // median rate of each. run.sh starts the servers and calls it; see
 // README.md.
+//
+// With -fleet (fleet.go) it compares instead the agent's paths through an
+// MQTT broker with their HTTP counterparts, between agent processes and a
+// mosquitto it starts itself: northbound tier-1 frames/s and P2P
+// delegations/s.
 package main
 
 import (
@@ -16,6 +21,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -40,6 +46,16 @@ type config struct {
 	Dir      string `json:"-"`
 	Out      string `json:"-"`
 	Versions string `json:"versions,omitempty"`
+
+	// Fleet mode (fleet.go): MQTT vs HTTP between agent processes.
+	Fleet        bool          `json:"fleet,omitempty"`
+	SynapseBin   string        `json:"-"`
+	MosquittoBin string        `json:"-"`
+	NBRunBatches int           `json:"nb_batches_per_run,omitempty"`
+	NBBatches    []int         `json:"nb_batches,omitempty"`
+	Delegations  int           `json:"delegations,omitempty"`
+	RunTime      time.Duration `json:"run_time_ns,omitempty"`
+	ClientCounts []int         `json:"clients,omitempty"`
 }
 
 // errUsage: bad flags (exit status 2).
@@ -76,11 +92,32 @@ func parseFlags(args []string, stderr io.Writer) (config, int, error) {
 	fs.StringVar(&c.Out, "out", "", "write the raw numbers as JSON to this file")
 	fs.StringVar(&c.Versions, "versions", "", "engine versions, recorded in the JSON")
 	freePortsN := fs.Int("free-ports", 0, "print N free TCP ports on 127.0.0.1 and exit")
+	fs.BoolVar(&c.Fleet, "fleet", false, "fleet mode: MQTT vs HTTP between agent processes the harness starts (northbound tier-1, P2P delegations)")
+	fs.StringVar(&c.SynapseBin, "synapse-bin", "", "fleet mode: the synapse binary")
+	fs.StringVar(&c.MosquittoBin, "mosquitto-bin", "", "fleet mode: the mosquitto binary")
+	fs.IntVar(&c.NBRunBatches, "nb-run", 300, "fleet mode: batches per northbound run")
+	nbBatches := fs.String("nb-batch", "10,100,1000", "fleet mode: frames per northbound batch, one row pair each")
+	fs.IntVar(&c.Delegations, "delegations", 2000, "fleet mode: most delegations per run")
+	fs.DurationVar(&c.RunTime, "run-time", 4*time.Second, "fleet mode: a delegation run takes no new task after this")
+	clients := fs.String("clients", "1,16", "fleet mode: concurrent delegation callers, one row pair each")
 	if err := fs.Parse(args); err != nil {
 		return c, 0, errUsage
 	}
 	c.Token = os.Getenv("SYNAPSE_ADMIN_TOKEN")
+	var ok1, ok2 bool
+	c.ClientCounts, ok1 = intList(*clients, 256)
+	c.NBBatches, ok2 = intList(*nbBatches, 100_000)
+	if !ok1 || !ok2 {
+		fmt.Fprintf(stderr, "tier1bench: -clients %q, -nb-batch %q: want positive numbers (at most 256 and 100000), comma-separated\n", *clients, *nbBatches)
+		return c, 0, errUsage
+	}
 	switch {
+	case c.Fleet && (c.SynapseBin == "" || c.MosquittoBin == ""):
+		fmt.Fprintln(stderr, "tier1bench: -fleet needs -synapse-bin and -mosquitto-bin")
+		return c, 0, errUsage
+	case c.Fleet && (c.NBRunBatches < 1 || c.Delegations < 1 || c.RunTime <= 0):
+		fmt.Fprintln(stderr, "tier1bench: -nb-run, -delegations and -run-time must be positive")
+		return c, 0, errUsage
 	case fs.NArg() > 0:
 		fmt.Fprintf(stderr, "tier1bench: unexpected argument %q\n", fs.Arg(0))
 		return c, 0, errUsage
@@ -117,6 +154,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("temp dir: %w", err)
 		}
 		defer os.RemoveAll(c.Dir)
+	}
+	if c.Fleet {
+		return runFleet(ctx, c, stdout, stderr)
 	}
 	b, err := open(ctx, c)
 	if err != nil {
@@ -246,4 +286,17 @@ func (b *bench) runOnce(ctx context.Context, e engine, round, frames int) (runSt
 		st.FramesPerS = float64(st.Frames) / st.Elapsed.Seconds()
 	}
 	return st, nil
+}
+
+// intList parses "1,16": positive numbers up to most.
+func intList(s string, most int) ([]int, bool) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > most {
+			return nil, false
+		}
+		out = append(out, n)
+	}
+	return out, true
 }

@@ -14,7 +14,12 @@
 # BENCH_SMOKE=1 (make bench-tier1-smoke, part of make test) is the short
 # mode that proves the harness works from a clean clone: a few thousand
 # frames, one round, every engine required, the JSON kept out of
-# bench/results.
+# bench/results; it also runs the fleet mode briefly.
+#
+# BENCH_FLEET=1 (make bench-mqtt) runs the harness's fleet mode instead:
+# MQTT vs HTTP between agent processes and a mosquitto the harness starts
+# itself (only mosquitto is needed); the raw numbers go to
+# bench/results/fleet-<UTC date-time>.json.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -22,12 +27,22 @@ GO="${GO:-go}"
 BENCH_ARGS="${BENCH_ARGS:-}"
 BENCH_TIMEOUT="${BENCH_TIMEOUT:-30m}"
 SMOKE="${BENCH_SMOKE:-}"
+FLEET="${BENCH_FLEET:-}"
 if [ -n "$SMOKE" ]; then
   BENCH_ARGS="-frames 4000 -batch 500 -single 1000 -rounds 1 -timeout 1m $BENCH_ARGS"
   BENCH_TIMEOUT=5m
 fi
 
 say() { echo "bench-tier1: $*" >&2; }
+# fleet_logs prints the end of each fleet process's log.
+fleet_logs() {
+  local log
+  for log in "$WORK"/fleet/*.log; do
+    [ -s "$log" ] || continue
+    say "last lines of $(basename "$log"):"
+    tail -n 5 "$log" >&2
+  done
+}
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/bench-tier1.XXXXXX")"
 PIDS=()
@@ -74,6 +89,24 @@ need() {
 }
 
 MOSQUITTO="$(need mosquitto mosquitto)"
+if [ -n "$FLEET" ] && [ -z "$SMOKE" ]; then
+  if [ -z "$MOSQUITTO" ]; then
+    say "the fleet mode needs mosquitto"
+    exit 1
+  fi
+  say "building synapse and the harness"
+  (cd "$ROOT" && CGO_ENABLED=0 "$GO" build -trimpath -o "$WORK/synapse" .)
+  (cd "$ROOT/bench/tier1" && "$GO" build -o "$WORK/tier1bench" .)
+  mkdir -p "$ROOT/bench/results" "$WORK/fleet"
+  OUT="$ROOT/bench/results/fleet-$(date -u +%Y%m%dT%H%M%SZ).json"
+  say "running the fleet mode (its processes' logs and data are in $WORK/fleet)"
+  status=0
+  # shellcheck disable=SC2086 # BENCH_ARGS is a list of flags
+  timeout --kill-after=10s "$BENCH_TIMEOUT" "$WORK/tier1bench" -fleet -synapse-bin "$WORK/synapse" \
+    -mosquitto-bin "$MOSQUITTO" -dir "$WORK/fleet" -out "$OUT" $BENCH_ARGS || status=$?
+  [ "$status" = 0 ] || fleet_logs
+  exit "$status"
+fi
 NATS="$(need nats-server nats-server)"
 if [ -n "$SMOKE" ] && { [ -z "$MOSQUITTO" ] || [ -z "$NATS" ]; }; then
   if [ "${CI:-}" = "true" ]; then
@@ -150,4 +183,13 @@ if [ "$status" != 0 ]; then
     fi
   done
   exit "$status"
+fi
+
+if [ -n "$SMOKE" ]; then
+  # The fleet mode, briefly: mosquitto and seven agents, one round.
+  mkdir -p "$WORK/fleet"
+  say "fleet mode, short"
+  timeout --kill-after=10s 3m "$WORK/tier1bench" -fleet -synapse-bin "$WORK/synapse" -mosquitto-bin "$MOSQUITTO" \
+    -dir "$WORK/fleet" -out "$WORK/fleet-smoke.json" -rounds 1 -nb-run 10 -delegations 10 -run-time 1s \
+    -timeout 1m || { status=$?; fleet_logs; exit "$status"; }
 fi
