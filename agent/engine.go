@@ -110,7 +110,7 @@ type IdemWrite struct {
 
 func (e *engine) newEvent(t *wire.Task, typ wire.EventType, now time.Time, data any) *wire.Event {
 	t.Seq++
-	b, err := json.Marshal(data)
+	b, err := eventData(data)
 	if err != nil {
 		b = []byte(`{}`)
 	}
@@ -148,24 +148,6 @@ func (e *engine) transition(t *wire.Task, to wire.Status, now time.Time, reason 
 		evs = append(evs, e.newEvent(t, wire.EventComplete, now, final))
 	}
 	return evs, nil
-}
-
-// The data of status and error events: structs rather than maps (fewer
-// allocations), their fields in the order of the keys encoding/json
-// writes for a map, so the JSON is what it was.
-type statusEvent struct {
-	From     wire.Status `json:"from"`
-	Message  string      `json:"message"`
-	Progress int         `json:"progress"`
-	Status   wire.Status `json:"status"`
-	TaskID   string      `json:"task_id"`
-}
-
-type errorEvent struct {
-	Code        wire.ErrorCode `json:"code"`
-	Message     string         `json:"message"`
-	Recoverable bool           `json:"recoverable"`
-	TaskID      string         `json:"task_id"`
 }
 
 // apply mutates the run's task, persists the new state with its events and
@@ -219,14 +201,15 @@ func (e *engine) applyOutCtx(ctx context.Context, r *run, wait bool, mut func(t 
 	if wait {
 		done = make(chan error, 1)
 	}
+	// Encoded here, not in the store's single writer, which then only
+	// copies bytes.
+	rec, encErr := store.EncodeTask(snap, evs)
 	e.db.UpdateAsync(func(tx *store.Tx) error {
-		if err := tx.PutTask(snap); err != nil {
-			return err
+		if encErr != nil {
+			return encErr
 		}
-		for _, ev := range evs {
-			if err := tx.AppendEvent(ev); err != nil {
-				return err
-			}
+		if err := tx.PutRecord(rec); err != nil {
+			return err
 		}
 		if err := e.changed(tx, prev, snap); err != nil {
 			return err
@@ -676,7 +659,7 @@ func (e *engine) progress(id string, pct int, msg string) {
 			return nil, nil
 		}
 		t.Progress, t.UpdatedAt = pct, now
-		return []*wire.Event{e.newEvent(t, wire.EventProgress, now, map[string]any{"task_id": t.ID, "progress": pct, "message": msg})}, nil
+		return []*wire.Event{e.newEvent(t, wire.EventProgress, now, &progressEvent{TaskID: t.ID, Progress: pct, Message: msg})}, nil
 	})
 }
 
@@ -692,7 +675,7 @@ func (e *engine) logLine(id, line string) {
 		if t.Status.Terminal() {
 			return nil, nil
 		}
-		return []*wire.Event{e.newEvent(t, wire.EventLog, now, map[string]any{"task_id": t.ID, "line": line})}, nil
+		return []*wire.Event{e.newEvent(t, wire.EventLog, now, &logEvent{TaskID: t.ID, Line: line})}, nil
 	})
 }
 

@@ -1,7 +1,8 @@
 package agent
 
 import (
-	"slices"
+	"encoding/json"
+	"strconv"
 	"sync"
 
 	"github.com/synapse-edge/synapse/wire"
@@ -86,17 +87,22 @@ func (a *Agent) SubscribeAll() *Subscription { return a.eng.hub.subscribe(allTas
 func (h *hub) publish(taskID string, evs []*wire.Event) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if len(h.subs) == 0 {
+		return
+	}
 	var slow []*Subscription
-	for _, s := range slices.Concat(h.subs[taskID], h.subs[allTasks]) {
-		for _, e := range evs {
-			select {
-			case s.C <- e:
-				continue
-			default:
+	for _, list := range [2][]*Subscription{h.subs[taskID], h.subs[allTasks]} {
+		for _, s := range list {
+			for _, e := range evs {
+				select {
+				case s.C <- e:
+					continue
+				default:
+				}
+				s.lagged = true
+				slow = append(slow, s)
+				break
 			}
-			s.lagged = true
-			slow = append(slow, s)
-			break
 		}
 	}
 	for _, s := range slow {
@@ -113,4 +119,83 @@ func (h *hub) closeAll() {
 			h.detach(s)
 		}
 	}
+}
+
+// The data of the engine's events: structs rather than maps, their fields
+// in the order of the keys encoding/json writes for a map, so the JSON is
+// what it was; eventData writes the common ones without reflection (the
+// same bytes as json.Marshal, events_data_test.go).
+type statusEvent struct {
+	From     wire.Status `json:"from"`
+	Message  string      `json:"message"`
+	Progress int         `json:"progress"`
+	Status   wire.Status `json:"status"`
+	TaskID   string      `json:"task_id"`
+}
+
+type errorEvent struct {
+	Code        wire.ErrorCode `json:"code"`
+	Message     string         `json:"message"`
+	Recoverable bool           `json:"recoverable"`
+	TaskID      string         `json:"task_id"`
+}
+
+type progressEvent struct {
+	Message  string `json:"message"`
+	Progress int    `json:"progress"`
+	TaskID   string `json:"task_id"`
+}
+
+type logEvent struct {
+	Line   string `json:"line"`
+	TaskID string `json:"task_id"`
+}
+
+// eventData encodes an event's data.
+func eventData(data any) ([]byte, error) {
+	switch d := data.(type) {
+	case *statusEvent:
+		b := make([]byte, 0, 96+len(d.Message)+len(d.TaskID))
+		b = append(b, `{"from":`...)
+		b = wire.AppendJSONString(b, string(d.From), true)
+		b = append(b, `,"message":`...)
+		b = wire.AppendJSONString(b, d.Message, true)
+		b = append(b, `,"progress":`...)
+		b = strconv.AppendInt(b, int64(d.Progress), 10)
+		b = append(b, `,"status":`...)
+		b = wire.AppendJSONString(b, string(d.Status), true)
+		b = append(b, `,"task_id":`...)
+		b = wire.AppendJSONString(b, d.TaskID, true)
+		return append(b, '}'), nil
+	case *errorEvent:
+		b := make([]byte, 0, 96+len(d.Message)+len(d.TaskID))
+		b = append(b, `{"code":`...)
+		b = wire.AppendJSONString(b, string(d.Code), true)
+		b = append(b, `,"message":`...)
+		b = wire.AppendJSONString(b, d.Message, true)
+		b = append(b, `,"recoverable":`...)
+		b = strconv.AppendBool(b, d.Recoverable)
+		b = append(b, `,"task_id":`...)
+		b = wire.AppendJSONString(b, d.TaskID, true)
+		return append(b, '}'), nil
+	case *progressEvent:
+		b := make([]byte, 0, 64+len(d.Message)+len(d.TaskID))
+		b = append(b, `{"message":`...)
+		b = wire.AppendJSONString(b, d.Message, true)
+		b = append(b, `,"progress":`...)
+		b = strconv.AppendInt(b, int64(d.Progress), 10)
+		b = append(b, `,"task_id":`...)
+		b = wire.AppendJSONString(b, d.TaskID, true)
+		return append(b, '}'), nil
+	case *logEvent:
+		b := make([]byte, 0, 32+len(d.Line)+len(d.TaskID))
+		b = append(b, `{"line":`...)
+		b = wire.AppendJSONString(b, d.Line, true)
+		b = append(b, `,"task_id":`...)
+		b = wire.AppendJSONString(b, d.TaskID, true)
+		return append(b, '}'), nil
+	case *wire.TaskStatusResponse:
+		return wire.AppendStatusJSON(nil, d, true)
+	}
+	return json.Marshal(data)
 }

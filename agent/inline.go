@@ -81,11 +81,11 @@ func (e *engine) flush(b *inlineBuf, t *wire.Task) []*wire.Event {
 			continue
 		}
 		if ie.progress < 0 {
-			evs = append(evs, e.newEvent(t, wire.EventLog, ie.at, map[string]any{"task_id": t.ID, "line": ie.text}))
+			evs = append(evs, e.newEvent(t, wire.EventLog, ie.at, &logEvent{TaskID: t.ID, Line: ie.text}))
 			continue
 		}
 		t.Progress = ie.progress
-		evs = append(evs, e.newEvent(t, wire.EventProgress, ie.at, map[string]any{"task_id": t.ID, "progress": ie.progress, "message": ie.text}))
+		evs = append(evs, e.newEvent(t, wire.EventProgress, ie.at, &progressEvent{TaskID: t.ID, Progress: ie.progress, Message: ie.text}))
 	}
 	b.evs = nil
 	return evs

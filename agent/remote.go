@@ -196,19 +196,18 @@ func (e *engine) create(ctx context.Context, t *wire.Task, evs []*wire.Event, ou
 
 // createFn is the write of create.
 func (e *engine) createFn(t *wire.Task, evs []*wire.Event, out []Outgoing, idem *IdemWrite) func(*store.Tx) error {
+	rec, encErr := store.EncodeTask(t, evs) // outside the store's writer
 	return func(tx *store.Tx) error {
+		if encErr != nil {
+			return encErr
+		}
 		if idem != nil {
 			if _, err := tx.Idem(idem.Scope, idem.Key); err == nil {
 				return errIdemRace
 			}
 		}
-		if err := tx.CreateTask(t); err != nil {
+		if err := tx.CreateRecord(rec); err != nil {
 			return err
-		}
-		for _, ev := range evs {
-			if err := tx.AppendEvent(ev); err != nil {
-				return err
-			}
 		}
 		if err := e.changed(tx, nil, t); err != nil {
 			return err
@@ -415,7 +414,7 @@ func (e *engine) cancelRemote(r *run) error {
 			return nil, nil, nil
 		}
 		t.CancelRequested, t.UpdatedAt = true, now
-		ev := e.newEvent(t, wire.EventLog, now, map[string]any{"task_id": t.ID, "line": "cancel sent to " + t.Target})
+		ev := e.newEvent(t, wire.EventLog, now, &logEvent{TaskID: t.ID, Line: "cancel sent to " + t.Target})
 		return []*wire.Event{ev}, []Outgoing{{Peer: t.Target, Type: wire.MsgTaskCancel,
 			Payload: &wire.TaskCancelPayload{TaskID: t.ID, Reason: "cancelled by the requester"}}}, nil
 	})

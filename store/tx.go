@@ -47,22 +47,20 @@ func beTime(t time.Time) []byte {
 
 // PutTask writes t. When t is terminal it is added to the retention index.
 func (tx *Tx) PutTask(t *wire.Task) error {
-	if err := putJSON(tx.b(bucketTasks), []byte(t.ID), t); err != nil {
+	rec, err := EncodeTask(t, nil)
+	if err != nil {
 		return err
 	}
-	if t.Status.Terminal() {
-		k := append(beTime(t.UpdatedAt), t.ID...)
-		return tx.b(bucketFinished).Put(k, nil)
-	}
-	return nil
+	return tx.PutRecord(rec)
 }
 
 // CreateTask writes a new task and fails with ErrExists if its id is taken.
 func (tx *Tx) CreateTask(t *wire.Task) error {
-	if tx.b(bucketTasks).Get([]byte(t.ID)) != nil {
-		return fmt.Errorf("task %s: %w", t.ID, ErrExists)
+	rec, err := EncodeTask(t, nil)
+	if err != nil {
+		return err
 	}
-	return tx.PutTask(t)
+	return tx.CreateRecord(rec)
 }
 
 // Task reads one task.
@@ -159,7 +157,11 @@ func eventKey(taskID string, seq uint64) []byte {
 
 // AppendEvent writes one task event.
 func (tx *Tx) AppendEvent(e *wire.Event) error {
-	return putJSON(tx.b(bucketEvents), eventKey(e.TaskID, e.Seq), e)
+	raw, err := wire.AppendEventJSON(nil, e, true)
+	if err != nil {
+		return fmt.Errorf("encode event %s/%d: %w", e.TaskID, e.Seq, err)
+	}
+	return tx.b(bucketEvents).Put(eventKey(e.TaskID, e.Seq), raw)
 }
 
 // Events returns the events of a task with seq > after, in order, at most limit

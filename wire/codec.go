@@ -37,6 +37,9 @@ func (jsonCodec) ContentType() string { return ContentJSON }
 // not "\u003ctoken\u003e" (answers are read by people and tools, never
 // pasted into HTML).
 func (jsonCodec) Marshal(v any) ([]byte, error) {
+	if r, ok := v.(*TaskStatusResponse); ok && r != nil {
+		return AppendStatusJSON(nil, r, false) // the task answer, without reflection
+	}
 	buf := jsonBufs.Get().(*bytes.Buffer)
 	defer func() {
 		if buf.Cap() <= 64<<10 {

@@ -1,0 +1,379 @@
+package wire
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// The task path encodes a task, its events and its status answer once per
+// change. encoding/json spends most of that time in reflection and in
+// re-scanning what the types' MarshalJSON methods return (every Time, every
+// JSONValue); the appenders below write the same bytes directly. Each is
+// byte for byte what json.Marshal (html true) or the JSON codec (html
+// false) writes for the same value (task_json_test.go compares them), so
+// records and answers do not change. The rare nested fields (origin, human,
+// missing fields) go through encoding/json.
+
+// AppendTaskJSON appends the JSON of t to b.
+func AppendTaskJSON(b []byte, t *Task, html bool) ([]byte, error) {
+	b = append(b, `{"task_id":`...)
+	b = appendString(b, t.ID, html)
+	b = append(b, `,"task_type":`...)
+	b = appendString(b, t.Type, html)
+	b = append(b, `,"status":`...)
+	b = appendString(b, string(t.Status), html)
+	b = append(b, `,"progress":`...)
+	b = strconv.AppendInt(b, int64(t.Progress), 10)
+	var err error
+	if len(t.Payload) > 0 {
+		b = append(b, `,"payload":`...)
+		if b, err = appendRaw(b, t.Payload, html); err != nil {
+			return nil, err
+		}
+	}
+	if len(t.Result) > 0 {
+		b = append(b, `,"result":`...)
+		if b, err = appendRaw(b, t.Result, html); err != nil {
+			return nil, err
+		}
+	}
+	if t.ErrorCode != "" {
+		b = append(b, `,"error_code":`...)
+		b = appendString(b, string(t.ErrorCode), html)
+	}
+	if t.ErrorMessage != "" {
+		b = append(b, `,"error_message":`...)
+		b = appendString(b, t.ErrorMessage, html)
+	}
+	if t.Recoverable {
+		b = append(b, `,"recoverable":true`...)
+	}
+	if t.CallbackURL != "" {
+		b = append(b, `,"callback_url":`...)
+		b = appendString(b, t.CallbackURL, html)
+	}
+	if t.TTLSeconds != 0 {
+		b = append(b, `,"ttl_seconds":`...)
+		b = strconv.AppendInt(b, int64(t.TTLSeconds), 10)
+	}
+	if t.Priority != "" {
+		b = append(b, `,"priority":`...)
+		b = appendString(b, t.Priority, html)
+	}
+	if t.Target != "" {
+		b = append(b, `,"target":`...)
+		b = appendString(b, t.Target, html)
+	}
+	if t.Origin != nil {
+		b = append(b, `,"origin":`...)
+		if b, err = appendAny(b, t.Origin, html); err != nil {
+			return nil, err
+		}
+	}
+	if t.CancelRequested {
+		b = append(b, `,"cancel_requested":true`...)
+	}
+	if t.Human != nil {
+		b = append(b, `,"human":`...)
+		if b, err = appendAny(b, t.Human, html); err != nil {
+			return nil, err
+		}
+	}
+	if t.Owner != "" {
+		b = append(b, `,"owner":`...)
+		b = appendString(b, t.Owner, html)
+	}
+	if len(t.MissingFields) > 0 {
+		b = append(b, `,"missing_fields":`...)
+		if b, err = appendAny(b, t.MissingFields, html); err != nil {
+			return nil, err
+		}
+	}
+	b = append(b, `,"created_at":`...)
+	if b, err = appendStdTime(b, t.CreatedAt); err != nil {
+		return nil, err
+	}
+	b = append(b, `,"updated_at":`...)
+	if b, err = appendStdTime(b, t.UpdatedAt); err != nil {
+		return nil, err
+	}
+	if !t.StartedAt.IsZero() {
+		b = append(b, `,"started_at":`...)
+		if b, err = appendStdTime(b, t.StartedAt); err != nil {
+			return nil, err
+		}
+	}
+	if !t.Deadline.IsZero() {
+		b = append(b, `,"deadline":`...)
+		if b, err = appendStdTime(b, t.Deadline); err != nil {
+			return nil, err
+		}
+	}
+	b = append(b, `,"seq":`...)
+	b = strconv.AppendUint(b, t.Seq, 10)
+	b = append(b, `,"history":`...)
+	if t.History == nil {
+		b = append(b, "null"...)
+	} else {
+		b = appendHistory(b, t.History, html)
+	}
+	return append(b, '}'), nil
+}
+
+// AppendEventJSON appends the JSON of e to b.
+func AppendEventJSON(b []byte, e *Event, html bool) ([]byte, error) {
+	b = append(b, `{"task_id":`...)
+	b = appendString(b, e.TaskID, html)
+	b = append(b, `,"seq":`...)
+	b = strconv.AppendUint(b, e.Seq, 10)
+	b = append(b, `,"event_type":`...)
+	b = appendString(b, string(e.Type), html)
+	b = append(b, `,"at":`...)
+	b = AppendTime(b, e.At.Time)
+	b = append(b, `,"data":`...)
+	if len(e.Data) == 0 {
+		b = append(b, "null"...)
+	} else {
+		var err error
+		if b, err = appendRaw(b, e.Data, html); err != nil {
+			return nil, err
+		}
+	}
+	return append(b, '}'), nil
+}
+
+// AppendStatusJSON appends the JSON of r to b.
+func AppendStatusJSON(b []byte, r *TaskStatusResponse, html bool) ([]byte, error) {
+	b = append(b, `{"task_id":`...)
+	b = appendString(b, r.TaskID, html)
+	b = append(b, `,"task_type":`...)
+	b = appendString(b, r.TaskType, html)
+	b = append(b, `,"status":`...)
+	b = appendString(b, string(r.Status), html)
+	b = append(b, `,"progress":`...)
+	b = strconv.AppendInt(b, int64(r.Progress), 10)
+	var err error
+	if len(r.Payload) > 0 {
+		b = append(b, `,"payload":`...)
+		if b, err = appendRaw(b, r.Payload, html); err != nil {
+			return nil, err
+		}
+	}
+	if r.ResultJSON != nil {
+		b = append(b, `,"result_json":`...)
+		b = appendString(b, *r.ResultJSON, html)
+	}
+	if len(r.Result) > 0 {
+		b = append(b, `,"result":`...)
+		if b, err = appendRaw(b, r.Result, html); err != nil {
+			return nil, err
+		}
+	}
+	b = append(b, `,"error_message":`...)
+	b = appendString(b, r.ErrorMessage, html)
+	if r.ErrorCode != "" {
+		b = append(b, `,"error_code":`...)
+		b = appendString(b, string(r.ErrorCode), html)
+	}
+	if r.Recoverable {
+		b = append(b, `,"recoverable":true`...)
+	}
+	if len(r.MissingFields) > 0 {
+		b = append(b, `,"missing_fields":`...)
+		if b, err = appendAny(b, r.MissingFields, html); err != nil {
+			return nil, err
+		}
+	}
+	if r.Target != "" {
+		b = append(b, `,"target":`...)
+		b = appendString(b, r.Target, html)
+	}
+	if r.Origin != nil {
+		b = append(b, `,"origin":`...)
+		if b, err = appendAny(b, r.Origin, html); err != nil {
+			return nil, err
+		}
+	}
+	if r.Human != nil {
+		b = append(b, `,"human":`...)
+		if b, err = appendAny(b, r.Human, html); err != nil {
+			return nil, err
+		}
+	}
+	b = append(b, `,"created_at":`...)
+	b = appendString(b, r.CreatedAt, html)
+	b = append(b, `,"updated_at":`...)
+	b = appendString(b, r.UpdatedAt, html)
+	if r.Deadline != "" {
+		b = append(b, `,"deadline":`...)
+		b = appendString(b, r.Deadline, html)
+	}
+	b = append(b, `,"etag":`...)
+	b = appendString(b, r.ETag, html)
+	if len(r.History) > 0 {
+		b = append(b, `,"history":`...)
+		b = appendHistory(b, r.History, html)
+	}
+	return append(b, '}'), nil
+}
+
+// AppendTime appends t as a JSON string in TimeFormat (what Time's
+// MarshalJSON writes).
+func AppendTime(b []byte, t time.Time) []byte {
+	b = append(b, '"')
+	b = t.UTC().AppendFormat(b, TimeFormat)
+	return append(b, '"')
+}
+
+func appendHistory(b []byte, h []Transition, html bool) []byte {
+	b = append(b, '[')
+	for i := range h {
+		tr := &h[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '{')
+		if tr.From != "" {
+			b = append(b, `"from":`...)
+			b = appendString(b, string(tr.From), html)
+			b = append(b, ',')
+		}
+		b = append(b, `"status":`...)
+		b = appendString(b, string(tr.Status), html)
+		b = append(b, `,"at":`...)
+		b = AppendTime(b, tr.At.Time)
+		if tr.Reason != "" {
+			b = append(b, `,"reason":`...)
+			b = appendString(b, tr.Reason, html)
+		}
+		b = append(b, '}')
+	}
+	return append(b, ']')
+}
+
+// appendStdTime writes a time.Time as its MarshalJSON does (RFC 3339 with
+// nanoseconds, in its own zone).
+func appendStdTime(b []byte, t time.Time) ([]byte, error) {
+	if y := t.Year(); y < 0 || y > 9999 {
+		return nil, errTimeRange
+	}
+	b = append(b, '"')
+	b = t.AppendFormat(b, time.RFC3339Nano)
+	return append(b, '"'), nil
+}
+
+var errTimeRange = errors.New("encode time: year outside of range [0,9999]")
+
+// appendRaw appends an encoded JSON value. The values of a task were
+// checked where they came in (a decoded body, a handler's result, an
+// encoded event), so a value that is already compact and has nothing to
+// escape is copied as it is; any other goes through encoding/json, which
+// compacts, escapes and validates it.
+func appendRaw(b []byte, v []byte, html bool) ([]byte, error) {
+	if plainRaw(v, html) {
+		return append(b, v...), nil
+	}
+	if !html {
+		buf := bytes.NewBuffer(b)
+		if err := json.Compact(buf, v); err != nil {
+			return nil, err
+		}
+		return buf.Bytes(), nil
+	}
+	return appendAny(b, JSONValue(v), true)
+}
+
+// plainRaw reports whether v has no white space (outside strings or in
+// them: the check is cheap and a false "no" only costs the slow path) and
+// nothing encoding/json would escape.
+func plainRaw(v []byte, html bool) bool {
+	for _, c := range v {
+		switch c {
+		case ' ', '\t', '\n', '\r', 0xe2: // 0xe2 starts U+2028 and U+2029
+			return false
+		case '<', '>', '&':
+			if html {
+				return false
+			}
+		}
+	}
+	return len(v) > 0
+}
+
+func appendAny(b []byte, v any, html bool) ([]byte, error) {
+	if html {
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return nil, err
+		}
+		return append(b, raw...), nil
+	}
+	raw, err := JSON.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, raw...), nil
+}
+
+const hexDigits = "0123456789abcdef"
+
+// AppendJSONString appends s as a JSON string, as encoding/json writes it
+// (escaping <, > and & when html is set).
+func AppendJSONString(b []byte, s string, html bool) []byte { return appendString(b, s, html) }
+
+// appendString writes s as encoding/json does, escaping <, > and & when
+// html is set.
+func appendString(b []byte, s string, html bool) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && (!html || (c != '<' && c != '>' && c != '&')) {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '\\', '"':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
