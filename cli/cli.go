@@ -26,6 +26,8 @@ import (
 	"io"
 	"os"
 	"runtime"
+
+	"github.com/synapse-edge/synapse/cli/command"
 )
 
 // Version is the version the binary reports; the Makefile sets it with
@@ -34,28 +36,10 @@ var Version = "dev"
 
 // Exit codes of Main.
 const (
-	ExitOK      = 0
-	ExitFailure = 1
-	ExitUsage   = 2
+	ExitOK      = command.ExitOK
+	ExitFailure = command.ExitFailure
+	ExitUsage   = command.ExitUsage
 )
-
-// IO is the standard streams a command reads and writes.
-type IO struct {
-	In       io.Reader
-	Out, Err io.Writer
-}
-
-// errUsage marks a usage error (exit 2); the message has been printed.
-var errUsage = errors.New("usage error")
-
-// exitError ends a command with a given exit code after printing msg (if
-// not empty) on standard error.
-type exitError struct {
-	code int
-	msg  string
-}
-
-func (e *exitError) Error() string { return e.msg }
 
 // Main runs the synapse command line with args (without the program name,
 // i.e. os.Args[1:]) and returns the process exit code. It reads the
@@ -63,14 +47,14 @@ func (e *exitError) Error() string { return e.msg }
 // SYNAPSE_ADMIN_TOKEN. Cancelling ctx (on SIGINT or SIGTERM) stops the
 // running command.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return run(ctx, &IO{In: stdin, Out: stdout, Err: stderr}, args, os.Getenv)
+	return run(ctx, &command.IO{In: stdin, Out: stdout, Err: stderr}, args, os.Getenv)
 }
 
 // run is Main with the environment passed in.
-func run(ctx context.Context, sio *IO, args []string, getenv func(string) string) int {
-	s := newSession(sio, getenv)
-	top := newFlagSet("synapse")
-	s.g.register(top, 0)
+func run(ctx context.Context, sio *command.IO, args []string, getenv func(string) string) int {
+	s := command.NewSession(sio, getenv, Version)
+	top := command.NewFlagSet("synapse")
+	s.RegisterGlobals(top, 0)
 	showVersion := top.Bool("version", false, "print the version and exit")
 	if err := top.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -100,30 +84,30 @@ func run(ctx context.Context, sio *IO, args []string, getenv func(string) string
 		printMainUsage(sio.Err, s)
 		return ExitUsage
 	}
-	if cmd.name == "serve" {
+	if cmd.Name == "serve" {
 		// Global flags given before "serve" go to serve's own parser.
-		return s.exitCode(nil, runServe(ctx, sio, append(topFlagArgs(args, len(top.Args())), rest...)))
+		return s.ExitCode(nil, runServe(ctx, sio, append(topFlagArgs(args, len(top.Args())), rest...)))
 	}
-	if cmd.leaf != nil {
-		return runVerb(ctx, s, cmd.leaf, rest)
+	if cmd.Leaf != nil {
+		return s.Run(ctx, cmd.Leaf, rest)
 	}
 	if len(rest) == 0 {
-		fmt.Fprintf(sio.Err, "synapse %s: missing verb\n\n", cmd.name)
-		printCommandUsage(sio.Err, cmd)
+		fmt.Fprintf(sio.Err, "synapse %s: missing verb\n\n", cmd.Name)
+		command.PrintCommandUsage(sio.Err, cmd)
 		return ExitUsage
 	}
 	switch rest[0] {
 	case "-h", "-help", "--help", "help":
-		printCommandUsage(sio.Out, cmd)
+		command.PrintCommandUsage(sio.Out, cmd)
 		return ExitOK
 	}
-	v := cmd.find(rest[0])
+	v := cmd.Find(rest[0])
 	if v == nil {
-		fmt.Fprintf(sio.Err, "synapse %s: unknown verb %q\n\n", cmd.name, rest[0])
-		printCommandUsage(sio.Err, cmd)
+		fmt.Fprintf(sio.Err, "synapse %s: unknown verb %q\n\n", cmd.Name, rest[0])
+		command.PrintCommandUsage(sio.Err, cmd)
 		return ExitUsage
 	}
-	return runVerb(ctx, s, v, rest[1:])
+	return s.Run(ctx, v, rest[1:])
 }
 
 // topFlagArgs returns the global flag arguments that came before the
@@ -133,49 +117,49 @@ func topFlagArgs(args []string, remaining int) []string {
 }
 
 // runHelp prints the usage of the named command or verb.
-func runHelp(ctx context.Context, s *session, args []string) int {
+func runHelp(ctx context.Context, s *command.Session, args []string) int {
 	for _, a := range args {
 		switch a {
 		case "-h", "-help", "--help":
-			fmt.Fprintln(s.io.Out, "Usage: synapse help [COMMAND [VERB]]")
-			fmt.Fprintln(s.io.Out, "\nPrints the usage of synapse, of a command or of a verb (as COMMAND VERB --help does).")
-			fmt.Fprintln(s.io.Out, "\nExamples:\n  synapse help\n  synapse help task\n  synapse help task submit")
+			fmt.Fprintln(s.IO.Out, "Usage: synapse help [COMMAND [VERB]]")
+			fmt.Fprintln(s.IO.Out, "\nPrints the usage of synapse, of a command or of a verb (as COMMAND VERB --help does).")
+			fmt.Fprintln(s.IO.Out, "\nExamples:\n  synapse help\n  synapse help task\n  synapse help task submit")
 			return ExitOK
 		}
 	}
 	switch len(args) {
 	case 0:
-		printMainUsage(s.io.Out, s)
+		printMainUsage(s.IO.Out, s)
 		return ExitOK
 	case 1, 2:
 		cmd := findCommand(args[0])
 		if cmd == nil {
-			fmt.Fprintf(s.io.Err, "synapse help: unknown command %q\n\n", args[0])
-			printMainUsage(s.io.Err, s)
+			fmt.Fprintf(s.IO.Err, "synapse help: unknown command %q\n\n", args[0])
+			printMainUsage(s.IO.Err, s)
 			return ExitUsage
 		}
-		if cmd.name == "serve" {
-			return s.exitCode(nil, runServe(ctx, s.io, []string{"--help"}))
+		if cmd.Name == "serve" {
+			return s.ExitCode(nil, runServe(ctx, s.IO, []string{"--help"}))
 		}
-		if cmd.leaf != nil && len(args) == 1 {
-			printVerbUsage(s.io.Out, s, cmd.leaf)
+		if cmd.Leaf != nil && len(args) == 1 {
+			s.PrintVerbUsage(s.IO.Out, cmd.Leaf)
 			return ExitOK
 		}
 		if len(args) == 1 {
-			printCommandUsage(s.io.Out, cmd)
+			command.PrintCommandUsage(s.IO.Out, cmd)
 			return ExitOK
 		}
-		v := cmd.find(args[1])
+		v := cmd.Find(args[1])
 		if v == nil {
-			fmt.Fprintf(s.io.Err, "synapse help: unknown verb %q of %s\n\n", args[1], cmd.name)
-			printCommandUsage(s.io.Err, cmd)
+			fmt.Fprintf(s.IO.Err, "synapse help: unknown verb %q of %s\n\n", args[1], cmd.Name)
+			command.PrintCommandUsage(s.IO.Err, cmd)
 			return ExitUsage
 		}
-		printVerbUsage(s.io.Out, s, v)
+		s.PrintVerbUsage(s.IO.Out, v)
 		return ExitOK
 	}
-	fmt.Fprintln(s.io.Err, "synapse help: too many arguments")
-	fmt.Fprintln(s.io.Err, "Usage: synapse help [COMMAND [VERB]]")
+	fmt.Fprintln(s.IO.Err, "synapse help: too many arguments")
+	fmt.Fprintln(s.IO.Err, "Usage: synapse help [COMMAND [VERB]]")
 	return ExitUsage
 }
 
@@ -185,13 +169,13 @@ func printVersion(w io.Writer) {
 }
 
 // versionVerb is the version command.
-var versionVerb = &verb{
-	name:     "version",
-	summary:  "print the version, platform and Go version",
-	examples: []string{"synapse version"},
-	setup: func(fs *flag.FlagSet, s *session) runFunc {
+var versionVerb = &command.Verb{
+	Name:     "version",
+	Summary:  "print the version, platform and Go version",
+	Examples: []string{"synapse version"},
+	Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
 		return func(ctx context.Context, args []string) error {
-			printVersion(s.io.Out)
+			printVersion(s.IO.Out)
 			return nil
 		}
 	},

@@ -15,13 +15,14 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/synapse-edge/synapse/cli/command"
 	"github.com/synapse-edge/synapse/client"
 	"github.com/synapse-edge/synapse/internal/atomicfile"
 	"github.com/synapse-edge/synapse/store"
 )
 
-// dbFile is the database file in the data directory.
-const dbFile = "synapse.db"
+// dbFileName is the database file in the data directory.
+const dbFileName = "synapse.db"
 
 // probeTimeout bounds the health request that tells whether an agent serves.
 const probeTimeout = 2 * time.Second
@@ -29,19 +30,29 @@ const probeTimeout = 2 * time.Second
 // defaultBackupTimeout is the default --timeout of db backup.
 const defaultBackupTimeout = 10 * time.Minute
 
-func dbVerbs() []*verb { return []*verb{dbCheckVerb(), dbBackupVerb()} }
+func dbVerbs() []*command.Verb { return []*command.Verb{dbCheckVerb(), dbBackupVerb()} }
 
 const dbAbout = `When an agent answers at --agent the work is done by that agent over its admin
 API (an admin token is needed); otherwise, or with --offline, the file
 DIR/synapse.db is opened directly, which works only while no agent is
 serving it.`
 
-// agentServing reports whether the agent of --data answers at --agent:
-// any HTTP answer to the health route counts, a failed connection does
-// not, and an agent whose identity key is not the one in DIR/agent.key is
+// localAgent is the agent of --data as the db and audit verbs see it:
+// serving at --agent, or only a database file.
+type localAgent struct {
+	s *command.Session
+	// other is the agent that answered at --agent when it is not the
+	// agent of --data.
+	other string
+}
+
+// serving reports whether the agent of --data answers at --agent: any
+// HTTP answer to the health route counts, a failed connection does not,
+// and an agent whose identity key is not the one in DIR/agent.key is
 // another agent's (its data directory is not --data): then the file is
-// used, and s.other says which agent answered.
-func (s *session) agentServing(ctx context.Context, c *client.Client) bool {
+// used, and l.other says which agent answered.
+func (l *localAgent) serving(ctx context.Context, c *client.Client) bool {
+	s := l.s
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	_, err := c.Health(ctx)
@@ -49,7 +60,7 @@ func (s *session) agentServing(ctx context.Context, c *client.Client) bool {
 	if err != nil && !errors.As(err, &apiErr) {
 		return false
 	}
-	want, ok := dirPublicKey(s.g.data)
+	want, ok := dirPublicKey(s.Flags.Data)
 	if !ok {
 		return true // no key to compare with: trust --agent
 	}
@@ -57,7 +68,7 @@ func (s *session) agentServing(ctx context.Context, c *client.Client) bool {
 	if err != nil || id.PublicKey == want {
 		return true
 	}
-	s.other = id.AgentID
+	l.other = id.AgentID
 	return false
 }
 
@@ -83,12 +94,13 @@ func dirPublicKey(dir string) (string, bool) {
 	return base64.StdEncoding.EncodeToString(priv.Public().(ed25519.PublicKey)), true
 }
 
-// localDB returns the path of the database file of --data, which must exist.
-func (s *session) localDB() (string, error) {
-	path := filepath.Join(s.g.data, dbFile)
+// dbFile returns the path of the database file of --data, which must exist.
+func (l *localAgent) dbFile() (string, error) {
+	s := l.s
+	path := filepath.Join(s.Flags.Data, dbFileName)
 	if _, err := os.Stat(path); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return "", fmt.Errorf("no agent answers at %s and there is no database at %s (check --agent and --data)", s.g.agent, path)
+			return "", fmt.Errorf("no agent answers at %s and there is no database at %s (check --agent and --data)", s.Flags.Agent, path)
 		}
 		return "", fmt.Errorf("database %s: %w", path, err)
 	}
@@ -96,17 +108,18 @@ func (s *session) localDB() (string, error) {
 }
 
 // lockedHint explains store.ErrLocked for the db commands.
-func (s *session) lockedHint(err error, offline bool) error {
+func (l *localAgent) lockedHint(err error, offline bool) error {
+	s := l.s
 	if !errors.Is(err, store.ErrLocked) {
 		return err
 	}
 	switch {
 	case offline:
-		return fmt.Errorf("%w; an agent is serving it: leave out --offline to work through that agent (at --agent, now %s)", err, s.g.agent)
-	case s.other != "":
-		return fmt.Errorf("%w; an agent is serving it, but the agent at %s is %s, whose data directory is not %s: pass the address of the agent of %s with --agent", err, s.g.agent, s.other, s.g.data, s.g.data)
+		return fmt.Errorf("%w; an agent is serving it: leave out --offline to work through that agent (at --agent, now %s)", err, s.Flags.Agent)
+	case l.other != "":
+		return fmt.Errorf("%w; an agent is serving it, but the agent at %s is %s, whose data directory is not %s: pass the address of the agent of %s with --agent", err, s.Flags.Agent, l.other, s.Flags.Data, s.Flags.Data)
 	}
-	return fmt.Errorf("%w; an agent is serving it but does not answer at %s: pass its address with --agent", err, s.g.agent)
+	return fmt.Errorf("%w; an agent is serving it but does not answer at %s: pass its address with --agent", err, s.Flags.Agent)
 }
 
 // dbCheckResult is the output of db check.
@@ -119,69 +132,70 @@ type dbCheckResult struct {
 	Tasks         int      `json:"tasks"`
 }
 
-func dbCheckVerb() *verb {
-	return &verb{
-		name: "db check", maxArgs: 0,
-		summary: "check the database: page structure, buckets, schema version, task records",
-		about:   dbAbout + "\n\nThe exit code is 1 when the check finds errors.",
-		agent:   true, timeout: defaultRequestTimeout,
-		examples: []string{
+func dbCheckVerb() *command.Verb {
+	return &command.Verb{
+		Name: "db check", MaxArgs: 0,
+		Summary: "check the database: page structure, buckets, schema version, task records",
+		About:   dbAbout + "\n\nThe exit code is 1 when the check finds errors.",
+		Agent:   true, Timeout: command.DefaultRequestTimeout,
+		Examples: []string{
 			"synapse db check",
 			"synapse db check --offline --data /var/lib/synapse",
 			"synapse db check --agent http://127.0.0.1:9090 --json",
 		},
-		setup: func(fs *flag.FlagSet, s *session) runFunc {
+		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
 			offline := fs.Bool("offline", false, "do not ask an agent: open DIR/synapse.db directly")
 			return func(ctx context.Context, args []string) error {
-				ctx, cancel := s.withTimeout(ctx)
+				l := &localAgent{s: s}
+				ctx, cancel := s.WithTimeout(ctx)
 				defer cancel()
 				var res dbCheckResult
-				c := s.client()
-				pl := startProgress(s, "db check")
-				defer pl.stop()
-				if !*offline && s.agentServing(ctx, c) {
+				c := s.Client()
+				pl := s.StartProgress("db check")
+				defer pl.Stop()
+				if !*offline && l.serving(ctx, c) {
 					dc, err := c.CheckDB(ctx)
 					if err != nil {
 						return err
 					}
-					res = dbCheckResult{Source: "agent", Where: s.g.agent, OK: dc.OK, Errors: dc.Errors,
+					res = dbCheckResult{Source: "agent", Where: s.Flags.Agent, OK: dc.OK, Errors: dc.Errors,
 						SchemaVersion: dc.SchemaVersion, Tasks: dc.Tasks}
 				} else {
-					path, err := s.localDB()
+					path, err := l.dbFile()
 					if err != nil {
 						return err
 					}
 					rep, err := store.CheckFile(ctx, path)
 					if err != nil {
-						return s.lockedHint(err, *offline)
+						return l.lockedHint(err, *offline)
 					}
 					res = dbCheckResult{Source: "file", Where: path, OK: rep.OK, Errors: rep.Errors,
 						SchemaVersion: rep.SchemaVersion, Tasks: rep.Tasks}
 				}
-				pl.stop()
+				pl.Stop()
 				if res.Errors == nil {
 					res.Errors = []string{}
 				}
-				if s.g.json {
-					if err := s.printJSON(res); err != nil {
+				if s.Flags.JSON {
+					if err := s.PrintJSON(res); err != nil {
 						return err
 					}
 				} else {
-					printKV(s.io.Out, []kv{
+					command.PrintKV(s.IO.Out, []command.KV{
 						{"source", res.Source + " " + res.Where},
 						{"ok", fmt.Sprint(res.OK)},
 						{"schema_version", fmt.Sprint(res.SchemaVersion)},
 						{"tasks", fmt.Sprint(res.Tasks)},
 					})
 					if len(res.Errors) > 0 {
-						fmt.Fprintln(s.io.Out, "errors:")
+						fmt.Fprintln(s.IO.Out, "errors:")
 						for _, e := range res.Errors {
-							fmt.Fprintf(s.io.Out, "  - %s\n", e)
+							fmt.Fprintf(s.IO.Out, "  - %s\n", e)
 						}
 					}
 				}
 				if !res.OK {
-					return &exitError{code: ExitFailure, msg: fmt.Sprintf("database check found %d error(s)", max(len(res.Errors), 1))}
+					return &command.ExitError{Code: command.ExitFailure, Msg: fmt.Sprintf("database check found %d error(s)", max(len(res.Errors), 1))}
 				}
 				return nil
 			}
@@ -197,58 +211,59 @@ type dbBackupResult struct {
 	Where  string `json:"where"`
 }
 
-func dbBackupVerb() *verb {
-	return &verb{
-		name: "db backup", maxArgs: 0,
-		summary: "write a consistent copy of the database to a file",
-		about: dbAbout + `
+func dbBackupVerb() *command.Verb {
+	return &command.Verb{
+		Name: "db backup", MaxArgs: 0,
+		Summary: "write a consistent copy of the database to a file",
+		About: dbAbout + `
 
 The copy is written to a temporary file next to --out, synced, and renamed
 into place, so --out is never left half-written. A copy made while the agent
 runs is consistent: it is one read transaction.`,
-		agent: true, timeout: defaultBackupTimeout,
-		examples: []string{
+		Agent: true, Timeout: defaultBackupTimeout,
+		Examples: []string{
 			"synapse db backup --out backup/synapse-$(date +%F).db",
 			"synapse db backup --offline --data /var/lib/synapse --out /srv/backup/synapse.db",
 		},
-		setup: func(fs *flag.FlagSet, s *session) runFunc {
+		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
 			out := fs.String("out", "", "write the copy to `FILE` (required)")
 			offline := fs.Bool("offline", false, "do not ask an agent: copy DIR/synapse.db directly")
 			return func(ctx context.Context, args []string) error {
 				if *out == "" {
-					return usageErrorf("--out FILE is required")
+					return command.UsageErrorf("--out FILE is required")
 				}
-				ctx, cancel := s.withTimeout(ctx)
+				l := &localAgent{s: s}
+				ctx, cancel := s.WithTimeout(ctx)
 				defer cancel()
 				res := dbBackupResult{Path: *out}
-				c := s.client()
-				pl := startProgress(s, "db backup")
-				defer pl.stop()
-				if !*offline && s.agentServing(ctx, c) {
+				c := s.Client()
+				pl := s.StartProgress("db backup")
+				defer pl.Stop()
+				if !*offline && l.serving(ctx, c) {
 					n, err := backupOverHTTP(ctx, c, *out, pl)
 					if err != nil {
 						return err
 					}
-					res.Bytes, res.Source, res.Where = n, "agent", s.g.agent
+					res.Bytes, res.Source, res.Where = n, "agent", s.Flags.Agent
 				} else {
-					path, err := s.localDB()
+					path, err := l.dbFile()
 					if err != nil {
 						return err
 					}
 					if same, _ := samePath(path, *out); same {
-						return usageErrorf("--out %s is the database itself", *out)
+						return command.UsageErrorf("--out %s is the database itself", *out)
 					}
 					n, err := store.BackupFile(ctx, path, *out)
 					if err != nil {
-						return s.lockedHint(err, *offline)
+						return l.lockedHint(err, *offline)
 					}
 					res.Bytes, res.Source, res.Where = n, "file", path
 				}
-				pl.stop()
-				if s.g.json {
-					return s.printJSON(res)
+				pl.Stop()
+				if s.Flags.JSON {
+					return s.PrintJSON(res)
 				}
-				fmt.Fprintf(s.io.Out, "wrote %d bytes to %s (from %s %s)\n", res.Bytes, res.Path, res.Source, res.Where)
+				fmt.Fprintf(s.IO.Out, "wrote %d bytes to %s (from %s %s)\n", res.Bytes, res.Path, res.Source, res.Where)
 				return nil
 			}
 		},
@@ -257,7 +272,7 @@ runs is consistent: it is one read transaction.`,
 
 // backupOverHTTP downloads the agent's backup into a temporary file next to
 // out, syncs it and renames it to out.
-func backupOverHTTP(ctx context.Context, c *client.Client, out string, pl *progress) (int64, error) {
+func backupOverHTTP(ctx context.Context, c *client.Client, out string, pl *command.Progress) (int64, error) {
 	f, err := atomicfile.Create(out, 0o600)
 	if err != nil {
 		return 0, fmt.Errorf("backup: %w", err)
@@ -290,12 +305,12 @@ func samePath(a, b string) (bool, error) {
 type countingWriter struct {
 	w  io.Writer
 	n  int64
-	pl *progress
+	pl *command.Progress
 }
 
 func (cw *countingWriter) Write(p []byte) (int, error) {
 	n, err := cw.w.Write(p)
 	cw.n += int64(n)
-	cw.pl.set(fmt.Sprintf("%.1f MB", float64(cw.n)/1e6))
+	cw.pl.Set(fmt.Sprintf("%.1f MB", float64(cw.n)/1e6))
 	return n, err
 }

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -14,63 +13,14 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/synapse-edge/synapse/cli/command"
 	"github.com/synapse-edge/synapse/client"
 	"github.com/synapse-edge/synapse/group"
-	"github.com/synapse-edge/synapse/wire"
 )
 
-func groupVerbs() []*verb {
-	return []*verb{groupCreateVerb(), groupListVerb(), groupShowVerb(), groupInviteVerb(), groupJoinVerb(),
+func groupVerbs() []*command.Verb {
+	return []*command.Verb{groupCreateVerb(), groupListVerb(), groupShowVerb(), groupInviteVerb(), groupJoinVerb(),
 		groupLeaveVerb(), groupDisbandVerb(), groupSendVerb(), groupMessagesVerb(), groupTaskVerb(), groupResultVerb()}
-}
-
-// api sends one JSON request to the agent of the global flags (route below
-// /api/v1/synapse) and decodes a 2xx answer into out; other answers are
-// *client.APIError. It returns the status.
-func (s *session) api(ctx context.Context, method, route string, query url.Values, body, out any) (int, error) {
-	u := s.g.agent + wire.APIPrefix + route
-	if len(query) > 0 {
-		u += "?" + query.Encode()
-	}
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return 0, fmt.Errorf("encode request: %w", err)
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, rd)
-	if err != nil {
-		return 0, fmt.Errorf("%s %s: %w", method, route, err)
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", "synapse-cli/"+Version)
-	if tok, _ := s.token(); tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
-	}
-	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return 0, fmt.Errorf("%s %s: %w", method, route, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, client.MaxResponseSize))
-	if err != nil {
-		return resp.StatusCode, fmt.Errorf("%s %s: read answer: %w", method, route, err)
-	}
-	if resp.StatusCode/100 != 2 {
-		return resp.StatusCode, client.DecodeError(resp.StatusCode, b)
-	}
-	if out != nil && len(bytes.TrimSpace(b)) > 0 {
-		if err := json.Unmarshal(b, out); err != nil {
-			return resp.StatusCode, fmt.Errorf("%s %s: decode answer: %w", method, route, err)
-		}
-	}
-	return resp.StatusCode, nil
 }
 
 // groupRoute is /group/{id} plus more path segments, each escaped.
@@ -83,28 +33,14 @@ func groupRoute(id string, more ...string) string {
 }
 
 // sentNote says what a 202 means.
-func (s *session) sentNote(status int, what string) {
-	if status == http.StatusAccepted && !s.g.json {
-		fmt.Fprintf(s.io.Err, "%s sent to the group's owner; the outcome arrives as an announcement\n", what)
+func sentNote(s *command.Session, status int, what string) {
+	if status == http.StatusAccepted && !s.Flags.JSON {
+		fmt.Fprintf(s.IO.Err, "%s sent to the group's owner; the outcome arrives as an announcement\n", what)
 	}
-}
-
-// idList is a repeatable flag of comma-separated values.
-type idList []string
-
-func (l *idList) String() string { return strings.Join(*l, ",") }
-
-func (l *idList) Set(v string) error {
-	for _, x := range strings.Split(v, ",") {
-		if x = strings.TrimSpace(x); x != "" {
-			*l = append(*l, x)
-		}
-	}
-	return nil
 }
 
 func printGroup(w io.Writer, g *group.Group) {
-	printKV(w, []kv{
+	command.PrintKV(w, []command.KV{
 		{"group_id", g.GroupID},
 		{"name", g.Name},
 		{"description", g.Description},
@@ -141,66 +77,66 @@ func wireTime(t time.Time) string {
 	return t.UTC().Format(time.RFC3339)
 }
 
-func groupCreateVerb() *verb {
-	return &verb{
-		name: "group create", args: "NAME", minArgs: 1, maxArgs: 1,
-		summary: "create a group owned by this agent",
-		about: `The agent becomes the group's owner and coordinates it. Each --member (a
+func groupCreateVerb() *command.Verb {
+	return &command.Verb{
+		Name: "group create", Args: "NAME", MinArgs: 1, MaxArgs: 1,
+		Summary: "create a group owned by this agent",
+		About: `The agent becomes the group's owner and coordinates it. Each --member (a
 paired peer) is invited; it joins with 'synapse group join' on its own agent.`,
-		agent: true, timeout: defaultRequestTimeout,
-		examples: []string{
+		Agent: true, Timeout: command.DefaultRequestTimeout,
+		Examples: []string{
 			`synapse group create line-3 --description "the agents of line 3"`,
 			"synapse group create line-3 --member edge_plc1_a1b2c3 --member edge_cam2_d4e5f6",
 		},
-		setup: func(fs *flag.FlagSet, s *session) runFunc {
+		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
 			desc := fs.String("description", "", "what the group is for")
-			var members idList
+			var members command.List
 			fs.Var(&members, "member", "invite `AGENT_ID` (repeatable, or comma-separated)")
 			return func(ctx context.Context, args []string) error {
-				ctx, cancel := s.withTimeout(ctx)
+				ctx, cancel := s.WithTimeout(ctx)
 				defer cancel()
 				var g group.Group
 				req := group.CreateRequest{Name: args[0], Description: *desc, InitialMembers: members}
-				if _, err := s.api(ctx, http.MethodPost, "/group", nil, req, &g); err != nil {
+				if _, err := s.API(ctx, http.MethodPost, "/group", nil, req, &g); err != nil {
 					return err
 				}
-				if s.g.json {
-					return s.printJSON(&g)
+				if s.Flags.JSON {
+					return s.PrintJSON(&g)
 				}
-				printGroup(s.io.Out, &g)
+				printGroup(s.IO.Out, &g)
 				return nil
 			}
 		},
 	}
 }
 
-func groupListVerb() *verb {
-	return &verb{
-		name: "group list", maxArgs: 0,
-		summary: "list the groups this agent owns, belongs to or is invited to",
-		agent:   true, timeout: defaultRequestTimeout,
-		examples: []string{"synapse group list", "synapse group list --json"},
-		setup: func(fs *flag.FlagSet, s *session) runFunc {
+func groupListVerb() *command.Verb {
+	return &command.Verb{
+		Name: "group list", MaxArgs: 0,
+		Summary: "list the groups this agent owns, belongs to or is invited to",
+		Agent:   true, Timeout: command.DefaultRequestTimeout,
+		Examples: []string{"synapse group list", "synapse group list --json"},
+		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
 			return func(ctx context.Context, args []string) error {
-				ctx, cancel := s.withTimeout(ctx)
+				ctx, cancel := s.WithTimeout(ctx)
 				defer cancel()
 				var out struct {
 					Groups []group.Group `json:"groups"`
 				}
-				if _, err := s.api(ctx, http.MethodGet, "/groups", nil, nil, &out); err != nil {
+				if _, err := s.API(ctx, http.MethodGet, "/groups", nil, nil, &out); err != nil {
 					return err
 				}
-				if s.g.json {
+				if s.Flags.JSON {
 					if out.Groups == nil {
 						out.Groups = []group.Group{}
 					}
-					return s.printJSON(out)
+					return s.PrintJSON(out)
 				}
 				if len(out.Groups) == 0 {
-					fmt.Fprintln(s.io.Err, "no groups")
+					fmt.Fprintln(s.IO.Err, "no groups")
 					return nil
 				}
-				tw := tabwriter.NewWriter(s.io.Out, 0, 0, 2, ' ', 0)
+				tw := tabwriter.NewWriter(s.IO.Out, 0, 0, 2, ' ', 0)
 				fmt.Fprintln(tw, "GROUP ID\tNAME\tOWNER\tSTATUS\tSTANDING\tMEMBERS")
 				for _, g := range out.Groups {
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", g.GroupID, g.Name, g.Owner, g.Status, g.Standing, len(g.Members))
@@ -211,59 +147,59 @@ func groupListVerb() *verb {
 	}
 }
 
-func groupShowVerb() *verb {
-	return &verb{
-		name: "group show", args: "GROUP_ID", minArgs: 1, maxArgs: 1,
-		summary: "show a group and its members",
-		agent:   true, timeout: defaultRequestTimeout,
-		examples: []string{"synapse group show 0190c3e2-7b1a-7c44-9a51-2f0e8d6b4a10"},
-		setup: func(fs *flag.FlagSet, s *session) runFunc {
+func groupShowVerb() *command.Verb {
+	return &command.Verb{
+		Name: "group show", Args: "GROUP_ID", MinArgs: 1, MaxArgs: 1,
+		Summary: "show a group and its members",
+		Agent:   true, Timeout: command.DefaultRequestTimeout,
+		Examples: []string{"synapse group show 0190c3e2-7b1a-7c44-9a51-2f0e8d6b4a10"},
+		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
 			return func(ctx context.Context, args []string) error {
-				ctx, cancel := s.withTimeout(ctx)
+				ctx, cancel := s.WithTimeout(ctx)
 				defer cancel()
 				var g group.Group
-				if _, err := s.api(ctx, http.MethodGet, groupRoute(args[0]), nil, nil, &g); err != nil {
+				if _, err := s.API(ctx, http.MethodGet, groupRoute(args[0]), nil, nil, &g); err != nil {
 					return err
 				}
-				if s.g.json {
-					return s.printJSON(&g)
+				if s.Flags.JSON {
+					return s.PrintJSON(&g)
 				}
-				printGroup(s.io.Out, &g)
+				printGroup(s.IO.Out, &g)
 				return nil
 			}
 		},
 	}
 }
 
-func groupInviteVerb() *verb {
-	return &verb{
-		name: "group invite", args: "GROUP_ID AGENT_ID", minArgs: 2, maxArgs: 2,
-		summary: "invite a paired agent into a group (owner or admin)",
-		about: `AGENT_ID must be a paired peer of the group's owner. Its weight counts in
+func groupInviteVerb() *command.Verb {
+	return &command.Verb{
+		Name: "group invite", Args: "GROUP_ID AGENT_ID", MinArgs: 2, MaxArgs: 2,
+		Summary: "invite a paired agent into a group (owner or admin)",
+		About: `AGENT_ID must be a paired peer of the group's owner. Its weight counts in
 weighted votes. On an admin's agent the invitation is sent to the owner's
 agent, which makes it.`,
-		agent: true, timeout: defaultRequestTimeout,
-		examples: []string{
+		Agent: true, Timeout: command.DefaultRequestTimeout,
+		Examples: []string{
 			"synapse group invite GROUP_ID edge_plc1_a1b2c3",
 			"synapse group invite GROUP_ID edge_cam2_d4e5f6 --role admin --weight 2",
 		},
-		setup: func(fs *flag.FlagSet, s *session) runFunc {
+		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
 			role := fs.String("role", "member", "member or admin")
 			weight := fs.Float64("weight", 1, "weight in weighted votes")
 			return func(ctx context.Context, args []string) error {
-				ctx, cancel := s.withTimeout(ctx)
+				ctx, cancel := s.WithTimeout(ctx)
 				defer cancel()
 				var g group.Group
 				req := group.InviteRequest{AgentID: args[1], Role: group.Role(*role), Weight: *weight}
-				status, err := s.api(ctx, http.MethodPost, groupRoute(args[0], "invite"), nil, req, &g)
+				status, err := s.API(ctx, http.MethodPost, groupRoute(args[0], "invite"), nil, req, &g)
 				if err != nil {
 					return err
 				}
-				s.sentNote(status, "the invitation was")
-				if s.g.json {
-					return s.printJSON(&g)
+				sentNote(s, status, "the invitation was")
+				if s.Flags.JSON {
+					return s.PrintJSON(&g)
 				}
-				fmt.Fprintf(s.io.Out, "invited %s to %s\n", args[1], args[0])
+				fmt.Fprintf(s.IO.Out, "invited %s to %s\n", args[1], args[0])
 				return nil
 			}
 		},
@@ -271,43 +207,43 @@ agent, which makes it.`,
 }
 
 // groupChangeVerb is join, leave or disband.
-func groupChangeVerb(name, summary, about string, flags func(fs *flag.FlagSet) func() any) *verb {
-	return &verb{
-		name: "group " + name, args: "GROUP_ID", minArgs: 1, maxArgs: 1,
-		summary: summary, about: about,
-		agent: true, timeout: defaultRequestTimeout,
-		examples: []string{"synapse group " + name + " GROUP_ID"},
-		setup: func(fs *flag.FlagSet, s *session) runFunc {
+func groupChangeVerb(name, summary, about string, flags func(fs *flag.FlagSet) func() any) *command.Verb {
+	return &command.Verb{
+		Name: "group " + name, Args: "GROUP_ID", MinArgs: 1, MaxArgs: 1,
+		Summary: summary, About: about,
+		Agent: true, Timeout: command.DefaultRequestTimeout,
+		Examples: []string{"synapse group " + name + " GROUP_ID"},
+		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
 			body := func() any { return nil }
 			if flags != nil {
 				body = flags(fs)
 			}
 			return func(ctx context.Context, args []string) error {
-				ctx, cancel := s.withTimeout(ctx)
+				ctx, cancel := s.WithTimeout(ctx)
 				defer cancel()
 				var g group.Group
-				status, err := s.api(ctx, http.MethodPost, groupRoute(args[0], name), nil, body(), &g)
+				status, err := s.API(ctx, http.MethodPost, groupRoute(args[0], name), nil, body(), &g)
 				if err != nil {
 					return err
 				}
-				s.sentNote(status, "the request was")
-				if s.g.json {
-					return s.printJSON(&g)
+				sentNote(s, status, "the request was")
+				if s.Flags.JSON {
+					return s.PrintJSON(&g)
 				}
-				printKV(s.io.Out, []kv{{"group_id", g.GroupID}, {"status", g.Status}, {"standing", g.Standing}})
+				command.PrintKV(s.IO.Out, []command.KV{{"group_id", g.GroupID}, {"status", g.Status}, {"standing", g.Standing}})
 				return nil
 			}
 		},
 	}
 }
 
-func groupJoinVerb() *verb {
+func groupJoinVerb() *command.Verb {
 	return groupChangeVerb("join", "accept this agent's invitation to a group",
 		`The join goes to the group's owner, which adds the member and tells every
 member; the standing is "joining" until then.`, nil)
 }
 
-func groupLeaveVerb() *verb {
+func groupLeaveVerb() *command.Verb {
 	return groupChangeVerb("leave", "leave a group (or decline its invitation), or remove a member",
 		`With --remove AGENT_ID the owner or an admin removes that member instead.`,
 		func(fs *flag.FlagSet) func() any {
@@ -321,23 +257,23 @@ func groupLeaveVerb() *verb {
 		})
 }
 
-func groupDisbandVerb() *verb {
+func groupDisbandVerb() *command.Verb {
 	return groupChangeVerb("disband", "disband a group (owner or admin)",
 		`Open votes are cancelled and every member is told. Other members get 403.`, nil)
 }
 
-func groupSendVerb() *verb {
-	return &verb{
-		name: "group send", args: "GROUP_ID [TEXT]", minArgs: 1, maxArgs: 2,
-		summary: "broadcast a message to a group's members",
-		about: `Members that are offline receive it when they return. --body adds a JSON
+func groupSendVerb() *command.Verb {
+	return &command.Verb{
+		Name: "group send", Args: "GROUP_ID [TEXT]", MinArgs: 1, MaxArgs: 2,
+		Summary: "broadcast a message to a group's members",
+		About: `Members that are offline receive it when they return. --body adds a JSON
 value.`,
-		agent: true, timeout: defaultRequestTimeout,
-		examples: []string{
+		Agent: true, Timeout: command.DefaultRequestTimeout,
+		Examples: []string{
 			`synapse group send GROUP_ID "maintenance at 14:00"`,
 			`synapse group send GROUP_ID --body '{"setpoint":21.5}'`,
 		},
-		setup: func(fs *flag.FlagSet, s *session) runFunc {
+		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
 			body := fs.String("body", "", "a JSON `VALUE` to send")
 			return func(ctx context.Context, args []string) error {
 				req := group.MessageRequest{}
@@ -346,61 +282,61 @@ value.`,
 				}
 				if *body != "" {
 					if !json.Valid([]byte(*body)) {
-						return usageErrorf("--body is not valid JSON")
+						return command.UsageErrorf("--body is not valid JSON")
 					}
 					req.Body = []byte(*body)
 				}
 				if req.Text == "" && len(req.Body) == 0 {
-					return usageErrorf("give a TEXT, --body, or both")
+					return command.UsageErrorf("give a TEXT, --body, or both")
 				}
-				ctx, cancel := s.withTimeout(ctx)
+				ctx, cancel := s.WithTimeout(ctx)
 				defer cancel()
 				var msg group.Message
-				if _, err := s.api(ctx, http.MethodPost, groupRoute(args[0], "message"), nil, req, &msg); err != nil {
+				if _, err := s.API(ctx, http.MethodPost, groupRoute(args[0], "message"), nil, req, &msg); err != nil {
 					return err
 				}
-				if s.g.json {
-					return s.printJSON(&msg)
+				if s.Flags.JSON {
+					return s.PrintJSON(&msg)
 				}
-				fmt.Fprintf(s.io.Out, "sent %s\n", msg.MessageID)
+				fmt.Fprintf(s.IO.Out, "sent %s\n", msg.MessageID)
 				return nil
 			}
 		},
 	}
 }
 
-func groupMessagesVerb() *verb {
-	return &verb{
-		name: "group messages", args: "GROUP_ID", minArgs: 1, maxArgs: 1,
-		summary: "list a group's events as this agent saw them (messages, joins, votes, tasks)",
-		about: `Events are numbered per group; --after N lists those after N. The
+func groupMessagesVerb() *command.Verb {
+	return &command.Verb{
+		Name: "group messages", Args: "GROUP_ID", MinArgs: 1, MaxArgs: 1,
+		Summary: "list a group's events as this agent saw them (messages, joins, votes, tasks)",
+		About: `Events are numbered per group; --after N lists those after N. The
 WebSocket GET /api/v1/synapse/group/GROUP_ID/messages/stream follows them live.`,
-		agent: true, timeout: defaultRequestTimeout,
-		examples: []string{"synapse group messages GROUP_ID", "synapse group messages GROUP_ID --after 12 --json"},
-		setup: func(fs *flag.FlagSet, s *session) runFunc {
+		Agent: true, Timeout: command.DefaultRequestTimeout,
+		Examples: []string{"synapse group messages GROUP_ID", "synapse group messages GROUP_ID --after 12 --json"},
+		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
 			after := fs.Uint64("after", 0, "list events after seq `N`")
 			limit := fs.Int("limit", 100, "at most `N` events")
 			return func(ctx context.Context, args []string) error {
 				if *limit < 1 || *limit > 1000 {
-					return usageErrorf("--limit %d is outside 1..1000", *limit)
+					return command.UsageErrorf("--limit %d is outside 1..1000", *limit)
 				}
-				ctx, cancel := s.withTimeout(ctx)
+				ctx, cancel := s.WithTimeout(ctx)
 				defer cancel()
 				var out struct {
 					Events  []group.Event `json:"events"`
 					LastSeq uint64        `json:"last_seq"`
 				}
 				q := url.Values{"after": {strconv.FormatUint(*after, 10)}, "limit": {strconv.Itoa(*limit)}}
-				if _, err := s.api(ctx, http.MethodGet, groupRoute(args[0], "messages"), q, nil, &out); err != nil {
+				if _, err := s.API(ctx, http.MethodGet, groupRoute(args[0], "messages"), q, nil, &out); err != nil {
 					return err
 				}
-				if s.g.json {
+				if s.Flags.JSON {
 					if out.Events == nil {
 						out.Events = []group.Event{}
 					}
-					return s.printJSON(out)
+					return s.PrintJSON(out)
 				}
-				tw := tabwriter.NewWriter(s.io.Out, 0, 0, 2, ' ', 0)
+				tw := tabwriter.NewWriter(s.IO.Out, 0, 0, 2, ' ', 0)
 				fmt.Fprintln(tw, "SEQ\tAT\tTYPE\tFROM\tTEXT")
 				for _, ev := range out.Events {
 					fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", ev.Seq, wireTime(ev.At.Time), ev.Type, ev.From, eventText(ev))
@@ -437,35 +373,35 @@ func eventText(ev group.Event) string {
 	return p.Status
 }
 
-func groupTaskVerb() *verb {
-	return &verb{
-		name: "group task", args: "GROUP_ID TASK_TYPE", minArgs: 2, maxArgs: 2,
-		summary: "give a task to a group's members and aggregate their results",
-		about: `The owner's agent sends the task to every member that declared TASK_TYPE
+func groupTaskVerb() *command.Verb {
+	return &command.Verb{
+		Name: "group task", Args: "GROUP_ID TASK_TYPE", MinArgs: 2, MaxArgs: 2,
+		Summary: "give a task to a group's members and aggregate their results",
+		About: `The owner's agent sends the task to every member that declared TASK_TYPE
 (or those named with --member): the whole payload to each, or with --split
 FIELD a part of the payload's list FIELD to each. --aggregate all lists
 every result, first keeps the first, majority the one more than half of the
 members returned. Members that fail or miss the --timeout are listed as
 missing.`,
-		agent: true, timeout: 90 * time.Second,
-		examples: []string{
+		Agent: true, Timeout: 90 * time.Second,
+		Examples: []string{
 			`synapse group task GROUP_ID check --payload '{"sensor":"t1"}' --aggregate majority --wait 30s`,
 			`synapse group task GROUP_ID resize --payload '{"images":["a","b","c","d"]}' --split images`,
 		},
-		setup: func(fs *flag.FlagSet, s *session) runFunc {
+		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
 			payload := fs.String("payload", "{}", "the task payload, a JSON `OBJECT`")
 			splitField := fs.String("split", "", "split the list `FIELD` of the payload among the members")
 			agg := fs.String("aggregate", "all", "all, first or majority")
-			var members idList
+			var members command.List
 			fs.Var(&members, "member", "send to `AGENT_ID` only (repeatable)")
 			timeout := fs.Duration("task-timeout", time.Minute, "deadline of the group task")
 			wait := fs.Duration("wait", 0, "wait up to this long (at most 60s) for the aggregate")
 			return func(ctx context.Context, args []string) error {
 				if !json.Valid([]byte(*payload)) {
-					return usageErrorf("--payload is not valid JSON")
+					return command.UsageErrorf("--payload is not valid JSON")
 				}
 				if *wait < 0 || *wait > client.MaxWait {
-					return usageErrorf("--wait must be 0 to 60s")
+					return command.UsageErrorf("--wait must be 0 to 60s")
 				}
 				req := group.TaskRequest{TaskType: args[1], Payload: []byte(*payload), Aggregate: *agg, Members: members,
 					TimeoutSeconds: int(timeout.Seconds())}
@@ -476,42 +412,42 @@ missing.`,
 				if *wait > 0 {
 					q = url.Values{"wait": {strconv.Itoa(int(wait.Seconds()))}}
 				}
-				ctx, cancel := s.withTimeout(ctx)
+				ctx, cancel := s.WithTimeout(ctx)
 				defer cancel()
 				var t group.Task
-				status, err := s.api(ctx, http.MethodPost, groupRoute(args[0], "task"), q, req, &t)
+				status, err := s.API(ctx, http.MethodPost, groupRoute(args[0], "task"), q, req, &t)
 				if err != nil {
 					return err
 				}
-				s.sentNote(status, "the task was")
-				if s.g.json {
-					return s.printJSON(&t)
+				sentNote(s, status, "the task was")
+				if s.Flags.JSON {
+					return s.PrintJSON(&t)
 				}
-				printGroupTask(s.io.Out, &t)
+				printGroupTask(s.IO.Out, &t)
 				return nil
 			}
 		},
 	}
 }
 
-func groupResultVerb() *verb {
-	return &verb{
-		name: "group result", args: "GROUP_ID GROUP_TASK_ID", minArgs: 2, maxArgs: 2,
-		summary: "show a group task, its parts and its aggregate",
-		agent:   true, timeout: defaultRequestTimeout,
-		examples: []string{"synapse group result GROUP_ID GROUP_TASK_ID --json"},
-		setup: func(fs *flag.FlagSet, s *session) runFunc {
+func groupResultVerb() *command.Verb {
+	return &command.Verb{
+		Name: "group result", Args: "GROUP_ID GROUP_TASK_ID", MinArgs: 2, MaxArgs: 2,
+		Summary: "show a group task, its parts and its aggregate",
+		Agent:   true, Timeout: command.DefaultRequestTimeout,
+		Examples: []string{"synapse group result GROUP_ID GROUP_TASK_ID --json"},
+		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
 			return func(ctx context.Context, args []string) error {
-				ctx, cancel := s.withTimeout(ctx)
+				ctx, cancel := s.WithTimeout(ctx)
 				defer cancel()
 				var t group.Task
-				if _, err := s.api(ctx, http.MethodGet, groupRoute(args[0], "task", args[1]), nil, nil, &t); err != nil {
+				if _, err := s.API(ctx, http.MethodGet, groupRoute(args[0], "task", args[1]), nil, nil, &t); err != nil {
 					return err
 				}
-				if s.g.json {
-					return s.printJSON(&t)
+				if s.Flags.JSON {
+					return s.PrintJSON(&t)
 				}
-				printGroupTask(s.io.Out, &t)
+				printGroupTask(s.IO.Out, &t)
 				return nil
 			}
 		},
@@ -523,7 +459,7 @@ func printGroupTask(w io.Writer, t *group.Task) {
 	if t.Aggregate == group.AggregateMajority {
 		agreement = fmt.Sprintf("%d of %d", t.Agreement, len(t.Parts))
 	}
-	printKV(w, []kv{
+	command.PrintKV(w, []command.KV{
 		{"group_task_id", t.TaskID},
 		{"task_type", t.TaskType},
 		{"status", t.Status},
@@ -532,7 +468,7 @@ func printGroupTask(w io.Writer, t *group.Task) {
 		{"error", t.Error},
 	})
 	if len(t.Result) > 0 {
-		fmt.Fprintf(w, "result:\n%s\n", indent(prettyJSON(string(t.Result)), "  "))
+		fmt.Fprintf(w, "result:\n%s\n", command.Indent(command.PrettyJSON(string(t.Result)), "  "))
 	}
 	if len(t.Parts) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

@@ -11,30 +11,31 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/synapse-edge/synapse/cli/command"
 	"github.com/synapse-edge/synapse/group"
 )
 
-func voteVerbs() []*verb {
-	return []*verb{voteOpenVerb(), voteCastVerb(), voteShowVerb(), voteListVerb()}
+func voteVerbs() []*command.Verb {
+	return []*command.Verb{voteOpenVerb(), voteCastVerb(), voteShowVerb(), voteListVerb()}
 }
 
-func voteOpenVerb() *verb {
-	return &verb{
-		name: "vote open", args: "GROUP_ID TITLE", minArgs: 2, maxArgs: 2,
-		summary: "put a proposal to a group's members",
-		about: `Consensus types: majority (more than 1/2 of the ballots cast), supermajority
+func voteOpenVerb() *command.Verb {
+	return &command.Verb{
+		Name: "vote open", Args: "GROUP_ID TITLE", MinArgs: 2, MaxArgs: 2,
+		Summary: "put a proposal to a group's members",
+		About: `Consensus types: majority (more than 1/2 of the ballots cast), supermajority
 (at least 2/3), unanimous (every member, the same option), weighted (more
 than 1/2 of the weight cast), ranked (instant-runoff over ranked ballots).
 --quorum is the number of ballots needed. The vote closes at --deadline on
 the owner's clock, or when every member has voted; every member gets the
 result with the full tally.`,
-		agent: true, timeout: defaultRequestTimeout,
-		examples: []string{
+		Agent: true, Timeout: command.DefaultRequestTimeout,
+		Examples: []string{
 			`synapse vote open GROUP_ID "upgrade tonight?" --option yes --option no`,
 			`synapse vote open GROUP_ID "next site" --option lyon,turin,graz --consensus ranked --quorum 3 --deadline 10m`,
 		},
-		setup: func(fs *flag.FlagSet, s *session) runFunc {
-			var options idList
+		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
+			var options command.List
 			fs.Var(&options, "option", "an `OPTION` (repeatable, or comma-separated; at least two)")
 			consensus := fs.String("consensus", group.Majority, "majority, supermajority, unanimous, weighted or ranked")
 			quorum := fs.Int("quorum", 0, "ballots needed for a result (0: none)")
@@ -42,110 +43,110 @@ result with the full tally.`,
 			desc := fs.String("description", "", "more about the proposal")
 			return func(ctx context.Context, args []string) error {
 				if len(options) < 2 {
-					return usageErrorf("give at least two --option")
+					return command.UsageErrorf("give at least two --option")
 				}
 				if *deadline < time.Second {
-					return usageErrorf("--deadline must be at least 1s")
+					return command.UsageErrorf("--deadline must be at least 1s")
 				}
 				req := group.VoteRequest{Title: args[1], Description: *desc, Options: options, Consensus: *consensus,
 					Quorum: *quorum, DeadlineSeconds: int(deadline.Seconds())}
-				ctx, cancel := s.withTimeout(ctx)
+				ctx, cancel := s.WithTimeout(ctx)
 				defer cancel()
 				var v group.Vote
-				status, err := s.api(ctx, http.MethodPost, groupRoute(args[0], "vote"), nil, req, &v)
+				status, err := s.API(ctx, http.MethodPost, groupRoute(args[0], "vote"), nil, req, &v)
 				if err != nil {
 					return err
 				}
-				s.sentNote(status, "the proposal was")
-				if s.g.json {
-					return s.printJSON(&v)
+				sentNote(s, status, "the proposal was")
+				if s.Flags.JSON {
+					return s.PrintJSON(&v)
 				}
-				printVote(s.io.Out, &v)
+				printVote(s.IO.Out, &v)
 				return nil
 			}
 		},
 	}
 }
 
-func voteCastVerb() *verb {
-	return &verb{
-		name: "vote cast", args: "GROUP_ID VOTE_ID OPTION...", minArgs: 3, maxArgs: -1,
-		summary: "cast this agent's ballot (again to change it)",
-		about: `Give one OPTION; for a ranked vote give the options in order of preference.
+func voteCastVerb() *command.Verb {
+	return &command.Verb{
+		Name: "vote cast", Args: "GROUP_ID VOTE_ID OPTION...", MinArgs: 3, MaxArgs: -1,
+		Summary: "cast this agent's ballot (again to change it)",
+		About: `Give one OPTION; for a ranked vote give the options in order of preference.
 A ballot after the vote closed is refused (409).`,
-		agent: true, timeout: defaultRequestTimeout,
-		examples: []string{"synapse vote cast GROUP_ID VOTE_ID yes", "synapse vote cast GROUP_ID VOTE_ID turin lyon"},
-		setup: func(fs *flag.FlagSet, s *session) runFunc {
+		Agent: true, Timeout: command.DefaultRequestTimeout,
+		Examples: []string{"synapse vote cast GROUP_ID VOTE_ID yes", "synapse vote cast GROUP_ID VOTE_ID turin lyon"},
+		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
 			return func(ctx context.Context, args []string) error {
 				req := group.BallotRequest{Option: args[2]}
 				if len(args) > 3 {
 					req = group.BallotRequest{Ranking: args[2:]}
 				}
-				ctx, cancel := s.withTimeout(ctx)
+				ctx, cancel := s.WithTimeout(ctx)
 				defer cancel()
 				var v group.Vote
-				status, err := s.api(ctx, http.MethodPost, groupRoute(args[0], "vote", args[1], "ballot"), nil, req, &v)
+				status, err := s.API(ctx, http.MethodPost, groupRoute(args[0], "vote", args[1], "ballot"), nil, req, &v)
 				if err != nil {
 					return err
 				}
-				s.sentNote(status, "the ballot was")
-				if s.g.json {
-					return s.printJSON(&v)
+				sentNote(s, status, "the ballot was")
+				if s.Flags.JSON {
+					return s.PrintJSON(&v)
 				}
-				fmt.Fprintf(s.io.Out, "cast %s on %s\n", strings.Join(args[2:], " > "), args[1])
+				fmt.Fprintf(s.IO.Out, "cast %s on %s\n", strings.Join(args[2:], " > "), args[1])
 				return nil
 			}
 		},
 	}
 }
 
-func voteShowVerb() *verb {
-	return &verb{
-		name: "vote show", args: "GROUP_ID VOTE_ID", minArgs: 2, maxArgs: 2,
-		summary: "show a vote, and its result and tally once closed",
-		agent:   true, timeout: defaultRequestTimeout,
-		examples: []string{"synapse vote show GROUP_ID VOTE_ID", "synapse vote show GROUP_ID VOTE_ID --json"},
-		setup: func(fs *flag.FlagSet, s *session) runFunc {
+func voteShowVerb() *command.Verb {
+	return &command.Verb{
+		Name: "vote show", Args: "GROUP_ID VOTE_ID", MinArgs: 2, MaxArgs: 2,
+		Summary: "show a vote, and its result and tally once closed",
+		Agent:   true, Timeout: command.DefaultRequestTimeout,
+		Examples: []string{"synapse vote show GROUP_ID VOTE_ID", "synapse vote show GROUP_ID VOTE_ID --json"},
+		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
 			return func(ctx context.Context, args []string) error {
-				ctx, cancel := s.withTimeout(ctx)
+				ctx, cancel := s.WithTimeout(ctx)
 				defer cancel()
 				var v group.Vote
-				if _, err := s.api(ctx, http.MethodGet, groupRoute(args[0], "vote", args[1]), nil, nil, &v); err != nil {
+				if _, err := s.API(ctx, http.MethodGet, groupRoute(args[0], "vote", args[1]), nil, nil, &v); err != nil {
 					return err
 				}
-				if s.g.json {
-					return s.printJSON(&v)
+				if s.Flags.JSON {
+					return s.PrintJSON(&v)
 				}
-				printVote(s.io.Out, &v)
+				printVote(s.IO.Out, &v)
 				return nil
 			}
 		},
 	}
 }
 
-func voteListVerb() *verb {
-	return &verb{
-		name: "vote list", args: "GROUP_ID", minArgs: 1, maxArgs: 1,
-		summary: "list a group's votes",
-		agent:   true, timeout: defaultRequestTimeout,
-		examples: []string{"synapse vote list GROUP_ID"},
-		setup: func(fs *flag.FlagSet, s *session) runFunc {
+func voteListVerb() *command.Verb {
+	return &command.Verb{
+		Name: "vote list", Args: "GROUP_ID", MinArgs: 1, MaxArgs: 1,
+		Summary: "list a group's votes",
+		Agent:   true, Timeout: command.DefaultRequestTimeout,
+		Examples: []string{"synapse vote list GROUP_ID"},
+		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
 			return func(ctx context.Context, args []string) error {
-				ctx, cancel := s.withTimeout(ctx)
+				ctx, cancel := s.WithTimeout(ctx)
 				defer cancel()
 				var out struct {
 					Votes []group.Vote `json:"votes"`
 				}
-				if _, err := s.api(ctx, http.MethodGet, groupRoute(args[0], "votes"), nil, nil, &out); err != nil {
+				if _, err := s.API(ctx, http.MethodGet, groupRoute(args[0], "votes"), nil, nil, &out); err != nil {
 					return err
 				}
-				if s.g.json {
+				if s.Flags.JSON {
 					if out.Votes == nil {
 						out.Votes = []group.Vote{}
 					}
-					return s.printJSON(out)
+					return s.PrintJSON(out)
 				}
-				tw := tabwriter.NewWriter(s.io.Out, 0, 0, 2, ' ', 0)
+				tw := tabwriter.NewWriter(s.IO.Out, 0, 0, 2, ' ', 0)
 				fmt.Fprintln(tw, "VOTE ID\tTITLE\tCONSENSUS\tSTATUS\tOUTCOME\tWINNER")
 				for _, v := range out.Votes {
 					outcome, winner := "", ""
@@ -161,7 +162,7 @@ func voteListVerb() *verb {
 }
 
 func printVote(w io.Writer, v *group.Vote) {
-	rows := []kv{
+	rows := []command.KV{
 		{"vote_id", v.VoteID},
 		{"title", v.Title},
 		{"options", strings.Join(v.Options, ", ")},
@@ -172,10 +173,10 @@ func printVote(w io.Writer, v *group.Vote) {
 		{"deadline", wireTime(v.Deadline.Time)},
 	}
 	if r := v.Result; r != nil {
-		rows = append(rows, kv{"outcome", r.Outcome}, kv{"winner", r.Winner}, kv{"rule", r.Tally.Rule},
-			kv{"ballots", fmt.Sprintf("%d of %d voters", r.Tally.Cast, r.Tally.Eligible)})
+		rows = append(rows, command.KV{"outcome", r.Outcome}, command.KV{"winner", r.Winner}, command.KV{"rule", r.Tally.Rule},
+			command.KV{"ballots", fmt.Sprintf("%d of %d voters", r.Tally.Cast, r.Tally.Eligible)})
 	}
-	printKV(w, rows)
+	command.PrintKV(w, rows)
 	if v.Result == nil {
 		return
 	}

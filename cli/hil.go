@@ -10,11 +10,12 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/synapse-edge/synapse/cli/command"
 	"github.com/synapse-edge/synapse/client"
 )
 
-func hilVerbs() []*verb {
-	return []*verb{hilListVerb(), hilShowVerb(),
+func hilVerbs() []*command.Verb {
+	return []*command.Verb{hilListVerb(), hilShowVerb(),
 		hilDecideVerb(client.ActionApprove), hilDecideVerb(client.ActionReject), hilDecideVerb(client.ActionModify), hilDecideVerb(client.ActionEscalate)}
 }
 
@@ -43,40 +44,40 @@ func (l decisionFields) Set(v string) error {
 	return nil
 }
 
-func hilListVerb() *verb {
-	return &verb{
-		name: "hil list", maxArgs: 0,
-		summary: "list the requests waiting for a person, most urgent first",
-		about: `Shows each pending request's task, escalation level, the scope that may
+func hilListVerb() *command.Verb {
+	return &command.Verb{
+		Name: "hil list", MaxArgs: 0,
+		Summary: "list the requests waiting for a person, most urgent first",
+		About: `Shows each pending request's task, escalation level, the scope that may
 decide it now, and the time left before it escalates. --all lists decided and
 closed requests too, newest first. Needs tasks:read or a hil:l1/l2/l3 scope.`,
-		agent: true, timeout: defaultRequestTimeout,
-		examples: []string{"synapse hil list", "synapse hil list --all --json"},
-		setup: func(fs *flag.FlagSet, s *session) runFunc {
+		Agent: true, Timeout: command.DefaultRequestTimeout,
+		Examples: []string{"synapse hil list", "synapse hil list --all --json"},
+		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
 			all := fs.Bool("all", false, "include decided and closed requests")
 			limit := fs.Int("limit", 50, "with --all: list at most `N` requests")
 			return func(ctx context.Context, args []string) error {
 				if *limit < 1 || *limit > 1000 {
-					return usageErrorf("--limit %d is outside 1..1000", *limit)
+					return command.UsageErrorf("--limit %d is outside 1..1000", *limit)
 				}
-				ctx, cancel := s.withTimeout(ctx)
+				ctx, cancel := s.WithTimeout(ctx)
 				defer cancel()
-				list, err := s.client().ListHIL(ctx, client.HILListOptions{All: *all, PageSize: *limit})
+				list, err := s.Client().ListHIL(ctx, client.HILListOptions{All: *all, PageSize: *limit})
 				if err != nil {
 					return err
 				}
 				if list.Requests == nil {
 					list.Requests = []client.HILRequest{}
 				}
-				if s.g.json {
-					return s.printJSON(list)
+				if s.Flags.JSON {
+					return s.PrintJSON(list)
 				}
 				if len(list.Requests) == 0 {
-					fmt.Fprintln(s.io.Err, "nothing waits for a person")
+					fmt.Fprintln(s.IO.Err, "nothing waits for a person")
 					return nil
 				}
 				now := serverNow(list.ServerTime)
-				tw := tabwriter.NewWriter(s.io.Out, 0, 0, 2, ' ', 0)
+				tw := tabwriter.NewWriter(s.IO.Out, 0, 0, 2, ' ', 0)
 				fmt.Fprintln(tw, "TASK ID\tTYPE\tSTATE\tLEVEL\tSCOPE\tLEFT\tREASON")
 				for _, r := range list.Requests {
 					left := "-"
@@ -121,24 +122,24 @@ func oneLine(s string, n int) string {
 	return s
 }
 
-func hilShowVerb() *verb {
-	return &verb{
-		name: "hil show", args: "TASK_ID", minArgs: 1, maxArgs: 1,
-		summary: "show a task's request for a person with its options and audit trail",
-		agent:   true, timeout: defaultRequestTimeout,
-		examples: []string{"synapse hil show TASK_ID", "synapse hil show TASK_ID --json"},
-		setup: func(fs *flag.FlagSet, s *session) runFunc {
+func hilShowVerb() *command.Verb {
+	return &command.Verb{
+		Name: "hil show", Args: "TASK_ID", MinArgs: 1, MaxArgs: 1,
+		Summary: "show a task's request for a person with its options and audit trail",
+		Agent:   true, Timeout: command.DefaultRequestTimeout,
+		Examples: []string{"synapse hil show TASK_ID", "synapse hil show TASK_ID --json"},
+		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
 			return func(ctx context.Context, args []string) error {
-				ctx, cancel := s.withTimeout(ctx)
+				ctx, cancel := s.WithTimeout(ctx)
 				defer cancel()
-				r, err := s.client().GetHIL(ctx, args[0])
+				r, err := s.Client().GetHIL(ctx, args[0])
 				if err != nil {
 					return err
 				}
-				if s.g.json {
-					return s.printJSON(r)
+				if s.Flags.JSON {
+					return s.PrintJSON(r)
 				}
-				printHIL(s.io.Out, r)
+				printHIL(s.IO.Out, r)
 				return nil
 			}
 		},
@@ -148,7 +149,7 @@ func hilShowVerb() *verb {
 // printHIL writes a request as "key: value" lines, then its options and
 // audit trail.
 func printHIL(w io.Writer, r *client.HILRequest) {
-	rows := []kv{
+	rows := []command.KV{
 		{"task_id", r.TaskID},
 		{"task_type", r.TaskType},
 		{"target", r.Target},
@@ -156,24 +157,24 @@ func printHIL(w io.Writer, r *client.HILRequest) {
 		{"reason", strings.TrimPrefix(r.Reason.Code+": "+r.Reason.Message, ": ")},
 	}
 	if c := r.Context; c != nil {
-		rows = append(rows, kv{"summary", c.TaskSummary}, kv{"blocked", c.BlockedReason})
+		rows = append(rows, command.KV{"summary", c.TaskSummary}, command.KV{"blocked", c.BlockedReason})
 	}
 	rows = append(rows,
-		kv{"level", fmt.Sprintf("%d of %d (%s)", r.EscalationLevel, r.Levels, r.ReviewersScope)},
-		kv{"deadline", r.Deadline},
-		kv{"created_at", r.CreatedAt},
-		kv{"closed_at", r.ClosedAt},
-		kv{"note", r.Note},
+		command.KV{"level", fmt.Sprintf("%d of %d (%s)", r.EscalationLevel, r.Levels, r.ReviewersScope)},
+		command.KV{"deadline", r.Deadline},
+		command.KV{"created_at", r.CreatedAt},
+		command.KV{"closed_at", r.ClosedAt},
+		command.KV{"note", r.Note},
 	)
 	if d := r.Decision; d != nil {
-		rows = append(rows, kv{"decision", fmt.Sprintf("%s by %s at level %d", d.Action, d.DecidedBy, d.Level)},
-			kv{"rejection_reason", d.RejectionReason}, kv{"notes", d.Notes})
+		rows = append(rows, command.KV{"decision", fmt.Sprintf("%s by %s at level %d", d.Action, d.DecidedBy, d.Level)},
+			command.KV{"rejection_reason", d.RejectionReason}, command.KV{"notes", d.Notes})
 		if len(d.ApprovedFields) > 0 {
 			b, _ := json.Marshal(d.ApprovedFields)
-			rows = append(rows, kv{"approved_fields", string(b)})
+			rows = append(rows, command.KV{"approved_fields", string(b)})
 		}
 	}
-	printKV(w, rows)
+	command.PrintKV(w, rows)
 	if len(r.Options) > 0 {
 		fmt.Fprintln(w, "options:")
 		for _, o := range r.Options {
@@ -202,37 +203,37 @@ func printHIL(w io.Writer, r *client.HILRequest) {
 	}
 }
 
-func hilDecideVerb(action string) *verb {
-	v := &verb{
-		name: "hil " + action, args: "TASK_ID", minArgs: 1, maxArgs: 1,
-		agent: true, timeout: defaultRequestTimeout,
+func hilDecideVerb(action string) *command.Verb {
+	v := &command.Verb{
+		Name: "hil " + action, Args: "TASK_ID", MinArgs: 1, MaxArgs: 1,
+		Agent: true, Timeout: command.DefaultRequestTimeout,
 	}
 	switch action {
 	case client.ActionApprove:
-		v.summary = "approve a task's request, optionally with fields"
-		v.examples = []string{"synapse hil approve TASK_ID", `synapse hil approve TASK_ID --field authorized=true --notes "licence checked"`}
+		v.Summary = "approve a task's request, optionally with fields"
+		v.Examples = []string{"synapse hil approve TASK_ID", `synapse hil approve TASK_ID --field authorized=true --notes "licence checked"`}
 	case client.ActionReject:
-		v.summary = "reject a task's request"
-		v.examples = []string{`synapse hil reject TASK_ID --reason "not during business hours"`}
+		v.Summary = "reject a task's request"
+		v.Examples = []string{`synapse hil reject TASK_ID --reason "not during business hours"`}
 	case client.ActionModify:
-		v.summary = "approve a task's request with changed fields"
-		v.examples = []string{`synapse hil modify TASK_ID --field window='"tonight"' --field retries=3`}
+		v.Summary = "approve a task's request with changed fields"
+		v.Examples = []string{`synapse hil modify TASK_ID --field window='"tonight"' --field retries=3`}
 	case client.ActionEscalate:
-		v.summary = "hand a task's request to the next escalation level without deciding"
-		v.examples = []string{`synapse hil escalate TASK_ID --notes "needs the plant manager"`}
+		v.Summary = "hand a task's request to the next escalation level without deciding"
+		v.Examples = []string{`synapse hil escalate TASK_ID --notes "needs the plant manager"`}
 	}
-	v.about = `The token needs the reviewers scope of the request's current escalation
+	v.About = `The token needs the reviewers scope of the request's current escalation
 level (hil:l1, hil:l2, hil:l3 by default) or admin. A request that is already
 decided is refused (exit 1, HTTP 409).`
 	takesFields := action == client.ActionApprove || action == client.ActionModify
 	if takesFields {
-		v.about += ` --field KEY=VALUE takes VALUE as JSON when
+		v.About += ` --field KEY=VALUE takes VALUE as JSON when
 it parses as JSON (true, 3, "text", {...}) and as text otherwise.`
 	}
 	if action == client.ActionEscalate {
-		v.about += ` At the last level escalating is refused (exit 1, HTTP 409).`
+		v.About += ` At the last level escalating is refused (exit 1, HTTP 409).`
 	}
-	v.setup = func(fs *flag.FlagSet, s *session) runFunc {
+	v.Setup = func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
 		fields := decisionFields{}
 		if takesFields {
 			fs.Var(fields, "field", "approve with field `KEY=VALUE` (repeatable)")
@@ -244,30 +245,30 @@ it parses as JSON (true, 3, "text", {...}) and as text otherwise.`
 		notes := fs.String("notes", "", "record `TEXT` as notes with the decision")
 		return func(ctx context.Context, args []string) error {
 			if action == client.ActionModify && len(fields) == 0 {
-				return usageErrorf("modify needs at least one --field KEY=VALUE")
+				return command.UsageErrorf("modify needs at least one --field KEY=VALUE")
 			}
 			d := client.DecisionRequest{Action: action, RejectionReason: reason, Notes: *notes}
 			if len(fields) > 0 {
 				d.ApprovedFields = fields
 			}
-			ctx, cancel := s.withTimeout(ctx)
+			ctx, cancel := s.WithTimeout(ctx)
 			defer cancel()
-			r, err := s.client().DecideHIL(ctx, args[0], d)
+			r, err := s.Client().DecideHIL(ctx, args[0], d)
 			if err != nil {
 				return err
 			}
-			if s.g.json {
-				return s.printJSON(r)
+			if s.Flags.JSON {
+				return s.PrintJSON(r)
 			}
 			if action == client.ActionEscalate {
-				fmt.Fprintf(s.io.Out, "handed task %s to level %d of %d (%s)\n", r.TaskID, r.EscalationLevel, r.Levels, r.ReviewersScope)
+				fmt.Fprintf(s.IO.Out, "handed task %s to level %d of %d (%s)\n", r.TaskID, r.EscalationLevel, r.Levels, r.ReviewersScope)
 				return nil
 			}
 			status := ""
 			if r.Decision != nil {
 				status = r.Decision.TaskStatus
 			}
-			fmt.Fprintf(s.io.Out, "%s task %s at level %d; the task is %s\n", pastTense(action), r.TaskID, r.EscalationLevel, orDash(status))
+			fmt.Fprintf(s.IO.Out, "%s task %s at level %d; the task is %s\n", pastTense(action), r.TaskID, r.EscalationLevel, orDash(status))
 			return nil
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/synapse-edge/synapse/cli/command"
 	"github.com/synapse-edge/synapse/client"
 	"github.com/synapse-edge/synapse/negotiate"
 )
@@ -17,24 +18,24 @@ import (
 const negotiateTimeout = 150 * time.Second
 
 // negotiateVerb is the negotiate command.
-var negotiateVerb = &verb{
-	name: "negotiate", maxArgs: 0,
-	summary: "negotiate a protocol contract with a paired agent",
-	about: `The agent asks the peer for a contract: the highest communication tier both
+var negotiateVerb = &command.Verb{
+	Name: "negotiate", MaxArgs: 0,
+	Summary: "negotiate a protocol contract with a paired agent",
+	About: `The agent asks the peer for a contract: the highest communication tier both
 serve, the first transport of the list both serve, and a security level at
 least the one asked for (high between agents of different systems and for
 --goal consult). Both agents keep the contract; later messages carry it. A
 refusal names its TP-NEG code and, when the peer offers one, the downgrade
 to ask for instead. Tiers: 1, 2, 3 or their full names; transports:
 native_tp, rest_api. Needs an admin token.`,
-	agent: true, timeout: negotiateTimeout,
-	examples: []string{
+	Agent: true, Timeout: negotiateTimeout,
+	Examples: []string{
 		"synapse negotiate --peer hospital_east_3fa9c2",
 		"synapse negotiate --peer hospital_east_3fa9c2 --tiers 2,3 --security high --purpose claim_consultation",
 		"synapse negotiate --peer gateway_b_9c01aa --tiers 1,3 --capability synapse.telemetry@1.0.0",
 		"synapse negotiate --peer hospital_east_3fa9c2 --profile tp_secure",
 	},
-	setup: func(fs *flag.FlagSet, s *session) runFunc {
+	Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
 		peer := fs.String("peer", "", "agent_id of the paired agent to negotiate with (required)")
 		tiers := fs.String("tiers", "", "candidate tiers, comma separated (default: those the agent serves)")
 		transports := fs.String("transports", "", "candidate transports in order of preference (default: native_tp,rest_api)")
@@ -45,17 +46,17 @@ native_tp, rest_api. Needs an admin token.`,
 		capability := fs.String("capability", "", "the tier-1 routine to agree on, `ID[@VERSION]` (its hash is read from this agent); adds tier 1 to the candidates")
 		return func(ctx context.Context, args []string) error {
 			if *peer == "" {
-				return usageErrorf("--peer is required")
+				return command.UsageErrorf("--peer is required")
 			}
 			req := client.NegotiateRequest{Peer: *peer}
 			req.PreferredSecurityLevel = negotiate.SecurityLevel(*security)
 			req.GoalType, req.SessionPurpose = *goal, *purpose
 			if *security != "" && !req.PreferredSecurityLevel.Known() {
-				return usageErrorf("--security %q: want basic, standard or high", *security)
+				return command.UsageErrorf("--security %q: want basic, standard or high", *security)
 			}
 			req.RequiredProfile = negotiate.Profile(*profile)
 			if *profile != "" && !req.RequiredProfile.Known() {
-				return usageErrorf("--profile %q: want tp_core, tp_secure or tp_full", *profile)
+				return command.UsageErrorf("--profile %q: want tp_core, tp_secure or tp_full", *profile)
 			}
 			for _, t := range splitList(*tiers) {
 				tier, err := parseTier(t)
@@ -67,7 +68,7 @@ native_tp, rest_api. Needs an admin token.`,
 			for _, p := range splitList(*transports) {
 				req.CandidateTransports = append(req.CandidateTransports, negotiate.Transport{Protocol: p})
 			}
-			ctx, cancel := s.withTimeout(ctx)
+			ctx, cancel := s.WithTimeout(ctx)
 			defer cancel()
 			if *capability != "" {
 				ref, err := capabilityRef(ctx, s, *capability)
@@ -79,7 +80,7 @@ native_tp, rest_api. Needs an admin token.`,
 					req.CandidateTiers = append([]negotiate.Tier{negotiate.Tier1}, req.CandidateTiers...)
 				}
 			}
-			c, err := s.client().Negotiate(ctx, req)
+			c, err := s.Client().Negotiate(ctx, req)
 			if err != nil {
 				return err
 			}
@@ -90,9 +91,9 @@ native_tp, rest_api. Needs an admin token.`,
 
 // capabilityRef names a tier-1 routine of the agent, ID or ID@VERSION,
 // with its descriptor hash.
-func capabilityRef(ctx context.Context, s *session, arg string) (*negotiate.CapabilityRef, error) {
+func capabilityRef(ctx context.Context, s *command.Session, arg string) (*negotiate.CapabilityRef, error) {
 	id, version, _ := strings.Cut(arg, "@")
-	routines, err := s.client().Tier1Routines(ctx)
+	routines, err := s.Client().Tier1Routines(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +104,7 @@ func capabilityRef(ctx context.Context, s *session, arg string) (*negotiate.Capa
 		}
 		names = append(names, r.CapabilityID+"@"+r.Version)
 	}
-	return nil, usageErrorf("--capability %q: this agent has no such tier-1 routine (it has %s)", arg, strings.Join(names, ", "))
+	return nil, command.UsageErrorf("--capability %q: this agent has no such tier-1 routine (it has %s)", arg, strings.Join(names, ", "))
 }
 
 // splitList splits a comma-separated flag value, dropping empty items.
@@ -130,15 +131,15 @@ func parseTier(s string) (negotiate.Tier, error) {
 	if t := negotiate.Tier(s); t.Known() {
 		return t, nil
 	}
-	return "", usageErrorf("tier %q: want 1, 2, 3 or %v", s, negotiate.Tiers())
+	return "", command.UsageErrorf("tier %q: want 1, 2, 3 or %v", s, negotiate.Tiers())
 }
 
-func printContract(s *session, c *client.Contract) error {
-	if s.g.json {
-		return s.printJSON(c)
+func printContract(s *command.Session, c *client.Contract) error {
+	if s.Flags.JSON {
+		return s.PrintJSON(c)
 	}
 	t := c.Contract
-	rows := []kv{
+	rows := []command.KV{
 		{"contract_id", t.ContractID},
 		{"peer", c.Peer},
 		{"role", c.Role},
@@ -150,50 +151,50 @@ func printContract(s *session, c *client.Contract) error {
 		{"revoked", strings.TrimSpace(c.RevokedAt + " " + c.RevokedBy)},
 	}
 	if t.Capability != nil {
-		rows = append(rows, kv{"routine", t.Capability.CapabilityID + " " + t.Capability.Version})
+		rows = append(rows, command.KV{"routine", t.Capability.CapabilityID + " " + t.Capability.Version})
 	}
 	if m := t.SessionMapping; m != nil {
-		rows = append(rows, kv{"session", m.SessionTaskType + " → " + m.TaskType})
+		rows = append(rows, command.KV{"session", m.SessionTaskType + " → " + m.TaskType})
 	}
 	for _, st := range t.NegotiationTrace {
 		if st.Note != "" {
-			rows = append(rows, kv{"note", st.Note})
+			rows = append(rows, command.KV{"note", st.Note})
 		}
 	}
-	printKV(s.io.Out, rows)
+	command.PrintKV(s.IO.Out, rows)
 	return nil
 }
 
-func contractVerbs() []*verb {
-	return []*verb{contractListVerb(), contractShowVerb(), contractRevokeVerb()}
+func contractVerbs() []*command.Verb {
+	return []*command.Verb{contractListVerb(), contractShowVerb(), contractRevokeVerb()}
 }
 
-func contractListVerb() *verb {
-	return &verb{
-		name: "contract list", maxArgs: 0,
-		summary: "list the protocol contracts this agent keeps",
-		agent:   true, timeout: defaultRequestTimeout,
-		examples: []string{"synapse contract list", "synapse contract list --peer hospital_east_3fa9c2 --json"},
-		setup: func(fs *flag.FlagSet, s *session) runFunc {
+func contractListVerb() *command.Verb {
+	return &command.Verb{
+		Name: "contract list", MaxArgs: 0,
+		Summary: "list the protocol contracts this agent keeps",
+		Agent:   true, Timeout: command.DefaultRequestTimeout,
+		Examples: []string{"synapse contract list", "synapse contract list --peer hospital_east_3fa9c2 --json"},
+		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
 			peer := fs.String("peer", "", "only the contracts with this agent, newest first")
 			limit := fs.Int("limit", 100, "at most this many (1-1000)")
 			return func(ctx context.Context, args []string) error {
 				if *limit < 1 || *limit > 1000 {
-					return usageErrorf("--limit %d: want 1 to 1000", *limit)
+					return command.UsageErrorf("--limit %d: want 1 to 1000", *limit)
 				}
-				ctx, cancel := s.withTimeout(ctx)
+				ctx, cancel := s.WithTimeout(ctx)
 				defer cancel()
-				page, err := s.client().ListContracts(ctx, *peer, "", *limit)
+				page, err := s.Client().ListContracts(ctx, *peer, "", *limit)
 				if err != nil {
 					return err
 				}
 				if page.Contracts == nil {
 					page.Contracts = []client.Contract{}
 				}
-				if s.g.json {
-					return s.printJSON(page)
+				if s.Flags.JSON {
+					return s.PrintJSON(page)
 				}
-				tw := tabwriter.NewWriter(s.io.Out, 0, 0, 2, ' ', 0)
+				tw := tabwriter.NewWriter(s.IO.Out, 0, 0, 2, ' ', 0)
 				fmt.Fprintln(tw, "CONTRACT ID\tPEER\tROLE\tTIER\tSECURITY\tSTATUS\tEXPIRES")
 				for _, c := range page.Contracts {
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Contract.ContractID, c.Peer, c.Role,
@@ -205,17 +206,17 @@ func contractListVerb() *verb {
 	}
 }
 
-func contractShowVerb() *verb {
-	return &verb{
-		name: "contract show", args: "CONTRACT_ID", minArgs: 1, maxArgs: 1,
-		summary: "show one contract",
-		agent:   true, timeout: defaultRequestTimeout,
-		examples: []string{"synapse contract show 01902c4f-1a2b-7000-8000-aaaa00000001 --json"},
-		setup: func(fs *flag.FlagSet, s *session) runFunc {
+func contractShowVerb() *command.Verb {
+	return &command.Verb{
+		Name: "contract show", Args: "CONTRACT_ID", MinArgs: 1, MaxArgs: 1,
+		Summary: "show one contract",
+		Agent:   true, Timeout: command.DefaultRequestTimeout,
+		Examples: []string{"synapse contract show 01902c4f-1a2b-7000-8000-aaaa00000001 --json"},
+		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
 			return func(ctx context.Context, args []string) error {
-				ctx, cancel := s.withTimeout(ctx)
+				ctx, cancel := s.WithTimeout(ctx)
 				defer cancel()
-				c, err := s.client().GetContract(ctx, args[0])
+				c, err := s.Client().GetContract(ctx, args[0])
 				if err != nil {
 					return err
 				}
@@ -225,19 +226,19 @@ func contractShowVerb() *verb {
 	}
 }
 
-func contractRevokeVerb() *verb {
-	return &verb{
-		name: "contract revoke", args: "CONTRACT_ID", minArgs: 1, maxArgs: 1,
-		summary: "revoke a contract here and tell the peer",
-		about: `Messages under a revoked contract are refused (TP-NEG012) by both agents;
+func contractRevokeVerb() *command.Verb {
+	return &command.Verb{
+		Name: "contract revoke", Args: "CONTRACT_ID", MinArgs: 1, MaxArgs: 1,
+		Summary: "revoke a contract here and tell the peer",
+		About: `Messages under a revoked contract are refused (TP-NEG012) by both agents;
 negotiate again to talk under a new one. Needs an admin token.`,
-		agent: true, timeout: defaultRequestTimeout,
-		examples: []string{"synapse contract revoke 01902c4f-1a2b-7000-8000-aaaa00000001"},
-		setup: func(fs *flag.FlagSet, s *session) runFunc {
+		Agent: true, Timeout: command.DefaultRequestTimeout,
+		Examples: []string{"synapse contract revoke 01902c4f-1a2b-7000-8000-aaaa00000001"},
+		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
 			return func(ctx context.Context, args []string) error {
-				ctx, cancel := s.withTimeout(ctx)
+				ctx, cancel := s.WithTimeout(ctx)
 				defer cancel()
-				c, err := s.client().RevokeContract(ctx, args[0])
+				c, err := s.Client().RevokeContract(ctx, args[0])
 				if err != nil {
 					return err
 				}

@@ -1,56 +1,14 @@
 package cli
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/synapse-edge/synapse/cli/command"
 	"github.com/synapse-edge/synapse/client"
 )
-
-// printJSON writes v as indented JSON.
-func (s *session) printJSON(v any) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		return fmt.Errorf("encode output: %w", err)
-	}
-	_, err := s.io.Out.Write(buf.Bytes())
-	return err
-}
-
-// kv is one "key: value" line; empty values are left out.
-type kv struct{ k, v string }
-
-// printKV writes aligned "key: value" lines.
-func printKV(w io.Writer, rows []kv) {
-	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
-	for _, r := range rows {
-		if r.v != "" {
-			fmt.Fprintf(tw, "%s:\t%s\n", r.k, r.v)
-		}
-	}
-	tw.Flush()
-}
-
-// prettyJSON indents a JSON text; anything else comes back unchanged.
-func prettyJSON(s string) string {
-	var buf bytes.Buffer
-	if err := json.Indent(&buf, []byte(s), "", "  "); err != nil {
-		return s
-	}
-	return buf.String()
-}
-
-// indent prefixes every line of s with pre.
-func indent(s, pre string) string {
-	return pre + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n"+pre)
-}
 
 // printTask writes one task as "key: value" lines, then its result
 // (pretty-printed JSON), missing fields and history.
@@ -60,7 +18,7 @@ func printTask(w io.Writer, t *client.TaskStatus) {
 	if t.ErrorCode != "" {
 		errText = strings.TrimSuffix(t.ErrorCode+": "+t.ErrorMessage, ": ")
 	}
-	printKV(w, []kv{
+	command.PrintKV(w, []command.KV{
 		{"task_id", t.TaskID},
 		{"task_type", t.TaskType},
 		{"status", t.Status},
@@ -72,7 +30,7 @@ func printTask(w io.Writer, t *client.TaskStatus) {
 		{"error", errText},
 	})
 	if t.ResultJSON != "" {
-		fmt.Fprintf(w, "result:\n%s\n", indent(prettyJSON(t.ResultJSON), "  "))
+		fmt.Fprintf(w, "result:\n%s\n", command.Indent(command.PrettyJSON(t.ResultJSON), "  "))
 	}
 	if len(t.MissingFields) > 0 {
 		fmt.Fprintln(w, "missing_fields:")

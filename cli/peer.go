@@ -8,18 +8,19 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/synapse-edge/synapse/cli/command"
 	"github.com/synapse-edge/synapse/client"
 )
 
-func peerVerbs() []*verb {
-	return []*verb{peerAddVerb(), peerListVerb(), peerRemoveVerb(), peerPendingVerb(), peerAcceptVerb(), peerDeclineVerb()}
+func peerVerbs() []*command.Verb {
+	return []*command.Verb{peerAddVerb(), peerListVerb(), peerRemoveVerb(), peerPendingVerb(), peerAcceptVerb(), peerDeclineVerb()}
 }
 
-func peerAddVerb() *verb {
-	return &verb{
-		name: "peer add", args: "ENDPOINT", minArgs: 1, maxArgs: 1,
-		summary: "pair with the agent at ENDPOINT and pin its key",
-		about: `The agent fetches the identity of the agent at ENDPOINT (its base URL) and
+func peerAddVerb() *command.Verb {
+	return &command.Verb{
+		Name: "peer add", Args: "ENDPOINT", MinArgs: 1, MaxArgs: 1,
+		Summary: "pair with the agent at ENDPOINT and pin its key",
+		About: `The agent fetches the identity of the agent at ENDPOINT (its base URL) and
 pins its public key: from then on it accepts messages from that agent only
 when they are signed with that key. The key fingerprint printed is the
 SHA-256 of that key in OpenSSH's form; when the network between the agents
@@ -30,27 +31,27 @@ request until an operator there accepts it ('synapse peer pending', then
 'synapse peer accept AGENT_ID'), or pairs it with peer add. Until then it
 refuses this agent's messages; they wait in the outbox and go once it has
 accepted. Needs an admin token.`,
-		agent: true, timeout: defaultRequestTimeout,
-		examples: []string{
+		Agent: true, Timeout: command.DefaultRequestTimeout,
+		Examples: []string{
 			"synapse peer add http://127.0.0.1:8081",
 			"synapse --agent 127.0.0.1:8081 --data ./data-b peer add http://127.0.0.1:8080 --json",
 		},
-		setup: func(fs *flag.FlagSet, s *session) runFunc {
+		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
 			return func(ctx context.Context, args []string) error {
 				endpoint, err := peerEndpoint(args[0])
 				if err != nil {
 					return err
 				}
-				ctx, cancel := s.withTimeout(ctx)
+				ctx, cancel := s.WithTimeout(ctx)
 				defer cancel()
-				p, err := s.client().AddPeer(ctx, endpoint)
+				p, err := s.Client().AddPeer(ctx, endpoint)
 				if err != nil {
 					return err
 				}
-				if s.g.json {
-					return s.printJSON(p)
+				if s.Flags.JSON {
+					return s.PrintJSON(p)
 				}
-				printKV(s.io.Out, []kv{
+				command.PrintKV(s.IO.Out, []command.KV{
 					{"agent_id", p.AgentID},
 					{"agent_name", p.AgentName},
 					{"system_id", p.SystemID},
@@ -58,8 +59,8 @@ accepted. Needs an admin token.`,
 					{"status", p.Status},
 					{"key fingerprint", p.KeyFingerprint()},
 				})
-				if me, err := s.client().Identity(ctx); err == nil {
-					fmt.Fprintf(s.io.Out, "\n%s asks %s to pair back; there, an operator runs:\n  synapse peer accept %s\n",
+				if me, err := s.Client().Identity(ctx); err == nil {
+					fmt.Fprintf(s.IO.Out, "\n%s asks %s to pair back; there, an operator runs:\n  synapse peer accept %s\n",
 						me.AgentID, p.AgentID, me.AgentID)
 				}
 				return nil
@@ -77,32 +78,32 @@ func peerEndpoint(arg string) (string, error) {
 	}
 	u, err := url.Parse(e)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", usageErrorf("bad ENDPOINT %q: want the agent's base URL, http://HOST:PORT", arg)
+		return "", command.UsageErrorf("bad ENDPOINT %q: want the agent's base URL, http://HOST:PORT", arg)
 	}
 	return strings.TrimRight(u.String(), "/"), nil
 }
 
-func peerListVerb() *verb {
-	return &verb{
-		name: "peer list", maxArgs: 0,
-		summary: "list the paired agents and their status",
-		agent:   true, timeout: defaultRequestTimeout,
-		examples: []string{"synapse peer list", "synapse peer list --json"},
-		setup: func(fs *flag.FlagSet, s *session) runFunc {
+func peerListVerb() *command.Verb {
+	return &command.Verb{
+		Name: "peer list", MaxArgs: 0,
+		Summary: "list the paired agents and their status",
+		Agent:   true, Timeout: command.DefaultRequestTimeout,
+		Examples: []string{"synapse peer list", "synapse peer list --json"},
+		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
 			return func(ctx context.Context, args []string) error {
-				ctx, cancel := s.withTimeout(ctx)
+				ctx, cancel := s.WithTimeout(ctx)
 				defer cancel()
-				peers, err := s.client().ListPeers(ctx)
+				peers, err := s.Client().ListPeers(ctx)
 				if err != nil {
 					return err
 				}
 				if peers == nil {
 					peers = []client.Peer{}
 				}
-				if s.g.json {
-					return s.printJSON(map[string]any{"agents": peers})
+				if s.Flags.JSON {
+					return s.PrintJSON(map[string]any{"agents": peers})
 				}
-				tw := tabwriter.NewWriter(s.io.Out, 0, 0, 2, ' ', 0)
+				tw := tabwriter.NewWriter(s.IO.Out, 0, 0, 2, ' ', 0)
 				fmt.Fprintln(tw, "AGENT ID\tENDPOINT\tSTATUS\tLAST SEEN")
 				for _, p := range peers {
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.AgentID, p.Endpoint, orDash(p.Status), orDash(timeText(p.LastSeen)))
@@ -113,23 +114,23 @@ func peerListVerb() *verb {
 	}
 }
 
-func peerRemoveVerb() *verb {
-	return &verb{
-		name: "peer remove", args: "AGENT_ID", minArgs: 1, maxArgs: 1,
-		summary: "unpair an agent; its messages are refused from then on",
-		agent:   true, timeout: defaultRequestTimeout,
-		examples: []string{"synapse peer remove edge-1_gateway_3fa9c2"},
-		setup: func(fs *flag.FlagSet, s *session) runFunc {
+func peerRemoveVerb() *command.Verb {
+	return &command.Verb{
+		Name: "peer remove", Args: "AGENT_ID", MinArgs: 1, MaxArgs: 1,
+		Summary: "unpair an agent; its messages are refused from then on",
+		Agent:   true, Timeout: command.DefaultRequestTimeout,
+		Examples: []string{"synapse peer remove edge-1_gateway_3fa9c2"},
+		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
 			return func(ctx context.Context, args []string) error {
-				ctx, cancel := s.withTimeout(ctx)
+				ctx, cancel := s.WithTimeout(ctx)
 				defer cancel()
-				if err := s.client().RemovePeer(ctx, args[0]); err != nil {
+				if err := s.Client().RemovePeer(ctx, args[0]); err != nil {
 					return err
 				}
-				if s.g.json {
-					return s.printJSON(map[string]any{"agent_id": args[0], "removed": true})
+				if s.Flags.JSON {
+					return s.PrintJSON(map[string]any{"agent_id": args[0], "removed": true})
 				}
-				fmt.Fprintf(s.io.Out, "removed peer %s\n", args[0])
+				fmt.Fprintf(s.IO.Out, "removed peer %s\n", args[0])
 				return nil
 			}
 		},

@@ -6,45 +6,46 @@ import (
 	"fmt"
 	"text/tabwriter"
 
+	"github.com/synapse-edge/synapse/cli/command"
 	"github.com/synapse-edge/synapse/client"
 )
 
 // Pair requests: agents that paired this one and wait for an operator.
 
-func peerPendingVerb() *verb {
-	return &verb{
-		name: "peer pending", maxArgs: 0,
-		summary: "list the agents that ask to pair with this one",
-		about: `An agent that pairs this one ('synapse peer add' there) asks to be paired
+func peerPendingVerb() *command.Verb {
+	return &command.Verb{
+		Name: "peer pending", MaxArgs: 0,
+		Summary: "list the agents that ask to pair with this one",
+		About: `An agent that pairs this one ('synapse peer add' there) asks to be paired
 back: its request waits here, and its messages are refused as retriable,
 until an operator accepts it (synapse peer accept AGENT_ID) or declines it
 (synapse peer decline AGENT_ID). Compare the key fingerprint with the one
 'synapse identity' prints on that agent before accepting. Needs an admin
 token.`,
-		agent: true, timeout: defaultRequestTimeout,
-		examples: []string{
+		Agent: true, Timeout: command.DefaultRequestTimeout,
+		Examples: []string{
 			"synapse peer pending",
 			"synapse --agent 127.0.0.1:8081 --data ./data-b peer pending --json",
 		},
-		setup: func(fs *flag.FlagSet, s *session) runFunc {
+		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
 			return func(ctx context.Context, args []string) error {
-				ctx, cancel := s.withTimeout(ctx)
+				ctx, cancel := s.WithTimeout(ctx)
 				defer cancel()
-				reqs, err := s.client().ListPairRequests(ctx)
+				reqs, err := s.Client().ListPairRequests(ctx)
 				if err != nil {
 					return err
 				}
 				if reqs == nil {
 					reqs = []client.PairRequest{}
 				}
-				if s.g.json {
-					return s.printJSON(map[string]any{"pending": reqs})
+				if s.Flags.JSON {
+					return s.PrintJSON(map[string]any{"pending": reqs})
 				}
 				if len(reqs) == 0 {
-					fmt.Fprintln(s.io.Out, "no pending pair requests")
+					fmt.Fprintln(s.IO.Out, "no pending pair requests")
 					return nil
 				}
-				tw := tabwriter.NewWriter(s.io.Out, 0, 0, 2, ' ', 0)
+				tw := tabwriter.NewWriter(s.IO.Out, 0, 0, 2, ' ', 0)
 				fmt.Fprintln(tw, "AGENT ID\tENDPOINT\tKEY FINGERPRINT\tSINCE")
 				for _, r := range reqs {
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.AgentID, r.Endpoint, r.KeyFingerprint(), orDash(r.FirstSeen))
@@ -55,31 +56,31 @@ token.`,
 	}
 }
 
-func peerAcceptVerb() *verb {
-	return &verb{
-		name: "peer accept", args: "AGENT_ID", minArgs: 1, maxArgs: 1,
-		summary: "accept an agent's pair request and pin its key",
-		about: `The agent reads the identity of the requesting agent at the endpoint its
+func peerAcceptVerb() *command.Verb {
+	return &command.Verb{
+		Name: "peer accept", Args: "AGENT_ID", MinArgs: 1, MaxArgs: 1,
+		Summary: "accept an agent's pair request and pin its key",
+		About: `The agent reads the identity of the requesting agent at the endpoint its
 request named, checks that it names the key the request was signed with,
 and pins it, as peer add does. The messages the other agent queued for
 this one are delivered at once. Needs an admin token.`,
-		agent: true, timeout: defaultRequestTimeout,
-		examples: []string{
+		Agent: true, Timeout: command.DefaultRequestTimeout,
+		Examples: []string{
 			"synapse peer accept edge-1_gateway_3fa9c2",
 			"synapse --agent 127.0.0.1:8081 --data ./data-b peer accept edge-1_gateway_3fa9c2",
 		},
-		setup: func(fs *flag.FlagSet, s *session) runFunc {
+		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
 			return func(ctx context.Context, args []string) error {
-				ctx, cancel := s.withTimeout(ctx)
+				ctx, cancel := s.WithTimeout(ctx)
 				defer cancel()
-				p, err := s.client().AcceptPeer(ctx, args[0])
+				p, err := s.Client().AcceptPeer(ctx, args[0])
 				if err != nil {
 					return err
 				}
-				if s.g.json {
-					return s.printJSON(p)
+				if s.Flags.JSON {
+					return s.PrintJSON(p)
 				}
-				printKV(s.io.Out, []kv{
+				command.PrintKV(s.IO.Out, []command.KV{
 					{"agent_id", p.AgentID},
 					{"endpoint", p.Endpoint},
 					{"status", p.Status},
@@ -91,25 +92,25 @@ this one are delivered at once. Needs an admin token.`,
 	}
 }
 
-func peerDeclineVerb() *verb {
-	return &verb{
-		name: "peer decline", args: "AGENT_ID", minArgs: 1, maxArgs: 1,
-		summary: "forget an agent's pair request",
-		about: `The request is dropped; the other agent keeps asking (its outbox retries)
+func peerDeclineVerb() *command.Verb {
+	return &command.Verb{
+		Name: "peer decline", Args: "AGENT_ID", MinArgs: 1, MaxArgs: 1,
+		Summary: "forget an agent's pair request",
+		About: `The request is dropped; the other agent keeps asking (its outbox retries)
 and shows up again in peer pending. Needs an admin token.`,
-		agent: true, timeout: defaultRequestTimeout,
-		examples: []string{"synapse peer decline edge-1_gateway_3fa9c2"},
-		setup: func(fs *flag.FlagSet, s *session) runFunc {
+		Agent: true, Timeout: command.DefaultRequestTimeout,
+		Examples: []string{"synapse peer decline edge-1_gateway_3fa9c2"},
+		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
 			return func(ctx context.Context, args []string) error {
-				ctx, cancel := s.withTimeout(ctx)
+				ctx, cancel := s.WithTimeout(ctx)
 				defer cancel()
-				if err := s.client().DeclinePeer(ctx, args[0]); err != nil {
+				if err := s.Client().DeclinePeer(ctx, args[0]); err != nil {
 					return err
 				}
-				if s.g.json {
-					return s.printJSON(map[string]any{"agent_id": args[0], "declined": true})
+				if s.Flags.JSON {
+					return s.PrintJSON(map[string]any{"agent_id": args[0], "declined": true})
 				}
-				fmt.Fprintf(s.io.Out, "declined the pair request of %s\n", args[0])
+				fmt.Fprintf(s.IO.Out, "declined the pair request of %s\n", args[0])
 				return nil
 			}
 		},
@@ -117,33 +118,33 @@ and shows up again in peer pending. Needs an admin token.`,
 }
 
 // identityVerb prints the agent's public identity.
-var identityVerb = &verb{
-	name: "identity", maxArgs: 0,
-	summary: "print the agent's id, endpoint and key fingerprint",
-	about: `Reads GET /identity (no token needed). --id prints the agent_id alone, for
+var identityVerb = &command.Verb{
+	Name: "identity", MaxArgs: 0,
+	Summary: "print the agent's id, endpoint and key fingerprint",
+	About: `Reads GET /identity (no token needed). --id prints the agent_id alone, for
 scripts: A=$(synapse identity --id).`,
-	agent: true, timeout: defaultRequestTimeout,
-	examples: []string{
+	Agent: true, Timeout: command.DefaultRequestTimeout,
+	Examples: []string{
 		"synapse identity",
 		"synapse --agent 127.0.0.1:8081 identity --id",
 	},
-	setup: func(fs *flag.FlagSet, s *session) runFunc {
+	Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
 		idOnly := fs.Bool("id", false, "print the agent_id only")
 		return func(ctx context.Context, args []string) error {
-			ctx, cancel := s.withTimeout(ctx)
+			ctx, cancel := s.WithTimeout(ctx)
 			defer cancel()
-			id, err := s.client().Identity(ctx)
+			id, err := s.Client().Identity(ctx)
 			if err != nil {
 				return err
 			}
 			switch {
 			case *idOnly:
-				fmt.Fprintln(s.io.Out, id.AgentID)
+				fmt.Fprintln(s.IO.Out, id.AgentID)
 				return nil
-			case s.g.json:
-				return s.printJSON(id)
+			case s.Flags.JSON:
+				return s.PrintJSON(id)
 			}
-			printKV(s.io.Out, []kv{
+			command.PrintKV(s.IO.Out, []command.KV{
 				{"agent_id", id.AgentID},
 				{"agent_name", id.AgentName},
 				{"system_id", id.SystemID},

@@ -9,39 +9,40 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/synapse-edge/synapse/cli/command"
 	"github.com/synapse-edge/synapse/client"
 )
 
 // capabilitiesVerb is the capabilities command (seed 000).
-var capabilitiesVerb = &verb{
-	name: "capabilities", maxArgs: 0,
-	summary: "show what the agent declares: task types, limits, interfaces, compliance",
-	about: `Without flags: the agent's capabilities (identity, task types, content types,
+var capabilitiesVerb = &command.Verb{
+	Name: "capabilities", MaxArgs: 0,
+	Summary: "show what the agent declares: task types, limits, interfaces, compliance",
+	About: `Without flags: the agent's capabilities (identity, task types, content types,
 transport modes, limits, features). --interfaces lists the standard
 interfaces it implements. --compliance evaluates the agent against the 18
 standard interfaces (8 basic ones are required); with --agent-id, one of its
 paired peers instead (the agent fetches the peer's interface list). Both
 flags print both (with --json: {"interfaces":[...],"compliance":{...}}).`,
-	agent: true, timeout: defaultRequestTimeout,
-	examples: []string{
+	Agent: true, Timeout: command.DefaultRequestTimeout,
+	Examples: []string{
 		"synapse capabilities",
 		"synapse capabilities --interfaces",
 		"synapse capabilities --compliance",
 		"synapse caps --interfaces --compliance",
 		"synapse capabilities --agent-id edge-2_gateway_91c0aa --compliance --json",
 	},
-	setup: func(fs *flag.FlagSet, s *session) runFunc {
+	Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
 		ifaces := fs.Bool("interfaces", false, "list the standard interfaces implemented")
 		compliance := fs.Bool("compliance", false, "evaluate compliance with the standard interfaces")
 		agentID := fs.String("agent-id", "", "with --compliance: evaluate this paired peer (`ID`; default the agent itself)")
 		fs.StringVar(agentID, "peer", "", "same as --agent-id")
 		return func(ctx context.Context, args []string) error {
 			if *agentID != "" && !*compliance {
-				return usageErrorf("--agent-id goes with --compliance")
+				return command.UsageErrorf("--agent-id goes with --compliance")
 			}
-			ctx, cancel := s.withTimeout(ctx)
+			ctx, cancel := s.WithTimeout(ctx)
 			defer cancel()
-			c := s.client()
+			c := s.Client()
 			switch {
 			case *ifaces && *compliance:
 				id := *agentID
@@ -56,14 +57,14 @@ flags print both (with --json: {"interfaces":[...],"compliance":{...}}).`,
 				if err != nil {
 					return err
 				}
-				if s.g.json {
-					return s.printJSON(map[string]any{"interfaces": l.Interfaces, "compliance": ev})
+				if s.Flags.JSON {
+					return s.PrintJSON(map[string]any{"interfaces": l.Interfaces, "compliance": ev})
 				}
-				if err := printInterfaces(s.io.Out, l.Interfaces); err != nil {
+				if err := printInterfaces(s.IO.Out, l.Interfaces); err != nil {
 					return err
 				}
-				fmt.Fprintln(s.io.Out)
-				printCompliance(s.io.Out, ev)
+				fmt.Fprintln(s.IO.Out)
+				printCompliance(s.IO.Out, ev)
 			case *compliance:
 				id := *agentID
 				if id == "" {
@@ -73,28 +74,28 @@ flags print both (with --json: {"interfaces":[...],"compliance":{...}}).`,
 				if err != nil {
 					return err
 				}
-				if s.g.json {
-					return s.printJSON(ev)
+				if s.Flags.JSON {
+					return s.PrintJSON(ev)
 				}
-				printCompliance(s.io.Out, ev)
+				printCompliance(s.IO.Out, ev)
 			case *ifaces:
 				l, err := c.Interfaces(ctx)
 				if err != nil {
 					return err
 				}
-				if s.g.json {
-					return s.printJSON(l)
+				if s.Flags.JSON {
+					return s.PrintJSON(l)
 				}
-				return printInterfaces(s.io.Out, l.Interfaces)
+				return printInterfaces(s.IO.Out, l.Interfaces)
 			default:
 				caps, err := c.Capabilities(ctx)
 				if err != nil {
 					return err
 				}
-				if s.g.json {
-					return s.printJSON(caps)
+				if s.Flags.JSON {
+					return s.PrintJSON(caps)
 				}
-				return printCapabilities(s.io.Out, caps)
+				return printCapabilities(s.IO.Out, caps)
 			}
 			return nil
 		}
@@ -109,7 +110,7 @@ func yesNo(b bool) string {
 }
 
 func printCapabilities(w io.Writer, c *client.Capabilities) error {
-	printKV(w, []kv{
+	command.PrintKV(w, []command.KV{
 		{"agent_id", c.AgentID},
 		{"agent_name", c.AgentName},
 		{"system_id", c.SystemID},
@@ -148,7 +149,7 @@ func printInterfaces(w io.Writer, list []client.Interface) error {
 }
 
 func printCompliance(w io.Writer, ev *client.Compliance) {
-	printKV(w, []kv{
+	command.PrintKV(w, []command.KV{
 		{"agent_id", ev.AgentID},
 		{"compliant", yesNo(ev.Compliant)},
 		{"basic", fmt.Sprintf("%d/%d", ev.BasicImplemented, ev.BasicRequired)},
@@ -158,81 +159,81 @@ func printCompliance(w io.Writer, ev *client.Compliance) {
 	})
 }
 
-func registryVerbs() []*verb {
-	return []*verb{registryListVerb(), registryFindVerb(), registryRemoveVerb()}
+func registryVerbs() []*command.Verb {
+	return []*command.Verb{registryListVerb(), registryFindVerb(), registryRemoveVerb()}
 }
 
-func registryListVerb() *verb {
-	return &verb{
-		name: "registry list", maxArgs: 0,
-		summary: "list the agents registered with this agent (acting as a registry)",
-		agent:   true, timeout: defaultRequestTimeout,
-		examples: []string{"synapse registry list", "synapse --agent 10.0.0.2:8080 registry list --json"},
-		setup: func(fs *flag.FlagSet, s *session) runFunc {
+func registryListVerb() *command.Verb {
+	return &command.Verb{
+		Name: "registry list", MaxArgs: 0,
+		Summary: "list the agents registered with this agent (acting as a registry)",
+		Agent:   true, Timeout: command.DefaultRequestTimeout,
+		Examples: []string{"synapse registry list", "synapse --agent 10.0.0.2:8080 registry list --json"},
+		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
 			return func(ctx context.Context, args []string) error {
-				ctx, cancel := s.withTimeout(ctx)
+				ctx, cancel := s.WithTimeout(ctx)
 				defer cancel()
-				list, err := s.client().Directory(ctx, client.DirectoryQuery{})
+				list, err := s.Client().Directory(ctx, client.DirectoryQuery{})
 				if err != nil {
 					return err
 				}
-				return s.printDirectory(list)
+				return printDirectory(s, list)
 			}
 		},
 	}
 }
 
-func registryFindVerb() *verb {
-	return &verb{
-		name: "registry find", maxArgs: 0,
-		summary: "find registered agents by capability, task type and status",
-		about: `--capability matches a task type that lists the capability, or is of that
+func registryFindVerb() *command.Verb {
+	return &command.Verb{
+		Name: "registry find", MaxArgs: 0,
+		Summary: "find registered agents by capability, task type and status",
+		About: `--capability matches a task type that lists the capability, or is of that
 type; --task-type matches the type; given both, one task type must match
 both. --status is online, busy or offline. With an mqtt section, the agent
 also lists the agents whose presence cards are on its broker (SOURCE mqtt).`,
-		agent: true, timeout: defaultRequestTimeout,
-		examples: []string{
+		Agent: true, Timeout: command.DefaultRequestTimeout,
+		Examples: []string{
 			"synapse registry find --task-type echo",
 			"synapse registry find --capability imaging --status online --json",
 		},
-		setup: func(fs *flag.FlagSet, s *session) runFunc {
+		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
 			var q client.DirectoryQuery
 			fs.StringVar(&q.Capability, "capability", "", "a capability (`NAME`)")
 			fs.StringVar(&q.TaskType, "task-type", "", "a task `TYPE`")
 			fs.StringVar(&q.Status, "status", "", "online, busy or offline")
 			return func(ctx context.Context, args []string) error {
 				if q == (client.DirectoryQuery{}) {
-					return usageErrorf("give --capability, --task-type or --status (registry list lists them all)")
+					return command.UsageErrorf("give --capability, --task-type or --status (registry list lists them all)")
 				}
-				ctx, cancel := s.withTimeout(ctx)
+				ctx, cancel := s.WithTimeout(ctx)
 				defer cancel()
-				list, err := s.client().FindAgents(ctx, q)
+				list, err := s.Client().FindAgents(ctx, q)
 				if err != nil {
 					return err
 				}
-				return s.printDirectory(list)
+				return printDirectory(s, list)
 			}
 		},
 	}
 }
 
-func registryRemoveVerb() *verb {
-	return &verb{
-		name: "registry remove", args: "AGENT_ID", minArgs: 1, maxArgs: 1,
-		summary: "forget a registered agent and the key pinned for it (admin)",
-		agent:   true, timeout: defaultRequestTimeout,
-		examples: []string{"synapse registry remove edge-1_gateway_3fa9c2"},
-		setup: func(fs *flag.FlagSet, s *session) runFunc {
+func registryRemoveVerb() *command.Verb {
+	return &command.Verb{
+		Name: "registry remove", Args: "AGENT_ID", MinArgs: 1, MaxArgs: 1,
+		Summary: "forget a registered agent and the key pinned for it (admin)",
+		Agent:   true, Timeout: command.DefaultRequestTimeout,
+		Examples: []string{"synapse registry remove edge-1_gateway_3fa9c2"},
+		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
 			return func(ctx context.Context, args []string) error {
-				ctx, cancel := s.withTimeout(ctx)
+				ctx, cancel := s.WithTimeout(ctx)
 				defer cancel()
-				if err := s.client().Unregister(ctx, args[0]); err != nil {
+				if err := s.Client().Unregister(ctx, args[0]); err != nil {
 					return err
 				}
-				if s.g.json {
-					return s.printJSON(map[string]any{"agent_id": args[0], "removed": true})
+				if s.Flags.JSON {
+					return s.PrintJSON(map[string]any{"agent_id": args[0], "removed": true})
 				}
-				fmt.Fprintf(s.io.Out, "removed %s from the directory\n", args[0])
+				fmt.Fprintf(s.IO.Out, "removed %s from the directory\n", args[0])
 				return nil
 			}
 		},
@@ -240,14 +241,14 @@ func registryRemoveVerb() *verb {
 }
 
 // printDirectory writes registered agents as a table, or JSON.
-func (s *session) printDirectory(list []client.DirectoryEntry) error {
+func printDirectory(s *command.Session, list []client.DirectoryEntry) error {
 	if list == nil {
 		list = []client.DirectoryEntry{}
 	}
-	if s.g.json {
-		return s.printJSON(map[string]any{"agents": list})
+	if s.Flags.JSON {
+		return s.PrintJSON(map[string]any{"agents": list})
 	}
-	tw := tabwriter.NewWriter(s.io.Out, 0, 0, 2, ' ', 0)
+	tw := tabwriter.NewWriter(s.IO.Out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "AGENT ID\tSTATUS\tENDPOINT\tTASK TYPES\tCOMPLIANT\tLAST SEEN\tSOURCE")
 	for _, e := range list {
 		var types []string

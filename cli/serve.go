@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/cli/command"
 	"github.com/synapse-edge/synapse/cli/config"
 	"github.com/synapse-edge/synapse/group"
 	"github.com/synapse-edge/synapse/hil"
@@ -43,8 +44,8 @@ Flags:
 `
 
 // runServe is the serve command.
-func runServe(ctx context.Context, sio *IO, args []string) error {
-	fs := newFlagSet("serve")
+func runServe(ctx context.Context, sio *command.IO, args []string) error {
+	fs := command.NewFlagSet("serve")
 	data := fs.String("data", "", "data `DIR` (default ./data)")
 	listen := fs.String("listen", "", "`HOST:PORT` to listen on (default 127.0.0.1:8080)")
 	configFile := fs.String("config", "", "JSON config `FILE`")
@@ -56,25 +57,25 @@ func runServe(ctx context.Context, sio *IO, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(sio.Out, serveUsage)
-			printFlags(sio.Out, fs)
+			command.PrintFlags(sio.Out, fs)
 			return nil
 		}
 		if strings.Contains(err.Error(), "-grpc-listen") {
 			fmt.Fprintf(sio.Err, "synapse serve: --grpc-listen needs the gRPC build: make build-grpc gives bin/synapse-grpc, which has it (this binary serves REST, SSE and WebSocket only)\n")
-			return errUsage
+			return command.ErrUsage
 		}
 		fmt.Fprintf(sio.Err, "synapse serve: %v\n\n%s", err, serveUsage)
-		printFlags(sio.Err, fs)
-		return errUsage
+		command.PrintFlags(sio.Err, fs)
+		return command.ErrUsage
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(sio.Err, "synapse serve: unexpected argument %q\n", fs.Arg(0))
-		return errUsage
+		return command.ErrUsage
 	}
 	log, err := newLogger(sio, *logLevel, *logFormat)
 	if err != nil {
 		fmt.Fprintf(sio.Err, "synapse serve: %v\n", err)
-		return errUsage
+		return command.ErrUsage
 	}
 
 	file, err := config.Load(*configFile, os.Getenv)
@@ -101,7 +102,7 @@ func runServe(ctx context.Context, sio *IO, args []string) error {
 // shorter one is guessable by anyone who can reach the port.
 const minAdminToken = 16
 
-func serve(ctx context.Context, sio *IO, log *slog.Logger, cfg agent.Config, limits httpapi.Limits, grace time.Duration, extra *extraServers) error {
+func serve(ctx context.Context, sio *command.IO, log *slog.Logger, cfg agent.Config, limits httpapi.Limits, grace time.Duration, extra *extraServers) error {
 	a, err := agent.New(cfg, agent.Options{Logger: log})
 	if err != nil {
 		return err
@@ -200,7 +201,7 @@ func serve(ctx context.Context, sio *IO, log *slog.Logger, cfg agent.Config, lim
 	return serveErr
 }
 
-func newLogger(sio *IO, level, format string) (*slog.Logger, error) {
+func newLogger(sio *command.IO, level, format string) (*slog.Logger, error) {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", level)

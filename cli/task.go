@@ -9,8 +9,8 @@ import (
 	"io"
 	"os"
 	"strings"
-	"time"
 
+	"github.com/synapse-edge/synapse/cli/command"
 	"github.com/synapse-edge/synapse/client"
 )
 
@@ -20,19 +20,15 @@ const maxPayloadSize = 16 << 20
 // maxListPages bounds how many pages task list --all follows.
 const maxListPages = 10000
 
-// defaultRequestTimeout is the default --timeout of commands that make
-// ordinary requests.
-const defaultRequestTimeout = 30 * time.Second
-
-func taskVerbs() []*verb {
-	return []*verb{taskSubmitVerb(), taskGetVerb(), taskListVerb(), taskCancelVerb(), taskWatchVerb(), taskInfoVerb()}
+func taskVerbs() []*command.Verb {
+	return []*command.Verb{taskSubmitVerb(), taskGetVerb(), taskListVerb(), taskCancelVerb(), taskWatchVerb(), taskInfoVerb()}
 }
 
-func taskSubmitVerb() *verb {
-	return &verb{
-		name: "task submit", args: "TYPE [-]", minArgs: 1, maxArgs: 2,
-		summary: "submit a task and print its id and status",
-		about: `The payload is a JSON object given with --payload, read from --payload-file
+func taskSubmitVerb() *command.Verb {
+	return &command.Verb{
+		Name: "task submit", Args: "TYPE [-]", MinArgs: 1, MaxArgs: 2,
+		Summary: "submit a task and print its id and status",
+		About: `The payload is a JSON object given with --payload, read from --payload-file
 (a file name, or - for standard input), or read from standard input when the
 argument - follows TYPE. Without any, the payload is {}.
 
@@ -40,14 +36,14 @@ With --wait the agent holds its answer until the task ends, at most the given
 time (60s at most). If the task ended in time the whole task is printed, with
 its result, and the exit code is 1 unless it completed; otherwise the id and
 status are printed as without --wait.`,
-		agent: true, timeout: defaultRequestTimeout,
-		examples: []string{
+		Agent: true, Timeout: command.DefaultRequestTimeout,
+		Examples: []string{
 			`synapse task submit echo --payload '{"msg":"hello"}'`,
 			`synapse task submit sleep --payload '{"ms":2000}' --wait 10s`,
 			`echo '{"msg":"from stdin"}' | synapse task submit echo -`,
 			`synapse task submit resize --payload-file job.json --key job-42 --ttl 600 --json`,
 		},
-		setup: func(fs *flag.FlagSet, s *session) runFunc {
+		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
 			payload := fs.String("payload", "", "task payload, a JSON `OBJECT`")
 			payloadFile := fs.String("payload-file", "", "read the payload from `FILE` (- for standard input)")
 			wait := fs.Duration("wait", 0, "wait up to `DURATION` (at most 60s) for the task to end")
@@ -60,7 +56,7 @@ status are printed as without --wait.`,
 				taskType := args[0]
 				stdin := len(args) == 2
 				if stdin && args[1] != "-" {
-					return usageErrorf("unexpected argument %q (only - for standard input may follow TYPE)", args[1])
+					return command.UsageErrorf("unexpected argument %q (only - for standard input may follow TYPE)", args[1])
 				}
 				sources := 0
 				for _, set := range []bool{*payload != "", *payloadFile != "", stdin} {
@@ -69,13 +65,13 @@ status are printed as without --wait.`,
 					}
 				}
 				if sources > 1 {
-					return usageErrorf("give the payload once: --payload, --payload-file or -")
+					return command.UsageErrorf("give the payload once: --payload, --payload-file or -")
 				}
 				if *wait < 0 || *wait > client.MaxWait {
-					return usageErrorf("--wait %s: must be between 0 and %s", *wait, client.MaxWait)
+					return command.UsageErrorf("--wait %s: must be between 0 and %s", *wait, client.MaxWait)
 				}
 				if *ttl < 0 {
-					return usageErrorf("--ttl %d: must not be negative", *ttl)
+					return command.UsageErrorf("--ttl %d: must not be negative", *ttl)
 				}
 				body, err := readPayload(s, *payload, *payloadFile, stdin)
 				if err != nil {
@@ -85,33 +81,33 @@ status are printed as without --wait.`,
 					TaskType: taskType, Payload: body, TTLSeconds: *ttl, Target: *target,
 					CallbackURL: *callback, Priority: *priority, IdempotencyKey: *key,
 				}
-				if s.g.timeout > 0 {
-					s.g.timeout += *wait
+				if s.Flags.Timeout > 0 {
+					s.Flags.Timeout += *wait
 				}
-				ctx, cancel := s.withTimeout(ctx)
+				ctx, cancel := s.WithTimeout(ctx)
 				defer cancel()
-				sub, ts, err := s.client().SubmitTask(ctx, req, client.SubmitOptions{IdempotencyKey: *key, Wait: *wait})
+				sub, ts, err := s.Client().SubmitTask(ctx, req, client.SubmitOptions{IdempotencyKey: *key, Wait: *wait})
 				if err != nil {
 					return err
 				}
 				if ts != nil {
-					if s.g.json {
-						if err := s.printJSON(ts); err != nil {
+					if s.Flags.JSON {
+						if err := s.PrintJSON(ts); err != nil {
 							return err
 						}
 					} else {
-						printTask(s.io.Out, ts)
+						printTask(s.IO.Out, ts)
 					}
 					return taskOutcome(ts)
 				}
-				if s.g.json {
-					return s.printJSON(sub)
+				if s.Flags.JSON {
+					return s.PrintJSON(sub)
 				}
 				replayed := ""
 				if sub.Replayed {
 					replayed = "true"
 				}
-				printKV(s.io.Out, []kv{{"task_id", sub.TaskID}, {"status", sub.Status}, {"message", sub.Message}, {"replayed", replayed}})
+				command.PrintKV(s.IO.Out, []command.KV{{"task_id", sub.TaskID}, {"status", sub.Status}, {"message", sub.Message}, {"replayed", replayed}})
 				return nil
 			}
 		},
@@ -120,14 +116,14 @@ status are printed as without --wait.`,
 
 // readPayload returns the payload from the flag, a file or standard input,
 // checked to be a JSON object; {} when none is given.
-func readPayload(s *session, inline, file string, stdin bool) (json.RawMessage, error) {
+func readPayload(s *command.Session, inline, file string, stdin bool) (json.RawMessage, error) {
 	var b []byte
 	switch {
 	case inline != "":
 		b = []byte(inline)
 	case file == "-" || stdin:
 		var err error
-		if b, err = readLimited(s.io.In, "standard input"); err != nil {
+		if b, err = readLimited(s.IO.In, "standard input"); err != nil {
 			return nil, err
 		}
 	case file != "":
@@ -144,10 +140,10 @@ func readPayload(s *session, inline, file string, stdin bool) (json.RawMessage, 
 	}
 	b = bytes.TrimSpace(b)
 	if !json.Valid(b) {
-		return nil, usageErrorf("the payload is not valid JSON")
+		return nil, command.UsageErrorf("the payload is not valid JSON")
 	}
 	if len(b) == 0 || b[0] != '{' {
-		return nil, usageErrorf("the payload must be a JSON object")
+		return nil, command.UsageErrorf("the payload must be a JSON object")
 	}
 	return json.RawMessage(b), nil
 }
@@ -180,47 +176,47 @@ func taskOutcome(t *client.TaskStatus) error {
 	if t.ErrorCode != "" || t.ErrorMessage != "" {
 		msg += ": " + strings.TrimSuffix(t.ErrorCode+": "+t.ErrorMessage, ": ")
 	}
-	return &exitError{code: ExitFailure, msg: msg}
+	return &command.ExitError{Code: command.ExitFailure, Msg: msg}
 }
 
-func taskGetVerb() *verb {
-	return &verb{
-		name: "task get", args: "TASK_ID", minArgs: 1, maxArgs: 1,
-		summary: "show a task: status, progress, result, error and history",
-		agent:   true, timeout: defaultRequestTimeout,
-		examples: []string{"synapse task get 0194f0c2-7b7e-7c4e-9a51-3c0d2f1e8a77", "synapse task get TASK_ID --json"},
-		setup: func(fs *flag.FlagSet, s *session) runFunc {
+func taskGetVerb() *command.Verb {
+	return &command.Verb{
+		Name: "task get", Args: "TASK_ID", MinArgs: 1, MaxArgs: 1,
+		Summary: "show a task: status, progress, result, error and history",
+		Agent:   true, Timeout: command.DefaultRequestTimeout,
+		Examples: []string{"synapse task get 0194f0c2-7b7e-7c4e-9a51-3c0d2f1e8a77", "synapse task get TASK_ID --json"},
+		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
 			return func(ctx context.Context, args []string) error {
-				ctx, cancel := s.withTimeout(ctx)
+				ctx, cancel := s.WithTimeout(ctx)
 				defer cancel()
-				ts, err := s.client().GetTask(ctx, args[0])
+				ts, err := s.Client().GetTask(ctx, args[0])
 				if err != nil {
 					return err
 				}
-				if s.g.json {
-					return s.printJSON(ts)
+				if s.Flags.JSON {
+					return s.PrintJSON(ts)
 				}
-				printTask(s.io.Out, ts)
+				printTask(s.IO.Out, ts)
 				return nil
 			}
 		},
 	}
 }
 
-func taskListVerb() *verb {
-	return &verb{
-		name: "task list", maxArgs: 0,
-		summary: "list tasks, newest first, filtered by status and type",
-		about: `Without --all one page of at most --limit tasks is listed, and the token of
+func taskListVerb() *command.Verb {
+	return &command.Verb{
+		Name: "task list", MaxArgs: 0,
+		Summary: "list tasks, newest first, filtered by status and type",
+		About: `Without --all one page of at most --limit tasks is listed, and the token of
 the next page, if any, is printed on standard error. With --all every page is
 fetched.`,
-		agent: true, timeout: defaultRequestTimeout,
-		examples: []string{
+		Agent: true, Timeout: command.DefaultRequestTimeout,
+		Examples: []string{
 			"synapse task list",
 			"synapse task list --status executing --type sleep",
 			"synapse task list --all --json",
 		},
-		setup: func(fs *flag.FlagSet, s *session) runFunc {
+		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
 			status := fs.String("status", "", "only tasks in this `STATE` (e.g. executing, completed)")
 			taskType := fs.String("type", "", "only tasks of this `TYPE`")
 			limit := fs.Int("limit", 50, "tasks per page")
@@ -228,9 +224,9 @@ fetched.`,
 			pageToken := fs.String("page-token", "", "start at this page `TOKEN`")
 			return func(ctx context.Context, args []string) error {
 				if *limit <= 0 {
-					return usageErrorf("--limit %d: must be positive", *limit)
+					return command.UsageErrorf("--limit %d: must be positive", *limit)
 				}
-				c := s.client()
+				c := s.Client()
 				opts := client.ListOptions{Status: *status, TaskType: *taskType, PageSize: *limit, PageToken: *pageToken}
 				var out client.TaskList
 				seen := map[string]bool{}
@@ -238,7 +234,7 @@ fetched.`,
 					if page >= maxListPages {
 						return fmt.Errorf("list tasks: stopped after %d pages", maxListPages)
 					}
-					rctx, cancel := s.withTimeout(ctx)
+					rctx, cancel := s.WithTimeout(ctx)
 					tl, err := c.ListTasks(rctx, opts)
 					cancel()
 					if err != nil {
@@ -258,12 +254,12 @@ fetched.`,
 				if out.Tasks == nil {
 					out.Tasks = []client.TaskStatus{}
 				}
-				if s.g.json {
-					return s.printJSON(out)
+				if s.Flags.JSON {
+					return s.PrintJSON(out)
 				}
-				printTaskTable(s.io.Out, out.Tasks)
+				printTaskTable(s.IO.Out, out.Tasks)
 				if out.NextPageToken != "" {
-					fmt.Fprintf(s.io.Err, "more tasks: synapse task list --page-token %s (or --all)\n", out.NextPageToken)
+					fmt.Fprintf(s.IO.Err, "more tasks: synapse task list --page-token %s (or --all)\n", out.NextPageToken)
 				}
 				return nil
 			}
@@ -271,51 +267,51 @@ fetched.`,
 	}
 }
 
-func taskCancelVerb() *verb {
-	return &verb{
-		name: "task cancel", args: "TASK_ID", minArgs: 1, maxArgs: 1,
-		summary: "cancel a task",
-		about: `Cancelling a cancelled task succeeds again; a task that already ended
+func taskCancelVerb() *command.Verb {
+	return &command.Verb{
+		Name: "task cancel", Args: "TASK_ID", MinArgs: 1, MaxArgs: 1,
+		Summary: "cancel a task",
+		About: `Cancelling a cancelled task succeeds again; a task that already ended
 otherwise cannot be cancelled (task_already_completed, exit code 1).`,
-		agent: true, timeout: defaultRequestTimeout,
-		examples: []string{"synapse task cancel TASK_ID"},
-		setup: func(fs *flag.FlagSet, s *session) runFunc {
+		Agent: true, Timeout: command.DefaultRequestTimeout,
+		Examples: []string{"synapse task cancel TASK_ID"},
+		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
 			return func(ctx context.Context, args []string) error {
-				ctx, cancel := s.withTimeout(ctx)
+				ctx, cancel := s.WithTimeout(ctx)
 				defer cancel()
-				ts, err := s.client().CancelTask(ctx, args[0])
+				ts, err := s.Client().CancelTask(ctx, args[0])
 				if err != nil {
 					return err
 				}
-				if s.g.json {
-					return s.printJSON(ts)
+				if s.Flags.JSON {
+					return s.PrintJSON(ts)
 				}
 				status := ts.Status
 				if status == "" {
 					status = "cancel requested"
 				}
-				fmt.Fprintf(s.io.Out, "task %s: %s\n", args[0], status)
+				fmt.Fprintf(s.IO.Out, "task %s: %s\n", args[0], status)
 				return nil
 			}
 		},
 	}
 }
 
-func taskInfoVerb() *verb {
-	return &verb{
-		name: "task info", args: "TASK_ID [FIELD=VALUE ...]", minArgs: 1, maxArgs: -1,
-		summary: "supply the missing fields a task in state info_needed asks for",
-		about: `Each --field FIELD=VALUE (as hil approve takes them) or FIELD=VALUE argument
+func taskInfoVerb() *command.Verb {
+	return &command.Verb{
+		Name: "task info", Args: "TASK_ID [FIELD=VALUE ...]", MinArgs: 1, MaxArgs: -1,
+		Summary: "supply the missing fields a task in state info_needed asks for",
+		About: `Each --field FIELD=VALUE (as hil approve takes them) or FIELD=VALUE argument
 sets one field; VALUE is taken as JSON when it parses as JSON (42, true,
 {"a":1}, "quoted") and as a string otherwise. --fields gives several at once
 as a JSON object; the single fields override it.`,
-		agent: true, timeout: defaultRequestTimeout,
-		examples: []string{
+		Agent: true, Timeout: command.DefaultRequestTimeout,
+		Examples: []string{
 			"synapse task info TASK_ID --field style=classic --field width=800",
 			"synapse task info TASK_ID style=classic width=800",
 			`synapse task info TASK_ID --fields '{"style":"classic","width":800}'`,
 		},
-		setup: func(fs *flag.FlagSet, s *session) runFunc {
+		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
 			fieldsJSON := fs.String("fields", "", "fields as a JSON `OBJECT`")
 			var fieldArgs []string
 			fs.Func("field", "set field `FIELD=VALUE` (repeatable)", func(v string) error {
@@ -327,20 +323,20 @@ as a JSON object; the single fields override it.`,
 				if err != nil {
 					return err
 				}
-				ctx, cancel := s.withTimeout(ctx)
+				ctx, cancel := s.WithTimeout(ctx)
 				defer cancel()
-				ts, err := s.client().ProvideInfo(ctx, args[0], fields)
+				ts, err := s.Client().ProvideInfo(ctx, args[0], fields)
 				if err != nil {
 					return err
 				}
-				if s.g.json {
-					return s.printJSON(ts)
+				if s.Flags.JSON {
+					return s.PrintJSON(ts)
 				}
 				status := ts.Status
 				if status == "" {
 					status = "info sent"
 				}
-				fmt.Fprintf(s.io.Out, "task %s: %s\n", args[0], status)
+				fmt.Fprintf(s.IO.Out, "task %s: %s\n", args[0], status)
 				return nil
 			}
 		},
@@ -352,13 +348,13 @@ func parseFields(obj string, pairs []string) (map[string]any, error) {
 	fields := map[string]any{}
 	if obj != "" {
 		if err := json.Unmarshal([]byte(obj), &fields); err != nil || fields == nil {
-			return nil, usageErrorf("--fields is not a JSON object")
+			return nil, command.UsageErrorf("--fields is not a JSON object")
 		}
 	}
 	for _, p := range pairs {
 		k, v, ok := strings.Cut(p, "=")
 		if !ok || k == "" {
-			return nil, usageErrorf("argument %q: want FIELD=VALUE", p)
+			return nil, command.UsageErrorf("argument %q: want FIELD=VALUE", p)
 		}
 		var val any
 		if err := json.Unmarshal([]byte(v), &val); err != nil {
@@ -367,7 +363,7 @@ func parseFields(obj string, pairs []string) (map[string]any, error) {
 		fields[k] = val
 	}
 	if len(fields) == 0 {
-		return nil, usageErrorf("no fields given: use --field FIELD=VALUE, FIELD=VALUE or --fields")
+		return nil, command.UsageErrorf("no fields given: use --field FIELD=VALUE, FIELD=VALUE or --fields")
 	}
 	return fields, nil
 }

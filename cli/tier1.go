@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/synapse-edge/synapse/cli/command"
 	"github.com/synapse-edge/synapse/client"
 	"github.com/synapse-edge/synapse/client/tier1export"
 	"github.com/synapse-edge/synapse/internal/atomicfile"
@@ -26,35 +27,35 @@ const exportPageSize = 10_000
 // maxExportPages bounds the pages one export follows (10^10 frames).
 const maxExportPages = 1_000_000
 
-func tier1Verbs() []*verb {
-	return []*verb{tier1RoutinesVerb(), tier1SendVerb(), tier1ExportVerb()}
+func tier1Verbs() []*command.Verb {
+	return []*command.Verb{tier1RoutinesVerb(), tier1SendVerb(), tier1ExportVerb()}
 }
 
-func tier1RoutinesVerb() *verb {
-	return &verb{
-		name: "tier1 routines", maxArgs: 0,
-		summary: "list the agent's tier-1 routines with their descriptor hashes",
-		about: `Each routine is listed with its version, descriptor hash (two agents speak a
+func tier1RoutinesVerb() *command.Verb {
+	return &command.Verb{
+		Name: "tier1 routines", MaxArgs: 0,
+		Summary: "list the agent's tier-1 routines with their descriptor hashes",
+		About: `Each routine is listed with its version, descriptor hash (two agents speak a
 routine in tier 1 only when the hashes match) and its fields in wire order as
 name:type, with the unit in brackets and a ? after optional fields. --json
 prints the full descriptors.`,
-		agent: true, timeout: defaultRequestTimeout,
-		examples: []string{"synapse tier1 routines", "synapse tier1 routines --json"},
-		setup: func(fs *flag.FlagSet, s *session) runFunc {
+		Agent: true, Timeout: command.DefaultRequestTimeout,
+		Examples: []string{"synapse tier1 routines", "synapse tier1 routines --json"},
+		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
 			return func(ctx context.Context, args []string) error {
-				ctx, cancel := s.withTimeout(ctx)
+				ctx, cancel := s.WithTimeout(ctx)
 				defer cancel()
-				routines, err := s.client().Tier1Routines(ctx)
+				routines, err := s.Client().Tier1Routines(ctx)
 				if err != nil {
 					return err
 				}
 				if routines == nil {
 					routines = []client.Tier1Routine{}
 				}
-				if s.g.json {
-					return s.printJSON(map[string]any{"routines": routines})
+				if s.Flags.JSON {
+					return s.PrintJSON(map[string]any{"routines": routines})
 				}
-				tw := tabwriter.NewWriter(s.io.Out, 0, 0, 2, ' ', 0)
+				tw := tabwriter.NewWriter(s.IO.Out, 0, 0, 2, ' ', 0)
 				fmt.Fprintln(tw, "CAPABILITY ID\tVERSION\tHASH\tFIELDS")
 				for _, r := range routines {
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.CapabilityID, r.Version, r.Hash, fieldList(r.Fields))
@@ -82,11 +83,11 @@ func fieldList(fields []client.Tier1Field) string {
 	return strings.Join(words, " ")
 }
 
-func tier1ExportVerb() *verb {
-	return &verb{
-		name: "tier1 export", maxArgs: 0,
-		summary: "export stored tier-1 frames as JSON lines or CSV",
-		about: `Pages through the frames of a routine in time order. --format jsonl writes
+func tier1ExportVerb() *command.Verb {
+	return &command.Verb{
+		Name: "tier1 export", MaxArgs: 0,
+		Summary: "export stored tier-1 frames as JSON lines or CSV",
+		About: `Pages through the frames of a routine in time order. --format jsonl writes
 one JSON object per frame, as the agent returns it; --format csv writes a
 header of the routine's field names in descriptor order and one row per
 frame, with missing optional values empty. Output goes to standard output, or
@@ -95,14 +96,14 @@ The number of frames is printed on standard error.
 
 --since and --until take an RFC 3339 time, unix nanoseconds, or a duration
 meaning that long ago (1h, 30m). --timeout bounds each page request.`,
-		agent: true, timeout: defaultRequestTimeout,
-		examples: []string{
+		Agent: true, Timeout: command.DefaultRequestTimeout,
+		Examples: []string{
 			"synapse tier1 export > frames.jsonl",
 			"synapse tier1 export --format csv --since 1h --out last-hour.csv",
 			"synapse tier1 export --device dev-0001 --since 2025-01-01T00:00:00Z --until 2025-01-02T00:00:00Z",
 			"synapse tier1 export --routine acme.vibration --format csv",
 		},
-		setup: func(fs *flag.FlagSet, s *session) runFunc {
+		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
 			routine := fs.String("routine", defaultRoutine, "export the frames of this routine `ID`")
 			since := fs.String("since", "", "only frames at or after `TIME`")
 			until := fs.String("until", "", "only frames before `TIME`")
@@ -111,10 +112,10 @@ meaning that long ago (1h, 30m). --timeout bounds each page request.`,
 			out := fs.String("out", "", "write to `FILE` instead of standard output")
 			return func(ctx context.Context, args []string) error {
 				if *format != "jsonl" && *format != "csv" {
-					return usageErrorf("--format %q: want jsonl or csv", *format)
+					return command.UsageErrorf("--format %q: want jsonl or csv", *format)
 				}
 				if *routine == "" {
-					return usageErrorf("--routine must not be empty")
+					return command.UsageErrorf("--routine must not be empty")
 				}
 				now := time.Now()
 				q := client.Tier1FrameQuery{DeviceID: *device, Limit: exportPageSize}
@@ -148,16 +149,16 @@ func parseTimeFlag(name, v string, now time.Time) (string, error) {
 	if d, err := time.ParseDuration(v); err == nil && d >= 0 {
 		return strconv.FormatInt(now.Add(-d).UnixNano(), 10), nil
 	}
-	return "", usageErrorf("--%s %q: want an RFC 3339 time, unix nanoseconds or a duration ago (e.g. 1h)", name, v)
+	return "", command.UsageErrorf("--%s %q: want an RFC 3339 time, unix nanoseconds or a duration ago (e.g. 1h)", name, v)
 }
 
 // exportFrames pages through the frames and writes them to out (standard
 // output when empty).
-func exportFrames(ctx context.Context, s *session, routine string, q client.Tier1FrameQuery, format, out string) error {
-	c := s.client()
+func exportFrames(ctx context.Context, s *command.Session, routine string, q client.Tier1FrameQuery, format, out string) error {
+	c := s.Client()
 	var header []string
 	if format == "csv" {
-		rctx, cancel := s.withTimeout(ctx)
+		rctx, cancel := s.WithTimeout(ctx)
 		routines, err := c.Tier1Routines(rctx)
 		cancel()
 		if err != nil {
@@ -174,7 +175,7 @@ func exportFrames(ctx context.Context, s *session, routine string, q client.Tier
 			return fmt.Errorf("export: the agent has no routine %q (see synapse tier1 routines)", routine)
 		}
 	}
-	var w io.Writer = s.io.Out
+	var w io.Writer = s.IO.Out
 	var file *atomicfile.File
 	if out != "" {
 		var err error
@@ -186,9 +187,9 @@ func exportFrames(ctx context.Context, s *session, routine string, q client.Tier
 	}
 	bw := bufio.NewWriterSize(w, 256<<10)
 	fw := tier1export.NewWriter(bw, format, header)
-	pl := startProgress(s, "tier1 export")
-	n, err := fetchFrames(ctx, s, c, routine, q, fw.Write, func(n int) { pl.set(groupDigits(int64(n)) + " frames") })
-	pl.stop()
+	pl := s.StartProgress("tier1 export")
+	n, err := fetchFrames(ctx, s, c, routine, q, fw.Write, func(n int) { pl.Set(groupDigits(int64(n)) + " frames") })
+	pl.Stop()
 	if err == nil {
 		err = fw.Flush()
 	}
@@ -205,13 +206,13 @@ func exportFrames(ctx context.Context, s *session, routine string, q client.Tier
 	if out != "" {
 		dest = " to " + out
 	}
-	fmt.Fprintf(s.io.Err, "exported %s frames of %s%s\n", groupDigits(int64(n)), routine, dest)
+	fmt.Fprintf(s.IO.Err, "exported %s frames of %s%s\n", groupDigits(int64(n)), routine, dest)
 	return nil
 }
 
 // fetchFrames calls fn with each frame of every page and returns their
 // number.
-func fetchFrames(ctx context.Context, s *session, c *client.Client, routine string, q client.Tier1FrameQuery,
+func fetchFrames(ctx context.Context, s *command.Session, c *client.Client, routine string, q client.Tier1FrameQuery,
 	fn func(json.RawMessage) error, pageDone func(n int)) (int, error) {
 	n := 0
 	seen := map[string]bool{}
@@ -219,7 +220,7 @@ func fetchFrames(ctx context.Context, s *session, c *client.Client, routine stri
 		if page >= maxExportPages {
 			return n, fmt.Errorf("export: stopped after %d pages", maxExportPages)
 		}
-		rctx, cancel := s.withTimeout(ctx)
+		rctx, cancel := s.WithTimeout(ctx)
 		p, err := c.Tier1Frames(rctx, routine, q)
 		cancel()
 		if err != nil {

@@ -2,12 +2,11 @@ package cli
 
 import (
 	"fmt"
-	"io"
 	"math"
-	"os"
 	"strings"
 	"time"
 
+	"github.com/synapse-edge/synapse/cli/command"
 	"github.com/synapse-edge/synapse/client/tier1load"
 )
 
@@ -19,8 +18,8 @@ type liveLine struct {
 
 // startLiveLine starts the live line on standard error when that is a
 // terminal; otherwise stop does nothing.
-func startLiveLine(s *session, st *tier1load.Stats) *liveLine {
-	if !isTerminal(s.io.Err) {
+func startLiveLine(s *command.Session, st *tier1load.Stats) *liveLine {
+	if !command.IsTerminal(s.IO.Err) {
 		return &liveLine{}
 	}
 	l := &liveLine{stopc: make(chan struct{}), done: make(chan struct{})}
@@ -33,7 +32,7 @@ func startLiveLine(s *session, st *tier1load.Stats) *liveLine {
 			select {
 			case <-l.stopc:
 				if drawn > 0 {
-					fmt.Fprintf(s.io.Err, "\r%s\r", strings.Repeat(" ", drawn))
+					fmt.Fprintf(s.IO.Err, "\r%s\r", strings.Repeat(" ", drawn))
 				}
 				return
 			case now := <-t.C:
@@ -41,7 +40,7 @@ func startLiveLine(s *session, st *tier1load.Stats) *liveLine {
 				rate := float64(acked-prev) / now.Sub(prevAt).Seconds()
 				prev, prevAt = acked, now
 				line := liveText(rate, acked, refused, p50)
-				fmt.Fprintf(s.io.Err, "\r%s%s", line, strings.Repeat(" ", max(drawn-len(line), 0)))
+				fmt.Fprintf(s.IO.Err, "\r%s%s", line, strings.Repeat(" ", max(drawn-len(line), 0)))
 				drawn = len(line)
 			}
 		}
@@ -74,20 +73,10 @@ func millis(d time.Duration) string {
 	return fmt.Sprintf("%.2f ms", ms)
 }
 
-// isTerminal reports whether w is a character device such as a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
 // printSendSummary writes the summary of a run to standard output.
-func printSendSummary(s *session, cfg tier1load.Config, sum tier1load.Summary) error {
-	if s.g.json {
-		return s.printJSON(sum)
+func printSendSummary(s *command.Session, cfg tier1load.Config, sum tier1load.Summary) error {
+	if s.Flags.JSON {
+		return s.PrintJSON(sum)
 	}
 	wire := "WebSocket messages"
 	if cfg.HTTP {
@@ -110,7 +99,7 @@ func printSendSummary(s *session, cfg tier1load.Config, sum tier1load.Summary) e
 		latency = fmt.Sprintf("p50 %s, p99 %s", millis(time.Duration(sum.AckP50Ms*float64(time.Millisecond))),
 			millis(time.Duration(sum.AckP99Ms*float64(time.Millisecond))))
 	}
-	printKV(s.io.Out, []kv{
+	command.PrintKV(s.IO.Out, []command.KV{
 		{"sent", fmt.Sprintf("%s frames in %s batches over %s", groupDigits(sum.FramesSent), groupDigits(sum.BatchesSent), sum.Transport)},
 		{"acknowledged", groupDigits(sum.Acknowledged) + " frames"},
 		{"refused", groupDigits(sum.Refused) + " frames"},

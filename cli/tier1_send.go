@@ -7,15 +7,16 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/synapse-edge/synapse/cli/command"
 	"github.com/synapse-edge/synapse/client"
 	"github.com/synapse-edge/synapse/client/tier1load"
 )
 
-func tier1SendVerb() *verb {
-	return &verb{
-		name: "tier1 send", maxArgs: 0,
-		summary: "generate synapse.telemetry load and measure the acknowledged rate",
-		about: `Sends synthetic synapse.telemetry frames over the tier-1 WebSocket (or with
+func tier1SendVerb() *command.Verb {
+	return &command.Verb{
+		Name: "tier1 send", MaxArgs: 0,
+		Summary: "generate synapse.telemetry load and measure the acknowledged rate",
+		About: `Sends synthetic synapse.telemetry frames over the tier-1 WebSocket (or with
 --http as POSTed batches) and counts the agent's acknowledgements, each sent
 only once its batch is durable. Batches are pipelined: up to 32 wait for
 their acknowledgement at a time. Devices are named dev-0001, dev-0002, ...;
@@ -31,14 +32,14 @@ the first error, duration, mean rate, acknowledgement latency p50/p99, bytes
 per frame on the wire) goes to standard output. The exit code is 1 if any
 batch was refused or the connection broke before every batch was
 acknowledged.`,
-		agent: true, timeout: defaultRequestTimeout,
-		examples: []string{
+		Agent: true, Timeout: command.DefaultRequestTimeout,
+		Examples: []string{
 			"synapse tier1 send",
 			"synapse tier1 send --frames 1000000 --batch 500 --devices 100",
 			"synapse tier1 send --rate 5000 --duration 1m --metric humidity --unit %",
 			"synapse tier1 send --http --frames 10000 --json",
 		},
-		setup: func(fs *flag.FlagSet, s *session) runFunc {
+		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
 			var cfg tier1load.Config
 			fs.IntVar(&cfg.Rate, "rate", 0, "send `N` frames per second (0: as fast as acknowledgements allow)")
 			fs.IntVar(&cfg.Batch, "batch", 100, "`N` frames per batch")
@@ -57,7 +58,7 @@ acknowledged.`,
 				if err := validateSend(&cfg); err != nil {
 					return err
 				}
-				cfg.Drain = s.g.timeout
+				cfg.Drain = s.Flags.Timeout
 				st, err := runSend(ctx, s, cfg)
 				if st == nil {
 					return err
@@ -70,7 +71,7 @@ acknowledged.`,
 					return err
 				}
 				if sum.Refused > 0 {
-					return &exitError{code: ExitFailure, msg: fmt.Sprintf("synapse tier1 send: %s frames refused; first error: %s",
+					return &command.ExitError{Code: command.ExitFailure, Msg: fmt.Sprintf("synapse tier1 send: %s frames refused; first error: %s",
 						groupDigits(sum.Refused), sum.FirstError)}
 				}
 				return nil
@@ -83,19 +84,19 @@ acknowledged.`,
 func validateSend(c *tier1load.Config) error {
 	switch {
 	case c.Rate < 0:
-		return usageErrorf("--rate %d: must not be negative", c.Rate)
+		return command.UsageErrorf("--rate %d: must not be negative", c.Rate)
 	case c.Batch < 1 || c.Batch > tier1load.MaxBatch:
-		return usageErrorf("--batch %d: must be between 1 and %d", c.Batch, tier1load.MaxBatch)
+		return command.UsageErrorf("--batch %d: must be between 1 and %d", c.Batch, tier1load.MaxBatch)
 	case c.Duration < 0:
-		return usageErrorf("--duration %s: must not be negative", c.Duration)
+		return command.UsageErrorf("--duration %s: must not be negative", c.Duration)
 	case c.Frames < 0:
-		return usageErrorf("--frames %d: must not be negative", c.Frames)
+		return command.UsageErrorf("--frames %d: must not be negative", c.Frames)
 	case c.Duration == 0 && c.Frames == 0:
-		return usageErrorf("give a limit: --duration or --frames")
+		return command.UsageErrorf("give a limit: --duration or --frames")
 	case c.Devices < 1 || c.Devices > tier1load.MaxDevices:
-		return usageErrorf("--devices %d: must be between 1 and %d", c.Devices, tier1load.MaxDevices)
+		return command.UsageErrorf("--devices %d: must be between 1 and %d", c.Devices, tier1load.MaxDevices)
 	case c.Metric == "":
-		return usageErrorf("--metric must not be empty")
+		return command.UsageErrorf("--metric must not be empty")
 	}
 	return nil
 }
@@ -103,19 +104,19 @@ func validateSend(c *tier1load.Config) error {
 // runSend runs the load and returns its statistics; the error says why the
 // run broke off. The statistics are nil when the run failed before any
 // answer came, and worth printing otherwise.
-func runSend(ctx context.Context, s *session, cfg tier1load.Config) (*tier1load.Stats, error) {
+func runSend(ctx context.Context, s *command.Session, cfg tier1load.Config) (*tier1load.Stats, error) {
 	st := &tier1load.Stats{}
 	t := tier1load.Target{Dial: func(ctx context.Context) (*client.Tier1Stream, error) {
-		dctx, cancel := s.withTimeout(ctx)
+		dctx, cancel := s.WithTimeout(ctx)
 		defer cancel()
-		return s.client().DialTier1Stream(dctx)
+		return s.Client().DialTier1Stream(dctx)
 	}}
 	if cfg.HTTP {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.MaxIdleConnsPerHost = tier1load.HTTPSenders
 		defer tr.CloseIdleConnections()
-		tok, _ := s.token()
-		t.Client = client.New(s.g.agent, tok, client.WithUserAgent("synapse-cli/"+Version),
+		tok, _ := s.Token()
+		t.Client = client.New(s.Flags.Agent, tok, client.WithUserAgent("synapse-cli/"+Version),
 			client.WithHTTPClient(&http.Client{Transport: tr}))
 	}
 	live := startLiveLine(s, st)

@@ -7,90 +7,77 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/synapse-edge/synapse/cli/command"
 	"github.com/synapse-edge/synapse/client"
 )
 
-func tokenVerbs() []*verb {
-	return []*verb{tokenCreateVerb(), tokenListVerb(), tokenRevokeVerb()}
+func tokenVerbs() []*command.Verb {
+	return []*command.Verb{tokenCreateVerb(), tokenListVerb(), tokenRevokeVerb()}
 }
 
-// scopeList is a repeatable flag of comma-separated scopes.
-type scopeList []string
-
-func (l *scopeList) String() string { return strings.Join(*l, ",") }
-
-func (l *scopeList) Set(v string) error {
-	for _, s := range strings.Split(v, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			*l = append(*l, s)
-		}
-	}
-	return nil
-}
-
-func tokenCreateVerb() *verb {
-	return &verb{
-		name: "token create", args: "NAME", minArgs: 1, maxArgs: 1,
-		summary: "create an API token and print its secret (shown only once)",
-		about: `Scopes: tasks:read (get, list, watch), tasks:write (submit, cancel, info),
+func tokenCreateVerb() *command.Verb {
+	return &command.Verb{
+		Name: "token create", Args: "NAME", MinArgs: 1, MaxArgs: 1,
+		Summary: "create an API token and print its secret (shown only once)",
+		About: `Scopes: tasks:read (get, list, watch), tasks:write (submit, cancel, info),
 admin (everything, including tokens and the database). Without --scope the
 token gets tasks:read and tasks:write. Needs an admin token.`,
-		agent: true, timeout: defaultRequestTimeout,
-		examples: []string{
+		Agent: true, Timeout: command.DefaultRequestTimeout,
+		Examples: []string{
 			"synapse token create dashboard --scope tasks:read",
 			"synapse token create ci --scope tasks:read,tasks:write --json",
 		},
-		setup: func(fs *flag.FlagSet, s *session) runFunc {
-			var scopes scopeList
+		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
+			var scopes command.List
 			fs.Var(&scopes, "scope", "grant this `SCOPE` (repeatable, or comma-separated)")
 			return func(ctx context.Context, args []string) error {
 				if len(scopes) == 0 {
-					scopes = scopeList{client.ScopeTasksRead, client.ScopeTasksWrite}
+					scopes = command.List{client.ScopeTasksRead, client.ScopeTasksWrite}
 				}
-				ctx, cancel := s.withTimeout(ctx)
+				ctx, cancel := s.WithTimeout(ctx)
 				defer cancel()
-				tc, err := s.client().CreateToken(ctx, args[0], scopes)
+				tc, err := s.Client().CreateToken(ctx, args[0], scopes)
 				if err != nil {
 					return err
 				}
-				if s.g.json {
-					return s.printJSON(tc)
+				if s.Flags.JSON {
+					return s.PrintJSON(tc)
 				}
-				printKV(s.io.Out, []kv{
+				command.PrintKV(s.IO.Out, []command.KV{
 					{"token_id", tc.TokenID},
 					{"name", tc.Name},
 					{"scopes", strings.Join(tc.Scopes, ",")},
 					{"created_at", tc.CreatedAt},
 					{"token", tc.Token},
 				})
-				fmt.Fprintln(s.io.Err, "Keep the token now: the agent stores only its hash and cannot show it again.")
+				fmt.Fprintln(s.IO.Err, "Keep the token now: the agent stores only its hash and cannot show it again.")
 				return nil
 			}
 		},
 	}
 }
 
-func tokenListVerb() *verb {
-	return &verb{
-		name: "token list", maxArgs: 0,
-		summary: "list the API tokens (without their secrets)",
-		agent:   true, timeout: defaultRequestTimeout,
-		examples: []string{"synapse token list", "synapse token list --json"},
-		setup: func(fs *flag.FlagSet, s *session) runFunc {
+func tokenListVerb() *command.Verb {
+	return &command.Verb{
+		Name: "token list", MaxArgs: 0,
+		Summary: "list the API tokens (without their secrets)",
+		Agent:   true, Timeout: command.DefaultRequestTimeout,
+		Examples: []string{"synapse token list", "synapse token list --json"},
+		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
 			return func(ctx context.Context, args []string) error {
-				ctx, cancel := s.withTimeout(ctx)
+				ctx, cancel := s.WithTimeout(ctx)
 				defer cancel()
-				tokens, err := s.client().ListTokens(ctx)
+				tokens, err := s.Client().ListTokens(ctx)
 				if err != nil {
 					return err
 				}
 				if tokens == nil {
 					tokens = []client.TokenInfo{}
 				}
-				if s.g.json {
-					return s.printJSON(map[string]any{"tokens": tokens})
+				if s.Flags.JSON {
+					return s.PrintJSON(map[string]any{"tokens": tokens})
 				}
-				tw := tabwriter.NewWriter(s.io.Out, 0, 0, 2, ' ', 0)
+				tw := tabwriter.NewWriter(s.IO.Out, 0, 0, 2, ' ', 0)
 				fmt.Fprintln(tw, "TOKEN ID\tNAME\tSCOPES\tCREATED")
 				for _, t := range tokens {
 					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t.TokenID, t.Name, strings.Join(t.Scopes, ","), t.CreatedAt)
@@ -101,23 +88,23 @@ func tokenListVerb() *verb {
 	}
 }
 
-func tokenRevokeVerb() *verb {
-	return &verb{
-		name: "token revoke", args: "TOKEN_ID", minArgs: 1, maxArgs: 1,
-		summary: "revoke an API token; requests with it are refused from then on",
-		agent:   true, timeout: defaultRequestTimeout,
-		examples: []string{"synapse token revoke TOKEN_ID"},
-		setup: func(fs *flag.FlagSet, s *session) runFunc {
+func tokenRevokeVerb() *command.Verb {
+	return &command.Verb{
+		Name: "token revoke", Args: "TOKEN_ID", MinArgs: 1, MaxArgs: 1,
+		Summary: "revoke an API token; requests with it are refused from then on",
+		Agent:   true, Timeout: command.DefaultRequestTimeout,
+		Examples: []string{"synapse token revoke TOKEN_ID"},
+		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
 			return func(ctx context.Context, args []string) error {
-				ctx, cancel := s.withTimeout(ctx)
+				ctx, cancel := s.WithTimeout(ctx)
 				defer cancel()
-				if err := s.client().RevokeToken(ctx, args[0]); err != nil {
+				if err := s.Client().RevokeToken(ctx, args[0]); err != nil {
 					return err
 				}
-				if s.g.json {
-					return s.printJSON(map[string]any{"token_id": args[0], "revoked": true})
+				if s.Flags.JSON {
+					return s.PrintJSON(map[string]any{"token_id": args[0], "revoked": true})
 				}
-				fmt.Fprintf(s.io.Out, "revoked token %s\n", args[0])
+				fmt.Fprintf(s.IO.Out, "revoked token %s\n", args[0])
 				return nil
 			}
 		},

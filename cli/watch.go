@@ -8,30 +8,31 @@ import (
 	"io"
 	"strings"
 
+	"github.com/synapse-edge/synapse/cli/command"
 	"github.com/synapse-edge/synapse/client"
 )
 
 // barWidth is the number of cells of the progress bar.
 const barWidth = 20
 
-func taskWatchVerb() *verb {
-	return &verb{
-		name: "task watch", args: "TASK_ID", minArgs: 1, maxArgs: 1,
-		summary: "follow a task live until it ends (exit code 0 only if it completed)",
-		about: `Follows the task's event stream. A progress bar is redrawn in place on one
+func taskWatchVerb() *command.Verb {
+	return &command.Verb{
+		Name: "task watch", Args: "TASK_ID", MinArgs: 1, MaxArgs: 1,
+		Summary: "follow a task live until it ends (exit code 0 only if it completed)",
+		About: `Follows the task's event stream. A progress bar is redrawn in place on one
 line (with carriage returns); log lines and errors are printed above it. When
 the task ends the bar is finished with a newline and the result (completed)
 or the error (any other end) is printed. A dropped connection is resumed
 where it stopped. --plain (the default when standard output is not a
 terminal) prints one line per change instead of redrawing;
 --json prints each event as one JSON object per line.`,
-		agent: true, timeout: 0,
-		examples: []string{
+		Agent: true, Timeout: 0,
+		Examples: []string{
 			"synapse task watch TASK_ID",
 			"synapse task watch TASK_ID --plain > watch.log",
 			"synapse task watch TASK_ID --json | jq -c .",
 		},
-		setup: func(fs *flag.FlagSet, s *session) runFunc {
+		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
 			plain := fs.Bool("plain", false, "print one line per change instead of redrawing the bar")
 			from := fs.String("from", "", "resume after this event `ID` (the SSE Last-Event-ID)")
 			return func(ctx context.Context, args []string) error {
@@ -42,12 +43,12 @@ terminal) prints one line per change instead of redrawing;
 }
 
 // watchTask follows the stream of task id and returns the task's outcome.
-func watchTask(ctx context.Context, s *session, id, from string, plain bool) error {
-	c := s.client()
-	ctx, cancel := s.withTimeout(ctx)
+func watchTask(ctx context.Context, s *command.Session, id, from string, plain bool) error {
+	c := s.Client()
+	ctx, cancel := s.WithTimeout(ctx)
 	defer cancel()
 	get := func(fetch func(context.Context, string) (*client.TaskStatus, error)) (*client.TaskStatus, error) {
-		rctx, cancel := context.WithTimeout(ctx, defaultRequestTimeout)
+		rctx, cancel := context.WithTimeout(ctx, command.DefaultRequestTimeout)
 		defer cancel()
 		return fetch(rctx, id)
 	}
@@ -58,10 +59,10 @@ func watchTask(ctx context.Context, s *session, id, from string, plain bool) err
 		return err
 	}
 	// Off a terminal (a pipe, a file, a CI log) the bar is not redrawn.
-	view := &progressView{w: s.io.Out, plain: plain || !s.terminal(s.io.Out)}
+	view := &progressView{w: s.IO.Out, plain: plain || !s.Terminal(s.IO.Out)}
 	err := c.StreamTask(ctx, id, from, func(ev client.Event) error {
-		if s.g.json {
-			return printEventLine(s.io.Out, ev)
+		if s.Flags.JSON {
+			return printEventLine(s.IO.Out, ev)
 		}
 		view.handle(ev)
 		return nil
@@ -74,8 +75,8 @@ func watchTask(ctx context.Context, s *session, id, from string, plain bool) err
 	if err != nil {
 		return err
 	}
-	if !s.g.json && final.Status == "completed" && final.ResultJSON != "" {
-		fmt.Fprintf(s.io.Out, "result:\n%s\n", indent(prettyJSON(final.ResultJSON), "  "))
+	if !s.Flags.JSON && final.Status == "completed" && final.ResultJSON != "" {
+		fmt.Fprintf(s.IO.Out, "result:\n%s\n", command.Indent(command.PrettyJSON(final.ResultJSON), "  "))
 	}
 	return taskOutcome(final)
 }

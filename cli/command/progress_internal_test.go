@@ -1,4 +1,4 @@
-package cli
+package command
 
 import (
 	"io"
@@ -31,9 +31,9 @@ func (w *syncBuf) String() string {
 func TestProgressLine(t *testing.T) {
 	t.Run("terminal", func(t *testing.T) {
 		var errOut syncBuf
-		s := &session{io: &IO{Err: &errOut}, isTerm: func(io.Writer) bool { return true }}
-		p := startProgress(s, "db backup")
-		p.set("1.5 MB")
+		s := &Session{IO: &IO{Err: &errOut}, IsTerm: func(io.Writer) bool { return true }}
+		p := s.StartProgress("db backup")
+		p.Set("1.5 MB")
 		deadline := time.Now().Add(10 * time.Second)
 		for !strings.Contains(errOut.String(), "1.5 MB") {
 			if time.Now().After(deadline) {
@@ -41,8 +41,8 @@ func TestProgressLine(t *testing.T) {
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
-		p.stop()
-		p.stop() // safe twice
+		p.Stop()
+		p.Stop() // safe twice
 		got := errOut.String()
 		if !strings.HasPrefix(got, "\rdb backup: ") || !strings.Contains(got, " s, 1.5 MB") || !strings.HasSuffix(got, "\r") {
 			t.Errorf("progress output %q: want the line redrawn with \\r and erased at the end", got)
@@ -50,10 +50,10 @@ func TestProgressLine(t *testing.T) {
 	})
 	t.Run("not a terminal", func(t *testing.T) {
 		var errOut syncBuf
-		s := &session{io: &IO{Err: &errOut}}
-		p := startProgress(s, "db check")
-		p.set("x")
-		p.stop()
+		s := &Session{IO: &IO{Err: &errOut}}
+		p := s.StartProgress("db check")
+		p.Set("x")
+		p.Stop()
 		if errOut.String() != "" {
 			t.Errorf("wrote %q off a terminal", errOut.String())
 		}

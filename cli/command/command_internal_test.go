@@ -1,4 +1,4 @@
-package cli
+package command
 
 import (
 	"os"
@@ -26,10 +26,10 @@ func TestParseInterspersed(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fs := newFlagSet("t")
+			fs := NewFlagSet("t")
 			name := fs.String("name", "", "")
 			js := fs.Bool("json", false, "")
-			pos, err := parseInterspersed(fs, tt.args)
+			pos, err := ParseInterspersed(fs, tt.args)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -39,27 +39,16 @@ func TestParseInterspersed(t *testing.T) {
 		})
 	}
 	t.Run("unknown flag after positional", func(t *testing.T) {
-		fs := newFlagSet("t")
-		if _, err := parseInterspersed(fs, []string{"a", "--nope"}); err == nil {
+		fs := NewFlagSet("t")
+		if _, err := ParseInterspersed(fs, []string{"a", "--nope"}); err == nil {
 			t.Error("no error for an unknown flag")
 		}
 	})
 }
 
-func TestParseFields(t *testing.T) {
-	got, err := parseFields(`{"a":1,"b":"x"}`, []string{"b=2", "c=hello", `d={"k":[1]}`, "e=", `f="7"`})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]any{"a": float64(1), "b": float64(2), "c": "hello", "d": map[string]any{"k": []any{float64(1)}}, "e": "", "f": "7"}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("got %#v, want %#v", got, want)
-	}
-}
-
 func TestTokenResolution(t *testing.T) {
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, tokenFile), []byte("  from-file\n"), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, TokenFile), []byte("  from-file\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -72,14 +61,14 @@ func TestTokenResolution(t *testing.T) {
 		{"flag wins", "from-flag", map[string]string{"SYNAPSE_TOKEN": "e1", "SYNAPSE_ADMIN_TOKEN": "e2"}, dir, "from-flag", "--token"},
 		{"SYNAPSE_TOKEN next", "", map[string]string{"SYNAPSE_TOKEN": "e1", "SYNAPSE_ADMIN_TOKEN": "e2"}, dir, "e1", "SYNAPSE_TOKEN"},
 		{"SYNAPSE_ADMIN_TOKEN next", "", map[string]string{"SYNAPSE_ADMIN_TOKEN": "e2"}, dir, "e2", "SYNAPSE_ADMIN_TOKEN"},
-		{"token file last", "", nil, dir, "from-file", filepath.Join(dir, tokenFile)},
+		{"token file last", "", nil, dir, "from-file", filepath.Join(dir, TokenFile)},
 		{"nothing", "", nil, t.TempDir(), "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := newSession(&IO{}, func(k string) string { return tt.env[k] })
-			s.g.token, s.g.data = tt.flag, tt.data
-			got, from := s.token()
+			s := NewSession(&IO{}, func(k string) string { return tt.env[k] }, "test")
+			s.Flags.Token, s.Flags.Data = tt.flag, tt.data
+			got, from := s.Token()
 			if got != tt.want || from != tt.from {
 				t.Errorf("token() = %q from %q, want %q from %q", got, from, tt.want, tt.from)
 			}
@@ -96,25 +85,25 @@ func TestAgentAddress(t *testing.T) {
 		{"http://", "", "bad --agent"},
 	}
 	for _, tt := range tests {
-		g := globals{agent: tt.in}
+		g := Globals{Agent: tt.in}
 		err := g.validate()
 		switch {
 		case tt.err != "" && (err == nil || !strings.Contains(err.Error(), tt.err)):
 			t.Errorf("validate(%q) error = %v, want %q", tt.in, err, tt.err)
-		case tt.err == "" && (err != nil || g.agent != tt.want):
-			t.Errorf("validate(%q) = %q, %v; want %q", tt.in, g.agent, err, tt.want)
+		case tt.err == "" && (err != nil || g.Agent != tt.want):
+			t.Errorf("validate(%q) = %q, %v; want %q", tt.in, g.Agent, err, tt.want)
 		}
 	}
 }
 
 func TestEnvAgentDefault(t *testing.T) {
-	s := newSession(&IO{}, func(k string) string {
+	s := NewSession(&IO{}, func(k string) string {
 		if k == "SYNAPSE_AGENT" {
 			return "http://127.0.0.1:9999"
 		}
 		return ""
-	})
-	if got, want := s.g.agent, "http://127.0.0.1:9999"; got != want {
+	}, "test")
+	if got, want := s.Flags.Agent, "http://127.0.0.1:9999"; got != want {
 		t.Errorf("agent = %q, want %q", got, want)
 	}
 }
