@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -32,9 +31,9 @@ func groupRoute(id string, more ...string) string {
 	return r
 }
 
-// sentNote says what a 202 means.
-func sentNote(s *command.Session, status int, what string) {
-	if status == http.StatusAccepted && !s.Flags.JSON {
+// sentNote says what a 202 (accepted) means.
+func sentNote(s *command.Session, accepted bool, what string) {
+	if accepted && !s.Flags.JSON {
 		fmt.Fprintf(s.IO.Err, "%s sent to the group's owner; the outcome arrives as an announcement\n", what)
 	}
 }
@@ -97,7 +96,7 @@ paired peer) is invited; it joins with 'synapse group join' on its own agent.`,
 				defer cancel()
 				var g group.Group
 				req := group.CreateRequest{Name: args[0], Description: *desc, InitialMembers: members}
-				if _, err := s.API(ctx, http.MethodPost, "/group", nil, req, &g); err != nil {
+				if _, err := s.Post(ctx, "/group", nil, req, &g); err != nil {
 					return err
 				}
 				if s.Flags.JSON {
@@ -123,7 +122,7 @@ func groupListVerb() *command.Verb {
 				var out struct {
 					Groups []group.Group `json:"groups"`
 				}
-				if _, err := s.API(ctx, http.MethodGet, "/groups", nil, nil, &out); err != nil {
+				if err := s.Get(ctx, "/groups", nil, &out); err != nil {
 					return err
 				}
 				if s.Flags.JSON {
@@ -158,7 +157,7 @@ func groupShowVerb() *command.Verb {
 				ctx, cancel := s.WithTimeout(ctx)
 				defer cancel()
 				var g group.Group
-				if _, err := s.API(ctx, http.MethodGet, groupRoute(args[0]), nil, nil, &g); err != nil {
+				if err := s.Get(ctx, groupRoute(args[0]), nil, &g); err != nil {
 					return err
 				}
 				if s.Flags.JSON {
@@ -191,11 +190,11 @@ agent, which makes it.`,
 				defer cancel()
 				var g group.Group
 				req := group.InviteRequest{AgentID: args[1], Role: group.Role(*role), Weight: *weight}
-				status, err := s.API(ctx, http.MethodPost, groupRoute(args[0], "invite"), nil, req, &g)
+				accepted, err := s.Post(ctx, groupRoute(args[0], "invite"), nil, req, &g)
 				if err != nil {
 					return err
 				}
-				sentNote(s, status, "the invitation was")
+				sentNote(s, accepted, "the invitation was")
 				if s.Flags.JSON {
 					return s.PrintJSON(&g)
 				}
@@ -222,11 +221,11 @@ func groupChangeVerb(name, summary, about string, flags func(fs *flag.FlagSet) f
 				ctx, cancel := s.WithTimeout(ctx)
 				defer cancel()
 				var g group.Group
-				status, err := s.API(ctx, http.MethodPost, groupRoute(args[0], name), nil, body(), &g)
+				accepted, err := s.Post(ctx, groupRoute(args[0], name), nil, body(), &g)
 				if err != nil {
 					return err
 				}
-				sentNote(s, status, "the request was")
+				sentNote(s, accepted, "the request was")
 				if s.Flags.JSON {
 					return s.PrintJSON(&g)
 				}
@@ -292,7 +291,7 @@ value.`,
 				ctx, cancel := s.WithTimeout(ctx)
 				defer cancel()
 				var msg group.Message
-				if _, err := s.API(ctx, http.MethodPost, groupRoute(args[0], "message"), nil, req, &msg); err != nil {
+				if _, err := s.Post(ctx, groupRoute(args[0], "message"), nil, req, &msg); err != nil {
 					return err
 				}
 				if s.Flags.JSON {
@@ -327,7 +326,7 @@ WebSocket GET /api/v1/synapse/group/GROUP_ID/messages/stream follows them live.`
 					LastSeq uint64        `json:"last_seq"`
 				}
 				q := url.Values{"after": {strconv.FormatUint(*after, 10)}, "limit": {strconv.Itoa(*limit)}}
-				if _, err := s.API(ctx, http.MethodGet, groupRoute(args[0], "messages"), q, nil, &out); err != nil {
+				if err := s.Get(ctx, groupRoute(args[0], "messages"), q, &out); err != nil {
 					return err
 				}
 				if s.Flags.JSON {
@@ -415,11 +414,11 @@ missing.`,
 				ctx, cancel := s.WithTimeout(ctx)
 				defer cancel()
 				var t group.Task
-				status, err := s.API(ctx, http.MethodPost, groupRoute(args[0], "task"), q, req, &t)
+				accepted, err := s.Post(ctx, groupRoute(args[0], "task"), q, req, &t)
 				if err != nil {
 					return err
 				}
-				sentNote(s, status, "the task was")
+				sentNote(s, accepted, "the task was")
 				if s.Flags.JSON {
 					return s.PrintJSON(&t)
 				}
@@ -441,7 +440,7 @@ func groupResultVerb() *command.Verb {
 				ctx, cancel := s.WithTimeout(ctx)
 				defer cancel()
 				var t group.Task
-				if _, err := s.API(ctx, http.MethodGet, groupRoute(args[0], "task", args[1]), nil, nil, &t); err != nil {
+				if err := s.Get(ctx, groupRoute(args[0], "task", args[1]), nil, &t); err != nil {
 					return err
 				}
 				if s.Flags.JSON {

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -53,11 +52,11 @@ result with the full tally.`,
 				ctx, cancel := s.WithTimeout(ctx)
 				defer cancel()
 				var v group.Vote
-				status, err := s.API(ctx, http.MethodPost, groupRoute(args[0], "vote"), nil, req, &v)
+				accepted, err := s.Post(ctx, groupRoute(args[0], "vote"), nil, req, &v)
 				if err != nil {
 					return err
 				}
-				sentNote(s, status, "the proposal was")
+				sentNote(s, accepted, "the proposal was")
 				if s.Flags.JSON {
 					return s.PrintJSON(&v)
 				}
@@ -85,11 +84,11 @@ A ballot after the vote closed is refused (409).`,
 				ctx, cancel := s.WithTimeout(ctx)
 				defer cancel()
 				var v group.Vote
-				status, err := s.API(ctx, http.MethodPost, groupRoute(args[0], "vote", args[1], "ballot"), nil, req, &v)
+				accepted, err := s.Post(ctx, groupRoute(args[0], "vote", args[1], "ballot"), nil, req, &v)
 				if err != nil {
 					return err
 				}
-				sentNote(s, status, "the ballot was")
+				sentNote(s, accepted, "the ballot was")
 				if s.Flags.JSON {
 					return s.PrintJSON(&v)
 				}
@@ -111,7 +110,7 @@ func voteShowVerb() *command.Verb {
 				ctx, cancel := s.WithTimeout(ctx)
 				defer cancel()
 				var v group.Vote
-				if _, err := s.API(ctx, http.MethodGet, groupRoute(args[0], "vote", args[1]), nil, nil, &v); err != nil {
+				if err := s.Get(ctx, groupRoute(args[0], "vote", args[1]), nil, &v); err != nil {
 					return err
 				}
 				if s.Flags.JSON {
@@ -137,7 +136,7 @@ func voteListVerb() *command.Verb {
 				var out struct {
 					Votes []group.Vote `json:"votes"`
 				}
-				if _, err := s.API(ctx, http.MethodGet, groupRoute(args[0], "votes"), nil, nil, &out); err != nil {
+				if err := s.Get(ctx, groupRoute(args[0], "votes"), nil, &out); err != nil {
 					return err
 				}
 				if s.Flags.JSON {

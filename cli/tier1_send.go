@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/synapse-edge/synapse/cli/command"
@@ -112,12 +111,9 @@ func runSend(ctx context.Context, s *command.Session, cfg tier1load.Config) (*ti
 		return s.Client().DialTier1Stream(dctx)
 	}}
 	if cfg.HTTP {
-		tr := http.DefaultTransport.(*http.Transport).Clone()
-		tr.MaxIdleConnsPerHost = tier1load.HTTPSenders
-		defer tr.CloseIdleConnections()
-		tok, _ := s.Token()
-		t.Client = client.New(s.Flags.Agent, tok, client.WithUserAgent("synapse-cli/"+Version),
-			client.WithHTTPClient(&http.Client{Transport: tr}))
+		c, release := s.PooledClient(tier1load.HTTPSenders)
+		defer release()
+		t.Client = c
 	}
 	live := startLiveLine(s, st)
 	err := tier1load.Run(ctx, cfg, t, st)

@@ -13,11 +13,37 @@ import (
 	"github.com/synapse-edge/synapse/wire"
 )
 
-// API sends one JSON request to the agent of the global flags (route below
-// /api/v1/synapse) and decodes a 2xx answer into out; other answers are
-// *client.APIError. It returns the status. It serves the routes package
-// client has no method for (groups, votes).
-func (s *Session) API(ctx context.Context, method, route string, query url.Values, body, out any) (int, error) {
+// Get asks the agent of the global flags for route (below /api/v1/synapse)
+// and decodes a 2xx answer into out; other answers are *client.APIError.
+// Get and Post serve the routes package client has no method for (groups,
+// votes).
+func (s *Session) Get(ctx context.Context, route string, query url.Values, out any) error {
+	_, err := s.api(ctx, http.MethodGet, route, query, nil, out)
+	return err
+}
+
+// Post sends body as JSON to route and decodes a 2xx answer into out;
+// accepted reports a 202: the agent passed the request on (to a group's
+// owner) and the outcome comes later.
+func (s *Session) Post(ctx context.Context, route string, query url.Values, body, out any) (accepted bool, err error) {
+	status, err := s.api(ctx, http.MethodPost, route, query, body, out)
+	return status == http.StatusAccepted, err
+}
+
+// PooledClient is Client with a connection pool of its own that keeps up
+// to conns idle connections to the agent; release closes them.
+func (s *Session) PooledClient(conns int) (c *client.Client, release func()) {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = conns
+	tok, _ := s.Token()
+	c = client.New(s.Flags.Agent, tok, client.WithUserAgent(s.UserAgent()),
+		client.WithHTTPClient(&http.Client{Transport: tr}))
+	return c, tr.CloseIdleConnections
+}
+
+// api sends one JSON request to the agent of the global flags and returns
+// the status of the answer.
+func (s *Session) api(ctx context.Context, method, route string, query url.Values, body, out any) (int, error) {
 	u := s.Flags.Agent + wire.APIPrefix + route
 	if len(query) > 0 {
 		u += "?" + query.Encode()
