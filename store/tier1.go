@@ -128,15 +128,49 @@ func (tx *Tx) T1Stats(capID string) (frames, size uint64) {
 // T1Seen reports whether (scope, batchID) was stored before, and marks it
 // (with time at) when it was not.
 func (tx *Tx) T1Seen(scope, batchID string, at int64) (bool, error) {
-	b, err := tx.tx.CreateBucketIfNotExists(bucketT1Seen)
+	d, err := tx.T1Dedup()
 	if err != nil {
 		return false, err
 	}
-	k := idemKey(scope, batchID)
-	if b.Get(k) != nil {
+	return d.Seen(scope, batchID, at)
+}
+
+// T1Dedup is the batch-id table inside a write transaction, opened once for
+// the many batches of one write.
+type T1Dedup struct {
+	b *bolt.Bucket
+	// arena holds the keys and values put: bbolt keeps them until the
+	// commit, so they are appended, never overwritten.
+	arena []byte
+}
+
+// T1Dedup opens (creating) the batch-id table for writing.
+func (tx *Tx) T1Dedup() (*T1Dedup, error) {
+	b, err := tx.tx.CreateBucketIfNotExists(bucketT1Seen)
+	if err != nil {
+		return nil, err
+	}
+	return &T1Dedup{b: b}, nil
+}
+
+// Seen reports whether (scope, batchID) was stored before, and marks it
+// (with time at) when it was not.
+func (d *T1Dedup) Seen(scope, batchID string, at int64) (bool, error) {
+	need := len(scope) + 1 + len(batchID) + 8
+	if cap(d.arena)-len(d.arena) < need {
+		d.arena = make([]byte, 0, max(need, 4<<10))
+	}
+	off := len(d.arena)
+	d.arena = append(d.arena, scope...)
+	d.arena = append(d.arena, 0)
+	d.arena = append(d.arena, batchID...)
+	k := d.arena[off:len(d.arena):len(d.arena)]
+	if d.b.Get(k) != nil {
+		d.arena = d.arena[:off]
 		return true, nil
 	}
-	return false, b.Put(k, binary.BigEndian.AppendUint64(nil, uint64(at)))
+	d.arena = binary.BigEndian.AppendUint64(d.arena, uint64(at))
+	return false, d.b.Put(k, d.arena[len(k)+off:len(d.arena):len(d.arena)])
 }
 
 // T1Scan calls fn for the frames of a routine with from ≤ key < to (nil

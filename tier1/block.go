@@ -8,7 +8,8 @@ import (
 
 // Stored blocks. An agent stores a routine's frames in blocks rather than
 // one record per frame: a block holds the frames of one device from one
-// batch, in time order, spanning at most BlockSpan nanoseconds of ts and at
+// store write (one batch, or the batches of a sender stored together), in
+// time order, spanning at most BlockSpan nanoseconds of ts and at
 // most MaxBlockFrames frames. Fields whose value is the same in every frame
 // of the block (the device, usually the metric and unit) are stored once:
 //

@@ -1,12 +1,8 @@
 package tier1
 
 import (
-	"cmp"
 	"context"
 	"errors"
-	"fmt"
-	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,7 +15,9 @@ import (
 type IngestConfig struct {
 	Limits Limits
 	// MaxInflightBytes bounds the batch bytes decoded and waiting for the
-	// disk at once; senders wait beyond it (back-pressure). Default 16 MiB.
+	// disk at once, counting at least 512 bytes per batch (a small batch
+	// decoded takes a few times its size); senders wait beyond it
+	// (back-pressure). Default 16 MiB.
 	MaxInflightBytes int64
 	// Uplink queues every stored batch for forwarding upstream.
 	Uplink bool
@@ -110,155 +108,13 @@ func (in *Ingestor) Ingest(ctx context.Context, scope, wantID string, body []byt
 // goroutine, in the order the batches were queued, and must not block. An
 // error returned directly means cb will not be called.
 func (in *Ingestor) IngestAsync(ctx context.Context, scope, wantID string, body []byte, cb func(Result, error)) error {
-	n := int64(len(body))
-	if err := in.budget.acquire(ctx, n); err != nil {
+	p, err := in.Prepare(ctx, scope, wantID, body)
+	if err != nil {
 		return err
 	}
-	b, err := DecodeBatch(body, in.reg, in.cfg.Limits)
-	if err == nil && wantID != "" && b.CapabilityID != wantID {
-		err = wire.Errorf(wire.CodeInvalidParams, "the batch is for routine %q but was sent to %q", b.CapabilityID, wantID).
-			With("capability_id", b.CapabilityID)
-	}
-	if err != nil {
-		in.budget.release(n)
-		in.C.Refused.Add(1)
-		return refusal(err)
-	}
-	now := in.cfg.Now()
-	blocks := in.blocks(b, scope, now.UnixNano(), len(body))
-	var upBatch []byte
-	dup := false
-	in.db.UpdateAsync(func(tx *store.Tx) error {
-		dup = false
-		if b.BatchID != "" {
-			seen, err := tx.T1Seen(scope, b.BatchID, now.UnixNano())
-			if err != nil {
-				return err
-			}
-			if seen {
-				dup = true
-				return nil
-			}
-		}
-		w, err := tx.T1Writer(b.CapabilityID)
-		if err != nil {
-			return err
-		}
-		for i := range blocks {
-			blk := &blocks[i]
-			seq, err := w.NextSeq()
-			if err != nil {
-				return err
-			}
-			// bbolt keeps the key until the commit: one slice per block.
-			key := store.T1Key(make([]byte, 0, len(blk.dev)+17), blk.ts, blk.dev, seq)
-			if err := w.Put(key, blk.data, blk.n); err != nil {
-				return err
-			}
-		}
-		if in.cfg.Uplink {
-			if _, err := tx.T1Enqueue(func(seq uint64) []byte {
-				upBatch = AppendBatch(upBatch[:0], b.CapabilityID, b.Version, fmt.Sprintf("u%d", seq), b.Frames, b.Desc)
-				return upBatch
-			}); err != nil {
-				return err
-			}
-		}
-		return w.Done()
-	}, func(err error) {
-		in.budget.release(n)
-		if err != nil {
-			in.C.Refused.Add(1)
-			cb(Result{BatchID: b.BatchID}, wire.Errorf(wire.CodeSysStorage, "store batch: %v", err))
-			return
-		}
-		in.C.Batches.Add(1)
-		if dup {
-			in.C.Duplicates.Add(1)
-		} else {
-			in.C.Frames.Add(uint64(len(b.Frames)))
-			in.C.Bytes.Add(uint64(n))
-			in.publish(b.Desc, blocks)
-			if in.cfg.Uplink {
-				select {
-				case in.queued <- struct{}{}:
-				default:
-				}
-			}
-		}
-		cb(Result{Accepted: len(b.Frames), BatchID: b.BatchID, Duplicate: dup}, nil)
-	})
+	ps := []*Pending{p}
+	in.Store(ps, func() { cb(p.Result, p.Err) })
 	return nil
-}
-
-// block is one stored record: frames of one device, in time order.
-type block struct {
-	ts   int64 // of the first frame
-	dev  string
-	n    int
-	data []byte
-}
-
-// blocks groups a batch's frames into blocks (see block.go): by device, in
-// time order, at most BlockSpan of ts and MaxBlockFrames frames each. The
-// ts of a frame is its ts field when the routine has one, else the time of
-// arrival; its device is its device_id field, else the sender. size is the
-// batch's encoded size, which holds every frame once: the blocks take about
-// as much.
-func (in *Ingestor) blocks(b *Batch, scope string, now int64, size int) []block {
-	kf := in.keys[b.CapabilityID]
-	n := len(b.Frames)
-	ts := make([]int64, n)
-	dev := make([]string, n)
-	order := make([]int, n)
-	sorted := true
-	for i, f := range b.Frames {
-		ts[i], dev[i], order[i] = now, scope, i
-		if kf.ts >= 0 {
-			if v := f.At(kf.ts); v.Kind() == KindInt {
-				ts[i] = v.Int()
-			}
-		}
-		if kf.device >= 0 {
-			if v := f.At(kf.device); v.Kind() == KindStr {
-				dev[i] = v.Str()
-			}
-		}
-		if i > 0 && (dev[i] < dev[i-1] || dev[i] == dev[i-1] && ts[i] < ts[i-1]) {
-			sorted = false
-		}
-	}
-	if !sorted {
-		slices.SortStableFunc(order, func(x, y int) int {
-			if c := strings.Compare(dev[x], dev[y]); c != 0 {
-				return c
-			}
-			return cmp.Compare(ts[x], ts[y])
-		})
-	}
-	var out []block
-	var run []Frame
-	buf := make([]byte, 0, size+n+16)
-	for start := 0; start < n; {
-		first := order[start]
-		end := start + 1
-		for end < n && end-start < MaxBlockFrames {
-			j := order[end]
-			if dev[j] != dev[first] || ts[j]-ts[first] >= BlockSpan {
-				break
-			}
-			end++
-		}
-		run = run[:0]
-		for _, i := range order[start:end] {
-			run = append(run, b.Frames[i])
-		}
-		off := len(buf)
-		buf = AppendBlock(buf, run, len(b.Desc.Fields))
-		out = append(out, block{ts: ts[first], dev: dev[first], n: end - start, data: buf[off:len(buf):len(buf)]})
-		start = end
-	}
-	return out
 }
 
 // refusal turns a decode error into the client-visible error, with the index
@@ -306,6 +162,13 @@ func newByteBudget(limit int64) *byteBudget {
 // than the whole budget waits until the budget is entirely free.
 func (b *byteBudget) acquire(ctx context.Context, n int64) error {
 	n = min(n, b.limit)
+	b.mu.Lock()
+	if b.free >= n { // the usual case: no need to watch ctx
+		b.free -= n
+		b.mu.Unlock()
+		return nil
+	}
+	b.mu.Unlock()
 	stop := context.AfterFunc(ctx, func() {
 		b.mu.Lock()
 		b.cond.Broadcast()

@@ -5,8 +5,9 @@ import (
 	"sync/atomic"
 )
 
-// Live is one stored batch as a Watcher sees it: the routine and the
-// batch's frames as the blocks that were stored (see block.go; read them
+// Live is what one store write stored of a routine, as a Watcher sees it:
+// one batch, or the batches a sender pipelined that were stored together
+// (see write.go); the routine and the frames as the blocks that were stored (see block.go; read them
 // with NewBlockReader). The blocks are not modified after they are sent.
 type Live struct {
 	Desc   *Descriptor

@@ -1,0 +1,360 @@
+package tier1
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/synapse-edge/synapse/store"
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// Writes. A batch is decoded when it arrives (Prepare) and stored later
+// (Store), together with the other batches that arrived meanwhile: one
+// store write, one transaction, one fsync shared with whatever else the
+// store's writer groups, one block per device over all of them. A sender
+// that pipelines many small batches (one frame each, say) so pays the
+// store's per-write costs once per group, not once per batch. The
+// acknowledgement of every batch still waits for the commit that holds it.
+
+// pendingCost is the least a Pending takes of the in-flight budget: a
+// small batch decoded and waiting takes a few times its encoded size.
+const pendingCost = 512
+
+// Pending is a batch decoded by Prepare and waiting for Store. Once Store's
+// done runs, Result and Err are its outcome.
+type Pending struct {
+	Result Result
+	Err    error
+
+	b     *Batch
+	scope string
+	size  int64   // bytes held in the in-flight budget
+	bytes int     // of the encoded batch
+	at    int64   // arrival, unix ns
+	dup   bool    // found in the batch-id table by the last run of the write
+	own   []block // of a large batch (ownBlocks), built by Prepare
+}
+
+// Prepare takes room for body in the in-flight budget (waiting while there
+// is none), decodes it for scope (the sender's identity, for batch_id
+// deduplication) and returns it ready for Store. wantID, if not empty, is
+// the routine the batch must be for. An error is the refusal to send the
+// sender; nothing is held then.
+func (in *Ingestor) Prepare(ctx context.Context, scope, wantID string, body []byte) (*Pending, error) {
+	n := max(int64(len(body)), pendingCost)
+	if err := in.budget.acquire(ctx, n); err != nil {
+		return nil, err
+	}
+	b, err := DecodeBatch(body, in.reg, in.cfg.Limits)
+	if err == nil && wantID != "" && b.CapabilityID != wantID {
+		err = wire.Errorf(wire.CodeInvalidParams, "the batch is for routine %q but was sent to %q", b.CapabilityID, wantID).
+			With("capability_id", b.CapabilityID)
+	}
+	if err != nil {
+		in.budget.release(n)
+		in.C.Refused.Add(1)
+		return nil, refusal(err)
+	}
+	p := &Pending{b: b, scope: scope, size: n, bytes: len(body), at: in.cfg.Now().UnixNano()}
+	if len(b.Frames) >= ownBlocks {
+		p.own = in.blocksOf(b.Desc, in.appendBlockFrames(make([]blockFrame, 0, len(b.Frames)), b.Desc, p), len(body))
+	}
+	return p, nil
+}
+
+// Store stores the batches of ps (each from Prepare, each stored once) in
+// one store write and calls done once the write is durable or failed, with
+// every Pending's Result and Err set. A batch whose batch_id its scope sent
+// before is acknowledged as a duplicate and not stored again. done runs on
+// the store's writer goroutine and must not block; ps must not change
+// until it runs. Store blocks only while the store's queue is full.
+func (in *Ingestor) Store(ps []*Pending, done func()) {
+	if len(ps) == 0 {
+		done()
+		return
+	}
+	w := &write{in: in, ps: ps}
+	w.plan()
+	in.db.UpdateAsync(w.apply, func(err error) {
+		w.finish(err)
+		done()
+	})
+}
+
+// write is one Store: its batches by routine, and the blocks to put.
+type write struct {
+	in       *Ingestor
+	ps       []*Pending
+	routines []routineWrite
+}
+
+// routineWrite is what one write stores of one routine.
+type routineWrite struct {
+	d  *Descriptor
+	ps []*Pending
+	// blocks hold the frames of ps; stored, those of the last run of
+	// apply (without the duplicates it found).
+	blocks, stored []block
+}
+
+// plan groups the batches by routine (in arrival order) and builds their
+// blocks, expecting no duplicates: apply builds them again in the rare
+// write that has one.
+func (w *write) plan() {
+	d0 := w.ps[0].b.Desc
+	same := true
+	for _, p := range w.ps[1:] {
+		same = same && p.b.Desc == d0
+	}
+	if same {
+		w.routines = []routineWrite{{d: d0, ps: w.ps}}
+	} else {
+		for _, p := range w.ps {
+			i := slices.IndexFunc(w.routines, func(r routineWrite) bool { return r.d == p.b.Desc })
+			if i < 0 {
+				w.routines = append(w.routines, routineWrite{d: p.b.Desc})
+				i = len(w.routines) - 1
+			}
+			w.routines[i].ps = append(w.routines[i].ps, p)
+		}
+	}
+	for i := range w.routines {
+		r := &w.routines[i]
+		r.blocks = w.in.blocks(r.d, r.ps)
+	}
+}
+
+// apply is the store write. The store may run it more than once (when
+// another write of its transaction fails), so it keeps nothing of a run
+// but in the Pendings' dup flags and the routines' stored blocks.
+func (w *write) apply(tx *store.Tx) error {
+	var seen *store.T1Dedup
+	dups := false
+	for _, p := range w.ps {
+		p.dup = false
+		if p.b.BatchID == "" {
+			continue
+		}
+		if seen == nil {
+			var err error
+			if seen, err = tx.T1Dedup(); err != nil {
+				return err
+			}
+		}
+		dup, err := seen.Seen(p.scope, p.b.BatchID, p.at)
+		if err != nil {
+			return err
+		}
+		p.dup = dup
+		dups = dups || dup
+	}
+	for i := range w.routines {
+		r := &w.routines[i]
+		r.stored = r.blocks
+		if dups {
+			r.stored = w.in.blocks(r.d, r.ps)
+		}
+		if err := w.put(tx, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// put stores the blocks of one routine, and queues its new batches for the
+// uplink.
+func (w *write) put(tx *store.Tx, r *routineWrite) error {
+	fw, err := tx.T1Writer(r.d.CapabilityID)
+	if err != nil {
+		return err
+	}
+	// bbolt keeps every key until the commit: one array for all of them.
+	size := 0
+	for i := range r.stored {
+		size += len(r.stored[i].dev) + 17
+	}
+	keys := make([]byte, 0, size)
+	for i := range r.stored {
+		blk := &r.stored[i]
+		seq, err := fw.NextSeq()
+		if err != nil {
+			return err
+		}
+		off := len(keys)
+		keys = store.T1Key(keys, blk.ts, blk.dev, seq)
+		if err := fw.Put(keys[off:len(keys):len(keys)], blk.data, blk.n); err != nil {
+			return err
+		}
+	}
+	if w.in.cfg.Uplink {
+		for _, p := range r.ps {
+			if p.dup {
+				continue
+			}
+			b := p.b
+			if _, err := tx.T1Enqueue(func(seq uint64) []byte {
+				return AppendBatch(nil, b.CapabilityID, b.Version, fmt.Sprintf("u%d", seq), b.Frames, b.Desc)
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	return fw.Done()
+}
+
+// finish sets the outcome of every batch once the write is durable (err
+// nil) or failed, and tells the watchers and the uplink.
+func (w *write) finish(err error) {
+	in := w.in
+	var bytes int64
+	for _, p := range w.ps {
+		bytes += p.size
+	}
+	in.budget.release(bytes)
+	if err != nil {
+		for _, p := range w.ps {
+			p.Result, p.Err = Result{BatchID: p.b.BatchID}, wire.Errorf(wire.CodeSysStorage, "store batch: %v", err)
+		}
+		in.C.Refused.Add(uint64(len(w.ps)))
+		return
+	}
+	stored := false
+	for _, p := range w.ps {
+		p.Result = Result{Accepted: len(p.b.Frames), BatchID: p.b.BatchID, Duplicate: p.dup}
+		if p.dup {
+			in.C.Duplicates.Add(1)
+			continue
+		}
+		stored = true
+		in.C.Frames.Add(uint64(len(p.b.Frames)))
+		in.C.Bytes.Add(uint64(p.bytes))
+	}
+	in.C.Batches.Add(uint64(len(w.ps)))
+	if !stored {
+		return
+	}
+	for i := range w.routines {
+		if r := &w.routines[i]; len(r.stored) > 0 {
+			in.publish(r.d, r.stored)
+		}
+	}
+	if in.cfg.Uplink {
+		select {
+		case in.queued <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// block is one stored record: frames of one device, in time order.
+type block struct {
+	ts   int64 // of the first frame
+	dev  string
+	n    int
+	data []byte
+}
+
+// blockFrame is a frame with the ts and device that place it.
+type blockFrame struct {
+	ts  int64
+	dev string
+	f   Frame
+}
+
+// ownBlocks is the size from which a batch gets blocks of its own, built
+// by Prepare as it arrives, rather than sharing blocks with the batches
+// stored with it: the work is done while the writes before it are on
+// their way to the disk, and a batch that large fills its blocks alone.
+const ownBlocks = 64
+
+// blocks returns the blocks of the batches of ps (all of routine d) that
+// are not duplicates: the blocks of their own of large batches, after the
+// frames of the small ones grouped together (blocksOf).
+func (in *Ingestor) blocks(d *Descriptor, ps []*Pending) []block {
+	var out []block
+	n, size := 0, 0
+	for _, p := range ps {
+		if p.dup {
+			continue
+		}
+		if p.own != nil {
+			out = append(out, p.own...)
+			continue
+		}
+		n += len(p.b.Frames)
+		size += p.bytes
+	}
+	if n == 0 {
+		return out
+	}
+	fs := make([]blockFrame, 0, n)
+	for _, p := range ps {
+		if !p.dup && p.own == nil {
+			fs = in.appendBlockFrames(fs, d, p)
+		}
+	}
+	return append(in.blocksOf(d, fs, size), out...)
+}
+
+// appendBlockFrames appends the frames of p with the ts and device that
+// place them: the ts field when the routine has one, else the time the
+// batch arrived; the device_id field, else the sender's scope.
+func (in *Ingestor) appendBlockFrames(fs []blockFrame, d *Descriptor, p *Pending) []blockFrame {
+	kf := in.keys[d.CapabilityID]
+	for _, f := range p.b.Frames {
+		bf := blockFrame{ts: p.at, dev: p.scope, f: f}
+		if kf.ts >= 0 {
+			if v := f.At(kf.ts); v.Kind() == KindInt {
+				bf.ts = v.Int()
+			}
+		}
+		if kf.device >= 0 {
+			if v := f.At(kf.device); v.Kind() == KindStr {
+				bf.dev = v.Str()
+			}
+		}
+		fs = append(fs, bf)
+	}
+	return fs
+}
+
+// blocksOf groups frames of routine d into blocks (see block.go): by
+// device, in time order, at most BlockSpan of ts and MaxBlockFrames frames
+// each. size is the encoded size of their batches, which holds every frame
+// once: the blocks take about as much, usually less.
+func (in *Ingestor) blocksOf(d *Descriptor, fs []blockFrame, size int) []block {
+	n := len(fs)
+	for i := 1; i < n; i++ {
+		if fs[i].dev < fs[i-1].dev || fs[i].dev == fs[i-1].dev && fs[i].ts < fs[i-1].ts {
+			slices.SortStableFunc(fs, func(x, y blockFrame) int {
+				if c := strings.Compare(x.dev, y.dev); c != 0 {
+					return c
+				}
+				return cmp.Compare(x.ts, y.ts)
+			})
+			break
+		}
+	}
+	var out []block
+	run := make([]Frame, 0, min(n, MaxBlockFrames))
+	buf := make([]byte, 0, size+n+16)
+	for start := 0; start < n; {
+		first := &fs[start]
+		end := start + 1
+		for end < n && end-start < MaxBlockFrames && fs[end].dev == first.dev && fs[end].ts-first.ts < BlockSpan {
+			end++
+		}
+		run = run[:0]
+		for i := start; i < end; i++ {
+			run = append(run, fs[i].f)
+		}
+		off := len(buf)
+		buf = AppendBlock(buf, run, len(d.Fields))
+		out = append(out, block{ts: first.ts, dev: first.dev, n: end - start, data: buf[off:len(buf):len(buf)]})
+		start = end
+	}
+	return out
+}

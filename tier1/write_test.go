@@ -1,0 +1,205 @@
+package tier1_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/synapse-edge/synapse/store"
+	"github.com/synapse-edge/synapse/tier1"
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// groupIngestor is an ingestor of the telemetry and mixed routines,
+// queueing for an uplink, over a fresh store whose commits fail while
+// *fail is set.
+func groupIngestor(t *testing.T, now time.Time, maxInflight int64, fail *atomic.Bool) (*tier1.Ingestor, *store.DB) {
+	t.Helper()
+	db, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "g.db"), store.Options{Fault: func() error {
+		if fail.Load() {
+			return errors.New("disk on fire")
+		}
+		return nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close(context.Background()) })
+	reg, err := tier1.NewRegistry(tier1.Telemetry(), mixed())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tier1.NewIngestor(reg, db, tier1.IngestConfig{Uplink: true, MaxInflightBytes: maxInflight,
+		Now: func() time.Time { return now }}), db
+}
+
+// store runs in.Store and waits for it.
+func storeAll(t *testing.T, in *tier1.Ingestor, ps []*tier1.Pending) {
+	t.Helper()
+	done := make(chan struct{})
+	in.Store(ps, func() { close(done) })
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("Store did not finish")
+	}
+}
+
+// records counts the stored records (blocks) of a routine.
+func records(t *testing.T, db *store.DB, capID string) int {
+	t.Helper()
+	n := 0
+	if err := db.View(func(tx *store.Tx) error {
+		return tx.T1Scan(capID, nil, nil, func(_, _ []byte) bool { n++; return true })
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestStoreGroup: batches prepared one by one and stored together take one
+// commit and share blocks per device; a batch_id stored before and one
+// repeated inside the group are duplicates, stored once; every batch gets
+// its own result, queued upstream on its own.
+func TestStoreGroup(t *testing.T) {
+	now := time.Unix(1_790_000_000, 0)
+	var fail atomic.Bool
+	in, db := groupIngestor(t, now, 0, &fail)
+	ctx := context.Background()
+	if _, err := in.Ingest(ctx, "s", "", batchAt("old", "d0", 0, now, 1)); err != nil {
+		t.Fatal(err)
+	}
+	w := in.Watch(16, 1<<20)
+	defer w.Close()
+
+	// 100 one-frame batches of 4 devices, one of them repeating "old" and
+	// one repeating "g-5"; a 100-frame batch; a batch of another routine.
+	var ps []*tier1.Pending
+	wantDup := map[int]bool{}
+	prepare := func(body []byte) {
+		t.Helper()
+		p, err := in.Prepare(ctx, "s", "", body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, p)
+	}
+	for i := range 100 {
+		id := fmt.Sprintf("g-%d", i)
+		switch i {
+		case 10:
+			id = "old"
+		case 50:
+			id = "g-5"
+		}
+		wantDup[i] = i == 10 || i == 50
+		prepare(batchAt(id, fmt.Sprintf("d%d", i%4), uint64(1000+i), now.Add(time.Duration(i)*time.Millisecond), 1))
+	}
+	prepare(batchAt("big", "big", 0, now, 100))
+	m := mixed()
+	prepare(tier1.AppendBatch(nil, m.CapabilityID, m.Version, "mx",
+		[]tier1.Frame{{tier1.Str("m"), tier1.Null(), tier1.Uint(1), tier1.Float(2)}}, &m))
+
+	commits := db.Stats().Commits.Load()
+	storeAll(t, in, ps)
+	if got := db.Stats().Commits.Load() - commits; got != 1 {
+		t.Errorf("the group took %d commits, want 1", got)
+	}
+	for i, p := range ps {
+		wantN := 1
+		if i == 100 {
+			wantN = 100
+		}
+		if p.Err != nil || p.Result.Accepted != wantN || p.Result.Duplicate != wantDup[i] {
+			t.Errorf("batch %d: result %+v, err %v; want %d accepted, duplicate %v", i, p.Result, p.Err, wantN, wantDup[i])
+		}
+	}
+	// Frames: the earlier one, 98 new single ones and the 100 of "big".
+	keys, _ := allPages(t, in, tier1.FrameQuery{Limit: 1000})
+	if len(keys) != 1+98+100 {
+		t.Errorf("%d telemetry frames stored, want %d", len(keys), 1+98+100)
+	}
+	sort.Strings(keys)
+	for i := 1; i < len(keys); i++ {
+		if keys[i] == keys[i-1] {
+			t.Errorf("frame %s stored twice", keys[i])
+		}
+	}
+	// Records: the earlier batch, one block per device of the small
+	// batches, one for "big".
+	if got := records(t, db, tier1.Telemetry().CapabilityID); got != 1+4+1 {
+		t.Errorf("%d telemetry records, want %d", got, 1+4+1)
+	}
+	if got := records(t, db, m.CapabilityID); got != 1 {
+		t.Errorf("%d mixed records, want 1", got)
+	}
+	st, err := in.Stored(tier1.Telemetry().CapabilityID)
+	if err != nil || st.Frames != 199 {
+		t.Errorf("Stored = %+v, %v; want 199 frames", st, err)
+	}
+	var outbox int
+	_ = db.View(func(tx *store.Tx) error { outbox = tx.T1OutboxLen(); return nil })
+	if want := 1 + 98 + 1 + 1; outbox != want {
+		t.Errorf("%d batches queued upstream, want %d (one per stored batch)", outbox, want)
+	}
+	// The watcher sees each routine's part of the write once.
+	frames := map[string]int{}
+	for range 2 {
+		select {
+		case l := <-w.C:
+			frames[l.Desc.CapabilityID] += l.Frames
+			w.Release(l)
+		case <-time.After(5 * time.Second):
+			t.Fatal("watcher got less than two lives")
+		}
+	}
+	if frames[tier1.Telemetry().CapabilityID] != 198 || frames[m.CapabilityID] != 1 {
+		t.Errorf("watcher frames = %v, want 198 telemetry and 1 mixed", frames)
+	}
+	if c := &in.C; c.Batches.Load() != 1+102 || c.Duplicates.Load() != 2 || c.Frames.Load() != 1+98+100+1 {
+		t.Errorf("counters: %d batches, %d duplicates, %d frames", c.Batches.Load(), c.Duplicates.Load(), c.Frames.Load())
+	}
+}
+
+// TestStoreFailure: when the commit fails every batch of the write gets
+// the storage error, nothing of them is stored (a later try stores them),
+// and their room in the in-flight budget is given back.
+func TestStoreFailure(t *testing.T) {
+	now := time.Unix(1_790_000_000, 0)
+	var fail atomic.Bool
+	// The budget holds four one-frame batches (512 bytes each at least).
+	in, db := groupIngestor(t, now, 4*512, &fail)
+	for round := range 3 {
+		fail.Store(round < 2)
+		var ps []*tier1.Pending
+		for i := range 4 {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			p, err := in.Prepare(ctx, "s", "", batchAt(fmt.Sprintf("f-%d", i), "d", uint64(i), now, 1))
+			cancel()
+			if err != nil {
+				t.Fatalf("round %d: prepare %d: %v (budget not given back?)", round, i, err)
+			}
+			ps = append(ps, p)
+		}
+		storeAll(t, in, ps)
+		for i, p := range ps {
+			switch {
+			case round < 2 && (p.Err == nil || wire.AsError(p.Err).Code != wire.CodeSysStorage):
+				t.Errorf("round %d, batch %d: err %v, want %s", round, i, p.Err, wire.CodeSysStorage)
+			case round == 2 && (p.Err != nil || p.Result.Duplicate):
+				t.Errorf("round %d, batch %d: %+v, %v; want stored", round, i, p.Result, p.Err)
+			}
+		}
+		if got, want := records(t, db, tier1.Telemetry().CapabilityID), map[bool]int{true: 0, false: 1}[round < 2]; got != want {
+			t.Errorf("round %d: %d records, want %d", round, got, want)
+		}
+	}
+	if got := in.C.Refused.Load(); got != 8 {
+		t.Errorf("Refused = %d, want 8", got)
+	}
+}
