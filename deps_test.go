@@ -54,6 +54,10 @@ var onlyImporters = []onlyImporter{
 	{"github.com/fasthttp/websocket", []string{"httpapi", "client"},
 		"httpapi upgrades, client dials; the CLI goes through client"},
 	{"github.com/eclipse/paho.mqtt.golang", []string{"transport/mqtt"}, "transport/mqtt is the one MQTT client"},
+	// The engine starts no processes: the configured commands are package
+	// handlers' job.
+	{"os/exec", []string{"handlers", "client/agenttest", "transport/mqtt/mqtttest"},
+		"handlers runs the configured commands; the test harnesses start the agent and the broker"},
 	// So agent, tier1, negotiate, hil, group (and every other package of
 	// the engine, the seam and the APIs) import no net/http.
 	{"net/http", []string{"transport/httptransport", "transport/a2aclient", "client", "client/agenttest", "cli/command", "grpcapi"},

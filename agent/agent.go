@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -95,9 +94,9 @@ type Options struct {
 	StoreFault func() error
 }
 
-// New builds an agent from a validated configuration. The built-in and
-// configured command handlers are registered; add Go handlers with Handle
-// before Open.
+// New builds an agent from a validated configuration. It has no handlers
+// yet: add them with Handle before Open (package handlers registers the
+// built-in and configured ones).
 func New(cfg Config, opts Options) (*Agent, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -116,27 +115,6 @@ func New(cfg Config, opts Options) (*Agent, error) {
 	a.transport, a.storeFault = opts.Transport, opts.StoreFault
 	if a.transport == nil {
 		a.transport, a.ownTransport = a.defaultTransport(), true
-	}
-	if !cfg.DisableBuiltins {
-		for _, h := range builtinHandlers() {
-			if err := a.Handle(h); err != nil {
-				return nil, err
-			}
-		}
-	}
-	for i, c := range cfg.Handlers {
-		if err := a.Handle(commandHandler(c)); err != nil {
-			return nil, fmt.Errorf("config: handlers: %w", err)
-		}
-		// A program that is not there now fails every task of its type
-		// until it is installed: say so at start, not at the first task.
-		if _, err := exec.LookPath(c.Command[0]); err != nil {
-			a.log.Warn("a handler's command cannot run; its tasks will fail until it can",
-				"field", fmt.Sprintf("handlers[%d].command", i), "task_type", c.TaskType, "command", c.Command[0], "err", err)
-		}
-	}
-	if err := a.registerNaturalLanguage(); err != nil {
-		return nil, err
 	}
 	r := a.metrics
 	a.m = agentMetrics{

@@ -37,10 +37,6 @@ type Config struct {
 	// need_human without an execution slot (their payloads are on disk).
 	MaxParkedTasks int `json:"max_parked_tasks,omitempty"`
 
-	// DisableBuiltins removes the echo and sleep diagnostics handlers.
-	DisableBuiltins bool `json:"disable_builtins,omitempty"`
-	// Handlers maps task types to external commands.
-	Handlers []CommandHandlerConfig `json:"handlers,omitempty"`
 	// Approvals lists tasks that need a person's approval before they run
 	// (SPEC §9), e.g. actuating a valve.
 	Approvals []ApprovalRule `json:"approvals,omitempty"`
@@ -72,36 +68,6 @@ type Config struct {
 	// AdminToken is the admin bearer token; from SYNAPSE_ADMIN_TOKEN, never
 	// from the file. Empty: generated at first start into DataDir/admin.token.
 	AdminToken string `json:"-"`
-}
-
-// CommandHandlerConfig maps a task type to an external command (SPEC §5.4).
-type CommandHandlerConfig struct {
-	TaskType    string   `json:"task_type"`
-	Command     []string `json:"command"`
-	Name        string   `json:"name,omitempty"`
-	Description string   `json:"description,omitempty"`
-	// EstimatedTime is informational, e.g. "1s-10s".
-	EstimatedTime string `json:"estimated_time,omitempty"`
-	// Capabilities are declared with the task type, e.g. one of the
-	// predefined task types of seed 000 §3.3 ("summarization") that this
-	// command performs.
-	Capabilities []string        `json:"capabilities,omitempty"`
-	InputSchema  json.RawMessage `json:"input_schema,omitempty"`
-	OutputSchema json.RawMessage `json:"output_schema,omitempty"`
-	// TimeoutSeconds bounds one run; 0 means max_task_duration_seconds.
-	TimeoutSeconds int `json:"timeout_seconds,omitempty"`
-	// Idempotent tasks are run again after a restart instead of failed.
-	Idempotent bool `json:"idempotent,omitempty"`
-	// Disclose names, per requesting peer (agent_id, or "*" for any other),
-	// the top-level result fields it may see; the rest are withheld and
-	// every result sent is audited (seed 002 §8.3.2).
-	Disclose []DisclosureRule `json:"disclose,omitempty"`
-	// PersonalData marks the payloads of this task type as personal data:
-	// a peer's request needs a high contract, else it is rejected TP-NEG004.
-	PersonalData bool `json:"personal_data,omitempty"`
-	// Dir is the working directory; Env adds KEY=VALUE entries.
-	Dir string   `json:"dir,omitempty"`
-	Env []string `json:"env,omitempty"`
 }
 
 // ApprovalRule makes tasks of TaskType wait for a person before they run:
@@ -219,8 +185,8 @@ func Defaults() Config {
 
 // Validate checks the fields and reports every bad one it finds, each as
 // "config: FIELD: problem", joined with errors.Join (so a file with three
-// mistakes is told of all three at once). Within one handler, approval
-// rule, peer secret or the p2p section, only the first problem is named.
+// mistakes is told of all three at once). Within one approval rule, peer
+// secret or the p2p section, only the first problem is named.
 func (c *Config) Validate() error {
 	var errs []error
 	bad := func(field, format string, args ...any) {
@@ -257,26 +223,6 @@ func (c *Config) Validate() error {
 	}
 	if c.SystemID == "" {
 		bad("system_id", "must not be empty")
-	}
-	seen := map[string]bool{}
-	for i, h := range c.Handlers {
-		f := fmt.Sprintf("handlers[%d]", i)
-		switch {
-		case h.TaskType == "":
-			bad(f+".task_type", "must not be empty")
-		case seen[h.TaskType]:
-			bad(f+".task_type", "%q is configured twice", h.TaskType)
-		case len(h.Command) == 0 || h.Command[0] == "":
-			bad(f+".command", "must name a program")
-		case h.TimeoutSeconds < 0:
-			bad(f+".timeout_seconds", "must not be negative")
-		}
-		for j, r := range h.Disclose {
-			if r.Peer == "" {
-				bad(fmt.Sprintf("%s.disclose[%d].peer", f, j), "must be an agent_id or \"*\"")
-			}
-		}
-		seen[h.TaskType] = true
 	}
 	for i, r := range c.Approvals {
 		f := fmt.Sprintf("approvals[%d]", i)

@@ -19,7 +19,6 @@ func TestDefaultsAreValid(t *testing.T) {
 }
 
 func TestValidateNamesTheField(t *testing.T) {
-	cmd := []string{"/bin/true"}
 	tests := []struct {
 		field string
 		mod   func(*agent.Config)
@@ -36,20 +35,6 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"agent_name", func(c *agent.Config) { c.AgentName = "a/b" }},
 		{"agent_name", func(c *agent.Config) { c.AgentName = strings.Repeat("n", 129) }},
 		{"system_id", func(c *agent.Config) { c.SystemID = "" }},
-		{"handlers[0].task_type", func(c *agent.Config) { c.Handlers = []agent.CommandHandlerConfig{{Command: cmd}} }},
-		{"handlers[1].task_type", func(c *agent.Config) {
-			c.Handlers = []agent.CommandHandlerConfig{{TaskType: "x", Command: cmd}, {TaskType: "x", Command: cmd}}
-		}},
-		{"handlers[0].command", func(c *agent.Config) { c.Handlers = []agent.CommandHandlerConfig{{TaskType: "x"}} }},
-		{"handlers[0].command", func(c *agent.Config) {
-			c.Handlers = []agent.CommandHandlerConfig{{TaskType: "x", Command: []string{""}}}
-		}},
-		{"handlers[0].timeout_seconds", func(c *agent.Config) {
-			c.Handlers = []agent.CommandHandlerConfig{{TaskType: "x", Command: cmd, TimeoutSeconds: -1}}
-		}},
-		{"handlers[0].disclose[0].peer", func(c *agent.Config) {
-			c.Handlers = []agent.CommandHandlerConfig{{TaskType: "x", Command: cmd, Disclose: []agent.DisclosureRule{{Fields: []string{"a"}}}}}
-		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.field, func(t *testing.T) {

@@ -1,12 +1,14 @@
 // Package agent is a Synapse agent's task engine: its identity, its tokens
-// (package auth keeps them), its capabilities, the tasks with their state machine, handlers, human
-// requests and retention. It serves no protocol; httpapi (and grpcapi)
+// (package auth keeps them), its capabilities, the tasks with their state
+// machine, the handlers that run them (package handlers makes the built-in
+// and configured ones), human requests and retention. It serves no protocol; httpapi (and grpcapi)
 // serve it, and package peer attaches the peer network to it.
 //
 // # Lifecycle
 //
 //	a, err := agent.New(cfg, agent.Options{Logger: log})
 //	a.Handle(agent.Handler{Type: wire.SupportedTaskType{Type: "resize"}, Func: resize})
+//	err = handlers.Register(a, handlers.Options{}) // optional: echo, sleep, confirm, natural_language
 //	n, err := peer.New(a, peer.Options{Logger: log}) // optional: the peer network
 //	err = a.Open(ctx)   // store, identity, the network's state, recovery of unfinished tasks
 //	defer a.Close(ctx)  // running tasks get until ctx is done

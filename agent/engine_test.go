@@ -407,10 +407,4 @@ func TestCapabilities(t *testing.T) {
 		t.Error("SupportsTaskType disagrees with the registered handlers")
 	}
 
-	cfg2 := testConfig(t)
-	cfg2.DisableBuiltins = true
-	b := openAgent(t, cfg2, nil)
-	if n := len(b.Capabilities().SupportedTaskTypes); n != 0 || b.SupportsTaskType("echo") {
-		t.Errorf("with builtins disabled: %d task types, echo supported %v", n, b.SupportsTaskType("echo"))
-	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/handlers"
 	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -19,6 +20,9 @@ func TestHandleRejectsBadHandlers(t *testing.T) {
 	a, err := agent.New(testConfig(t), agent.Options{})
 	if err != nil {
 		t.Fatalf("New: %v", err)
+	}
+	if err := handlers.Register(a, handlers.Options{}); err != nil {
+		t.Fatalf("handlers.Register: %v", err)
 	}
 	ok := agent.HandlerFunc(func(context.Context, *agent.Run) (any, error) { return nil, nil })
 	tests := []struct {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/handlers"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -100,6 +101,9 @@ func BenchmarkSubmitEcho(b *testing.B) {
 	cfg.AdminToken = "t"
 	a, err := agent.New(cfg, agent.Options{})
 	if err != nil {
+		b.Fatal(err)
+	}
+	if err := handlers.Register(a, handlers.Options{}); err != nil {
 		b.Fatal(err)
 	}
 	if err := a.Open(context.Background()); err != nil {

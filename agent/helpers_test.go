@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/auth"
+	"github.com/synapse-edge/synapse/handlers"
 	"github.com/synapse-edge/synapse/internal/clocktest"
 	"github.com/synapse-edge/synapse/internal/testutil/tasktest"
 
@@ -33,8 +34,9 @@ func testConfig(t *testing.T) agent.Config {
 	return cfg
 }
 
-// openAgent builds and opens an agent with the given clock and extra
-// handlers; it is closed when the test ends (running tasks get 100 ms).
+// openAgent builds and opens an agent with the given clock, the built-in
+// handlers (package handlers) and extra ones; it is closed when the test
+// ends (running tasks get 100 ms).
 func openAgent(t *testing.T, cfg agent.Config, clock agent.Clock, hs ...agent.Handler) *agent.Agent {
 	t.Helper()
 	var opts agent.Options
@@ -44,6 +46,9 @@ func openAgent(t *testing.T, cfg agent.Config, clock agent.Clock, hs ...agent.Ha
 	a, err := agent.New(cfg, opts)
 	if err != nil {
 		t.Fatalf("New: %v", err)
+	}
+	if err := handlers.Register(a, handlers.Options{}); err != nil {
+		t.Fatalf("handlers.Register: %v", err)
 	}
 	for _, h := range hs {
 		if err := a.Handle(h); err != nil {

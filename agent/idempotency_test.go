@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/handlers"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -192,6 +193,9 @@ func BenchmarkSubmitIdempotent(b *testing.B) {
 	cfg.MaxConcurrentTasks = 1000
 	a, err := agent.New(cfg, agent.Options{})
 	if err != nil {
+		b.Fatal(err)
+	}
+	if err := handlers.Register(a, handlers.Options{}); err != nil {
 		b.Fatal(err)
 	}
 	if err := a.Open(context.Background()); err != nil {

@@ -1,14 +1,10 @@
 package agent_test
 
 import (
-	"bytes"
 	"context"
-	"log/slog"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -30,26 +26,5 @@ func TestUnknownTaskTypeSuggests(t *testing.T) {
 				t.Errorf("message %q does not list the task types", we.Message)
 			}
 		})
-	}
-}
-
-// TestMissingCommandWarned: a handler whose program is not there is
-// reported when the agent is built, not at its first task.
-func TestMissingCommandWarned(t *testing.T) {
-	var logs bytes.Buffer
-	cfg := testConfig(t)
-	cfg.Handlers = []agent.CommandHandlerConfig{
-		{TaskType: "present", Command: []string{"/bin/sh", "-c", "cat"}},
-		{TaskType: "resize_image", Command: []string{filepath.Join(t.TempDir(), "resize")}},
-	}
-	if _, err := agent.New(cfg, agent.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}); err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	out := logs.String()
-	if !strings.Contains(out, "task_type=resize_image") || !strings.Contains(out, "handlers[1].command") {
-		t.Errorf("no warning about the missing command in:\n%s", out)
-	}
-	if strings.Contains(out, "task_type=present") {
-		t.Errorf("a warning about a command that exists:\n%s", out)
 	}
 }

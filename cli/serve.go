@@ -16,6 +16,7 @@ import (
 	"github.com/synapse-edge/synapse/cli/command"
 	"github.com/synapse-edge/synapse/cli/config"
 	"github.com/synapse-edge/synapse/group"
+	"github.com/synapse-edge/synapse/handlers"
 	"github.com/synapse-edge/synapse/hil"
 	"github.com/synapse-edge/synapse/httpapi"
 	"github.com/synapse-edge/synapse/peer"
@@ -95,16 +96,19 @@ func runServe(ctx context.Context, sio *command.IO, args []string) error {
 	if *endpoint != "" {
 		cfg.Endpoint = *endpoint
 	}
-	return serve(ctx, sio, log, cfg, file.HTTP, *grace, extra)
+	return serve(ctx, sio, log, cfg, file.Handlers, file.HTTP, *grace, extra)
 }
 
 // minAdminToken is the shortest SYNAPSE_ADMIN_TOKEN serve accepts: a
 // shorter one is guessable by anyone who can reach the port.
 const minAdminToken = 16
 
-func serve(ctx context.Context, sio *command.IO, log *slog.Logger, cfg agent.Config, limits httpapi.Limits, grace time.Duration, extra *extraServers) error {
+func serve(ctx context.Context, sio *command.IO, log *slog.Logger, cfg agent.Config, hs handlers.Config, limits httpapi.Limits, grace time.Duration, extra *extraServers) error {
 	a, err := agent.New(cfg, agent.Options{Logger: log})
 	if err != nil {
+		return err
+	}
+	if err := handlers.Register(a, handlers.Options{Config: hs, Logger: log}); err != nil {
 		return err
 	}
 	nw, err := peer.New(a, peer.Options{Logger: log})

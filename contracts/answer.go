@@ -100,7 +100,7 @@ func (cm *Manager) mapSession(ctx context.Context, req *negotiate.Request, c *ne
 }
 
 func (cm *Manager) askMapping(ctx context.Context, req *negotiate.Request, locals []negotiate.LocalType) (*negotiate.Mapping, error) {
-	llm := cm.a.LLMClient()
+	llm := cm.cfg.LLM.Client(cm.a.Transport())
 	if llm == nil {
 		return nil, errors.New("no LLM backend")
 	}

@@ -45,7 +45,13 @@ func startPeer(t testing.TB, name string, mutate ...func(*agent.Config)) *peerNo
 // startPeerWith is startPeer with agent options (a clock).
 func startPeerWith(t testing.TB, name string, opts agent.Options, mutate ...func(*agent.Config)) *peerNode {
 	t.Helper()
-	n := peernode.Start(t, peernode.Options{Name: name, Config: mutate, Agent: opts})
+	return startPeerNode(t, peernode.Options{Name: name, Config: mutate, Agent: opts})
+}
+
+// startPeerNode is startPeer with the options of the node.
+func startPeerNode(t testing.TB, opts peernode.Options) *peerNode {
+	t.Helper()
+	n := peernode.Start(t, opts)
 	return &peerNode{n: n, a: &node{n.Agent, n.Network}, cfg: n.Config}
 }
 

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/handlers"
+	"github.com/synapse-edge/synapse/internal/testutil/peernode"
 	"github.com/synapse-edge/synapse/negotiate"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -23,13 +25,12 @@ const (
 	badMapping = `{"task_type":"claims.lookup","input":{"name":"patient","number":"claim_number"},"output":{"approved":"ok"}}`
 )
 
-// claimsHandler gives an agent the local task type the session maps onto.
-func claimsHandler(t *testing.T) func(*agent.Config) {
-	return func(c *agent.Config) {
-		c.Handlers = append(c.Handlers, agent.CommandHandlerConfig{TaskType: "claims.lookup", Command: script(t, "claims.sh"),
-			InputSchema:  json.RawMessage(`{"type":"object","required":["name","number"],"properties":{"name":{"type":"string"},"number":{"type":"integer"}}}`),
-			OutputSchema: json.RawMessage(`{"type":"object","properties":{"ok":{"type":"boolean"},"text":{"type":"string"}}}`)})
-	}
+// claimsHandler is the handlers' config of an agent with the local task
+// type the session maps onto.
+func claimsHandler(t *testing.T) handlers.Config {
+	return handlers.Config{Commands: []handlers.Command{{TaskType: "claims.lookup", Command: script(t, "claims.sh"),
+		InputSchema:  json.RawMessage(`{"type":"object","required":["name","number"],"properties":{"name":{"type":"string"},"number":{"type":"integer"}}}`),
+		OutputSchema: json.RawMessage(`{"type":"object","properties":{"ok":{"type":"boolean"},"text":{"type":"string"}}}`)}}}
 }
 
 // TestSeedExample replays seed 002 §8.5 between two agents: a patient's
@@ -41,7 +42,8 @@ func claimsHandler(t *testing.T) func(*agent.Config) {
 func TestSeedExample(t *testing.T) {
 	llm := newChatStub(t, goodMapping)
 	a := startPeer(t, "patient-zhang", inSystem("patients"))
-	b := startPeer(t, "hospital-east", inSystem("hospital"), llm.withLLM, claimsHandler(t))
+	b := startPeerNode(t, peernode.Options{Name: "hospital-east", HandlerConfig: claimsHandler(t),
+		Config: []func(*agent.Config){inSystem("hospital"), llm.withLLM}})
 	pair(t, a, b)
 	req := negotiate.Request{
 		CandidateTransports: []negotiate.Transport{
@@ -130,14 +132,14 @@ func TestNaturalLanguage(t *testing.T) {
 	b := startPeer(t, "knower", llm.withLLM)
 	pair(t, a, b)
 	t.Run("the LLM answers a peer", func(t *testing.T) {
-		task := submitTo(t, a, b, agent.NaturalLanguageType, `{"text":"What is the capital of France?"}`)
+		task := submitTo(t, a, b, handlers.NaturalLanguageType, `{"text":"What is the capital of France?"}`)
 		got := waitFinal(t, a.a, task.ID)
 		if got.Status != wire.StatusCompleted || !jsonEqual(t, got.Result, []byte(`{"text":"LLM: What is the capital of France?","answered_by":"llm"}`)) {
 			t.Fatalf("task is %s with %s, want the LLM's answer", describe(got), got.Result)
 		}
 	})
 	t.Run("a person answers without an LLM", func(t *testing.T) {
-		task := submit(t, a.a, agent.NaturalLanguageType, `{"text":"Can the valve be closed tonight?"}`)
+		task := submit(t, a.a, handlers.NaturalLanguageType, `{"text":"Can the valve be closed tonight?"}`)
 		got := waitStatus(t, a.a, task.ID, wire.StatusNeedHuman)
 		if got.Human == nil || got.Human.Reason.Message != "Can the valve be closed tonight?" {
 			t.Fatalf("need_human payload = %+v, want the text", got.Human)

@@ -12,6 +12,7 @@ import (
 	"github.com/synapse-edge/synapse/internal/clocktest"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/handlers"
 	"github.com/synapse-edge/synapse/hil"
 	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/wire"
@@ -73,6 +74,9 @@ func (e *env) open() {
 	a, err := agent.New(e.cfg, agent.Options{Clock: e.clock})
 	if err != nil {
 		t.Fatalf("agent.New: %v", err)
+	}
+	if err := handlers.Register(a, handlers.Options{}); err != nil {
+		t.Fatalf("handlers.Register: %v", err)
 	}
 	for _, h := range e.handlers {
 		if err := a.Handle(h); err != nil {

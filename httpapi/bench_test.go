@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/handlers"
 	"github.com/synapse-edge/synapse/httpapi"
 	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/wire"
@@ -55,6 +56,9 @@ func startBenchServer(b *testing.B) *benchServer {
 	a, err := agent.New(cfg, agent.Options{})
 	if err != nil {
 		b.Fatalf("agent.New: %v", err)
+	}
+	if err := handlers.Register(a, handlers.Options{}); err != nil {
+		b.Fatalf("handlers.Register: %v", err)
 	}
 	nw, err := peer.New(a, peer.Options{})
 	if err != nil {

@@ -11,7 +11,9 @@ import (
 	"testing"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/handlers"
 	"github.com/synapse-edge/synapse/internal/schema"
+	"github.com/synapse-edge/synapse/internal/testutil/peernode"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -71,12 +73,11 @@ func keySet(t *testing.T, doc []byte) []string {
 }
 
 func TestCapabilitiesRoutes(t *testing.T) {
-	ts := startPeerServer(t, "caps", func(c *agent.Config) {
-		c.MaxFileSize = 5 << 20
-		c.Handlers = []agent.CommandHandlerConfig{{TaskType: "ocr", Command: []string{"cat"}, Description: "Reads text.",
+	ts := peerServer(t, peernode.Start(t, peernode.Options{Name: "caps", AdminToken: adminToken,
+		Config: []func(*agent.Config){func(c *agent.Config) { c.MaxFileSize = 5 << 20 }},
+		HandlerConfig: handlers.Config{Commands: []handlers.Command{{TaskType: "ocr", Command: []string{"cat"}, Description: "Reads text.",
 			EstimatedTime: "1s-5s", InputSchema: json.RawMessage(`{"type":"object","required":["image"]}`),
-			OutputSchema: json.RawMessage(`{"type":"object"}`)}}
-	})
+			OutputSchema: json.RawMessage(`{"type":"object"}`)}}}}))
 	sch := capabilitiesSchema(t)
 	seed, err := os.ReadFile(filepath.Join("testdata", "seed000_capabilities_example.json"))
 	if err != nil {

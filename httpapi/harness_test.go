@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/handlers"
 	"github.com/synapse-edge/synapse/httpapi"
 	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/internal/testutil/peernode"
@@ -83,6 +84,9 @@ func (ts *testServer) open() {
 	a, err := agent.New(ts.cfg, ts.opts)
 	if err != nil {
 		t.Fatalf("agent.New: %v", err)
+	}
+	if err := handlers.Register(a, handlers.Options{}); err != nil {
+		t.Fatalf("handlers.Register: %v", err)
 	}
 	nw, err := peer.New(a, peer.Options{})
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/auth"
+	"github.com/synapse-edge/synapse/handlers"
 	"github.com/synapse-edge/synapse/hil"
 	"github.com/synapse-edge/synapse/httpapi"
 	"github.com/synapse-edge/synapse/peer"
@@ -34,6 +35,9 @@ func startHILServer(t *testing.T, mutate ...func(*agent.Config)) (*testServer, *
 	a, err := agent.New(cfg, agent.Options{})
 	if err != nil {
 		t.Fatalf("agent.New: %v", err)
+	}
+	if err := handlers.Register(a, handlers.Options{}); err != nil {
+		t.Fatalf("handlers.Register: %v", err)
 	}
 	nw, err := peer.New(a, peer.Options{})
 	if err != nil {

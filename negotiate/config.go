@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/synapse-edge/synapse/transport"
 )
 
 // Config is what an agent offers in negotiations and how it negotiates
@@ -138,6 +140,15 @@ func (l *LLMConfig) Timeout() time.Duration {
 		return time.Minute
 	}
 	return time.Duration(l.TimeoutSeconds) * time.Second
+}
+
+// Client is the chat-completions client of the backend l names, sending
+// through t; nil when l is nil (no backend configured).
+func (l *LLMConfig) Client(t transport.Transport) *LLM {
+	if l == nil {
+		return nil
+	}
+	return &LLM{URL: l.URL, Model: l.Model, APIKey: l.APIKey, Transport: t, Timeout: l.Timeout()}
 }
 
 // Check reports every bad field through bad, named relative to the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/auth"
+	"github.com/synapse-edge/synapse/handlers"
 	"github.com/synapse-edge/synapse/hil"
 	"github.com/synapse-edge/synapse/httpapi"
 	"github.com/synapse-edge/synapse/wire"
@@ -119,9 +120,8 @@ func TestInterfacesFollowComponents(t *testing.T) {
 
 	t.Run("one HiL level and no built-in handlers", func(t *testing.T) {
 		cfg := testConfig(t)
-		cfg.DisableBuiltins = true
 		cfg.HIL.Levels = []agent.HILLevel{{ReviewersScope: auth.ScopeHILL1, DeadlineSeconds: 60}}
-		b := openAgent(t, cfg, nil)
+		b := openAgentWith(t, cfg, handlers.Config{DisableBuiltins: true}, nil)
 		startHIL(t, b)
 		got := interfaceNames(b)
 		if !slices.Contains(got, "HILHandler") || slices.Contains(got, "EscalationHandler") {

@@ -11,6 +11,7 @@ import (
 	"github.com/synapse-edge/synapse/peer"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/handlers"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -47,9 +48,17 @@ func testConfig(t *testing.T) agent.Config {
 	return cfg
 }
 
-// openAgent builds and opens an agent with the given clock and extra
-// handlers; it is closed when the test ends (running tasks get 100 ms).
+// openAgent builds and opens an agent with the given clock, the built-in
+// handlers and extra ones; it is closed when the test ends (running tasks
+// get 100 ms).
 func openAgent(t *testing.T, cfg agent.Config, clock agent.Clock, hs ...agent.Handler) *node {
+	t.Helper()
+	return openAgentWith(t, cfg, handlers.Config{}, clock, hs...)
+}
+
+// openAgentWith is openAgent with the handlers hc configures instead of
+// the built-in ones.
+func openAgentWith(t *testing.T, cfg agent.Config, hc handlers.Config, clock agent.Clock, hs ...agent.Handler) *node {
 	t.Helper()
 	var opts agent.Options
 	if clock != nil {
@@ -62,6 +71,9 @@ func openAgent(t *testing.T, cfg agent.Config, clock agent.Clock, hs ...agent.Ha
 	nw, err := peer.New(ag, peer.Options{})
 	if err != nil {
 		t.Fatalf("peer.New: %v", err)
+	}
+	if err := handlers.Register(ag, handlers.Options{Config: hc}); err != nil {
+		t.Fatalf("handlers.Register: %v", err)
 	}
 	a := &node{Agent: ag, Network: nw}
 	for _, h := range hs {

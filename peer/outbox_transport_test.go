@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/handlers"
 	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/store"
@@ -64,6 +65,9 @@ func TestOutboxFakeTransport(t *testing.T) {
 	cfg.P2P.RetryBaseDelayMS = 1000
 	ag, err := agent.New(cfg, agent.Options{Clock: clock, Transport: fake})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := handlers.Register(ag, handlers.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	nw, err := peer.New(ag, peer.Options{})

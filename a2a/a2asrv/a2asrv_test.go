@@ -10,6 +10,7 @@ import (
 	"github.com/synapse-edge/synapse/a2a/a2asrv"
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/auth"
+	"github.com/synapse-edge/synapse/handlers"
 )
 
 // TestCall runs the methods on an agent without any transport: a
@@ -20,6 +21,9 @@ func TestCall(t *testing.T) {
 	cfg.DataDir = t.TempDir()
 	a, err := agent.New(cfg, agent.Options{})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := handlers.Register(a, handlers.Options{}); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()

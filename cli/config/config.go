@@ -2,14 +2,16 @@
 // does: the defaults, then the JSON config file, then the environment
 // (SYNAPSE_* variables and the variables the file names for its secrets);
 // the command applies its flags after that. The file holds the values of
-// several packages — the agent's (agent.Config, checked by agent.New) and
-// the HTTP server's limits (httpapi.Limits, checked by Load) — and each
-// package takes only its own. Where the values come from is the command's
+// several packages — the agent's (agent.Config, checked by agent.New),
+// the handlers' (handlers.Config) and the HTTP server's limits
+// (httpapi.Limits), both checked by Load — and each package takes only its
+// own. Where the values come from is the command's
 // business, not the libraries'.
 package config
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,24 +19,37 @@ import (
 	"strings"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/handlers"
 	"github.com/synapse-edge/synapse/httpapi"
 )
 
-// File is the config file: the agent's values at the top level and the
-// "http" section of the server.
+// File is the config file: the agent's values and the handlers' at the
+// top level, and the "http" section of the server.
 type File struct {
 	agent.Config
+	Handlers
 	HTTP httpapi.Limits `json:"http"`
 }
+
+// Handlers is the handlers' part of the file (its top-level keys
+// disable_builtins and handlers), embedded in File under this name.
+type Handlers = handlers.Config
 
 // Defaults returns the configuration used when nothing is set.
 func Defaults() File {
 	return File{Config: agent.Defaults(), HTTP: httpapi.DefaultLimits()}
 }
 
+// Validate checks every section: the agent's values (as agent.New does),
+// the handlers and the server's limits, all problems at once.
+func (f *File) Validate() error {
+	return errors.Join(f.Config.Validate(), f.Handlers.Validate(), f.HTTP.Validate())
+}
+
 // Load returns the configuration of the file at path (none when path is
 // empty) and the environment read through getenv, on top of the defaults.
-// It checks the server's limits; agent.New checks the agent's values.
+// It checks the handlers and the server's limits; agent.New checks the
+// agent's values.
 func Load(path string, getenv func(string) string) (File, error) {
 	f := Defaults()
 	if path != "" {
@@ -45,7 +60,7 @@ func Load(path string, getenv func(string) string) (File, error) {
 	if err := LoadEnv(&f.Config, getenv); err != nil {
 		return f, err
 	}
-	return f, f.HTTP.Validate()
+	return f, errors.Join(f.Handlers.Validate(), f.HTTP.Validate())
 }
 
 // LoadFile merges the JSON file at path into f. Unknown fields are errors,
@@ -63,8 +78,8 @@ func LoadFile(f *File, path string) error {
 	c := &f.Config
 	// Relative command paths and dirs are relative to the config file.
 	base := filepath.Dir(path)
-	for i := range c.Handlers {
-		h := &c.Handlers[i]
+	for i := range f.Commands {
+		h := &f.Commands[i]
 		if len(h.Command) > 0 && strings.Contains(h.Command[0], "/") && !filepath.IsAbs(h.Command[0]) {
 			h.Command[0] = filepath.Join(base, h.Command[0])
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/cli/config"
+	"github.com/synapse-edge/synapse/handlers"
 	"github.com/synapse-edge/synapse/httpapi"
 	"github.com/synapse-edge/synapse/negotiate"
 )
@@ -38,7 +39,7 @@ func TestLoadFile(t *testing.T) {
 		t.Errorf("fields absent from the file lost their defaults: %+v", cfg)
 	}
 	base := filepath.Dir(path)
-	h := cfg.Handlers
+	h := cfg.Commands
 	if len(h) != 3 {
 		t.Fatalf("%d handlers, want 3", len(h))
 	}
@@ -281,5 +282,33 @@ func TestHTTPSection(t *testing.T) {
 	_, err = config.Load(writeConfig(t, `{"http": {"max_conns": -1}}`), func(string) string { return "" })
 	if err == nil || !strings.Contains(err.Error(), "config: http.max_conns: must be at least 1") {
 		t.Errorf("Load with http.max_conns -1 = %v, want an error naming the field", err)
+	}
+}
+
+// TestHandlersSection: disable_builtins and handlers, at the top level of
+// the file, are the handlers' (handlers.Config); Load checks them with the
+// other sections it checks, and Validate checks every section at once.
+func TestHandlersSection(t *testing.T) {
+	f, err := config.Load(writeConfig(t, `{"disable_builtins": true, "handlers": [{"task_type": "x", "command": ["cat"]}]}`), func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !f.DisableBuiltins || len(f.Commands) != 1 || f.Commands[0].TaskType != "x" {
+		t.Errorf("handlers = %+v", f.Handlers)
+	}
+	_, err = config.Load(writeConfig(t, `{"handlers": [{"task_type": "x"}], "http": {"max_conns": -1}}`), func(string) string { return "" })
+	for _, want := range []string{"config: handlers[0].command: must name a program", "config: http.max_conns:"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Load with a bad handler and http.max_conns = %v, want %q in it", err, want)
+		}
+	}
+	f = config.Defaults()
+	f.DataDir = ""
+	f.Commands = []handlers.Command{{TaskType: "x", TimeoutSeconds: -1, Command: []string{"cat"}}}
+	err = f.Validate()
+	for _, want := range []string{"config: data_dir:", "config: handlers[0].timeout_seconds:"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate = %v, want %q in it", err, want)
+		}
 	}
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/group"
+	"github.com/synapse-edge/synapse/handlers"
 	"github.com/synapse-edge/synapse/hil"
 	"github.com/synapse-edge/synapse/httpapi"
 	"github.com/synapse-edge/synapse/internal/testutil"
@@ -50,7 +51,11 @@ type Options struct {
 	Config []func(*agent.Config)
 	// Agent are options of agent.New, such as a clock.
 	Agent agent.Options
-	// Handlers are registered before the agent opens.
+	// HandlerConfig is the handlers of the config file, registered as
+	// synapse serve does (the zero value: the built-in ones).
+	HandlerConfig handlers.Config
+	// Handlers are registered before the agent opens, after those of
+	// HandlerConfig.
 	Handlers []agent.Handler
 	// Groups runs a group.Manager and serves its routes.
 	Groups bool
@@ -136,6 +141,10 @@ func (n *Node) Open() {
 	if err != nil {
 		ln.Close()
 		t.Fatalf("%s: peer.New: %v", n.opts.Name, err)
+	}
+	if err := handlers.Register(a, handlers.Options{Config: n.opts.HandlerConfig}); err != nil {
+		ln.Close()
+		t.Fatalf("%s: handlers.Register: %v", n.opts.Name, err)
 	}
 	for _, h := range n.opts.Handlers {
 		if err := a.Handle(h); err != nil {

@@ -1,4 +1,4 @@
-package agent_test
+package handlers_test
 
 import (
 	"context"
@@ -12,8 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/handlers"
 	"github.com/synapse-edge/synapse/internal/testutil"
+	"github.com/synapse-edge/synapse/internal/testutil/tasktest"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -58,9 +59,8 @@ func readPID(t *testing.T, path string) int {
 }
 
 func TestCommandHandlers(t *testing.T) {
-	cfg := testConfig(t)
 	pidDir := t.TempDir()
-	cfg.Handlers = []agent.CommandHandlerConfig{
+	cmds := []handlers.Command{
 		{TaskType: "cmd-report", Command: script(t, "report.sh"), Env: []string{"GREETING=hello"}},
 		{TaskType: "cmd-fail", Command: script(t, "fail.sh")},
 		{TaskType: "cmd-text", Command: script(t, "text.sh")},
@@ -69,22 +69,22 @@ func TestCommandHandlers(t *testing.T) {
 			Env: []string{"PIDFILE=" + filepath.Join(pidDir, "timeout.pid")}},
 		{TaskType: "cmd-missing", Command: []string{filepath.Join(pidDir, "no-such-program")}},
 	}
-	a := openAgent(t, cfg, newFakeClock())
+	a := openAgent(t, handlers.Config{Commands: cmds})
 
 	t.Run("result progress and log", func(t *testing.T) {
-		task := submit(t, a, "cmd-report", `{"x":[1,"two"]}`)
-		got := waitFinal(t, a, task.ID)
+		task := tasktest.Submit(t, a, admin, "cmd-report", `{"x":[1,"two"]}`)
+		got := tasktest.WaitFinal(t, a, task.ID)
 		if got.Status != wire.StatusCompleted {
 			t.Fatalf("status %s %s %q, want completed", got.Status, got.ErrorCode, got.ErrorMessage)
 		}
 		want := `{"got":{"x":[1,"two"]},"task_id":"` + task.ID + `","greeting":"hello"}`
-		if !jsonEqual(t, got.Result, []byte(want)) {
+		if !tasktest.JSONEqual(t, got.Result, []byte(want)) {
 			t.Errorf("result = %s, want %s", got.Result, want)
 		}
 		var progress []float64
 		var logs []string
-		for _, e := range eventsOf(t, a, task.ID) {
-			m := eventData(t, e)
+		for _, e := range tasktest.EventsOf(t, a, task.ID) {
+			m := tasktest.EventData(t, e)
 			switch e.Type {
 			case wire.EventProgress:
 				progress = append(progress, m["progress"].(float64))
@@ -100,8 +100,8 @@ func TestCommandHandlers(t *testing.T) {
 		}
 	})
 	t.Run("exit status", func(t *testing.T) {
-		task := submit(t, a, "cmd-fail", `{}`)
-		got := waitFinal(t, a, task.ID)
+		task := tasktest.Submit(t, a, admin, "cmd-fail", `{}`)
+		got := tasktest.WaitFinal(t, a, task.ID)
 		if got.Status != wire.StatusFailed || got.ErrorCode != wire.CodeExecutionFailed {
 			t.Fatalf("status %s %s, want failed execution_failed", got.Status, got.ErrorCode)
 		}
@@ -110,21 +110,21 @@ func TestCommandHandlers(t *testing.T) {
 		}
 	})
 	t.Run("plain text output", func(t *testing.T) {
-		task := submit(t, a, "cmd-text", `{}`)
-		got := waitFinal(t, a, task.ID)
+		task := tasktest.Submit(t, a, admin, "cmd-text", `{}`)
+		got := tasktest.WaitFinal(t, a, task.ID)
 		if got.Status != wire.StatusCompleted || string(got.Result) != `"all good"` {
 			t.Errorf("result = %s %s, want completed \"all good\"", got.Status, got.Result)
 		}
 	})
 	t.Run("program missing", func(t *testing.T) {
-		task := submit(t, a, "cmd-missing", `{}`)
-		got := waitFinal(t, a, task.ID)
+		task := tasktest.Submit(t, a, admin, "cmd-missing", `{}`)
+		got := tasktest.WaitFinal(t, a, task.ID)
 		if got.Status != wire.StatusFailed || got.ErrorCode != wire.CodeExecutionFailed || !strings.Contains(got.ErrorMessage, "no-such-program") {
 			t.Errorf("status %s %s %q, want failed execution_failed naming the program", got.Status, got.ErrorCode, got.ErrorMessage)
 		}
 	})
 	t.Run("cancel kills the process group", func(t *testing.T) {
-		task := submit(t, a, "cmd-bg", `{}`)
+		task := tasktest.Submit(t, a, admin, "cmd-bg", `{}`)
 		child := readPID(t, filepath.Join(pidDir, "cancel.pid"))
 		if processGone(child) {
 			t.Fatalf("child %d is not running before the cancel", child)
@@ -139,9 +139,9 @@ func TestCommandHandlers(t *testing.T) {
 		testutil.Eventually(t, 10*time.Second, "the background child "+strconv.Itoa(child)+" to be gone after the cancel", func() bool { return processGone(child) })
 	})
 	t.Run("timeout kills the process group", func(t *testing.T) {
-		task := submit(t, a, "cmd-timeout", `{}`)
+		task := tasktest.Submit(t, a, admin, "cmd-timeout", `{}`)
 		child := readPID(t, filepath.Join(pidDir, "timeout.pid"))
-		got := waitFinal(t, a, task.ID)
+		got := tasktest.WaitFinal(t, a, task.ID)
 		if got.Status != wire.StatusFailed || got.ErrorCode != wire.CodeExecutionTimeout {
 			t.Errorf("after timeout_seconds: %s %s %q, want failed execution_timeout", got.Status, got.ErrorCode, got.ErrorMessage)
 		}

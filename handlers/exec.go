@@ -1,4 +1,4 @@
-package agent
+package handlers
 
 import (
 	"bufio"
@@ -16,17 +16,18 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/wire"
 )
 
 // maxCommandOutput bounds what a command may print as its result.
 const maxCommandOutput = 16 << 20
 
-// commandHandler runs an external program per task (SPEC §5.4): the payload
+// command runs an external program per task (SPEC §5.4): the payload
 // is written to its stdin, its stdout is the JSON result, each stderr line is
 // a log event, and stderr lines "progress: N" report progress. The program
 // runs in its own process group, which is killed on timeout or cancel.
-func commandHandler(c CommandHandlerConfig) Handler {
+func command(c Command) agent.Handler {
 	name := c.Name
 	if name == "" {
 		name = c.TaskType
@@ -35,7 +36,7 @@ func commandHandler(c CommandHandlerConfig) Handler {
 	if desc == "" {
 		desc = "Runs " + c.Command[0]
 	}
-	return Handler{
+	return agent.Handler{
 		Type: wire.SupportedTaskType{
 			Type: c.TaskType, Name: name, Description: desc, EstimatedTime: c.EstimatedTime,
 			Capabilities: append([]string{"command"}, c.Capabilities...),
@@ -45,7 +46,7 @@ func commandHandler(c CommandHandlerConfig) Handler {
 		Idempotent:   c.Idempotent,
 		Disclose:     c.Disclose,
 		PersonalData: c.PersonalData,
-		Func: func(ctx context.Context, r *Run) (any, error) {
+		Func: func(ctx context.Context, r *agent.Run) (any, error) {
 			if c.TimeoutSeconds <= 0 {
 				return runCommand(ctx, c, r)
 			}
@@ -61,7 +62,7 @@ func commandHandler(c CommandHandlerConfig) Handler {
 	}
 }
 
-func runCommand(ctx context.Context, c CommandHandlerConfig, r *Run) (any, error) {
+func runCommand(ctx context.Context, c Command, r *agent.Run) (any, error) {
 	// Pdeathsig is tied to the thread that starts the child: keep this
 	// goroutine on it until the child is reaped, so that the child dies
 	// with the agent even on SIGKILL. (Its own children, if it forks, are
@@ -128,7 +129,7 @@ func runCommand(ctx context.Context, c CommandHandlerConfig, r *Run) (any, error
 
 // readStderr turns stderr lines into log and progress events and returns the
 // last non-progress line (used as the error message on failure).
-func readStderr(rd io.Reader, r *Run) string {
+func readStderr(rd io.Reader, r *agent.Run) string {
 	sc := bufio.NewScanner(rd)
 	sc.Buffer(make([]byte, 0, 4096), 64<<10)
 	var last string

@@ -1,18 +1,21 @@
-package agent
+package handlers
 
 import (
 	"context"
 	"encoding/json"
 	"time"
 
+	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/wire"
 )
 
 // maxSleep bounds the sleep diagnostic.
 const maxSleep = time.Hour
 
-func builtinHandlers() []Handler {
-	return []Handler{
+// builtins are the diagnostics handlers every agent has unless
+// disable_builtins is set.
+func builtins() []agent.Handler {
+	return []agent.Handler{
 		{
 			Type: wire.SupportedTaskType{
 				Type: "echo", Name: "Echo", EstimatedTime: "0s-1s",
@@ -20,7 +23,7 @@ func builtinHandlers() []Handler {
 				Capabilities: []string{"diagnostics"},
 			},
 			Idempotent: true,
-			Func: func(ctx context.Context, r *Run) (any, error) {
+			Func: func(ctx context.Context, r *agent.Run) (any, error) {
 				return r.Payload(), nil
 			},
 		},
@@ -32,7 +35,7 @@ func builtinHandlers() []Handler {
 			},
 			InputSchema: json.RawMessage(`{"type":"object","required":["ms"],"properties":{"ms":{"type":"integer","minimum":0,"maximum":3600000}}}`),
 			Idempotent:  true,
-			Func: func(ctx context.Context, r *Run) (any, error) {
+			Func: func(ctx context.Context, r *agent.Run) (any, error) {
 				var p struct {
 					MS int64 `json:"ms"`
 				}
@@ -57,7 +60,7 @@ func builtinHandlers() []Handler {
 				Capabilities: []string{"diagnostics", "human_in_the_loop"},
 			},
 			InputSchema: json.RawMessage(`{"type":"object","required":["question"],"properties":{"question":{"type":"string","minLength":1}}}`),
-			Func: func(ctx context.Context, r *Run) (any, error) {
+			Func: func(ctx context.Context, r *agent.Run) (any, error) {
 				var p struct {
 					Question string             `json:"question"`
 					Options  []wire.HumanOption `json:"options"`
@@ -65,7 +68,7 @@ func builtinHandlers() []Handler {
 				if err := r.Decode(&p); err != nil {
 					return nil, err
 				}
-				d, err := r.AskHuman(ctx, HumanRequest{
+				d, err := r.AskHuman(ctx, agent.HumanRequest{
 					Reason:  wire.Reason{Code: "confirmation", Message: p.Question},
 					Summary: p.Question, Options: p.Options,
 				})

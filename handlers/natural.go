@@ -1,4 +1,4 @@
-package agent
+package handlers
 
 import (
 	"context"
@@ -6,43 +6,28 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/negotiate"
 	"github.com/synapse-edge/synapse/wire"
 )
 
-// The built-in natural_language task type. It belongs to the engine (a
-// handler like those of builtin.go); contract negotiation is package
-// contracts'.
-
 // NaturalLanguageType is the task type of tier-3 natural language (seed
 // 002 §8.2.4): payload {"text": "..."}, result {"text": "...",
-// "answered_by": "llm" | the person's user id}. With an LLM backend the
-// backend answers; without one the task asks a person (need_human), whose
-// answer is the "text" of the decision's approved_fields, or its notes.
+// "answered_by": "llm" | the person's user id}. With an LLM backend
+// (negotiation.llm) the backend answers; without one the task asks a
+// person (need_human), whose answer is the "text" of the decision's
+// approved_fields, or its notes. Contract negotiation is package
+// contracts'.
 const NaturalLanguageType = "natural_language"
 
 // maxNaturalText bounds the text of one tier-3 request.
 const maxNaturalText = 64 << 10
 
-// LLMClient is the configured LLM backend (negotiation.llm: the tier-2
-// session mappings package contracts asks it for, and the natural_language
-// handler below), nil when there is none.
-func (a *Agent) LLMClient() *negotiate.LLM {
-	l := a.cfg.Negotiation.LLM
-	if l == nil {
-		return nil
-	}
-	return &negotiate.LLM{URL: l.URL, Model: l.Model, APIKey: l.APIKey,
-		Transport: a.transport, Timeout: l.Timeout()}
-}
-
-// registerNaturalLanguage adds the tier-3 handler unless the built-in
-// handlers are disabled or a handler of that type is configured.
-func (a *Agent) registerNaturalLanguage() error {
-	if a.cfg.DisableBuiltins || a.handlers.get(NaturalLanguageType) != nil {
-		return nil
-	}
-	return a.Handle(Handler{
+// naturalLanguage is the tier-3 handler of a, answered by the LLM backend
+// of a's negotiation.llm when there is one.
+func naturalLanguage(a *agent.Agent) agent.Handler {
+	llm := a.Config().Negotiation.LLM.Client(a.Transport())
+	return agent.Handler{
 		Type: wire.SupportedTaskType{
 			Type: NaturalLanguageType, Name: "Natural language", EstimatedTime: "1s-until a person answers",
 			Description:  `Tier 3: answers {"text": "..."} with the LLM backend, or asks a person when there is none.`,
@@ -50,8 +35,8 @@ func (a *Agent) registerNaturalLanguage() error {
 		},
 		InputSchema:  json.RawMessage(`{"type":"object","required":["text"],"properties":{"text":{"type":"string","minLength":1}}}`),
 		OutputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"},"answered_by":{"type":"string"}}}`),
-		Func:         a.naturalLanguage,
-	})
+		Func:         func(ctx context.Context, r *agent.Run) (any, error) { return answer(ctx, a, llm, r) },
+	}
 }
 
 type naturalText struct {
@@ -59,7 +44,7 @@ type naturalText struct {
 	AnsweredBy string `json:"answered_by,omitempty"`
 }
 
-func (a *Agent) naturalLanguage(ctx context.Context, r *Run) (any, error) {
+func answer(ctx context.Context, a *agent.Agent, llm *negotiate.LLM, r *agent.Run) (any, error) {
 	var in naturalText
 	if err := r.Decode(&in); err != nil {
 		return nil, err
@@ -67,10 +52,10 @@ func (a *Agent) naturalLanguage(ctx context.Context, r *Run) (any, error) {
 	if len(in.Text) > maxNaturalText {
 		return nil, wire.Errorf(wire.CodeInvalidParams, "text is longer than %d bytes", maxNaturalText)
 	}
-	if llm := a.LLMClient(); llm != nil {
+	if llm != nil {
 		r.Log("asking the LLM backend")
 		reply, err := llm.Chat(ctx, []negotiate.ChatMessage{
-			{Role: "system", Content: fmt.Sprintf("You are %s, a Synapse agent. Answer the request you are sent in plain text.", a.identity.AgentName)},
+			{Role: "system", Content: fmt.Sprintf("You are %s, a Synapse agent. Answer the request you are sent in plain text.", a.Identity().AgentName)},
 			{Role: "user", Content: in.Text},
 		})
 		if err != nil {
@@ -78,7 +63,7 @@ func (a *Agent) naturalLanguage(ctx context.Context, r *Run) (any, error) {
 		}
 		return naturalText{Text: strings.TrimSpace(reply), AnsweredBy: "llm"}, nil
 	}
-	d, err := r.AskHuman(ctx, HumanRequest{
+	d, err := r.AskHuman(ctx, agent.HumanRequest{
 		Reason:  wire.Reason{Code: "natural_language", Message: in.Text},
 		Summary: in.Text,
 		Options: []wire.HumanOption{{Field: "text", Value: ""}},
@@ -86,9 +71,9 @@ func (a *Agent) naturalLanguage(ctx context.Context, r *Run) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	answer, _ := d.Decision.ApprovedFields["text"].(string)
-	if answer == "" {
-		answer = d.Notes
+	text, _ := d.Decision.ApprovedFields["text"].(string)
+	if text == "" {
+		text = d.Notes
 	}
-	return naturalText{Text: answer, AnsweredBy: d.DecidedBy.UserID}, nil
+	return naturalText{Text: text, AnsweredBy: d.DecidedBy.UserID}, nil
 }
