@@ -75,6 +75,9 @@ type run struct {
 	// decision receives a person's decision while the handler waits in
 	// AskHuman.
 	decision chan *wire.HumanDecisionPayload
+	// fold is the kept start of a run whose executing state is written
+	// with its final one (engine_fold.go); nil otherwise.
+	fold *fold
 	// preDecided is a decision made after a restart, returned by the next
 	// AskHuman of the re-run handler.
 	preDecided *wire.HumanDecisionPayload
@@ -521,6 +524,10 @@ func (e *engine) arm(r *run) context.Context {
 
 func (e *engine) execute(ctx context.Context, r *run) {
 	defer e.wg.Done()
+	if e.foldable(r) {
+		e.executeFolded(ctx, r) // engine_fold.go
+		return
+	}
 	if r.snapshot().Status != wire.StatusExecuting {
 		err := e.apply(r, false, func(t *wire.Task, now time.Time) ([]*wire.Event, error) {
 			t.StartedAt = now
@@ -593,8 +600,22 @@ func callHandler(ctx context.Context, f HandlerFunc, r *Run) (res any, err error
 
 // finish moves a live task to a final state, durably, then forgets it.
 func (e *engine) finish(r *run, to wire.Status, result wire.JSONValue, fail *wire.Error) {
+	e.finishFrom(r, to, result, fail, nil)
+}
+
+// finishFrom is finish of a run whose start may still be kept in f: then
+// the start is written with the final state (engine_fold.go).
+func (e *engine) finishFrom(r *run, to wire.Status, result wire.JSONValue, fail *wire.Error, f *fold) {
 	err := e.apply(r, true, func(t *wire.Task, now time.Time) ([]*wire.Event, error) {
-		return e.final(t, to, result, fail, now)
+		if t.Status.Terminal() {
+			return nil, nil
+		}
+		evs, err := f.take(e, t)
+		if err != nil {
+			return nil, err
+		}
+		more, err := e.final(t, to, result, fail, now)
+		return append(evs, more...), err
 	})
 	if err != nil {
 		e.log.Error("finish task", "task_id", r.snapshot().ID, "status", to, "err", err)

@@ -115,6 +115,8 @@ func BenchmarkSubmitEcho(b *testing.B) {
 	}
 	ctx := context.Background()
 	b.ReportAllocs()
+	st := a.Store().Stats()
+	commits, writes := st.Commits.Load(), st.Writes.Load()
 	for b.Loop() {
 		task, err := a.Submit(ctx, admin, req(), nil)
 		if err != nil {
@@ -124,4 +126,6 @@ func BenchmarkSubmitEcho(b *testing.B) {
 			b.Fatalf("Wait: %v %v", task, err)
 		}
 	}
+	b.ReportMetric(float64(st.Commits.Load()-commits)/float64(b.N), "commits/op")
+	b.ReportMetric(float64(st.Writes.Load()-writes)/float64(b.N), "writes/op")
 }

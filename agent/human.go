@@ -66,6 +66,7 @@ func (e *engine) askHuman(ctx context.Context, id string, req HumanRequest) (*wi
 		case <-added:
 		}
 	}
+	e.unfoldLive(id) // need_human follows executing (engine_fold.go)
 	ch := make(chan *wire.HumanDecisionPayload, 1)
 	r.mu.Lock()
 	if pre := r.preDecided; pre != nil {
