@@ -63,6 +63,10 @@ func (jsonCodec) Unmarshal(b []byte, v any) error {
 	if err := CheckUTF8(b); err != nil {
 		return err
 	}
+	if json.Unmarshal(b, v) == nil {
+		return nil // one value, nothing after it but white space
+	}
+	// The decoder again, for its errors (a truncated body, trailing data).
 	d := json.NewDecoder(bytes.NewReader(b))
 	if err := d.Decode(v); err != nil {
 		return describeJSONError(err)
