@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -32,13 +33,19 @@ import (
 //     this client) per frame, from getrusage;
 //   - frames/commit: frames (here batches) per fsynced store commit;
 //   - allocs/op, B/op: the whole process per frame.
+//
+// msg=1/client=ws is the same with the client of bench/tier1 (and of most
+// programs): one WebSocket write per batch, and each answer read as a
+// message and decoded with wire.Msgpack; the difference in CPU per frame
+// is that client's share.
 func BenchmarkTier1Stream(b *testing.B) {
 	for _, per := range []int{1, 1000} {
-		b.Run(fmt.Sprintf("msg=%d", per), func(b *testing.B) { benchTier1Stream(b, per) })
+		b.Run(fmt.Sprintf("msg=%d", per), func(b *testing.B) { benchTier1Stream(b, per, false) })
 	}
+	b.Run("msg=1/client=ws", func(b *testing.B) { benchTier1Stream(b, 1, true) })
 }
 
-func benchTier1Stream(b *testing.B, per int) {
+func benchTier1Stream(b *testing.B, per int, wsClient bool) {
 	s := startBenchServer(b)
 	hdr := http.Header{}
 	hdr.Set("Authorization", "Bearer "+benchToken)
@@ -56,6 +63,7 @@ func benchTier1Stream(b *testing.B, per int) {
 	ts0 := time.Now().UnixNano()
 	msgs := (b.N + per - 1) / per
 	wsFrames := make([]byte, 0, b.N*120+msgs*60)
+	var batches [][]byte // for the ws client
 	var batch []byte
 	frames := make([]tier1.Frame, 0, per)
 	for i := 0; i < b.N; {
@@ -67,6 +75,10 @@ func benchTier1Stream(b *testing.B, per int) {
 		}
 		batch = tier1.AppendBatch(batch[:0], desc.CapabilityID, desc.Version, fmt.Sprintf("bench-%d", i),
 			frames, &desc)
+		if wsClient {
+			batches = append(batches, bytes.Clone(batch))
+			continue
+		}
 		wsFrames = appendMaskedFrame(wsFrames, batch, uint32(i)*2654435761)
 	}
 	nc := c.UnderlyingConn()
@@ -78,8 +90,17 @@ func benchTier1Stream(b *testing.B, per int) {
 	start := time.Now()
 
 	read := make(chan error, 1)
-	go func() { read <- countAcks(nc, msgs) }()
 	_ = nc.SetDeadline(time.Now().Add(2 * time.Minute))
+	if wsClient {
+		go func() { read <- decodeAcks(c, msgs) }()
+		for _, m := range batches {
+			if err := c.WriteMessage(websocket.BinaryMessage, m); err != nil {
+				b.Fatalf("send: %v", err)
+			}
+		}
+	} else {
+		go func() { read <- countAcks(nc, msgs) }()
+	}
 	for rest := wsFrames; len(rest) > 0; {
 		n := min(len(rest), 64<<10)
 		if _, err := nc.Write(rest[:n]); err != nil {
@@ -101,6 +122,27 @@ func benchTier1Stream(b *testing.B, per int) {
 	if commits1 > commits0 {
 		b.ReportMetric(float64(b.N)/(commits1-commits0), "frames/commit")
 	}
+}
+
+// decodeAcks reads n answers as bench/tier1 does, and checks that each
+// is ok.
+func decodeAcks(c *websocket.Conn, n int) error {
+	for i := range n {
+		_, data, err := c.ReadMessage()
+		if err != nil {
+			return fmt.Errorf("ack %d of %d: %w", i+1, n, err)
+		}
+		var ack struct {
+			OK       bool   `msgpack:"ok"`
+			Accepted int    `msgpack:"accepted"`
+			BatchID  string `msgpack:"batch_id"`
+			Error    any    `msgpack:"error"`
+		}
+		if err := wire.Msgpack.Unmarshal(data, &ack); err != nil || !ack.OK {
+			return fmt.Errorf("ack %d: %+v, %v", i+1, ack, err)
+		}
+	}
+	return nil
 }
 
 // appendMaskedFrame appends payload as one final binary WebSocket frame

@@ -191,6 +191,7 @@ func (st *t1Stream) answerable() bool {
 // frames (ping, close), which are single Writes too.
 func (st *t1Stream) pump() {
 	var buf []byte
+	var ack tier1Ack // one for the connection: an error answer makes it escape
 	broken := false
 	st.mu.Lock()
 	for {
@@ -206,7 +207,8 @@ func (st *t1Stream) pump() {
 		case st.answerable():
 			buf = buf[:0]
 			for st.answerable() && len(buf) < wsBufferSize {
-				buf = appendAckFrame(buf, st.items[st.head].ack())
+				ack = st.items[st.head].ack()
+				buf = appendAckFrame(buf, &ack)
 				st.items[st.head] = t1Item{}
 				st.head = (st.head + 1) % len(st.items)
 				st.n--
@@ -235,15 +237,15 @@ func (st *t1Stream) pump() {
 }
 
 // ack is the answer to an answerable item.
-func (it *t1Item) ack() *tier1Ack {
+func (it *t1Item) ack() tier1Ack {
 	switch {
 	case it.p == nil:
-		return &tier1Ack{Error: it.err}
+		return tier1Ack{Error: it.err}
 	case it.p.Err != nil:
-		return &tier1Ack{BatchID: it.p.Result.BatchID, Error: wire.AsError(it.p.Err)}
+		return tier1Ack{BatchID: it.p.Result.BatchID, Error: wire.AsError(it.p.Err)}
 	}
 	r := &it.p.Result
-	return &tier1Ack{OK: true, Accepted: r.Accepted, BatchID: r.BatchID, Duplicate: r.Duplicate}
+	return tier1Ack{OK: true, Accepted: r.Accepted, BatchID: r.BatchID, Duplicate: r.Duplicate}
 }
 
 // appendAckFrame appends ack as one final, unmasked binary WebSocket frame

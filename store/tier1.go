@@ -139,6 +139,7 @@ func (tx *Tx) T1Seen(scope, batchID string, at int64) (bool, error) {
 // the many batches of one write.
 type T1Dedup struct {
 	b *bolt.Bucket
+	c *bolt.Cursor // for the lookups: one cursor, not one per Get
 	// arena holds the keys and values put: bbolt keeps them until the
 	// commit, so they are appended, never overwritten.
 	arena []byte
@@ -150,7 +151,7 @@ func (tx *Tx) T1Dedup() (*T1Dedup, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &T1Dedup{b: b}, nil
+	return &T1Dedup{b: b, c: b.Cursor()}, nil
 }
 
 // Seen reports whether (scope, batchID) was stored before, and marks it
@@ -165,7 +166,9 @@ func (d *T1Dedup) Seen(scope, batchID string, at int64) (bool, error) {
 	d.arena = append(d.arena, 0)
 	d.arena = append(d.arena, batchID...)
 	k := d.arena[off:len(d.arena):len(d.arena)]
-	if d.b.Get(k) != nil {
+	// Seek starts from the root each time, so the puts in between do not
+	// disturb it.
+	if found, _ := d.c.Seek(k); bytes.Equal(found, k) {
 		d.arena = d.arena[:off]
 		return true, nil
 	}

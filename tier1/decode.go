@@ -55,46 +55,57 @@ type Batch struct {
 // DecodeBatch decodes one batch, refusing it whole on the first problem.
 // See the package documentation for the format, the limits and the errors.
 func DecodeBatch(b []byte, reg *Registry, lim Limits) (*Batch, error) {
+	batch := new(Batch)
+	if err := decodeBatch(b, reg, lim, batch, nil, nil); err != nil {
+		return nil, err
+	}
+	return batch, nil
+}
+
+// decodeBatch is DecodeBatch into batch, with its frames and values in
+// fbuf and vbuf when they are large enough (a small batch then costs one
+// allocation less each).
+func decodeBatch(b []byte, reg *Registry, lim Limits, batch *Batch, fbuf []Frame, vbuf []Value) error {
 	lim = lim.withDefaults()
 	var r wire.MsgpackReader
 	r.Reset(b, readerLimits())
 
 	n, err := r.ReadArrayHeader()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrMalformedBatch, err)
+		return fmt.Errorf("%w: %w", ErrMalformedBatch, err)
 	}
 	if n != 3 && n != 4 {
-		return nil, fmt.Errorf("%w: %d elements, want 3 or 4", ErrMalformedBatch, n)
+		return fmt.Errorf("%w: %d elements, want 3 or 4", ErrMalformedBatch, n)
 	}
 	id, err := r.ReadStringBytes()
 	if err != nil {
-		return nil, fmt.Errorf("%w: capability_id: %w", ErrMalformedBatch, err)
+		return fmt.Errorf("%w: capability_id: %w", ErrMalformedBatch, err)
 	}
 	d, ok := reg.lookup(id)
 	if !ok {
-		return nil, fmt.Errorf("%w: %q", ErrUnknownRoutine, id)
+		return fmt.Errorf("%w: %q", ErrUnknownRoutine, id)
 	}
 	version, err := r.ReadStringBytes()
 	if err != nil {
-		return nil, fmt.Errorf("%w: version: %w", ErrMalformedBatch, err)
+		return fmt.Errorf("%w: version: %w", ErrMalformedBatch, err)
 	}
 	if string(version) != d.Version {
-		return nil, fmt.Errorf("%w: %s %q, this agent has %q", ErrVersionMismatch, d.CapabilityID, version, d.Version)
+		return fmt.Errorf("%w: %s %q, this agent has %q", ErrVersionMismatch, d.CapabilityID, version, d.Version)
 	}
 	nf, err := r.ReadArrayHeader()
 	if err != nil {
-		return nil, fmt.Errorf("%w: frames: %w", ErrMalformedBatch, err)
+		return fmt.Errorf("%w: frames: %w", ErrMalformedBatch, err)
 	}
 	if nf > lim.MaxFrames {
-		return nil, fmt.Errorf("%w: %d frames, limit %d", ErrTooManyFrames, nf, lim.MaxFrames)
+		return fmt.Errorf("%w: %d frames, limit %d", ErrTooManyFrames, nf, lim.MaxFrames)
 	}
 	var p plan
 	if err := p.init(d); err != nil {
-		return nil, err
+		return err
 	}
 	// A frame takes at least its header and one byte per required value.
 	if least := uint64(nf) * uint64(1+p.required); least > uint64(r.Remaining()) {
-		return nil, fmt.Errorf("%w: %d frames need at least %d bytes, %d remain: %w",
+		return fmt.Errorf("%w: %d frames need at least %d bytes, %d remain: %w",
 			ErrMalformedBatch, nf, least, r.Remaining(), wire.ErrMsgpackTruncated)
 	}
 
@@ -102,36 +113,44 @@ func DecodeBatch(b []byte, reg *Registry, lim Limits) (*Batch, error) {
 	// every value: each value takes at least one input byte, so neither can
 	// be made larger than the input by a hostile header.
 	src := string(b)
-	frames := make([]Frame, nf)
-	vals := make([]Value, 0, min(nf*len(d.Fields), r.Remaining()))
+	frames := fbuf[:0:len(fbuf)]
+	if nf <= len(frames) {
+		frames = frames[:nf]
+	} else {
+		frames = make([]Frame, nf)
+	}
+	vals := vbuf[:0:len(vbuf)]
+	if need := min(nf*len(d.Fields), r.Remaining()); need > cap(vals) {
+		vals = make([]Value, 0, need)
+	}
 	for i := range frames {
 		start := len(vals)
 		if vals, err = p.decode(&r, src, vals, lim); err != nil {
 			if fe, ok := err.(*FrameError); ok {
 				fe.Index = i
 			}
-			return nil, err
+			return err
 		}
 		frames[i] = vals[start:len(vals):len(vals)]
 	}
 
-	batch := &Batch{CapabilityID: d.CapabilityID, Version: d.Version, Desc: d, Frames: frames}
+	*batch = Batch{CapabilityID: d.CapabilityID, Version: d.Version, Desc: d, Frames: frames}
 	if n == 4 && !r.ReadNil() {
 		bid, err := r.ReadStringBytes()
 		switch {
 		case err != nil:
-			return nil, fmt.Errorf("%w: batch_id: %w", ErrMalformedBatch, err)
+			return fmt.Errorf("%w: batch_id: %w", ErrMalformedBatch, err)
 		case len(bid) > lim.MaxStrLen:
-			return nil, fmt.Errorf("%w: batch_id: %w: %d bytes, limit %d", ErrMalformedBatch, ErrValueTooLong, len(bid), lim.MaxStrLen)
+			return fmt.Errorf("%w: batch_id: %w: %d bytes, limit %d", ErrMalformedBatch, ErrValueTooLong, len(bid), lim.MaxStrLen)
 		case !utf8.Valid(bid):
-			return nil, fmt.Errorf("%w: batch_id: %w", ErrMalformedBatch, ErrInvalidUTF8)
+			return fmt.Errorf("%w: batch_id: %w", ErrMalformedBatch, ErrInvalidUTF8)
 		}
 		batch.BatchID = src[r.Offset()-len(bid) : r.Offset()]
 	}
 	if r.Remaining() != 0 {
-		return nil, fmt.Errorf("%w: %d bytes after the batch: %w", ErrMalformedBatch, r.Remaining(), wire.ErrMsgpackInvalid)
+		return fmt.Errorf("%w: %d bytes after the batch: %w", ErrMalformedBatch, r.Remaining(), wire.ErrMsgpackInvalid)
 	}
-	return batch, nil
+	return nil
 }
 
 // DecodeFrame decodes one frame of d as written by [AppendFrame], with the

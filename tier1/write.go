@@ -29,7 +29,11 @@ type Pending struct {
 	Result Result
 	Err    error
 
-	b     *Batch
+	b     *Batch // &batch
+	batch Batch
+	// the frame and values of a small batch, in the same allocation
+	frame [1]Frame
+	vals  [8]Value
 	scope string
 	size  int64   // bytes held in the in-flight budget
 	bytes int     // of the encoded batch
@@ -48,7 +52,9 @@ func (in *Ingestor) Prepare(ctx context.Context, scope, wantID string, body []by
 	if err := in.budget.acquire(ctx, n); err != nil {
 		return nil, err
 	}
-	b, err := DecodeBatch(body, in.reg, in.cfg.Limits)
+	p := &Pending{scope: scope, size: n, bytes: len(body)}
+	b := &p.batch
+	err := decodeBatch(body, in.reg, in.cfg.Limits, b, p.frame[:], p.vals[:])
 	if err == nil && wantID != "" && b.CapabilityID != wantID {
 		err = wire.Errorf(wire.CodeInvalidParams, "the batch is for routine %q but was sent to %q", b.CapabilityID, wantID).
 			With("capability_id", b.CapabilityID)
@@ -58,8 +64,9 @@ func (in *Ingestor) Prepare(ctx context.Context, scope, wantID string, body []by
 		in.C.Refused.Add(1)
 		return nil, refusal(err)
 	}
-	p := &Pending{b: b, scope: scope, size: n, bytes: len(body), at: in.cfg.Now().UnixNano()}
+	p.b = b
 	if len(b.Frames) >= ownBlocks {
+		p.at = in.cfg.Now().UnixNano()
 		p.own = in.blocksOf(b.Desc, in.appendBlockFrames(make([]blockFrame, 0, len(b.Frames)), b.Desc, p), len(body))
 	}
 	return p, nil
@@ -75,6 +82,14 @@ func (in *Ingestor) Store(ps []*Pending, done func()) {
 	if len(ps) == 0 {
 		done()
 		return
+	}
+	// The time of arrival of small batches is the time they are stored
+	// (one clock reading for the write).
+	now := in.cfg.Now().UnixNano()
+	for _, p := range ps {
+		if p.at == 0 {
+			p.at = now
+		}
 	}
 	w := &write{in: in, ps: ps}
 	w.plan()
@@ -262,6 +277,7 @@ type blockFrame struct {
 	ts  int64
 	dev string
 	f   Frame
+	i   int // arrival order
 }
 
 // ownBlocks is the size from which a batch gets blocks of its own, built
@@ -305,7 +321,7 @@ func (in *Ingestor) blocks(d *Descriptor, ps []*Pending) []block {
 func (in *Ingestor) appendBlockFrames(fs []blockFrame, d *Descriptor, p *Pending) []blockFrame {
 	kf := in.keys[d.CapabilityID]
 	for _, f := range p.b.Frames {
-		bf := blockFrame{ts: p.at, dev: p.scope, f: f}
+		bf := blockFrame{ts: p.at, dev: p.scope, f: f, i: len(fs)}
 		if kf.ts >= 0 {
 			if v := f.At(kf.ts); v.Kind() == KindInt {
 				bf.ts = v.Int()
@@ -329,11 +345,14 @@ func (in *Ingestor) blocksOf(d *Descriptor, fs []blockFrame, size int) []block {
 	n := len(fs)
 	for i := 1; i < n; i++ {
 		if fs[i].dev < fs[i-1].dev || fs[i].dev == fs[i-1].dev && fs[i].ts < fs[i-1].ts {
-			slices.SortStableFunc(fs, func(x, y blockFrame) int {
+			slices.SortFunc(fs, func(x, y blockFrame) int {
 				if c := strings.Compare(x.dev, y.dev); c != 0 {
 					return c
 				}
-				return cmp.Compare(x.ts, y.ts)
+				if c := cmp.Compare(x.ts, y.ts); c != 0 {
+					return c
+				}
+				return cmp.Compare(x.i, y.i)
 			})
 			break
 		}
