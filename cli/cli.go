@@ -168,15 +168,17 @@ func printVersion(w io.Writer) {
 	fmt.Fprintf(w, "synapse %s %s/%s %s\n", Version, runtime.GOOS, runtime.GOARCH, runtime.Version())
 }
 
-// versionVerb is the version command.
-var versionVerb = &command.Verb{
-	Name:     "version",
-	Summary:  "print the version, platform and Go version",
-	Examples: []string{"synapse version"},
-	Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
-		return func(ctx context.Context, args []string) error {
-			printVersion(s.IO.Out)
-			return nil
-		}
-	},
+// versionVerb returns the version command.
+func versionVerb() *command.Verb {
+	return &command.Verb{
+		Name:     "version",
+		Summary:  "print the version, platform and Go version",
+		Examples: []string{"synapse version"},
+		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
+			return func(ctx context.Context, args []string) error {
+				printVersion(s.IO.Out)
+				return nil
+			}
+		},
+	}
 }

@@ -7,6 +7,9 @@ import (
 	"text/tabwriter"
 
 	"github.com/synapse-edge/synapse/cli/command"
+	"github.com/synapse-edge/synapse/cli/groupcmd"
+	"github.com/synapse-edge/synapse/cli/hilcmd"
+	"github.com/synapse-edge/synapse/cli/peercmd"
 )
 
 // commands returns the command table in the order of the main usage.
@@ -17,21 +20,26 @@ func commands() []*command.Command {
 		{Name: "token", Summary: "manage API tokens (admin)", Verbs: tokenVerbs()},
 		{Name: "db", Summary: "check and back up the database", Verbs: dbVerbs()},
 		{Name: "tier1", Summary: "tier-1 routines: list, load-test ingest, export frames", Verbs: tier1Verbs()},
-		{Name: "peer", Summary: "pair with other agents, accept their pair requests, list them", Verbs: peerVerbs()},
-		{Name: "identity", Summary: identityVerb.Summary, Leaf: identityVerb},
-		{Name: "outbox", Summary: "inspect and replay undelivered messages (admin)", Verbs: outboxVerbs()},
-		{Name: "hil", Summary: "decisions waiting for a person: list, show, approve, reject, modify", Verbs: hilVerbs()},
-		{Name: "group", Summary: "groups of agents: create, invite, join, leave, disband, send, tasks", Verbs: groupVerbs()},
-		{Name: "vote", Summary: "votes in a group: open, cast, show, list", Verbs: voteVerbs()},
-		{Name: "capabilities", Summary: capabilitiesVerb.Summary, Leaf: capabilitiesVerb},
-		{Name: "caps", Summary: "short for capabilities", Leaf: capabilitiesVerb},
-		{Name: "registry", Summary: "agents registered with this one: list, find by capability, remove", Verbs: registryVerbs()},
-		{Name: "negotiate", Summary: negotiateVerb.Summary, Leaf: negotiateVerb},
-		{Name: "contract", Summary: "protocol contracts with peers: list, show, revoke", Verbs: contractVerbs()},
+		{Name: "peer", Summary: "pair with other agents, accept their pair requests, list them", Verbs: peercmd.PeerVerbs()},
+		leaf("identity", peercmd.IdentityVerb()),
+		{Name: "outbox", Summary: "inspect and replay undelivered messages (admin)", Verbs: peercmd.OutboxVerbs()},
+		{Name: "hil", Summary: "decisions waiting for a person: list, show, approve, reject, modify", Verbs: hilcmd.HILVerbs()},
+		{Name: "group", Summary: "groups of agents: create, invite, join, leave, disband, send, tasks", Verbs: groupcmd.GroupVerbs()},
+		{Name: "vote", Summary: "votes in a group: open, cast, show, list", Verbs: groupcmd.VoteVerbs()},
+		leaf("capabilities", peercmd.CapabilitiesVerb()),
+		{Name: "caps", Summary: "short for capabilities", Leaf: peercmd.CapabilitiesVerb()},
+		{Name: "registry", Summary: "agents registered with this one: list, find by capability, remove", Verbs: peercmd.RegistryVerbs()},
+		leaf("negotiate", peercmd.NegotiateVerb()),
+		{Name: "contract", Summary: "protocol contracts with peers: list, show, revoke", Verbs: peercmd.ContractVerbs()},
 		{Name: "audit", Summary: "the hash-chained audit log of security events: list, verify", Verbs: auditVerbs()},
-		{Name: "version", Summary: versionVerb.Summary, Leaf: versionVerb},
+		leaf("version", versionVerb()),
 		{Name: "help", Summary: "show help for a command or verb"},
 	}
+}
+
+// leaf is a command that is a single verb, with the verb's summary.
+func leaf(name string, v *command.Verb) *command.Command {
+	return &command.Command{Name: name, Summary: v.Summary, Leaf: v}
 }
 
 func findCommand(name string) *command.Command {

@@ -17,9 +17,6 @@ import (
 // maxPayloadSize bounds a payload read from a file or standard input.
 const maxPayloadSize = 16 << 20
 
-// maxListPages bounds how many pages task list --all follows.
-const maxListPages = 10000
-
 func taskVerbs() []*command.Verb {
 	return []*command.Verb{taskSubmitVerb(), taskGetVerb(), taskListVerb(), taskCancelVerb(), taskWatchVerb(), taskInfoVerb()}
 }
@@ -231,8 +228,8 @@ fetched.`,
 				var out client.TaskList
 				seen := map[string]bool{}
 				for page := 0; ; page++ {
-					if page >= maxListPages {
-						return fmt.Errorf("list tasks: stopped after %d pages", maxListPages)
+					if page >= command.MaxListPages {
+						return fmt.Errorf("list tasks: stopped after %d pages", command.MaxListPages)
 					}
 					rctx, cancel := s.WithTimeout(ctx)
 					tl, err := c.ListTasks(rctx, opts)

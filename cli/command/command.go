@@ -33,6 +33,9 @@ import (
 // request or two to the agent.
 const DefaultRequestTimeout = 30 * time.Second
 
+// MaxListPages bounds how many pages a list verb follows.
+const MaxListPages = 10000
+
 // RunFunc runs a verb with its positional arguments once its flags are parsed.
 type RunFunc func(ctx context.Context, args []string) error
 

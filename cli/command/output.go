@@ -50,3 +50,11 @@ func PrettyJSON(s string) string {
 func Indent(s, pre string) string {
 	return pre + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n"+pre)
 }
+
+// OrDash is s, or "-" for an empty table cell.
+func OrDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

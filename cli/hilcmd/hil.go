@@ -1,4 +1,6 @@
-package cli
+// Package hilcmd holds the synapse hil command: the decisions waiting for
+// a person (list, show, approve, reject, modify, escalate).
+package hilcmd
 
 import (
 	"context"
@@ -14,7 +16,8 @@ import (
 	"github.com/synapse-edge/synapse/client"
 )
 
-func hilVerbs() []*command.Verb {
+// HILVerbs returns the verbs of synapse hil.
+func HILVerbs() []*command.Verb {
 	return []*command.Verb{hilListVerb(), hilShowVerb(),
 		hilDecideVerb(client.ActionApprove), hilDecideVerb(client.ActionReject), hilDecideVerb(client.ActionModify), hilDecideVerb(client.ActionEscalate)}
 }
@@ -268,7 +271,7 @@ it parses as JSON (true, 3, "text", {...}) and as text otherwise.`
 			if r.Decision != nil {
 				status = r.Decision.TaskStatus
 			}
-			fmt.Fprintf(s.IO.Out, "%s task %s at level %d; the task is %s\n", pastTense(action), r.TaskID, r.EscalationLevel, orDash(status))
+			fmt.Fprintf(s.IO.Out, "%s task %s at level %d; the task is %s\n", pastTense(action), r.TaskID, r.EscalationLevel, command.OrDash(status))
 			return nil
 		}
 	}

@@ -1,4 +1,4 @@
-package cli
+package peercmd
 
 import (
 	"context"
@@ -17,76 +17,78 @@ import (
 // negotiateTimeout covers a negotiation's four attempts of 30 s.
 const negotiateTimeout = 150 * time.Second
 
-// negotiateVerb is the negotiate command.
-var negotiateVerb = &command.Verb{
-	Name: "negotiate", MaxArgs: 0,
-	Summary: "negotiate a protocol contract with a paired agent",
-	About: `The agent asks the peer for a contract: the highest communication tier both
+// NegotiateVerb returns the negotiate command.
+func NegotiateVerb() *command.Verb {
+	return &command.Verb{
+		Name: "negotiate", MaxArgs: 0,
+		Summary: "negotiate a protocol contract with a paired agent",
+		About: `The agent asks the peer for a contract: the highest communication tier both
 serve, the first transport of the list both serve, and a security level at
 least the one asked for (high between agents of different systems and for
 --goal consult). Both agents keep the contract; later messages carry it. A
 refusal names its TP-NEG code and, when the peer offers one, the downgrade
 to ask for instead. Tiers: 1, 2, 3 or their full names; transports:
 native_tp, rest_api. Needs an admin token.`,
-	Agent: true, Timeout: negotiateTimeout,
-	Examples: []string{
-		"synapse negotiate --peer hospital_east_3fa9c2",
-		"synapse negotiate --peer hospital_east_3fa9c2 --tiers 2,3 --security high --purpose claim_consultation",
-		"synapse negotiate --peer gateway_b_9c01aa --tiers 1,3 --capability synapse.telemetry@1.0.0",
-		"synapse negotiate --peer hospital_east_3fa9c2 --profile tp_secure",
-	},
-	Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
-		peer := fs.String("peer", "", "agent_id of the paired agent to negotiate with (required)")
-		tiers := fs.String("tiers", "", "candidate tiers, comma separated (default: those the agent serves)")
-		transports := fs.String("transports", "", "candidate transports in order of preference (default: native_tp,rest_api)")
-		security := fs.String("security", "", "least security level: basic, standard or high (default basic)")
-		goal := fs.String("goal", "", "goal type; consult requires high")
-		purpose := fs.String("purpose", "", "session purpose (the task type of a tier-2 session)")
-		profile := fs.String("profile", "", "protocol profile the peer must meet: tp_core, tp_secure or tp_full (refused with the TP-NEG code of what it lacks)")
-		capability := fs.String("capability", "", "the tier-1 routine to agree on, `ID[@VERSION]` (its hash is read from this agent); adds tier 1 to the candidates")
-		return func(ctx context.Context, args []string) error {
-			if *peer == "" {
-				return command.UsageErrorf("--peer is required")
-			}
-			req := client.NegotiateRequest{Peer: *peer}
-			req.PreferredSecurityLevel = negotiate.SecurityLevel(*security)
-			req.GoalType, req.SessionPurpose = *goal, *purpose
-			if *security != "" && !req.PreferredSecurityLevel.Known() {
-				return command.UsageErrorf("--security %q: want basic, standard or high", *security)
-			}
-			req.RequiredProfile = negotiate.Profile(*profile)
-			if *profile != "" && !req.RequiredProfile.Known() {
-				return command.UsageErrorf("--profile %q: want tp_core, tp_secure or tp_full", *profile)
-			}
-			for _, t := range splitList(*tiers) {
-				tier, err := parseTier(t)
+		Agent: true, Timeout: negotiateTimeout,
+		Examples: []string{
+			"synapse negotiate --peer hospital_east_3fa9c2",
+			"synapse negotiate --peer hospital_east_3fa9c2 --tiers 2,3 --security high --purpose claim_consultation",
+			"synapse negotiate --peer gateway_b_9c01aa --tiers 1,3 --capability synapse.telemetry@1.0.0",
+			"synapse negotiate --peer hospital_east_3fa9c2 --profile tp_secure",
+		},
+		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
+			peer := fs.String("peer", "", "agent_id of the paired agent to negotiate with (required)")
+			tiers := fs.String("tiers", "", "candidate tiers, comma separated (default: those the agent serves)")
+			transports := fs.String("transports", "", "candidate transports in order of preference (default: native_tp,rest_api)")
+			security := fs.String("security", "", "least security level: basic, standard or high (default basic)")
+			goal := fs.String("goal", "", "goal type; consult requires high")
+			purpose := fs.String("purpose", "", "session purpose (the task type of a tier-2 session)")
+			profile := fs.String("profile", "", "protocol profile the peer must meet: tp_core, tp_secure or tp_full (refused with the TP-NEG code of what it lacks)")
+			capability := fs.String("capability", "", "the tier-1 routine to agree on, `ID[@VERSION]` (its hash is read from this agent); adds tier 1 to the candidates")
+			return func(ctx context.Context, args []string) error {
+				if *peer == "" {
+					return command.UsageErrorf("--peer is required")
+				}
+				req := client.NegotiateRequest{Peer: *peer}
+				req.PreferredSecurityLevel = negotiate.SecurityLevel(*security)
+				req.GoalType, req.SessionPurpose = *goal, *purpose
+				if *security != "" && !req.PreferredSecurityLevel.Known() {
+					return command.UsageErrorf("--security %q: want basic, standard or high", *security)
+				}
+				req.RequiredProfile = negotiate.Profile(*profile)
+				if *profile != "" && !req.RequiredProfile.Known() {
+					return command.UsageErrorf("--profile %q: want tp_core, tp_secure or tp_full", *profile)
+				}
+				for _, t := range splitList(*tiers) {
+					tier, err := parseTier(t)
+					if err != nil {
+						return err
+					}
+					req.CandidateTiers = append(req.CandidateTiers, tier)
+				}
+				for _, p := range splitList(*transports) {
+					req.CandidateTransports = append(req.CandidateTransports, negotiate.Transport{Protocol: p})
+				}
+				ctx, cancel := s.WithTimeout(ctx)
+				defer cancel()
+				if *capability != "" {
+					ref, err := capabilityRef(ctx, s, *capability)
+					if err != nil {
+						return err
+					}
+					req.Capability = ref
+					if req.CandidateTiers != nil && !slices.Contains(req.CandidateTiers, negotiate.Tier1) {
+						req.CandidateTiers = append([]negotiate.Tier{negotiate.Tier1}, req.CandidateTiers...)
+					}
+				}
+				c, err := s.Client().Negotiate(ctx, req)
 				if err != nil {
 					return err
 				}
-				req.CandidateTiers = append(req.CandidateTiers, tier)
+				return printContract(s, c)
 			}
-			for _, p := range splitList(*transports) {
-				req.CandidateTransports = append(req.CandidateTransports, negotiate.Transport{Protocol: p})
-			}
-			ctx, cancel := s.WithTimeout(ctx)
-			defer cancel()
-			if *capability != "" {
-				ref, err := capabilityRef(ctx, s, *capability)
-				if err != nil {
-					return err
-				}
-				req.Capability = ref
-				if req.CandidateTiers != nil && !slices.Contains(req.CandidateTiers, negotiate.Tier1) {
-					req.CandidateTiers = append([]negotiate.Tier{negotiate.Tier1}, req.CandidateTiers...)
-				}
-			}
-			c, err := s.Client().Negotiate(ctx, req)
-			if err != nil {
-				return err
-			}
-			return printContract(s, c)
-		}
-	},
+		},
+	}
 }
 
 // capabilityRef names a tier-1 routine of the agent, ID or ID@VERSION,
@@ -165,7 +167,8 @@ func printContract(s *command.Session, c *client.Contract) error {
 	return nil
 }
 
-func contractVerbs() []*command.Verb {
+// ContractVerbs returns the verbs of synapse contract.
+func ContractVerbs() []*command.Verb {
 	return []*command.Verb{contractListVerb(), contractShowVerb(), contractRevokeVerb()}
 }
 

@@ -1,4 +1,4 @@
-package cli
+package peercmd
 
 import (
 	"context"
@@ -18,7 +18,8 @@ const maxErrorColumn = 60
 // outboxPageSize is the page size outbox list asks for (the agent's most).
 const outboxPageSize = 1000
 
-func outboxVerbs() []*command.Verb {
+// OutboxVerbs returns the verbs of synapse outbox.
+func OutboxVerbs() []*command.Verb {
 	return []*command.Verb{outboxListVerb(), outboxRetryVerb(), outboxDropVerb()}
 }
 
@@ -66,8 +67,8 @@ dropped. The DESTINATION column is a peer's agent_id or a callback URL.`,
 					if dest == "" {
 						dest = it.URL
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", it.ID, orDash(dest), orDash(it.Type), it.Attempts,
-						orDash(timeText(whenOf(it))), orDash(clip(it.LastError, maxErrorColumn)))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", it.ID, command.OrDash(dest), command.OrDash(it.Type), it.Attempts,
+						command.OrDash(timeText(whenOf(it))), command.OrDash(clip(it.LastError, maxErrorColumn)))
 				}
 				return tw.Flush()
 			}
@@ -81,8 +82,8 @@ func listOutbox(ctx context.Context, s *command.Session, q client.OutboxQuery) (
 	items := []client.OutboxItem{}
 	seen := map[string]bool{}
 	for page := 0; ; page++ {
-		if page >= maxListPages {
-			return nil, fmt.Errorf("list outbox: stopped after %d pages", maxListPages)
+		if page >= command.MaxListPages {
+			return nil, fmt.Errorf("list outbox: stopped after %d pages", command.MaxListPages)
 		}
 		rctx, cancel := s.WithTimeout(ctx)
 		p, err := c.ListOutbox(rctx, q)
@@ -170,7 +171,7 @@ webhook) is requeued, in its original order.`,
 				if t := timeText(it.NextAttemptAt); t != "" {
 					when = ", next attempt " + t
 				}
-				fmt.Fprintf(s.IO.Out, "requeued message %s (%s%s)\n", args[0], orDash(it.State), when)
+				fmt.Fprintf(s.IO.Out, "requeued message %s (%s%s)\n", args[0], command.OrDash(it.State), when)
 				return nil
 			}
 		},

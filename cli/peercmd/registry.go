@@ -1,4 +1,4 @@
-package cli
+package peercmd
 
 import (
 	"context"
@@ -13,93 +13,95 @@ import (
 	"github.com/synapse-edge/synapse/client"
 )
 
-// capabilitiesVerb is the capabilities command (seed 000).
-var capabilitiesVerb = &command.Verb{
-	Name: "capabilities", MaxArgs: 0,
-	Summary: "show what the agent declares: task types, limits, interfaces, compliance",
-	About: `Without flags: the agent's capabilities (identity, task types, content types,
+// CapabilitiesVerb returns the capabilities command (seed 000).
+func CapabilitiesVerb() *command.Verb {
+	return &command.Verb{
+		Name: "capabilities", MaxArgs: 0,
+		Summary: "show what the agent declares: task types, limits, interfaces, compliance",
+		About: `Without flags: the agent's capabilities (identity, task types, content types,
 transport modes, limits, features). --interfaces lists the standard
 interfaces it implements. --compliance evaluates the agent against the 18
 standard interfaces (8 basic ones are required); with --agent-id, one of its
 paired peers instead (the agent fetches the peer's interface list). Both
 flags print both (with --json: {"interfaces":[...],"compliance":{...}}).`,
-	Agent: true, Timeout: command.DefaultRequestTimeout,
-	Examples: []string{
-		"synapse capabilities",
-		"synapse capabilities --interfaces",
-		"synapse capabilities --compliance",
-		"synapse caps --interfaces --compliance",
-		"synapse capabilities --agent-id edge-2_gateway_91c0aa --compliance --json",
-	},
-	Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
-		ifaces := fs.Bool("interfaces", false, "list the standard interfaces implemented")
-		compliance := fs.Bool("compliance", false, "evaluate compliance with the standard interfaces")
-		agentID := fs.String("agent-id", "", "with --compliance: evaluate this paired peer (`ID`; default the agent itself)")
-		fs.StringVar(agentID, "peer", "", "same as --agent-id")
-		return func(ctx context.Context, args []string) error {
-			if *agentID != "" && !*compliance {
-				return command.UsageErrorf("--agent-id goes with --compliance")
+		Agent: true, Timeout: command.DefaultRequestTimeout,
+		Examples: []string{
+			"synapse capabilities",
+			"synapse capabilities --interfaces",
+			"synapse capabilities --compliance",
+			"synapse caps --interfaces --compliance",
+			"synapse capabilities --agent-id edge-2_gateway_91c0aa --compliance --json",
+		},
+		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
+			ifaces := fs.Bool("interfaces", false, "list the standard interfaces implemented")
+			compliance := fs.Bool("compliance", false, "evaluate compliance with the standard interfaces")
+			agentID := fs.String("agent-id", "", "with --compliance: evaluate this paired peer (`ID`; default the agent itself)")
+			fs.StringVar(agentID, "peer", "", "same as --agent-id")
+			return func(ctx context.Context, args []string) error {
+				if *agentID != "" && !*compliance {
+					return command.UsageErrorf("--agent-id goes with --compliance")
+				}
+				ctx, cancel := s.WithTimeout(ctx)
+				defer cancel()
+				c := s.Client()
+				switch {
+				case *ifaces && *compliance:
+					id := *agentID
+					if id == "" {
+						id = "self"
+					}
+					l, err := c.Interfaces(ctx)
+					if err != nil {
+						return err
+					}
+					ev, err := c.Compliance(ctx, id)
+					if err != nil {
+						return err
+					}
+					if s.Flags.JSON {
+						return s.PrintJSON(map[string]any{"interfaces": l.Interfaces, "compliance": ev})
+					}
+					if err := printInterfaces(s.IO.Out, l.Interfaces); err != nil {
+						return err
+					}
+					fmt.Fprintln(s.IO.Out)
+					printCompliance(s.IO.Out, ev)
+				case *compliance:
+					id := *agentID
+					if id == "" {
+						id = "self"
+					}
+					ev, err := c.Compliance(ctx, id)
+					if err != nil {
+						return err
+					}
+					if s.Flags.JSON {
+						return s.PrintJSON(ev)
+					}
+					printCompliance(s.IO.Out, ev)
+				case *ifaces:
+					l, err := c.Interfaces(ctx)
+					if err != nil {
+						return err
+					}
+					if s.Flags.JSON {
+						return s.PrintJSON(l)
+					}
+					return printInterfaces(s.IO.Out, l.Interfaces)
+				default:
+					caps, err := c.Capabilities(ctx)
+					if err != nil {
+						return err
+					}
+					if s.Flags.JSON {
+						return s.PrintJSON(caps)
+					}
+					return printCapabilities(s.IO.Out, caps)
+				}
+				return nil
 			}
-			ctx, cancel := s.WithTimeout(ctx)
-			defer cancel()
-			c := s.Client()
-			switch {
-			case *ifaces && *compliance:
-				id := *agentID
-				if id == "" {
-					id = "self"
-				}
-				l, err := c.Interfaces(ctx)
-				if err != nil {
-					return err
-				}
-				ev, err := c.Compliance(ctx, id)
-				if err != nil {
-					return err
-				}
-				if s.Flags.JSON {
-					return s.PrintJSON(map[string]any{"interfaces": l.Interfaces, "compliance": ev})
-				}
-				if err := printInterfaces(s.IO.Out, l.Interfaces); err != nil {
-					return err
-				}
-				fmt.Fprintln(s.IO.Out)
-				printCompliance(s.IO.Out, ev)
-			case *compliance:
-				id := *agentID
-				if id == "" {
-					id = "self"
-				}
-				ev, err := c.Compliance(ctx, id)
-				if err != nil {
-					return err
-				}
-				if s.Flags.JSON {
-					return s.PrintJSON(ev)
-				}
-				printCompliance(s.IO.Out, ev)
-			case *ifaces:
-				l, err := c.Interfaces(ctx)
-				if err != nil {
-					return err
-				}
-				if s.Flags.JSON {
-					return s.PrintJSON(l)
-				}
-				return printInterfaces(s.IO.Out, l.Interfaces)
-			default:
-				caps, err := c.Capabilities(ctx)
-				if err != nil {
-					return err
-				}
-				if s.Flags.JSON {
-					return s.PrintJSON(caps)
-				}
-				return printCapabilities(s.IO.Out, caps)
-			}
-			return nil
-		}
-	},
+		},
+	}
 }
 
 func yesNo(b bool) string {
@@ -133,8 +135,8 @@ func printCapabilities(w io.Writer, c *client.Capabilities) error {
 		if t.InputSchema != "" {
 			schema = "yes"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Type, orDash(t.Name), orDash(t.EstimatedTime),
-			orDash(strings.Join(t.Capabilities, ",")), schema)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", t.Type, command.OrDash(t.Name), command.OrDash(t.EstimatedTime),
+			command.OrDash(strings.Join(t.Capabilities, ",")), schema)
 	}
 	return tw.Flush()
 }
@@ -159,7 +161,8 @@ func printCompliance(w io.Writer, ev *client.Compliance) {
 	})
 }
 
-func registryVerbs() []*command.Verb {
+// RegistryVerbs returns the verbs of synapse registry.
+func RegistryVerbs() []*command.Verb {
 	return []*command.Verb{registryListVerb(), registryFindVerb(), registryRemoveVerb()}
 }
 
@@ -257,8 +260,8 @@ func printDirectory(s *command.Session, list []client.DirectoryEntry) error {
 				types = append(types, t.Type)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.AgentID, orDash(e.Status), e.Endpoint,
-			orDash(strings.Join(types, ",")), yesNo(e.Compliance.Compliant), orDash(timeText(e.LastSeen)), orDash(e.Source))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.AgentID, command.OrDash(e.Status), e.Endpoint,
+			command.OrDash(strings.Join(types, ",")), yesNo(e.Compliance.Compliant), command.OrDash(timeText(e.LastSeen)), command.OrDash(e.Source))
 	}
 	return tw.Flush()
 }

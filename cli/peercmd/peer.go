@@ -1,4 +1,7 @@
-package cli
+// Package peercmd holds the synapse commands of the peer network: peer
+// (pair, accept, list, remove), identity, outbox (undelivered messages),
+// capabilities, registry, negotiate and contract.
+package peercmd
 
 import (
 	"context"
@@ -12,7 +15,8 @@ import (
 	"github.com/synapse-edge/synapse/client"
 )
 
-func peerVerbs() []*command.Verb {
+// PeerVerbs returns the verbs of synapse peer.
+func PeerVerbs() []*command.Verb {
 	return []*command.Verb{peerAddVerb(), peerListVerb(), peerRemoveVerb(), peerPendingVerb(), peerAcceptVerb(), peerDeclineVerb()}
 }
 
@@ -106,7 +110,7 @@ func peerListVerb() *command.Verb {
 				tw := tabwriter.NewWriter(s.IO.Out, 0, 0, 2, ' ', 0)
 				fmt.Fprintln(tw, "AGENT ID\tENDPOINT\tSTATUS\tLAST SEEN")
 				for _, p := range peers {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.AgentID, p.Endpoint, orDash(p.Status), orDash(timeText(p.LastSeen)))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.AgentID, p.Endpoint, command.OrDash(p.Status), command.OrDash(timeText(p.LastSeen)))
 				}
 				return tw.Flush()
 			}
@@ -144,11 +148,4 @@ func timeText(t string) string {
 		return ""
 	}
 	return t
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

@@ -1,4 +1,4 @@
-package cli
+package peercmd
 
 import (
 	"context"
@@ -48,7 +48,7 @@ token.`,
 				tw := tabwriter.NewWriter(s.IO.Out, 0, 0, 2, ' ', 0)
 				fmt.Fprintln(tw, "AGENT ID\tENDPOINT\tKEY FINGERPRINT\tSINCE")
 				for _, r := range reqs {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.AgentID, r.Endpoint, r.KeyFingerprint(), orDash(r.FirstSeen))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.AgentID, r.Endpoint, r.KeyFingerprint(), command.OrDash(r.FirstSeen))
 				}
 				return tw.Flush()
 			}
@@ -117,42 +117,45 @@ and shows up again in peer pending. Needs an admin token.`,
 	}
 }
 
-// identityVerb prints the agent's public identity.
-var identityVerb = &command.Verb{
-	Name: "identity", MaxArgs: 0,
-	Summary: "print the agent's id, endpoint and key fingerprint",
-	About: `Reads GET /identity (no token needed). --id prints the agent_id alone, for
+// IdentityVerb returns the identity command, which prints the agent's public
+// identity.
+func IdentityVerb() *command.Verb {
+	return &command.Verb{
+		Name: "identity", MaxArgs: 0,
+		Summary: "print the agent's id, endpoint and key fingerprint",
+		About: `Reads GET /identity (no token needed). --id prints the agent_id alone, for
 scripts: A=$(synapse identity --id).`,
-	Agent: true, Timeout: command.DefaultRequestTimeout,
-	Examples: []string{
-		"synapse identity",
-		"synapse --agent 127.0.0.1:8081 identity --id",
-	},
-	Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
-		idOnly := fs.Bool("id", false, "print the agent_id only")
-		return func(ctx context.Context, args []string) error {
-			ctx, cancel := s.WithTimeout(ctx)
-			defer cancel()
-			id, err := s.Client().Identity(ctx)
-			if err != nil {
-				return err
-			}
-			switch {
-			case *idOnly:
-				fmt.Fprintln(s.IO.Out, id.AgentID)
+		Agent: true, Timeout: command.DefaultRequestTimeout,
+		Examples: []string{
+			"synapse identity",
+			"synapse --agent 127.0.0.1:8081 identity --id",
+		},
+		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
+			idOnly := fs.Bool("id", false, "print the agent_id only")
+			return func(ctx context.Context, args []string) error {
+				ctx, cancel := s.WithTimeout(ctx)
+				defer cancel()
+				id, err := s.Client().Identity(ctx)
+				if err != nil {
+					return err
+				}
+				switch {
+				case *idOnly:
+					fmt.Fprintln(s.IO.Out, id.AgentID)
+					return nil
+				case s.Flags.JSON:
+					return s.PrintJSON(id)
+				}
+				command.PrintKV(s.IO.Out, []command.KV{
+					{"agent_id", id.AgentID},
+					{"agent_name", id.AgentName},
+					{"system_id", id.SystemID},
+					{"endpoint", id.Endpoint},
+					{"key fingerprint", client.KeyFingerprint(id.PublicKey)},
+					{"protocol_version", id.ProtocolVersion},
+				})
 				return nil
-			case s.Flags.JSON:
-				return s.PrintJSON(id)
 			}
-			command.PrintKV(s.IO.Out, []command.KV{
-				{"agent_id", id.AgentID},
-				{"agent_name", id.AgentName},
-				{"system_id", id.SystemID},
-				{"endpoint", id.Endpoint},
-				{"key fingerprint", client.KeyFingerprint(id.PublicKey)},
-				{"protocol_version", id.ProtocolVersion},
-			})
-			return nil
-		}
-	},
+		},
+	}
 }

@@ -1,4 +1,4 @@
-package cli
+package groupcmd
 
 import (
 	"context"
@@ -14,7 +14,8 @@ import (
 	"github.com/synapse-edge/synapse/group"
 )
 
-func voteVerbs() []*command.Verb {
+// VoteVerbs returns the verbs of synapse vote.
+func VoteVerbs() []*command.Verb {
 	return []*command.Verb{voteOpenVerb(), voteCastVerb(), voteShowVerb(), voteListVerb()}
 }
 
@@ -152,7 +153,7 @@ func voteListVerb() *command.Verb {
 					if v.Result != nil {
 						outcome, winner = v.Result.Outcome, v.Result.Winner
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", v.VoteID, v.Title, v.Consensus, v.Status, orDash(outcome), orDash(winner))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", v.VoteID, v.Title, v.Consensus, v.Status, command.OrDash(outcome), command.OrDash(winner))
 				}
 				return tw.Flush()
 			}

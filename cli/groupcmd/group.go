@@ -1,4 +1,7 @@
-package cli
+// Package groupcmd holds the synapse group and vote commands: groups of
+// agents (create, invite, join, leave, disband, messages, group tasks) and
+// the votes in them, through the agent's group routes.
+package groupcmd
 
 import (
 	"context"
@@ -17,7 +20,8 @@ import (
 	"github.com/synapse-edge/synapse/group"
 )
 
-func groupVerbs() []*command.Verb {
+// GroupVerbs returns the verbs of synapse group.
+func GroupVerbs() []*command.Verb {
 	return []*command.Verb{groupCreateVerb(), groupListVerb(), groupShowVerb(), groupInviteVerb(), groupJoinVerb(),
 		groupLeaveVerb(), groupDisbandVerb(), groupSendVerb(), groupMessagesVerb(), groupTaskVerb(), groupResultVerb()}
 }
