@@ -1,6 +1,10 @@
-// Package cli implements the synapse command line: the serve command that
-// runs an agent, and the commands that talk to a running agent over its
-// REST API (task, token, db) or work on its data directory directly.
+// Package cli is the root of the synapse command line: the command table,
+// the dispatch of a command line to its verb, help and version, and the
+// serve command, which wires and runs an agent. The other commands talk to
+// a running agent over its REST API or work on its data directory; they
+// live in packages of their own (cli/taskcmd, cli/admincmd, cli/tier1cmd,
+// cli/peercmd, cli/groupcmd, cli/hilcmd) written against the framework in
+// cli/command.
 //
 // # Shape
 //

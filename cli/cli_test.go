@@ -1,40 +1,14 @@
 package cli_test
 
 import (
-	"bytes"
-	"context"
-	"net"
 	"regexp"
 	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/synapse-edge/synapse/cli"
+	"github.com/synapse-edge/synapse/cli/internal/clitest"
 )
-
-// runCLI runs the command line with a clean environment and returns the
-// exit code and the two output streams.
-func runCLI(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	for _, k := range []string{"SYNAPSE_AGENT", "SYNAPSE_TOKEN", "SYNAPSE_ADMIN_TOKEN"} {
-		t.Setenv(k, "")
-	}
-	var out, errb bytes.Buffer
-	code = cli.Main(context.Background(), args, strings.NewReader(stdin), &out, &errb)
-	return code, out.String(), errb.String()
-}
-
-// closedAgent returns the address of a loopback port nothing listens on.
-func closedAgent(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return "http://" + addr
-}
 
 // verbs is the command line surface: every command and verb with --help.
 var verbs = []string{
@@ -49,7 +23,7 @@ func TestVerbHelp(t *testing.T) {
 		for _, flag := range []string{"--help", "-h"} {
 			t.Run(v+" "+flag, func(t *testing.T) {
 				args := append(strings.Fields(v), flag)
-				code, out, errOut := runCLI(t, "", args...)
+				code, out, errOut := clitest.Run(t, "", args...)
 				if code != cli.ExitOK {
 					t.Fatalf("exit code = %d, want 0; stderr:\n%s", code, errOut)
 				}
@@ -57,7 +31,7 @@ func TestVerbHelp(t *testing.T) {
 					t.Errorf("stderr = %q, want empty", errOut)
 				}
 				if want := "Usage: synapse " + v; !strings.HasPrefix(out, want) {
-					t.Errorf("stdout starts %q, want %q", firstLine(out), want)
+					t.Errorf("stdout starts %q, want %q", clitest.FirstLine(out), want)
 				}
 				if !strings.Contains(out, "\nExamples:\n  synapse "+v) {
 					t.Errorf("stdout has no example of %q:\n%s", v, out)
@@ -65,8 +39,8 @@ func TestVerbHelp(t *testing.T) {
 			})
 		}
 		t.Run("help "+v, func(t *testing.T) {
-			_, viaFlag, _ := runCLI(t, "", append(strings.Fields(v), "--help")...)
-			code, out, errOut := runCLI(t, "", append([]string{"help"}, strings.Fields(v)...)...)
+			_, viaFlag, _ := clitest.Run(t, "", append(strings.Fields(v), "--help")...)
+			code, out, errOut := clitest.Run(t, "", append([]string{"help"}, strings.Fields(v)...)...)
 			if code != cli.ExitOK || out != viaFlag {
 				t.Errorf("synapse help %s: exit %d, stdout %q, stderr %q; want exit 0 and the --help text", v, code, out, errOut)
 			}
@@ -75,13 +49,13 @@ func TestVerbHelp(t *testing.T) {
 }
 
 func TestAgentFlagsInHelp(t *testing.T) {
-	_, out, _ := runCLI(t, "", "task", "list", "--help")
+	_, out, _ := clitest.Run(t, "", "task", "list", "--help")
 	for _, want := range []string{"--agent URL", "--token TOKEN", "--data DIR", "--json", "--timeout", "--status STATE", "--all"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("task list --help lacks %q:\n%s", want, out)
 		}
 	}
-	_, out, _ = runCLI(t, "", "version", "--help")
+	_, out, _ = clitest.Run(t, "", "version", "--help")
 	if strings.Contains(out, "--agent") {
 		t.Errorf("version --help lists agent flags:\n%s", out)
 	}
@@ -95,12 +69,12 @@ func TestCommandHelp(t *testing.T) {
 	} {
 		for _, args := range [][]string{{c.cmd, "--help"}, {c.cmd, "-h"}, {c.cmd, "help"}, {"help", c.cmd}} {
 			t.Run(strings.Join(args, " "), func(t *testing.T) {
-				code, out, _ := runCLI(t, "", args...)
+				code, out, _ := clitest.Run(t, "", args...)
 				if code != cli.ExitOK {
 					t.Fatalf("exit code = %d, want 0", code)
 				}
 				if want := "Usage: synapse " + c.cmd + " VERB"; !strings.HasPrefix(out, want) {
-					t.Errorf("stdout starts %q, want %q", firstLine(out), want)
+					t.Errorf("stdout starts %q, want %q", clitest.FirstLine(out), want)
 				}
 				for _, v := range strings.Fields(c.verbs) {
 					if !strings.Contains(out, "\n  "+v+" ") {
@@ -134,7 +108,7 @@ func TestMainUsage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, out, errOut := runCLI(t, "", tt.args...)
+			code, out, errOut := clitest.Run(t, "", tt.args...)
 			if code != tt.wantCode {
 				t.Errorf("exit code = %d, want %d", code, tt.wantCode)
 			}
@@ -153,7 +127,7 @@ func TestMainUsage(t *testing.T) {
 }
 
 func TestMainUsageListsCommands(t *testing.T) {
-	_, out, _ := runCLI(t, "", "help")
+	_, out, _ := clitest.Run(t, "", "help")
 	for _, c := range []string{"serve", "task", "token", "db", "version", "help"} {
 		if !regexp.MustCompile(`(?m)^  ` + c + ` `).MatchString(out) {
 			t.Errorf("main usage lacks command %q:\n%s", c, out)
@@ -165,7 +139,7 @@ func TestVersion(t *testing.T) {
 	want := "synapse " + cli.Version + " " + runtime.GOOS + "/" + runtime.GOARCH + " " + runtime.Version() + "\n"
 	for _, args := range [][]string{{"version"}, {"--version"}} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
-			code, out, _ := runCLI(t, "", args...)
+			code, out, _ := clitest.Run(t, "", args...)
 			if code != cli.ExitOK || out != want {
 				t.Errorf("exit %d, stdout %q; want 0 and %q", code, out, want)
 			}
@@ -177,7 +151,7 @@ func TestVersion(t *testing.T) {
 // any request is made (the agent address is a closed port, so a request
 // would give exit code 1 instead).
 func TestUsageErrors(t *testing.T) {
-	agent := closedAgent(t)
+	agent := clitest.ClosedAgent(t)
 	tests := []struct {
 		name string
 		args []string
@@ -221,7 +195,7 @@ func TestUsageErrors(t *testing.T) {
 			if tt.name == "version with argument" {
 				args = tt.args
 			}
-			code, out, errOut := runCLI(t, "not json", args...)
+			code, out, errOut := clitest.Run(t, "not json", args...)
 			if code != cli.ExitUsage {
 				t.Errorf("exit code = %d, want 2; stderr:\n%s", code, errOut)
 			}
@@ -239,7 +213,7 @@ func TestUsageErrors(t *testing.T) {
 }
 
 func TestRuntimeErrorWithoutAgent(t *testing.T) {
-	agent := closedAgent(t)
+	agent := clitest.ClosedAgent(t)
 	tests := []struct {
 		name string
 		args []string
@@ -255,7 +229,7 @@ func TestRuntimeErrorWithoutAgent(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			// The global flag goes before the command: it must carry over.
 			args := append([]string{"--agent", agent}, tt.args...)
-			code, out, errOut := runCLI(t, `{"msg":"hi"}`, args...)
+			code, out, errOut := clitest.Run(t, `{"msg":"hi"}`, args...)
 			if code != cli.ExitFailure {
 				t.Errorf("exit code = %d, want 1; stderr:\n%s", code, errOut)
 			}
@@ -272,23 +246,18 @@ func TestRuntimeErrorWithoutAgent(t *testing.T) {
 func TestServeDispatch(t *testing.T) {
 	// serve's own flags are its business; an unknown one must not be taken
 	// for a global flag or a command.
-	code, out, errOut := runCLI(t, "", "serve", "--no-such-flag")
+	code, out, errOut := clitest.Run(t, "", "serve", "--no-such-flag")
 	if code != cli.ExitUsage || !strings.Contains(errOut, "synapse serve: flag provided but not defined: -no-such-flag") || out != "" {
 		t.Errorf("serve --no-such-flag: exit %d, stdout %q, stderr:\n%s\nwant exit 2 and serve's message", code, out, errOut)
 	}
 	// Global flags before "serve" are handed to serve's parser.
-	code, _, errOut = runCLI(t, "", "--json", "serve")
+	code, _, errOut = clitest.Run(t, "", "--json", "serve")
 	if code != cli.ExitUsage || !strings.Contains(errOut, "synapse serve: flag provided but not defined: -json") {
 		t.Errorf("synapse --json serve: exit %d, stderr:\n%s\nwant exit 2 from serve", code, errOut)
 	}
-	_, viaFlag, _ := runCLI(t, "", "serve", "--help")
-	code, viaHelp, _ := runCLI(t, "", "help", "serve")
+	_, viaFlag, _ := clitest.Run(t, "", "serve", "--help")
+	code, viaHelp, _ := clitest.Run(t, "", "help", "serve")
 	if code != cli.ExitOK || !strings.HasPrefix(viaHelp, "Usage: synapse serve") || viaHelp != viaFlag {
-		t.Errorf("synapse help serve: exit %d, %q; want serve's --help text", code, firstLine(viaHelp))
+		t.Errorf("synapse help serve: exit %d, %q; want serve's --help text", code, clitest.FirstLine(viaHelp))
 	}
-}
-
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
 }

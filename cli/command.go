@@ -6,20 +6,23 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/synapse-edge/synapse/cli/admincmd"
 	"github.com/synapse-edge/synapse/cli/command"
 	"github.com/synapse-edge/synapse/cli/groupcmd"
 	"github.com/synapse-edge/synapse/cli/hilcmd"
 	"github.com/synapse-edge/synapse/cli/peercmd"
+	"github.com/synapse-edge/synapse/cli/taskcmd"
+	"github.com/synapse-edge/synapse/cli/tier1cmd"
 )
 
 // commands returns the command table in the order of the main usage.
 func commands() []*command.Command {
 	return []*command.Command{
 		{Name: "serve", Summary: "run the agent (HTTP API, task engine, store)"},
-		{Name: "task", Summary: "submit, follow and manage tasks", Verbs: taskVerbs()},
-		{Name: "token", Summary: "manage API tokens (admin)", Verbs: tokenVerbs()},
-		{Name: "db", Summary: "check and back up the database", Verbs: dbVerbs()},
-		{Name: "tier1", Summary: "tier-1 routines: list, load-test ingest, export frames", Verbs: tier1Verbs()},
+		{Name: "task", Summary: "submit, follow and manage tasks", Verbs: taskcmd.TaskVerbs()},
+		{Name: "token", Summary: "manage API tokens (admin)", Verbs: admincmd.TokenVerbs()},
+		{Name: "db", Summary: "check and back up the database", Verbs: admincmd.DBVerbs()},
+		{Name: "tier1", Summary: "tier-1 routines: list, load-test ingest, export frames", Verbs: tier1cmd.Tier1Verbs()},
 		{Name: "peer", Summary: "pair with other agents, accept their pair requests, list them", Verbs: peercmd.PeerVerbs()},
 		leaf("identity", peercmd.IdentityVerb()),
 		{Name: "outbox", Summary: "inspect and replay undelivered messages (admin)", Verbs: peercmd.OutboxVerbs()},
@@ -31,7 +34,7 @@ func commands() []*command.Command {
 		{Name: "registry", Summary: "agents registered with this one: list, find by capability, remove", Verbs: peercmd.RegistryVerbs()},
 		leaf("negotiate", peercmd.NegotiateVerb()),
 		{Name: "contract", Summary: "protocol contracts with peers: list, show, revoke", Verbs: peercmd.ContractVerbs()},
-		{Name: "audit", Summary: "the hash-chained audit log of security events: list, verify", Verbs: auditVerbs()},
+		{Name: "audit", Summary: "the hash-chained audit log of security events: list, verify", Verbs: admincmd.AuditVerbs()},
 		leaf("version", versionVerb()),
 		{Name: "help", Summary: "show help for a command or verb"},
 	}

@@ -1,4 +1,4 @@
-package cli
+package admincmd
 
 import (
 	"context"
@@ -30,7 +30,8 @@ const probeTimeout = 2 * time.Second
 // defaultBackupTimeout is the default --timeout of db backup.
 const defaultBackupTimeout = 10 * time.Minute
 
-func dbVerbs() []*command.Verb { return []*command.Verb{dbCheckVerb(), dbBackupVerb()} }
+// DBVerbs returns the verbs of synapse db.
+func DBVerbs() []*command.Verb { return []*command.Verb{dbCheckVerb(), dbBackupVerb()} }
 
 const dbAbout = `When an agent answers at --agent the work is done by that agent over its admin
 API (an admin token is needed); otherwise, or with --offline, the file

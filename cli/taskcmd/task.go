@@ -1,4 +1,6 @@
-package cli
+// Package taskcmd holds the synapse task command: submit, get, list,
+// cancel, watch (live, with a progress bar on a terminal) and info.
+package taskcmd
 
 import (
 	"bytes"
@@ -17,7 +19,8 @@ import (
 // maxPayloadSize bounds a payload read from a file or standard input.
 const maxPayloadSize = 16 << 20
 
-func taskVerbs() []*command.Verb {
+// TaskVerbs returns the verbs of synapse task.
+func TaskVerbs() []*command.Verb {
 	return []*command.Verb{taskSubmitVerb(), taskGetVerb(), taskListVerb(), taskCancelVerb(), taskWatchVerb(), taskInfoVerb()}
 }
 

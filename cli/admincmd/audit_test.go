@@ -1,4 +1,4 @@
-package cli_test
+package admincmd_test
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/synapse-edge/synapse/cli/internal/clitest"
 	"github.com/synapse-edge/synapse/store"
 )
 
@@ -34,7 +35,7 @@ func TestAuditVerifyOffline(t *testing.T) {
 	if err := db.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if code, out, errOut := runCLI(t, "", "audit", "verify", "--offline", "--data", dir); code != 0 || !strings.Contains(out, "ok:        true") {
+	if code, out, errOut := clitest.Run(t, "", "audit", "verify", "--offline", "--data", dir); code != 0 || !strings.Contains(out, "ok:        true") {
 		t.Fatalf("intact: exit %d\n%s%s", code, out, errOut)
 	}
 	raw, err := os.ReadFile(path)
@@ -49,7 +50,7 @@ func TestAuditVerifyOffline(t *testing.T) {
 	if err := os.WriteFile(path, edited, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut := runCLI(t, "", "audit", "verify", "--offline", "--data", dir)
+	code, out, errOut := clitest.Run(t, "", "audit", "verify", "--offline", "--data", dir)
 	if code != 1 || !strings.Contains(out+errOut, "record 2") {
 		t.Errorf("after editing record 2: exit %d, want 1 naming record 2\n%s%s", code, out, errOut)
 	}

@@ -1,4 +1,4 @@
-package cli_test
+package tier1cmd_test
 
 import (
 	"bufio"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/cli"
+	"github.com/synapse-edge/synapse/cli/internal/clitest"
 	"github.com/synapse-edge/synapse/client"
 	"github.com/synapse-edge/synapse/client/agenttest"
 	"github.com/synapse-edge/synapse/tier1"
@@ -27,12 +28,12 @@ var p2pTier1Verbs = []string{
 func TestTier1PeerOutboxHelp(t *testing.T) {
 	for _, v := range p2pTier1Verbs {
 		t.Run(v, func(t *testing.T) {
-			code, out, errOut := runCLI(t, "", append(strings.Fields(v), "--help")...)
+			code, out, errOut := clitest.Run(t, "", append(strings.Fields(v), "--help")...)
 			if code != cli.ExitOK || errOut != "" {
 				t.Fatalf("exit %d, stderr %q; want 0 and nothing", code, errOut)
 			}
 			if want := "Usage: synapse " + v; !strings.HasPrefix(out, want) {
-				t.Errorf("stdout starts %q, want %q", firstLine(out), want)
+				t.Errorf("stdout starts %q, want %q", clitest.FirstLine(out), want)
 			}
 			if !strings.Contains(out, "\nExamples:\n  synapse "+v) {
 				t.Errorf("no example of %q:\n%s", v, out)
@@ -40,7 +41,7 @@ func TestTier1PeerOutboxHelp(t *testing.T) {
 			if !strings.Contains(out, "--agent URL") {
 				t.Errorf("no agent flags:\n%s", out)
 			}
-			_, viaHelp, _ := runCLI(t, "", append([]string{"help"}, strings.Fields(v)...)...)
+			_, viaHelp, _ := clitest.Run(t, "", append([]string{"help"}, strings.Fields(v)...)...)
 			if viaHelp != out {
 				t.Errorf("synapse help %s differs from --help", v)
 			}
@@ -52,23 +53,23 @@ func TestTier1PeerOutboxHelp(t *testing.T) {
 		{"outbox", "list retry drop"},
 	} {
 		t.Run(c.cmd, func(t *testing.T) {
-			code, out, _ := runCLI(t, "", c.cmd, "--help")
+			code, out, _ := clitest.Run(t, "", c.cmd, "--help")
 			if code != cli.ExitOK || !strings.HasPrefix(out, "Usage: synapse "+c.cmd+" VERB") {
-				t.Fatalf("exit %d, stdout starts %q", code, firstLine(out))
+				t.Fatalf("exit %d, stdout starts %q", code, clitest.FirstLine(out))
 			}
 			for _, v := range strings.Fields(c.verbs) {
 				if !strings.Contains(out, "\n  "+v+" ") {
 					t.Errorf("usage lacks verb %q:\n%s", v, out)
 				}
 			}
-			_, main, _ := runCLI(t, "", "help")
+			_, main, _ := clitest.Run(t, "", "help")
 			if !strings.Contains(main, "\n  "+c.cmd+" ") {
 				t.Errorf("main usage lacks %q:\n%s", c.cmd, main)
 			}
 		})
 	}
 	t.Run("send flags", func(t *testing.T) {
-		_, out, _ := runCLI(t, "", "tier1", "send", "--help")
+		_, out, _ := clitest.Run(t, "", "tier1", "send", "--help")
 		for _, want := range []string{"--rate N", "--batch N", "(default 100)", "--duration DURATION", "(default 10s)",
 			"--frames N", "--devices N", "--metric NAME", "--http"} {
 			if !strings.Contains(out, want) {
@@ -81,7 +82,7 @@ func TestTier1PeerOutboxHelp(t *testing.T) {
 // TestTier1PeerOutboxUsageErrors checks that bad input is refused with
 // exit code 2 before any request (the agent is a closed port).
 func TestTier1PeerOutboxUsageErrors(t *testing.T) {
-	agent := closedAgent(t)
+	agent := clitest.ClosedAgent(t)
 	tests := []struct {
 		name string
 		args []string
@@ -115,7 +116,7 @@ func TestTier1PeerOutboxUsageErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, out, errOut := runCLI(t, "", append(tt.args, "--agent", agent)...)
+			code, out, errOut := clitest.Run(t, "", append(tt.args, "--agent", agent)...)
 			if code != cli.ExitUsage {
 				t.Errorf("exit code = %d, want 2; stderr:\n%s", code, errOut)
 			}
@@ -133,7 +134,7 @@ func TestTier1PeerOutboxUsageErrors(t *testing.T) {
 }
 
 func TestTier1PeerOutboxWithoutAgent(t *testing.T) {
-	agent := closedAgent(t)
+	agent := clitest.ClosedAgent(t)
 	for _, args := range [][]string{
 		{"tier1", "routines"},
 		{"tier1", "send", "--frames", "10"},
@@ -148,7 +149,7 @@ func TestTier1PeerOutboxWithoutAgent(t *testing.T) {
 		{"outbox", "drop", "m1"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
-			code, out, errOut := runCLI(t, "", append([]string{"--agent", agent}, args...)...)
+			code, out, errOut := clitest.Run(t, "", append([]string{"--agent", agent}, args...)...)
 			if code != cli.ExitFailure {
 				t.Errorf("exit code = %d, want 1; stderr:\n%s", code, errOut)
 			}
@@ -190,18 +191,18 @@ type telemetryFrame struct {
 }
 
 func TestE2ETier1(t *testing.T) {
-	a := e2eAgent(t)
+	a := clitest.Agent(t, &synapseBin)
 	const devices, frames = 7, 5000
 	start := time.Now()
 
 	t.Run("routines", func(t *testing.T) {
 		d := tier1.Telemetry()
-		out := mustCLI(t, a, "", "tier1", "routines")
+		out := clitest.Must(t, a, "", "tier1", "routines")
 		want := "synapse.telemetry  1.0.0    " + d.Hash() + "  device_id:str seq:uint ts:int[ns] metric:str value:float unit:str?"
 		if !strings.Contains(out, want) {
 			t.Errorf("routines lack\n%s\ngot:\n%s", want, out)
 		}
-		got := decode[struct{ Routines []client.Tier1Routine }](t, mustCLI(t, a, "", "tier1", "routines", "--json"))
+		got := clitest.Decode[struct{ Routines []client.Tier1Routine }](t, clitest.Must(t, a, "", "tier1", "routines", "--json"))
 		if len(got.Routines) == 0 || got.Routines[0].CapabilityID != d.CapabilityID || got.Routines[0].Hash != d.Hash() ||
 			len(got.Routines[0].Fields) != len(d.Fields) {
 			t.Errorf("routines --json = %+v, want synapse.telemetry with hash %s", got.Routines, d.Hash())
@@ -209,9 +210,9 @@ func TestE2ETier1(t *testing.T) {
 	})
 
 	t.Run("send", func(t *testing.T) {
-		out := mustCLI(t, a, "", "tier1", "send", "--frames", strconv.Itoa(frames), "--batch", "100",
+		out := clitest.Must(t, a, "", "tier1", "send", "--frames", strconv.Itoa(frames), "--batch", "100",
 			"--devices", strconv.Itoa(devices), "--json")
-		sum := decode[sendSummary](t, out)
+		sum := clitest.Decode[sendSummary](t, out)
 		if sum.Transport != "websocket" || sum.FramesSent != frames || sum.BatchesSent != frames/100 ||
 			sum.Acknowledged != frames || sum.Refused != 0 || sum.Unacknowledged != 0 || sum.FirstError != "" || sum.Duplicates != 0 {
 			t.Errorf("summary = %+v, want %d frames in %d batches over websocket, all acknowledged", sum, frames, frames/100)
@@ -225,7 +226,7 @@ func TestE2ETier1(t *testing.T) {
 	})
 
 	t.Run("export jsonl", func(t *testing.T) {
-		code, out, errOut := cliAt(t, a, "", "tier1", "export", "--format", "jsonl")
+		code, out, errOut := clitest.At(t, a, "", "tier1", "export", "--format", "jsonl")
 		if code != cli.ExitOK {
 			t.Fatalf("exit %d: %s", code, errOut)
 		}
@@ -267,7 +268,7 @@ func TestE2ETier1(t *testing.T) {
 	})
 
 	t.Run("export csv", func(t *testing.T) {
-		out := mustCLI(t, a, "", "tier1", "export", "--format", "csv")
+		out := clitest.Must(t, a, "", "tier1", "export", "--format", "csv")
 		rows, err := csv.NewReader(strings.NewReader(out)).ReadAll()
 		if err != nil {
 			t.Fatal(err)
@@ -289,18 +290,18 @@ func TestE2ETier1(t *testing.T) {
 	})
 
 	t.Run("export filters", func(t *testing.T) {
-		out := mustCLI(t, a, "", "tier1", "export", "--device", "dev-0003")
+		out := clitest.Must(t, a, "", "tier1", "export", "--device", "dev-0003")
 		if got, want := strings.Count(out, "\n"), frames/devices; got != want || strings.Contains(out, "dev-0001") {
 			t.Errorf("--device dev-0003 gave %d lines, want %d of that device only", got, want)
 		}
 		future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
-		if out := mustCLI(t, a, "", "tier1", "export", "--since", future); out != "" {
-			t.Errorf("--since %s gave %q, want nothing", future, firstLine(out))
+		if out := clitest.Must(t, a, "", "tier1", "export", "--since", future); out != "" {
+			t.Errorf("--since %s gave %q, want nothing", future, clitest.FirstLine(out))
 		}
-		if out := mustCLI(t, a, "", "tier1", "export", "--until", strconv.FormatInt(start.UnixNano(), 10)); out != "" {
-			t.Errorf("--until the start gave %q, want nothing", firstLine(out))
+		if out := clitest.Must(t, a, "", "tier1", "export", "--until", strconv.FormatInt(start.UnixNano(), 10)); out != "" {
+			t.Errorf("--until the start gave %q, want nothing", clitest.FirstLine(out))
 		}
-		out = mustCLI(t, a, "", "tier1", "export", "--since", "1h", "--format", "csv")
+		out = clitest.Must(t, a, "", "tier1", "export", "--since", "1h", "--format", "csv")
 		if got := strings.Count(out, "\n"); got != frames+1 {
 			t.Errorf("--since 1h gave %d CSV lines, want %d", got, frames+1)
 		}
@@ -308,9 +309,9 @@ func TestE2ETier1(t *testing.T) {
 
 	t.Run("export to a file", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "frames.jsonl")
-		code, out, errOut := cliAt(t, a, "", "tier1", "export", "--out", path)
+		code, out, errOut := clitest.At(t, a, "", "tier1", "export", "--out", path)
 		if code != cli.ExitOK || out != "" || !strings.Contains(errOut, "exported 5,000 frames of synapse.telemetry to "+path) {
-			t.Fatalf("exit %d, stdout %q, stderr %q", code, firstLine(out), errOut)
+			t.Fatalf("exit %d, stdout %q, stderr %q", code, clitest.FirstLine(out), errOut)
 		}
 		if got := countLines(t, path); got != frames {
 			t.Errorf("%s has %d lines, want %d", path, got, frames)
@@ -322,14 +323,14 @@ func TestE2ETier1(t *testing.T) {
 	})
 
 	t.Run("send over HTTP", func(t *testing.T) {
-		out := mustCLI(t, a, "", "tier1", "send", "--http", "--frames", "1000", "--batch", "64", "--metric", "humidity", "--unit", "%")
+		out := clitest.Must(t, a, "", "tier1", "send", "--http", "--frames", "1000", "--batch", "64", "--metric", "humidity", "--unit", "%")
 		for _, want := range []string{"sent:", "1,000 frames in 16 batches over http", "acknowledged: 1,000 frames", "refused:      0 frames",
 			"mean rate:", "ack latency:  p50", "bytes/frame"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("summary lacks %q:\n%s", want, out)
 			}
 		}
-		csvOut := mustCLI(t, a, "", "tier1", "export", "--format", "csv")
+		csvOut := clitest.Must(t, a, "", "tier1", "export", "--format", "csv")
 		if got := strings.Count(csvOut, ",humidity,"); got != 1000 {
 			t.Errorf("%d humidity rows, want 1000", got)
 		}
@@ -339,24 +340,24 @@ func TestE2ETier1(t *testing.T) {
 	})
 
 	t.Run("unknown routine", func(t *testing.T) {
-		code, _, errOut := cliAt(t, a, "", "tier1", "export", "--routine", "acme.none")
+		code, _, errOut := clitest.At(t, a, "", "tier1", "export", "--routine", "acme.none")
 		if code != cli.ExitFailure || !strings.Contains(errOut, "acme.none") {
 			t.Errorf("exit %d, stderr %q; want 1 naming the routine", code, errOut)
 		}
-		code, _, errOut = cliAt(t, a, "", "tier1", "export", "--routine", "acme.none", "--format", "csv")
+		code, _, errOut = clitest.At(t, a, "", "tier1", "export", "--routine", "acme.none", "--format", "csv")
 		if code != cli.ExitFailure || !strings.Contains(errOut, `no routine "acme.none"`) {
 			t.Errorf("csv: exit %d, stderr %q; want 1 naming the routine", code, errOut)
 		}
 	})
 
 	t.Run("token without the scope", func(t *testing.T) {
-		tok := decode[client.TokenCreated](t, mustCLI(t, a, "", "token", "create", "reader", "--scope", "tier1:read", "--json"))
+		tok := clitest.Decode[client.TokenCreated](t, clitest.Must(t, a, "", "token", "create", "reader", "--scope", "tier1:read", "--json"))
 		for _, http := range []string{"", "--http"} {
 			args := []string{"--agent", a.URL, "--token", tok.Token, "tier1", "send", "--frames", "10000", "--batch", "10"}
 			if http != "" {
 				args = append(args, http)
 			}
-			code, out, errOut := runCLI(t, "", args...)
+			code, out, errOut := clitest.Run(t, "", args...)
 			if code != cli.ExitFailure || out != "" || !strings.Contains(errOut, "(403)") || !strings.Contains(errOut, "hint: the token lacks the scope") {
 				t.Errorf("%s: exit %d, stdout %q, stderr %q; want 1 with the 403 error and its hint", args, code, out, errOut)
 			}
@@ -378,7 +379,7 @@ func TestE2ETier1Refused(t *testing.T) {
 	a := agenttest.Start(t, synapseBin.Path(t), agenttest.Options{Args: []string{"--config", cfg}})
 
 	t.Run("http", func(t *testing.T) {
-		code, out, errOut := cliAt(t, a, "", "tier1", "send", "--http", "--frames", "500")
+		code, out, errOut := clitest.At(t, a, "", "tier1", "send", "--http", "--frames", "500")
 		if code != cli.ExitFailure {
 			t.Errorf("exit %d, want 1", code)
 		}
@@ -397,7 +398,7 @@ func TestE2ETier1Refused(t *testing.T) {
 		// answer: the error alone is printed, without a summary. The
 		// client sees the close frame (1009, message too big) or, when
 		// its next write lands after the agent closed, a reset or a broken pipe.
-		code, out, errOut := cliAt(t, a, "", "tier1", "send", "--frames", "500", "--json")
+		code, out, errOut := clitest.At(t, a, "", "tier1", "send", "--frames", "500", "--json")
 		closed := strings.Contains(errOut, "1009") || strings.Contains(errOut, "connection reset") || strings.Contains(errOut, "broken pipe")
 		if code != cli.ExitFailure || !strings.Contains(errOut, "frames unacknowledged") || !closed {
 			t.Errorf("exit %d, stderr %q; want 1, frames unacknowledged and the stream closed (1009, reset or broken pipe)", code, errOut)
@@ -408,18 +409,18 @@ func TestE2ETier1Refused(t *testing.T) {
 	})
 
 	t.Run("small batches pass", func(t *testing.T) {
-		out := mustCLI(t, a, "", "tier1", "send", "--frames", "500", "--batch", "10")
+		out := clitest.Must(t, a, "", "tier1", "send", "--frames", "500", "--batch", "10")
 		if !strings.Contains(out, "acknowledged: 500 frames") {
 			t.Errorf("summary:\n%s", out)
 		}
 	})
 
 	t.Run("user routine", func(t *testing.T) {
-		out := mustCLI(t, a, "", "tier1", "routines")
+		out := clitest.Must(t, a, "", "tier1", "routines")
 		if !strings.Contains(out, "acme.vibration     2.1.0    sha256:") || !strings.Contains(out, "sensor:str rms:float[mm/s] note:str?") {
 			t.Errorf("routines:\n%s", out)
 		}
-		code, out, errOut := cliAt(t, a, "", "tier1", "export", "--routine", "acme.vibration", "--format", "csv")
+		code, out, errOut := clitest.At(t, a, "", "tier1", "export", "--routine", "acme.vibration", "--format", "csv")
 		if code != cli.ExitOK || out != "sensor,rms,note\n" || !strings.Contains(errOut, "exported 0 frames") {
 			t.Errorf("exit %d, stdout %q, stderr %q; want the header only", code, out, errOut)
 		}

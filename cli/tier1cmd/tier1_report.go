@@ -1,4 +1,4 @@
-package cli
+package tier1cmd
 
 import (
 	"fmt"

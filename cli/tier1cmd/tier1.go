@@ -1,4 +1,6 @@
-package cli
+// Package tier1cmd holds the synapse tier1 command: the routines of an
+// agent, a load test of its ingest (send) and the export of stored frames.
+package tier1cmd
 
 import (
 	"bufio"
@@ -27,7 +29,8 @@ const exportPageSize = 10_000
 // maxExportPages bounds the pages one export follows (10^10 frames).
 const maxExportPages = 1_000_000
 
-func tier1Verbs() []*command.Verb {
+// Tier1Verbs returns the verbs of synapse tier1.
+func Tier1Verbs() []*command.Verb {
 	return []*command.Verb{tier1RoutinesVerb(), tier1SendVerb(), tier1ExportVerb()}
 }
 

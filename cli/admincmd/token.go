@@ -1,4 +1,8 @@
-package cli
+// Package admincmd holds the synapse commands of an agent's administrator:
+// token (API tokens), db (check, backup) and audit (the hash-chained log of
+// security events); db and audit also work on the data directory directly
+// when no agent serves it.
+package admincmd
 
 import (
 	"context"
@@ -11,7 +15,8 @@ import (
 	"github.com/synapse-edge/synapse/client"
 )
 
-func tokenVerbs() []*command.Verb {
+// TokenVerbs returns the verbs of synapse token.
+func TokenVerbs() []*command.Verb {
 	return []*command.Verb{tokenCreateVerb(), tokenListVerb(), tokenRevokeVerb()}
 }
 

@@ -1,4 +1,4 @@
-package cli
+package admincmd
 
 import (
 	"context"
@@ -20,7 +20,8 @@ append-only and hash-chained: every record carries the hash of the one
 before it, so editing, inserting or reordering a stored record breaks the
 chain, and "audit verify" says where.`
 
-func auditVerbs() []*command.Verb {
+// AuditVerbs returns the verbs of synapse audit.
+func AuditVerbs() []*command.Verb {
 	return []*command.Verb{auditListVerb(), auditVerifyVerb()}
 }
 
