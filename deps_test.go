@@ -79,6 +79,25 @@ var apiStoreFiles = map[string]string{
 	"httpapi/admin.go": "the admin backup and check routes are about the file itself",
 }
 
+// commandPackages are the command groups of the command line: they talk
+// to an agent through client and cli/command, and of the module they
+// import only commandImports; the engine, the servers and the transports
+// are serve's, wired in cli.
+var commandPackages = []string{"cli/command", "cli/taskcmd", "cli/admincmd", "cli/tier1cmd", "cli/peercmd", "cli/groupcmd", "cli/hilcmd"}
+
+// commandImports are the module packages a command package may import, with why.
+var commandImports = map[string]string{
+	"cli/command":         "the framework of the command line",
+	"client":              "the Go client of the REST API",
+	"client/tier1export":  "tier1 export writes the frames",
+	"client/tier1load":    "tier1 send generates the load",
+	"internal/atomicfile": "db backup and tier1 export write their file whole or not at all",
+	"wire":                "the API prefix",
+	"store":               "db and audit open the data file when no agent serves it",
+	"negotiate":           "negotiate parses tiers, transports and security levels",
+	"group":               "group and vote decode the agent's group types",
+}
+
 func TestImportRules(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
@@ -117,6 +136,9 @@ func TestImportRulesCatch(t *testing.T) {
 			Imports: []string{module + "/store"},
 			GoFiles: []string{write("tasks.go", "package grpcapi\nimport \""+module+"/store\"\nvar _ store.Tx\n"),
 				write("groups.go", "package grpcapi\nfunc f(s interface{ Store() int }) int { return s.Store() }\n")}},
+		module + "/cli/hilcmd": {ImportPath: module + "/cli/hilcmd", Dir: dir,
+			Imports: []string{module + "/client", module + "/hil"},
+			GoFiles: []string{write("hil.go", "package hilcmd\nimport \""+module+"/hil\"\nimport \""+module+"/client\"\n")}},
 	}
 	got := strings.Join(checkRules(bad), "\n")
 	for _, want := range []string{
@@ -126,13 +148,14 @@ func TestImportRulesCatch(t *testing.T) {
 		"cli imports github.com/valyala/fasthttp/fasthttputil (send.go); only httpapi, transport/httptransport may",
 		"grpcapi imports store (tasks.go): API packages",
 		"grpcapi calls Store() (groups.go:2): API packages",
+		"cli/hilcmd imports hil (hil.go): a command package talks to agents through client",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("no violation %q in:\n%s", want, got)
 		}
 	}
-	if n := strings.Count(got, "\n") + 1; n != 6 {
-		t.Errorf("%d violations, want 6:\n%s", n, got)
+	if n := strings.Count(got, "\n") + 1; n != 7 {
+		t.Errorf("%d violations, want 7:\n%s", n, got)
 	}
 }
 
@@ -282,6 +305,14 @@ func checkRules(pkgs map[string]*listedPackage) []string {
 		}
 		if slices.Contains(apiPackages, name) {
 			out = append(out, storeUses(p, name)...)
+		}
+		if slices.Contains(commandPackages, name) {
+			for _, imp := range p.Imports {
+				if r := rel(imp); r != "" && commandImports[r] == "" {
+					out = append(out, fmt.Sprintf("%s imports %s (%s): a command package talks to agents through client; serve (cli) wires the engine",
+						name, r, filesImporting(p, imp)))
+				}
+			}
 		}
 	}
 	sort.Strings(out)
