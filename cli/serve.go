@@ -19,6 +19,7 @@ import (
 	"github.com/synapse-edge/synapse/handlers"
 	"github.com/synapse-edge/synapse/hil"
 	"github.com/synapse-edge/synapse/httpapi"
+	"github.com/synapse-edge/synapse/internal/startpages"
 	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/store"
 )
@@ -174,6 +175,13 @@ func serve(ctx context.Context, sio *command.IO, log *slog.Logger, cfg agent.Con
 		tokenHint = filepath.Join(cfg.DataDir, agent.AdminTokenFile)
 	}
 	log.Info("serving", "agent_id", id.AgentID, "listen", ln.Addr().String(), "data", cfg.DataDir, "admin_token", tokenHint)
+	// Start-up is over: the pages of the binary it touched need not stay
+	// mapped (package startpages; issue 13's idle RSS).
+	if n, err := startpages.Release(); err != nil {
+		log.Debug("release start-up pages", "err", err)
+	} else {
+		log.Debug("released start-up pages", "bytes", n)
+	}
 
 	var serveErr error
 	select {
