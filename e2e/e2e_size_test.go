@@ -21,11 +21,14 @@ import (
 // not met yet the test logs the distance to it.
 const (
 	goalBinary = 8 << 20
-	// maxIdleAnon is the goal for the anonymous part, and met.
+	// maxIdleAnon is the goal for the anonymous part (heap, stacks,
+	// tables built at start).
 	maxIdleAnon = 2 << 20
-	// maxIdleRSS bounds the whole idle RSS; the goal is 8 MB, today most
-	// of it is pages of the binary itself (it follows the binary's size).
-	maxIdleRSS = 12 << 20
+	// maxIdleRSS is the goal for the whole idle RSS, 8,000 kB (mosquitto:
+	// about 8,500 kB measured the same way). Most of it is pages of the
+	// binary: the agent drops those its start touched once it serves
+	// (internal/startpages), so what stays is what the idle agent runs.
+	maxIdleRSS = 8000 << 10
 	// idleFor is how long the agent idles before it is measured.
 	idleFor = 10 * time.Second
 )
@@ -164,8 +167,8 @@ func TestIdleMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	rss, anon, file := m["Rss"], m["Anonymous"], m["Pss_File"]
-	t.Logf("idle %s: Rss %d kB = Pss_File %d kB (the binary's pages) + Anonymous %d kB; goal Rss %d kB, Anonymous %d kB",
-		idleFor, rss>>10, file>>10, anon>>10, 8000, maxIdleAnon>>10)
+	t.Logf("idle %s: Rss %d kB = Pss_File %d kB (the binary's pages) + Anonymous %d kB; ceiling Rss %d kB, Anonymous %d kB",
+		idleFor, rss>>10, file>>10, anon>>10, maxIdleRSS>>10, maxIdleAnon>>10)
 	if anon > maxIdleAnon {
 		t.Errorf("idle anonymous memory %d kB, over %d kB", anon>>10, maxIdleAnon>>10)
 	}
