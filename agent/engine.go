@@ -112,12 +112,18 @@ type IdemWrite struct {
 // ---- transitions ----
 
 func (e *engine) newEvent(t *wire.Task, typ wire.EventType, now time.Time, data any) *wire.Event {
-	t.Seq++
 	b, err := eventData(data)
 	if err != nil {
 		b = []byte(`{}`)
 	}
-	return &wire.Event{TaskID: t.ID, Seq: t.Seq, Type: typ, At: wire.Time{Time: now}, Data: b}
+	return e.eventInto(new(wire.Event), t, typ, now, b)
+}
+
+// eventInto fills ev as t's next event, with its data encoded.
+func (e *engine) eventInto(ev *wire.Event, t *wire.Task, typ wire.EventType, now time.Time, data []byte) *wire.Event {
+	t.Seq++
+	*ev = wire.Event{TaskID: t.ID, Seq: t.Seq, Type: typ, At: wire.Time{Time: now}, Data: data}
+	return ev
 }
 
 // transition moves t to a new state and returns its events; a final state
@@ -132,23 +138,31 @@ func (e *engine) transition(t *wire.Task, to wire.Status, now time.Time, reason 
 	t.UpdatedAt = now
 	n := 1
 	if to.Terminal() {
-		n = 3
+		n = 2
+		if t.ErrorCode != "" {
+			n = 3
+		}
 	}
+	// One allocation for the events and one for their pointers.
+	slab := make([]wire.Event, n)
 	evs := make([]*wire.Event, 0, n)
-	evs = append(evs, e.newEvent(t, wire.EventStatus, now, &statusEvent{
-		From: from, Message: reason, Progress: t.Progress, Status: to, TaskID: t.ID,
-	}))
+	evs = append(evs, e.eventInto(&slab[0], t, wire.EventStatus, now,
+		statusEventJSON(&statusEvent{From: from, Message: reason, Progress: t.Progress, Status: to, TaskID: t.ID})))
 	if to.Terminal() {
 		if t.ErrorCode != "" {
-			evs = append(evs, e.newEvent(t, wire.EventError, now, &errorEvent{
+			evs = append(evs, e.eventInto(&slab[1], t, wire.EventError, now, errorEventJSON(&errorEvent{
 				Code: t.ErrorCode, Message: t.ErrorMessage, Recoverable: t.Recoverable, TaskID: t.ID,
-			}))
+			})))
 		}
 		// The complete event carries the task as it is once this event is
 		// counted: the same etag as GET /task/{id} then.
 		final := t.StatusResponse(true)
 		final.ETag = `"` + t.ID + "-" + strconv.FormatUint(t.Seq+1, 10) + `"`
-		evs = append(evs, e.newEvent(t, wire.EventComplete, now, final))
+		data, err := wire.AppendStatusJSON(nil, final, true)
+		if err != nil {
+			data = []byte(`{}`)
+		}
+		evs = append(evs, e.eventInto(&slab[n-1], t, wire.EventComplete, now, data))
 	}
 	return evs, nil
 }

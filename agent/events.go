@@ -155,29 +155,9 @@ type logEvent struct {
 func eventData(data any) ([]byte, error) {
 	switch d := data.(type) {
 	case *statusEvent:
-		b := make([]byte, 0, 96+len(d.Message)+len(d.TaskID))
-		b = append(b, `{"from":`...)
-		b = wire.AppendJSONString(b, string(d.From), true)
-		b = append(b, `,"message":`...)
-		b = wire.AppendJSONString(b, d.Message, true)
-		b = append(b, `,"progress":`...)
-		b = strconv.AppendInt(b, int64(d.Progress), 10)
-		b = append(b, `,"status":`...)
-		b = wire.AppendJSONString(b, string(d.Status), true)
-		b = append(b, `,"task_id":`...)
-		b = wire.AppendJSONString(b, d.TaskID, true)
-		return append(b, '}'), nil
+		return statusEventJSON(d), nil
 	case *errorEvent:
-		b := make([]byte, 0, 96+len(d.Message)+len(d.TaskID))
-		b = append(b, `{"code":`...)
-		b = wire.AppendJSONString(b, string(d.Code), true)
-		b = append(b, `,"message":`...)
-		b = wire.AppendJSONString(b, d.Message, true)
-		b = append(b, `,"recoverable":`...)
-		b = strconv.AppendBool(b, d.Recoverable)
-		b = append(b, `,"task_id":`...)
-		b = wire.AppendJSONString(b, d.TaskID, true)
-		return append(b, '}'), nil
+		return errorEventJSON(d), nil
 	case *progressEvent:
 		b := make([]byte, 0, 64+len(d.Message)+len(d.TaskID))
 		b = append(b, `{"message":`...)
@@ -198,4 +178,32 @@ func eventData(data any) ([]byte, error) {
 		return wire.AppendStatusJSON(nil, d, true)
 	}
 	return json.Marshal(data)
+}
+
+func statusEventJSON(d *statusEvent) []byte {
+	b := make([]byte, 0, 96+len(d.Message)+len(d.TaskID))
+	b = append(b, `{"from":`...)
+	b = wire.AppendJSONString(b, string(d.From), true)
+	b = append(b, `,"message":`...)
+	b = wire.AppendJSONString(b, d.Message, true)
+	b = append(b, `,"progress":`...)
+	b = strconv.AppendInt(b, int64(d.Progress), 10)
+	b = append(b, `,"status":`...)
+	b = wire.AppendJSONString(b, string(d.Status), true)
+	b = append(b, `,"task_id":`...)
+	b = wire.AppendJSONString(b, d.TaskID, true)
+	return append(b, '}')
+}
+
+func errorEventJSON(d *errorEvent) []byte {
+	b := make([]byte, 0, 96+len(d.Message)+len(d.TaskID))
+	b = append(b, `{"code":`...)
+	b = wire.AppendJSONString(b, string(d.Code), true)
+	b = append(b, `,"message":`...)
+	b = wire.AppendJSONString(b, d.Message, true)
+	b = append(b, `,"recoverable":`...)
+	b = strconv.AppendBool(b, d.Recoverable)
+	b = append(b, `,"task_id":`...)
+	b = wire.AppendJSONString(b, d.TaskID, true)
+	return append(b, '}')
 }

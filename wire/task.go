@@ -358,7 +358,7 @@ type Task struct {
 }
 
 // ETag is the entity tag of the task's current state.
-func (t *Task) ETag() string { return fmt.Sprintf(`"%s-%d"`, t.ID, t.Seq) }
+func (t *Task) ETag() string { return `"` + t.ID + "-" + strconv.FormatUint(t.Seq, 10) + `"` }
 
 // TaskStatusResponse is the answer of GET /task/{id} (SPEC §5.2). The status
 // route leaves out payload, result and history.

@@ -148,6 +148,9 @@ func AppendEventJSON(b []byte, e *Event, html bool) ([]byte, error) {
 
 // AppendStatusJSON appends the JSON of r to b.
 func AppendStatusJSON(b []byte, r *TaskStatusResponse, html bool) ([]byte, error) {
+	if b == nil {
+		b = make([]byte, 0, StatusJSONSize(r))
+	}
 	b = append(b, `{"task_id":`...)
 	b = appendString(b, r.TaskID, html)
 	b = append(b, `,"task_type":`...)
@@ -219,6 +222,16 @@ func AppendStatusJSON(b []byte, r *TaskStatusResponse, html bool) ([]byte, error
 		b = appendHistory(b, r.History, html)
 	}
 	return append(b, '}'), nil
+}
+
+// StatusJSONSize is about the size of r's JSON (a buffer size that avoids
+// growing it).
+func StatusJSONSize(r *TaskStatusResponse) int {
+	n := 320 + 2*len(r.Payload) + 3*len(r.Result) + len(r.ErrorMessage) + 90*len(r.History)
+	for i := range r.History {
+		n += len(r.History[i].Reason)
+	}
+	return n
 }
 
 // AppendTime appends t as a JSON string in TimeFormat (what Time's
