@@ -129,3 +129,35 @@ func BenchmarkSubmitEcho(b *testing.B) {
 	b.ReportMetric(float64(st.Commits.Load()-commits)/float64(b.N), "commits/op")
 	b.ReportMetric(float64(st.Writes.Load()-writes)/float64(b.N), "writes/op")
 }
+
+// BenchmarkSubmitWaitEcho is the sync mode (POST /task?wait=, A2A's
+// blocking send) in process: the echo runs inline and its task is stored
+// once, final (one commit per echo).
+func BenchmarkSubmitWaitEcho(b *testing.B) {
+	cfg := agent.Defaults()
+	cfg.DataDir = b.TempDir()
+	cfg.AdminToken = "t"
+	a, err := agent.New(cfg, agent.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := handlers.Register(a, handlers.Options{}); err != nil {
+		b.Fatal(err)
+	}
+	if err := a.Open(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { a.Close(context.Background()) })
+	ctx := context.Background()
+	b.ReportAllocs()
+	st := a.Store().Stats()
+	commits := st.Commits.Load()
+	for b.Loop() {
+		req := &wire.SubmitRequest{TaskType: "echo", Payload: wire.JSONValue(`{"msg":"hello"}`)}
+		task, err := a.SubmitWait(ctx, admin, req, nil, 10*time.Second)
+		if err != nil || task.Status != wire.StatusCompleted {
+			b.Fatalf("SubmitWait: %v %v", task, err)
+		}
+	}
+	b.ReportMetric(float64(st.Commits.Load()-commits)/float64(b.N), "commits/op")
+}

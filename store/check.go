@@ -56,8 +56,8 @@ func check(ctx context.Context, btx *bolt.Tx) CheckReport {
 	}
 	tx := &Tx{tx: btx}
 	rep.SchemaVersion = tx.SchemaVersion()
-	if rep.SchemaVersion != SchemaVersion {
-		add("schema version %d, want %d", rep.SchemaVersion, SchemaVersion)
+	if rep.SchemaVersion < 1 || rep.SchemaVersion > SchemaVersion {
+		add("schema version %d, want 1 to %d", rep.SchemaVersion, SchemaVersion)
 	}
 	if b := btx.Bucket(bucketTasks); b != nil {
 		_ = b.ForEach(func(k, v []byte) error {

@@ -17,8 +17,10 @@ import (
 	bolterrors "go.etcd.io/bbolt/errors"
 )
 
-// SchemaVersion is the layout version this code writes.
-const SchemaVersion = 1
+// SchemaVersion is the layout version this code writes. Version 2 may
+// keep the events of one write in one record (a JSON array, Tx.Events);
+// version 1 files are read as they are.
+const SchemaVersion = 2
 
 // FileName is the name of the data file inside a data directory.
 const FileName = "synapse.db"

@@ -36,6 +36,28 @@ func EncodeTask(t *wire.Task, evs []*wire.Event) (*TaskRecord, error) {
 	}
 	r.taskEnd = len(r.buf)
 	r.spans = r.spansArr[:0]
+	if grouped(evs) {
+		// One record for the events of this write (Events reads it):
+		// one put instead of one per event.
+		s := recordSpan{key: len(r.buf)}
+		r.buf = append(r.buf, evs[0].TaskID...)
+		r.buf = append(r.buf, 0)
+		r.buf = binary.BigEndian.AppendUint64(r.buf, evs[0].Seq)
+		s.val = len(r.buf)
+		r.buf = append(r.buf, '[')
+		for i, e := range evs {
+			if i > 0 {
+				r.buf = append(r.buf, ',')
+			}
+			if r.buf, err = wire.AppendEventJSON(r.buf, e, true); err != nil {
+				return nil, fmt.Errorf("encode event %s/%d: %w", e.TaskID, e.Seq, err)
+			}
+		}
+		r.buf = append(r.buf, ']')
+		s.end = len(r.buf)
+		r.spans = append(r.spans, s)
+		return r, nil
+	}
 	for _, e := range evs {
 		s := recordSpan{key: len(r.buf)}
 		r.buf = append(r.buf, e.TaskID...)
@@ -49,6 +71,20 @@ func EncodeTask(t *wire.Task, evs []*wire.Event) (*TaskRecord, error) {
 		r.spans = append(r.spans, s)
 	}
 	return r, nil
+}
+
+// grouped reports whether evs go into one record: more than one, of one
+// task, with consecutive sequence numbers.
+func grouped(evs []*wire.Event) bool {
+	if len(evs) < 2 {
+		return false
+	}
+	for i, e := range evs[1:] {
+		if e.TaskID != evs[0].TaskID || e.Seq != evs[i].Seq+1 {
+			return false
+		}
+	}
+	return true
 }
 
 // PutRecord writes the task and its events. A terminal task is added to

@@ -165,20 +165,62 @@ func (tx *Tx) AppendEvent(e *wire.Event) error {
 }
 
 // Events returns the events of a task with seq > after, in order, at most limit
-// (0 = all).
+// (0 = all). A record holds one event, or (schema 2) a JSON array of the
+// consecutive events of one write, under the key of its first.
 func (tx *Tx) Events(taskID string, after uint64, limit int) ([]*wire.Event, error) {
 	prefix := append([]byte(taskID), 0)
-	c := tx.b(bucketEvents).Cursor()
+	b := tx.b(bucketEvents)
+	start := eventKey(taskID, after+1)
 	var out []*wire.Event
-	for k, v := c.Seek(eventKey(taskID, after+1)); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		e := new(wire.Event)
-		if err := json.Unmarshal(v, e); err != nil {
-			return nil, fmt.Errorf("decode event %q: %w", k, err)
+	full := func() bool { return limit > 0 && len(out) >= limit }
+	// The record before start may be a group that reaches past after.
+	pc := b.Cursor()
+	pk, pv := pc.Seek(start)
+	if pk == nil {
+		pk, pv = pc.Last()
+	} else {
+		pk, pv = pc.Prev()
+	}
+	if pk != nil && bytes.HasPrefix(pk, prefix) && len(pv) > 0 && pv[0] == '[' {
+		var err error
+		if out, err = appendEvents(out, pk, pv, after, limit); err != nil {
+			return nil, err
 		}
+	}
+	c := b.Cursor()
+	for k, v := c.Seek(start); k != nil && bytes.HasPrefix(k, prefix) && !full(); k, v = c.Next() {
+		var err error
+		if out, err = appendEvents(out, k, v, after, limit); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// appendEvents decodes one event record (an event or a group of them) and
+// appends those with seq > after, up to limit (0 = all) events in out.
+func appendEvents(out []*wire.Event, k, v []byte, after uint64, limit int) ([]*wire.Event, error) {
+	if len(v) > 0 && v[0] == '[' {
+		var group []*wire.Event
+		if err := json.Unmarshal(v, &group); err != nil {
+			return nil, fmt.Errorf("decode events %q: %w", k, err)
+		}
+		for _, e := range group {
+			if limit > 0 && len(out) >= limit {
+				break
+			}
+			if e.Seq > after {
+				out = append(out, e)
+			}
+		}
+		return out, nil
+	}
+	e := new(wire.Event)
+	if err := json.Unmarshal(v, e); err != nil {
+		return nil, fmt.Errorf("decode event %q: %w", k, err)
+	}
+	if e.Seq > after {
 		out = append(out, e)
-		if limit > 0 && len(out) == limit {
-			break
-		}
 	}
 	return out, nil
 }
