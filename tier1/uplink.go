@@ -14,8 +14,10 @@ import (
 	"github.com/synapse-edge/synapse/wire"
 )
 
-// Uplink forwards stored batches to an upstream agent, oldest first, one at
-// a time, through a transport.Transport (as Batch messages). A batch leaves
+// Uplink forwards stored batches to an upstream agent or a broker, oldest
+// first, through a transport.Transport (as Batch messages): one at a
+// time, or a window of them in flight when the wire keeps their order
+// (ManySender: MQTT). A batch leaves
 // the outbox only after the upstream acknowledged it (which it does only
 // once the batch is durable there), so frames survive offline periods and
 // restarts on either side. Each forwarded batch carries batch_id
@@ -39,6 +41,9 @@ type Uplink struct {
 
 	// MaxBackoff caps the wait between attempts (default 30 s).
 	MaxBackoff time.Duration
+	// Window is how many batches go out together to a wire that is a
+	// ManySender (default DefaultWindow).
+	Window int
 	// Wait waits d or until ctx is done (then it returns ctx's error).
 	// The default uses a timer; tests replace it.
 	Wait func(ctx context.Context, d time.Duration) error
@@ -61,7 +66,7 @@ const (
 // agent's URL) as agent source, sending through t.
 func NewUplink(in *Ingestor, db *store.DB, t transport.Transport, endpoint, token, source string, log *slog.Logger) *Uplink {
 	return &Uplink{in: in, db: db, t: t, endpoint: endpoint, token: token, source: source,
-		log: log, MaxBackoff: uplinkBackoffMax,
+		log: log, MaxBackoff: uplinkBackoffMax, Window: DefaultWindow,
 		Wait: func(ctx context.Context, d time.Duration) error {
 			t := time.NewTimer(d)
 			defer t.Stop()
@@ -114,14 +119,36 @@ func (u *Uplink) Lag() time.Duration {
 	return max(u.in.cfg.Now().Sub(time.Unix(0, oldest)), 0)
 }
 
-// Run forwards until ctx is done.
+// ManySender is a wire that can carry several batches in flight at once
+// and keeps their order (the MQTT transport: one client's QoS 1
+// publishes, which the broker forwards in order). SendMany returns one
+// outcome per message, in order.
+type ManySender interface {
+	SendMany(ctx context.Context, ms []*transport.Message) []transport.Outcome
+}
+
+// DefaultWindow is how many batches go out together to a ManySender.
+const DefaultWindow = 32
+
+// Run forwards until ctx is done. To a wire that is a ManySender (the
+// transport itself, or the one a transport.Mux picks for the endpoint)
+// up to Window batches go out together and those acknowledged are removed
+// from the queue in one transaction; to any other wire one batch at a
+// time, each removed in its own. Either way the order holds and a batch
+// after a failed one is sent again (at least once: the upstream or the
+// consumer deduplicates on batch_id).
 func (u *Uplink) Run(ctx context.Context) {
 	backoff := min(uplinkBackoffMin, u.MaxBackoff)
 	for ctx.Err() == nil {
+		many := u.manySender()
+		limit := 64
+		if many != nil {
+			limit = max(u.Window, 1)
+		}
 		var seqs []uint64
 		var batches [][]byte
 		_ = u.db.View(func(tx *store.Tx) error {
-			seqs, batches = tx.T1Outbox(64)
+			seqs, batches = tx.T1Outbox(limit)
 			return nil
 		})
 		if len(seqs) == 0 {
@@ -133,54 +160,136 @@ func (u *Uplink) Run(ctx context.Context) {
 			}
 			continue
 		}
-		for i, b := range batches {
-			o := u.send(ctx, b)
-			retry := false
-			switch o.Class {
-			case transport.Delivered:
-				u.Sent.Add(1)
-			case transport.Permanent, transport.Negotiable:
-				u.Dropped.Add(1)
-				u.log.Error("upstream refused a batch for good; dropping it", "seq", seqs[i], "err", o.Err)
-			default:
-				u.Failures.Add(1)
-				wait := max(backoff/2+rand.N(backoff/2+1), o.RetryAfter)
-				u.log.Warn("uplink: upstream unreachable; will retry", "err", o.Err, "retry_in", wait)
-				if u.Wait(ctx, wait) != nil {
-					return
+		var fail *transport.Outcome
+		var err error
+		if many != nil {
+			_, fail, err = u.settle(ctx, seqs, u.sendMany(ctx, many, batches))
+		} else {
+			for i, b := range batches {
+				if _, fail, err = u.settle(ctx, seqs[i:i+1], []transport.Outcome{u.send(ctx, b)}); err != nil || fail != nil {
+					break
 				}
-				backoff = min(backoff*2, u.MaxBackoff)
-				retry = true
-			}
-			if retry {
-				break
-			}
-			backoff = min(uplinkBackoffMin, u.MaxBackoff)
-			seq := seqs[i]
-			if err := u.db.Update(ctx, func(tx *store.Tx) error { return tx.T1Ack(seq) }); err != nil {
-				return
 			}
 		}
+		if err != nil {
+			return
+		}
+		if fail == nil {
+			backoff = min(uplinkBackoffMin, u.MaxBackoff)
+			continue
+		}
+		u.Failures.Add(1)
+		wait := max(backoff/2+rand.N(backoff/2+1), fail.RetryAfter)
+		u.log.Warn("uplink: upstream unreachable; will retry", "err", fail.Err, "retry_in", wait)
+		if u.Wait(ctx, wait) != nil {
+			return
+		}
+		backoff = min(backoff*2, u.MaxBackoff)
 	}
 }
 
-// send offers one stored batch to the upstream.
-func (u *Uplink) send(ctx context.Context, batch []byte) transport.Outcome {
+// manySender is the wire of the endpoint if it is a ManySender.
+func (u *Uplink) manySender() ManySender {
+	w := u.t
+	if m, ok := w.(interface {
+		For(to string) (transport.Transport, error)
+	}); ok {
+		if t, err := m.For(u.endpoint); err == nil {
+			w = t
+		}
+	}
+	ms, _ := w.(ManySender)
+	return ms
+}
+
+// settle takes the outcomes of the batches seqs in order up to the first
+// failure (Retry): delivered ones are counted sent, refused ones dropped,
+// and all of those leave the queue in one transaction. It returns how
+// many left, and the failure if there was one (err: the store failed).
+func (u *Uplink) settle(ctx context.Context, seqs []uint64, outs []transport.Outcome) (n int, fail *transport.Outcome, err error) {
+outcomes:
+	for ; n < len(outs); n++ {
+		switch o := outs[n]; o.Class {
+		case transport.Delivered:
+			u.Sent.Add(1)
+		case transport.Permanent, transport.Negotiable:
+			u.Dropped.Add(1)
+			u.log.Error("upstream refused a batch for good; dropping it", "seq", seqs[n], "err", o.Err)
+		default:
+			fail = &outs[n]
+			break outcomes
+		}
+	}
+	if n == 0 {
+		return 0, fail, nil
+	}
+	err = u.db.Update(ctx, func(tx *store.Tx) error {
+		for _, seq := range seqs[:n] {
+			if err := tx.T1Ack(seq); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return n, fail, err
+}
+
+// message is the transport message of one stored batch.
+func (u *Uplink) message(batch []byte) (*transport.Message, error) {
 	// The routine id is the batch's first string.
 	r := wire.NewMsgpackReader(batch, wire.DefaultMsgpackLimits)
 	if _, err := r.ReadArrayHeader(); err != nil {
-		return transport.Refused(fmt.Errorf("stored batch: %w", err))
+		return nil, fmt.Errorf("stored batch: %w", err)
 	}
 	capID, err := r.ReadString()
 	if err != nil {
-		return transport.Refused(fmt.Errorf("stored batch: routine id: %w", err))
+		return nil, fmt.Errorf("stored batch: routine id: %w", err)
 	}
 	h := map[string]string{transport.HeaderRoutine: capID, transport.HeaderSourceAgent: u.source}
 	if u.token != "" {
 		h[transport.HeaderAuthorization] = "Bearer " + u.token
 	}
+	return &transport.Message{Kind: transport.Batch, To: u.endpoint, Body: batch,
+		ContentType: wire.ContentMsgpack, Header: h, MaxReply: 4096}, nil
+}
+
+// send offers one stored batch to the upstream.
+func (u *Uplink) send(ctx context.Context, batch []byte) transport.Outcome {
+	m, err := u.message(batch)
+	if err != nil {
+		return transport.Refused(err)
+	}
 	ctx, cancel := context.WithTimeout(ctx, sendTimeout)
 	defer cancel()
-	return u.t.Send(ctx, &transport.Message{Kind: transport.Batch, To: u.endpoint, Body: batch,
-		ContentType: wire.ContentMsgpack, Header: h, MaxReply: 4096})
+	return u.t.Send(ctx, m)
+}
+
+// sendMany offers a window of stored batches to a ManySender; a batch
+// whose routine cannot be read is refused, and those after it wait for
+// the next window.
+func (u *Uplink) sendMany(ctx context.Context, w ManySender, batches [][]byte) []transport.Outcome {
+	ms := make([]*transport.Message, 0, len(batches))
+	var bad *transport.Outcome
+	for _, b := range batches {
+		m, err := u.message(b)
+		if err != nil {
+			o := transport.Refused(err)
+			bad = &o
+			break
+		}
+		ms = append(ms, m)
+	}
+	var outs []transport.Outcome
+	if len(ms) > 0 {
+		ctx, cancel := context.WithTimeout(ctx, sendTimeout)
+		outs = w.SendMany(ctx, ms)
+		cancel()
+		if len(outs) != len(ms) { // a broken ManySender: nothing is taken as sent
+			return []transport.Outcome{transport.Unreachable(fmt.Errorf("uplink: %d outcomes for %d batches", len(outs), len(ms)))}
+		}
+	}
+	if bad != nil {
+		outs = append(outs, *bad)
+	}
+	return outs
 }

@@ -106,3 +106,81 @@ func TestUplinkOutcomes(t *testing.T) {
 		t.Errorf("waits %v, want [1h (the Retry-After), a back-off]", waits)
 	}
 }
+
+// fakeWindow is an upstream that takes several batches at once (a
+// tier1.ManySender): it answers each message with the next outcome of its
+// script (Delivered once the script is done) and records each window.
+type fakeWindow struct {
+	fakeUpstream
+	windows [][]transport.Message
+}
+
+func (f *fakeWindow) SendMany(ctx context.Context, ms []*transport.Message) []transport.Outcome {
+	outs := make([]transport.Outcome, len(ms))
+	var w []transport.Message
+	for i, m := range ms {
+		outs[i] = f.Send(ctx, m)
+		w = append(w, *m)
+	}
+	f.mu.Lock()
+	f.windows = append(f.windows, w)
+	f.mu.Unlock()
+	return outs
+}
+
+// TestUplinkWindow: to a ManySender up to Window batches go out together,
+// in order; those before a failure leave the queue in one transaction
+// (refused ones dropped), the failed one and those after it go again;
+// nothing is lost and the order of first sends holds.
+func TestUplinkWindow(t *testing.T) {
+	now := time.Unix(1_790_000_000, 0)
+	in, db := openIngestor(t, now)
+	const n = 10
+	for i := range n {
+		if _, err := in.Ingest(context.Background(), "s", "", batchAt("", "d", uint64(i*10), now, 2)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var queued [][]byte
+	_ = db.View(func(tx *store.Tx) error { _, queued = tx.T1Outbox(n); return nil })
+
+	d, r := transport.Outcome{Class: transport.Delivered}, transport.Outcome{Class: transport.Retry, Unreached: true}
+	up := &fakeWindow{fakeUpstream: fakeUpstream{script: []transport.Outcome{
+		d, d, {Class: transport.Permanent}, r, d, // window 1, batches 0-4: 2 refused, 3 fails (4 goes again)
+		d, d, d, d, r, // window 2, batches 3-7: 7 fails
+	}}}
+	u := tier1.NewUplink(in, db, up, "mqtt://", "", "edge-1", slog.New(slog.DiscardHandler))
+	u.Window = 5
+	u.Wait = func(ctx context.Context, d time.Duration) error { return ctx.Err() }
+	commits0 := db.Stats().Commits.Load()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); u.Run(ctx) }()
+	testutil.Eventually(t, 10*time.Second, "every batch acknowledged or dropped", func() bool { return u.Pending() == 0 })
+	cancel()
+	<-done
+
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	want := [][]int{{0, 1, 2, 3, 4}, {3, 4, 5, 6, 7}, {7, 8, 9}}
+	if len(up.windows) != len(want) {
+		t.Fatalf("%d windows, want %d", len(up.windows), len(want))
+	}
+	for i, w := range up.windows {
+		if len(w) != len(want[i]) {
+			t.Fatalf("window %d has %d batches, want %v", i, len(w), want[i])
+		}
+		for j, m := range w {
+			if !bytes.Equal(m.Body, queued[want[i][j]]) {
+				t.Errorf("window %d, place %d is not batch %d", i, j, want[i][j])
+			}
+		}
+	}
+	if s, dr, f := u.Sent.Load(), u.Dropped.Load(), u.Failures.Load(); s != n-1 || dr != 1 || f != 2 {
+		t.Errorf("sent %d dropped %d failures %d, want %d 1 2", s, dr, f, n-1)
+	}
+	// One transaction per window, not one per batch.
+	if c := db.Stats().Commits.Load() - commits0; c != 3 {
+		t.Errorf("%d commits for %d batches, want 3 (one per window)", c, n)
+	}
+}

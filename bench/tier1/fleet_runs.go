@@ -331,7 +331,14 @@ func (f *fleet) delegateOne(ctx context.Context, a *fleetAgent, body []byte) err
 // tasks.
 func (f *fleet) fleetRows(batches, tasks int) []*fleetRow {
 	var rows []*fleetRow
-	for _, batch := range f.cfg.NBBatches {
+	nbBatches, clients := f.cfg.NBBatches, f.cfg.ClientCounts
+	switch f.cfg.Only {
+	case "northbound":
+		clients = nil
+	case "p2p":
+		nbBatches = nil
+	}
+	for _, batch := range nbBatches {
 		nb := func(viaMQTT bool) func(context.Context, int) (fleetRun, error) {
 			return func(ctx context.Context, round int) (fleetRun, error) {
 				return f.northbound(ctx, viaMQTT, round, batches*batch, batch)
@@ -344,7 +351,7 @@ func (f *fleet) fleetRows(batches, tasks int) []*fleetRow {
 			&fleetRow{Path: p, Transport: "HTTP", Unit: "frames/s", run: nb(false),
 				Roles: map[string]string{"sender": "agent, uplink http://", "receiver": "agent storing"}})
 	}
-	for _, n := range f.cfg.ClientCounts {
+	for _, n := range clients {
 		dl := func(viaMQTT bool) func(context.Context, int) (fleetRun, error) {
 			return func(ctx context.Context, _ int) (fleetRun, error) { return f.delegations(ctx, viaMQTT, n, tasks) }
 		}

@@ -37,6 +37,7 @@ func TestFleetFlags(t *testing.T) {
 		{"-fleet", "-synapse-bin", "s", "-mosquitto-bin", "m", "-clients", "0"},
 		{"-fleet", "-synapse-bin", "s", "-mosquitto-bin", "m", "-nb-batch", "0"},
 		{"-fleet", "-synapse-bin", "s", "-mosquitto-bin", "m", "-run-time", "0s"},
+		{"-fleet", "-synapse-bin", "s", "-mosquitto-bin", "m", "-only", "south"},
 	} {
 		var out strings.Builder
 		if _, _, err := parseFlags(args, &out); !errors.Is(err, errUsage) || out.Len() == 0 {

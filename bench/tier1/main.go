@@ -56,6 +56,7 @@ type config struct {
 	Delegations  int           `json:"delegations,omitempty"`
 	RunTime      time.Duration `json:"run_time_ns,omitempty"`
 	ClientCounts []int         `json:"clients,omitempty"`
+	Only         string        `json:"only,omitempty"`
 }
 
 // errUsage: bad flags (exit status 2).
@@ -100,6 +101,7 @@ func parseFlags(args []string, stderr io.Writer) (config, int, error) {
 	fs.IntVar(&c.Delegations, "delegations", 2000, "fleet mode: most delegations per run")
 	fs.DurationVar(&c.RunTime, "run-time", 4*time.Second, "fleet mode: a delegation run takes no new task after this")
 	clients := fs.String("clients", "1,16", "fleet mode: concurrent delegation callers, one row pair each")
+	fs.StringVar(&c.Only, "only", "", "fleet mode: only the northbound or only the p2p rows")
 	if err := fs.Parse(args); err != nil {
 		return c, 0, errUsage
 	}
@@ -114,6 +116,9 @@ func parseFlags(args []string, stderr io.Writer) (config, int, error) {
 	switch {
 	case c.Fleet && (c.SynapseBin == "" || c.MosquittoBin == ""):
 		fmt.Fprintln(stderr, "tier1bench: -fleet needs -synapse-bin and -mosquitto-bin")
+		return c, 0, errUsage
+	case c.Only != "" && c.Only != "northbound" && c.Only != "p2p":
+		fmt.Fprintf(stderr, "tier1bench: -only %q: want northbound or p2p\n", c.Only)
 		return c, 0, errUsage
 	case c.Fleet && (c.NBRunBatches < 1 || c.Delegations < 1 || c.RunTime <= 0):
 		fmt.Fprintln(stderr, "tier1bench: -nb-run, -delegations and -run-time must be positive")

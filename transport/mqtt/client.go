@@ -306,6 +306,28 @@ func (c *Client) Publish(ctx context.Context, topic string, payload []byte, reta
 	return c.wait(ctx, c.pc.Publish(topic, 1, retained, payload))
 }
 
+// PublishMany publishes each payload to its topic with QoS 1, all in
+// flight together and handed to the connection in order (so the broker
+// forwards them in that order), and waits for every PUBACK (until ctx
+// ends); errs[i] is payload i's outcome.
+func (c *Client) PublishMany(ctx context.Context, topics []string, payloads [][]byte) (errs []error) {
+	errs = make([]error, len(payloads))
+	if err := c.WaitUp(ctx); err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	toks := make([]paho.Token, len(payloads))
+	for i, p := range payloads {
+		toks[i] = c.pc.Publish(topics[i], 1, false, p)
+	}
+	for i, tok := range toks {
+		errs[i] = c.wait(ctx, tok)
+	}
+	return errs
+}
+
 func (c *Client) wait(ctx context.Context, tok paho.Token) error {
 	select {
 	case <-tok.Done():

@@ -173,11 +173,7 @@ func (t *Transport) Send(ctx context.Context, m *transport.Message) transport.Ou
 	case transport.Envelope, transport.Fetch:
 		return t.request(ctx, c, m)
 	case transport.Batch:
-		source := m.Header[transport.HeaderSourceAgent]
-		if source == "" {
-			source = t.agent
-		}
-		topic, err := t.topics().Tier1(t.system, source, m.Header[transport.HeaderRoutine])
+		topic, err := t.batchTopic(m)
 		if err != nil {
 			return transport.Refused(err)
 		}
@@ -187,6 +183,61 @@ func (t *Transport) Send(ctx context.Context, m *transport.Message) transport.Ou
 		return transport.Outcome{Class: transport.Delivered}
 	}
 	return transport.Refused(fmt.Errorf("mqtt carries no %s messages", m.Kind))
+}
+
+// batchTopic is the tier-1 topic of a Batch message.
+func (t *Transport) batchTopic(m *transport.Message) (string, error) {
+	source := m.Header[transport.HeaderSourceAgent]
+	if source == "" {
+		source = t.agent
+	}
+	return t.topics().Tier1(t.system, source, m.Header[transport.HeaderRoutine])
+}
+
+// SendMany delivers several Batch messages with all of them in flight at
+// once (tier1.Uplink's window): they are published in order from this
+// one client, so the broker forwards them in that order, and each is
+// Delivered at its PUBACK. outs[i] is ms[i]'s outcome; a message that is
+// not a Batch for this broker is refused without being sent.
+func (t *Transport) SendMany(ctx context.Context, ms []*transport.Message) []transport.Outcome {
+	outs := make([]transport.Outcome, len(ms))
+	// Started first: the topics need the agent's identity.
+	c, err := t.client(ctx)
+	if err != nil {
+		for i := range outs {
+			outs[i] = transport.Unreachable(err)
+		}
+		return outs
+	}
+	var idx []int
+	var topics []string
+	var bodies [][]byte
+	for i, m := range ms {
+		err := t.sameBroker(m.To)
+		if err == nil && m.Kind != transport.Batch {
+			err = fmt.Errorf("mqtt: SendMany carries batches, not %s messages", m.Kind)
+		}
+		var topic string
+		if err == nil {
+			topic, err = t.batchTopic(m)
+		}
+		if err != nil {
+			outs[i] = transport.Refused(err)
+			continue
+		}
+		idx, topics, bodies = append(idx, i), append(topics, topic), append(bodies, m.Body)
+	}
+	if len(idx) == 0 {
+		return outs
+	}
+	for j, err := range c.PublishMany(ctx, topics, bodies) {
+		if err != nil {
+			outs[idx[j]] = transport.Unreachable(err)
+		} else {
+			outs[idx[j]] = transport.Outcome{Class: transport.Delivered}
+		}
+	}
+	return outs
 }
 
 // sameBroker checks that a destination URL names this transport's broker
