@@ -51,8 +51,8 @@ var onlyImporters = []onlyImporter{
 	// A separate library (it upgrades net/http and fasthttp connections):
 	// the server upgrades in httpapi, the Go client dials in client, and
 	// the command line goes through the client.
-	{"github.com/fasthttp/websocket", []string{"httpapi", "client"},
-		"httpapi upgrades, client dials; the CLI goes through client"},
+	{"github.com/fasthttp/websocket", []string{"httpapi", "client", "transport/wstransport"},
+		"httpapi upgrades, client dials, transport/wstransport dials the tier-1 uplink; the CLI goes through client"},
 	{"github.com/eclipse/paho.mqtt.golang", []string{"transport/mqtt"}, "transport/mqtt is the one MQTT client"},
 	// The engine starts no processes: the configured commands are package
 	// handlers' job.
@@ -60,8 +60,8 @@ var onlyImporters = []onlyImporter{
 		"handlers runs the configured commands; the test harnesses start the agent and the broker"},
 	// So agent, tier1, negotiate, hil, group (and every other package of
 	// the engine, the seam and the APIs) import no net/http.
-	{"net/http", []string{"transport/httptransport", "transport/a2aclient", "client", "client/agenttest", "cli/command", "grpcapi"},
-		"bytes go out through the transport seam's wires (HTTP, A2A); client is the Go client of the REST API, " +
+	{"net/http", []string{"transport/httptransport", "transport/wstransport", "transport/a2aclient", "client", "client/agenttest", "cli/command", "grpcapi"},
+		"bytes go out through the transport seam's wires (HTTP, WebSocket, A2A); client is the Go client of the REST API, " +
 			"client/agenttest its test harness, cli/command the command line's requests that client has no method for, " +
 			"grpcapi maps the registry's HTTP statuses onto gRPC codes"},
 }
@@ -143,8 +143,8 @@ func TestImportRulesCatch(t *testing.T) {
 	got := strings.Join(checkRules(bad), "\n")
 	for _, want := range []string{
 		"tier1 imports go.etcd.io/bbolt (uplink.go); only store may: store owns the file format",
-		"tier1 imports net/http (uplink.go); only transport/httptransport, transport/a2aclient, client, client/agenttest, cli/command, grpcapi may",
-		"cli imports github.com/fasthttp/websocket (send.go); only httpapi, client may",
+		"tier1 imports net/http (uplink.go); only transport/httptransport, transport/wstransport, transport/a2aclient, client, client/agenttest, cli/command, grpcapi may",
+		"cli imports github.com/fasthttp/websocket (send.go); only httpapi, client, transport/wstransport may",
 		"cli imports github.com/valyala/fasthttp/fasthttputil (send.go); only httpapi, transport/httptransport may",
 		"grpcapi imports store (tasks.go): API packages",
 		"grpcapi calls Store() (groups.go:2): API packages",

@@ -111,7 +111,9 @@ type Tier1Config struct {
 
 // UplinkConfig names the upstream agent of the tier-1 uplink.
 type UplinkConfig struct {
-	// Endpoint is the upstream agent's base URL, e.g. http://10.0.0.2:8080.
+	// Endpoint is the upstream agent's base URL, e.g. http://10.0.0.2:8080
+	// (a POST per batch), or ws://10.0.0.2:8080 (its WebSocket stream, a
+	// window of batches in flight).
 	Endpoint string `json:"endpoint"`
 	// TokenEnv names the environment variable holding the bearer token for
 	// the upstream (a token with the tier1:write scope there).
@@ -255,8 +257,9 @@ func (c *Config) Validate() error {
 	}
 	c.validateMQTT(bad)
 	if u := c.Uplink; u != nil && !c.UplinkViaMQTT() && !strings.HasPrefix(u.Endpoint, "mqtt") {
-		if !strings.HasPrefix(u.Endpoint, "http://") && !strings.HasPrefix(u.Endpoint, "https://") {
-			bad("uplink.endpoint", "%q must be an http:// or https:// URL", u.Endpoint)
+		if !strings.HasPrefix(u.Endpoint, "http://") && !strings.HasPrefix(u.Endpoint, "https://") &&
+			!strings.HasPrefix(u.Endpoint, "ws://") && !strings.HasPrefix(u.Endpoint, "wss://") {
+			bad("uplink.endpoint", "%q must be an http://, https://, ws:// or wss:// URL", u.Endpoint)
 		}
 	}
 	p := c.P2P

@@ -5,6 +5,7 @@ import (
 
 	"github.com/synapse-edge/synapse/transport"
 	"github.com/synapse-edge/synapse/transport/httptransport"
+	"github.com/synapse-edge/synapse/transport/wstransport"
 )
 
 // idleConnsPerHost keeps a connection for each request of the peer
@@ -26,6 +27,7 @@ func (a *Agent) defaultTransport() transport.Transport {
 		MaxIdleConnsPerHost: idleConnsPerHost,
 		Now:                 a.clock.Now,
 	}), "http", "https")
+	mux.Handle(wstransport.New(), wstransport.Schemes...) // the tier-1 uplink to ws:// endpoints
 	return mux
 }
 

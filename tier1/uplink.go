@@ -17,7 +17,7 @@ import (
 // Uplink forwards stored batches to an upstream agent or a broker, oldest
 // first, through a transport.Transport (as Batch messages): one at a
 // time, or a window of them in flight when the wire keeps their order
-// (ManySender: MQTT). A batch leaves
+// (ManySender: the MQTT and WebSocket wires). A batch leaves
 // the outbox only after the upstream acknowledged it (which it does only
 // once the batch is durable there), so frames survive offline periods and
 // restarts on either side. Each forwarded batch carries batch_id
@@ -63,9 +63,11 @@ const (
 )
 
 // NewUplink builds the forwarder of in's outbox to endpoint (the upstream
-// agent's URL) as agent source, sending through t.
+// agent's URL: http(s):// for a POST per batch, ws(s):// for its
+// WebSocket stream; "mqtt://" for the broker) as agent source, sending
+// through t.
 func NewUplink(in *Ingestor, db *store.DB, t transport.Transport, endpoint, token, source string, log *slog.Logger) *Uplink {
-	return &Uplink{in: in, db: db, t: t, endpoint: endpoint, token: token, source: source,
+	u := &Uplink{in: in, db: db, t: t, endpoint: endpoint, token: token, source: source,
 		log: log, MaxBackoff: uplinkBackoffMax, Window: DefaultWindow,
 		Wait: func(ctx context.Context, d time.Duration) error {
 			t := time.NewTimer(d)
@@ -77,6 +79,7 @@ func NewUplink(in *Ingestor, db *store.DB, t transport.Transport, endpoint, toke
 				return ctx.Err()
 			}
 		}}
+	return u
 }
 
 // Pending counts the batches waiting to go up.

@@ -60,7 +60,10 @@
 // descriptor order, and batch_id is "u<n>", n counting up from 1 per agent
 // in the order batches were stored. The outcome is Delivered at the
 // broker's PUBACK, and only then does the batch leave the queue; one whose
-// PUBACK was lost goes out again. A consumer therefore sees each batch at
+// PUBACK was lost goes out again. The uplink keeps a window of batches in
+// flight (Transport.SendMany: published in order from the one client, so
+// the broker forwards them in order); after a failure in the window the
+// rest goes again too. A consumer therefore sees each batch at
 // least once, in order of first arrival, deduplicates on (the topic's
 // agent_id, batch_id), and can see a gap in n. The broker's PUBACK is the
 // end of the agent's responsibility: a broker that restarts without
