@@ -96,12 +96,43 @@ type Info struct {
 }
 
 // terms decodes a record's frozen terms.
+//
+// Every message to or from a peer under a contract needs its terms, so
+// they are decoded once per record and kept (a record's terms are written
+// once and never rewritten: store/contracts.go); the cached value is
+// shared and must not be changed. A cached entry is used only for the
+// very bytes it was decoded from.
 func terms(rec *store.ContractRecord) (*negotiate.Contract, error) {
+	termsCache.Lock()
+	e, ok := termsCache.m[rec.ID]
+	termsCache.Unlock()
+	if ok && string(e.raw) == string(rec.Contract) {
+		return e.c, nil
+	}
 	var c negotiate.Contract
 	if err := wire.JSON.Unmarshal(rec.Contract, &c); err != nil {
 		return nil, fmt.Errorf("contract %s: %w", rec.ID, err)
 	}
+	termsCache.Lock()
+	if termsCache.m == nil || len(termsCache.m) >= termsCacheSize {
+		termsCache.m = map[string]cachedTerms{} // bounded: start again
+	}
+	termsCache.m[rec.ID] = cachedTerms{raw: rec.Contract, c: &c}
+	termsCache.Unlock()
 	return &c, nil
+}
+
+// termsCacheSize bounds the decoded terms kept.
+const termsCacheSize = 256
+
+type cachedTerms struct {
+	raw []byte
+	c   *negotiate.Contract
+}
+
+var termsCache struct {
+	sync.Mutex
+	m map[string]cachedTerms
 }
 
 func (cm *Manager) info(rec *store.ContractRecord) (*Info, error) {

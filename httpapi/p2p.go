@@ -41,6 +41,7 @@ import (
 func (s *Server) p2pRoutes() []route {
 	return []route{
 		{"POST", seg("message"), "", s.receiveMessage},
+		{"POST", seg("message/batch"), "", s.receiveBatch},
 		{"POST", seg("callback"), "", s.receiveMessage},
 		{"GET", seg("messages/stream"), auth.ScopeTasksWrite, s.messageStream},
 		{"GET", seg("messages/callback"), auth.ScopeTasksRead, s.messageFeed},
@@ -81,6 +82,7 @@ func (s *Server) receiveMessage(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []
 	// Ordered delivery (peer/p2p_order.go): announce it, and honour the
 	// sequence of a message that has one.
 	ctx.Response.Header.Set(peer.HeaderOrdering, peer.OrderingPerSender)
+	ctx.Response.Header.Set(peer.HeaderBatch, maxBatch)
 	var rctx context.Context = ctx
 	if seq, ok := peer.ParseSequence(string(ctx.Request.Header.Peek(peer.HeaderSeq)), string(ctx.Request.Header.Peek(peer.HeaderSeqPrev))); ok {
 		rctx = peer.WithSequence(ctx, seq)
@@ -106,6 +108,31 @@ func (s *Server) receiveMessage(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []
 		return wire.Errorf(wire.CodeInternal, "encode answer: %v", err)
 	}
 	writeRaw(ctx, reply.Status(), codec.ContentType(), b)
+	return nil
+}
+
+// maxBatch is the value of peer.HeaderBatch.
+var maxBatch = strconv.Itoa(peer.MaxBatch)
+
+// receiveBatch serves POST /message/batch: many envelopes of one sender in
+// one request (peer/p2p_batch.go), answered once all are durable.
+func (s *Server) receiveBatch(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
+	if c, err := requestCodec(ctx); err != nil {
+		return err
+	} else if c != wire.JSON {
+		return wire.Errorf(wire.CodeMessageFormatInvalid, "a batch is JSON")
+	}
+	ctx.Response.Header.Set(peer.HeaderOrdering, peer.OrderingPerSender)
+	ctx.Response.Header.Set(peer.HeaderBatch, maxBatch)
+	ans, err := s.net.ReceiveBatch(ctx, ctx.PostBody(), string(ctx.Request.Header.Peek(wire.HeaderSignature)))
+	if err != nil {
+		return err
+	}
+	b, err := wire.JSON.Marshal(ans)
+	if err != nil {
+		return wire.Errorf(wire.CodeInternal, "encode answer: %v", err)
+	}
+	writeRaw(ctx, fasthttp.StatusOK, wire.ContentJSON, b)
 	return nil
 }
 

@@ -39,8 +39,9 @@
 //     received envelopes;
 //   - peers.go, pairing.go, peer_caps.go, compliance.go: paired peers,
 //     pair requests, what a peer declares;
-//   - p2p_inbound.go, p2p_order.go, p2p_hmac.go, p2p_group.go: the inbound
-//     pipeline, ordered delivery, transport signatures, group routing;
+//   - p2p_inbound.go, p2p_order.go, p2p_batch.go, p2p_hmac.go,
+//     p2p_group.go: the inbound pipeline, ordered delivery, batches of
+//     envelopes (both ways), transport signatures, group routing;
 //   - remote.go: the messages a change of a delegated task announces;
 //   - p2p_outbox.go, p2p_outbox_admin.go, a2a_push.go, disclose.go: the
 //     durable outbox, its administration, A2A push notifications

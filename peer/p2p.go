@@ -109,8 +109,11 @@ var _ agent.Network = (*Network)(nil)
 
 type p2pMetrics struct {
 	queued, delivered, retries, dead *metrics.Counter
-	received                         *metrics.CounterVec
-	refused                          *metrics.CounterVec
+	// batches: batches sent; fullWindows: rounds to a peer that filled
+	// their window (pipelining at its limit); batchesIn: batches received.
+	batches, fullWindows, batchesIn *metrics.Counter
+	received                        *metrics.CounterVec
+	refused                         *metrics.CounterVec
 }
 
 // Options configures New.
@@ -157,12 +160,15 @@ func (n *Network) Open(ctx context.Context) error {
 	n.out = newOutbox(n)
 	r := n.a.Metrics()
 	n.m = p2pMetrics{
-		queued:    r.Counter("synapse_outbox_queued_total", "Messages and callbacks written to the outbox."),
-		delivered: r.Counter("synapse_outbox_delivered_total", "Outbox messages delivered (answered 2xx)."),
-		retries:   r.Counter("synapse_outbox_retries_total", "Failed deliveries that will be retried."),
-		dead:      r.Counter("synapse_outbox_dead_total", "Outbox messages moved to the dead letters."),
-		received:  r.CounterVec("synapse_p2p_received_total", "Envelopes accepted from peers, by message type.", "type"),
-		refused:   r.CounterVec("synapse_p2p_refused_total", "Envelopes refused, by error code.", "code"),
+		queued:      r.Counter("synapse_outbox_queued_total", "Messages and callbacks written to the outbox."),
+		delivered:   r.Counter("synapse_outbox_delivered_total", "Outbox messages delivered (answered 2xx)."),
+		retries:     r.Counter("synapse_outbox_retries_total", "Failed deliveries that will be retried."),
+		dead:        r.Counter("synapse_outbox_dead_total", "Outbox messages moved to the dead letters."),
+		batches:     r.Counter("synapse_outbox_batches_total", "Batches of envelopes sent to peers (one request each)."),
+		fullWindows: r.Counter("synapse_outbox_full_windows_total", "Delivery rounds to a peer that filled their window."),
+		batchesIn:   r.Counter("synapse_p2p_batches_received_total", "Batches of envelopes received from peers."),
+		received:    r.CounterVec("synapse_p2p_received_total", "Envelopes accepted from peers, by message type.", "type"),
+		refused:     r.CounterVec("synapse_p2p_refused_total", "Envelopes refused, by error code.", "code"),
 	}
 	r.GaugeFunc("synapse_outbox_pending", "Messages waiting in the outbox.", func() float64 { return float64(n.out.count(store.OutboxPending)) })
 	r.GaugeFunc("synapse_outbox_dead_letters", "Messages on the dead-letter list.", func() float64 { return float64(n.out.count(store.OutboxDead)) })

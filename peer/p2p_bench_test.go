@@ -122,6 +122,8 @@ func BenchmarkOutboxDrain(b *testing.B) {
 	}
 	delivered0 := counter(req.a, "synapse_outbox_delivered_total")
 	w0, c0 := counter(exe.a, "synapse_store_writes_total"), counter(exe.a, "synapse_store_commits_total")
+	busyE0, busyR0 := counter(exe.a, "synapse_store_commit_seconds_total"), counter(req.a, "synapse_store_commit_seconds_total")
+	cR0 := counter(req.a, "synapse_store_commits_total")
 	b.ResetTimer()
 	exe.open()
 	deadline := time.Now().Add(10 * time.Minute)
@@ -155,6 +157,11 @@ func BenchmarkOutboxDrain(b *testing.B) {
 		b.ReportMetric(w/c, "exe-writes/commit")
 		b.ReportMetric(c/secs, "exe-commits/s")
 	}
+	// How busy each store's writer was (commit time over elapsed time):
+	// near 1 means the writer bounds the drain.
+	b.ReportMetric((counter(exe.a, "synapse_store_commit_seconds_total")-busyE0)/secs, "exe-writer-busy")
+	b.ReportMetric((counter(req.a, "synapse_store_commit_seconds_total")-busyR0)/secs, "req-writer-busy")
+	b.ReportMetric((counter(req.a, "synapse_store_commits_total")-cR0)/secs, "req-commits/s")
 }
 
 // counter reads one series of the agent's metrics (0 when absent).

@@ -79,7 +79,11 @@ func (n *Network) receive(ctx context.Context, m *wire.UnifiedSynapseMessage, ra
 		n.a.Audit(agent.AuditSignatureFailed, m.Sender.AgentID, map[string]any{"message_id": m.MessageID, "message_type": string(m.MessageType), "error": err.Error()})
 		return nil, wire.Errorf(wire.CodeIDUnknownSender, "%v", err).With("sender", m.Sender.AgentID)
 	}
+	s, sequenced := ctx.Value(seqKey{}).(Sequence)
 	if err := wire.CheckTimestamp(m, n.clock.Now(), wire.ReplayWindow); err != nil {
+		if sequenced {
+			n.order.refused(m.Sender.AgentID, s)
+		}
 		if errors.Is(err, wire.ErrStaleTimestamp) {
 			return nil, wire.Errorf(wire.CodeIDStaleTimestamp, "%v", err)
 		}
@@ -91,11 +95,14 @@ func (n *Network) receive(ctx context.Context, m *wire.UnifiedSynapseMessage, ra
 	// The contract with the sender, decryption (contracts.go).
 	dm, err := n.contracts.Admit(p.contractPeer(), m)
 	if err != nil {
+		if sequenced {
+			n.order.refused(m.Sender.AgentID, s)
+		}
 		return nil, err
 	}
 	// Ordered delivery (p2p_order.go): wait for the sender's previous
 	// message, and let its next one go once this one's write is queued.
-	if s, ok := ctx.Value(seqKey{}).(Sequence); ok {
+	if sequenced {
 		t, err := n.order.turn(ctx, m.Sender.AgentID, s)
 		if err != nil {
 			return nil, err

@@ -36,13 +36,18 @@ import (
 // the sender's order while many of them share one fsync). Answers are sent
 // only after the write is durable. A message whose predecessor does not
 // arrive in time is refused with 503 agent_not_ready (retriable); the sender
-// sends it again with a fresh predecessor.
+// sends it again with a fresh predecessor. A message whose predecessor
+// failed (was refused) is refused at once, and so, in turn, is its
+// successor: a failure in a window does not hold the rest of it for
+// orderWait.
 //
 // The state is in memory: after a restart of the receiver, every message
 // whose predecessor was not acknowledged is sent again by the sender, so
 // the first message it gets either has no predecessor or is followed by
 // its predecessor's retry. Exactly once is the message id's job (seen
 // records), not the sequence's.
+//
+// Batches (p2p_batch.go) carry the same two numbers for each envelope.
 //
 // Limits: a dead letter that is requeued keeps its (old) sequence number,
 // at most the highest one applied, so it is applied when it arrives, like
@@ -141,14 +146,7 @@ func (q *sequencer) turn(ctx context.Context, sender string, s Sequence) (*ticke
 	defer timer.Stop()
 	for { // each wait ends with a change of the sender's state
 		q.mu.Lock()
-		if q.senders == nil {
-			q.senders = map[string]*senderOrder{}
-		}
-		st := q.senders[sender]
-		if st == nil {
-			st = &senderOrder{changed: make(chan struct{})}
-			q.senders[sender] = st
-		}
+		st := q.state(sender)
 		ready := s.Prev == 0 || s.Prev <= st.applied || s.Seq <= st.applied
 		if ready && !st.busy {
 			st.busy = true
@@ -162,6 +160,10 @@ func (q *sequencer) turn(ctx context.Context, sender string, s Sequence) (*ticke
 			return t, nil
 		}
 		if !ready && s.Prev == st.failed {
+			// Its successor, waiting for it, is refused at once too.
+			st.failed = s.Seq
+			close(st.changed)
+			st.changed = make(chan struct{})
 			q.mu.Unlock()
 			return nil, wire.Errorf(wire.CodeAgentNotReady, "message %d waits for message %d, which failed: send both again", s.Seq, s.Prev)
 		}
@@ -177,6 +179,19 @@ func (q *sequencer) turn(ctx context.Context, sender string, s Sequence) (*ticke
 	}
 }
 
+// state is sender's state, made on first use; q.mu is held.
+func (q *sequencer) state(sender string) *senderOrder {
+	if q.senders == nil {
+		q.senders = map[string]*senderOrder{}
+	}
+	st := q.senders[sender]
+	if st == nil {
+		st = &senderOrder{changed: make(chan struct{})}
+		q.senders[sender] = st
+	}
+	return st
+}
+
 func (q *sequencer) end(st *senderOrder, s Sequence, applied bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -186,6 +201,21 @@ func (q *sequencer) end(st *senderOrder, s Sequence, applied bool) {
 		st.failed = s.Seq
 	}
 	st.busy = false
+	close(st.changed)
+	st.changed = make(chan struct{})
+}
+
+// refused records that message s of an authenticated sender was refused
+// before its turn (its timestamp, its contract): the message waiting for
+// it is refused at once.
+func (q *sequencer) refused(sender string, s Sequence) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	st := q.state(sender)
+	if s.Seq <= st.applied {
+		return
+	}
+	st.failed = s.Seq
 	close(st.changed)
 	st.changed = make(chan struct{})
 }

@@ -36,8 +36,11 @@ import (
 // Pipelining (p2p_order.go): a round to a peer that announced ordered
 // delivery sends up to peerWindow messages at once, each with its
 // sequence number and its predecessor's; the peer applies them in that
-// order and its group commit gives them one fsync. Webhooks, and peers
-// until they have announced it, get one message per round.
+// order and its group commit gives them one fsync. To a peer that also
+// announced batches (p2p_batch.go, over http and https) a round sends up
+// to batchWindow messages as batches of batchChunk, one request and one
+// answer each. Webhooks, and peers until they have announced ordering,
+// get one message per round.
 //
 // Retries: after failure n (1-based) the next attempt waits a random time
 // up to retry_base_delay * 2^(n-1) (full jitter), or the Retry-After the
@@ -59,8 +62,14 @@ const (
 	// outboxBatch is how many items a lane reads per round.
 	outboxBatch = 64
 	// peerWindow is how many messages a round sends at once to a peer
-	// that orders them.
+	// that orders them, one request each.
 	peerWindow = 32
+	// batchWindow is how many a round sends at once to a peer that takes
+	// batches (p2p_batch.go), in batches of batchChunk: several batches
+	// in flight let the sender sign one while the receiver applies
+	// another.
+	batchWindow = 128
+	batchChunk  = 64
 	// maxDelivering bounds the rounds under way (and not slow) at once,
 	// for peers and for webhooks each.
 	maxDelivering = 16
@@ -84,8 +93,11 @@ type outbox struct {
 	closed  bool
 	lanes   map[string]*lane
 	// ordered holds the peers (destinations) that announced ordered
-	// delivery (their windows are open).
-	ordered map[string]bool
+	// delivery (their windows are open); batches, those that announced
+	// batches (the most envelopes one may hold).
+	ordered    map[string]bool
+	batches    map[string]int
+	batchesOff map[string]time.Time // when a peer refused a batch
 	// quiet is closed (and replaced) whenever a lane stops delivering.
 	quiet chan struct{}
 }
@@ -116,7 +128,7 @@ func (l *lane) settle() {
 func newOutbox(n *Network) *outbox {
 	return &outbox{n: n, db: n.db, log: n.log.With("component", "outbox"),
 		peerSlots: make(chan struct{}, maxDelivering), hookSlots: make(chan struct{}, maxDelivering),
-		lanes: map[string]*lane{}, ordered: map[string]bool{}, quiet: make(chan struct{})}
+		lanes: map[string]*lane{}, ordered: map[string]bool{}, batches: map[string]int{}, batchesOff: map[string]time.Time{}, quiet: make(chan struct{})}
 }
 
 // enqueue writes m in tx; its lane is poked when tx commits.
@@ -279,7 +291,7 @@ func (o *outbox) round(dest string, l *lane) (stop bool, wait time.Duration) {
 	var read []*store.OutboxItem
 	err := o.db.View(func(tx *store.Tx) error {
 		var err error
-		read, err = tx.OutboxBatch(dest, outboxBatch+len(l.deleting))
+		read, err = tx.OutboxBatch(dest, o.readAhead(dest)+len(l.deleting))
 		return err
 	})
 	if err != nil {
@@ -414,6 +426,9 @@ type deliveryError struct {
 	permanent bool
 	// code is the TPError code of the peer's refusal, if any.
 	code wire.ErrorCode
+	// refusedContract: the peer does not hold the contract the message
+	// was sent under (recorded as revoked; a new one is negotiated).
+	refusedContract bool
 }
 
 func (e *deliveryError) Error() string { return e.err.Error() }
@@ -466,18 +481,39 @@ func (o *outbox) slot(peer bool) (release func(), ok bool) {
 	}, true
 }
 
+// readAhead is how many items a round of dest reads.
+func (o *outbox) readAhead(dest string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.batches[dest] > 0 {
+		return batchWindow
+	}
+	return outboxBatch
+}
+
 // window is the part of batch (oldest first) that a round sends: its head
-// and the due items behind it, up to peerWindow; concurrent tells whether
-// they go at once (a peer that orders its messages) or one after another.
+// and the due items behind it, up to peerWindow (batchWindow to a peer
+// that takes batches); concurrent tells whether they go at once (a peer
+// that orders its messages) or one after another.
 func (o *outbox) window(dest string, batch []*store.OutboxItem, now time.Time) (items []*store.OutboxItem, concurrent bool) {
+	size := 1
 	if strings.HasPrefix(dest, peerPrefix) {
 		o.mu.Lock()
 		concurrent = o.ordered[dest]
+		if concurrent {
+			size = peerWindow
+		}
+		if concurrent && o.batches[dest] > 0 {
+			size = batchWindow
+		}
 		o.mu.Unlock()
 	}
 	n := 1
-	for n < len(batch) && n < peerWindow && !batch[n].NextAttempt.After(now) {
+	for n < len(batch) && n < size && !batch[n].NextAttempt.After(now) {
 		n++
+	}
+	if n == size && size > 1 {
+		o.n.m.fullWindows.Inc()
 	}
 	return batch[:n], concurrent
 }
@@ -516,6 +552,9 @@ func (o *outbox) send(dest string, items []*store.OutboxItem, concurrent bool) [
 		}
 		return out
 	}
+	if max := o.batchable(dest, p); max > 0 && len(items) > 1 {
+		return o.sendBatches(dest, p, items, min(max, batchChunk))
+	}
 	var wg sync.WaitGroup
 	for i, it := range items {
 		s := Sequence{Seq: it.Seq}
@@ -551,10 +590,8 @@ func (o *outbox) deliverPeer(dest string, p *peer, it *store.OutboxItem, s Seque
 		return &deliveryError{err: fmt.Errorf("stored payload: %w", err), permanent: true}
 	}
 	out, derr := o.n.sendUnderContract(ctx, p, wire.MessageType(it.Type), it.ID, it.CorrelationID, pl, s)
-	if derr == nil && out.Status != 0 && ordered(out) {
-		o.mu.Lock()
-		o.ordered[dest] = true
-		o.mu.Unlock()
+	if derr == nil {
+		o.heardAnswer(dest, out)
 	}
 	if derr == nil {
 		derr = failure(out)

@@ -43,6 +43,10 @@ const (
 	// Fetch reads the document at To (an identity, capabilities, a
 	// registry listing); Body is empty.
 	Fetch
+	// Envelopes is a batch of signed envelopes for a peer agent that
+	// announced batches (package peer, p2p_batch.go); To is its endpoint.
+	// Only http and https carry it.
+	Envelopes
 )
 
 func (k Kind) String() string {
@@ -53,6 +57,8 @@ func (k Kind) String() string {
 		return "callback"
 	case Batch:
 		return "batch"
+	case Envelopes:
+		return "envelopes"
 	case Request:
 		return "request"
 	case Fetch:

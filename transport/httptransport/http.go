@@ -5,6 +5,7 @@
 // Where each kind of message goes:
 //
 //	Envelope  POST {To}/api/v1/synapse/message         (a peer's message endpoint)
+//	Envelopes POST {To}/api/v1/synapse/message/batch   (a batch of envelopes)
 //	Batch     POST {To}/api/v1/synapse/tier1/{routine} (an upstream's tier-1 ingest)
 //	Callback  POST {To}                                (a webhook)
 //	Request   POST {To}                                (a service)
@@ -40,6 +41,7 @@ import (
 // Paths of the agent endpoints messages go to.
 const (
 	MessagePath = wire.APIPrefix + "/message"
+	BatchPath   = wire.APIPrefix + "/message/batch"
 	Tier1Path   = wire.APIPrefix + "/tier1/"
 )
 
@@ -178,6 +180,8 @@ func (t *Transport) request(ctx context.Context, m *transport.Message) (*http.Re
 	switch m.Kind {
 	case transport.Envelope:
 		target = strings.TrimRight(m.To, "/") + MessagePath
+	case transport.Envelopes:
+		target = strings.TrimRight(m.To, "/") + BatchPath
 	case transport.Batch:
 		routine := m.Header[transport.HeaderRoutine]
 		if routine == "" {

@@ -64,6 +64,8 @@ func TestSendKinds(t *testing.T) {
 			Header: map[string]string{transport.HeaderMessageID: "m-1", "User-Agent": "synapse-hil"}}, "POST", "/hooks/a", `{}`},
 		{transport.Message{Kind: transport.Request, To: srv.URL + "/v1/chat/completions", Body: []byte(`{"q":1}`)}, "POST", "/v1/chat/completions", `{"q":1}`},
 		{transport.Message{Kind: transport.Fetch, To: srv.URL + "/api/v1/synapse/identity", Body: []byte("ignored")}, "GET", "/api/v1/synapse/identity", ""},
+		{transport.Message{Kind: transport.Envelopes, To: srv.URL + "/", Body: []byte(`{"messages":[]}`), ContentType: wire.ContentJSON},
+			"POST", httptransport.BatchPath, `{"messages":[]}`},
 	}
 	for i, tt := range tests {
 		t.Run(tt.m.Kind.String(), func(t *testing.T) {

@@ -1,0 +1,445 @@
+package peer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/synapse-edge/synapse/contracts"
+	"github.com/synapse-edge/synapse/negotiate"
+	"github.com/synapse-edge/synapse/store"
+	"github.com/synapse-edge/synapse/transport"
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// Batches of envelopes: many outbox messages in one request, one answer
+// for all of them (pipelining, p2p_order.go).
+//
+// A receiver that takes batches says so in every answer to POST /message
+// with the header X-Synapse-Batch: N (the most envelopes one batch may
+// hold). A sender that has seen it (over http or https) may then send a
+// round's messages as batches to POST /api/v1/synapse/message/batch, a
+// JSON body
+//
+//	{"messages":[{"seq":N,"prev":P,"envelope":{...}}, ...]}
+//
+// where each envelope is exactly what POST /message would have carried
+// (signed, JSON) and seq/prev are the values of X-Synapse-Seq and
+// X-Synapse-Seq-Prev (prev 0 or absent: none). Every envelope of a batch
+// has the same sender; a peer sharing an HMAC secret signs the batch body
+// in X-Synapse-Signature. The receiver handles each envelope as POST
+// /message would (checks, the sender's order, duplicates), lets all of
+// them share its group commits, and answers 200 once every effect is
+// durable, with one result per envelope, in order:
+//
+//	{"results":[{"status":202,"body":{"accepted":true,...}}, {"status":503,"error":{...},"retry_after_ms":1000}, ...]}
+//
+// status, body (JSON) and error are what POST /message would have answered
+// for that envelope alone: the sender classifies each result as it would
+// that answer. A batch that cannot be read at all is refused as a whole
+// (400); the sender then goes back to one message per request for that
+// peer, so nothing depends on batches being understood. A receiver that
+// does not know batches never announces them and is sent single messages.
+// Over MQTT messages go one by one (the wire carries one envelope per
+// frame): the receiver there does not announce batches.
+
+// Batch wire names.
+const (
+	// HeaderBatch, in an answer, announces batches: the most envelopes
+	// one may hold.
+	HeaderBatch = "X-Synapse-Batch"
+	// BatchPath is the route of batches.
+	BatchPath = MessagePath + "/batch"
+	// MaxBatch is the most envelopes this agent takes in one batch.
+	MaxBatch = 256
+)
+
+// batchBytes bounds the body of a batch this agent sends (a receiver's
+// default body limit is 1 MiB); one message larger than that goes alone.
+const batchBytes = 512 << 10
+
+// maxBatchAnswer bounds the part of a batch's answer that is read.
+const maxBatchAnswer = 4 << 20
+
+// msDuration is ms milliseconds.
+func msDuration(ms int64) time.Duration {
+	return time.Duration(min(ms, int64(transport.MaxRetryAfter/time.Millisecond))) * time.Millisecond
+}
+
+// BatchItem is one envelope of a batch.
+type BatchItem struct {
+	Seq      uint64          `json:"seq"`
+	Prev     uint64          `json:"prev,omitempty"`
+	Envelope json.RawMessage `json:"envelope"`
+}
+
+// BatchRequest is the body of a batch.
+type BatchRequest struct {
+	Messages []BatchItem `json:"messages"`
+}
+
+// BatchResult is the answer for one envelope of a batch.
+type BatchResult struct {
+	Status       int             `json:"status"`
+	Body         json.RawMessage `json:"body,omitempty"`
+	Error        *wire.Error     `json:"error,omitempty"`
+	RetryAfterMS int64           `json:"retry_after_ms,omitempty"`
+}
+
+// BatchAnswer is the answer to a batch.
+type BatchAnswer struct {
+	Results []BatchResult `json:"results"`
+}
+
+// ReceiveBatch handles a batch (a JSON BatchRequest; signature is its
+// X-Synapse-Signature header) and returns the answer to send with 200
+// once every envelope's effects are durable. A batch that cannot be read
+// is refused as a whole (*wire.Error).
+func (n *Network) ReceiveBatch(ctx context.Context, body []byte, signature string) (*BatchAnswer, error) {
+	if !n.ready() {
+		return nil, wire.Errorf(wire.CodeAgentNotReady, "")
+	}
+	var req BatchRequest
+	if err := wire.JSON.Unmarshal(body, &req); err != nil {
+		return nil, wire.Errorf(wire.CodeMessageFormatInvalid, "batch: %v", err)
+	}
+	if len(req.Messages) == 0 || len(req.Messages) > MaxBatch {
+		return nil, wire.Errorf(wire.CodeMessageFormatInvalid, "a batch holds 1 to %d envelopes, not %d", MaxBatch, len(req.Messages))
+	}
+	msgs := make([]*wire.UnifiedSynapseMessage, len(req.Messages))
+	for i, it := range req.Messages {
+		if it.Seq == 0 || it.Prev >= it.Seq {
+			return nil, wire.Errorf(wire.CodeMessageFormatInvalid, "batch message %d: seq %d, prev %d: want 0 <= prev < seq", i, it.Seq, it.Prev)
+		}
+		m, err := wire.DecodeEnvelope(it.Envelope, false)
+		if err != nil {
+			return nil, wire.Errorf(wire.CodeMessageFormatInvalid, "batch message %d: %v", i, wire.AsError(err).Message)
+		}
+		if i > 0 && m.Sender.AgentID != msgs[0].Sender.AgentID {
+			return nil, wire.Errorf(wire.CodeMessageFormatInvalid, "batch message %d is from %q, not %q: a batch has one sender", i, m.Sender.AgentID, msgs[0].Sender.AgentID)
+		}
+		msgs[i] = m
+	}
+	if err := n.CheckTransportSignature(msgs[0].Sender.AgentID, signature, body); err != nil {
+		return nil, err
+	}
+	n.m.batchesIn.Inc()
+	// Each envelope on its own goroutine, started in order: the sender's
+	// order (p2p_order.go) lets the next go once the previous one's write
+	// is queued, so the batch shares the store's commits.
+	out := &BatchAnswer{Results: make([]BatchResult, len(msgs))}
+	var wg sync.WaitGroup
+	for i, m := range msgs {
+		it := req.Messages[i]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			raw := []byte(it.Envelope)
+			reply, err := n.Receive(WithSequence(ctx, Sequence{Seq: it.Seq, Prev: it.Prev}), m, raw, false)
+			out.Results[i] = batchResult(reply, err)
+		}()
+	}
+	wg.Wait()
+	return out, nil
+}
+
+// batchResult is what POST /message would have answered, as a result.
+func batchResult(reply *Reply, err error) BatchResult {
+	if err != nil {
+		a := errorAnswer(err, wire.JSON)
+		return BatchResult{Status: a.Status, Error: a.Error, RetryAfterMS: a.RetryAfter.Milliseconds()}
+	}
+	var b []byte
+	if reply.Envelope != nil {
+		b, err = wire.EncodeEnvelopeJSON(reply.Envelope)
+	} else {
+		b, err = wire.JSON.Marshal(reply.Accepted)
+	}
+	if err != nil {
+		return batchResult(nil, wire.Errorf(wire.CodeInternal, "encode answer: %v", err))
+	}
+	return BatchResult{Status: reply.Status(), Body: b}
+}
+
+// ---- sending ----
+
+// batchable tells whether a round to dest may go as batches, and how many
+// envelopes one may hold (0: not).
+func (o *outbox) batchable(dest string, p *peer) int {
+	o.mu.Lock()
+	max := o.batches[dest]
+	o.mu.Unlock()
+	if max <= 0 || p == nil {
+		return 0
+	}
+	if u, err := url.Parse(p.rec.Endpoint); err != nil || u.Scheme != "http" && u.Scheme != "https" {
+		return 0
+	}
+	return max
+}
+
+// heardAnswer records what an answer of dest announced: ordering, and
+// batches (their absence turns batches off).
+func (o *outbox) heardAnswer(dest string, out transport.Outcome) {
+	if out.Status == 0 {
+		return
+	}
+	max, _ := strconv.Atoi(out.ReplyHeader[HeaderBatch])
+	max = min(max, MaxBatch)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if ordered(out) {
+		o.ordered[dest] = true
+	}
+	if off, ok := o.batchesOff[dest]; ok && o.n.clock.Now().Sub(off) < batchOffFor {
+		max = 0
+	}
+	if max > 0 && ordered(out) {
+		o.batches[dest] = max
+	} else {
+		delete(o.batches, dest)
+	}
+}
+
+// batchOffFor is how long a peer that refused a batch as a whole is sent
+// single messages, whatever it announces.
+const batchOffFor = 10 * time.Minute
+
+// batchOff stops batches to dest for batchOffFor.
+func (o *outbox) batchOff(dest string) {
+	o.mu.Lock()
+	delete(o.batches, dest)
+	o.batchesOff[dest] = o.n.clock.Now()
+	o.mu.Unlock()
+	o.log.Warn("the peer refused a batch: sending one message per request", "dest", dest, "for", batchOffFor)
+}
+
+// sendBatches sends the items of a round (in queue order, the head first)
+// as batches of at most max envelopes, at once, chained by their
+// sequence numbers, and returns their outcomes in order.
+func (o *outbox) sendBatches(dest string, p *peer, items []*store.OutboxItem, max int) []*deliveryError {
+	out := make([]*deliveryError, len(items))
+	var wg sync.WaitGroup
+	for start := 0; start < len(items); {
+		end := min(start+max, len(items))
+		var prev uint64
+		if start > 0 {
+			prev = items[start-1].Seq
+		}
+		wg.Add(1)
+		go func(start, end int, prev uint64) {
+			defer wg.Done()
+			copy(out[start:end], o.deliverBatch(dest, p, items[start:end], prev, true))
+		}(start, end, prev)
+		start = end
+	}
+	wg.Wait()
+	return out
+}
+
+// errBatchAnswer is a batch answer that does not fit its batch.
+var errBatchAnswer = errors.New("the peer's batch answer does not match the batch")
+
+// deliverBatch sends items (consecutive in the queue; prev is the
+// sequence number of the one before the first, 0 when none) in one or
+// more batches under the active contract and returns their outcomes.
+// When the peer refused the contract (and renegotiate is set), the
+// messages from the first refused one on are sent once more, under a new
+// contract.
+func (o *outbox) deliverBatch(dest string, p *peer, items []*store.OutboxItem, prev uint64, renegotiate bool) []*deliveryError {
+	out := o.deliverBatchOnce(dest, p, items, prev)
+	for k, d := range out {
+		if d == nil {
+			continue
+		}
+		if renegotiate && d.refusedContract {
+			if k > 0 {
+				prev = items[k-1].Seq
+			}
+			copy(out[k:], o.deliverBatch(dest, p, items[k:], prev, false))
+		}
+		break
+	}
+	return out
+}
+
+// deliverBatchOnce is one try of deliverBatch.
+func (o *outbox) deliverBatchOnce(dest string, p *peer, items []*store.OutboxItem, prev uint64) []*deliveryError {
+	out := make([]*deliveryError, len(items))
+	fill := func(from int, derr *deliveryError) {
+		for i := from; i < len(out); i++ {
+			out[i] = derr
+		}
+	}
+	ctx, cancel := context.WithTimeout(o.n.ctx, deliveryTimeout)
+	defer cancel()
+	n := o.n
+	peerID := p.rec.AgentID
+	var c *negotiate.Contract
+	for _, it := range items {
+		if !contracts.Exempt(wire.MessageType(it.Type)) {
+			var failed *transport.Outcome
+			if c, failed = n.contracts.Ensure(ctx, peerID, ""); failed != nil {
+				fill(0, deliveryFailure(failed))
+				return out
+			}
+			break
+		}
+	}
+	under := func(it *store.OutboxItem) *negotiate.Contract {
+		if contracts.Exempt(wire.MessageType(it.Type)) {
+			return nil
+		}
+		return c
+	}
+	seq := func(i int) Sequence {
+		s := Sequence{Seq: items[i].Seq, Prev: prev}
+		if i > 0 {
+			s.Prev = items[i-1].Seq
+		}
+		return s
+	}
+	for _, it := range items {
+		if _, ok := n.a2aDestination(under(it), wire.MessageType(it.Type)); ok {
+			// A contract that sends over A2A: one message at a time.
+			for i, it := range items {
+				if i > 0 && out[i-1] != nil {
+					out[i] = errNotSent
+					continue
+				}
+				out[i] = o.deliverPeer(dest, p, it, seq(i))
+			}
+			return out
+		}
+	}
+	cid := ""
+	if c != nil {
+		cid = c.ContractID
+	}
+	req := BatchRequest{Messages: make([]BatchItem, 0, len(items))}
+	size := 0
+	for i, it := range items {
+		if i > 0 && size >= batchBytes {
+			// Full: this batch first, the rest in the next one.
+			o.postBatch(ctx, dest, p, cid, &req, out[:i])
+			if failedAt(out[:i]) {
+				fill(i, errNotSent)
+				return out
+			}
+			copy(out[i:], o.deliverBatchOnce(dest, p, items[i:], items[i-1].Seq))
+			return out
+		}
+		pl, err := wire.RawJSONPayload(it.Payload)
+		var body []byte
+		if err != nil {
+			err = fmt.Errorf("stored payload: %w", err)
+		} else {
+			var m *wire.UnifiedSynapseMessage
+			if m, err = n.contracts.Envelope(under(it), wire.MessageType(it.Type), peerID, it.ID, it.CorrelationID, pl); err == nil {
+				body, err = wire.EncodeEnvelopeJSON(m)
+			}
+		}
+		if err != nil {
+			// Those before it go; it is given up; those after it wait.
+			o.postBatch(ctx, dest, p, cid, &req, out[:i])
+			out[i] = &deliveryError{err: err, permanent: true}
+			fill(i+1, errNotSent)
+			return out
+		}
+		s := seq(i)
+		req.Messages = append(req.Messages, BatchItem{Seq: s.Seq, Prev: s.Prev, Envelope: body})
+		size += len(body)
+	}
+	o.postBatch(ctx, dest, p, cid, &req, out)
+	return out
+}
+
+// failedAt tells whether any outcome is a failure.
+func failedAt(out []*deliveryError) bool {
+	for _, d := range out {
+		if d != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// postBatch sends one batch and sets out (one per message of req) from
+// its answer.
+// cid is the contract they were sent under ("": none).
+func (o *outbox) postBatch(ctx context.Context, dest string, p *peer, cid string, req *BatchRequest, out []*deliveryError) {
+	if len(req.Messages) == 0 {
+		return
+	}
+	n := o.n
+	peerID := p.rec.AgentID
+	body, err := wire.JSON.Marshal(req)
+	if err != nil {
+		for i := range out {
+			out[i] = &deliveryError{err: fmt.Errorf("encode batch: %w", err)}
+		}
+		return
+	}
+	n.m.batches.Inc()
+	res := n.send(ctx, &transport.Message{Kind: transport.Envelopes, To: p.rec.Endpoint, Body: body,
+		ContentType: wire.ContentJSON, Header: n.signHeader(peerID, body), MaxReply: min(maxAnswerBytes*len(req.Messages), maxBatchAnswer)})
+	o.heardAnswer(dest, res)
+	var ans BatchAnswer
+	if res.Delivered() && (res.Truncated || wire.JSON.Unmarshal(res.Reply, &ans) != nil || len(ans.Results) != len(req.Messages)) {
+		res = transport.Outcome{Class: transport.Retry, Status: res.Status, Err: fmt.Errorf("%w: %w", transport.ErrNotDelivered, errBatchAnswer)}
+	}
+	if !res.Delivered() {
+		// The batch as a whole: never a reason to give its messages up
+		// (a peer that stopped taking batches gets them one by one).
+		derr := failure(res)
+		if derr.permanent || res.Class == transport.Retry && !res.Unreached && res.Status/100 == 4 {
+			o.batchOff(dest)
+			derr = &deliveryError{err: derr.err, retryAfter: derr.retryAfter, code: derr.code}
+		}
+		if derr.code != "" {
+			n.refusedBy(peerID, derr.code)
+		}
+		for i := range out {
+			out[i] = derr
+		}
+		return
+	}
+	anyOK, refused := false, false
+	for i, r := range ans.Results {
+		a := transport.Answer{Status: r.Status, Body: r.Body, ContentType: wire.ContentJSON, Error: r.Error,
+			RetryAfter: min(max(msDuration(r.RetryAfterMS), 0), transport.MaxRetryAfter)}
+		if a.Status/100 != 2 && a.Error == nil {
+			a.Error = transport.DecodeError(r.Body, wire.ContentJSON)
+		}
+		res := transport.Classify(transport.Envelope, a)
+		out[i] = failure(res)
+		if out[i] == nil {
+			anyOK = true
+			continue
+		}
+		if cid != "" && contracts.RefusesContract(res) {
+			// The peer does not hold the contract: recorded once, and the
+			// message is sent again under a new one.
+			if !refused {
+				refused = true
+				n.log.Info("the peer refused the contract: negotiating again", "peer", peerID, "contract_id", cid, "err", res.Err)
+				if err := n.contracts.RevokedByPeer(ctx, peerID, cid); err != nil {
+					n.log.Warn("record the peer's refusal of a contract", "contract_id", cid, "err", err)
+				}
+			}
+			out[i].permanent, out[i].refusedContract = false, true
+		}
+		n.refusedBy(peerID, out[i].code)
+	}
+	if anyOK {
+		n.acceptedBy(peerID)
+		if n.heard(peerID, nil) {
+			n.spawn(func() { o.wake(peerID) })
+		}
+	}
+}
