@@ -12,9 +12,10 @@ import (
 	"github.com/synapse-edge/synapse/client/agenttest"
 )
 
-// The end-to-end tests build the real binary, run "synapse serve" and drive
-// it through the command line (cli.Main in this process, and the binary
-// itself in TestE2EBinary). They skip while the binary does not build.
+// TestE2EBinary builds the real binary and runs it: "synapse serve" and the
+// commands as processes. (The end-to-end tests of each command, through
+// cli.Main in the test process, are in its package: cli/taskcmd, ...) It
+// skips while the binary does not build.
 
 var synapseBin agenttest.Binary
 
