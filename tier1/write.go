@@ -277,7 +277,6 @@ type blockFrame struct {
 	ts  int64
 	dev string
 	f   Frame
-	i   int // arrival order
 }
 
 // ownBlocks is the size from which a batch gets blocks of its own, built
@@ -321,7 +320,7 @@ func (in *Ingestor) blocks(d *Descriptor, ps []*Pending) []block {
 func (in *Ingestor) appendBlockFrames(fs []blockFrame, d *Descriptor, p *Pending) []blockFrame {
 	kf := in.keys[d.CapabilityID]
 	for _, f := range p.b.Frames {
-		bf := blockFrame{ts: p.at, dev: p.scope, f: f, i: len(fs)}
+		bf := blockFrame{ts: p.at, dev: p.scope, f: f}
 		if kf.ts >= 0 {
 			if v := f.At(kf.ts); v.Kind() == KindInt {
 				bf.ts = v.Int()
@@ -342,21 +341,8 @@ func (in *Ingestor) appendBlockFrames(fs []blockFrame, d *Descriptor, p *Pending
 // each. size is the encoded size of their batches, which holds every frame
 // once: the blocks take about as much, usually less.
 func (in *Ingestor) blocksOf(d *Descriptor, fs []blockFrame, size int) []block {
+	fs = byDevice(fs)
 	n := len(fs)
-	for i := 1; i < n; i++ {
-		if fs[i].dev < fs[i-1].dev || fs[i].dev == fs[i-1].dev && fs[i].ts < fs[i-1].ts {
-			slices.SortFunc(fs, func(x, y blockFrame) int {
-				if c := strings.Compare(x.dev, y.dev); c != 0 {
-					return c
-				}
-				if c := cmp.Compare(x.ts, y.ts); c != 0 {
-					return c
-				}
-				return cmp.Compare(x.i, y.i)
-			})
-			break
-		}
-	}
 	var out []block
 	run := make([]Frame, 0, min(n, MaxBlockFrames))
 	buf := make([]byte, 0, size+n+16)
@@ -374,6 +360,86 @@ func (in *Ingestor) blocksOf(d *Descriptor, fs []blockFrame, size int) []block {
 		buf = AppendBlock(buf, run, len(d.Fields))
 		out = append(out, block{ts: first.ts, dev: first.dev, n: end - start, data: buf[off:len(buf):len(buf)]})
 		start = end
+	}
+	return out
+}
+
+// byDevice returns fs ordered by device, then ts, then arrival: fs itself
+// when it is in that order already, else a copy. Frames usually come
+// round-robin from a few devices, each in time order: they are dealt into
+// one run per device (no comparison sort over them all), and only a run
+// out of time order is sorted.
+func byDevice(fs []blockFrame) []blockFrame {
+	sorted := true
+	for i := 1; i < len(fs) && sorted; i++ {
+		sorted = fs[i].dev > fs[i-1].dev || fs[i].dev == fs[i-1].dev && fs[i].ts >= fs[i-1].ts
+	}
+	if sorted {
+		return fs
+	}
+	// The device of each frame, numbered in order of first appearance.
+	var devs []string
+	var index map[string]int32 // once there are many devices
+	dev := make([]int32, len(fs))
+	last := int32(0)
+	for i := range fs {
+		d := fs[i].dev
+		switch {
+		case len(devs) > 0 && devs[last] == d:
+		case len(devs) > 0 && devs[(int(last)+1)%len(devs)] == d:
+			last = int32((int(last) + 1) % len(devs))
+		default:
+			found := false
+			if index != nil {
+				last, found = index[d]
+			} else {
+				for j, x := range devs {
+					if x == d {
+						last, found = int32(j), true
+						break
+					}
+				}
+			}
+			if !found {
+				last = int32(len(devs))
+				devs = append(devs, d)
+				if index != nil {
+					index[d] = last
+				} else if len(devs) > 32 {
+					index = make(map[string]int32, 2*len(devs))
+					for j, x := range devs {
+						index[x] = int32(j)
+					}
+				}
+			}
+		}
+		dev[i] = last
+	}
+	// Where each device's run starts, the devices in name order.
+	names := make([]int32, len(devs))
+	for i := range names {
+		names[i] = int32(i)
+	}
+	slices.SortFunc(names, func(a, b int32) int { return strings.Compare(devs[a], devs[b]) })
+	start := make([]int, len(devs))
+	for _, g := range dev {
+		start[g]++
+	}
+	off := 0
+	for _, g := range names {
+		off, start[g] = off+start[g], off
+	}
+	end := slices.Clone(start)
+	out := make([]blockFrame, len(fs))
+	for i, g := range dev {
+		out[end[g]] = fs[i]
+		end[g]++
+	}
+	for g := range devs {
+		run := out[start[g]:end[g]]
+		if !slices.IsSortedFunc(run, func(x, y blockFrame) int { return cmp.Compare(x.ts, y.ts) }) {
+			slices.SortStableFunc(run, func(x, y blockFrame) int { return cmp.Compare(x.ts, y.ts) })
+		}
 	}
 	return out
 }
