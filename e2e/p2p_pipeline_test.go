@@ -15,13 +15,18 @@ import (
 )
 
 // pipelineTasks is the number of tasks of TestP2PPipelineUnderSIGKILL:
-// SYNAPSE_E2E_PIPELINE_TASKS, default 300 (about 20 s on two busy cores;
-// 10,000 takes a few minutes).
+// SYNAPSE_E2E_PIPELINE_TASKS, default 10,000 — 1,000 when the test binary
+// runs under the race detector (make test's race suite, which has a time
+// budget; the agents are the same non-race binaries either way, so the
+// smaller count only shortens the run).
 func pipelineTasks(t *testing.T) int {
 	t.Helper()
 	s := os.Getenv("SYNAPSE_E2E_PIPELINE_TASKS")
 	if s == "" {
-		return 300
+		if raceTest {
+			return 1_000
+		}
+		return 10_000
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 10 {
@@ -30,15 +35,23 @@ func pipelineTasks(t *testing.T) int {
 	return n
 }
 
+// backlog is how many messages A's outbox must hold for B while B is down
+// before B is started again: more than a window (128), so the first
+// rounds after each restart of B go with their window full.
+const backlog = 300
+
 // TestP2PPipelineUnderSIGKILL: A delegates N echo tasks to B, one client
 // submitting them in order, while B and A are each killed with SIGKILL
-// twice (B, A, B, A) and restarted on their data: the outbox keeps a
-// window of messages in flight to B all along. Afterwards every task has
-// completed exactly once on A and run exactly once on B, and B applied the
-// requests in A's order (their created_at on B never goes back, and B's
-// feed of its last run lists them in order).
+// twice (B, A, B, A) and restarted on their data. Each time B is down its
+// backlog grows past a window before it starts again, so the outbox sends
+// to it with its window full (A's synapse_outbox_full_windows_total says
+// so). Afterwards every task has completed exactly once on A and run
+// exactly once on B, and B applied the requests in A's order (their
+// created_at on B never goes back, and B's feed of its last run lists them
+// in order).
 func TestP2PPipelineUnderSIGKILL(t *testing.T) {
 	n := pipelineTasks(t)
+	begin := time.Now()
 	config := filepath.Join(t.TempDir(), "p2p.json")
 	writeJSON(t, config, map[string]any{"p2p": map[string]any{
 		"max_retries": 30, "retry_base_delay_ms": 50, "heartbeat_interval_seconds": 1,
@@ -60,7 +73,7 @@ func TestP2PPipelineUnderSIGKILL(t *testing.T) {
 	var submitted atomic.Int64
 	subErr := make(chan error, 1)
 	go func() {
-		c := &loadClient{a: a, hc: newClient(1, requestTimeout), deadline: time.Now().Add(10 * time.Minute)}
+		c := &loadClient{a: a, hc: newClient(1, requestTimeout), deadline: time.Now().Add(20 * time.Minute)}
 		defer c.hc.CloseIdleConnections()
 		for i := range n {
 			id, _, err := c.submit("pipeline-"+strconv.Itoa(i), `{"task_type":"echo","payload":{"i":`+strconv.Itoa(i)+`},"target":"`+bID+`"}`)
@@ -73,15 +86,27 @@ func TestP2PPipelineUnderSIGKILL(t *testing.T) {
 		}
 		subErr <- nil
 	}()
+	fullWindows := 0.0 // A's count, summed over its runs
 	for k, victim := range []*agentProc{b, a, b, a} {
 		at := int64(n * (k + 1) / 5)
-		testutil.Eventually(t, 5*time.Minute, "submissions", func() bool { return submitted.Load() >= at })
+		testutil.Eventually(t, 10*time.Minute, "submissions", func() bool { return submitted.Load() >= at })
+		if victim == a {
+			fullWindows += metricValue(t, a, "synapse_outbox_full_windows_total")
+			victim.kill()
+			victim.start()
+			continue
+		}
 		victim.kill()
+		want := min(float64(backlog), float64(int64(n)-submitted.Load()))
+		testutil.Eventually(t, 10*time.Minute, "a backlog for B", func() bool {
+			return metricValue(t, a, "synapse_outbox_pending") >= want
+		})
 		victim.start()
 	}
 	if err := <-subErr; err != nil {
 		t.Fatal(err)
 	}
+	submittedIn := time.Since(begin)
 
 	deadline := time.Now().Add(time.Duration(n)*20*time.Millisecond + time.Minute)
 	hc := newClient(durClients, requestTimeout)
@@ -95,6 +120,11 @@ func TestP2PPipelineUnderSIGKILL(t *testing.T) {
 			t.Fatalf("tasks on A after the deadline: %v, want %d final", by, n)
 		}
 		time.Sleep(500 * time.Millisecond) // poll interval
+	}
+	doneIn := time.Since(begin)
+	fullWindows += metricValue(t, a, "synapse_outbox_full_windows_total")
+	if fullWindows == 0 {
+		t.Error("A never sent B a full window (synapse_outbox_full_windows_total is 0 in every run)")
 	}
 	onA := fetchTasks(t, a, hc, ids)
 	onB := fetchTasks(t, b, hc, ids)
@@ -133,7 +163,8 @@ func TestP2PPipelineUnderSIGKILL(t *testing.T) {
 		}
 		last = i
 	}
-	t.Logf("%d tasks; B's last run applied %d requests in order", n, len(seen))
+	t.Logf("%d tasks: submitted in %v, all completed after %v; %v full windows from A; B's last run applied %d requests in order",
+		n, submittedIn.Round(time.Second), doneIn.Round(time.Second), fullWindows, len(seen))
 	testutil.Eventually(t, time.Minute, "empty outboxes", func() bool {
 		return len(outboxIDs(t, a, "pending", bID))+len(outboxIDs(t, a, "dead", bID))+
 			len(outboxIDs(t, b, "pending", aID))+len(outboxIDs(t, b, "dead", aID)) == 0
