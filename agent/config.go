@@ -50,14 +50,10 @@ type Config struct {
 	MQTT *MQTTConfig `json:"mqtt,omitempty"`
 	// P2P configures delivery to peers and webhooks (seed 004 §5.4).
 	P2P P2PConfig `json:"p2p"`
-	// A2A holds the tokens for peers reached over A2A (a2a_config.go).
-	A2A A2AConfig `json:"a2a"`
 	// Outbound is the policy of URLs clients give the agent to call
 	// (callback_url, A2A push): private ranges are refused unless allowed
 	// here (package transport/outbound).
 	Outbound outbound.Config `json:"outbound"`
-	// HIL configures human-in-the-loop escalation (SPEC §9).
-	HIL HILConfig `json:"hil"`
 	// Negotiation configures protocol contracts (SPEC §7;
 	// negotiate/config.go).
 	Negotiation negotiate.Config `json:"negotiation"`
@@ -289,8 +285,6 @@ func (c *Config) Validate() error {
 			bad(f+".secret_envs", "every variable of %v must be set and not empty", ps.SecretEnvs)
 		}
 	}
-	c.HIL.check(bad)
-	c.A2A.check(bad)
 	c.Negotiation.Check(func(field, format string, args ...any) { bad("negotiation."+field, format, args...) })
 	c.Registry.check(bad)
 	return errors.Join(errs...)

@@ -84,7 +84,7 @@ func runServe(ctx context.Context, sio *command.IO, args []string) error {
 	if err != nil {
 		return err
 	}
-	cfg := file.Config
+	cfg := &file.Config
 	if n := len(cfg.AdminToken); n > 0 && n < minAdminToken {
 		return fmt.Errorf("SYNAPSE_ADMIN_TOKEN is %d bytes; an admin token must have at least %d (e.g. openssl rand -hex 16), or leave it unset to have one generated", n, minAdminToken)
 	}
@@ -97,19 +97,22 @@ func runServe(ctx context.Context, sio *command.IO, args []string) error {
 	if *endpoint != "" {
 		cfg.Endpoint = *endpoint
 	}
-	return serve(ctx, sio, log, cfg, file.Handlers, file.HTTP, *grace, extra)
+	return serve(ctx, sio, log, file, *grace, extra)
 }
 
 // minAdminToken is the shortest SYNAPSE_ADMIN_TOKEN serve accepts: a
 // shorter one is guessable by anyone who can reach the port.
 const minAdminToken = 16
 
-func serve(ctx context.Context, sio *command.IO, log *slog.Logger, cfg agent.Config, hs handlers.Config, limits httpapi.Limits, grace time.Duration, extra *extraServers) error {
+// serve runs the agent of the configuration file: each package gets its
+// own section.
+func serve(ctx context.Context, sio *command.IO, log *slog.Logger, file config.File, grace time.Duration, extra *extraServers) error {
+	cfg := file.Config
 	a, err := agent.New(cfg, agent.Options{Logger: log})
 	if err != nil {
 		return err
 	}
-	if err := handlers.Register(a, handlers.Options{Config: hs, Logger: log}); err != nil {
+	if err := handlers.Register(a, handlers.Options{Config: file.Handlers, Logger: log}); err != nil {
 		return err
 	}
 	nw, err := peer.New(a, peer.Options{Logger: log})
@@ -123,7 +126,7 @@ func serve(ctx context.Context, sio *command.IO, log *slog.Logger, cfg agent.Con
 	if mq != nil {
 		defer mq.Close(context.Background()) // after the agent, whose uplink sends through it
 	}
-	a2aw, err := newA2AWire(a, cfg, log)
+	a2aw, err := newA2AWire(a, file.A2A, log)
 	if err != nil {
 		return err
 	}
@@ -146,7 +149,7 @@ func serve(ctx context.Context, sio *command.IO, log *slog.Logger, cfg agent.Con
 		_ = a.Close(context.Background())
 		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
-	hm := hil.New(a, hil.Options{Logger: log})
+	hm := hil.New(a, hil.Options{Logger: log, Config: file.HIL, CallbackSecret: cfg.P2P.CallbackSecret})
 	if err := hm.Start(ctx); err != nil {
 		_ = ln.Close()
 		_ = a.Close(context.Background())
@@ -165,7 +168,7 @@ func serve(ctx context.Context, sio *command.IO, log *slog.Logger, cfg agent.Con
 		_ = a.Close(context.Background())
 		return err
 	}
-	srv := httpapi.New(a, httpapi.Options{Logger: log, Version: Version, HIL: hm, Groups: gm, Network: nw, Limits: limits})
+	srv := httpapi.New(a, httpapi.Options{Logger: log, Version: Version, HIL: hm, Groups: gm, Network: nw, Limits: file.HTTP})
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 

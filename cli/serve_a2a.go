@@ -14,8 +14,8 @@ import (
 // own transport (HTTP); the bearer token for each peer comes from the
 // config's a2a.peers. Start it once the agent is open, close it before the
 // agent closes.
-func newA2AWire(a *agent.Agent, cfg agent.Config, log *slog.Logger) (*a2aclient.Transport, error) {
-	t, err := a2aclient.New(a2aclient.Options{Reporter: a, Wire: a.Transport(), Token: cfg.A2A.TokenFor, Logger: log})
+func newA2AWire(a *agent.Agent, c a2aclient.Config, log *slog.Logger) (*a2aclient.Transport, error) {
+	t, err := a2aclient.New(a2aclient.Options{Reporter: a, Wire: a.Transport(), Token: c.TokenFor, Logger: log})
 	if err != nil {
 		return nil, err
 	}

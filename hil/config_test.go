@@ -10,19 +10,20 @@ import (
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/cli/config"
+	"github.com/synapse-edge/synapse/hil"
 )
 
 func TestConfig(t *testing.T) {
 	t.Run("defaults", func(t *testing.T) {
-		cfg := agent.Defaults()
+		var cfg hil.Config
 		if err := cfg.Validate(); err != nil {
 			t.Fatalf("Validate: %v", err)
 		}
-		levels := cfg.HIL.EffectiveLevels()
+		levels := cfg.EffectiveLevels()
 		if len(levels) != 3 || levels[0].ReviewersScope != "hil:l1" || levels[2].ReviewersScope != "hil:l3" || levels[1].DeadlineSeconds != 300 {
 			t.Errorf("default levels = %+v", levels)
 		}
-		if got := cfg.HIL.EffectiveDefaultAction(); got != agent.ActionReject {
+		if got := cfg.EffectiveDefaultAction(); got != agent.ActionReject {
 			t.Errorf("default action = %q, want reject", got)
 		}
 		for _, s := range []auth.Scope{auth.ScopeHILL1, auth.ScopeHILL2, auth.ScopeHILL3} {
@@ -44,25 +45,25 @@ func TestConfig(t *testing.T) {
 		if err := cfg.Validate(); err != nil {
 			t.Fatalf("Validate: %v", err)
 		}
-		want := []agent.HILLevel{{ReviewersScope: "hil:l2", DeadlineSeconds: 60, NotifyURL: "http://127.0.0.1:9/hook"}}
+		want := []hil.Level{{ReviewersScope: "hil:l2", DeadlineSeconds: 60, NotifyURL: "http://127.0.0.1:9/hook"}}
 		if got := cfg.HIL.EffectiveLevels(); !slices.Equal(got, want) || cfg.HIL.EffectiveDefaultAction() != agent.ActionApprove {
 			t.Errorf("levels = %+v, action %q", got, cfg.HIL.DefaultAction)
 		}
 	})
 	bad := []struct {
 		name  string
-		hil   agent.HILConfig
+		hil   hil.Config
 		field string
 	}{
-		{"unknown scope", agent.HILConfig{Levels: []agent.HILLevel{{ReviewersScope: "hil:l9", DeadlineSeconds: 1}}}, "hil.levels[0].reviewers_scope"},
-		{"zero deadline", agent.HILConfig{Levels: []agent.HILLevel{{ReviewersScope: "hil:l1"}}}, "hil.levels[0].deadline_seconds"},
-		{"relative notify_url", agent.HILConfig{Levels: []agent.HILLevel{{ReviewersScope: "admin", DeadlineSeconds: 5, NotifyURL: "/hook"}}}, "hil.levels[0].notify_url"},
-		{"default action", agent.HILConfig{DefaultAction: "modify"}, "hil.default_action"},
-		{"too many levels", agent.HILConfig{Levels: slices.Repeat([]agent.HILLevel{{ReviewersScope: "hil:l1", DeadlineSeconds: 1}}, agent.MaxHILLevels+1)}, "hil.levels"},
+		{"unknown scope", hil.Config{Levels: []hil.Level{{ReviewersScope: "hil:l9", DeadlineSeconds: 1}}}, "hil.levels[0].reviewers_scope"},
+		{"zero deadline", hil.Config{Levels: []hil.Level{{ReviewersScope: "hil:l1"}}}, "hil.levels[0].deadline_seconds"},
+		{"relative notify_url", hil.Config{Levels: []hil.Level{{ReviewersScope: "admin", DeadlineSeconds: 5, NotifyURL: "/hook"}}}, "hil.levels[0].notify_url"},
+		{"default action", hil.Config{DefaultAction: "modify"}, "hil.default_action"},
+		{"too many levels", hil.Config{Levels: slices.Repeat([]hil.Level{{ReviewersScope: "hil:l1", DeadlineSeconds: 1}}, hil.MaxLevels+1)}, "hil.levels"},
 	}
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := agent.Defaults()
+			cfg := config.Defaults()
 			cfg.HIL = tt.hil
 			err := cfg.Validate()
 			if err == nil || !strings.Contains(err.Error(), tt.field+":") {

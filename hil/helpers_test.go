@@ -42,6 +42,7 @@ type env struct {
 	cfg      agent.Config
 	clock    *fakeClock
 	handlers []agent.Handler
+	opts     hil.Options
 	a        *agent.Agent
 	m        *hil.Manager
 }
@@ -56,13 +57,30 @@ func newEnv(t *testing.T, mutate ...func(*agent.Config)) *env {
 // newEnvWith is newEnv with a given clock and extra handlers.
 func newEnvWith(t *testing.T, clock *fakeClock, hs []agent.Handler, mutate ...func(*agent.Config)) *env {
 	t.Helper()
+	return newEnvOpts(t, clock, hs, hil.Options{}, mutate...)
+}
+
+// newEnvHIL is newEnv with the manager's options (NotifyBackoff 1 s
+// unless set).
+func newEnvHIL(t *testing.T, opts hil.Options, mutate ...func(*agent.Config)) *env {
+	t.Helper()
+	return newEnvOpts(t, newFakeClock(), nil, opts, mutate...)
+}
+
+// newEnvOpts is newEnv with a given clock, extra handlers and the
+// manager's options.
+func newEnvOpts(t *testing.T, clock *fakeClock, hs []agent.Handler, opts hil.Options, mutate ...func(*agent.Config)) *env {
+	t.Helper()
 	cfg := agent.Defaults()
 	cfg.DataDir = t.TempDir()
 	cfg.AdminToken = "t"
 	for _, f := range mutate {
 		f(&cfg)
 	}
-	e := &env{t: t, cfg: cfg, clock: clock, handlers: hs}
+	if opts.NotifyBackoff == 0 {
+		opts.NotifyBackoff = time.Second
+	}
+	e := &env{t: t, cfg: cfg, clock: clock, handlers: hs, opts: opts}
 	e.open()
 	return e
 }
@@ -86,7 +104,7 @@ func (e *env) open() {
 	if err := a.Open(context.Background()); err != nil {
 		t.Fatalf("agent.Open: %v", err)
 	}
-	m := hil.New(a, hil.Options{NotifyBackoff: time.Second})
+	m := hil.New(a, e.opts)
 	if err := m.Start(context.Background()); err != nil {
 		t.Fatalf("Start: %v", err)
 	}

@@ -48,6 +48,14 @@ type Options struct {
 	// NotifyBackoff is the wait before the second notification attempt
 	// (doubled for the third), on the agent's clock. Default 1 s.
 	NotifyBackoff time.Duration
+	// Config is the config file's "hil" section (the zero value: three
+	// levels of five minutes, default action reject); New does not check
+	// it: Config.Validate does.
+	Config Config
+	// CallbackSecret, if set, signs the notifications
+	// (X-Synapse-Signature), as it signs webhook callbacks
+	// (p2p.callback_secret_env).
+	CallbackSecret string
 }
 
 // Manager runs the human-in-the-loop layer of one agent. Build it with New
@@ -57,7 +65,7 @@ type Manager struct {
 	db        *store.DB
 	clock     agent.Clock
 	log       *slog.Logger
-	levels    []agent.HILLevel
+	levels    []Level
 	defAction string
 	secret    []byte
 	maxAge    time.Duration
@@ -103,7 +111,7 @@ func New(a *agent.Agent, opts Options) *Manager {
 	cfg := a.Config()
 	m := &Manager{
 		a: a, db: a.Store(), clock: a.Clock(), log: opts.Logger.With("component", "hil"),
-		levels: cfg.HIL.EffectiveLevels(), defAction: cfg.HIL.EffectiveDefaultAction(),
+		levels: opts.Config.EffectiveLevels(), defAction: opts.Config.EffectiveDefaultAction(),
 		maxAge: time.Duration(cfg.Retention.MaxAgeHours) * time.Hour,
 		opts:   opts, t: t,
 		// Ids start above those of earlier processes (see Event).
@@ -112,7 +120,7 @@ func New(a *agent.Agent, opts Options) *Manager {
 		notifying: make(chan struct{}, MaxNotifyInFlight),
 		stop:      make(chan struct{}),
 	}
-	if s := cfg.P2P.CallbackSecret; s != "" {
+	if s := opts.CallbackSecret; s != "" {
 		m.secret = []byte(s)
 	}
 	m.bg, m.cancelBg = context.WithCancel(context.Background())

@@ -29,7 +29,7 @@ func TestEscalationToDefaultAction(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			start := time.Now()
-			e := newEnv(t, func(c *agent.Config) { c.HIL.DefaultAction = tt.action })
+			e := newEnvHIL(t, hil.Options{Config: hil.Config{DefaultAction: tt.action}})
 			sub, _, _ := e.m.Subscribe(0, false)
 			defer sub.Close()
 			id := e.confirm("ship the firmware?")
@@ -294,12 +294,10 @@ func TestLevelsAndPayloadDeadline(t *testing.T) {
 			return "approved", err
 		},
 	}
-	e := newEnvWith(t, clock, []agent.Handler{ask}, func(c *agent.Config) {
-		c.HIL.Levels = []agent.HILLevel{
-			{ReviewersScope: auth.ScopeHILL1, DeadlineSeconds: 60},
-			{ReviewersScope: auth.ScopeHILL2, DeadlineSeconds: 120},
-		}
-	})
+	e := newEnvOpts(t, clock, []agent.Handler{ask}, hil.Options{Config: hil.Config{Levels: []hil.Level{
+		{ReviewersScope: auth.ScopeHILL1, DeadlineSeconds: 60},
+		{ReviewersScope: auth.ScopeHILL2, DeadlineSeconds: 120},
+	}}})
 	t.Run("configured deadline", func(t *testing.T) {
 		id := e.confirm("short levels?")
 		r := e.pending(id)

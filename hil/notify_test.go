@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/hil"
 	"github.com/synapse-edge/synapse/internal/testutil"
@@ -59,13 +58,10 @@ func TestNotifications(t *testing.T) {
 	defer s1.Close()
 	defer s2.Close()
 	secret := "hook-secret"
-	e := newEnv(t, func(c *agent.Config) {
-		c.P2P.CallbackSecret = secret
-		c.HIL.Levels = []agent.HILLevel{
-			{ReviewersScope: auth.ScopeHILL1, DeadlineSeconds: 60, NotifyURL: s1.URL + "/l1"},
-			{ReviewersScope: auth.ScopeHILL2, DeadlineSeconds: 60, NotifyURL: s2.URL + "/l2"},
-		}
-	})
+	e := newEnvHIL(t, hil.Options{CallbackSecret: secret, Config: hil.Config{Levels: []hil.Level{
+		{ReviewersScope: auth.ScopeHILL1, DeadlineSeconds: 60, NotifyURL: s1.URL + "/l1"},
+		{ReviewersScope: auth.ScopeHILL2, DeadlineSeconds: 60, NotifyURL: s2.URL + "/l2"},
+	}}})
 	id := e.confirm("notify the reviewers?")
 
 	t.Run("retried until delivered", func(t *testing.T) {
@@ -138,9 +134,7 @@ func TestNotificationGone(t *testing.T) {
 	gone := &hook{failFirst: 10, failStatus: http.StatusGone}
 	srv := httptest.NewServer(gone)
 	defer srv.Close()
-	e := newEnv(t, func(c *agent.Config) {
-		c.HIL.Levels = []agent.HILLevel{{ReviewersScope: auth.ScopeHILL1, DeadlineSeconds: 60, NotifyURL: srv.URL + "/gone"}}
-	})
+	e := newEnvHIL(t, hil.Options{Config: hil.Config{Levels: []hil.Level{{ReviewersScope: auth.ScopeHILL1, DeadlineSeconds: 60, NotifyURL: srv.URL + "/gone"}}}})
 	id := e.confirm("anyone there?")
 	testutil.Eventually(t, pollTimeout, "the notify_failed step", func() bool {
 		e.clock.Advance(500 * time.Millisecond)

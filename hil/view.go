@@ -3,7 +3,6 @@ package hil
 import (
 	"time"
 
-	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
@@ -105,7 +104,7 @@ func formatTime(t time.Time) string {
 }
 
 // view renders a stored request with the levels it was escalated through.
-func view(r *store.HILRequest, levels []agent.HILLevel) *Request {
+func view(r *store.HILRequest, levels []Level) *Request {
 	v := &Request{
 		TaskID: r.TaskID, TaskType: r.TaskType, Target: r.Target, State: r.State,
 		EscalationLevel: r.Level, Levels: len(levels),

@@ -29,7 +29,13 @@ func interfaceNames(p agent.CapabilitiesProvider) []string {
 // the agent when the test ends.
 func startHIL(t *testing.T, a *node) {
 	t.Helper()
-	hm := hil.New(a.Agent, hil.Options{})
+	startHILWith(t, a, hil.Options{})
+}
+
+// startHILWith is startHIL with the manager's options.
+func startHILWith(t *testing.T, a *node, opts hil.Options) {
+	t.Helper()
+	hm := hil.New(a.Agent, opts)
 	if err := hm.Start(context.Background()); err != nil {
 		t.Fatalf("hil Start: %v", err)
 	}
@@ -119,10 +125,8 @@ func TestInterfacesFollowComponents(t *testing.T) {
 	})
 
 	t.Run("one HiL level and no built-in handlers", func(t *testing.T) {
-		cfg := testConfig(t)
-		cfg.HIL.Levels = []agent.HILLevel{{ReviewersScope: auth.ScopeHILL1, DeadlineSeconds: 60}}
-		b := openAgentWith(t, cfg, handlers.Config{DisableBuiltins: true}, nil)
-		startHIL(t, b)
+		b := openAgentWith(t, testConfig(t), handlers.Config{DisableBuiltins: true}, nil)
+		startHILWith(t, b, hil.Options{Config: hil.Config{Levels: []hil.Level{{ReviewersScope: auth.ScopeHILL1, DeadlineSeconds: 60}}}})
 		got := interfaceNames(b)
 		if !slices.Contains(got, "HILHandler") || slices.Contains(got, "EscalationHandler") {
 			t.Errorf("interfaces with one level = %v, want HILHandler without EscalationHandler", got)

@@ -23,7 +23,7 @@ func TestRegistryConfig(t *testing.T) {
 			t.Fatal(err)
 		}
 		env := map[string]string{"REG_TOKEN": "s3cret"}
-		if err := config.LoadEnv(&cfg.Config, func(k string) string { return env[k] }); err != nil {
+		if err := config.LoadEnv(&cfg, func(k string) string { return env[k] }); err != nil {
 			t.Fatal(err)
 		}
 		if err := cfg.Validate(); err != nil {

@@ -20,7 +20,9 @@ import (
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/handlers"
+	"github.com/synapse-edge/synapse/hil"
 	"github.com/synapse-edge/synapse/httpapi"
+	"github.com/synapse-edge/synapse/transport/a2aclient"
 )
 
 // File is the config file: the agent's values and the handlers' at the
@@ -28,7 +30,9 @@ import (
 type File struct {
 	agent.Config
 	Handlers
-	HTTP httpapi.Limits `json:"http"`
+	HTTP httpapi.Limits   `json:"http"`
+	HIL  hil.Config       `json:"hil"`
+	A2A  a2aclient.Config `json:"a2a"`
 }
 
 // Handlers is the handlers' part of the file (its top-level keys
@@ -43,7 +47,12 @@ func Defaults() File {
 // Validate checks every section: the agent's values (as agent.New does),
 // the handlers and the server's limits, all problems at once.
 func (f *File) Validate() error {
-	return errors.Join(f.Config.Validate(), f.Handlers.Validate(), f.HTTP.Validate())
+	return errors.Join(f.Config.Validate(), f.sections())
+}
+
+// sections checks the sections of the packages other than agent.
+func (f *File) sections() error {
+	return errors.Join(f.Handlers.Validate(), f.HTTP.Validate(), f.HIL.Validate(), f.A2A.Validate())
 }
 
 // Load returns the configuration of the file at path (none when path is
@@ -57,10 +66,10 @@ func Load(path string, getenv func(string) string) (File, error) {
 			return f, err
 		}
 	}
-	if err := LoadEnv(&f.Config, getenv); err != nil {
+	if err := LoadEnv(&f, getenv); err != nil {
 		return f, err
 	}
-	return f, errors.Join(f.Handlers.Validate(), f.HTTP.Validate())
+	return f, f.sections()
 }
 
 // LoadFile merges the JSON file at path into f. Unknown fields are errors,
@@ -100,7 +109,8 @@ func LoadFile(f *File, path string) error {
 // LoadEnv applies SYNAPSE_* environment variables, and the variables the
 // file names for secrets (token_env, password_env, secret_envs, ...),
 // through getenv.
-func LoadEnv(c *agent.Config, getenv func(string) string) error {
+func LoadEnv(f *File, getenv func(string) string) error {
+	c := &f.Config
 	str := map[string]*string{
 		"SYNAPSE_DATA":        &c.DataDir,
 		"SYNAPSE_LISTEN":      &c.Listen,
@@ -118,9 +128,9 @@ func LoadEnv(c *agent.Config, getenv func(string) string) error {
 	if c.Uplink != nil && c.Uplink.TokenEnv != "" {
 		c.Uplink.Token = getenv(c.Uplink.TokenEnv)
 	}
-	for i := range c.A2A.Peers {
-		if env := c.A2A.Peers[i].TokenEnv; env != "" {
-			c.A2A.Peers[i].Token = getenv(env)
+	for i := range f.A2A.Peers {
+		if env := f.A2A.Peers[i].TokenEnv; env != "" {
+			f.A2A.Peers[i].Token = getenv(env)
 		}
 	}
 	if c.MQTT != nil && c.MQTT.PasswordEnv != "" {

@@ -96,7 +96,7 @@ func TestLoadEnv(t *testing.T) {
 		"SYNAPSE_MAX_TASK_DURATION_SECONDS": "60",
 	}
 	cfg := config.Defaults()
-	if err := config.LoadEnv(&cfg.Config, func(k string) string { return env[k] }); err != nil {
+	if err := config.LoadEnv(&cfg, func(k string) string { return env[k] }); err != nil {
 		t.Fatalf("LoadEnv: %v", err)
 	}
 	if cfg.DataDir != "/var/lib/synapse" || cfg.Listen != "127.0.0.1:9090" || cfg.AgentName != "gw" ||
@@ -110,7 +110,7 @@ func TestLoadEnv(t *testing.T) {
 	for _, bad := range []string{"ten", "1.5", "9999999999999999999999"} {
 		t.Run(bad, func(t *testing.T) {
 			cfg := config.Defaults()
-			err := config.LoadEnv(&cfg.Config, func(k string) string {
+			err := config.LoadEnv(&cfg, func(k string) string {
 				if k == "SYNAPSE_MAX_CONCURRENT_TASKS" {
 					return bad
 				}
@@ -147,7 +147,7 @@ func TestMQTTConfigLoad(t *testing.T) {
 	if err := config.LoadFile(&cfg, path); err != nil {
 		t.Fatal(err)
 	}
-	if err := config.LoadEnv(&cfg.Config, func(k string) string { return map[string]string{"BROKER_PW": "pw"}[k] }); err != nil {
+	if err := config.LoadEnv(&cfg, func(k string) string { return map[string]string{"BROKER_PW": "pw"}[k] }); err != nil {
 		t.Fatal(err)
 	}
 	m := cfg.MQTT
@@ -171,7 +171,7 @@ func TestA2AConfig(t *testing.T) {
 		t.Fatalf("LoadFile: %v", err)
 	}
 	env := map[string]string{"B_A2A_TOKEN": "tok-b"}
-	if err := config.LoadEnv(&cfg.Config, func(k string) string { return env[k] }); err != nil {
+	if err := config.LoadEnv(&cfg, func(k string) string { return env[k] }); err != nil {
 		t.Fatal(err)
 	}
 	if got := cfg.A2A.TokenFor("b"); got != "tok-b" {
@@ -184,7 +184,7 @@ func TestA2AConfig(t *testing.T) {
 		t.Errorf("Validate with C_A2A_TOKEN unset = %v, want an error naming a2a.peers[1].token_env", err)
 	}
 	env["C_A2A_TOKEN"] = "tok-c"
-	if err := config.LoadEnv(&cfg.Config, func(k string) string { return env[k] }); err != nil {
+	if err := config.LoadEnv(&cfg, func(k string) string { return env[k] }); err != nil {
 		t.Fatal(err)
 	}
 	if err := cfg.Validate(); err != nil {
@@ -248,7 +248,7 @@ func TestNegotiationConfig(t *testing.T) {
 		if err := config.LoadFile(&cfg, path); err != nil {
 			t.Fatal(err)
 		}
-		if err := config.LoadEnv(&cfg.Config, func(k string) string {
+		if err := config.LoadEnv(&cfg, func(k string) string {
 			if k == "TEST_LLM_KEY" {
 				return "secret-key"
 			}

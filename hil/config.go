@@ -1,31 +1,32 @@
-package agent
+package hil
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
 	"time"
 
+	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/auth"
 )
 
-// HILConfig configures the human-in-the-loop escalation (SPEC §9) that
-// package hil runs: who may decide at each level, how long each level
-// waits, whom to notify, and what happens when the last level's deadline
-// passes.
-type HILConfig struct {
+// Config is the "hil" section of the config file (SPEC §9): who may
+// decide at each level, how long each level waits, whom to notify, and
+// what happens when the last level's deadline passes.
+type Config struct {
 	// Levels are the escalation levels in order; a request starts at level
 	// 1 (or the escalation_level its payload names). Empty: the three
-	// levels of DefaultHILLevels. A level listed in the file replaces the
+	// levels of DefaultLevels. A level listed in the file replaces the
 	// defaults as a whole.
-	Levels []HILLevel `json:"levels,omitempty"`
+	Levels []Level `json:"levels,omitempty"`
 	// DefaultAction, approve or reject, is applied by "system:escalation"
 	// when the last level's deadline passes. Default reject.
 	DefaultAction string `json:"default_action,omitempty"`
 }
 
-// HILLevel is one escalation level.
-type HILLevel struct {
+// Level is one escalation level.
+type Level struct {
 	// ReviewersScope is the token scope that may decide at this level
 	// (admin always may).
 	ReviewersScope auth.Scope `json:"reviewers_scope"`
@@ -38,43 +39,48 @@ type HILLevel struct {
 }
 
 // Deadline is deadline_seconds as a duration.
-func (l HILLevel) Deadline() time.Duration { return time.Duration(l.DeadlineSeconds) * time.Second }
+func (l Level) Deadline() time.Duration { return time.Duration(l.DeadlineSeconds) * time.Second }
 
-// MaxHILLevels bounds hil.levels.
-const MaxHILLevels = 10
+// MaxLevels bounds hil.levels.
+const MaxLevels = 10
 
-// DefaultHILLevels are the levels used when hil.levels is empty: hil:l1,
+// DefaultLevels are the levels used when hil.levels is empty: hil:l1,
 // hil:l2 and hil:l3, five minutes each.
-func DefaultHILLevels() []HILLevel {
-	return []HILLevel{
+func DefaultLevels() []Level {
+	return []Level{
 		{ReviewersScope: auth.ScopeHILL1, DeadlineSeconds: 300},
 		{ReviewersScope: auth.ScopeHILL2, DeadlineSeconds: 300},
 		{ReviewersScope: auth.ScopeHILL3, DeadlineSeconds: 300},
 	}
 }
 
-// EffectiveLevels returns Levels, or DefaultHILLevels when it is empty.
-func (h HILConfig) EffectiveLevels() []HILLevel {
-	if len(h.Levels) == 0 {
-		return DefaultHILLevels()
+// EffectiveLevels returns Levels, or DefaultLevels when it is empty.
+func (c Config) EffectiveLevels() []Level {
+	if len(c.Levels) == 0 {
+		return DefaultLevels()
 	}
-	return slices.Clone(h.Levels)
+	return slices.Clone(c.Levels)
 }
 
 // EffectiveDefaultAction returns DefaultAction, or reject when it is empty.
-func (h HILConfig) EffectiveDefaultAction() string {
-	if h.DefaultAction == "" {
-		return ActionReject
+func (c Config) EffectiveDefaultAction() string {
+	if c.DefaultAction == "" {
+		return agent.ActionReject
 	}
-	return h.DefaultAction
+	return c.DefaultAction
 }
 
-// check reports every bad field through bad.
-func (h HILConfig) check(bad func(field, format string, args ...any)) {
-	if len(h.Levels) > MaxHILLevels {
-		bad("hil.levels", "%d levels; at most %d", len(h.Levels), MaxHILLevels)
+// Validate reports every bad field, each as "config: hil.FIELD: problem",
+// joined with errors.Join.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("config: %s: %s", field, fmt.Sprintf(format, args...)))
 	}
-	for i, l := range h.Levels {
+	if len(c.Levels) > MaxLevels {
+		bad("hil.levels", "%d levels; at most %d", len(c.Levels), MaxLevels)
+	}
+	for i, l := range c.Levels {
 		f := fmt.Sprintf("hil.levels[%d]", i)
 		if !slices.Contains(auth.KnownScopes, l.ReviewersScope) {
 			bad(f+".reviewers_scope", "%q is not a token scope (known: %v)", l.ReviewersScope, auth.KnownScopes)
@@ -89,9 +95,10 @@ func (h HILConfig) check(bad func(field, format string, args ...any)) {
 			}
 		}
 	}
-	switch h.DefaultAction {
-	case "", ActionApprove, ActionReject:
+	switch c.DefaultAction {
+	case "", agent.ActionApprove, agent.ActionReject:
 	default:
-		bad("hil.default_action", "%q must be approve or reject", h.DefaultAction)
+		bad("hil.default_action", "%q must be approve or reject", c.DefaultAction)
 	}
+	return errors.Join(errs...)
 }
