@@ -46,8 +46,6 @@ type Config struct {
 	// Uplink, if set, names the upstream agent stored tier-1 frames are
 	// forwarded to.
 	Uplink *UplinkConfig `json:"uplink,omitempty"`
-	// MQTT, if set, connects the agent to a broker (config_mqtt.go).
-	MQTT *MQTTConfig `json:"mqtt,omitempty"`
 	// P2P configures delivery to peers and webhooks (seed 004 §5.4).
 	P2P P2PConfig `json:"p2p"`
 	// Outbound is the policy of URLs clients give the agent to call
@@ -251,8 +249,9 @@ func (c *Config) Validate() error {
 			bad(fmt.Sprintf("tier1.routines[%d]", i), "%v", err)
 		}
 	}
-	c.validateMQTT(bad)
-	if u := c.Uplink; u != nil && !c.UplinkViaMQTT() && !strings.HasPrefix(u.Endpoint, "mqtt") {
+	// An endpoint mqtt... is the broker's (package transport/mqtt; the
+	// command checks it against its mqtt section).
+	if u := c.Uplink; u != nil && !strings.HasPrefix(u.Endpoint, "mqtt") {
 		if !strings.HasPrefix(u.Endpoint, "http://") && !strings.HasPrefix(u.Endpoint, "https://") &&
 			!strings.HasPrefix(u.Endpoint, "ws://") && !strings.HasPrefix(u.Endpoint, "wss://") {
 			bad("uplink.endpoint", "%q must be an http://, https://, ws:// or wss:// URL", u.Endpoint)

@@ -119,7 +119,7 @@ func serve(ctx context.Context, sio *command.IO, log *slog.Logger, file config.F
 	if err != nil {
 		return err
 	}
-	mq, err := addMQTT(a, cfg, log)
+	mq, err := addMQTT(a, file.MQTT, log)
 	if err != nil {
 		return err
 	}
@@ -140,7 +140,7 @@ func serve(ctx context.Context, sio *command.IO, log *slog.Logger, file config.F
 		_ = a.Close(context.Background())
 		return err
 	}
-	if err := startMQTT(ctx, a, nw, mq, cfg); err != nil {
+	if err := startMQTT(ctx, a, nw, mq, file.MQTT); err != nil {
 		_ = a.Close(context.Background())
 		return err
 	}

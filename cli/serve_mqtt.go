@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync/atomic"
-	"time"
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/peer"
@@ -18,15 +17,11 @@ import (
 // "mqtt://" then publishes there). Without the section it returns nil.
 // The transport connects once started (startMQTT), after the agent opened
 // and knows its identity.
-func addMQTT(a *agent.Agent, cfg agent.Config, log *slog.Logger) (*mqtt.Transport, error) {
-	m := cfg.MQTT
+func addMQTT(a *agent.Agent, m *mqtt.Config, log *slog.Logger) (*mqtt.Transport, error) {
 	if m == nil {
 		return nil, nil
 	}
-	t, err := mqtt.NewTransport(mqtt.Options{URL: m.URL, ClientID: m.ClientID, Username: m.Username, Password: m.Password,
-		CAFile: m.CAFile, CertFile: m.CertFile, KeyFile: m.KeyFile, TopicPrefix: m.TopicPrefix,
-		KeepAlive: time.Duration(m.KeepAliveSeconds) * time.Second, AnswerTimeout: time.Duration(m.AnswerTimeoutMS) * time.Millisecond, MaxReconnectInterval: time.Duration(m.MaxReconnectMS) * time.Millisecond,
-		Logger: log.With("component", "mqtt")})
+	t, err := mqtt.NewTransport(m.Options(log.With("component", "mqtt")))
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
@@ -41,11 +36,11 @@ func addMQTT(a *agent.Agent, cfg agent.Config, log *slog.Logger) (*mqtt.Transpor
 // identity, capabilities and interfaces (pairing, the peer's task
 // types) through the broker; the southbound routes of cfg store device
 // messages as tier-1 frames.
-func startMQTT(ctx context.Context, a *agent.Agent, nw *peer.Network, t *mqtt.Transport, cfg agent.Config) error {
+func startMQTT(ctx context.Context, a *agent.Agent, nw *peer.Network, t *mqtt.Transport, m *mqtt.Config) error {
 	if t == nil {
 		return nil
 	}
-	routes, err := cfg.SouthboundMappings()
+	routes, err := m.SouthboundMappings(a.Tier1().Registry())
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
@@ -104,7 +99,7 @@ func startMQTT(ctx context.Context, a *agent.Agent, nw *peer.Network, t *mqtt.Tr
 	r.CounterFunc("synapse_mqtt_connects_total", "Connections made to the MQTT broker.", func() float64 { return float64(c.Connects.Load()) })
 	r.CounterFunc("synapse_mqtt_connection_losses_total", "Connections to the MQTT broker lost.", func() float64 { return float64(c.Drops.Load()) })
 	r.CounterFunc("synapse_mqtt_cards_dropped_total", "Presence cards from the MQTT broker dropped (malformed, unsigned, forged, another key).", func() float64 { return float64(dir.Dropped.Load()) })
-	if cfg := a.Config().MQTT; cfg != nil && cfg.TaskEvents {
+	if m.TaskEvents {
 		var dropped atomic.Uint64
 		publishTaskEvents(a, t, t.Client().Options().Logger, &dropped)
 		r.CounterFunc("synapse_mqtt_task_events_dropped_total", "Task events not published to the MQTT broker (queue full, or the agent stopped first).", func() float64 { return float64(dropped.Load()) })

@@ -23,6 +23,7 @@ import (
 	"github.com/synapse-edge/synapse/hil"
 	"github.com/synapse-edge/synapse/httpapi"
 	"github.com/synapse-edge/synapse/transport/a2aclient"
+	"github.com/synapse-edge/synapse/transport/mqtt"
 )
 
 // File is the config file: the agent's values and the handlers' at the
@@ -33,6 +34,8 @@ type File struct {
 	HTTP httpapi.Limits   `json:"http"`
 	HIL  hil.Config       `json:"hil"`
 	A2A  a2aclient.Config `json:"a2a"`
+	// MQTT, if set, connects the agent to a broker.
+	MQTT *mqtt.Config `json:"mqtt,omitempty"`
 }
 
 // Handlers is the handlers' part of the file (its top-level keys
@@ -52,7 +55,7 @@ func (f *File) Validate() error {
 
 // sections checks the sections of the packages other than agent.
 func (f *File) sections() error {
-	return errors.Join(f.Handlers.Validate(), f.HTTP.Validate(), f.HIL.Validate(), f.A2A.Validate())
+	return errors.Join(f.Handlers.Validate(), f.HTTP.Validate(), f.HIL.Validate(), f.A2A.Validate(), f.checkMQTT())
 }
 
 // Load returns the configuration of the file at path (none when path is
@@ -84,7 +87,6 @@ func LoadFile(f *File, path string) error {
 	if err := d.Decode(f); err != nil {
 		return fmt.Errorf("config %s: %w", path, err)
 	}
-	c := &f.Config
 	// Relative command paths and dirs are relative to the config file.
 	base := filepath.Dir(path)
 	for i := range f.Commands {
@@ -96,8 +98,8 @@ func LoadFile(f *File, path string) error {
 			h.Dir = filepath.Join(base, h.Dir)
 		}
 	}
-	if c.MQTT != nil {
-		for _, p := range []*string{&c.MQTT.CAFile, &c.MQTT.CertFile, &c.MQTT.KeyFile} {
+	if f.MQTT != nil {
+		for _, p := range []*string{&f.MQTT.CAFile, &f.MQTT.CertFile, &f.MQTT.KeyFile} {
 			if *p != "" && !filepath.IsAbs(*p) {
 				*p = filepath.Join(base, *p)
 			}
@@ -133,8 +135,8 @@ func LoadEnv(f *File, getenv func(string) string) error {
 			f.A2A.Peers[i].Token = getenv(env)
 		}
 	}
-	if c.MQTT != nil && c.MQTT.PasswordEnv != "" {
-		c.MQTT.Password = getenv(c.MQTT.PasswordEnv)
+	if f.MQTT != nil && f.MQTT.PasswordEnv != "" {
+		f.MQTT.Password = getenv(f.MQTT.PasswordEnv)
 	}
 	if c.P2P.CallbackSecretEnv != "" {
 		c.P2P.CallbackSecret = getenv(c.P2P.CallbackSecretEnv)
@@ -177,4 +179,32 @@ func LoadEnv(f *File, getenv func(string) string) error {
 		}
 	}
 	return nil
+}
+
+// checkMQTT checks the mqtt section and what it constrains in the agent's
+// values: the identifiers that name topic levels, and an uplink to the
+// broker.
+func (f *File) checkMQTT() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("config: %s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	m, u := f.MQTT, f.Uplink
+	if m == nil {
+		if u != nil && strings.HasPrefix(u.Endpoint, "mqtt") {
+			bad("uplink.endpoint", "%q needs the mqtt section (the broker's address goes in mqtt.url)", u.Endpoint)
+		}
+		return errors.Join(errs...)
+	}
+	errs = append(errs, m.Validate(f.Tier1.Routines))
+	// These name topic levels: a wildcard in them would address others.
+	for _, id := range []struct{ field, v string }{{"agent_id", f.AgentID}, {"agent_name", f.AgentName}, {"system_id", f.SystemID}} {
+		if strings.ContainsAny(id.v, "+#") {
+			bad(id.field, "%q must not contain + or # with the mqtt section (it is a topic level)", id.v)
+		}
+	}
+	if u != nil && strings.HasPrefix(u.Endpoint, "mqtt") && u.Endpoint != mqtt.UplinkToBroker {
+		bad("uplink.endpoint", "%q: to send to the broker write %q; the broker's address goes in mqtt.url", u.Endpoint, mqtt.UplinkToBroker)
+	}
+	return errors.Join(errs...)
 }

@@ -1,4 +1,4 @@
-package agent_test
+package config_test
 
 import (
 	"encoding/json"
@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/cli/config"
 	"github.com/synapse-edge/synapse/tier1/southbound"
+	"github.com/synapse-edge/synapse/transport/mqtt"
 )
 
 // route reads a southbound route written as in the config file.
@@ -20,42 +22,42 @@ func route(t *testing.T, js string) southbound.Route {
 }
 
 func TestMQTTConfigValidate(t *testing.T) {
-	broker := func(c *agent.Config) { c.MQTT = &agent.MQTTConfig{URL: "mqtt://127.0.0.1:1883"} }
+	broker := func(c *config.File) { c.MQTT = &mqtt.Config{URL: "mqtt://127.0.0.1:1883"} }
 	tests := []struct {
 		name, field string
-		mod         func(*agent.Config)
+		mod         func(*config.File)
 	}{
-		{"http url", "mqtt.url", func(c *agent.Config) { c.MQTT = &agent.MQTTConfig{URL: "http://127.0.0.1:1883"} }},
-		{"cert without key", "mqtt.cert_file", func(c *agent.Config) { broker(c); c.MQTT.CertFile = "c.pem" }},
-		{"keepalive", "mqtt.keepalive_seconds", func(c *agent.Config) { broker(c); c.MQTT.KeepAliveSeconds = 70000 }},
-		{"wildcard in system_id", "system_id", func(c *agent.Config) { broker(c); c.SystemID = "plant+a" }},
-		{"wildcard in agent_id", "agent_id", func(c *agent.Config) { broker(c); c.AgentID = "gw#1" }},
-		{"uplink names a broker", "uplink.endpoint", func(c *agent.Config) {
+		{"http url", "mqtt.url", func(c *config.File) { c.MQTT = &mqtt.Config{URL: "http://127.0.0.1:1883"} }},
+		{"cert without key", "mqtt.cert_file", func(c *config.File) { broker(c); c.MQTT.CertFile = "c.pem" }},
+		{"keepalive", "mqtt.keepalive_seconds", func(c *config.File) { broker(c); c.MQTT.KeepAliveSeconds = 70000 }},
+		{"wildcard in system_id", "system_id", func(c *config.File) { broker(c); c.SystemID = "plant+a" }},
+		{"wildcard in agent_id", "agent_id", func(c *config.File) { broker(c); c.AgentID = "gw#1" }},
+		{"uplink names a broker", "uplink.endpoint", func(c *config.File) {
 			broker(c)
 			c.Uplink = &agent.UplinkConfig{Endpoint: "mqtt://10.0.0.1:1883"}
 		}},
-		{"uplink to the broker without one", "uplink.endpoint", func(c *agent.Config) {
+		{"uplink to the broker without one", "uplink.endpoint", func(c *config.File) {
 			c.Uplink = &agent.UplinkConfig{Endpoint: "mqtt://"}
 		}},
-		{"southbound field not mapped", "mqtt.southbound[0].seq", func(c *agent.Config) {
+		{"southbound field not mapped", "mqtt.southbound[0].seq", func(c *config.File) {
 			broker(c)
 			c.MQTT.Southbound = []southbound.Route{route(t, `{"topic": "p/+/t", "routine": "synapse.telemetry",
 				"device_id": "{1}", "ts": "$.t", "metric": "temp", "value": "$.v"}`)}
 		}},
-		{"southbound topic twice", "mqtt.southbound[1].topic", func(c *agent.Config) {
+		{"southbound topic twice", "mqtt.southbound[1].topic", func(c *config.File) {
 			broker(c)
 			r := route(t, `{"topic": "p/+/t", "routine": "synapse.telemetry",
 				"device_id": "{1}", "seq": 0, "ts": "$.t", "metric": "temp", "value": "$.v"}`)
 			c.MQTT.Southbound = []southbound.Route{r, r}
 		}},
-		{"southbound unknown routine", "mqtt.southbound[0].routine", func(c *agent.Config) {
+		{"southbound unknown routine", "mqtt.southbound[0].routine", func(c *config.File) {
 			broker(c)
 			c.MQTT.Southbound = []southbound.Route{route(t, `{"topic": "p/+/t", "routine": "acme.x"}`)}
 		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := agent.Defaults()
+			cfg := config.Defaults()
 			tt.mod(&cfg)
 			err := cfg.Validate()
 			if err == nil || !strings.Contains(err.Error(), tt.field+":") {
@@ -63,13 +65,13 @@ func TestMQTTConfigValidate(t *testing.T) {
 			}
 		})
 	}
-	cfg := agent.Defaults()
+	cfg := config.Defaults()
 	broker(&cfg)
-	cfg.Uplink = &agent.UplinkConfig{Endpoint: agent.UplinkToBroker}
+	cfg.Uplink = &agent.UplinkConfig{Endpoint: mqtt.UplinkToBroker}
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("a valid mqtt section: %v", err)
 	}
-	if !cfg.UplinkViaMQTT() {
-		t.Error("UplinkViaMQTT = false with endpoint mqtt://")
+	if err := cfg.Config.Validate(); err != nil {
+		t.Errorf("the agent refuses an uplink to the broker: %v", err)
 	}
 }

@@ -1,0 +1,115 @@
+package mqtt
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/synapse-edge/synapse/tier1"
+	"github.com/synapse-edge/synapse/tier1/southbound"
+)
+
+// Config is the "mqtt" section of the config file: the broker the agent
+// connects to. With it, the uplink's endpoint may be UplinkToBroker:
+// stored tier-1 batches then go to the broker instead of an upstream
+// agent.
+type Config struct {
+	// URL is mqtt://host:port or mqtts://host:port (TLS).
+	URL string `json:"url"`
+	// ClientID names the broker session; default the agent_id.
+	ClientID string `json:"client_id,omitempty"`
+	Username string `json:"username,omitempty"`
+	// PasswordEnv names the environment variable holding the password.
+	PasswordEnv string `json:"password_env,omitempty"`
+	// Password is read from PasswordEnv at start; never from the file.
+	Password string `json:"-"`
+	// CAFile verifies the broker (default the system roots); CertFile and
+	// KeyFile are a client certificate. Relative to the config file.
+	CAFile   string `json:"ca_file,omitempty"`
+	CertFile string `json:"cert_file,omitempty"`
+	KeyFile  string `json:"key_file,omitempty"`
+	// TopicPrefix starts every topic; default "synapse".
+	TopicPrefix string `json:"topic_prefix,omitempty"`
+	// KeepAliveSeconds is the MQTT keep-alive; default 30.
+	KeepAliveSeconds int `json:"keepalive_seconds,omitempty"`
+	// AnswerTimeoutMS bounds the wait for a peer's answer to an envelope
+	// sent through the broker; without one the envelope is sent again
+	// later. Default 10000.
+	AnswerTimeoutMS int `json:"answer_timeout_ms,omitempty"`
+	// MaxReconnectMS caps the back-off between connection attempts;
+	// default 30000.
+	MaxReconnectMS int `json:"max_reconnect_ms,omitempty"`
+	// TaskEvents publishes each task's status changes as JSON to
+	// {prefix}/{system_id}/{agent_id}/events (best effort: see the README).
+	TaskEvents bool `json:"task_events,omitempty"`
+	// Southbound routes turn device messages on the broker into tier-1
+	// frames (package tier1/southbound).
+	Southbound []southbound.Route `json:"southbound,omitempty"`
+}
+
+// UplinkToBroker is the uplink endpoint that sends tier-1 batches to the
+// broker of the mqtt section.
+const UplinkToBroker = "mqtt://"
+
+// Options are the transport's options of the section.
+func (c *Config) Options(log *slog.Logger) Options {
+	return Options{URL: c.URL, ClientID: c.ClientID, Username: c.Username, Password: c.Password,
+		CAFile: c.CAFile, CertFile: c.CertFile, KeyFile: c.KeyFile, TopicPrefix: c.TopicPrefix,
+		KeepAlive: time.Duration(c.KeepAliveSeconds) * time.Second, AnswerTimeout: time.Duration(c.AnswerTimeoutMS) * time.Millisecond,
+		MaxReconnectInterval: time.Duration(c.MaxReconnectMS) * time.Millisecond, Logger: log}
+}
+
+// SouthboundMappings compiles the southbound routes against the routines
+// of reg.
+func (c *Config) SouthboundMappings(reg *tier1.Registry) ([]*southbound.Mapping, error) {
+	var out []*southbound.Mapping
+	seen := map[string]bool{}
+	for i, r := range c.Southbound {
+		m, err := southbound.Compile(r, reg)
+		if err != nil {
+			return nil, fmt.Errorf("mqtt.southbound[%d].%w", i, err)
+		}
+		if seen[r.Topic] {
+			return nil, fmt.Errorf("mqtt.southbound[%d].topic: %q is mapped twice", i, r.Topic)
+		}
+		seen[r.Topic] = true
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// Validate reports every bad field of the section, each as "config:
+// mqtt.FIELD: problem", joined with errors.Join; the southbound routes are
+// compiled against the built-in routine and routines (whose own problems
+// are the tier1 section's to report). The transport checks the rest when
+// it starts.
+func (c *Config) Validate(routines []tier1.Descriptor) error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("config: %s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	if !strings.HasPrefix(c.URL, "mqtt://") && !strings.HasPrefix(c.URL, "mqtts://") {
+		bad("mqtt.url", "%q must be an mqtt:// or mqtts:// URL", c.URL)
+	}
+	if (c.CertFile == "") != (c.KeyFile == "") {
+		bad("mqtt.cert_file", "cert_file and key_file go together")
+	}
+	if c.KeepAliveSeconds < 0 || c.KeepAliveSeconds > 65535 {
+		bad("mqtt.keepalive_seconds", "%d is outside 0..65535", c.KeepAliveSeconds)
+	}
+	if c.AnswerTimeoutMS < 0 {
+		bad("mqtt.answer_timeout_ms", "must not be negative")
+	}
+	if c.MaxReconnectMS < 0 {
+		bad("mqtt.max_reconnect_ms", "must not be negative")
+	}
+	if reg, err := tier1.NewRegistry(append([]tier1.Descriptor{tier1.Telemetry()}, routines...)...); err == nil {
+		if _, err := c.SouthboundMappings(reg); err != nil {
+			field, msg, _ := strings.Cut(err.Error(), ": ")
+			bad(field, "%s", msg)
+		}
+	}
+	return errors.Join(errs...)
+}
