@@ -42,10 +42,10 @@ type Config struct {
 	Approvals []ApprovalRule `json:"approvals,omitempty"`
 
 	Retention RetentionConfig `json:"retention"`
-	Tier1     Tier1Config     `json:"tier1"`
+	Tier1     tier1.Config    `json:"tier1"`
 	// Uplink, if set, names the upstream agent stored tier-1 frames are
 	// forwarded to.
-	Uplink *UplinkConfig `json:"uplink,omitempty"`
+	Uplink *tier1.UplinkConfig `json:"uplink,omitempty"`
 	// P2P configures delivery to peers and webhooks (seed 004 §5.4).
 	P2P P2PConfig `json:"p2p"`
 	// Outbound is the policy of URLs clients give the agent to call
@@ -81,42 +81,6 @@ type RetentionConfig struct {
 	MaxAgeHours int `json:"max_age_hours,omitempty"`
 	// KeepFinished keeps at most this many finished tasks. Default 100000.
 	KeepFinished int `json:"keep_finished,omitempty"`
-}
-
-// Tier1Config configures tier-1 routines and their storage (SPEC §8).
-type Tier1Config struct {
-	// Routines are the user's routines, in addition to the built-in
-	// synapse.telemetry 1.0.0.
-	Routines []tier1.Descriptor `json:"routines,omitempty"`
-	// MaxBatchBytes bounds one batch (HTTP body or WebSocket message).
-	// Default 4 MiB.
-	MaxBatchBytes int `json:"max_batch_bytes,omitempty"`
-	// MaxInflightBytes bounds batch bytes waiting for the disk; senders
-	// wait beyond it. Default 16 MiB (decoded, a batch takes about 2.5
-	// times its size in memory).
-	MaxInflightBytes int64 `json:"max_inflight_bytes,omitempty"`
-	// RetentionHours drops frames older than this (by their ts). Default
-	// 720 (30 days).
-	RetentionHours int `json:"retention_hours,omitempty"`
-	// MaxBytesPerRoutine drops a routine's oldest frames beyond this size.
-	// Default 1 GiB.
-	MaxBytesPerRoutine int64 `json:"max_bytes_per_routine,omitempty"`
-}
-
-// UplinkConfig names the upstream agent of the tier-1 uplink.
-type UplinkConfig struct {
-	// Endpoint is the upstream agent's base URL, e.g. http://10.0.0.2:8080
-	// (a POST per batch), or ws://10.0.0.2:8080 (its WebSocket stream, a
-	// window of batches in flight).
-	Endpoint string `json:"endpoint"`
-	// TokenEnv names the environment variable holding the bearer token for
-	// the upstream (a token with the tier1:write scope there).
-	TokenEnv string `json:"token_env,omitempty"`
-	// Token is read from TokenEnv at start; never from the file.
-	Token string `json:"-"`
-	// MaxBackoffMS caps the wait between attempts while the upstream is
-	// unreachable. Default 30000.
-	MaxBackoffMS int `json:"max_backoff_ms,omitempty"`
 }
 
 // P2PConfig configures the P2P layer: the outbox's retries, heartbeats
@@ -169,13 +133,8 @@ func Defaults() Config {
 		MaxParkedTasks:         1000,
 		MaxFileSize:            10 << 20,
 		Retention:              RetentionConfig{MaxAgeHours: 168, KeepFinished: 100_000},
-		Tier1: Tier1Config{
-			MaxBatchBytes:      4 << 20,
-			MaxInflightBytes:   16 << 20,
-			RetentionHours:     720,
-			MaxBytesPerRoutine: 1 << 30,
-		},
-		P2P: P2PConfig{MaxRetries: 5, RetryBaseDelayMS: 2000, TaskTimeoutSeconds: 300, HeartbeatIntervalSeconds: 30},
+		Tier1:                  tier1.DefaultConfig(),
+		P2P:                    P2PConfig{MaxRetries: 5, RetryBaseDelayMS: 2000, TaskTimeoutSeconds: 300, HeartbeatIntervalSeconds: 30},
 	}
 }
 
@@ -231,32 +190,10 @@ func (c *Config) Validate() error {
 			bad(f+".equals", "is not valid JSON")
 		}
 	}
-	t1 := c.Tier1
-	if t1.MaxBatchBytes < 1 {
-		bad("tier1.max_batch_bytes", "must be at least 1")
-	}
-	if t1.MaxInflightBytes < int64(t1.MaxBatchBytes) {
-		bad("tier1.max_inflight_bytes", "must be at least tier1.max_batch_bytes")
-	}
-	if t1.RetentionHours < 1 {
-		bad("tier1.retention_hours", "must be at least 1")
-	}
-	if t1.MaxBytesPerRoutine < 1 {
-		bad("tier1.max_bytes_per_routine", "must be at least 1")
-	}
-	for i := range t1.Routines {
-		if err := t1.Routines[i].Validate(); err != nil {
-			bad(fmt.Sprintf("tier1.routines[%d]", i), "%v", err)
-		}
-	}
+	c.Tier1.Check(func(field, format string, args ...any) { bad("tier1."+field, format, args...) })
 	// An endpoint mqtt... is the broker's (package transport/mqtt; the
 	// command checks it against its mqtt section).
-	if u := c.Uplink; u != nil && !strings.HasPrefix(u.Endpoint, "mqtt") {
-		if !strings.HasPrefix(u.Endpoint, "http://") && !strings.HasPrefix(u.Endpoint, "https://") &&
-			!strings.HasPrefix(u.Endpoint, "ws://") && !strings.HasPrefix(u.Endpoint, "wss://") {
-			bad("uplink.endpoint", "%q must be an http://, https://, ws:// or wss:// URL", u.Endpoint)
-		}
-	}
+	c.Uplink.Check(func(field, format string, args ...any) { bad("uplink."+field, format, args...) })
 	p := c.P2P
 	switch {
 	case p.MaxRetries < 0 || p.MaxRetries > 30:

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/cli/config"
+	"github.com/synapse-edge/synapse/tier1"
 	"github.com/synapse-edge/synapse/tier1/southbound"
 	"github.com/synapse-edge/synapse/transport/mqtt"
 )
@@ -34,10 +34,10 @@ func TestMQTTConfigValidate(t *testing.T) {
 		{"wildcard in agent_id", "agent_id", func(c *config.File) { broker(c); c.AgentID = "gw#1" }},
 		{"uplink names a broker", "uplink.endpoint", func(c *config.File) {
 			broker(c)
-			c.Uplink = &agent.UplinkConfig{Endpoint: "mqtt://10.0.0.1:1883"}
+			c.Uplink = &tier1.UplinkConfig{Endpoint: "mqtt://10.0.0.1:1883"}
 		}},
 		{"uplink to the broker without one", "uplink.endpoint", func(c *config.File) {
-			c.Uplink = &agent.UplinkConfig{Endpoint: "mqtt://"}
+			c.Uplink = &tier1.UplinkConfig{Endpoint: "mqtt://"}
 		}},
 		{"southbound field not mapped", "mqtt.southbound[0].seq", func(c *config.File) {
 			broker(c)
@@ -67,7 +67,7 @@ func TestMQTTConfigValidate(t *testing.T) {
 	}
 	cfg := config.Defaults()
 	broker(&cfg)
-	cfg.Uplink = &agent.UplinkConfig{Endpoint: mqtt.UplinkToBroker}
+	cfg.Uplink = &tier1.UplinkConfig{Endpoint: mqtt.UplinkToBroker}
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("a valid mqtt section: %v", err)
 	}
