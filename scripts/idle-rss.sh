@@ -5,11 +5,12 @@
 # /proc/PID/smaps_rollup is read: Rss, the part that is pages of files
 # (Pss_File: the binary and shared libraries) and the anonymous part.
 #
-# Usage: scripts/idle-rss.sh [SYNAPSE_BINARY]   (default: builds bin/synapse)
+# Usage: scripts/idle-rss.sh [SYNAPSE_BINARY...]   (default: builds bin/synapse)
+# Several binaries (e.g. before and after a change) idle side by side.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 idle=${IDLE:-20}
-bin=${1:-}
+bins=("$@")
 work=$(mktemp -d "${TMPDIR:-/tmp}/idle-rss.XXXXXX")
 pids=()
 cleanup() {
@@ -18,15 +19,19 @@ cleanup() {
 	rm -rf "$work"
 }
 trap cleanup EXIT
-if [ -z "$bin" ]; then
+if [ ${#bins[@]} -eq 0 ]; then
 	make --no-print-directory build >/dev/null
-	bin=bin/synapse
+	bins=(bin/synapse)
 fi
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 names=()
-SYNAPSE_ADMIN_TOKEN="idle-rss-$(od -An -N16 -tx1 /dev/urandom | tr -d " \n")" "$bin" serve --data "$work/synapse" --listen "127.0.0.1:$(port)" --log-level warn >"$work/synapse.log" 2>&1 &
-pids+=($!) names+=(synapse)
+for i in "${!bins[@]}"; do
+	name=synapse
+	[ ${#bins[@]} -eq 1 ] || name=$(basename "${bins[$i]}")
+	SYNAPSE_ADMIN_TOKEN="idle-rss-$(od -An -N16 -tx1 /dev/urandom | tr -d " \n")" "${bins[$i]}" serve --data "$work/synapse$i" --listen "127.0.0.1:$(port)" --log-level warn >"$work/synapse$i.log" 2>&1 &
+	pids+=($!) names+=("$name")
+done
 mosq=$(command -v mosquitto || echo /usr/sbin/mosquitto)
 if [ -x "$mosq" ]; then
 	mkdir -p "$work/mosquitto"
@@ -40,12 +45,12 @@ if [ -x "$nats" ]; then
 	pids+=($!) names+=(nats-server)
 fi
 sleep "$idle"
-printf '%-12s %9s %9s %9s %9s   (kB, after %ss idle)\n' process Rss Rss_File Pss_File Anonymous "$idle"
+printf '%-16s %9s %9s %9s %9s   (kB, after %ss idle)\n' process Rss Rss_File Pss_File Anonymous "$idle"
 for i in "${!pids[@]}"; do
 	f=/proc/${pids[$i]}/smaps_rollup
 	[ -r "$f" ] || { echo "${names[$i]}: not running"; continue; }
 	# Rss_File: Rss less the anonymous pages (the file pages, counted whole
 	# even when shared); Pss_File shares them among the processes using them.
 	awk -v n="${names[$i]}" '/^Rss:/{r=$2} /^Pss_File:/{pf=$2} /^Anonymous:/{a=$2}
-		END { printf "%-12s %9d %9d %9d %9d\n", n, r, r - a, pf, a }' "$f"
+		END { printf "%-16s %9d %9d %9d %9d\n", n, r, r - a, pf, a }' "$f"
 done
