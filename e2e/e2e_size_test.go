@@ -33,12 +33,16 @@ const (
 	idleFor = 10 * time.Second
 )
 
-// maxBinary is the ceiling per GOARCH of the release binary.
-// The MQTT client (transport/mqtt) added 448 KiB (arm64, arm) to 464 KiB (amd64).
+// maxBinary is the ceiling per GOARCH of the release binary: the size
+// of 2026-11-30 (make size: amd64 11.34, arm64 10.44, armv7 10.88 MiB)
+// plus about 256 KiB for the features still landing, so a new dependency
+// or table (the MQTT client was 448 KiB) fails it. The goal, 8 MiB on ARM,
+// is not met: bench/README.md#binary-size-and-idle-memory says what
+// bounds it.
 var maxBinary = map[string]int64{
-	"amd64": 11<<20 + 512<<10,
-	"arm64": 10<<20 + 512<<10,
-	"arm":   11 << 20,
+	"amd64": 11<<20 + 768<<10,
+	"arm64": 10<<20 + 768<<10,
+	"arm":   11<<20 + 256<<10,
 }
 
 // releaseBuild builds the release binary for goos/goarch[/goarm] the way
