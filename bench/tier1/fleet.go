@@ -30,8 +30,8 @@ import (
 //     /tier1/stream, acknowledged after fsync) and forwarded by its durable
 //     uplink, until a consumer has every frame — through mosquitto to a
 //     plain MQTT subscriber in the harness (uplink endpoint mqtt://), or
-//     over HTTP to a second agent that stores them (uplink endpoint
-//     http://...);
+//     to a second agent that stores them, over one POST per batch (uplink
+//     endpoint http://...) or over its WebSocket stream (ws://...);
 //   - P2P delegations: an echo task with a target, submitted to agent A
 //     with ?wait=30 and answered once B's result is back, between two
 //     agents that only share the broker (endpoints mqtt:///ID) or that
@@ -44,6 +44,7 @@ const fleetSystem = "bench"
 const (
 	nbMQTT   = "nb-mqtt"      // uplink mqtt://
 	nbHTTP   = "nb-http"      // uplink http://nb-sink
+	nbWS     = "nb-ws"        // uplink ws://nb-sink
 	nbSink   = "nb-sink"      // stores what nb-http forwards
 	dmA, dmB = "dm-a", "dm-b" // delegations over MQTT
 	dhA, dhB = "dh-a", "dh-b" // delegations over HTTP
@@ -193,7 +194,7 @@ func newToken() string {
 	return "bench-" + hex.EncodeToString(b[:])
 }
 
-// openFleet starts mosquitto and the seven agents, pairs the delegation
+// openFleet starts mosquitto and the eight agents, pairs the delegation
 // pairs and connects the northbound consumer.
 func openFleet(ctx context.Context, c config) (f *fleet, err error) {
 	f = &fleet{cfg: c, dir: c.Dir, agents: map[string]*fleetAgent{}, gen: newGenerator(time.Now().UnixNano()),
@@ -203,7 +204,7 @@ func openFleet(ctx context.Context, c config) (f *fleet, err error) {
 			f.close()
 		}
 	}()
-	ids := []string{nbMQTT, nbHTTP, nbSink, dmA, dmB, dhA, dhB}
+	ids := []string{nbMQTT, nbHTTP, nbWS, nbSink, dmA, dmB, dhA, dhB}
 	ports, err := freePorts(len(ids) + 1)
 	if err != nil {
 		return f, err
@@ -228,6 +229,7 @@ func openFleet(ctx context.Context, c config) (f *fleet, err error) {
 	confs := map[string]map[string]any{
 		nbMQTT: {"mqtt": mq, "uplink": map[string]any{"endpoint": "mqtt://", "max_backoff_ms": 1000}},
 		nbHTTP: {"uplink": map[string]any{"endpoint": f.agents[nbSink].url(), "token_env": uplinkTokenEnv, "max_backoff_ms": 1000}},
+		nbWS:   {"uplink": map[string]any{"endpoint": "ws://" + f.agents[nbSink].addr, "token_env": uplinkTokenEnv, "max_backoff_ms": 1000}},
 		nbSink: {},
 		dmA:    {"endpoint": "mqtt:///" + dmA, "mqtt": mq, "max_concurrent_tasks": 64},
 		dmB:    {"endpoint": "mqtt:///" + dmB, "mqtt": mq, "max_concurrent_tasks": 64},

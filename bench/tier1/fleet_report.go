@@ -34,24 +34,31 @@ func runFleet(ctx context.Context, c config, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer f.close()
-	rows := f.fleetRows(c.NBRunBatches, c.Delegations)
+	groups := f.fleetRows(c.NBRunBatches, c.Delegations)
+	var rows []*fleetRow
+	for _, g := range groups {
+		rows = append(rows, g...)
+	}
 	res := &fleetResults{Config: c, Started: time.Now().UTC(), GoVersion: runtime.Version(), GOOS: runtime.GOOS,
 		GOARCH: runtime.GOARCH, CPUs: runtime.NumCPU(), Mosquitto: mosquittoOptions(), Rows: rows}
-	fmt.Fprintf(stderr, "tier1bench -fleet: mosquitto and 7 agents up; %d rows × %d rounds\n", len(rows), c.Rounds)
+	fmt.Fprintf(stderr, "tier1bench -fleet: mosquitto and %d agents up; %d rows × %d rounds\n", len(f.agents), len(rows), c.Rounds)
 
 	// Warm-up, untimed: connections, sessions, contracts, buckets.
-	for _, r := range f.fleetRows(min(c.NBRunBatches, 10), min(c.Delegations, 5)) {
-		if _, err := f.runOnce(ctx, r, 0); err != nil {
-			return fmt.Errorf("warm-up, %s over %s: %w", r.Path, r.Transport, err)
+	for _, g := range f.fleetRows(min(c.NBRunBatches, 10), min(c.Delegations, 5)) {
+		for _, r := range g {
+			if _, err := f.runOnce(ctx, r, 0); err != nil {
+				return fmt.Errorf("warm-up, %s over %s: %w", r.Path, r.Transport, err)
+			}
 		}
 	}
 	for round := 1; round <= c.Rounds; round++ {
-		for i := 0; i+1 < len(rows); i += 2 {
-			pair := []*fleetRow{rows[i], rows[i+1]}
-			if round%2 == 0 {
-				pair[0], pair[1] = pair[1], pair[0]
+		for _, g := range groups {
+			// The order within the group rotates from round to round.
+			turn := make([]*fleetRow, len(g))
+			for i := range g {
+				turn[i] = g[(i+round-1)%len(g)]
 			}
-			for _, r := range pair {
+			for _, r := range turn {
 				run, err := f.runOnce(ctx, r, round)
 				if err != nil {
 					return fmt.Errorf("round %d, %s over %s: %w", round, r.Path, r.Transport, err)
@@ -109,16 +116,16 @@ func (r *fleetResults) writeTable(w io.Writer) {
 	c := r.Config
 	fmt.Fprintf(w, "\n## Fleet paths, MQTT (mosquitto) vs HTTP, %d rounds interleaved (%s/%s, %d CPUs, %s)\n\n",
 		c.Rounds, r.GOOS, r.GOARCH, r.CPUs, r.Started.Format("2006-01-02 15:04 UTC"))
-	fmt.Fprintln(w, "| path | over | median | MQTT ÷ HTTP (median of the rounds' ratios) | runs | CPU per frame or task (median) |")
+	fmt.Fprintln(w, "| path | over | median | ÷ HTTP (median of the rounds' ratios) | runs | CPU per frame or task (median) |")
 	fmt.Fprintln(w, "|---|---|--:|--:|---|---|")
-	for i, row := range r.Rows {
+	for _, row := range r.Rows {
 		runs := make([]string, len(row.Runs))
 		for j, run := range row.Runs {
 			runs[j] = human(run.Rate)
 		}
 		ratio := "—"
-		if row.Transport == "MQTT" && i+1 < len(r.Rows) {
-			if x := roundRatio(row, r.Rows[i+1]); x > 0 {
+		if http := r.httpRow(row.Path); http != nil && http != row {
+			if x := roundRatio(row, http); x > 0 {
 				ratio = fmt.Sprintf("%.2f×", x)
 			}
 		}
@@ -137,9 +144,10 @@ func (r *fleetResults) writeTable(w io.Writer) {
 	fmt.Fprintf(w, "\nNorthbound: %d batches per run (of the row's size), sent to the sending agent's WebSocket "+
 		"/tier1/stream (each batch acknowledged after its fsync there); the rate counts from the first send until the "+
 		"consumer has every frame: for MQTT a plain subscriber (QoS 1) in the harness, deduplicating on batch_id; "+
-		"for HTTP a second agent that stores them (its /metrics polled every 10 ms). The uplink sends one batch at a "+
-		"time and removes it from its queue (an fsync) once acknowledged: PUBACK for MQTT, the upstream's 200 after its "+
-		"own fsync for HTTP.\n", c.NBRunBatches)
+		"for WebSocket and HTTP a second agent that stores them (its /metrics polled every 10 ms). The uplink removes "+
+		"batches from its queue (an fsync) once acknowledged: at the broker's PUBACK for MQTT, at the upstream's answer "+
+		"after its own fsync for WebSocket and HTTP. HTTP is one POST per batch, one at a time; MQTT and WebSocket keep "+
+		"a window of up to 32 batches in flight and remove the acknowledged ones in one transaction.\n", c.NBRunBatches)
 	for _, row := range r.Rows {
 		var ingest []float64
 		for _, run := range row.Runs {
@@ -159,6 +167,16 @@ func (r *fleetResults) writeTable(w io.Writer) {
 	fmt.Fprintf(w, "\nmosquitto (started by the harness on a 127.0.0.1 port): %s\n", strings.ReplaceAll(strings.TrimSpace(r.Mosquitto), "\n", "; "))
 	fmt.Fprintln(w, "CPU is user+system time from /proc in 10 ms ticks, per frame or task, of each process: "+
 		"the harness's own clients and the MQTT consumer are not counted.")
+}
+
+// httpRow is the HTTP row of path.
+func (r *fleetResults) httpRow(path string) *fleetRow {
+	for _, row := range r.Rows {
+		if row.Path == path && row.Transport == "HTTP" {
+			return row
+		}
+	}
+	return nil
 }
 
 // roundRatio is the median over the rounds of a's rate over b's in the

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -157,12 +158,16 @@ func (s samplers) stop() map[string]float64 {
 
 // northbound ingests frames into the sending agent and waits until the
 // consumer has every one.
-func (f *fleet) northbound(ctx context.Context, viaMQTT bool, round, frames, batch int) (fleetRun, error) {
+func (f *fleet) northbound(ctx context.Context, over string, round, frames, batch int) (fleetRun, error) {
+	viaMQTT := over == "MQTT"
 	sender, sink := f.agents[nbHTTP], f.agents[nbSink]
+	if over == "WebSocket" {
+		sender = f.agents[nbWS]
+	}
 	pids := map[string]int{"sender": sender.p.pid(), "receiver": sink.p.pid()}
-	tag := "http"
+	tag := strings.ToLower(over)
 	if viaMQTT {
-		sender, tag = f.agents[nbMQTT], "mqtt"
+		sender = f.agents[nbMQTT]
 		pids = map[string]int{"sender": sender.p.pid(), "broker": f.broker.pid()}
 	}
 	msgs := f.gen.batches(f.gen.take(frames), frames, batch, fmt.Sprintf("%x-%s-r%d-b%d", f.nonce, tag, round, batch))
@@ -325,12 +330,12 @@ func (f *fleet) delegateOne(ctx context.Context, a *fleetAgent, body []byte) err
 	return nil
 }
 
-// fleetRows lists the rows in pairs (MQTT, HTTP); each round runs every
-// pair, the order within the pair alternating from round to round. Each
-// northbound run sends batches batches, each delegation run at most tasks
-// tasks.
-func (f *fleet) fleetRows(batches, tasks int) []*fleetRow {
-	var rows []*fleetRow
+// fleetRows lists the rows in groups (a path over MQTT, [WebSocket,] and
+// HTTP); each round runs every group, its order rotating from round to
+// round. Each northbound run sends batches batches, each delegation run
+// at most tasks tasks.
+func (f *fleet) fleetRows(batches, tasks int) [][]*fleetRow {
+	var groups [][]*fleetRow
 	nbBatches, clients := f.cfg.NBBatches, f.cfg.ClientCounts
 	switch f.cfg.Only {
 	case "northbound":
@@ -339,28 +344,30 @@ func (f *fleet) fleetRows(batches, tasks int) []*fleetRow {
 		nbBatches = nil
 	}
 	for _, batch := range nbBatches {
-		nb := func(viaMQTT bool) func(context.Context, int) (fleetRun, error) {
+		nb := func(over string) func(context.Context, int) (fleetRun, error) {
 			return func(ctx context.Context, round int) (fleetRun, error) {
-				return f.northbound(ctx, viaMQTT, round, batches*batch, batch)
+				return f.northbound(ctx, over, round, batches*batch, batch)
 			}
 		}
 		p := fmt.Sprintf("northbound tier-1, %d-frame batches", batch)
-		rows = append(rows,
-			&fleetRow{Path: p, Transport: "MQTT", Unit: "frames/s", run: nb(true),
+		groups = append(groups, []*fleetRow{
+			{Path: p, Transport: "MQTT", Unit: "frames/s", run: nb("MQTT"),
 				Roles: map[string]string{"sender": "agent, uplink mqtt://", "broker": "mosquitto"}},
-			&fleetRow{Path: p, Transport: "HTTP", Unit: "frames/s", run: nb(false),
-				Roles: map[string]string{"sender": "agent, uplink http://", "receiver": "agent storing"}})
+			{Path: p, Transport: "WebSocket", Unit: "frames/s", run: nb("WebSocket"),
+				Roles: map[string]string{"sender": "agent, uplink ws://", "receiver": "agent storing"}},
+			{Path: p, Transport: "HTTP", Unit: "frames/s", run: nb("HTTP"),
+				Roles: map[string]string{"sender": "agent, uplink http://", "receiver": "agent storing"}}})
 	}
 	for _, n := range clients {
 		dl := func(viaMQTT bool) func(context.Context, int) (fleetRun, error) {
 			return func(ctx context.Context, _ int) (fleetRun, error) { return f.delegations(ctx, viaMQTT, n, tasks) }
 		}
 		p := fmt.Sprintf("P2P delegations, %d concurrent", n)
-		rows = append(rows,
-			&fleetRow{Path: p, Transport: "MQTT", Unit: "tasks/s", run: dl(true),
+		groups = append(groups, []*fleetRow{
+			{Path: p, Transport: "MQTT", Unit: "tasks/s", run: dl(true),
 				Roles: map[string]string{"requester": "agent", "executor": "agent", "broker": "mosquitto"}},
-			&fleetRow{Path: p, Transport: "HTTP", Unit: "tasks/s", run: dl(false),
-				Roles: map[string]string{"requester": "agent", "executor": "agent"}})
+			{Path: p, Transport: "HTTP", Unit: "tasks/s", run: dl(false),
+				Roles: map[string]string{"requester": "agent", "executor": "agent"}}})
 	}
-	return rows
+	return groups
 }
