@@ -186,7 +186,7 @@ if [ "$status" != 0 ]; then
 fi
 
 if [ -n "$SMOKE" ]; then
-  # The fleet mode, briefly: mosquitto and seven agents, one round.
+  # The fleet mode, briefly: mosquitto and eight agents, one round.
   mkdir -p "$WORK/fleet"
   say "fleet mode, short"
   timeout --kill-after=10s 3m "$WORK/tier1bench" -fleet -synapse-bin "$WORK/synapse" -mosquitto-bin "$MOSQUITTO" \
