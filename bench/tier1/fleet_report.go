@@ -114,7 +114,7 @@ func (r *fleetResults) summarize() {
 // writeTable prints the markdown table and what it compares.
 func (r *fleetResults) writeTable(w io.Writer) {
 	c := r.Config
-	fmt.Fprintf(w, "\n## Fleet paths, MQTT (mosquitto) vs HTTP, %d rounds interleaved (%s/%s, %d CPUs, %s)\n\n",
+	fmt.Fprintf(w, "\n## Fleet paths: MQTT (mosquitto), WebSocket, HTTP between agents, %d rounds interleaved (%s/%s, %d CPUs, %s)\n\n",
 		c.Rounds, r.GOOS, r.GOARCH, r.CPUs, r.Started.Format("2006-01-02 15:04 UTC"))
 	fmt.Fprintln(w, "| path | over | median | ÷ HTTP (median of the rounds' ratios) | runs | CPU per frame or task (median) |")
 	fmt.Fprintln(w, "|---|---|--:|--:|---|---|")
