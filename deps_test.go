@@ -46,8 +46,8 @@ type onlyImporter struct {
 var onlyImporters = []onlyImporter{
 	{"go.etcd.io/bbolt", []string{"store"}, "store owns the file format"},
 	{"github.com/vmihailenco/msgpack/v5", []string{"wire"}, "wire owns the codecs"},
-	{"github.com/valyala/fasthttp", []string{"httpapi", "transport/httptransport"},
-		"httpapi is the server; the HTTP transport the one HTTP client of the agent"},
+	{"github.com/valyala/fasthttp", []string{"httpapi", "a2a/a2ahttp", "internal/sse", "transport/httptransport"},
+		"httpapi is the server, a2a/a2ahttp the A2A binding it mounts, internal/sse their streamed answers; the HTTP transport the one HTTP client of the agent"},
 	// A separate library (it upgrades net/http and fasthttp connections):
 	// the server upgrades in httpapi, the Go client dials in client, and
 	// the command line goes through the client.
@@ -60,18 +60,18 @@ var onlyImporters = []onlyImporter{
 		"handlers runs the configured commands; the test harnesses start the agent and the broker"},
 	// So agent, tier1, negotiate, hil, group (and every other package of
 	// the engine, the seam and the APIs) import no net/http.
-	{"net/http", []string{"transport/httptransport", "transport/wstransport", "transport/a2aclient", "client", "client/agenttest", "cli/command", "grpcapi"},
+	{"net/http", []string{"transport/httptransport", "transport/wstransport", "transport/a2aclient", "client", "client/agenttest", "internal/testutil/hooktest", "cli/command", "grpcapi"},
 		"bytes go out through the transport seam's wires (HTTP, WebSocket, A2A); client is the Go client of the REST API, " +
-			"client/agenttest its test harness, cli/command the command line's requests that client has no method for, " +
+			"client/agenttest its test harness, internal/testutil/hooktest the webhook of the tests, cli/command the command line's requests that client has no method for, " +
 			"grpcapi maps the registry's HTTP statuses onto gRPC codes"},
 }
 
-// apiPackages are the API layers (REST, gRPC, the A2A methods): they
-// decode, call a service method and encode. They neither import store nor
-// call a Store() method, except in the files of apiStoreFiles. (Package a2a
-// is not one: it holds the A2A types and their mapping onto tasks, below
-// agent, which imports it.)
-var apiPackages = []string{"httpapi", "grpcapi", "a2a/a2asrv"}
+// apiPackages are the API layers (REST, gRPC, the A2A methods and their
+// HTTP binding): they decode, call a service method and encode. They
+// neither import store nor call a Store() method, except in the files of
+// apiStoreFiles. (Package a2a is not one: it holds the A2A types and their
+// mapping onto tasks, below agent, which imports it.)
+var apiPackages = []string{"httpapi", "grpcapi", "a2a/a2asrv", "a2a/a2ahttp"}
 
 // apiStoreFiles are the files (module-relative) of API packages allowed
 // to use the store directly, with why.
@@ -143,9 +143,9 @@ func TestImportRulesCatch(t *testing.T) {
 	got := strings.Join(checkRules(bad), "\n")
 	for _, want := range []string{
 		"tier1 imports go.etcd.io/bbolt (uplink.go); only store may: store owns the file format",
-		"tier1 imports net/http (uplink.go); only transport/httptransport, transport/wstransport, transport/a2aclient, client, client/agenttest, cli/command, grpcapi may",
+		"tier1 imports net/http (uplink.go); only transport/httptransport, transport/wstransport, transport/a2aclient, client, client/agenttest, internal/testutil/hooktest, cli/command, grpcapi may",
 		"cli imports github.com/fasthttp/websocket (send.go); only httpapi, client, transport/wstransport may",
-		"cli imports github.com/valyala/fasthttp/fasthttputil (send.go); only httpapi, transport/httptransport may",
+		"cli imports github.com/valyala/fasthttp/fasthttputil (send.go); only httpapi, a2a/a2ahttp, internal/sse, transport/httptransport may",
 		"grpcapi imports store (tasks.go): API packages",
 		"grpcapi calls Store() (groups.go:2): API packages",
 		"cli/hilcmd imports hil (hil.go): a command package talks to agents through client",

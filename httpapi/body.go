@@ -9,6 +9,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/synapse-edge/synapse/a2a/a2ahttp"
 	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -199,7 +200,7 @@ func (s *Server) expect(ctx *fasthttp.RequestCtx) int {
 // routeScope is the scope the route of method and path needs; "" for
 // public routes and paths no route serves (the handler answers those).
 func (s *Server) routeScope(path, method string) auth.Scope {
-	if path == a2aPath {
+	if path == a2ahttp.Path {
 		return auth.ScopeTasksRead
 	}
 	rest, ok := strings.CutPrefix(path, wire.APIPrefix+"/")

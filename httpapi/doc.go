@@ -1,7 +1,8 @@
 // Package httpapi serves an agent over HTTP with fasthttp: the REST routes of
 // SPEC §5 and §11, server-sent event streams, bearer-token auth with scopes,
-// and the limits a device exposed to a network needs. It is the only package
-// that imports fasthttp.
+// and the limits a device exposed to a network needs. It mounts the A2A
+// binding (package a2a/a2ahttp) on /a2a and the agent card, lending it the
+// token check, the body limits and the stream take-over of every route.
 //
 // # Routes
 //
@@ -29,7 +30,8 @@
 // outlive the server's write timeout; each stream ends on a final event, when
 // the client goes away, or when the server shuts down. A stream that can
 // resume reads where from the Last-Event-ID header (or the last_event_id
-// query parameter) with one helper, sseResume.
+// query parameter) with one helper, sse.Resume (package internal/sse, which
+// also holds the stream writer and the follow loop with keep-alives).
 //
 // # Console
 //

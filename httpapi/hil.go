@@ -11,6 +11,7 @@ import (
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/hil"
+	"github.com/synapse-edge/synapse/internal/sse"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -144,16 +145,16 @@ func (s *Server) streamHIL(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []strin
 	if _, err := s.hilViewer(ctx); err != nil {
 		return err
 	}
-	last, resume, err := sseResume(ctx, true)
+	last, resume, err := sse.Resume(ctx, true)
 	if err != nil {
 		return err
 	}
 	// Subscribe before answering so that nothing falls between the
 	// answer and a list the client loads once it has it.
 	sub, replay, ok := s.hil.Subscribe(last, resume)
-	header := httpHeader(fasthttp.StatusOK, "text/event-stream; charset=utf-8",
+	header := sse.Header(fasthttp.StatusOK, "text/event-stream; charset=utf-8",
 		"Cache-Control: no-cache", "X-Accel-Buffering: no")
-	s.takeOver(ctx, header, func(w *deadlineWriter, done <-chan struct{}) error {
+	s.takeOver(ctx, header, func(w *sse.Writer, done <-chan struct{}) error {
 		defer func() { sub.Close() }()
 		if !ok {
 			if err := writeHILReset(w); err != nil {
@@ -195,8 +196,8 @@ func (s *Server) streamHIL(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []strin
 
 // followHIL writes events until shutdown, the manager closing, or the
 // subscription lagging (then lagged is true).
-func (s *Server) followHIL(w *deadlineWriter, done <-chan struct{}, sub *hil.Subscription, last *uint64) (lagged bool, err error) {
-	return followSSE(w, done, sub.C, sub.Lagged, func(ev hil.Event) (bool, error) {
+func (s *Server) followHIL(w *sse.Writer, done <-chan struct{}, sub *hil.Subscription, last *uint64) (lagged bool, err error) {
+	return sse.Follow(w, done, sub.C, sub.Lagged, func(ev hil.Event) (bool, error) {
 		if err := writeHILEvent(w, ev); err != nil {
 			return false, err
 		}
@@ -205,7 +206,7 @@ func (s *Server) followHIL(w *deadlineWriter, done <-chan struct{}, sub *hil.Sub
 	})
 }
 
-func writeHILEvent(w *deadlineWriter, ev hil.Event) error {
+func writeHILEvent(w *sse.Writer, ev hil.Event) error {
 	data, err := json.Marshal(ev)
 	if err != nil {
 		return fmt.Errorf("encode hil event: %w", err)
@@ -214,7 +215,7 @@ func writeHILEvent(w *deadlineWriter, ev hil.Event) error {
 	return err
 }
 
-func writeHILReset(w *deadlineWriter) error {
+func writeHILReset(w *sse.Writer) error {
 	_, err := w.WriteString("event: reset\ndata: {\"reason\":\"events were lost; reload the requests\"}\n\n")
 	return err
 }

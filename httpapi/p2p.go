@@ -9,6 +9,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/synapse-edge/synapse/auth"
+	"github.com/synapse-edge/synapse/internal/sse"
 	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -286,20 +287,20 @@ func (s *Server) messageFeed(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []str
 		return wire.Errorf(wire.CodeAgentNotReady, "")
 	}
 	last := feed.Last()
-	if n, ok, err := sseResume(ctx, true); err != nil {
+	if n, ok, err := sse.Resume(ctx, true); err != nil {
 		return err
 	} else if ok {
 		last = n
 	}
-	header := httpHeader(fasthttp.StatusOK, "text/event-stream; charset=utf-8",
+	header := sse.Header(fasthttp.StatusOK, "text/event-stream; charset=utf-8",
 		"Cache-Control: no-cache", "X-Accel-Buffering: no")
-	s.takeOver(ctx, header, func(w *deadlineWriter, done <-chan struct{}) error {
+	s.takeOver(ctx, header, func(w *sse.Writer, done <-chan struct{}) error {
 		return pumpFeed(w, done, feed, last)
 	})
 	return nil
 }
 
-func pumpFeed(w *deadlineWriter, done <-chan struct{}, feed *peer.MessageFeed, last uint64) error {
+func pumpFeed(w *sse.Writer, done <-chan struct{}, feed *peer.MessageFeed, last uint64) error {
 	for { // one pass per subscription; a lagging reader reloads from the ring
 		sub := feed.Subscribe()
 		kept, _ := feed.Since(last)
@@ -322,8 +323,8 @@ func pumpFeed(w *deadlineWriter, done <-chan struct{}, feed *peer.MessageFeed, l
 	}
 }
 
-func followFeed(w *deadlineWriter, done <-chan struct{}, sub *peer.FeedSubscription, last *uint64) (lagged bool, err error) {
-	return followSSE(w, done, sub.C, sub.Lagged, func(m peer.ReceivedMessage) (bool, error) {
+func followFeed(w *sse.Writer, done <-chan struct{}, sub *peer.FeedSubscription, last *uint64) (lagged bool, err error) {
+	return sse.Follow(w, done, sub.C, sub.Lagged, func(m peer.ReceivedMessage) (bool, error) {
 		if m.Seq <= *last {
 			return false, nil
 		}
@@ -337,7 +338,7 @@ func followFeed(w *deadlineWriter, done <-chan struct{}, sub *peer.FeedSubscript
 
 // writeMessageEvent writes one SSE event; a line break inside the data
 // (a pretty-printed JSON envelope) becomes another data line.
-func writeMessageEvent(w *deadlineWriter, m peer.ReceivedMessage) error {
+func writeMessageEvent(w *sse.Writer, m peer.ReceivedMessage) error {
 	var b bytes.Buffer
 	b.WriteString("id: ")
 	b.WriteString(strconv.FormatUint(m.Seq, 10))

@@ -8,12 +8,9 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,44 +19,9 @@ import (
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/internal/testutil"
+	"github.com/synapse-edge/synapse/internal/testutil/hooktest"
 	"github.com/synapse-edge/synapse/wire"
 )
-
-// hook is a plain HTTP server (not an agent) that records the callbacks it
-// receives; answer picks each one's status.
-type hook struct {
-	srv    *httptest.Server
-	mu     sync.Mutex
-	got    []hookCall
-	answer func(n int) int
-}
-
-type hookCall struct {
-	header http.Header
-	body   []byte
-	status int
-}
-
-func newHook(t *testing.T, answer func(n int) int) *hook {
-	t.Helper()
-	h := &hook{answer: answer}
-	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		h.mu.Lock()
-		status := h.answer(len(h.got))
-		h.got = append(h.got, hookCall{header: r.Header.Clone(), body: body, status: status})
-		h.mu.Unlock()
-		w.WriteHeader(status)
-	}))
-	t.Cleanup(h.srv.Close)
-	return h
-}
-
-func (h *hook) calls() []hookCall {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return append([]hookCall(nil), h.got...)
-}
 
 // checkSignature verifies X-Synapse-Signature by hand: t=<unix>,v1=<hex
 // HMAC-SHA256(secret, "<t>.<body>")>.
@@ -99,34 +61,34 @@ func TestWebhookCallback(t *testing.T) {
 	})
 
 	t.Run("signed, retried after 503, same message id", func(t *testing.T) {
-		h := newHook(t, func(n int) int {
+		h := hooktest.New(t, func(n int) int {
 			if n == 0 {
 				return http.StatusServiceUnavailable
 			}
 			return http.StatusOK
 		})
-		id := ts.submit(t, `{"task_type":"echo","payload":{"v":"é<>"},"callback_url":"`+h.srv.URL+`/cb"}`)
-		testutil.Eventually(t, pollTimeout, "two webhook calls", func() bool { return len(h.calls()) >= 2 })
-		calls := h.calls()
+		id := ts.submit(t, `{"task_type":"echo","payload":{"v":"é<>"},"callback_url":"`+h.URL+`/cb"}`)
+		testutil.Eventually(t, pollTimeout, "two webhook calls", func() bool { return len(h.Calls()) >= 2 })
+		calls := h.Calls()
 		if len(calls) != 2 {
 			t.Fatalf("webhook called %d times, want 2 (one failure, one success)", len(calls))
 		}
-		mid := calls[0].header.Get("X-Synapse-Message-Id")
-		if mid == "" || calls[1].header.Get("X-Synapse-Message-Id") != mid {
-			t.Errorf("message ids %q and %q, want the same id on the retry", mid, calls[1].header.Get("X-Synapse-Message-Id"))
+		mid := calls[0].Header.Get("X-Synapse-Message-Id")
+		if mid == "" || calls[1].Header.Get("X-Synapse-Message-Id") != mid {
+			t.Errorf("message ids %q and %q, want the same id on the retry", mid, calls[1].Header.Get("X-Synapse-Message-Id"))
 		}
 		last := calls[1]
-		if ct := last.header.Get("Content-Type"); ct != "application/json" {
+		if ct := last.Header.Get("Content-Type"); ct != "application/json" {
 			t.Errorf("Content-Type = %q", ct)
 		}
-		checkSignature(t, last.header.Get("X-Synapse-Signature"), secret, last.body)
+		checkSignature(t, last.Header.Get("X-Synapse-Signature"), secret, last.Body)
 		var got struct {
 			TaskID     string `json:"task_id"`
 			Status     string `json:"status"`
 			ResultJSON string `json:"result_json"`
 		}
-		if err := json.Unmarshal(last.body, &got); err != nil {
-			t.Fatalf("callback body is not a TaskStatusResponse: %v\n%s", err, last.body)
+		if err := json.Unmarshal(last.Body, &got); err != nil {
+			t.Fatalf("callback body is not a TaskStatusResponse: %v\n%s", err, last.Body)
 		}
 		if got.TaskID != id || got.Status != "completed" || !jsonEqual(t, got.ResultJSON, `{"v":"é<>"}`) {
 			t.Errorf("callback = %+v, want task %s completed with its result", got, id)
@@ -137,19 +99,19 @@ func TestWebhookCallback(t *testing.T) {
 	})
 
 	t.Run("410 stops at once", func(t *testing.T) {
-		h := newHook(t, func(int) int { return http.StatusGone })
-		ts.submit(t, `{"task_type":"echo","payload":{},"callback_url":"`+h.srv.URL+`"}`)
+		h := hooktest.New(t, func(int) int { return http.StatusGone })
+		ts.submit(t, `{"task_type":"echo","payload":{},"callback_url":"`+h.URL+`"}`)
 		var items []map[string]any
 		testutil.Eventually(t, pollTimeout, "a dead letter", func() bool {
 			var body struct {
 				Items []map[string]any `json:"items"`
 			}
-			_ = json.Unmarshal(ts.do(t, "GET", api("/outbox?state=dead&url="+h.srv.URL), nil).body, &body)
+			_ = json.Unmarshal(ts.do(t, "GET", api("/outbox?state=dead&url="+h.URL), nil).body, &body)
 			items = body.Items
 			return len(items) == 1
 		})
-		if len(h.calls()) != 1 || items[0]["attempts"] != 1.0 || !strings.Contains(items[0]["last_error"].(string), "410") {
-			t.Errorf("after 410: %d calls, dead letter %v; want one call and a dead letter", len(h.calls()), items[0])
+		if len(h.Calls()) != 1 || items[0]["attempts"] != 1.0 || !strings.Contains(items[0]["last_error"].(string), "410") {
+			t.Errorf("after 410: %d calls, dead letter %v; want one call and a dead letter", len(h.Calls()), items[0])
 		}
 	})
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/synapse-edge/synapse/a2a/a2ahttp"
 	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -82,8 +83,8 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) error {
 		}
 		return s.metrics(ctx)
 	}
-	if path == a2aPath || path == agentCardPath {
-		return s.a2aRoute(ctx, path)
+	if a2ahttp.Serves(path) {
+		return s.a2a.Serve(ctx, path)
 	}
 	rest, ok := strings.CutPrefix(path, wire.APIPrefix+"/")
 	if !ok {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/synapse-edge/synapse/a2a/a2ahttp"
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/group"
 	"github.com/synapse-edge/synapse/hil"
@@ -43,6 +44,7 @@ type Server struct {
 	listeners []net.Listener
 
 	table    []route
+	a2a      *a2ahttp.Handler
 	hil      *hil.Manager
 	groups   *group.Manager
 	requests *metrics.CounterVec
@@ -94,6 +96,7 @@ func New(a *agent.Agent, opts Options) *Server {
 	s.bg, s.cancelBg = context.WithCancel(context.Background())
 	s.msgBufs = newMsgBufs(s.bg.Done())
 	s.table = s.routes()
+	s.a2a = a2ahttp.New(a, a2aHost{s}, opts.Version)
 	s.provideInterfaces()
 	reg := a.Metrics()
 	s.requests = reg.CounterVec("synapse_http_requests_total", "HTTP requests answered, by status code.", "code")

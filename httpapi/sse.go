@@ -3,18 +3,14 @@ package httpapi
 import (
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/auth"
+	"github.com/synapse-edge/synapse/internal/sse"
 	"github.com/synapse-edge/synapse/wire"
 )
-
-// sseKeepAlive is how often an idle stream sends a comment line, which also
-// finds clients that went away.
-const sseKeepAlive = 15 * time.Second
 
 // streamTask serves GET /task/{id}/stream: the task's events as SSE, each
 // with its per-task sequence as id. Last-Event-ID (header, or the
@@ -26,39 +22,19 @@ func (s *Server) streamTask(ctx *fasthttp.RequestCtx, _ auth.Principal, args []s
 	if err != nil {
 		return err
 	}
-	last, _, err := sseResume(ctx, true)
+	last, _, err := sse.Resume(ctx, true)
 	if err != nil {
 		return err
 	}
-	header := httpHeader(fasthttp.StatusOK, "text/event-stream; charset=utf-8",
+	header := sse.Header(fasthttp.StatusOK, "text/event-stream; charset=utf-8",
 		"Cache-Control: no-cache", "X-Accel-Buffering: no")
-	s.takeOver(ctx, header, func(w *deadlineWriter, done <-chan struct{}) error {
+	s.takeOver(ctx, header, func(w *sse.Writer, done <-chan struct{}) error {
 		return s.pumpTask(w, done, t.ID, last)
 	})
 	return nil
 }
 
-// sseResume is where a client resumes an SSE stream: after the event id
-// in its Last-Event-ID header or, when fromQuery is set, in the
-// last_event_id query parameter (a browser's EventSource cannot set the
-// header on its first connection). ok is false when the client named
-// none; an id that is not a whole number is invalid_params.
-func sseResume(ctx *fasthttp.RequestCtx, fromQuery bool) (last uint64, ok bool, err error) {
-	raw := ctx.Request.Header.Peek("Last-Event-ID")
-	if len(raw) == 0 && fromQuery {
-		raw = ctx.QueryArgs().Peek("last_event_id")
-	}
-	if len(raw) == 0 {
-		return 0, false, nil
-	}
-	n, valid := parseUint(raw)
-	if !valid {
-		return 0, false, wire.Errorf(wire.CodeInvalidParams, "Last-Event-ID must be an event id (a whole number)").With("field", "Last-Event-ID")
-	}
-	return n, true, nil
-}
-
-func (s *Server) pumpTask(w *deadlineWriter, done <-chan struct{}, id string, last uint64) error {
+func (s *Server) pumpTask(w *sse.Writer, done <-chan struct{}, id string, last uint64) error {
 	for {
 		// Subscribe before reading the store so nothing falls between.
 		sub := s.a.Subscribe(id)
@@ -97,8 +73,8 @@ func (s *Server) pumpTask(w *deadlineWriter, done <-chan struct{}, id string, la
 
 // follow writes live events until the complete event, shutdown, or the
 // subscription lagging (then lagged is true and the caller reloads).
-func (s *Server) follow(w *deadlineWriter, done <-chan struct{}, sub *agent.Subscription, last *uint64) (lagged bool, err error) {
-	return followSSE(w, done, sub.C, sub.Lagged, func(e *wire.Event) (bool, error) {
+func (s *Server) follow(w *sse.Writer, done <-chan struct{}, sub *agent.Subscription, last *uint64) (lagged bool, err error) {
+	return sse.Follow(w, done, sub.C, sub.Lagged, func(e *wire.Event) (bool, error) {
 		if e.Seq <= *last {
 			return false, nil
 		}
@@ -110,7 +86,7 @@ func (s *Server) follow(w *deadlineWriter, done <-chan struct{}, sub *agent.Subs
 	})
 }
 
-func writeEvent(w *deadlineWriter, e *wire.Event) error {
+func writeEvent(w *sse.Writer, e *wire.Event) error {
 	data := []byte(e.Data)
 	if len(data) == 0 {
 		data = []byte("{}")

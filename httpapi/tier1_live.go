@@ -7,6 +7,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/synapse-edge/synapse/auth"
+	"github.com/synapse-edge/synapse/internal/sse"
 	"github.com/synapse-edge/synapse/tier1"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -40,10 +41,10 @@ func (s *Server) tier1Live(ctx *fasthttp.RequestCtx, _ auth.Principal, args []st
 		return wire.Errorf(wire.CodeCapabilityLacking, "no routine %q", capID)
 	}
 	device := string(ctx.QueryArgs().Peek("device_id"))
-	header := httpHeader(fasthttp.StatusOK, "text/event-stream; charset=utf-8",
+	header := sse.Header(fasthttp.StatusOK, "text/event-stream; charset=utf-8",
 		"Cache-Control: no-cache", "X-Accel-Buffering: no")
 	in := s.a.Tier1()
-	s.takeOver(ctx, header, func(w *deadlineWriter, done <-chan struct{}) error {
+	s.takeOver(ctx, header, func(w *sse.Writer, done <-chan struct{}) error {
 		wt := in.Watch(liveBuffer, liveMaxBytes)
 		defer wt.Close()
 		if _, err := w.WriteString(": live\n\n"); err != nil {
@@ -53,7 +54,7 @@ func (s *Server) tier1Live(ctx *fasthttp.RequestCtx, _ auth.Principal, args []st
 			return err
 		}
 		var buf []byte
-		_, err := followSSE(w, done, wt.C, func() bool { return false }, func(l tier1.Live) (bool, error) {
+		_, err := sse.Follow(w, done, wt.C, func() bool { return false }, func(l tier1.Live) (bool, error) {
 			ls := []tier1.Live{l}
 		drain:
 			for len(ls) < 64 { // take what else waits: one event for them

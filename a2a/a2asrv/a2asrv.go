@@ -1,8 +1,8 @@
 // Package a2asrv runs the A2A methods on an agent: it decodes a method's
 // params, calls the agent and renders the A2A result (package a2a maps
-// tasks, states and errors). It knows no transport: httpapi serves it as
-// the JSON-RPC binding on /a2a, with authentication, rate limits, the
-// Idempotency-Key and the SSE streams.
+// tasks, states and errors). It knows no transport: package a2a/a2ahttp
+// serves it as the JSON-RPC binding on /a2a, with authentication, rate
+// limits, the Idempotency-Key and the SSE streams.
 package a2asrv
 
 import (

@@ -1,4 +1,4 @@
-package httpapi
+package a2ahttp
 
 import (
 	"encoding/json"
@@ -11,6 +11,7 @@ import (
 	"github.com/synapse-edge/synapse/a2a/a2asrv"
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/auth"
+	"github.com/synapse-edge/synapse/internal/sse"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -23,13 +24,13 @@ import (
 // task's complete event, after which the stream closes. Progress, log and
 // error events have no A2A counterpart and are left out.
 
-// a2aMaxReloads bounds how often one stream reloads after its subscription
+// maxReloads bounds how often one stream reloads after its subscription
 // lagged.
-const a2aMaxReloads = 1000
+const maxReloads = 1000
 
-// a2aStartStream does the request's work, then answers with the stream;
+// startStream does the request's work, then answers with the stream;
 // an error before the stream starts is answered as a JSON-RPC error.
-func (s *Server) a2aStartStream(ctx *fasthttp.RequestCtx, p auth.Principal, op a2a.Op, v a2a.Version, req *a2a.Request) error {
+func (h *Handler) startStream(ctx *fasthttp.RequestCtx, p auth.Principal, op a2a.Op, v a2a.Version, req *a2a.Request) error {
 	var id string
 	var last uint64
 	snapshot := true
@@ -45,7 +46,7 @@ func (s *Server) a2aStartStream(ctx *fasthttp.RequestCtx, p auth.Principal, op a
 		} else {
 			sp.Configuration = &a2a.SendConfiguration{ReturnImmediately: true}
 		}
-		t, err := s.a2aSrv().Send(ctx, p, v, &sp, nil)
+		t, err := h.srv.Send(ctx, p, v, &sp, nil)
 		if err != nil {
 			return err
 		}
@@ -58,12 +59,12 @@ func (s *Server) a2aStartStream(ctx *fasthttp.RequestCtx, p auth.Principal, op a
 		if ip.ID == "" {
 			return a2a.Errorf(a2a.CodeInvalidParams, "params.id is required")
 		}
-		t, err := s.a.Task(ip.ID)
+		t, err := h.a.Task(ip.ID)
 		if err != nil {
 			return err
 		}
 		id = t.ID
-		n, resume, err := sseResume(ctx, false)
+		n, resume, err := sse.Resume(ctx, false)
 		if err != nil {
 			return a2a.Errorf(a2a.CodeInvalidParams, "%s", wire.AsError(err).Message)
 		}
@@ -73,22 +74,22 @@ func (s *Server) a2aStartStream(ctx *fasthttp.RequestCtx, p auth.Principal, op a
 			return a2a.Errorf(a2a.CodeUnsupportedOperation, "task %s is final; get it with GetTask", id)
 		}
 	}
-	header := httpHeader(fasthttp.StatusOK, "text/event-stream; charset=utf-8",
+	header := sse.Header(fasthttp.StatusOK, "text/event-stream; charset=utf-8",
 		"Cache-Control: no-cache", "X-Accel-Buffering: no")
 	rpcID := append(json.RawMessage(nil), req.ID...)
-	s.takeOver(ctx, header, func(w *deadlineWriter, done <-chan struct{}) error {
-		st := &a2aStream{s: s, w: w, rpcID: rpcID, v: v, id: id, last: last}
+	h.host.TakeOver(ctx, header, func(w *sse.Writer, done <-chan struct{}) error {
+		st := &stream{h: h, w: w, rpcID: rpcID, v: v, id: id, last: last}
 		return st.pump(done, snapshot)
 	})
 	return nil
 }
 
-// a2aStreamError answers a streaming method's error as the reference
+// streamError answers a streaming method's error as the reference
 // server does: an event stream whose one event is the JSON-RPC error. A
 // rate limit is HTTP 429 with Retry-After, as for every method.
-func a2aStreamError(ctx *fasthttp.RequestCtx, r *a2a.Response) {
+func streamError(ctx *fasthttp.RequestCtx, r *a2a.Response) {
 	if rateLimited(r) {
-		a2aHTTPError(ctx, r.Error.Agent, r.ID)
+		httpError(ctx, r.Error.Agent, r.ID)
 		return
 	}
 	r.Error = r.Error.WithDetails(time.Now())
@@ -97,19 +98,19 @@ func a2aStreamError(ctx *fasthttp.RequestCtx, r *a2a.Response) {
 		b = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"encode error"}}`)
 	}
 	ctx.Response.Header.Set(fasthttp.HeaderCacheControl, "no-cache")
-	writeRaw(ctx, fasthttp.StatusOK, "text/event-stream; charset=utf-8", append(append([]byte("data: "), b...), '\n', '\n'))
+	answer(ctx, fasthttp.StatusOK, "text/event-stream; charset=utf-8", append(append([]byte("data: "), b...), '\n', '\n'))
 }
 
-type a2aStream struct {
-	s     *Server
-	w     *deadlineWriter
+type stream struct {
+	h     *Handler
+	w     *sse.Writer
 	rpcID json.RawMessage
 	v     a2a.Version
 	id    string
 	last  uint64
 }
 
-func (st *a2aStream) write(seq uint64, x any) error {
+func (st *stream) write(seq uint64, x any) error {
 	b, err := a2a.NewResponse(st.rpcID, a2a.Wrap(x, st.v)).Encode()
 	if err != nil {
 		return fmt.Errorf("encode stream event: %w", err)
@@ -122,7 +123,7 @@ func (st *a2aStream) write(seq uint64, x any) error {
 }
 
 // emit writes what e stands for; end is true after the complete event.
-func (st *a2aStream) emit(e *wire.Event) (end bool, err error) {
+func (st *stream) emit(e *wire.Event) (end bool, err error) {
 	switch e.Type {
 	case wire.EventStatus:
 		var d struct {
@@ -131,7 +132,7 @@ func (st *a2aStream) emit(e *wire.Event) (end bool, err error) {
 		if err := json.Unmarshal(e.Data, &d); err != nil {
 			return false, fmt.Errorf("status event: %w", err)
 		}
-		t, err := st.s.a.Task(st.id)
+		t, err := st.h.a.Task(st.id)
 		if err != nil {
 			return false, err
 		}
@@ -149,7 +150,7 @@ func (st *a2aStream) emit(e *wire.Event) (end bool, err error) {
 		at.UpdatedAt = e.At.Time
 		return false, st.write(e.Seq, a2a.StatusUpdateOf(&at, st.v))
 	case wire.EventComplete:
-		t, err := st.s.a.Task(st.id)
+		t, err := st.h.a.Task(st.id)
 		if err != nil {
 			return false, err
 		}
@@ -159,10 +160,10 @@ func (st *a2aStream) emit(e *wire.Event) (end bool, err error) {
 	return false, nil
 }
 
-func (st *a2aStream) pump(done <-chan struct{}, snapshot bool) error {
-	for range a2aMaxReloads {
+func (st *stream) pump(done <-chan struct{}, snapshot bool) error {
+	for range maxReloads {
 		// Subscribe before reading the store so nothing falls between.
-		sub := st.s.a.Subscribe(st.id)
+		sub := st.h.a.Subscribe(st.id)
 		end, err := st.catchUp(&snapshot)
 		if err != nil || end {
 			sub.Close()
@@ -186,10 +187,10 @@ func (st *a2aStream) pump(done <-chan struct{}, snapshot bool) error {
 
 // catchUp writes the first task snapshot (once) and the stored events after
 // the last one written.
-func (st *a2aStream) catchUp(snapshot *bool) (end bool, err error) {
+func (st *stream) catchUp(snapshot *bool) (end bool, err error) {
 	if *snapshot {
 		*snapshot = false
-		t, err := st.s.a.Task(st.id)
+		t, err := st.h.a.Task(st.id)
 		if err != nil {
 			return false, err
 		}
@@ -200,7 +201,7 @@ func (st *a2aStream) catchUp(snapshot *bool) (end bool, err error) {
 			return true, nil
 		}
 	}
-	evs, err := st.s.a.Events(st.id, st.last)
+	evs, err := st.h.a.Events(st.id, st.last)
 	if err != nil {
 		return false, err
 	}
@@ -209,15 +210,15 @@ func (st *a2aStream) catchUp(snapshot *bool) (end bool, err error) {
 			return end, err
 		}
 	}
-	t, err := st.s.a.Task(st.id)
+	t, err := st.h.a.Task(st.id)
 	if err != nil {
 		return false, err
 	}
 	return t.Status.Terminal() && t.Seq <= st.last, nil
 }
 
-func (st *a2aStream) follow(done <-chan struct{}, sub *agent.Subscription) (lagged bool, err error) {
-	return followSSE(st.w, done, sub.C, sub.Lagged, func(e *wire.Event) (bool, error) {
+func (st *stream) follow(done <-chan struct{}, sub *agent.Subscription) (lagged bool, err error) {
+	return sse.Follow(st.w, done, sub.C, sub.Lagged, func(e *wire.Event) (bool, error) {
 		if e.Seq <= st.last {
 			return false, nil
 		}

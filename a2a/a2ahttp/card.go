@@ -1,4 +1,4 @@
-package httpapi
+package a2ahttp
 
 import (
 	"encoding/json"
@@ -8,7 +8,7 @@ import (
 	"github.com/synapse-edge/synapse/wire"
 )
 
-// The Agent Card (GET /.well-known/agent-card.json, public) is an A2A v1.0
+// The Agent Card (GET CardPath, public) is an A2A v1.0
 // card, as the reference servers serve it: supportedInterfaces lists the
 // JSON-RPC interface at /a2a for v1.0 and for v0.3 (same URL, the method
 // names tell the version apart) and the native API; one skill per
@@ -53,14 +53,14 @@ var (
 	a2aOutputModes = []string{wire.ContentJSON}
 )
 
-func (s *Server) agentCard(ctx *fasthttp.RequestCtx) error {
+func (h *Handler) agentCard(ctx *fasthttp.RequestCtx) error {
 	scheme := "http://"
 	if ctx.IsTLS() {
 		scheme = "https://"
 	}
 	base := scheme + string(ctx.Host())
-	rpc := base + a2aPath
-	id := s.a.Identity()
+	rpc := base + Path
+	id := h.a.Identity()
 	name := id.AgentName
 	if name == "" {
 		name = id.AgentID
@@ -73,7 +73,7 @@ func (s *Server) agentCard(ctx *fasthttp.RequestCtx) error {
 			{URL: rpc, ProtocolBinding: "JSONRPC", ProtocolVersion: "0.3"},
 			{URL: base + wire.APIPrefix, ProtocolBinding: "SYNAPSE", ProtocolVersion: "1"},
 		},
-		Version:      s.version,
+		Version:      h.version,
 		Capabilities: map[string]any{"streaming": true, "pushNotifications": true},
 		SecuritySchemes: map[string]map[string]any{
 			"bearer": {"httpAuthSecurityScheme": map[string]string{"scheme": "Bearer"}},
@@ -83,7 +83,7 @@ func (s *Server) agentCard(ctx *fasthttp.RequestCtx) error {
 		DefaultOutputModes:   a2aOutputModes,
 		Skills:               []cardSkill{},
 	}
-	for _, tt := range s.a.Capabilities().SupportedTaskTypes {
+	for _, tt := range h.a.Capabilities().SupportedTaskTypes {
 		sk := cardSkill{ID: tt.Type, Name: tt.Name, Description: tt.Description,
 			Tags: []string{"task_type:" + tt.Type}, InputModes: a2aInputModes, OutputModes: a2aOutputModes}
 		if sk.Name == "" {
@@ -99,6 +99,6 @@ func (s *Server) agentCard(ctx *fasthttp.RequestCtx) error {
 		return wire.Errorf(wire.CodeInternal, "encode agent card: %v", err)
 	}
 	ctx.Response.Header.Set(fasthttp.HeaderCacheControl, "max-age=60")
-	writeRaw(ctx, fasthttp.StatusOK, wire.ContentJSON, b)
+	answer(ctx, fasthttp.StatusOK, wire.ContentJSON, b)
 	return nil
 }

@@ -1,4 +1,4 @@
-package httpapi_test
+package a2ahttp_test
 
 import (
 	"bufio"

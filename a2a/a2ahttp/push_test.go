@@ -1,4 +1,4 @@
-package httpapi_test
+package a2ahttp_test
 
 import (
 	"encoding/json"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/internal/testutil"
+	"github.com/synapse-edge/synapse/internal/testutil/hooktest"
 )
 
 // A push notification config created over A2A is delivered through the
@@ -143,26 +144,26 @@ func TestA2APushAfterRestart(t *testing.T) {
 // with the token and the authentication as headers.
 func TestA2APushWithMessage(t *testing.T) {
 	ts := startServer(t, allowLoopback)
-	h := newHook(t, func(int) int { return http.StatusOK })
+	h := hooktest.New(t, func(int) int { return http.StatusOK })
 	var tk a2aTask
 	ts.ok(t, "message/send", map[string]any{"message": msg(true, "", text("hi")),
-		"configuration": map[string]any{"pushNotificationConfig": map[string]any{"url": h.srv.URL + "/n", "token": "t",
+		"configuration": map[string]any{"pushNotificationConfig": map[string]any{"url": h.URL + "/n", "token": "t",
 			"authentication": map[string]any{"schemes": []string{"Bearer"}, "credentials": "cred"}}}}, &tk)
 	testutil.Eventually(t, pollTimeout, "the push notifications up to completed", func() bool {
-		c := h.calls()
-		return len(c) > 0 && strings.Contains(string(c[len(c)-1].body), `"completed"`)
+		c := h.Calls()
+		return len(c) > 0 && strings.Contains(string(c[len(c)-1].Body), `"completed"`)
 	})
-	calls := h.calls()
+	calls := h.Calls()
 	var states []string
 	for _, c := range calls {
 		var n a2aTask
-		if err := json.Unmarshal(c.body, &n); err != nil || n.Kind != "task" || n.ID != tk.ID {
-			t.Fatalf("notification %s, want v0.3 task %s", c.body, tk.ID)
+		if err := json.Unmarshal(c.Body, &n); err != nil || n.Kind != "task" || n.ID != tk.ID {
+			t.Fatalf("notification %s, want v0.3 task %s", c.Body, tk.ID)
 		}
 		states = append(states, n.Status.State)
-		if c.header.Get("X-A2A-Notification-Token") != "t" || c.header.Get("Authorization") != "Bearer cred" ||
-			c.header.Get("Content-Type") != "application/json" {
-			t.Errorf("headers %v, want the token, Bearer cred and application/json", c.header)
+		if c.Header.Get("X-A2A-Notification-Token") != "t" || c.Header.Get("Authorization") != "Bearer cred" ||
+			c.Header.Get("Content-Type") != "application/json" {
+			t.Errorf("headers %v, want the token, Bearer cred and application/json", c.Header)
 		}
 	}
 	if states[0] != "submitted" || states[len(states)-1] != "completed" {
@@ -172,7 +173,7 @@ func TestA2APushWithMessage(t *testing.T) {
 		Push struct{ ID, URL, Token string } `json:"pushNotificationConfig"`
 	}
 	ts.ok(t, "tasks/pushNotificationConfig/list", map[string]any{"id": tk.ID}, &list)
-	if len(list) != 1 || list[0].Push.URL != h.srv.URL+"/n" || list[0].Push.ID == "" {
+	if len(list) != 1 || list[0].Push.URL != h.URL+"/n" || list[0].Push.ID == "" {
 		t.Errorf("configs = %+v", list)
 	}
 }
