@@ -34,33 +34,55 @@ const (
 )
 
 // maxBinary is the ceiling per GOARCH of the release binary: the size
-// of 2026-11-30 (make size: amd64 11.34, arm64 10.44, armv7 10.88 MiB)
-// plus about 256 KiB for the features still landing, so a new dependency
-// or table (the MQTT client was 448 KiB) fails it. The goal, 8 MiB on ARM,
-// is not met: bench/README.md#binary-size-and-idle-memory says what
+// of 2026-11-30 20:40 UTC (amd64 11.38, arm64 10.50, armv7 10.88 MiB)
+// plus about 0.5 MiB, as features were still landing that evening (main
+// grew 0.19 MiB in its last hour); a new dependency the size of the MQTT
+// client (448 KiB) with a little growth fails it. The goal, 8 MiB on
+// ARM, is not met: bench/README.md#binary-size-and-idle-memory says what
 // bounds it.
 var maxBinary = map[string]int64{
-	"amd64": 11<<20 + 768<<10,
-	"arm64": 10<<20 + 768<<10,
-	"arm":   11<<20 + 256<<10,
+	"amd64": 11<<20 + 896<<10,
+	"arm64": 11 << 20,
+	"arm":   11<<20 + 384<<10,
 }
 
-// releaseBuild builds the release binary for goos/goarch[/goarm] the way
-// make cross does (static, -trimpath, -s -w, the Makefile's TAGS) into dir.
-func releaseBuild(t *testing.T, root, dir, goos, goarch, goarm string) string {
+// maxBinaryGRPC is the same for the -grpc variant (the Makefile's
+// GRPC_TAGS added): 14.65, 13.56 and 14.00 MiB then.
+var maxBinaryGRPC = map[string]int64{
+	"amd64": 15 << 20,
+	"arm64": 14 << 20,
+	"arm":   14<<20 + 512<<10,
+}
+
+// makeVar returns the words of the Makefile variable name (NAME ?= or
+// NAME := ...).
+func makeVar(t *testing.T, root, name string) []string {
 	t.Helper()
 	mk, err := os.ReadFile(filepath.Join(root, "Makefile"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	tags := ""
 	for _, line := range strings.Split(string(mk), "\n") {
-		if f := strings.Fields(line); len(f) >= 3 && f[0] == "TAGS" && f[1] == "?=" {
-			tags = strings.Join(f[2:], ",")
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == name && (f[1] == "?=" || f[1] == ":=") {
+			return f[2:]
 		}
 	}
+	t.Fatalf("no %s in the Makefile", name)
+	return nil
+}
+
+// releaseBuild builds the release binary for goos/goarch[/goarm] the way
+// make cross does (static, -trimpath, -s -w, the Makefile's TAGS, and its
+// GRPC_TAGS too when grpc) into dir.
+func releaseBuild(t *testing.T, root, dir, goos, goarch, goarm string, grpc bool) string {
+	t.Helper()
+	tags := makeVar(t, root, "TAGS")
 	out := filepath.Join(dir, "synapse-"+goos+"-"+goarch+goarm)
-	cmd := exec.Command("go", "build", "-trimpath", "-tags", tags, "-ldflags", "-s -w", "-o", out, ".")
+	if grpc {
+		tags = append(tags, makeVar(t, root, "GRPC_TAGS")...)
+		out += "-grpc"
+	}
+	cmd := exec.Command("go", "build", "-trimpath", "-tags", strings.Join(tags, ","), "-ldflags", "-s -w", "-o", out, ".")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH="+goarch, "GOARM="+goarm, "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
@@ -69,8 +91,8 @@ func releaseBuild(t *testing.T, root, dir, goos, goarch, goarm string) string {
 	return out
 }
 
-// TestBinarySize builds the release binary of every target of
-// build/targets.txt and checks it against its ceiling.
+// TestBinarySize builds the release binaries (default and -grpc) of every
+// target of build/targets.txt and checks each against its ceiling.
 func TestBinarySize(t *testing.T) {
 	if testing.Short() {
 		t.Skip("cross-builds the agent; skipped with -short")
@@ -97,22 +119,28 @@ func TestBinarySize(t *testing.T) {
 		if len(p) == 3 {
 			goarm = p[2]
 		}
-		budget, ok := maxBinary[goarch]
-		if !ok {
-			t.Errorf("target %s has no size ceiling in maxBinary", line)
-			continue
-		}
-		n++
-		bin := releaseBuild(t, root, dir, goos, goarch, goarm)
-		fi, err := os.Stat(bin)
-		if err != nil {
-			t.Fatal(err)
-		}
-		size := fi.Size()
-		t.Logf("%-14s %9d bytes (%.2f MiB); ceiling %.2f MiB, goal %.2f MiB", line, size,
-			float64(size)/(1<<20), float64(budget)/(1<<20), float64(goalBinary)/(1<<20))
-		if size > budget {
-			t.Errorf("%s: the release binary is %d bytes, over its %d-byte ceiling (make size shows where the bytes go)", line, size, budget)
+		for _, grpc := range []bool{false, true} {
+			ceilings, name := maxBinary, line
+			if grpc {
+				ceilings, name = maxBinaryGRPC, line+" -grpc"
+			}
+			budget, ok := ceilings[goarch]
+			if !ok {
+				t.Errorf("target %s has no size ceiling", name)
+				continue
+			}
+			n++
+			bin := releaseBuild(t, root, dir, goos, goarch, goarm, grpc)
+			fi, err := os.Stat(bin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			size := fi.Size()
+			t.Logf("%-19s %9d bytes (%.2f MiB); ceiling %.2f MiB, goal %.2f MiB", name, size,
+				float64(size)/(1<<20), float64(budget)/(1<<20), float64(goalBinary)/(1<<20))
+			if size > budget {
+				t.Errorf("%s: the release binary is %d bytes, over its %d-byte ceiling (make size shows where the bytes go)", name, size, budget)
+			}
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -137,7 +165,7 @@ func TestIdleMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := releaseBuild(t, root, t.TempDir(), runtime.GOOS, runtime.GOARCH, "")
+	bin := releaseBuild(t, root, t.TempDir(), runtime.GOOS, runtime.GOARCH, "", false)
 	// Started by hand, not with startAgent: the agent is measured as it is
 	// after start, before any request (startAgent asks /health and
 	// /metrics). Ready is when its port accepts a connection.
