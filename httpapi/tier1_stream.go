@@ -3,7 +3,6 @@ package httpapi
 import (
 	"encoding/binary"
 	"net"
-	"sync"
 	"time"
 
 	"github.com/fasthttp/websocket"
@@ -25,11 +24,16 @@ const tier1Window = 4096
 // stops reading.
 //
 // The handler reads and decodes the batches (tier1.Ingestor.Prepare); a
-// pump goroutine hands them to the store (tier1.Ingestor.Store) and
-// writes the answers. While one store write of the stream is on its way to
-// the disk, the batches that arrive meanwhile wait and then go together in
-// the next: a sender that pipelines small batches gets one write (one
-// transaction, one block per device) per group of them, not per batch.
+// pump goroutine hands them to the store and writes the answers
+// (tier1.Stream): the batches that arrive while one store write of the
+// stream is on its way to the disk go together in the next.
+//
+// The answers are written to the connection itself, not through the
+// websocket.Conn (which makes one write per message): those ready together
+// go out in one write, each still its own WebSocket message. A server
+// frame is unmasked and uncompressed (compression is not offered), and a
+// single Write of whole frames does not interleave with the library's
+// control frames (ping, close), which are single Writes too.
 func (s *Server) tier1Stream(ctx *fasthttp.RequestCtx, p auth.Principal, _ []string) error {
 	scope := tier1Scope(ctx, p)
 	max := int64(s.a.Config().Tier1.MaxBatchBytes)
@@ -39,11 +43,11 @@ func (s *Server) tier1Stream(ctx *fasthttp.RequestCtx, p auth.Principal, _ []str
 		defer stop()
 
 		in := s.a.Tier1()
-		st := newT1Stream(in, c.UnderlyingConn())
+		st := in.NewStream(tier1Window)
 		pumped := make(chan struct{})
 		go func() {
 			defer close(pumped)
-			st.pump()
+			writeAnswers(c.UnderlyingConn(), st)
 		}()
 		for {
 			mt, rd, err := c.NextReader()
@@ -57,195 +61,45 @@ func (s *Server) tier1Stream(ctx *fasthttp.RequestCtx, p auth.Principal, _ []str
 				s.msgBufs.put(buf)
 				break
 			}
-			var it t1Item
+			var p *tier1.Pending
 			if mt != websocket.BinaryMessage {
-				it.err = wire.Errorf(wire.CodeMessageFormatInvalid, "send each batch as one binary message")
-			} else if it.p, err = in.Prepare(s.bg, scope, "", buf.Bytes()); err != nil {
-				it.err = wire.AsError(err)
+				err = wire.Errorf(wire.CodeMessageFormatInvalid, "send each batch as one binary message")
+			} else {
+				p, err = in.Prepare(s.bg, scope, "", buf.Bytes())
 			}
 			s.msgBufs.put(buf)
-			st.add(it)
+			st.Add(p, err)
 		}
-		st.end()
+		st.End()
 		<-pumped // every batch read is answered (or the connection broke)
 	})
 }
 
-// t1Item is one batch of a stream waiting for its answer.
-type t1Item struct {
-	p   *tier1.Pending // nil when refused on arrival
-	err *wire.Error    // the refusal
-	seq uint64         // arrival number
-}
-
-// t1Stream is what the reader of a tier-1 stream, its pump and the store's
-// writer share.
-type t1Stream struct {
-	in *tier1.Ingestor
-	nc net.Conn
-
-	mu sync.Mutex
-	// items are the unanswered batches in arrival order, n of them from
-	// head: a ring that grows up to tier1Window as batches wait.
-	items   []t1Item
-	head, n int
-	seq     uint64 // of the last batch read
-	// unsent are the prepared batches not handed to the store yet, the
-	// last of them number unsentLast; flying those of the store write
-	// under way (up to flyingLast). Writes finish in order, so every
-	// batch up to storedThrough is answerable.
-	unsent, flying         []*tier1.Pending
-	unsentLast, flyingLast uint64
-	storedThrough          uint64
-	inflight               bool
-	eof                    bool // the reader is done
-	// The pump sleeps on wake, the reader on room (when the window is
-	// full); whoever changes what they wait for pokes them.
-	pumpIdle, readerWaits bool
-	wake, room            chan struct{}
-	// stored is the callback of the store write, made once.
-	stored func()
-}
-
-func newT1Stream(in *tier1.Ingestor, nc net.Conn) *t1Stream {
-	st := &t1Stream{in: in, nc: nc, items: make([]t1Item, 16), wake: make(chan struct{}, 1), room: make(chan struct{}, 1)}
-	st.stored = st.onStored
-	return st
-}
-
-// poke wakes a sleeping pump; st.mu is held.
-func (st *t1Stream) poke() {
-	if st.pumpIdle {
-		st.pumpIdle = false
-		st.wake <- struct{}{}
-	}
-}
-
-// add queues one batch read, waiting while the window is full.
-func (st *t1Stream) add(it t1Item) {
-	st.mu.Lock()
-	for st.n == len(st.items) {
-		if len(st.items) < tier1Window {
-			grown := make([]t1Item, min(2*len(st.items), tier1Window))
-			for i := range st.n {
-				grown[i] = st.items[(st.head+i)%len(st.items)]
-			}
-			st.items, st.head = grown, 0
-			break
-		}
-		st.readerWaits = true
-		st.mu.Unlock()
-		<-st.room
-		st.mu.Lock()
-	}
-	st.seq++
-	it.seq = st.seq
-	st.items[(st.head+st.n)%len(st.items)] = it
-	st.n++
-	if it.p != nil {
-		st.unsent = append(st.unsent, it.p)
-		st.unsentLast = it.seq
-	}
-	st.poke()
-	st.mu.Unlock()
-}
-
-// end tells the pump that nothing more will be read.
-func (st *t1Stream) end() {
-	st.mu.Lock()
-	st.eof = true
-	st.poke()
-	st.mu.Unlock()
-}
-
-// onStored makes the batches of the store write under way answerable; it
-// runs on the store's writer goroutine.
-func (st *t1Stream) onStored() {
-	st.mu.Lock()
-	st.storedThrough = st.flyingLast
-	st.inflight = false
-	st.poke()
-	st.mu.Unlock()
-}
-
-// answerable reports whether the oldest unanswered batch can be answered;
-// st.mu is held.
-func (st *t1Stream) answerable() bool {
-	if st.n == 0 {
-		return false
-	}
-	it := &st.items[st.head]
-	return it.p == nil || it.seq <= st.storedThrough
-}
-
-// pump hands the prepared batches to the store, one write at a time, and
-// answers the batches in order as their writes finish. Answers that are
-// ready together go out in one write to the connection, each still its
-// own WebSocket message. It returns once the reader ended and every batch
-// is answered, reading (and dropping) the answers once a write failed.
-//
-// The frames are written to the connection itself, not through the
-// websocket.Conn (which makes one write per message): a server frame is
-// unmasked and uncompressed (compression is not offered), and a single
-// Write of whole frames does not interleave with the library's control
-// frames (ping, close), which are single Writes too.
-func (st *t1Stream) pump() {
+// writeAnswers runs the pump of st, writing the answers to nc; once a
+// write failed it drops them.
+func writeAnswers(nc net.Conn, st *tier1.Stream) {
 	var buf []byte
 	var ack tier1Ack // one for the connection: an error answer makes it escape
 	broken := false
-	st.mu.Lock()
-	for {
-		switch {
-		case !st.inflight && len(st.unsent) > 0:
-			st.unsent, st.flying = st.flying[:0], st.unsent
-			st.flyingLast = st.unsentLast
-			st.inflight = true
-			group := st.flying
-			st.mu.Unlock()
-			st.in.Store(group, st.stored) // waits while the store's queue is full
-			st.mu.Lock()
-		case st.answerable():
-			buf = buf[:0]
-			for st.answerable() && len(buf) < wsBufferSize {
-				ack = st.items[st.head].ack()
-				buf = appendAckFrame(buf, &ack)
-				st.items[st.head] = t1Item{}
-				st.head = (st.head + 1) % len(st.items)
-				st.n--
-			}
-			if st.readerWaits {
-				st.readerWaits = false
-				st.room <- struct{}{}
-			}
-			st.mu.Unlock()
-			if !broken {
-				_ = st.nc.SetWriteDeadline(time.Now().Add(wsWriteWait))
-				_, err := st.nc.Write(buf)
-				broken = err != nil
-			}
-			st.mu.Lock()
-		case st.eof && st.n == 0:
-			st.mu.Unlock()
+	st.Pump(func(as []tier1.Answer) {
+		if broken {
 			return
-		default:
-			st.pumpIdle = true
-			st.mu.Unlock()
-			<-st.wake
-			st.mu.Lock()
 		}
-	}
-}
-
-// ack is the answer to an answerable item.
-func (it *t1Item) ack() tier1Ack {
-	switch {
-	case it.p == nil:
-		return tier1Ack{Error: it.err}
-	case it.p.Err != nil:
-		return tier1Ack{BatchID: it.p.Result.BatchID, Error: wire.AsError(it.p.Err)}
-	}
-	r := &it.p.Result
-	return tier1Ack{OK: true, Accepted: r.Accepted, BatchID: r.BatchID, Duplicate: r.Duplicate}
+		buf = buf[:0]
+		for i := range as {
+			a := &as[i]
+			r := &a.Result
+			if a.Err != nil {
+				ack = tier1Ack{BatchID: r.BatchID, Error: wire.AsError(a.Err)}
+			} else {
+				ack = tier1Ack{OK: true, Accepted: r.Accepted, BatchID: r.BatchID, Duplicate: r.Duplicate}
+			}
+			buf = appendAckFrame(buf, &ack)
+		}
+		_ = nc.SetWriteDeadline(time.Now().Add(wsWriteWait))
+		_, err := nc.Write(buf)
+		broken = err != nil
+	})
 }
 
 // appendAckFrame appends ack as one final, unmasked binary WebSocket frame

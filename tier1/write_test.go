@@ -203,3 +203,64 @@ func TestStoreFailure(t *testing.T) {
 		t.Errorf("Refused = %d, want 8", got)
 	}
 }
+
+// TestStream: a stream answers every batch once, in the order added, the
+// refused ones with their refusal, while at most window wait; End returns
+// the pump once all are answered.
+func TestStream(t *testing.T) {
+	now := time.Unix(1_790_000_000, 0)
+	var fail atomic.Bool
+	in, _ := groupIngestor(t, now, 0, &fail)
+	st := in.NewStream(4) // small: Add waits for the pump, the ring grows and wraps
+	refusal := errors.New("not a batch")
+	var got []tier1.Answer
+	pumped := make(chan struct{})
+	go func() {
+		defer close(pumped)
+		st.Pump(func(as []tier1.Answer) { got = append(got, as...) })
+	}()
+	const n = 60
+	stored := uint64(0)
+	for i := range n {
+		if i%7 == 3 {
+			st.Add(nil, refusal)
+			continue
+		}
+		if i != 40 {
+			stored++
+		}
+		id := fmt.Sprintf("s-%d", i)
+		if i == 40 {
+			id = "s-1" // a repeat
+		}
+		p, err := in.Prepare(context.Background(), "s", "", batchAt(id, "d", uint64(i), now.Add(time.Duration(i)), 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.Add(p, nil)
+	}
+	st.End()
+	select {
+	case <-pumped:
+	case <-time.After(15 * time.Second):
+		t.Fatal("Pump did not return after End")
+	}
+	if len(got) != n {
+		t.Fatalf("%d answers, want %d", len(got), n)
+	}
+	for i, a := range got {
+		switch {
+		case i%7 == 3:
+			if a.Err != refusal {
+				t.Errorf("answer %d = %+v, want the refusal", i, a)
+			}
+		case a.Err != nil || a.Result.Accepted != 1 || a.Result.Duplicate != (i == 40):
+			t.Errorf("answer %d = %+v, want 1 accepted (duplicate %v)", i, a, i == 40)
+		case i != 40 && a.Result.BatchID != fmt.Sprintf("s-%d", i):
+			t.Errorf("answer %d is for %q", i, a.Result.BatchID)
+		}
+	}
+	if c := in.C.Frames.Load(); c != stored {
+		t.Errorf("%d frames stored, want %d", c, stored)
+	}
+}
