@@ -133,6 +133,11 @@ func TestClientReconnectsAndResubscribes(t *testing.T) {
 		}
 		select {
 		case m := <-got.ch:
+			if m[1] == "one" {
+				// QoS 1 is at least once: "one", taken but not yet
+				// acknowledged when the broker died, is delivered again.
+				continue
+			}
 			if !strings.HasPrefix(m[1], "m") {
 				t.Fatalf("got %q", m[1])
 			}
