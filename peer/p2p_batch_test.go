@@ -193,12 +193,31 @@ func quickRetries(c *agent.Config) {
 // TestBatchDelivery: a backlog of delegated tasks drains to a peer that
 // took batches in full windows; the peer creates the tasks in the order
 // the requester queued them, runs each once, and every task completes.
+// With an HMAC secret shared, batches are signed and checked as a whole.
 func TestBatchDelivery(t *testing.T) {
-	req := startPeer(t, "requester", roomy, quickRetries)
-	exe := startPeer(t, "executor", roomy, quickRetries)
+	for _, hmac := range []bool{false, true} {
+		name := "plain"
+		if hmac {
+			name = "hmac"
+		}
+		t.Run(name, func(t *testing.T) { testBatchDelivery(t, hmac) })
+	}
+}
+
+func testBatchDelivery(t *testing.T, hmac bool) {
+	secret := func(self, other string) func(*agent.Config) {
+		return func(c *agent.Config) {
+			c.AgentID = self
+			if hmac {
+				c.P2P.PeerSecrets = []agent.PeerSecretConfig{{AgentID: other, Secrets: [][]byte{[]byte("batch-secret-0123456789")}}}
+			}
+		}
+	}
+	req := startPeer(t, "requester", roomy, quickRetries, secret("edge_requester_0000a1", "edge_executor_0000b2"))
+	exe := startPeer(t, "executor", roomy, quickRetries, secret("edge_executor_0000b2", "edge_requester_0000a1"))
 	pair(t, req, exe)
 	exe.stop()
-	const n = 300
+	const n = 200
 	ids := make([]string, n)
 	for i := range ids {
 		task, err := req.a.Submit(context.Background(), admin, &wire.SubmitRequest{TaskType: "echo", Payload: wire.JSONValue(`{}`), Target: exe.id()}, nil)
@@ -240,6 +259,11 @@ func TestBatchDelivery(t *testing.T) {
 	})
 	if d := len(outbox(t, req.a, store.OutboxDead)) + len(outbox(t, exe.a, store.OutboxDead)); d != 0 {
 		t.Errorf("%d dead letters", d)
+	}
+	if hmac {
+		if r := metric(t, exe.a, `synapse_p2p_refused_total{code="TP-ID003"}`); r != 0 {
+			t.Errorf("%v envelopes refused for their signature", r)
+		}
 	}
 }
 
