@@ -93,9 +93,10 @@ func TestMQTTCloudBackendCommands(t *testing.T) {
 		t.Errorf("contract security level %q, want basic (same system)", contract.SecurityLevel)
 	}
 
-	// The command.
+	// The command: a sleep long enough for the kill below to come
+	// mid-task, also under an emulator.
 	taskID := newUUID()
-	req := backend.envelope("p2p:task_request", "gw-1", contract.ContractID, task(taskID, 1500), backend.priv)
+	req := backend.envelope("p2p:task_request", "gw-1", contract.ContractID, task(taskID, 3000), backend.priv)
 	if ans := backend.send("gw-1", req); ans.status != http.StatusAccepted {
 		t.Fatalf("task_request: answered %d %s, want 202", ans.status, ans.body)
 	}
@@ -122,8 +123,8 @@ func TestMQTTCloudBackendCommands(t *testing.T) {
 			Output json.RawMessage `json:"output"`
 		} `json:"result"`
 	}
-	if len(done) != 1 || json.Unmarshal(done[0].Payload, &result) != nil || string(result.Result.Output) != `{"slept_ms":1500}` {
-		t.Fatalf("task_complete messages: %+v, want one with output {\"slept_ms\":1500}", done)
+	if len(done) != 1 || json.Unmarshal(done[0].Payload, &result) != nil || string(result.Result.Output) != `{"slept_ms":3000}` {
+		t.Fatalf("task_complete messages: %+v, want one with output {\"slept_ms\":3000}", done)
 	}
 	if len(backend.received("p2p:task_confirm", taskID)) != 1 {
 		t.Errorf("task_confirm: got %d distinct messages, want 1", len(backend.received("p2p:task_confirm", taskID)))
