@@ -391,7 +391,9 @@ type TaskStatusResponse struct {
 const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
 
 // FormatTime writes t in TimeFormat.
-func FormatTime(t time.Time) string { return t.UTC().Format(TimeFormat) }
+func FormatTime(t time.Time) string {
+	return string(appendTimeFormat(make([]byte, 0, len(TimeFormat)), t))
+}
 
 // StatusResponse renders t; full adds payload, result and history.
 func (t *Task) StatusResponse(full bool) *TaskStatusResponse {

@@ -238,8 +238,25 @@ func StatusJSONSize(r *TaskStatusResponse) int {
 // MarshalJSON writes).
 func AppendTime(b []byte, t time.Time) []byte {
 	b = append(b, '"')
-	b = t.UTC().AppendFormat(b, TimeFormat)
+	b = appendTimeFormat(b, t)
 	return append(b, '"')
+}
+
+// appendTimeFormat appends t in TimeFormat, as t.UTC().AppendFormat(b,
+// TimeFormat) does, without parsing the layout each time.
+func appendTimeFormat(b []byte, t time.Time) []byte {
+	t = t.UTC()
+	y, mo, d := t.Date()
+	if y < 0 || y > 9999 {
+		return t.AppendFormat(b, TimeFormat)
+	}
+	h, mi, s := t.Clock()
+	ms := t.Nanosecond() / 1e6
+	return append(b,
+		byte('0'+y/1000), byte('0'+y/100%10), byte('0'+y/10%10), byte('0'+y%10), '-',
+		byte('0'+int(mo)/10), byte('0'+int(mo)%10), '-', byte('0'+d/10), byte('0'+d%10), 'T',
+		byte('0'+h/10), byte('0'+h%10), ':', byte('0'+mi/10), byte('0'+mi%10), ':', byte('0'+s/10), byte('0'+s%10), '.',
+		byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z')
 }
 
 func appendHistory(b []byte, h []Transition, html bool) []byte {

@@ -131,3 +131,31 @@ func FuzzAppendString(f *testing.F) {
 		}
 	})
 }
+
+func FuzzAppendTime(f *testing.F) {
+	for _, v := range []int64{0, 1, -1, 1e9, 1796068366792263262, -9e18, 9e18} {
+		f.Add(v, int32(0))
+	}
+	f.Add(int64(1e18), int32(5*3600+1800))
+	f.Fuzz(func(t *testing.T, ns int64, offset int32) {
+		tm := time.Unix(0, ns).In(time.FixedZone("z", int(offset%(24*3600))))
+		want := tm.UTC().AppendFormat(nil, TimeFormat)
+		if got := appendTimeFormat(nil, tm); !bytes.Equal(got, want) {
+			t.Errorf("%v: got %s want %s", tm, got, want)
+		}
+		if got := FormatTime(tm); got != string(want) {
+			t.Errorf("FormatTime(%v) = %s want %s", tm, got, want)
+		}
+	})
+}
+
+// Times of every year the formatter writes itself, and beyond.
+func TestAppendTimeYears(t *testing.T) {
+	for _, y := range []int{-1, 0, 1, 9, 10, 99, 100, 999, 1000, 1970, 2026, 9999, 10000} {
+		tm := time.Date(y, time.December, 31, 23, 59, 59, 999_999_999, time.UTC)
+		want := tm.AppendFormat(nil, TimeFormat)
+		if got := appendTimeFormat(nil, tm); !bytes.Equal(got, want) {
+			t.Errorf("year %d: got %s want %s", y, got, want)
+		}
+	}
+}
