@@ -205,19 +205,51 @@ func (w *write) put(tx *store.Tx, r *routineWrite) error {
 		}
 	}
 	if w.in.cfg.Uplink {
-		for _, p := range r.ps {
-			if p.dup {
-				continue
-			}
-			b := p.b
-			if _, err := tx.T1Enqueue(func(seq uint64) []byte {
-				return AppendBatch(nil, b.CapabilityID, b.Version, fmt.Sprintf("u%d", seq), b.Frames, b.Desc)
-			}); err != nil {
-				return err
-			}
+		if err := enqueueUplink(tx, r); err != nil {
+			return err
 		}
 	}
 	return fw.Done()
+}
+
+// Upstream, the new batches of a write go in order as few batches: those
+// that arrived together are forwarded together, up to uplinkMergeBytes
+// and uplinkMergeFrames a batch, so a sender of one-frame batches does not
+// cost the uplink one request per frame. A batch larger than that goes as
+// it came.
+const (
+	uplinkMergeBytes  = 256 << 10
+	uplinkMergeFrames = 4096
+)
+
+// enqueueUplink queues the new batches of r for the uplink.
+func enqueueUplink(tx *store.Tx, r *routineWrite) error {
+	var frames []Frame
+	bytes := 0
+	flush := func() error {
+		if len(frames) == 0 {
+			return nil
+		}
+		d := r.d
+		_, err := tx.T1Enqueue(func(seq uint64) []byte {
+			return AppendBatch(make([]byte, 0, bytes+64), d.CapabilityID, d.Version, fmt.Sprintf("u%d", seq), frames, d)
+		})
+		frames, bytes = frames[:0], 0
+		return err
+	}
+	for _, p := range r.ps {
+		if p.dup {
+			continue
+		}
+		if bytes+p.bytes > uplinkMergeBytes || len(frames)+len(p.b.Frames) > uplinkMergeFrames {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		frames = append(frames, p.b.Frames...)
+		bytes += p.bytes
+	}
+	return flush()
 }
 
 // finish sets the outcome of every batch once the write is durable (err

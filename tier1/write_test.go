@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync/atomic"
 	"testing"
@@ -65,7 +66,7 @@ func records(t *testing.T, db *store.DB, capID string) int {
 // TestStoreGroup: batches prepared one by one and stored together take one
 // commit and share blocks per device; a batch_id stored before and one
 // repeated inside the group are duplicates, stored once; every batch gets
-// its own result, queued upstream on its own.
+// its own result; upstream they go as one batch per routine.
 func TestStoreGroup(t *testing.T) {
 	now := time.Unix(1_790_000_000, 0)
 	var fail atomic.Bool
@@ -142,10 +143,41 @@ func TestStoreGroup(t *testing.T) {
 	if err != nil || st.Frames != 199 {
 		t.Errorf("Stored = %+v, %v; want 199 frames", st, err)
 	}
-	var outbox int
-	_ = db.View(func(tx *store.Tx) error { outbox = tx.T1OutboxLen(); return nil })
-	if want := 1 + 98 + 1 + 1; outbox != want {
-		t.Errorf("%d batches queued upstream, want %d (one per stored batch)", outbox, want)
+	// Upstream: the earlier batch, then the new batches of each routine
+	// as one batch, their frames in the order they came.
+	var queued [][]byte
+	_ = db.View(func(tx *store.Tx) error { _, queued = tx.T1Outbox(10); return nil })
+	if len(queued) != 3 {
+		t.Fatalf("%d batches queued upstream, want 3", len(queued))
+	}
+	reg, _ := tier1.NewRegistry(tier1.Telemetry(), m)
+	var wantSeqs []uint64
+	for i := range 100 {
+		if !wantDup[i] {
+			wantSeqs = append(wantSeqs, uint64(1000+i))
+		}
+	}
+	for i := range 100 {
+		wantSeqs = append(wantSeqs, uint64(i))
+	}
+	for i, want := range []struct {
+		id   string
+		seqs []uint64
+	}{{tier1.Telemetry().CapabilityID, []uint64{0}}, {tier1.Telemetry().CapabilityID, wantSeqs}, {m.CapabilityID, nil}} {
+		b, err := tier1.DecodeBatch(queued[i], reg, tier1.Limits{})
+		if err != nil || b.CapabilityID != want.id || b.BatchID == "" {
+			t.Fatalf("queued batch %d: %+v, %v", i, b, err)
+		}
+		if want.seqs == nil {
+			continue
+		}
+		var seqs []uint64
+		for _, f := range b.Frames {
+			seqs = append(seqs, f.At(1).Uint())
+		}
+		if !slices.Equal(seqs, want.seqs) {
+			t.Errorf("queued batch %d holds seqs %v, want %v", i, seqs, want.seqs)
+		}
 	}
 	// The watcher sees each routine's part of the write once.
 	frames := map[string]int{}
@@ -262,5 +294,43 @@ func TestStream(t *testing.T) {
 	}
 	if c := in.C.Frames.Load(); c != stored {
 		t.Errorf("%d frames stored, want %d", c, stored)
+	}
+}
+
+// TestStoreUplinkSplit: the batches of one write go upstream as batches of
+// at most 4096 frames.
+func TestStoreUplinkSplit(t *testing.T) {
+	now := time.Unix(1_790_000_000, 0)
+	var fail atomic.Bool
+	in, db := groupIngestor(t, now, 0, &fail)
+	var ps []*tier1.Pending
+	for i := range 5000 {
+		p, err := in.Prepare(context.Background(), "s", "", batchAt("", "d", uint64(i), now.Add(time.Duration(i)), 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, p)
+	}
+	storeAll(t, in, ps)
+	var queued [][]byte
+	_ = db.View(func(tx *store.Tx) error { _, queued = tx.T1Outbox(10); return nil })
+	reg, _ := tier1.NewRegistry(tier1.Telemetry())
+	var sizes []int
+	next := uint64(0)
+	for i, q := range queued {
+		b, err := tier1.DecodeBatch(q, reg, tier1.Limits{})
+		if err != nil {
+			t.Fatalf("queued batch %d: %v", i, err)
+		}
+		sizes = append(sizes, len(b.Frames))
+		for _, f := range b.Frames {
+			if f.At(1).Uint() != next {
+				t.Fatalf("queued batch %d: seq %d where %d was next", i, f.At(1).Uint(), next)
+			}
+			next++
+		}
+	}
+	if !slices.Equal(sizes, []int{4096, 904}) {
+		t.Errorf("queued batches of %v frames, want [4096 904]", sizes)
 	}
 }
