@@ -46,8 +46,6 @@ type Config struct {
 	// Uplink, if set, names the upstream agent stored tier-1 frames are
 	// forwarded to.
 	Uplink *tier1.UplinkConfig `json:"uplink,omitempty"`
-	// P2P configures delivery to peers and webhooks (seed 004 §5.4).
-	P2P P2PConfig `json:"p2p"`
 	// Outbound is the policy of URLs clients give the agent to call
 	// (callback_url, A2A push): private ranges are refused unless allowed
 	// here (package transport/outbound).
@@ -55,9 +53,6 @@ type Config struct {
 	// Negotiation configures protocol contracts (SPEC §7;
 	// negotiate/config.go).
 	Negotiation negotiate.Config `json:"negotiation"`
-	// Registry, if set, names the registry agent this agent registers
-	// with (seed 000 §6.4; registrar.go).
-	Registry *RegistryConfig `json:"registry,omitempty"`
 
 	// AdminToken is the admin bearer token; from SYNAPSE_ADMIN_TOKEN, never
 	// from the file. Empty: generated at first start into DataDir/admin.token.
@@ -83,45 +78,6 @@ type RetentionConfig struct {
 	KeepFinished int `json:"keep_finished,omitempty"`
 }
 
-// P2PConfig configures the P2P layer: the outbox's retries, heartbeats
-// and the webhook secret (seed 004 §5.4).
-type P2PConfig struct {
-	// MaxRetries is how many times a failed delivery is retried before the
-	// message becomes a dead letter. Default 5.
-	MaxRetries int `json:"max_retries"`
-	// RetryBaseDelayMS is the base of the exponential backoff: retry n
-	// waits a random time up to base * 2^n. Default 2000.
-	RetryBaseDelayMS int `json:"retry_base_delay_ms,omitempty"`
-	// TaskTimeoutSeconds is seed 004's TaskTimeout: the deadline of a
-	// task delegated to a peer without ttl_seconds (deadline.go). Default
-	// 300.
-	TaskTimeoutSeconds int `json:"task_timeout_seconds,omitempty"`
-	// HeartbeatIntervalSeconds is how often each peer is sent a
-	// p2p:heartbeat; a peer silent for three intervals is offline.
-	// Default 30.
-	HeartbeatIntervalSeconds int `json:"heartbeat_interval_seconds,omitempty"`
-	// CallbackSecretEnv names the environment variable holding the HMAC
-	// secret that signs webhook callbacks (X-Synapse-Signature). Without
-	// one, callbacks are sent unsigned.
-	CallbackSecretEnv string `json:"callback_secret_env,omitempty"`
-	// CallbackSecret is read from CallbackSecretEnv at start; never from
-	// the file.
-	CallbackSecret string `json:"-"`
-	// PeerSecrets are the HMAC secrets shared with peers: envelopes to
-	// and from them carry and need X-Synapse-Signature (p2p_hmac.go).
-	PeerSecrets []PeerSecretConfig `json:"peer_secrets,omitempty"`
-}
-
-// RetryBaseDelay is retry_base_delay_ms as a duration.
-func (p *P2PConfig) RetryBaseDelay() time.Duration {
-	return time.Duration(p.RetryBaseDelayMS) * time.Millisecond
-}
-
-// HeartbeatInterval is heartbeat_interval_seconds as a duration.
-func (p *P2PConfig) HeartbeatInterval() time.Duration {
-	return time.Duration(p.HeartbeatIntervalSeconds) * time.Second
-}
-
 // Defaults returns the configuration used when nothing is set.
 func Defaults() Config {
 	return Config{
@@ -134,14 +90,13 @@ func Defaults() Config {
 		MaxFileSize:            10 << 20,
 		Retention:              RetentionConfig{MaxAgeHours: 168, KeepFinished: 100_000},
 		Tier1:                  tier1.DefaultConfig(),
-		P2P:                    P2PConfig{MaxRetries: 5, RetryBaseDelayMS: 2000, TaskTimeoutSeconds: 300, HeartbeatIntervalSeconds: 30},
 	}
 }
 
 // Validate checks the fields and reports every bad one it finds, each as
 // "config: FIELD: problem", joined with errors.Join (so a file with three
-// mistakes is told of all three at once). Within one approval rule, peer
-// secret or the p2p section, only the first problem is named.
+// mistakes is told of all three at once). Within one approval rule, only
+// the first problem is named.
 func (c *Config) Validate() error {
 	var errs []error
 	bad := func(field, format string, args ...any) {
@@ -194,35 +149,12 @@ func (c *Config) Validate() error {
 	// An endpoint mqtt... is the broker's (package transport/mqtt; the
 	// command checks it against its mqtt section).
 	c.Uplink.Check(func(field, format string, args ...any) { bad("uplink."+field, format, args...) })
-	p := c.P2P
-	switch {
-	case p.MaxRetries < 0 || p.MaxRetries > 30:
-		bad("p2p.max_retries", "%d is outside 0..30", p.MaxRetries)
-	case p.RetryBaseDelayMS < 1:
-		bad("p2p.retry_base_delay_ms", "must be at least 1")
-	case p.TaskTimeoutSeconds < 1:
-		bad("p2p.task_timeout_seconds", "must be at least 1")
-	case p.HeartbeatIntervalSeconds < 1:
-		bad("p2p.heartbeat_interval_seconds", "must be at least 1")
-	}
 	for i, s := range c.Outbound.Allow {
 		if _, err := outbound.ParseRange(s); err != nil {
 			bad(fmt.Sprintf("outbound.allow[%d]", i), "%v", err)
 		}
 	}
-	for i, ps := range p.PeerSecrets {
-		f := fmt.Sprintf("p2p.peer_secrets[%d]", i)
-		switch {
-		case ps.AgentID == "":
-			bad(f+".agent_id", "must not be empty")
-		case len(ps.Secrets) == 0 && len(ps.SecretEnvs) == 0:
-			bad(f+".secret_envs", "must name at least one environment variable")
-		case len(ps.SecretEnvs) > 0 && len(ps.Secrets) != len(ps.SecretEnvs):
-			bad(f+".secret_envs", "every variable of %v must be set and not empty", ps.SecretEnvs)
-		}
-	}
 	c.Negotiation.Check(func(field, format string, args ...any) { bad("negotiation."+field, format, args...) })
-	c.Registry.check(bad)
 	return errors.Join(errs...)
 }
 

@@ -11,7 +11,8 @@ import (
 //
 // A task sent to a peer gets a deadline: its ttl_seconds after it was
 // submitted when it has one (a task that waits for a person may need
-// hours), else p2p.task_timeout_seconds (default 300). The deadline travels in the task_request as task.deadline. The
+// hours), else the network's TaskTimeout (p2p.task_timeout_seconds,
+// default 300). The deadline travels in the task_request as task.deadline. The
 // executor keeps the earlier of it and its own limits: when it passes,
 // the handler is cancelled (or a task waiting for information or a person
 // is ended) and the task fails with execution_timeout (numeric_code
@@ -27,14 +28,9 @@ import (
 // the executor's own report before it ends the task itself.
 const deadlineGrace = 2 * time.Second
 
-// TaskTimeout is p2p.task_timeout_seconds as a duration.
-func (p *P2PConfig) TaskTimeout() time.Duration {
-	return time.Duration(p.TaskTimeoutSeconds) * time.Second
-}
-
 // delegationDeadline is the deadline of a task submitted now for a peer.
 func (e *engine) delegationDeadline(now time.Time, ttlSeconds int) time.Time {
-	d := now.Add(e.a.cfg.P2P.TaskTimeout())
+	d := now.Add(e.a.net.TaskTimeout())
 	if ttlSeconds > 0 {
 		d = now.Add(time.Duration(ttlSeconds) * time.Second)
 	}

@@ -39,6 +39,13 @@ type Handler struct {
 	Func HandlerFunc
 }
 
+// DisclosureRule names the result fields Peer (an agent_id, or "*" for any
+// peer no other rule names) may see.
+type DisclosureRule struct {
+	Peer   string   `json:"peer"`
+	Fields []string `json:"fields"`
+}
+
 type registered struct {
 	Handler
 	schema *payloadSchema

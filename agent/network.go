@@ -5,6 +5,7 @@ import (
 	"crypto/ecdh"
 	"errors"
 	"log/slog"
+	"time"
 
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
@@ -48,6 +49,9 @@ type Network interface {
 	// Enqueue queues m, a message the engine sends explicitly, durably
 	// inside tx.
 	Enqueue(tx *store.Tx, m Outgoing) error
+	// TaskTimeout is the deadline of a task delegated to a peer without
+	// ttl_seconds, from its submission (seed 004's TaskTimeout).
+	TaskTimeout() time.Duration
 	// PersonalDataRefusal is the refusal of a request from peer for a
 	// task type marked personal_data (the contract with the peer is not
 	// high enough), or nil when it may run.

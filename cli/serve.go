@@ -115,7 +115,7 @@ func serve(ctx context.Context, sio *command.IO, log *slog.Logger, file config.F
 	if err := handlers.Register(a, handlers.Options{Config: file.Handlers, Logger: log}); err != nil {
 		return err
 	}
-	nw, err := peer.New(a, peer.Options{Logger: log})
+	nw, err := peer.New(a, peer.Options{Logger: log, Config: &file.P2P, Registry: file.Registry})
 	if err != nil {
 		return err
 	}
@@ -149,7 +149,7 @@ func serve(ctx context.Context, sio *command.IO, log *slog.Logger, file config.F
 		_ = a.Close(context.Background())
 		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
-	hm := hil.New(a, hil.Options{Logger: log, Config: file.HIL, CallbackSecret: cfg.P2P.CallbackSecret})
+	hm := hil.New(a, hil.Options{Logger: log, Config: file.HIL, CallbackSecret: file.P2P.CallbackSecret})
 	if err := hm.Start(ctx); err != nil {
 		_ = ln.Close()
 		_ = a.Close(context.Background())

@@ -14,6 +14,7 @@ import (
 	"github.com/synapse-edge/synapse/group"
 	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/internal/testutil/peernode"
+	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -43,10 +44,10 @@ type node struct {
 // ends.
 func startNode(t testing.TB, name string, clock agent.Clock, handlers ...agent.Handler) *node {
 	t.Helper()
+	fast := peer.DefaultConfig()
+	fast.MaxRetries, fast.RetryBaseDelayMS, fast.HeartbeatIntervalSeconds = 3, 50, 1
 	opts := peernode.Options{Name: name, AdminToken: "group-admin", Groups: true, Handlers: handlers,
-		Config: []func(*agent.Config){func(c *agent.Config) {
-			c.P2P.MaxRetries, c.P2P.RetryBaseDelayMS, c.P2P.HeartbeatIntervalSeconds = 3, 50, 1
-		}}}
+		Peer: peer.Options{Config: &fast}}
 	if clock != nil {
 		opts.Agent = agent.Options{Clock: clock}
 	}

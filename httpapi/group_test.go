@@ -9,11 +9,11 @@ import (
 
 	"github.com/fasthttp/websocket"
 
-	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/group"
 	"github.com/synapse-edge/synapse/hil"
 	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/internal/testutil/peernode"
+	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -28,10 +28,9 @@ func startGroupServer(t *testing.T, name string) *testServer {
 // an endpoint peers can reach (a peernode).
 func startWiredServer(t *testing.T, name string, withHIL bool) *testServer {
 	t.Helper()
-	opts := peernode.Options{Name: name, AdminToken: adminToken, Groups: true,
-		Config: []func(*agent.Config){func(c *agent.Config) {
-			c.P2P.MaxRetries, c.P2P.RetryBaseDelayMS, c.P2P.HeartbeatIntervalSeconds = 3, 50, 1
-		}}}
+	fast := peer.DefaultConfig()
+	fast.MaxRetries, fast.RetryBaseDelayMS, fast.HeartbeatIntervalSeconds = 3, 50, 1
+	opts := peernode.Options{Name: name, AdminToken: adminToken, Groups: true, Peer: peer.Options{Config: &fast}}
 	if withHIL {
 		opts.HIL = &hil.Options{}
 	}

@@ -17,9 +17,9 @@ import (
 	"github.com/fasthttp/websocket"
 	"github.com/google/uuid"
 
-	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/internal/testutil/hooktest"
+	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -54,11 +54,9 @@ func checkSignature(t *testing.T, header string, secret, body []byte) {
 
 func TestWebhookCallback(t *testing.T) {
 	secret := []byte("s3cret-for-hooks")
-	ts := startPeerServer(t, "a", allowLoopback, func(c *agent.Config) {
-		c.P2P.CallbackSecret = string(secret)
-		c.P2P.RetryBaseDelayMS = 10
-		c.P2P.MaxRetries = 3
-	})
+	p2p := peer.DefaultConfig()
+	p2p.CallbackSecret, p2p.RetryBaseDelayMS, p2p.MaxRetries = string(secret), 10, 3
+	ts := startPeerServerP2P(t, "a", p2p, allowLoopback)
 
 	t.Run("signed, retried after 503, same message id", func(t *testing.T) {
 		h := hooktest.New(t, func(n int) int {

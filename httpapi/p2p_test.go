@@ -26,7 +26,13 @@ import (
 // the address it listens on, so that other agents can pair it.
 func startPeerServer(t *testing.T, name string, mutate ...func(*agent.Config)) *testServer {
 	t.Helper()
-	return peerServer(t, peernode.Start(t, peernode.Options{Name: name, AdminToken: adminToken, Config: mutate}))
+	return startPeerServerP2P(t, name, peer.DefaultConfig(), mutate...)
+}
+
+// startPeerServerP2P is startPeerServer with the network's p2p section.
+func startPeerServerP2P(t *testing.T, name string, p2p peer.Config, mutate ...func(*agent.Config)) *testServer {
+	t.Helper()
+	return peerServer(t, peernode.Start(t, peernode.Options{Name: name, AdminToken: adminToken, Config: mutate, Peer: peer.Options{Config: &p2p}}))
 }
 
 // reopenPeer opens the stopped peer server ts again, on its data directory
@@ -332,9 +338,10 @@ func flipHex(c byte) string {
 }
 
 func TestOutboxAPI(t *testing.T) {
-	fast := func(c *agent.Config) { c.P2P.MaxRetries = 0; c.P2P.RetryBaseDelayMS = 10 }
-	a := startPeerServer(t, "a", fast)
-	b := startPeerServer(t, "b", fast)
+	fast := peer.DefaultConfig()
+	fast.MaxRetries, fast.RetryBaseDelayMS = 0, 10
+	a := startPeerServerP2P(t, "a", fast)
+	b := startPeerServerP2P(t, "b", fast)
 	a.pairWith(t, b)
 	b.pairWith(t, a)
 	bID := b.a.Identity().AgentID

@@ -61,8 +61,9 @@ func TestOutboxFakeTransport(t *testing.T) {
 	clock := newFakeClock()
 	fake := &scripted{}
 	cfg := testConfig(t)
-	cfg.P2P.MaxRetries = 2
-	cfg.P2P.RetryBaseDelayMS = 1000
+	p2p := peer.DefaultConfig()
+	p2p.MaxRetries = 2
+	p2p.RetryBaseDelayMS = 1000
 	ag, err := agent.New(cfg, agent.Options{Clock: clock, Transport: fake})
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +71,7 @@ func TestOutboxFakeTransport(t *testing.T) {
 	if err := handlers.Register(ag, handlers.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	nw, err := peer.New(ag, peer.Options{})
+	nw, err := peer.New(ag, peer.Options{Config: &p2p})
 	if err != nil {
 		t.Fatal(err)
 	}

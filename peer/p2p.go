@@ -2,6 +2,7 @@ package peer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -64,9 +65,11 @@ const MessagePath = wire.APIPrefix + "/message"
 type Network struct {
 	a   *agent.Agent
 	log *slog.Logger
-	// cfg is the agent's configuration (its p2p, registry and negotiation
-	// sections are the network's).
-	cfg agent.Config
+	// cfg is the agent's configuration (its limits); p2p and registry are
+	// the network's own sections (Options).
+	cfg      agent.Config
+	p2p      Config
+	registry *RegistryConfig
 	// db and clock are the agent's, set by Open.
 	db    *store.DB
 	clock agent.Clock
@@ -107,6 +110,10 @@ type Network struct {
 
 var _ agent.Network = (*Network)(nil)
 
+// TaskTimeout is the deadline of a task delegated without ttl_seconds
+// (p2p.task_timeout_seconds).
+func (n *Network) TaskTimeout() time.Duration { return n.p2p.TaskTimeout() }
+
 type p2pMetrics struct {
 	queued, delivered, retries, dead *metrics.Counter
 	// batches: batches sent; fullWindows: rounds to a peer that filled
@@ -121,23 +128,33 @@ type Options struct {
 	// Logger is the network's logger (a child with component=p2p is
 	// used); the agent's logger when nil.
 	Logger *slog.Logger
+	// Config is the config file's "p2p" section; nil: DefaultConfig().
+	Config *Config
+	// Registry is the "registry" section: the registry agent this agent
+	// registers with; nil: none.
+	Registry *RegistryConfig
 }
 
 // New builds the network of a (not yet open) and attaches it: a's Open
 // loads the peers before it recovers tasks and starts deliveries,
 // heartbeats and the registrar after; a's Close stops them. The network's
-// settings are the p2p, registry and negotiation sections of a's
-// configuration.
+// settings are opts' p2p and registry sections, checked here.
 func New(a *agent.Agent, opts Options) (*Network, error) {
 	log := opts.Logger
 	if log == nil {
 		log = a.Logger()
 	}
-	cfg := a.Config()
-	n := &Network{a: a, log: log.With("component", "p2p"), cfg: cfg, clock: a.Clock()}
+	p2p := DefaultConfig()
+	if opts.Config != nil {
+		p2p = *opts.Config
+	}
+	if err := errors.Join(p2p.Validate(), opts.Registry.Validate()); err != nil {
+		return nil, err
+	}
+	n := &Network{a: a, log: log.With("component", "p2p"), cfg: a.Config(), p2p: p2p, registry: opts.Registry, clock: a.Clock()}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.t = a.Transport()
-	if s := cfg.P2P.CallbackSecret; s != "" {
+	if s := p2p.CallbackSecret; s != "" {
 		n.secret = []byte(s)
 	}
 	n.feed.init()

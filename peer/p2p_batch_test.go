@@ -185,9 +185,11 @@ func TestBatchReceive(t *testing.T) {
 }
 
 // quickRetries makes the outbox retry within milliseconds, many times.
-func quickRetries(c *agent.Config) {
-	c.P2P.RetryBaseDelayMS = 20
-	c.P2P.MaxRetries = 30
+func quickRetries() peer.Options {
+	c := peer.DefaultConfig()
+	c.RetryBaseDelayMS = 20
+	c.MaxRetries = 30
+	return peer.Options{Config: &c}
 }
 
 // TestBatchDelivery: a backlog of delegated tasks drains to a peer that
@@ -205,16 +207,18 @@ func TestBatchDelivery(t *testing.T) {
 }
 
 func testBatchDelivery(t *testing.T, hmac bool) {
-	secret := func(self, other string) func(*agent.Config) {
-		return func(c *agent.Config) {
-			c.AgentID = self
-			if hmac {
-				c.P2P.PeerSecrets = []agent.PeerSecretConfig{{AgentID: other, Secrets: [][]byte{[]byte("batch-secret-0123456789")}}}
-			}
-		}
+	id := func(self string) func(*agent.Config) {
+		return func(c *agent.Config) { c.AgentID = self }
 	}
-	req := startPeer(t, "requester", roomy, quickRetries, secret("edge_requester_0000a1", "edge_executor_0000b2"))
-	exe := startPeer(t, "executor", roomy, quickRetries, secret("edge_executor_0000b2", "edge_requester_0000a1"))
+	secret := func(other string) peer.Options {
+		o := quickRetries()
+		if hmac {
+			o.Config.PeerSecrets = []peer.PeerSecretConfig{{AgentID: other, Secrets: [][]byte{[]byte("batch-secret-0123456789")}}}
+		}
+		return o
+	}
+	req := startPeerNet(t, "requester", secret("edge_executor_0000b2"), roomy, id("edge_requester_0000a1"))
+	exe := startPeerNet(t, "executor", secret("edge_requester_0000a1"), roomy, id("edge_executor_0000b2"))
 	pair(t, req, exe)
 	exe.stop()
 	const n = 200
@@ -276,8 +280,8 @@ func testBatchDelivery(t *testing.T, hmac bool) {
 func TestBatchesNeedAnnouncement(t *testing.T) {
 	for _, mode := range []string{"hidden", "refused"} {
 		t.Run(mode, func(t *testing.T) {
-			req := startPeer(t, "requester", roomy, quickRetries)
-			exe := startPeer(t, "executor", roomy, quickRetries)
+			req := startPeerNet(t, "requester", quickRetries(), roomy)
+			exe := startPeerNet(t, "executor", quickRetries(), roomy)
 			target, err := url.Parse(exe.url())
 			if err != nil {
 				t.Fatal(err)

@@ -33,7 +33,21 @@ func startPeer(t testing.TB, name string, mutate ...func(*agent.Config)) *peerNo
 // startPeerWith is startPeer with agent options (a clock).
 func startPeerWith(t testing.TB, name string, opts agent.Options, mutate ...func(*agent.Config)) *peerNode {
 	t.Helper()
-	n := &peerNode{Node: peernode.Start(t, peernode.Options{Name: name, AdminToken: peerToken, Config: mutate, Agent: opts})}
+	return startPeerNode(t, peernode.Options{Name: name, Config: mutate, Agent: opts})
+}
+
+// startPeerNet is startPeer with the network's options (its p2p and
+// registry sections).
+func startPeerNet(t testing.TB, name string, net peer.Options, mutate ...func(*agent.Config)) *peerNode {
+	t.Helper()
+	return startPeerNode(t, peernode.Options{Name: name, Config: mutate, Peer: net})
+}
+
+// startPeerNode runs the peer node of opts with the admin token peerToken.
+func startPeerNode(t testing.TB, opts peernode.Options) *peerNode {
+	t.Helper()
+	opts.AdminToken = peerToken
+	n := &peerNode{Node: peernode.Start(t, opts)}
 	n.sync()
 	return n
 }

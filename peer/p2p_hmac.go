@@ -47,7 +47,7 @@ type hmacGuard struct {
 
 // peerSecrets are the secrets shared with peer, or nil.
 func (n *Network) peerSecrets(peer string) [][]byte {
-	for _, ps := range n.cfg.P2P.PeerSecrets {
+	for _, ps := range n.p2p.PeerSecrets {
 		if ps.AgentID == peer {
 			return ps.Secrets
 		}

@@ -435,7 +435,7 @@ func (e *deliveryError) Error() string { return e.err.Error() }
 
 // failed records a failed attempt in it; true means it is now dead.
 func (o *outbox) failed(it *store.OutboxItem, derr *deliveryError, now time.Time) bool {
-	cfg := o.n.cfg.P2P
+	cfg := o.n.p2p
 	it.LastError = derr.Error()
 	it.Attempts++
 	if derr.permanent || it.Attempts > cfg.MaxRetries {

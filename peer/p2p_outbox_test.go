@@ -17,10 +17,12 @@ import (
 
 // fastRetries is a short retry schedule: 3 attempts within about 70 ms,
 // and heartbeats every second.
-func fastRetries(c *agent.Config) {
-	c.P2P.MaxRetries = 2
-	c.P2P.RetryBaseDelayMS = 20
-	c.P2P.HeartbeatIntervalSeconds = 1
+func fastRetries() peer.Options {
+	c := peer.DefaultConfig()
+	c.MaxRetries = 2
+	c.RetryBaseDelayMS = 20
+	c.HeartbeatIntervalSeconds = 1
+	return peer.Options{Config: &c}
 }
 
 // requestOrder lists the task ids of the task requests an agent received,
@@ -48,8 +50,8 @@ func requestOrder(a *node) []string {
 // run out of retries, and brings the executor back: its heartbeat requeues
 // the dead letters, which arrive in order, and each task runs once.
 func TestStoreAndForward(t *testing.T) {
-	a := startPeer(t, "requester", fastRetries)
-	b := startPeer(t, "executor", fastRetries)
+	a := startPeerNet(t, "requester", fastRetries())
+	b := startPeerNet(t, "executor", fastRetries())
 	pair(t, a, b)
 	b.stop()
 
@@ -120,8 +122,8 @@ func TestStoreAndForward(t *testing.T) {
 // TestOutboxAdministration lists, retries and drops dead letters, and a
 // peer that is unpaired gets nothing more.
 func TestOutboxAdministration(t *testing.T) {
-	a := startPeer(t, "requester", fastRetries)
-	b := startPeer(t, "executor", fastRetries)
+	a := startPeerNet(t, "requester", fastRetries())
+	b := startPeerNet(t, "executor", fastRetries())
 	pair(t, a, b)
 	b.stop()
 	ctx := context.Background()

@@ -184,8 +184,8 @@ func TestPairRequestChecks(t *testing.T) {
 // the operator accepted (its messages are dead letters); accepting still
 // delivers them, and the task completes.
 func TestPairingAcceptedLate(t *testing.T) {
-	a := startPeer(t, "requester", fastRetries)
-	b := startPeer(t, "executor", fastRetries)
+	a := startPeerNet(t, "requester", fastRetries())
+	b := startPeerNet(t, "executor", fastRetries())
 	if _, _, err := a.a.Pair(context.Background(), b.url()); err != nil {
 		t.Fatalf("Pair: %v", err)
 	}
@@ -208,8 +208,8 @@ func TestPairingAcceptedLate(t *testing.T) {
 // its next heartbeat) sends its request again (askEvery after the first).
 func TestPairRequestAskedAgain(t *testing.T) {
 	t.Parallel() // it waits for askEvery (5 s) between two requests
-	a := startPeer(t, "requester", fastRetries)
-	b := startPeer(t, "executor", fastRetries)
+	a := startPeerNet(t, "requester", fastRetries())
+	b := startPeerNet(t, "executor", fastRetries())
 	if _, _, err := a.a.Pair(context.Background(), b.url()); err != nil {
 		t.Fatalf("Pair: %v", err)
 	}

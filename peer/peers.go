@@ -367,7 +367,7 @@ func (n *Network) markSilent(cutoff time.Time) {
 // offlineAfter intervals. The first round goes at start, so peers learn at
 // once that this agent is back.
 func (n *Network) heartbeats() {
-	interval := n.cfg.P2P.HeartbeatInterval()
+	interval := n.p2p.HeartbeatInterval()
 	tick := make(chan struct{}, 1)
 	for { // until close
 		n.beat(interval)

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/transport"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -21,7 +20,7 @@ const registerTimeout = 10 * time.Second
 // server provides three of them when it is built, after Open. A failed
 // registration is tried again at the next interval or change.
 func (n *Network) registrar() {
-	rc := n.cfg.Registry
+	rc := n.registry
 	if rc == nil {
 		return
 	}
@@ -67,7 +66,7 @@ func (e errNotCompliant) Error() string {
 }
 
 // register sends one registration.
-func (n *Network) register(rc *agent.RegistryConfig, st *registrarState, interval time.Duration) error {
+func (n *Network) register(rc *RegistryConfig, st *registrarState, interval time.Duration) error {
 	ifaces := n.a.GetSupportedInterfaces()
 	if ev := wire.EvaluateCompliance(n.a.Identity().AgentID, ifaces); !ev.Compliant {
 		return errNotCompliant(ev.MissingBasics)

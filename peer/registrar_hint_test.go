@@ -10,6 +10,8 @@ import (
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/internal/testutil"
+	"github.com/synapse-edge/synapse/internal/testutil/peernode"
+	"github.com/synapse-edge/synapse/peer"
 )
 
 // lockedBuffer is a bytes.Buffer safe for a logger and a test together.
@@ -35,9 +37,8 @@ func (l *lockedBuffer) String() string {
 func TestRegistryWithoutToken(t *testing.T) {
 	r := startPeer(t, "registry")
 	var logs lockedBuffer
-	startPeerWith(t, "edge", agent.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))}, func(c *agent.Config) {
-		c.Registry = &agent.RegistryConfig{URL: r.url(), HeartbeatIntervalSeconds: 1}
-	})
+	startPeerNode(t, peernode.Options{Name: "edge", Agent: agent.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))},
+		Peer: peer.Options{Registry: &peer.RegistryConfig{URL: r.url(), HeartbeatIntervalSeconds: 1}}})
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("the edge agent's log:\n%s", logs.String())

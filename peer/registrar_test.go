@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/cli/config"
+	"github.com/synapse-edge/synapse/peer"
 )
 
 func TestRegistryConfig(t *testing.T) {
@@ -35,22 +35,22 @@ func TestRegistryConfig(t *testing.T) {
 		}
 	})
 	t.Run("default interval", func(t *testing.T) {
-		r := agent.RegistryConfig{URL: "http://127.0.0.1:1"}
+		r := peer.RegistryConfig{URL: "http://127.0.0.1:1"}
 		if got := r.HeartbeatInterval(); got != 30*time.Second {
 			t.Errorf("HeartbeatInterval() = %s, want 30s", got)
 		}
 	})
 	for _, c := range []struct {
 		field string
-		r     agent.RegistryConfig
+		r     peer.RegistryConfig
 	}{
-		{"registry.url", agent.RegistryConfig{URL: "127.0.0.1:9000"}},
-		{"registry.url", agent.RegistryConfig{}},
-		{"registry.heartbeat_interval_seconds", agent.RegistryConfig{URL: "http://127.0.0.1:1", HeartbeatIntervalSeconds: -1}},
-		{"registry.heartbeat_interval_seconds", agent.RegistryConfig{URL: "http://127.0.0.1:1", HeartbeatIntervalSeconds: 86_401}},
+		{"registry.url", peer.RegistryConfig{URL: "127.0.0.1:9000"}},
+		{"registry.url", peer.RegistryConfig{}},
+		{"registry.heartbeat_interval_seconds", peer.RegistryConfig{URL: "http://127.0.0.1:1", HeartbeatIntervalSeconds: -1}},
+		{"registry.heartbeat_interval_seconds", peer.RegistryConfig{URL: "http://127.0.0.1:1", HeartbeatIntervalSeconds: 86_401}},
 	} {
 		t.Run(c.field, func(t *testing.T) {
-			cfg := agent.Defaults()
+			cfg := config.Defaults()
 			cfg.Registry = &c.r
 			err := cfg.Validate()
 			if err == nil || !strings.Contains(err.Error(), c.field) {

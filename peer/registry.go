@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -274,10 +273,10 @@ func (n *Network) checkRegistration(m *wire.UnifiedSynapseMessage) (*wire.Regist
 	}
 	switch iv := reg.HeartbeatIntervalSeconds; {
 	case iv == 0:
-		reg.HeartbeatIntervalSeconds = agent.DefaultRegistryInterval
-	case iv < agent.MinRegistryInterval || iv > agent.MaxRegistryInterval:
+		reg.HeartbeatIntervalSeconds = DefaultRegistryInterval
+	case iv < MinRegistryInterval || iv > MaxRegistryInterval:
 		return nil, "", wire.Errorf(wire.CodeInvalidParams, "heartbeat_interval_seconds %d is outside %d..%d",
-			iv, agent.MinRegistryInterval, agent.MaxRegistryInterval).With("field", "heartbeat_interval_seconds")
+			iv, MinRegistryInterval, MaxRegistryInterval).With("field", "heartbeat_interval_seconds")
 	}
 	return &reg, reg.Identity.PublicKey, nil
 }

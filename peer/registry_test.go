@@ -302,10 +302,8 @@ func TestRegistryThreeAgents(t *testing.T) {
 	}
 	// A long interval: every registration below is the start or a change.
 	const interval = 60
-	viaR := func(c *agent.Config) {
-		c.Registry = &agent.RegistryConfig{URL: r.url(), Token: tok.Token, HeartbeatIntervalSeconds: interval}
-	}
-	a, b := startPeer(t, "alpha", viaR), startPeer(t, "beta", viaR)
+	viaR := peer.Options{Registry: &peer.RegistryConfig{URL: r.url(), Token: tok.Token, HeartbeatIntervalSeconds: interval}}
+	a, b := startPeerNet(t, "alpha", viaR), startPeerNet(t, "beta", viaR)
 	both := []string{a.id(), b.id()}
 	slices.Sort(both)
 	testutil.Eventually(t, 10*time.Second, "A and B to register", func() bool { return slices.Equal(find(t, r.a, peer.DirectoryQuery{}), both) })

@@ -41,7 +41,15 @@ func allowLoopback(c *agent.Config) { c.Outbound.Allow = []string{"127.0.0.0/8",
 // data directory; mutate tweaks its config. It stops when the test ends.
 func startServer(t *testing.T, mutate ...func(*agent.Config)) *testServer {
 	t.Helper()
-	n := peernode.Start(t, peernode.Options{AdminToken: adminToken, Config: mutate})
+	return startServerNode(t, peernode.Options{Config: mutate})
+}
+
+// startServerNode is startServer with the node's options (the network's
+// p2p section, ...); the admin token is adminToken.
+func startServerNode(t *testing.T, opts peernode.Options) *testServer {
+	t.Helper()
+	opts.AdminToken = adminToken
+	n := peernode.Start(t, opts)
 	ts := &testServer{node: n, a: n.Agent, base: n.URL(), client: &http.Client{Timeout: 30 * time.Second}}
 	t.Cleanup(ts.client.CloseIdleConnections) // before the node stops
 	return ts

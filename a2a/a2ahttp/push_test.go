@@ -11,16 +11,17 @@ import (
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/internal/testutil/hooktest"
+	"github.com/synapse-edge/synapse/internal/testutil/peernode"
+	"github.com/synapse-edge/synapse/peer"
 )
 
 // A push notification config created over A2A is delivered through the
 // durable outbox: the webhook is down when the task finishes, the agent is
 // restarted, and the notification arrives once the webhook is up.
 func TestA2APushAfterRestart(t *testing.T) {
-	ts := startServer(t, allowLoopback, func(c *agent.Config) {
-		c.P2P.RetryBaseDelayMS = 20
-		c.P2P.MaxRetries = 30
-	})
+	p2p := peer.DefaultConfig()
+	p2p.RetryBaseDelayMS, p2p.MaxRetries = 20, 30
+	ts := startServerNode(t, peernode.Options{Config: []func(*agent.Config){allowLoopback}, Peer: peer.Options{Config: &p2p}})
 	// A loopback address with nothing listening yet.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/synapse-edge/synapse/handlers"
 	"github.com/synapse-edge/synapse/hil"
 	"github.com/synapse-edge/synapse/httpapi"
+	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/transport/a2aclient"
 	"github.com/synapse-edge/synapse/transport/mqtt"
 )
@@ -36,6 +37,10 @@ type File struct {
 	A2A  a2aclient.Config `json:"a2a"`
 	// MQTT, if set, connects the agent to a broker.
 	MQTT *mqtt.Config `json:"mqtt,omitempty"`
+	P2P  peer.Config  `json:"p2p"`
+	// Registry, if set, names the registry agent this agent registers
+	// with.
+	Registry *peer.RegistryConfig `json:"registry,omitempty"`
 }
 
 // Handlers is the handlers' part of the file (its top-level keys
@@ -44,7 +49,7 @@ type Handlers = handlers.Config
 
 // Defaults returns the configuration used when nothing is set.
 func Defaults() File {
-	return File{Config: agent.Defaults(), HTTP: httpapi.DefaultLimits()}
+	return File{Config: agent.Defaults(), HTTP: httpapi.DefaultLimits(), P2P: peer.DefaultConfig()}
 }
 
 // Validate checks every section: the agent's values (as agent.New does),
@@ -55,7 +60,8 @@ func (f *File) Validate() error {
 
 // sections checks the sections of the packages other than agent.
 func (f *File) sections() error {
-	return errors.Join(f.Handlers.Validate(), f.HTTP.Validate(), f.HIL.Validate(), f.A2A.Validate(), f.checkMQTT())
+	return errors.Join(f.Handlers.Validate(), f.HTTP.Validate(), f.HIL.Validate(), f.A2A.Validate(), f.checkMQTT(),
+		f.P2P.Validate(), f.Registry.Validate())
 }
 
 // Load returns the configuration of the file at path (none when path is
@@ -138,11 +144,11 @@ func LoadEnv(f *File, getenv func(string) string) error {
 	if f.MQTT != nil && f.MQTT.PasswordEnv != "" {
 		f.MQTT.Password = getenv(f.MQTT.PasswordEnv)
 	}
-	if c.P2P.CallbackSecretEnv != "" {
-		c.P2P.CallbackSecret = getenv(c.P2P.CallbackSecretEnv)
+	if f.P2P.CallbackSecretEnv != "" {
+		f.P2P.CallbackSecret = getenv(f.P2P.CallbackSecretEnv)
 	}
-	for i := range c.P2P.PeerSecrets {
-		ps := &c.P2P.PeerSecrets[i]
+	for i := range f.P2P.PeerSecrets {
+		ps := &f.P2P.PeerSecrets[i]
 		ps.Secrets = nil
 		for _, env := range ps.SecretEnvs {
 			if v := getenv(env); v != "" {
@@ -161,7 +167,7 @@ func LoadEnv(f *File, getenv func(string) string) error {
 	if llm := c.Negotiation.LLM; llm != nil && llm.APIKeyEnv != "" {
 		llm.APIKey = getenv(llm.APIKeyEnv)
 	}
-	if r := c.Registry; r != nil && r.TokenEnv != "" {
+	if r := f.Registry; r != nil && r.TokenEnv != "" {
 		r.Token = getenv(r.TokenEnv)
 	}
 	ints := map[string]*int{

@@ -51,6 +51,8 @@ type Options struct {
 	Config []func(*agent.Config)
 	// Agent are options of agent.New, such as a clock.
 	Agent agent.Options
+	// Peer are options of peer.New: the p2p and registry sections.
+	Peer peer.Options
 	// HandlerConfig is the handlers of the config file, registered as
 	// synapse serve does (the zero value: the built-in ones).
 	HandlerConfig handlers.Config
@@ -137,7 +139,7 @@ func (n *Node) Open() {
 		ln.Close()
 		t.Fatalf("%s: agent.New: %v", n.opts.Name, err)
 	}
-	nw, err := peer.New(a, peer.Options{})
+	nw, err := peer.New(a, n.opts.Peer)
 	if err != nil {
 		ln.Close()
 		t.Fatalf("%s: peer.New: %v", n.opts.Name, err)
