@@ -13,9 +13,12 @@ import (
 	"github.com/synapse-edge/synapse/transport/outbound"
 )
 
-// Config is everything an agent is configured with, as values: start from
-// Defaults, set what differs, and New validates it. Its JSON tags are the
-// config file's format; reading the file and the environment is the
+// Config is the engine's configuration, as values: start from Defaults,
+// set what differs, and New validates it. Its JSON tags are the config
+// file's format (its top level, with the tier1, uplink, outbound and
+// negotiation sections); the file's other sections are the options of the
+// packages that use them (handlers, hil, peer, httpapi, transport/mqtt,
+// transport/a2aclient). Reading the file and the environment is the
 // command's business (package cli/config), not the library's.
 type Config struct {
 	// Identity (SPEC §2). AgentID is generated at first start when empty.

@@ -2,11 +2,14 @@
 // does: the defaults, then the JSON config file, then the environment
 // (SYNAPSE_* variables and the variables the file names for its secrets);
 // the command applies its flags after that. The file holds the values of
-// several packages — the agent's (agent.Config, checked by agent.New),
-// the handlers' (handlers.Config) and the HTTP server's limits
-// (httpapi.Limits), both checked by Load — and each package takes only its
-// own. Where the values come from is the command's
-// business, not the libraries'.
+// several packages, and each package takes only its own: the engine's
+// (agent.Config, at the top level; checked by agent.New) and the
+// sections of the others — handlers (disable_builtins, handlers), http
+// (httpapi.Limits), hil, a2a (transport/a2aclient), mqtt
+// (transport/mqtt), p2p and registry (peer) — which Load checks, with
+// the rules that tie a section to the agent's values (File.checkMQTT).
+// Where the values come from is the command's business, not the
+// libraries'.
 package config
 
 import (
@@ -28,7 +31,7 @@ import (
 )
 
 // File is the config file: the agent's values and the handlers' at the
-// top level, and the "http" section of the server.
+// top level, and the sections of the other packages.
 type File struct {
 	agent.Config
 	Handlers
@@ -66,8 +69,8 @@ func (f *File) sections() error {
 
 // Load returns the configuration of the file at path (none when path is
 // empty) and the environment read through getenv, on top of the defaults.
-// It checks the handlers and the server's limits; agent.New checks the
-// agent's values.
+// It checks the sections of the packages other than agent; agent.New
+// checks the agent's values (after the command's flags).
 func Load(path string, getenv func(string) string) (File, error) {
 	f := Defaults()
 	if path != "" {
