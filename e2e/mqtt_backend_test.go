@@ -47,9 +47,7 @@ func TestMQTTCloudBackendCommands(t *testing.T) {
 	// inbox); the agent's operator pairs the backend, which fetches the
 	// backend's identity the same way.
 	testutil.Eventually(t, 20*time.Second, "the agent's identity through its inbox", func() bool { return backend.pin("gw-1") })
-	if r := a.call(http.MethodPost, prefix+"/agents", []byte(`{"endpoint":"mqtt:///cloud-1"}`)); r.status != http.StatusCreated {
-		t.Fatalf("POST /agents mqtt:///cloud-1: %s", r)
-	}
+	pairOverBroker(t, a, "mqtt:///cloud-1")
 
 	task := func(id string, ms int) map[string]any {
 		return map[string]any{"task": map[string]any{"id": id, "type": "sleep", "payload": map[string]int{"ms": ms}}}

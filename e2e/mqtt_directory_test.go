@@ -107,9 +107,7 @@ func TestMQTTDirectory(t *testing.T) {
 	gw.start()
 	waitStatus("online", 10*time.Second)
 	e, _ = find("capability=echo")
-	if r := obs.call(http.MethodPost, prefix+"/agents", []byte(`{"endpoint":"`+e.Endpoint+`"}`)); r.status != http.StatusCreated {
-		t.Fatalf("pair gw-d by %s: %s", e.Endpoint, r)
-	}
+	pairOverBroker(t, obs, e.Endpoint)
 	r := obs.call(http.MethodGet, prefix+"/agents/gw-d", nil)
 	var p struct {
 		PublicKey string `json:"public_key"`

@@ -34,10 +34,7 @@ func TestMQTTDelegation(t *testing.T) {
 		from *agentProc
 		to   string
 	}{{a, "gw-b"}, {b, "gw-a"}} {
-		r := x.from.call(http.MethodPost, prefix+"/agents", []byte(`{"endpoint":"mqtt:///`+x.to+`"}`))
-		if r.status != http.StatusCreated {
-			t.Fatalf("POST /agents mqtt:///%s: %s", x.to, r)
-		}
+		pairOverBroker(t, x.from, "mqtt:///"+x.to)
 	}
 
 	for _, x := range []struct {
@@ -94,4 +91,25 @@ func TestMQTTDelegation(t *testing.T) {
 	testutil.Eventually(t, 30*time.Second, "both outboxes empty", func() bool {
 		return len(outboxIDs(t, a, "pending", "gw-b")) == 0 && len(outboxIDs(t, b, "pending", "gw-a")) == 0
 	})
+}
+
+// pairOverBroker pairs from with the agent at endpoint (mqtt:///ID), as
+// POST /agents does. The other agent answers the identity fetch only once
+// it is connected and subscribed to its inbox, which a loaded machine may
+// delay past the requester's answer timeout (502, unreached): like an
+// operator, the test tries again then, and fails on any other refusal.
+func pairOverBroker(t *testing.T, from *agentProc, endpoint string) {
+	t.Helper()
+	body := []byte(`{"endpoint":"` + endpoint + `"}`)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		r := from.call(http.MethodPost, prefix+"/agents", body)
+		switch {
+		case r.status == http.StatusCreated || r.status == http.StatusOK:
+			return
+		case r.status != http.StatusBadGateway || time.Now().After(deadline):
+			t.Fatalf("POST /agents %s: %s", endpoint, r)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }

@@ -247,7 +247,7 @@ func openFleet(ctx context.Context, c config) (f *fleet, err error) {
 		}
 		env := agentEnv("SYNAPSE_ADMIN_TOKEN="+a.token, uplinkTokenEnv+"="+f.agents[nbSink].token)
 		a.p, err = startProc(f.dir, id, env, c.SynapseBin, "serve", "--data", filepath.Join(f.dir, id+"-data"),
-			"--listen", a.addr, "--config", path, "--log-level", "warn")
+			"--listen", a.addr, "--config", path, "--log-level", c.AgentLog)
 		if err != nil {
 			return f, err
 		}

@@ -57,6 +57,7 @@ type config struct {
 	RunTime      time.Duration `json:"run_time_ns,omitempty"`
 	ClientCounts []int         `json:"clients,omitempty"`
 	Only         string        `json:"only,omitempty"`
+	AgentLog     string        `json:"agent_log_level,omitempty"`
 }
 
 // errUsage: bad flags (exit status 2).
@@ -102,6 +103,7 @@ func parseFlags(args []string, stderr io.Writer) (config, int, error) {
 	fs.DurationVar(&c.RunTime, "run-time", 4*time.Second, "fleet mode: a delegation run takes no new task after this")
 	clients := fs.String("clients", "1,16", "fleet mode: concurrent delegation callers, one row pair each")
 	fs.StringVar(&c.Only, "only", "", "fleet mode: only the northbound or only the p2p rows")
+	fs.StringVar(&c.AgentLog, "agent-log-level", "warn", "fleet mode: the agents' --log-level (their logs are in -dir)")
 	if err := fs.Parse(args); err != nil {
 		return c, 0, errUsage
 	}
