@@ -107,13 +107,27 @@ func TestE2ETier1Stream(t *testing.T) {
 	if len(got) != 2*batches {
 		t.Fatalf("got %d frames, want %d", len(got), 2*batches)
 	}
-	want := fmt.Sprintf(`{"device_id":"dev-b","seq":2,"ts":%d,"metric":"t","value":1,"unit":"C"}`, ts+1)
-	if got[1] != want {
-		t.Errorf("frame 1 = %s, want %s", got[1], want)
+	// Frames come in the time order of their blocks: one block per device
+	// for the batches the agent stored together, so the devices' frames
+	// interleave or not depending on how the batches were grouped. Each
+	// device's frames are in time order.
+	first := map[string]string{}
+	for _, f := range got {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(f), &m); err != nil {
+			t.Fatalf("frame %s: %v", f, err)
+		}
+		if dev, _ := m["device_id"].(string); first[dev] == "" {
+			first[dev] = f
+		}
 	}
-	var first map[string]any
-	if err := json.Unmarshal([]byte(got[0]), &first); err != nil || first["unit"] != nil || first["value"] != 20.5 {
-		t.Errorf("frame 0 = %s, want value 20.5 and no unit", got[0])
+	want := fmt.Sprintf(`{"device_id":"dev-b","seq":2,"ts":%d,"metric":"t","value":1,"unit":"C"}`, ts+1)
+	if first["dev-b"] != want {
+		t.Errorf("first frame of dev-b = %s, want %s", first["dev-b"], want)
+	}
+	var firstA map[string]any
+	if err := json.Unmarshal([]byte(first["dev-a"]), &firstA); err != nil || firstA["unit"] != nil || firstA["value"] != 20.5 || firstA["seq"] != 1.0 {
+		t.Errorf("first frame of dev-a = %s, want seq 1, value 20.5 and no unit", first["dev-a"])
 	}
 
 	_, err = c.IngestTier1(testCtx(t), d.CapabilityID, []byte{0x93, 0xa1, 'x'})

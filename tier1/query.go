@@ -29,7 +29,11 @@ type FrameQuery struct {
 type FramePage struct {
 	// Desc is the routine's descriptor: the frames' field names and types.
 	Desc *Descriptor
-	// Frames are in time order (of their blocks), then arrival.
+	// Frames are in time order of their blocks, then arrival: a block
+	// holds one device's frames stored together (one batch, or the
+	// batches a stream had stored in one write), in time order, within
+	// BlockSpan; the frames of different devices in overlapping blocks
+	// do not interleave.
 	Frames []Frame
 	// NextPageToken continues the query; empty after the last page.
 	NextPageToken string
