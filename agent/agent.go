@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -367,24 +366,8 @@ func (a *Agent) Prune(ctx context.Context) (int, error) {
 }
 
 func (a *Agent) registerStoreMetrics() {
-	s := a.db.Stats()
 	r := a.metrics
-	r.CounterFunc("synapse_store_commits_total", "Write transactions committed (each one fsync).", func() float64 { return float64(s.Commits.Load()) })
-	r.CounterFunc("synapse_store_writes_total", "Writes committed; writes/commits is the group-commit factor.", func() float64 { return float64(s.Writes.Load()) })
-	r.CounterFunc("synapse_store_commit_seconds_total", "Time spent in write transactions, including fsync.", func() float64 { return float64(s.CommitNanos.Load()) / 1e9 })
-	r.GaugeFunc("synapse_store_size_bytes", "Size of the data file.", func() float64 {
-		fi, err := os.Stat(a.db.Path())
-		if err != nil {
-			return 0
-		}
-		return float64(fi.Size())
-	})
-	r.CounterFunc("synapse_store_failed_commits_total", "Write transactions that failed.", func() float64 { return float64(s.FailedCommits.Load()) })
-	r.GaugeFunc("synapse_go_heap_bytes", "Go heap in use.", func() float64 {
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		return float64(ms.HeapAlloc)
-	})
-	r.GaugeFunc("synapse_go_goroutines", "Goroutines.", func() float64 { return float64(runtime.NumGoroutine()) })
+	a.db.RegisterMetrics(r)
+	metrics.RegisterRuntime(r)
 	r.GaugeFunc("synapse_uptime_seconds", "Seconds since the agent opened.", func() float64 { return a.Uptime().Seconds() })
 }

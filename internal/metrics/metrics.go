@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -183,4 +184,15 @@ func formatFloat(v float64) string {
 		return strconv.FormatInt(int64(v), 10)
 	}
 	return strconv.FormatFloat(v, 'g', -1, 64)
+}
+
+// RegisterRuntime adds the Go runtime's heap in use and goroutine count
+// to r.
+func RegisterRuntime(r *Registry) {
+	r.GaugeFunc("synapse_go_heap_bytes", "Go heap in use.", func() float64 {
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return float64(ms.HeapAlloc)
+	})
+	r.GaugeFunc("synapse_go_goroutines", "Goroutines.", func() float64 { return float64(runtime.NumGoroutine()) })
 }
