@@ -3,6 +3,7 @@ package agent
 import (
 	"strings"
 
+	"github.com/synapse-edge/synapse/internal/suggest"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -14,12 +15,7 @@ func (e *engine) errNoHandler(taskType string) error {
 	for _, t := range e.a.handlers.types() {
 		names = append(names, t.Type)
 	}
-	best, bestD := "", 3 // at most two edits away
-	for _, n := range names {
-		if d := editDistance(strings.ToLower(taskType), strings.ToLower(n)); d < bestD {
-			best, bestD = n, d
-		}
-	}
+	best := suggest.Closest(taskType, names)
 	msg := "this agent has no handler for task type %q"
 	args := []any{taskType}
 	if best != "" {
@@ -33,33 +29,4 @@ func (e *engine) errNoHandler(taskType string) error {
 		err = err.With("suggestion", best)
 	}
 	return err
-}
-
-// editDistance is the Levenshtein distance of a and b (bytes), with an
-// adjacent transposition counted as one edit.
-func editDistance(a, b string) int {
-	if len(a) > 64 || len(b) > 64 {
-		return 64
-	}
-	prev2 := make([]int, len(b)+1)
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
-			}
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return prev[len(b)]
 }
