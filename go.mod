@@ -29,3 +29,5 @@ require (
 )
 
 replace github.com/molecule-man/go-brrr => ./internal/nobrotli
+
+replace github.com/klauspost/compress => ./internal/stdcompress
