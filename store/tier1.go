@@ -159,7 +159,7 @@ func (tx *Tx) T1Dedup() (*T1Dedup, error) {
 func (d *T1Dedup) Seen(scope, batchID string, at int64) (bool, error) {
 	need := len(scope) + 1 + len(batchID) + 8
 	if cap(d.arena)-len(d.arena) < need {
-		d.arena = make([]byte, 0, max(need, 4<<10))
+		d.arena = make([]byte, 0, max(need, 2*cap(d.arena), 128))
 	}
 	off := len(d.arena)
 	d.arena = append(d.arena, scope...)

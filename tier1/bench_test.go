@@ -114,3 +114,47 @@ func BenchmarkIngestOneFrame(b *testing.B) {
 		b.Fatalf("%d batches refused", n)
 	}
 }
+
+// BenchmarkStoreOneFrame prepares b.N one-frame batches (each with its own
+// batch_id, 16 devices round-robin) and stores them in writes of 2,000, as
+// a stream does while a commit is on its way to the disk: the per-frame
+// cost of the grouped ingest path (decode, blocks, batch-id table, store
+// write) without the WebSocket.
+func BenchmarkStoreOneFrame(b *testing.B) {
+	db, err := store.Open(context.Background(), filepath.Join(b.TempDir(), "t.db"), store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close(context.Background())
+	reg, err := tier1.NewRegistry(tier1.Telemetry())
+	if err != nil {
+		b.Fatal(err)
+	}
+	in := tier1.NewIngestor(reg, db, tier1.IngestConfig{})
+	now := time.Now()
+	bodies := make([][]byte, b.N)
+	for i := range bodies {
+		bodies[i] = batchAt(fmt.Sprintf("b-%d", i), fmt.Sprintf("sensor-%02d", i%16), uint64(i), now.Add(time.Duration(i)), 1)
+	}
+	const group = 2000
+	b.ReportAllocs()
+	b.ResetTimer()
+	for start := 0; start < len(bodies); start += group {
+		ps := make([]*tier1.Pending, 0, group)
+		for _, body := range bodies[start:min(start+group, len(bodies))] {
+			p, err := in.Prepare(context.Background(), "bench", "", body)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ps = append(ps, p)
+		}
+		done := make(chan struct{})
+		in.Store(ps, func() { close(done) })
+		<-done
+		for _, p := range ps {
+			if p.Err != nil {
+				b.Fatal(p.Err)
+			}
+		}
+	}
+}
