@@ -156,8 +156,8 @@ const tier1StreamBuffer = 64 << 10
 // message sent is one batch, and the agent answers each, in order, with a
 // msgpack map that decodes into a Tier1Ack once the batch is durable. The
 // agent reads up to 4,096 batches ahead of its answers (within its in-flight
-// byte budget, 16 MiB by default), so a
-// sender need not wait for one answer before sending the next batch.
+// byte budget, 16 MiB by default), so a sender need not wait for one answer
+// before sending the next batch.
 //
 // One goroutine may Send while another Receives; Close may be called from
 // any goroutine and unblocks both.
