@@ -196,7 +196,14 @@ func TestInboxHostile(t *testing.T) {
 	}
 	defer bt.Close(context.Background())
 	raw := startClient(t, mqtt.Options{URL: b.URL(), ClientID: "attacker"})
-	waitUp(t, bt.Client())
+	a := startTransport(t, opts, "s", "agent-a")
+	waitUp(t, bt.Client(), a.Client())
+	// A good envelope answered first: the inbox subscription is in place
+	// before the garbage is published (a message published before the
+	// broker granted it reaches no one, and would not be counted).
+	testutil.Eventually(t, 30*time.Second, "an envelope delivered before the garbage", func() bool {
+		return send(t, a, envelope("mqtt:///agent-b", "before"), 3*time.Second).Delivered()
+	})
 	ctx := context.Background()
 	garbage := [][]byte{nil, []byte("SYNQ"), []byte("SYNQ\x01\x01\x00"), []byte("{\"message_id\":\"x\"}"),
 		append([]byte("SYNQ\x01\x01\x01a\x01b\x00\x00\x00\x00"), 0xff, 0xff, 0xff, 0xff)}
@@ -205,10 +212,9 @@ func TestInboxHostile(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	testutil.Eventually(t, 10*time.Second, "every malformed message counted", func() bool {
+	testutil.Eventually(t, 30*time.Second, "every malformed message counted", func() bool {
 		return bt.Malformed.Load() == uint64(len(garbage))
 	})
-	a := startTransport(t, opts, "s", "agent-a")
 	if o := send(t, a, envelope("mqtt:///agent-b", "after"), 10*time.Second); !o.Delivered() {
 		t.Fatalf("after garbage: %v %v", o.Class, o.Err)
 	}
