@@ -142,7 +142,7 @@ func (r *results) writeTable(w io.Writer) {
 	fmt.Fprintf(w, "\nFrames per run: %d in messages of %d frames (the MQTT and NATS payload is the same encoded tier-1 batch), "+
 		"%d in one-frame messages (MQTT/NATS payload: one encoded frame; synapse: a one-frame batch). "+
 		"Ratios compare with the synapse row of the same message size; bbolt compares with the batched synapse row. "+
-		"MQTT and NATS keep up to %d messages in flight; the agent reads up to 256 batches ahead (16 MiB in flight at most).\n",
+		"MQTT and NATS keep up to %d messages in flight; the agent reads up to 4096 batches ahead (16 MiB in flight at most).\n",
 		c.Frames, c.Batch, c.Single, c.Window)
 
 	if len(r.Targets) > 0 {
@@ -179,7 +179,7 @@ func (r *results) writeTable(w io.Writer) {
 		}
 		frames := float64(e.Frames * len(e.Runs))
 		fmt.Fprintf(w, "\nsynapse (%s): max RSS %.0f MiB during ingest (idle before: %.0f MiB); %.2f µs CPU per frame; "+
-			"%.0f commits, %.0f frames and %.1f batches per fsync'd commit, commits busy %.0f%% of the wall time",
+			"%.0f commits, %.0f frames and %.1f store writes per fsync'd commit (a write holds the batches a stream read during the previous commit), commits busy %.0f%% of the wall time",
 			e.Unit, float64(e.MaxRSS)/(1<<20), float64(r.SynapseIdleRSS)/(1<<20), float64(e.CPUPerFrame)/1e3,
 			commits, frames/max(commits, 1), writes/max(commits, 1), 100*secs/max(elapsed, 1e-9))
 		fmt.Fprintln(w)
