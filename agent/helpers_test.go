@@ -5,34 +5,24 @@ import (
 	"testing"
 	"time"
 
-	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/handlers"
 	"github.com/synapse-edge/synapse/internal/clocktest"
-	"github.com/synapse-edge/synapse/internal/testutil/tasktest"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/internal/testutil/tasktest"
 	"github.com/synapse-edge/synapse/wire"
 )
 
 // fakeClock is the test clock: time moves only on Advance.
 type fakeClock = clocktest.Clock
 
-func newFakeClock() *fakeClock {
-	return clocktest.New(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
-}
+func newFakeClock() *fakeClock { return tasktest.NewClock() }
 
 // admin is the principal tests submit as.
-var admin = auth.Principal{ID: "admin", Name: "admin", Scopes: []auth.Scope{auth.ScopeAdmin}}
+var admin = tasktest.Admin
 
 // testConfig is a valid configuration with its own data directory.
-func testConfig(t *testing.T) agent.Config {
-	t.Helper()
-	cfg := agent.Defaults()
-	cfg.DataDir = t.TempDir()
-	cfg.AdminToken = "t"
-	cfg.AgentName = "tester"
-	return cfg
-}
+func testConfig(t *testing.T) agent.Config { return tasktest.Config(t) }
 
 // openAgent builds and opens an agent with the given clock, the built-in
 // handlers (package handlers) and extra ones; it is closed when the test

@@ -5,10 +5,8 @@ import (
 	"crypto/ed25519"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/synapse-edge/synapse/agent"
-	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/internal/clocktest"
 	"github.com/synapse-edge/synapse/internal/testutil/peernode"
 	"github.com/synapse-edge/synapse/internal/testutil/tasktest"
@@ -71,12 +69,10 @@ func pair(t testing.TB, a, b *peerNode) {
 // fakeClock is the test clock: time moves only on Advance.
 type fakeClock = clocktest.Clock
 
-func newFakeClock() *fakeClock {
-	return clocktest.New(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
-}
+func newFakeClock() *fakeClock { return tasktest.NewClock() }
 
 // admin is the principal tests submit as.
-var admin = auth.Principal{ID: "admin", Name: "admin", Scopes: []auth.Scope{auth.ScopeAdmin}}
+var admin = tasktest.Admin
 
 // submitTo submits a task of a for peer b.
 func submitTo(t *testing.T, a, b *peerNode, taskType, payload string) *wire.Task {

@@ -6,22 +6,15 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
-	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/handlers"
+	"github.com/synapse-edge/synapse/internal/testutil/tasktest"
 )
 
 // admin is the principal tests submit as.
-var admin = auth.Principal{ID: "admin", Name: "admin", Scopes: []auth.Scope{auth.ScopeAdmin}}
+var admin = tasktest.Admin
 
-// testConfig is a valid agent configuration with its own data directory.
-func testConfig(t *testing.T) agent.Config {
-	t.Helper()
-	cfg := agent.Defaults()
-	cfg.DataDir = t.TempDir()
-	cfg.AdminToken = "t"
-	cfg.AgentName = "tester"
-	return cfg
-}
+// testConfig is a valid configuration with its own data directory.
+func testConfig(t *testing.T) agent.Config { return tasktest.Config(t) }
 
 // openAgent builds an agent with the handlers c configures and opens it;
 // it is closed when the test ends (running tasks get 100 ms).

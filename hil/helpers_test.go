@@ -15,6 +15,7 @@ import (
 	"github.com/synapse-edge/synapse/handlers"
 	"github.com/synapse-edge/synapse/hil"
 	"github.com/synapse-edge/synapse/internal/testutil"
+	"github.com/synapse-edge/synapse/internal/testutil/tasktest"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -24,13 +25,11 @@ const pollTimeout = 10 * time.Second
 // fakeClock is the test clock: time moves only on Advance.
 type fakeClock = clocktest.Clock
 
-func newFakeClock() *fakeClock {
-	return clocktest.New(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
-}
+func newFakeClock() *fakeClock { return tasktest.NewClock() }
 
 // Principals of the tests.
 var (
-	admin    = auth.Principal{ID: "admin", Name: "admin", Scopes: []auth.Scope{auth.ScopeAdmin}}
+	admin    = tasktest.Admin
 	reviewL1 = auth.Principal{ID: "tok_l1", Name: "first line", Scopes: []auth.Scope{auth.ScopeHILL1}}
 	reviewL2 = auth.Principal{ID: "tok_l2", Name: "second line", Scopes: []auth.Scope{auth.ScopeHILL2}}
 	writer   = auth.Principal{ID: "tok_w", Name: "writer", Scopes: []auth.Scope{auth.ScopeTasksWrite}}

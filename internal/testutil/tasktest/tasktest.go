@@ -1,5 +1,6 @@
 // Package tasktest holds the task helpers of the tests of the packages
-// built on the engine (agent, peer, contracts): submit, wait for a state,
+// built on the engine (agent, peer, contracts, hil, handlers): a valid
+// configuration, the admin principal, the fake clock, submit, wait for a state,
 // read events and metrics, assert an error code. Each fails the test with
 // what it saw.
 package tasktest
@@ -21,6 +22,7 @@ import (
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/auth"
+	"github.com/synapse-edge/synapse/internal/clocktest"
 	"github.com/synapse-edge/synapse/internal/keyfile"
 	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/peer"
@@ -30,6 +32,26 @@ import (
 
 // Within bounds every wait of this package; generous for -race on 2 cores.
 const Within = 10 * time.Second
+
+// Admin is the principal the tests submit as.
+var Admin = auth.Principal{ID: "admin", Name: "admin", Scopes: []auth.Scope{auth.ScopeAdmin}}
+
+// Config is a valid agent configuration with its own data directory
+// (admin token "t", agent name "tester").
+func Config(t testing.TB) agent.Config {
+	t.Helper()
+	cfg := agent.Defaults()
+	cfg.DataDir = t.TempDir()
+	cfg.AdminToken = "t"
+	cfg.AgentName = "tester"
+	return cfg
+}
+
+// NewClock is the tests' fake clock, at a fixed instant; time moves only
+// on Advance.
+func NewClock() *clocktest.Clock {
+	return clocktest.New(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
+}
 
 // Submit submits a task as p and fails the test if it is refused.
 func Submit(t testing.TB, a *agent.Agent, p auth.Principal, taskType, payload string) *wire.Task {
