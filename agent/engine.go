@@ -46,8 +46,9 @@ type engine struct {
 	mu   sync.Mutex
 	runs map[string]*run
 	// creating holds the ids of tasks a peer asked for whose creation is
-	// queued but not committed (their channel is closed when it is): a
-	// later message about the task waits for it (p2p_order.go).
+	// queued but not committed (their channel is closed when it is), and
+	// of delegated tasks until they are live: a later message about the
+	// task waits for it (p2p_order.go, submitRemote).
 	creating map[string]chan struct{}
 	// freed, when not nil, is closed when an execution slot is given back
 	// (peers' requests wait for one: acquireWait).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -80,13 +81,43 @@ func (e *engine) submitRemote(ctx context.Context, p auth.Principal, req *wire.S
 		evs = append(evs, noteWaiting(e, t, req.Target, why, now)...)
 	}
 	r := &run{task: t, done: make(chan struct{})}
+	// The request leaves as soon as the task commits, before the task is
+	// live here: the executor's first reports can come back in between.
+	// They wait until it is (remoteUpdate settles), as a peer's messages
+	// about a task it asked for wait for that task's creation.
+	defer e.creatingRun(t.ID)()
 	if err := e.create(ctx, t, evs, nil, idem); err != nil {
 		return nil, err
 	}
 	e.a.m.submitted.Inc()
 	e.hub.publish(t.ID, evs)
+	if h := afterDelegate.Load(); h != nil {
+		(*h)(t.ID)
+	}
 	e.track(r)
 	return t, nil
+}
+
+// afterDelegate, when set (by tests), runs between the commit of a
+// delegated task, which sends its request, and the task becoming live.
+var afterDelegate atomic.Pointer[func(taskID string)]
+
+// creatingRun marks id as being created (settle waits for it) until the
+// returned function is called.
+func (e *engine) creatingRun(id string) (done func()) {
+	created := make(chan struct{})
+	e.mu.Lock()
+	if e.creating == nil {
+		e.creating = map[string]chan struct{}{}
+	}
+	e.creating[id] = created
+	e.mu.Unlock()
+	return func() {
+		e.mu.Lock()
+		delete(e.creating, id)
+		e.mu.Unlock()
+		close(created)
+	}
 }
 
 // acceptRemote handles a peer's p2p:task_request: the task is stored with
@@ -338,6 +369,7 @@ func (e *engine) remoteUpdate(ctx context.Context, peer string, msgType wire.Mes
 	default:
 		return wire.Errorf(wire.CodeMessageFormatInvalid, "%s is not a report about a delegated task", msgType)
 	}
+	e.settle(taskID) // a report can overtake the task becoming live (submitRemote)
 	r := e.live(taskID)
 	if r == nil {
 		// Finished or unknown: a late or repeated report has no effect.
