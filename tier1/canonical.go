@@ -8,7 +8,8 @@ import (
 	"fmt"
 	"slices"
 	"unicode/utf16"
-	"unicode/utf8"
+
+	"github.com/synapse-edge/synapse/wire"
 )
 
 // Hash returns the descriptor hash: "sha256:" followed by the lower-case
@@ -71,7 +72,7 @@ func appendCanonical(dst []byte, x any) ([]byte, error) {
 		// hold no numbers today.
 		dst = append(dst, v...)
 	case string:
-		dst = appendJSONString(dst, v)
+		dst = wire.AppendCanonicalJSONString(dst, v)
 	case []any:
 		dst = append(dst, '[')
 		for i, e := range v {
@@ -98,7 +99,7 @@ func appendCanonical(dst []byte, x any) ([]byte, error) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendJSONString(dst, k)
+			dst = wire.AppendCanonicalJSONString(dst, k)
 			dst = append(dst, ':')
 			if dst, err = appendCanonical(dst, v[k]); err != nil {
 				return nil, err
@@ -109,52 +110,4 @@ func appendCanonical(dst []byte, x any) ([]byte, error) {
 		return nil, fmt.Errorf("canonical json: unexpected %T", x)
 	}
 	return dst, nil
-}
-
-// appendJSONString writes s as a JSON string, escaping only what JSON
-// requires (RFC 8785 §3.2.2.2). Invalid UTF-8 bytes become U+FFFD.
-func appendJSONString(dst []byte, s string) []byte {
-	const hexDigits = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < 0x80 {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, "\ufffd"...)
-			i++
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }

@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"math"
 	"strconv"
+
+	"github.com/synapse-edge/synapse/wire"
 )
 
 // AppendJSON appends f as a JSON object with the field names of d as keys,
@@ -23,7 +25,7 @@ func (f Frame) AppendJSON(dst []byte, d *Descriptor) []byte {
 			dst = append(dst, ',')
 		}
 		first = false
-		dst = appendJSONString(dst, d.Fields[i].Name)
+		dst = wire.AppendCanonicalJSONString(dst, d.Fields[i].Name)
 		dst = append(dst, ':')
 		dst = v.appendJSON(dst)
 	}
@@ -33,7 +35,7 @@ func (f Frame) AppendJSON(dst []byte, d *Descriptor) []byte {
 func (v Value) appendJSON(dst []byte) []byte {
 	switch v.kind {
 	case KindStr:
-		return appendJSONString(dst, v.s)
+		return wire.AppendCanonicalJSONString(dst, v.s)
 	case KindInt:
 		return strconv.AppendInt(dst, int64(v.n), 10)
 	case KindUint:

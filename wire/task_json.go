@@ -355,9 +355,21 @@ const hexDigits = "0123456789abcdef"
 // (escaping <, > and & when html is set).
 func AppendJSONString(b []byte, s string, html bool) []byte { return appendString(b, s, html) }
 
+// AppendCanonicalJSONString appends s as a JSON string escaping only what
+// JSON requires (RFC 8785 §3.2.2.2: no HTML escapes, U+2028 and U+2029 as
+// they are, invalid UTF-8 bytes as the character U+FFFD, not its escape).
+func AppendCanonicalJSONString(b []byte, s string) []byte { return appendJSONString(b, s, false, true) }
+
 // appendString writes s as encoding/json does, escaping <, > and & when
 // html is set.
-func appendString(b []byte, s string, html bool) []byte {
+func appendString(b []byte, s string, html bool) []byte { return appendJSONString(b, s, html, false) }
+
+// appendJSONString writes s as a JSON string with control characters, '"'
+// and '\\' escaped and <, > and & too when html is set. As encoding/json,
+// it escapes U+2028 and U+2029 and writes invalid UTF-8 bytes as the escape
+// \ufffd; canonical (RFC 8785) leaves the two separators as they are and
+// writes the character U+FFFD.
+func appendJSONString(b []byte, s string, html, canonical bool) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
@@ -390,12 +402,16 @@ func appendString(b []byte, s string, html bool) []byte {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && size == 1 {
 			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
+			if canonical {
+				b = append(b, "\ufffd"...)
+			} else {
+				b = append(b, `\ufffd`...)
+			}
 			i += size
 			start = i
 			continue
 		}
-		if r == '\u2028' || r == '\u2029' {
+		if !canonical && (r == '\u2028' || r == '\u2029') {
 			b = append(b, s[start:i]...)
 			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
 			i += size

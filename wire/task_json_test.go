@@ -159,3 +159,30 @@ func TestAppendTimeYears(t *testing.T) {
 		}
 	}
 }
+
+// AppendCanonicalJSONString escapes only what JSON requires (RFC 8785):
+// quotes, backslashes and control characters; HTML characters and the
+// line separators stay as they are, and an invalid byte is the character
+// U+FFFD. AppendJSONString escapes as encoding/json does.
+func TestAppendCanonicalJSONString(t *testing.T) {
+	for _, c := range []struct{ in, canonical, std string }{
+		{"plain", `"plain"`, `"plain"`},
+		{"a\"b\\c", `"a\"b\\c"`, `"a\"b\\c"`},
+		{"\n\t\x01", `"\n\t\u0001"`, `"\n\t\u0001"`},
+		{"<a&b>", `"<a&b>"`, `"\u003ca\u0026b\u003e"`},
+		{"x\u2028y\u2029", "\"x\u2028y\u2029\"", `"x\u2028y\u2029"`},
+		{"bad\xffbyte", "\"bad\ufffdbyte\"", `"bad\ufffdbyte"`},
+		{"é日本", `"é日本"`, `"é日本"`},
+	} {
+		if got := string(AppendCanonicalJSONString(nil, c.in)); got != c.canonical {
+			t.Errorf("AppendCanonicalJSONString(%q) = %s, want %s", c.in, got, c.canonical)
+		}
+		if got := string(AppendJSONString(nil, c.in, true)); got != c.std {
+			t.Errorf("AppendJSONString(%q, html) = %s, want %s", c.in, got, c.std)
+		}
+		std, _ := json.Marshal(c.in)
+		if string(std) != c.std {
+			t.Errorf("the test's own want for %q is %s, encoding/json writes %s", c.in, c.std, std)
+		}
+	}
+}
