@@ -34,23 +34,22 @@ const (
 )
 
 // maxBinary is the ceiling per GOARCH of the release binary: the size
-// of 2026-11-30 21:00 UTC (amd64 11.22, arm64 10.31, armv7 10.75 MiB)
-// plus about 0.5 MiB, as features were still landing that evening (main
-// grew 0.19 MiB in an hour); a new dependency the size of the MQTT client
-// (448 KiB) with a little growth fails it. The goal, 8 MiB on ARM, is not
-// met: bench/README.md#binary-size-and-idle-memory says what bounds it.
+// at the end of 2026-11-30 (amd64 11.22, arm64 10.31, armv7 10.75 MiB)
+// plus about 128 KiB, so a new dependency or a table built at start fails
+// it. The goal, 8 MiB on ARM, is not met:
+// bench/README.md#binary-size-and-idle-memory says what bounds it.
 var maxBinary = map[string]int64{
-	"amd64": 11<<20 + 768<<10,
-	"arm64": 10<<20 + 896<<10,
-	"arm":   11<<20 + 256<<10,
+	"amd64": 11<<20 + 384<<10,
+	"arm64": 10<<20 + 448<<10,
+	"arm":   10<<20 + 896<<10,
 }
 
 // maxBinaryGRPC is the same for the -grpc variant (the Makefile's
-// GRPC_TAGS added): 14.48, 13.38 and 13.81 MiB then.
+// GRPC_TAGS added): 14.48, 13.38 and 13.81 MiB then, plus about 128 KiB.
 var maxBinaryGRPC = map[string]int64{
-	"amd64": 15 << 20,
-	"arm64": 13<<20 + 896<<10,
-	"arm":   14<<20 + 384<<10,
+	"amd64": 14<<20 + 640<<10,
+	"arm64": 13<<20 + 512<<10,
+	"arm":   13<<20 + 960<<10,
 }
 
 // makeVar returns the words of the Makefile variable name (NAME ?= or
