@@ -117,18 +117,7 @@ func TestTier1PeerOutboxUsageErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			code, out, errOut := clitest.Run(t, "", append(tt.args, "--agent", agent)...)
-			if code != cli.ExitUsage {
-				t.Errorf("exit code = %d, want 2; stderr:\n%s", code, errOut)
-			}
-			if !strings.Contains(errOut, tt.want) {
-				t.Errorf("stderr lacks %q:\n%s", tt.want, errOut)
-			}
-			if !strings.Contains(errOut, "Usage: synapse") {
-				t.Errorf("stderr has no usage:\n%s", errOut)
-			}
-			if out != "" {
-				t.Errorf("stdout = %q, want empty", out)
-			}
+			clitest.WantUsage(t, code, out, errOut, tt.want)
 		})
 	}
 }

@@ -34,6 +34,24 @@ func Run(t *testing.T, stdin string, args ...string) (code int, stdout, stderr s
 	return code, out.String(), errb.String()
 }
 
+// WantUsage asserts what a refused command line gives: exit code 2, the
+// reason want and the usage on stderr, nothing on stdout.
+func WantUsage(t *testing.T, code int, stdout, stderr, want string) {
+	t.Helper()
+	if code != cli.ExitUsage {
+		t.Errorf("exit code = %d, want 2; stderr:\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr, want) {
+		t.Errorf("stderr lacks %q:\n%s", want, stderr)
+	}
+	if !strings.Contains(stderr, "Usage: synapse") {
+		t.Errorf("stderr has no usage:\n%s", stderr)
+	}
+	if stdout != "" {
+		t.Errorf("stdout = %q, want empty", stdout)
+	}
+}
+
 // At runs the command line against agent a (global flags first).
 func At(t *testing.T, a *agenttest.Agent, stdin string, args ...string) (int, string, string) {
 	t.Helper()
