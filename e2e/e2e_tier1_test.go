@@ -14,6 +14,7 @@ import (
 
 	"github.com/fasthttp/websocket"
 
+	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/tier1"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -29,6 +30,28 @@ func t1Batch(id, dev string, first, n int) []byte {
 			tier1.Str("temp"), tier1.Float(float64(seq) / 4), tier1.Str("C")}
 	}
 	return tier1.AppendBatch(nil, d.CapabilityID, d.Version, id, fs, &d)
+}
+
+// ingestT1 posts batches from..from+batches-1 to a, each of perBatch
+// frames of device dev (batch b holds seqs b*perBatch onwards, id d-b).
+func ingestT1(t *testing.T, a *agentProc, dev string, from, batches, perBatch int) {
+	t.Helper()
+	for b := from; b < from+batches; b++ {
+		r := a.call("POST", "/api/v1/synapse/tier1/synapse.telemetry", t1Batch(fmt.Sprintf("d-%d", b), dev, b*perBatch, perBatch),
+			"Content-Type", wire.ContentMsgpack)
+		if r.status != http.StatusOK {
+			t.Fatalf("ingest batch %d: %v", b, r)
+		}
+	}
+}
+
+// waitStoredFrames waits up to 60 s until a holds at least n frames of
+// dev.
+func waitStoredFrames(t *testing.T, a *agentProc, dev string, n int) {
+	t.Helper()
+	testutil.Eventually(t, 60*time.Second, fmt.Sprintf("%d frames of %s stored", n, dev), func() bool {
+		return len(storedSeqs(t, a, dev)) >= n
+	})
 }
 
 // storedSeqs reads every stored frame of dev and returns its seqs in the
@@ -210,26 +233,8 @@ func TestTier1Uplink(t *testing.T) {
 		t.Fatal(err)
 	}
 	down := startAgent(t, agentOpts{args: []string{"--config", cfg}, env: []string{"UPLINK_TOKEN=" + up.token}})
-	ingest := func(from, batches int) {
-		for b := from; b < from+batches; b++ {
-			r := down.call("POST", "/api/v1/synapse/tier1/synapse.telemetry", t1Batch(fmt.Sprintf("d-%d", b), "u", b*50, 50),
-				"Content-Type", wire.ContentMsgpack)
-			if r.status != http.StatusOK {
-				t.Fatalf("ingest batch %d: %v", b, r)
-			}
-		}
-	}
-	waitFrames := func(n int) {
-		t.Helper()
-		deadline := time.Now().Add(60 * time.Second)
-		for time.Now().Before(deadline) {
-			if len(storedSeqs(t, up, "u")) >= n {
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		t.Fatalf("upstream has %d frames after 60 s, want %d", len(storedSeqs(t, up, "u")), n)
-	}
+	ingest := func(from, batches int) { t.Helper(); ingestT1(t, down, "u", from, batches, 50) }
+	waitFrames := func(n int) { t.Helper(); waitStoredFrames(t, up, "u", n) }
 
 	ingest(0, 40) // upstream down all along
 	down.kill()   // and the downstream restarts while it waits

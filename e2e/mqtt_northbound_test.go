@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -16,7 +15,6 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/synapse-edge/synapse/transport/mqtt/mqtttest"
-	"github.com/synapse-edge/synapse/wire"
 )
 
 // cloudConsumer is what a cloud backend would write from the README: a
@@ -134,16 +132,7 @@ func TestMQTTNorthbound(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ingest := func(a *agentProc, from, batches int) {
-		t.Helper()
-		for b := from; b < from+batches; b++ {
-			r := a.call("POST", "/api/v1/synapse/tier1/synapse.telemetry", t1Batch(fmt.Sprintf("d-%d", b), "n", b*10, 10),
-				"Content-Type", wire.ContentMsgpack)
-			if r.status != http.StatusOK {
-				t.Fatalf("ingest batch %d: %v", b, r)
-			}
-		}
-	}
+	ingest := func(a *agentProc, from, batches int) { t.Helper(); ingestT1(t, a, "n", from, batches, 10) }
 
 	// A broker restarted without persistence has no subscription until
 	// the consumer makes it again; what is published before that reaches

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -31,27 +30,8 @@ func TestTier1UplinkWebSocket(t *testing.T) {
 	}
 	down := startAgent(t, agentOpts{args: []string{"--config", cfg}, env: []string{"UPLINK_TOKEN=" + up.token}})
 	const perBatch = 5
-	ingest := func(from, batches int) {
-		t.Helper()
-		for b := from; b < from+batches; b++ {
-			r := down.call("POST", "/api/v1/synapse/tier1/synapse.telemetry", t1Batch(fmt.Sprintf("d-%d", b), "w", b*perBatch, perBatch),
-				"Content-Type", wire.ContentMsgpack)
-			if r.status != http.StatusOK {
-				t.Fatalf("ingest batch %d: %v", b, r)
-			}
-		}
-	}
-	waitFrames := func(n int) {
-		t.Helper()
-		deadline := time.Now().Add(60 * time.Second)
-		for time.Now().Before(deadline) {
-			if len(storedSeqs(t, up, "w")) >= n {
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		t.Fatalf("upstream has %d frames after 60 s, want %d", len(storedSeqs(t, up, "w")), n)
-	}
+	ingest := func(from, batches int) { t.Helper(); ingestT1(t, down, "w", from, batches, perBatch) }
+	waitFrames := func(n int) { t.Helper(); waitStoredFrames(t, up, "w", n) }
 
 	ingest(0, 100) // upstream down all along
 	if r := down.call("POST", "/api/v1/synapse/tier1/x.only_here", []byte("\x94\xabx.only_here\xa51.0.0\x91\x91\x07\xa2b1"),
