@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -16,13 +15,7 @@ import (
 // fleetResults is everything a fleet run measured; it is also the JSON
 // file.
 type fleetResults struct {
-	Config    config      `json:"config"`
-	Started   time.Time   `json:"started"`
-	Finished  time.Time   `json:"finished"`
-	GoVersion string      `json:"go_version"`
-	GOOS      string      `json:"goos"`
-	GOARCH    string      `json:"goarch"`
-	CPUs      int         `json:"cpus"`
+	runInfo
 	Mosquitto string      `json:"mosquitto_conf"`
 	Rows      []*fleetRow `json:"rows"`
 }
@@ -39,8 +32,7 @@ func runFleet(ctx context.Context, c config, stdout, stderr io.Writer) error {
 	for _, g := range groups {
 		rows = append(rows, g...)
 	}
-	res := &fleetResults{Config: c, Started: time.Now().UTC(), GoVersion: runtime.Version(), GOOS: runtime.GOOS,
-		GOARCH: runtime.GOARCH, CPUs: runtime.NumCPU(), Mosquitto: mosquittoOptions(), Rows: rows}
+	res := &fleetResults{runInfo: newRunInfo(c), Mosquitto: mosquittoOptions(), Rows: rows}
 	fmt.Fprintf(stderr, "tier1bench -fleet: mosquitto and %d agents up; %d rows × %d rounds\n", len(f.agents), len(rows), c.Rounds)
 
 	// Warm-up, untimed: connections, sessions, contracts, buckets.

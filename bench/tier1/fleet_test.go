@@ -47,7 +47,7 @@ func TestFleetFlags(t *testing.T) {
 }
 
 func TestFleetTable(t *testing.T) {
-	r := &fleetResults{Config: config{Rounds: 1, NBRunBatches: 2, NBBatches: []int{5}, Delegations: 3, RunTime: time.Second},
+	r := &fleetResults{runInfo: runInfo{Config: config{Rounds: 1, NBRunBatches: 2, NBBatches: []int{5}, Delegations: 3, RunTime: time.Second}},
 		Mosquitto: mosquittoOptions()}
 	r.Rows = []*fleetRow{
 		{Path: "nb", Transport: "MQTT", Unit: "frames/s", Runs: []fleetRun{{Units: 10, Rate: 300, IngestRate: 600, CPU: map[string]float64{"sender": 0.001}}},

@@ -171,8 +171,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer b.close()
 
-	res := &results{Config: c, Started: time.Now().UTC(), GoVersion: runtime.Version(),
-		GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, CPUs: runtime.NumCPU()}
+	res := &results{runInfo: newRunInfo(c)}
 	if res.Wire, err = measureWireSizes(b.gen.baseTS, c.Batch); err != nil {
 		return err
 	}

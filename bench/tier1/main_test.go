@@ -191,7 +191,7 @@ func TestWireSizes(t *testing.T) {
 }
 
 func TestTableNamesTargets(t *testing.T) {
-	r := &results{Config: config{Frames: 10, Batch: 5, Single: 2, Rounds: 1}}
+	r := &results{runInfo: runInfo{Config: config{Frames: 10, Batch: 5, Single: 2, Rounds: 1}}}
 	rate := func(x float64) []runStats { return []runStats{{FramesPerS: x, Frames: 10}} }
 	r.Engines = []engineResult{
 		{engine: engine{Name: "synapse WebSocket (durable)", Group: "batch", Synapse: true, Unit: "5 frames/msg"}, Runs: rate(1000)},

@@ -6,20 +6,33 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
 )
 
+// runInfo is what every results file starts with: the harness's
+// configuration, when it ran and on what.
+type runInfo struct {
+	Config    config    `json:"config"`
+	Started   time.Time `json:"started"`
+	Finished  time.Time `json:"finished"`
+	GoVersion string    `json:"go_version"`
+	GOOS      string    `json:"goos"`
+	GOARCH    string    `json:"goarch"`
+	CPUs      int       `json:"cpus"`
+}
+
+// newRunInfo is the runInfo of a run of c starting now.
+func newRunInfo(c config) runInfo {
+	return runInfo{Config: c, Started: time.Now().UTC(), GoVersion: runtime.Version(),
+		GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, CPUs: runtime.NumCPU()}
+}
+
 // results is everything one harness run measured; it is also the JSON file.
 type results struct {
-	Config         config         `json:"config"`
-	Started        time.Time      `json:"started"`
-	Finished       time.Time      `json:"finished"`
-	GoVersion      string         `json:"go_version"`
-	GOOS           string         `json:"goos"`
-	GOARCH         string         `json:"goarch"`
-	CPUs           int            `json:"cpus"`
+	runInfo
 	Wire           wireSizes      `json:"bytes_per_frame"`
 	SynapseIdleRSS int64          `json:"synapse_idle_rss_bytes,omitempty"`
 	Engines        []engineResult `json:"engines"`
