@@ -111,7 +111,7 @@ func (b *bench) synapseRun(round, frames int, batch int) (func(context.Context) 
 			return runStats{}, err
 		}
 		url := "ws://" + c.SynapseAddr + wire.APIPrefix + "/tier1/stream"
-		elapsed, acked, err := wsIngest(ctx, url, c.Token, msgs)
+		elapsed, acked, err := wsIngest(ctx, url, c.Token, msgs, c.Window)
 		if err != nil {
 			return runStats{}, fmt.Errorf("synapse: %w", err)
 		}
@@ -170,7 +170,7 @@ func (b *bench) boltRun(_, frames int, perTx int) (func(context.Context) (runSta
 func (b *bench) sinkRun(round, frames int, batch int) (func(context.Context) (runStats, error), error) {
 	msgs := b.messages(round, frames, batch, "sink")
 	return func(ctx context.Context) (runStats, error) {
-		elapsed, acked, err := wsIngest(ctx, b.sink.url(), "", msgs)
+		elapsed, acked, err := wsIngest(ctx, b.sink.url(), "", msgs, b.cfg.Window)
 		if err != nil {
 			return runStats{}, fmt.Errorf("sink: %w", err)
 		}

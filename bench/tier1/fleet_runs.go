@@ -186,7 +186,7 @@ func (f *fleet) northbound(ctx context.Context, over string, round, frames, batc
 	runtime.GC()
 	s := sampleAll(pids)
 	start := time.Now()
-	ingest, acked, err := wsIngest(ctx, "ws://"+sender.addr+wire.APIPrefix+"/tier1/stream", sender.token, msgs)
+	ingest, acked, err := wsIngest(ctx, "ws://"+sender.addr+wire.APIPrefix+"/tier1/stream", sender.token, msgs, f.cfg.Window)
 	if err == nil && acked != frames {
 		err = fmt.Errorf("the sender acknowledged %d of %d frames", acked, frames)
 	}

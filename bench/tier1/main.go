@@ -82,7 +82,7 @@ func parseFlags(args []string, stderr io.Writer) (config, int, error) {
 	fs.IntVar(&c.Batch, "batch", 1000, "frames per batch (WebSocket message, MQTT message, NATS message)")
 	fs.IntVar(&c.Single, "single", 20_000, "frames per run of the one-frame-per-message rows (0: leave them out)")
 	fs.IntVar(&c.Rounds, "rounds", 3, "rounds; each runs every engine once, in the same order")
-	fs.IntVar(&c.Window, "window", 256, "MQTT and NATS messages in flight (NATS PublishAsyncMaxPending)")
+	fs.IntVar(&c.Window, "window", 4096, "messages in flight, unacknowledged, for every client (MQTT, NATS PublishAsyncMaxPending, synapse WebSocket)")
 	fs.DurationVar(&c.Timeout, "timeout", 2*time.Minute, "limit of one run")
 	fs.StringVar(&c.SynapseAddr, "synapse", "", "agent HOST:PORT (empty: leave it out)")
 	fs.IntVar(&c.SynapsePid, "synapse-pid", 0, "agent process id, for RSS and CPU")

@@ -147,7 +147,7 @@ func TestSinkAcksEveryFrame(t *testing.T) {
 	msgs := g.batches(0, 2500, 100, "s")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	elapsed, acked, err := wsIngest(ctx, s.url(), "", msgs)
+	elapsed, acked, err := wsIngest(ctx, s.url(), "", msgs, 64)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestSinkAcksEveryFrame(t *testing.T) {
 		t.Fatalf("got %d frames acked in %v, want 2500", acked, elapsed)
 	}
 
-	_, _, err = wsIngest(ctx, s.url(), "", [][]byte{[]byte("not a batch")})
+	_, _, err = wsIngest(ctx, s.url(), "", [][]byte{[]byte("not a batch")}, 64)
 	if !errors.Is(err, errAckRefused) {
 		t.Fatalf("a malformed batch: got %v, want errAckRefused", err)
 	}

@@ -155,7 +155,9 @@ func (r *results) writeTable(w io.Writer) {
 	fmt.Fprintf(w, "\nFrames per run: %d in messages of %d frames (the MQTT and NATS payload is the same encoded tier-1 batch), "+
 		"%d in one-frame messages (MQTT/NATS payload: one encoded frame; synapse: a one-frame batch). "+
 		"Ratios compare with the synapse row of the same message size; bbolt compares with the batched synapse row. "+
-		"MQTT and NATS keep up to %d messages in flight; the agent reads up to 4096 batches ahead (16 MiB in flight at most).\n",
+		"Every client keeps up to %d messages unacknowledged: paho (QoS 1), nats.go's PublishAsync (PublishAsyncMaxPending) "+
+		"and the harness's WebSocket client (pre-encoded batches, buffered writes, acks read on their own goroutine); "+
+		"the agent reads up to 4096 batches ahead (16 MiB in flight at most).\n",
 		c.Frames, c.Batch, c.Single, c.Window)
 
 	if len(r.Targets) > 0 {

@@ -16,6 +16,9 @@
 # frames, one round, every engine required, the JSON kept out of
 # bench/results; it also runs the fleet mode briefly.
 #
+# SYNAPSE_BIN=path runs that agent binary instead of building one (the
+# harness is still built from this tree): before/after pairs.
+#
 # BENCH_FLEET=1 (make bench-mqtt) runs the harness's fleet mode instead:
 # MQTT vs HTTP between agent processes and a mosquitto the harness starts
 # itself (only mosquitto is needed); the raw numbers go to
@@ -119,8 +122,14 @@ fi
 
 # ---- build ----
 
-say "building synapse and the harness"
-(cd "$ROOT" && CGO_ENABLED=0 "$GO" build -trimpath -o "$WORK/synapse" .)
+if [ -n "${SYNAPSE_BIN:-}" ]; then
+  # Another build of the agent (before/after comparisons), same harness.
+  say "building the harness; the agent is $SYNAPSE_BIN"
+  cp "$SYNAPSE_BIN" "$WORK/synapse"
+else
+  say "building synapse and the harness"
+  (cd "$ROOT" && CGO_ENABLED=0 "$GO" build -trimpath -o "$WORK/synapse" .)
+fi
 if ! (cd "$ROOT/bench/tier1" && "$GO" build -o "$WORK/tier1bench" .); then
   say "the harness does not build; if the agent's dependencies changed, run: cd bench/tier1 && go mod tidy"
   exit 1

@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/fasthttp/websocket"
@@ -51,23 +53,104 @@ func (s *sink) close() error {
 	return err
 }
 
+// serveSink answers like the agent does (httpapi/tier1_stream.go): the
+// reader appends each batch's answer to a buffer and a writer goroutine
+// writes what is there, the answers ready together in one write, each its
+// own unmasked binary frame.
 func serveSink(c *websocket.Conn) {
 	defer c.Close()
+	var (
+		mu      sync.Mutex
+		pending []byte
+		ended   bool
+	)
+	wake := make(chan struct{}, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		nc := c.UnderlyingConn()
+		var out []byte
+		for range wake {
+			mu.Lock()
+			out, pending = pending, out[:0]
+			end := ended
+			mu.Unlock()
+			if len(out) > 0 {
+				if _, err := nc.Write(out); err != nil {
+					return
+				}
+			}
+			if end {
+				return
+			}
+		}
+	}()
+	poke := func() {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
+	var msg []byte
+	var small [32]byte
 	for {
-		_, data, err := c.ReadMessage()
+		_, rd, err := c.NextReader()
+		if err == nil {
+			msg, err = appendAll(msg[:0], rd)
+		}
 		if err != nil {
-			return
+			break
 		}
-		ack := wsAck{OK: true}
-		if ack.Accepted, err = batchFrameCount(data); err != nil {
-			ack = wsAck{Error: err.Error()}
+		var b []byte
+		if n, err := batchFrameCount(msg); err == nil {
+			b = appendOKAck(small[:0], n)
+		} else if b, err = wire.Msgpack.Marshal(&wsAck{Error: err.Error()}); err != nil {
+			break
 		}
-		b, err := wire.Msgpack.Marshal(&ack)
+		mu.Lock()
+		pending = append(pending, 0x80|websocket.BinaryMessage)
+		if len(b) < 126 {
+			pending = append(pending, byte(len(b)))
+		} else {
+			pending = binary.BigEndian.AppendUint16(append(pending, 126), uint16(len(b)))
+		}
+		pending = append(pending, b...)
+		mu.Unlock()
+		poke()
+	}
+	mu.Lock()
+	ended = true
+	mu.Unlock()
+	poke()
+	<-done
+}
+
+// appendOKAck appends {"ok":true,"accepted":n} in msgpack, as the agent
+// encodes it (n fits in 32 bits).
+func appendOKAck(dst []byte, n int) []byte {
+	dst = append(dst, 0x82, 0xa2, 'o', 'k', 0xc3, 0xa8, 'a', 'c', 'c', 'e', 'p', 't', 'e', 'd')
+	switch {
+	case n < 128:
+		return append(dst, byte(n))
+	case n <= 0xffff:
+		return binary.BigEndian.AppendUint16(append(dst, 0xcd), uint16(n))
+	}
+	return binary.BigEndian.AppendUint32(append(dst, 0xce), uint32(n))
+}
+
+// appendAll appends what r has to dst.
+func appendAll(dst []byte, r io.Reader) ([]byte, error) {
+	for {
+		if len(dst) == cap(dst) {
+			dst = append(dst, 0)[:len(dst)]
+		}
+		n, err := r.Read(dst[len(dst):cap(dst)])
+		dst = dst[:len(dst)+n]
+		if err == io.EOF {
+			return dst, nil
+		}
 		if err != nil {
-			return
-		}
-		if err := c.WriteMessage(websocket.BinaryMessage, b); err != nil {
-			return
+			return dst, err
 		}
 	}
 }

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// agentAck has the fields and tags of the agent's answer (httpapi.tier1Ack).
+type agentAck struct {
+	OK        bool        `msgpack:"ok"`
+	Accepted  int         `msgpack:"accepted"`
+	BatchID   string      `msgpack:"batch_id,omitempty"`
+	Duplicate bool        `msgpack:"duplicate,omitempty"`
+	Error     *wire.Error `msgpack:"error,omitempty"`
+}
+
+func TestParseAck(t *testing.T) {
+	for _, a := range []agentAck{
+		{OK: true, Accepted: 1, BatchID: "b-1"},
+		{OK: true, Accepted: 0},
+		{OK: true, Accepted: 200, BatchID: strings.Repeat("x", 40), Duplicate: true},
+		{OK: true, Accepted: 70000, BatchID: strings.Repeat("y", 300)},
+	} {
+		b, err := wire.Msgpack.Marshal(&a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := parseAck(b)
+		if err != nil || got != a.Accepted {
+			t.Errorf("%+v: got %d, %v; want %d", a, got, err, a.Accepted)
+		}
+	}
+	refused, err := wire.Msgpack.Marshal(&agentAck{BatchID: "b-2", Error: wire.Errorf(wire.CodeInvalidParams, "bad frame")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := parseAck(refused); !errors.Is(err, errAckRefused) || !strings.Contains(err.Error(), "bad frame") {
+		t.Errorf("a refusal: got %v, want errAckRefused with the server's message", err)
+	}
+	for _, bad := range [][]byte{nil, {0x82, 0xa2, 'o', 'k'}, {0xc0}} {
+		if _, err := parseAck(bad); err == nil {
+			t.Errorf("%x: no error", bad)
+		}
+	}
+}
+
+// A window of one still delivers every batch, one round trip each.
+func TestWSIngestWindowOne(t *testing.T) {
+	s, err := startSink()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.close() })
+	msgs := newGenerator(1).batches(0, 50, 1, "w")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, acked, err := wsIngest(ctx, s.url(), "", msgs, 1); err != nil || acked != 50 {
+		t.Fatalf("got %d frames acked, %v; want 50", acked, err)
+	}
+}
+
+func BenchmarkWSIngestSink(b *testing.B) {
+	s, err := startSink()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.close() })
+	msgs := newGenerator(1).batches(0, b.N, 1, "bench")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b.ReportAllocs()
+	b.ResetTimer()
+	if _, acked, err := wsIngest(ctx, s.url(), "", msgs, 4096); err != nil || acked != b.N {
+		b.Fatalf("got %d frames acked, %v; want %d", acked, err, b.N)
+	}
+}
