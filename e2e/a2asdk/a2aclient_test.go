@@ -124,6 +124,21 @@ func sendEnv(t *testing.T, tr transport.Transport, to string, msgType wire.Messa
 		ContentType: "application/json"})
 }
 
+// putLocal writes the local task a delegation stands for, as the engine
+// keeps it: delegated to target, in state st.
+func putLocal(t *testing.T, db *store.DB, id string, st wire.Status, target string) {
+	t.Helper()
+	now := time.Now().UTC()
+	rec, err := store.EncodeTask(&wire.Task{ID: id, Type: "echo", Status: st, Target: target,
+		CreatedAt: now, UpdatedAt: now, History: []wire.Transition{}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Update(t.Context(), func(tx *store.Tx) error { return tx.PutRecord(rec) }); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func request(id, taskType, payload string) *wire.TaskRequestPayload {
 	return &wire.TaskRequestPayload{Task: wire.TaskSpec{ID: id, Type: taskType, Payload: wire.JSONValue(payload)}}
 }
@@ -178,12 +193,31 @@ func TestA2AClient(t *testing.T) {
 			}
 
 			// A cancel after the end has nothing to do; a cancel of a
-			// task whose request is not sent yet waits for it.
-			if o := sendEnv(t, tr, to, wire.MsgTaskCancel, &wire.TaskCancelPayload{TaskID: "t-echo"}); !o.Delivered() {
-				t.Errorf("cancel of a finished task: %v %v", o.Class, o.Err)
-			}
-			if o := sendEnv(t, tr, to, wire.MsgTaskCancel, &wire.TaskCancelPayload{TaskID: "t-unsent"}); o.Class != transport.Retry {
-				t.Errorf("cancel of a task not sent yet: %v, want Retry", o.Class)
+			// task whose request is not sent yet waits for it. The local
+			// tasks are what the engine wrote (it applied the final
+			// report before the record was forgotten), and the answers
+			// hold for a transport started afresh on the same file, as
+			// after a restart: nothing but the store tells them apart.
+			putLocal(t, db, "t-echo", wire.StatusCompleted, peerID)
+			putLocal(t, db, "t-unsent", wire.StatusPending, peerID)
+			putLocal(t, db, "t-other", wire.StatusPending, "peer-c")
+			fresh := newA2AClient(t, db, &reports{}, tg.token)
+			for _, x := range []struct {
+				tr     transport.Transport
+				name   string
+				taskID string
+				want   transport.Class
+			}{
+				{tr, "a finished task", "t-echo", transport.Delivered},
+				{fresh, "a finished task after a restart", "t-echo", transport.Delivered},
+				{fresh, "a pruned task", "t-pruned", transport.Delivered},
+				{fresh, "a task delegated to another peer", "t-other", transport.Delivered},
+				{tr, "a task not sent yet", "t-unsent", transport.Retry},
+				{fresh, "a task not sent yet, after a restart", "t-unsent", transport.Retry},
+			} {
+				if o := sendEnv(t, x.tr, to, wire.MsgTaskCancel, &wire.TaskCancelPayload{TaskID: x.taskID}); o.Class != x.want {
+					t.Errorf("cancel of %s: %v (%v), want %v", x.name, o.Class, o.Err, x.want)
+				}
 			}
 
 			// A long task, cancelled: the cancel reaches the remote task
@@ -212,7 +246,6 @@ func TestA2AClient(t *testing.T) {
 				t.Errorf("t-long's reports %q, want a confirm or a status update first", got)
 			}
 
-			// A type the peer lacks: refused for good, or failed there.
 			// A type the peer lacks: refused for good (-32004).
 			if o := sendEnv(t, tr, to, wire.MsgTaskRequest, request("t-none", "no-such-type", `{}`)); o.Class != transport.Permanent {
 				t.Errorf("unknown type: %v %v, want Permanent", o.Class, o.Err)

@@ -17,7 +17,8 @@
 //     is sent as {"value": payload}.
 //   - p2p:task_cancel: CancelTask of the remote task; Retry while the
 //     task's request has not been sent (the outbox may send a window of
-//     messages at once), nothing once its tracking ended.
+//     messages at once), nothing once its tracking ended (the local task
+//     is final then, which the store still says after a restart).
 //   - p2p:task_info_provided: SendMessage to the remote task (taskId) with
 //     the fields as its data part.
 //   - p2p:task_ack: nothing to send (A2A has no acknowledgements).

@@ -130,7 +130,6 @@ func (t *Transport) read(url string, r *store.RemoteA2A, log *slog.Logger) *a2a.
 
 // forget deletes the record of a task whose tracking ended.
 func (t *Transport) forget(r *store.RemoteA2A) {
-	t.ended(r.TaskID)
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
 	t.mu.Lock()

@@ -62,36 +62,7 @@ type Transport struct {
 	cancel   context.CancelFunc
 	closed   bool
 	watching map[string]chan struct{} // local task id → kick
-	// done holds the tasks whose tracking ended (at most maxDone, oldest
-	// dropped first): a cancel of one has nothing left to do.
-	done     map[string]bool
-	doneList []string
 	wg       sync.WaitGroup
-}
-
-// maxDone bounds the finished tasks remembered.
-const maxDone = 10_000
-
-// finished reports whether tracking of a local task ended here.
-func (t *Transport) finished(taskID string) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.done[taskID]
-}
-
-// ended remembers that tracking of a local task ended.
-func (t *Transport) ended(taskID string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.done[taskID] {
-		return
-	}
-	if len(t.doneList) >= maxDone {
-		delete(t.done, t.doneList[0])
-		t.doneList = t.doneList[1:]
-	}
-	t.done[taskID] = true
-	t.doneList = append(t.doneList, taskID)
 }
 
 var _ transport.Transport = (*Transport)(nil)
@@ -119,7 +90,7 @@ func New(o Options) (*Transport, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Transport{rep: o.Reporter, c: &client{wire: o.Wire}, token: o.Token,
 		min: o.PollMin, max: o.PollMax, log: o.Logger.With("component", "a2aclient"),
-		ctx: ctx, cancel: cancel, watching: map[string]chan struct{}{}, done: map[string]bool{}}, nil
+		ctx: ctx, cancel: cancel, watching: map[string]chan struct{}{}}, nil
 }
 
 // Start gives the transport the store where it keeps the remote tasks
@@ -272,13 +243,7 @@ func (d *delivery) cancelTask(ctx context.Context) transport.Outcome {
 	}
 	r, err := d.record(p.TaskID)
 	if errors.Is(err, store.ErrNotFound) {
-		if d.t.finished(p.TaskID) {
-			return transport.Outcome{Class: transport.Delivered} // nothing left to cancel
-		}
-		// Its request is not sent yet (the outbox sends a window of
-		// messages at once): cancel after it.
-		return transport.Outcome{Class: transport.Retry, RetryAfter: time.Second,
-			Err: fmt.Errorf("%w: task %s is not at %s yet", transport.ErrNotDelivered, p.TaskID, d.peer)}
+		return d.cancelUntracked(p.TaskID)
 	}
 	if err != nil {
 		return transport.Outcome{Class: transport.Retry, Err: fmt.Errorf("%w: %v", transport.ErrNotDelivered, err)}
@@ -291,6 +256,33 @@ func (d *delivery) cancelTask(ctx context.Context) transport.Outcome {
 	}
 	d.t.kick(p.TaskID)
 	return o
+}
+
+// cancelUntracked answers a cancel of a task that has no tracking record:
+// either its request has not reached the peer yet (the outbox sends a
+// window of messages at once), and the cancel is retried after it, or its
+// tracking ended: the final report was applied before the record was
+// deleted, so the local task is final (or pruned since, or no longer the
+// peer's) and nothing is left to cancel. The store says which, so the
+// answer is the same after a restart: such a cancel is never retried
+// until it is dead-lettered.
+func (d *delivery) cancelUntracked(taskID string) transport.Outcome {
+	var task *wire.Task
+	err := d.db.View(func(tx *store.Tx) error {
+		var err error
+		task, err = tx.Task(taskID)
+		return err
+	})
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return transport.Outcome{Class: transport.Delivered}
+	case err != nil:
+		return transport.Outcome{Class: transport.Retry, Err: fmt.Errorf("%w: %v", transport.ErrNotDelivered, err)}
+	case task.Status.Terminal() || task.Target != d.peer:
+		return transport.Outcome{Class: transport.Delivered}
+	}
+	return transport.Outcome{Class: transport.Retry, RetryAfter: time.Second,
+		Err: fmt.Errorf("%w: task %s is not at %s yet", transport.ErrNotDelivered, taskID, d.peer)}
 }
 
 func (d *delivery) infoProvided(ctx context.Context) transport.Outcome {
