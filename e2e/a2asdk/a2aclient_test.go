@@ -1,9 +1,14 @@
 package a2asdk_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -352,5 +357,91 @@ func TestA2AClientResend(t *testing.T) {
 	}
 	if again := remoteID(); again != first {
 		t.Errorf("the resent request made remote task %s, want %s", again, first)
+	}
+}
+
+// countingProxy serves tg through a reverse proxy that counts the
+// JSON-RPC methods called on it. With refuseStreams it answers
+// SubscribeToTask itself with UnsupportedOperation, as a server without
+// streaming does.
+func countingProxy(t *testing.T, tg *target, refuseStreams bool) (*target, func(method string) int) {
+	t.Helper()
+	u, err := url.Parse(tg.base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	rp.FlushInterval = -1
+	var mu sync.Mutex
+	counts := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		_ = json.Unmarshal(body, &req)
+		mu.Lock()
+		counts[req.Method]++
+		mu.Unlock()
+		if refuseStreams && req.Method == "SubscribeToTask" {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"error":{"code":-32004,"message":"streaming is not supported"}}`))
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	px := *tg
+	px.base = srv.URL
+	return &px, func(method string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return counts[method]
+	}
+}
+
+// TestA2AClientFollowsByStream: the transport follows a remote task by
+// subscription (SubscribeToTask) instead of reading it again and again;
+// a server that does not stream is polled. The result comes back either
+// way.
+func TestA2AClientFollowsByStream(t *testing.T) {
+	for _, tg := range []*target{startRef(t), startSynapse(t, "")} {
+		for _, refuse := range []bool{false, true} {
+			name := tg.name + "/stream"
+			if refuse {
+				name = tg.name + "/no stream"
+			}
+			t.Run(name, func(t *testing.T) {
+				px, calls := countingProxy(t, tg, refuse)
+				db := openDB(t, t.TempDir())
+				defer db.Close(context.Background())
+				rep := &reports{}
+				tr := newA2AClient(t, db, rep, tg.token) // polls every 5 to 100 ms
+				if o := sendEnv(t, tr, a2aDest(px), wire.MsgTaskRequest, request("t-follow", "sleep", `{"ms":600}`)); !o.Delivered() {
+					t.Fatalf("request: %v %v", o.Class, o.Err)
+				}
+				var fin report
+				testutil.Eventually(t, 20*time.Second, "the result", func() (ok bool) { fin, ok = rep.final("t-follow"); return })
+				out, _ := json.Marshal(fin.payload["result"].(map[string]any)["output"])
+				if fin.msgType != wire.MsgTaskComplete || !strings.Contains(string(out), `"slept_ms":600`) {
+					t.Errorf("final report %+v (output %s), want complete with slept_ms 600", fin, out)
+				}
+				gets, subs := calls("GetTask"), calls("SubscribeToTask")
+				switch {
+				case refuse && gets < 4:
+					t.Errorf("%d GetTask calls in 600 ms without a stream, want polling (>= 4)", gets)
+				case !refuse && (subs < 1 || gets > 2):
+					t.Errorf("%d SubscribeToTask and %d GetTask calls, want the task followed by its stream", subs, gets)
+				}
+				t.Logf("%d GetTask, %d SubscribeToTask", gets, subs)
+			})
+		}
 	}
 }

@@ -29,9 +29,13 @@
 //
 // A2A servers do not send envelopes back. Once a SendMessage is answered
 // with a task, the pair (local task, remote task) is written to the store
-// (store.RemoteA2A) before Send reports the delivery, and a tracker polls
-// the remote task (GetTask, backing off from PollMin to PollMax) until it
-// is final. Each change of its A2A state is given to the Reporter as the
+// (store.RemoteA2A) before Send reports the delivery, and a tracker
+// follows the remote task until it is final: by subscription
+// (SubscribeToTask, server-sent events; its task, statusUpdate and
+// artifactUpdate events, or v0.3's kinds), reading it (GetTask) again
+// whenever a stream ends early, and by polling GetTask (backing off from
+// PollMin to PollMax) a server that answers the subscription with an
+// error or no event stream. Each change of its A2A state is given to the Reporter as the
 // report the peer would have sent (p2p:task_confirm, task_status_update,
 // task_need_info, task_complete with the result artifact's data,
 // task_failed, task_reject, a task_ack of the cancel), so the local task

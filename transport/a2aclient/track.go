@@ -62,29 +62,50 @@ func (t *Transport) track(r *store.RemoteA2A, task *a2a.Task, kick <-chan struct
 	}
 	reported := ""
 	wait := t.min
+	// apply reports the task's state if it changed and says whether the
+	// tracking ended (final state reported, local task gone, closing).
+	apply := func(task *a2a.Task) bool {
+		state := stateName(task.Status.State)
+		if state == reported {
+			return false
+		}
+		if err := t.report(t.ctx, r.Peer, r.TaskID, task); err != nil {
+			if gone(err) {
+				log.Warn("the local task is gone; no longer tracking its remote task", "err", err)
+				t.forget(r)
+				return true
+			}
+			if t.ctx.Err() != nil {
+				return true
+			}
+			log.Warn("report the remote task's state", "state", state, "err", err)
+			return false
+		}
+		if final(state) {
+			t.forget(r)
+			return true
+		}
+		reported, wait = state, t.min
+		return false
+	}
+	// Changes come by subscription (SubscribeToTask) while the peer
+	// streams; reads in between, and polling for a peer that does not.
+	streams := true
 	for {
 		if task == nil {
 			task = t.read(url, r, log)
 		}
 		if task != nil {
-			state := stateName(task.Status.State)
-			if state != reported {
-				if err := t.report(t.ctx, r.Peer, r.TaskID, task); err != nil {
-					if gone(err) {
-						log.Warn("the local task is gone; no longer tracking its remote task", "err", err)
-						t.forget(r)
-						return
-					}
-					if t.ctx.Err() != nil {
-						return
-					}
-					log.Warn("report the remote task's state", "state", state, "err", err)
-				} else {
-					if final(state) {
-						t.forget(r)
-						return
-					}
-					reported, wait = state, t.min
+			if apply(task) {
+				return
+			}
+			if streams {
+				switch t.follow(url, t.bearer(r.Peer), r.RemoteID, task, apply) {
+				case followEnded:
+					return
+				case followUnsupported:
+					log.Debug("the peer does not stream the task; polling it")
+					streams = false
 				}
 			}
 			task = nil
@@ -108,15 +129,9 @@ func (t *Transport) track(r *store.RemoteA2A, task *a2a.Task, kick <-chan struct
 func (t *Transport) read(url string, r *store.RemoteA2A, log *slog.Logger) *a2a.Task {
 	ctx, cancel := context.WithTimeout(t.ctx, callTimeout)
 	defer cancel()
-	token := ""
-	if t.token != nil {
-		if tk := t.token(r.Peer); tk != "" {
-			token = "Bearer " + tk
-		}
-	}
 	var got a2a.Task
 	zero := 0
-	o, rerr := t.c.rpc(ctx, url, token, "", "GetTask", &a2a.TaskIDParams{ID: r.RemoteID, HistoryLength: &zero}, &got)
+	o, rerr := t.c.rpc(ctx, url, t.bearer(r.Peer), "", "GetTask", &a2a.TaskIDParams{ID: r.RemoteID, HistoryLength: &zero}, &got)
 	switch {
 	case o.Delivered():
 		return &got
@@ -126,6 +141,17 @@ func (t *Transport) read(url string, r *store.RemoteA2A, log *slog.Logger) *a2a.
 	}
 	log.Debug("read the remote task", "err", o.Err)
 	return nil
+}
+
+// bearer is the Authorization value for a peer's A2A endpoint ("" for
+// none).
+func (t *Transport) bearer(peer string) string {
+	if t.token != nil {
+		if tk := t.token(peer); tk != "" {
+			return "Bearer " + tk
+		}
+	}
+	return ""
 }
 
 // forget deletes the record of a task whose tracking ended.

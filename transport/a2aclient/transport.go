@@ -52,6 +52,7 @@ type Options struct {
 type Transport struct {
 	rep      Reporter
 	c        *client
+	stream   *http.Client // subscriptions (follow.go)
 	token    func(string) string
 	min, max time.Duration
 	log      *slog.Logger
@@ -88,7 +89,7 @@ func New(o Options) (*Transport, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Transport{rep: o.Reporter, c: &client{wire: o.Wire}, token: o.Token,
+	return &Transport{rep: o.Reporter, c: &client{wire: o.Wire}, stream: streamClient(), token: o.Token,
 		min: o.PollMin, max: o.PollMax, log: o.Logger.With("component", "a2aclient"),
 		ctx: ctx, cancel: cancel, watching: map[string]chan struct{}{}}, nil
 }
@@ -138,6 +139,7 @@ func (t *Transport) Close(ctx context.Context) error {
 	go func() { t.wg.Wait(); close(done) }()
 	select {
 	case <-done:
+		t.stream.CloseIdleConnections()
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
