@@ -19,8 +19,9 @@ import (
 
 // SchemaVersion is the layout version this code writes. Version 2 may
 // keep the events of one write in one record (a JSON array, Tx.Events);
-// version 1 files are read as they are.
-const SchemaVersion = 2
+// version 3 keeps the tier-1 batch ids in groups (t1_seen_g, tier1.go);
+// older files are read as they are.
+const SchemaVersion = 3
 
 // FileName is the name of the data file inside a data directory.
 const FileName = "synapse.db"

@@ -24,7 +24,7 @@
 //
 // Created on first use (older files open unchanged):
 //
-//	t1, t1_stats, t1_seen, t1_outbox   tier-1 frames (see tier1.go)
+//	t1, t1_stats, t1_seen_g, t1_outbox tier-1 frames (see tier1.go; t1_seen of schema 2)
 //	peers                              agent_id → pinned peer JSON
 //	p2p_seen, p2p_seen_at              received message ids, for replay protection
 //	outbox, outbox_dead, outbox_id     messages to peers and webhooks, dead letters

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"slices"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -15,7 +16,11 @@ import (
 //	                     value: a block of frames (tier1/block.go); ts is the
 //	                     block's first frame's
 //	t1_stats             capability_id → frames(uint64 BE) bytes(uint64 BE)
-//	t1_seen              scope 0x00 batch_id → received_at(unix ns, uint64 BE)
+//	t1_seen_g            scope 0x00 batch_id minus its last byte →
+//	                     received_at(unix ns, uint64 BE, the newest) and
+//	                     the set of last bytes seen (see T1Dedup)
+//	t1_seen              (schema 2, read and pruned only) scope 0x00
+//	                     batch_id → received_at(unix ns, uint64 BE)
 //	t1_outbox            seq(uint64 BE) → a batch to forward upstream
 //
 // Keys sort by time, then device, then arrival, so range scans answer time
@@ -24,6 +29,7 @@ var (
 	bucketT1      = []byte("t1")
 	bucketT1Stats = []byte("t1_stats")
 	bucketT1Seen  = []byte("t1_seen")
+	bucketT1SeenG = []byte("t1_seen_g")
 	bucketT1Out   = []byte("t1_outbox")
 )
 
@@ -132,48 +138,142 @@ func (tx *Tx) T1Seen(scope, batchID string, at int64) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return d.Seen(scope, batchID, at)
+	seen, err := d.Seen(scope, batchID, at)
+	if err != nil {
+		return false, err
+	}
+	return seen, d.Flush()
 }
 
+// The batch-id table (schema 3, t1_seen_g) groups the ids of a sender that
+// differ only in their last byte, as the ids of a counting sender do
+// ("gw-7-1230" ... "gw-7-1239"): one record per group,
+//
+//	key:   scope 0x00 batch_id without its last byte
+//	value: seen_at(unix ns, uint64 BE; the newest mark of the group)
+//	       + a 256-bit set of the last bytes seen (32 bytes)
+//
+// so that a write of many small batches reads and puts one record per ten
+// or sixteen of them instead of one each. Files of schema 2 have the
+// table of one record per id (t1_seen: scope 0x00 batch_id → seen_at):
+// it is still looked up, never written, and pruned until it is empty.
+const t1SeenValueLen = 8 + 32
+
 // T1Dedup is the batch-id table inside a write transaction, opened once for
-// the many batches of one write.
+// the many batches of one write: Seen marks in memory, Flush puts the
+// groups it changed.
 type T1Dedup struct {
-	b *bolt.Bucket
-	c *bolt.Cursor // for the lookups: one cursor, not one per Get
-	// arena holds the keys and values put: bbolt keeps them until the
-	// commit, so they are appended, never overwritten.
-	arena []byte
+	b      *bolt.Bucket
+	legacy *bolt.Cursor // t1_seen of schema 2, nil when absent or empty
+	// groups are the records read or changed by this write, in the order
+	// first met; index finds them by key once there are a few.
+	groups []*t1SeenGroup
+	index  map[string]*t1SeenGroup
+	key    []byte // scratch
+	arena  []byte // the groups' keys
+}
+
+// t1SeenGroup is one record of the table, as this write leaves it.
+type t1SeenGroup struct {
+	key   []byte
+	v     [t1SeenValueLen]byte
+	dirty bool
+}
+
+// group returns the record of d.key, read from the table when first met.
+func (d *T1Dedup) group() *t1SeenGroup {
+	if n := len(d.groups); n > 0 && bytes.Equal(d.groups[n-1].key, d.key) {
+		return d.groups[n-1] // the usual case: the same group as the last batch
+	}
+	if d.index != nil {
+		if g := d.index[string(d.key)]; g != nil {
+			return g
+		}
+	} else {
+		for _, g := range d.groups {
+			if bytes.Equal(g.key, d.key) {
+				return g
+			}
+		}
+	}
+	if cap(d.arena)-len(d.arena) < len(d.key) {
+		d.arena = make([]byte, 0, max(len(d.key), 2*cap(d.arena), 128))
+	}
+	d.arena = append(d.arena, d.key...)
+	g := &t1SeenGroup{key: d.arena[len(d.arena)-len(d.key) : len(d.arena) : len(d.arena)]}
+	if v := d.b.Get(d.key); len(v) == t1SeenValueLen {
+		copy(g.v[:], v)
+	}
+	d.groups = append(d.groups, g)
+	switch {
+	case d.index != nil:
+		d.index[string(g.key)] = g
+	case len(d.groups) > 8:
+		d.index = make(map[string]*t1SeenGroup, 2*len(d.groups))
+		for _, g := range d.groups {
+			d.index[string(g.key)] = g
+		}
+	}
+	return g
 }
 
 // T1Dedup opens (creating) the batch-id table for writing.
 func (tx *Tx) T1Dedup() (*T1Dedup, error) {
-	b, err := tx.tx.CreateBucketIfNotExists(bucketT1Seen)
+	b, err := tx.tx.CreateBucketIfNotExists(bucketT1SeenG)
 	if err != nil {
 		return nil, err
 	}
-	return &T1Dedup{b: b, c: b.Cursor()}, nil
+	d := &T1Dedup{b: b}
+	if old := tx.tx.Bucket(bucketT1Seen); old != nil {
+		if c := old.Cursor(); !isNil(c.First()) {
+			d.legacy = c
+		}
+	}
+	return d, nil
 }
 
-// Seen reports whether (scope, batchID) was stored before, and marks it
-// (with time at) when it was not.
+func isNil(k, _ []byte) bool { return k == nil }
+
+// Seen reports whether (scope, batchID) was stored before (or earlier in
+// this write), and marks it (with time at) when it was not. batchID must
+// not be empty. The mark is stored by Flush.
 func (d *T1Dedup) Seen(scope, batchID string, at int64) (bool, error) {
-	need := len(scope) + 1 + len(batchID) + 8
-	if cap(d.arena)-len(d.arena) < need {
-		d.arena = make([]byte, 0, max(need, 2*cap(d.arena), 128))
+	if batchID == "" {
+		return false, errors.New("t1 dedup: empty batch id")
 	}
-	off := len(d.arena)
-	d.arena = append(d.arena, scope...)
-	d.arena = append(d.arena, 0)
-	d.arena = append(d.arena, batchID...)
-	k := d.arena[off:len(d.arena):len(d.arena)]
-	// Seek starts from the root each time, so the puts in between do not
-	// disturb it.
-	if found, _ := d.c.Seek(k); bytes.Equal(found, k) {
-		d.arena = d.arena[:off]
+	last := batchID[len(batchID)-1]
+	d.key = append(append(append(d.key[:0], scope...), 0), batchID[:len(batchID)-1]...)
+	g := d.group()
+	bit := &g.v[8+last>>3]
+	if *bit&(1<<(last&7)) != 0 {
 		return true, nil
 	}
-	d.arena = binary.BigEndian.AppendUint64(d.arena, uint64(at))
-	return false, d.b.Put(k, d.arena[len(k)+off:len(d.arena):len(d.arena)])
+	if d.legacy != nil {
+		d.key = append(d.key, last)
+		if k, _ := d.legacy.Seek(d.key); bytes.Equal(k, d.key) {
+			return true, nil
+		}
+	}
+	*bit |= 1 << (last & 7)
+	if uint64(at) > binary.BigEndian.Uint64(g.v[:8]) {
+		binary.BigEndian.PutUint64(g.v[:8], uint64(at))
+	}
+	g.dirty = true
+	return false, nil
+}
+
+// Flush puts the records that Seen changed, in key order.
+func (d *T1Dedup) Flush() error {
+	dirty := slices.DeleteFunc(d.groups, func(g *t1SeenGroup) bool { return !g.dirty })
+	slices.SortFunc(dirty, func(a, b *t1SeenGroup) int { return bytes.Compare(a.key, b.key) })
+	for _, g := range dirty {
+		// bbolt keeps the value until the commit: g is not reused.
+		if err := d.b.Put(g.key, g.v[:]); err != nil {
+			return err
+		}
+	}
+	d.groups, d.index, d.arena = nil, nil, nil // a later Seen reads the records again
+	return nil
 }
 
 // T1Scan calls fn for the frames of a routine with from ≤ key < to (nil
@@ -259,20 +359,28 @@ func (tx *Tx) T1Prune(capID string, before int64, maxBytes uint64, max int, coun
 }
 
 // T1PruneSeen deletes batch-id records older than before (unix ns), at most
-// max of them.
+// max of them: the groups whose newest mark is older, and the records of
+// the schema 2 table (dropped once empty).
 func (tx *Tx) T1PruneSeen(before int64, max int) (int, error) {
-	b := tx.tx.Bucket(bucketT1Seen)
-	if b == nil {
-		return 0, nil
-	}
 	n := 0
-	c := b.Cursor()
-	for k, v := c.First(); k != nil && n < max; k, v = c.Next() {
-		if len(v) == 8 && int64(binary.BigEndian.Uint64(v)) < before {
-			if err := c.Delete(); err != nil {
+	for _, name := range [][]byte{bucketT1SeenG, bucketT1Seen} {
+		b := tx.tx.Bucket(name)
+		if b == nil {
+			continue
+		}
+		c := b.Cursor()
+		for k, v := c.First(); k != nil && n < max; k, v = c.Next() {
+			if len(v) >= 8 && int64(binary.BigEndian.Uint64(v)) < before {
+				if err := c.Delete(); err != nil {
+					return n, err
+				}
+				n++
+			}
+		}
+		if k, _ := b.Cursor().First(); k == nil && bytes.Equal(name, bucketT1Seen) {
+			if err := tx.tx.DeleteBucket(name); err != nil {
 				return n, err
 			}
-			n++
 		}
 	}
 	return n, nil

@@ -166,6 +166,11 @@ func (w *write) apply(tx *store.Tx) error {
 		p.dup = dup
 		dups = dups || dup
 	}
+	if seen != nil {
+		if err := seen.Flush(); err != nil {
+			return err
+		}
+	}
 	for i := range w.routines {
 		r := &w.routines[i]
 		r.stored = r.blocks
