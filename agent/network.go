@@ -86,6 +86,12 @@ func (a *Agent) Logger() *slog.Logger { return a.log }
 // Sign signs m with the agent's Ed25519 key.
 func (a *Agent) Sign(m *wire.UnifiedSynapseMessage) error { return wire.Sign(m, a.key) }
 
+// SignBatch signs a batch of envelopes from this agent to receiver as a
+// whole (wire.SignBatch).
+func (a *Agent) SignBatch(receiver string, body []byte) (string, error) {
+	return wire.SignBatch(a.key, a.identity.AgentID, receiver, body)
+}
+
 // X25519Key is the agent's key agreement key, derived from its Ed25519
 // key (payload encryption between peers).
 func (a *Agent) X25519Key() (*ecdh.PrivateKey, error) { return wire.X25519PrivateKey(a.key) }

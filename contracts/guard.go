@@ -29,6 +29,19 @@ func Exempt(msgType wire.MessageType) bool {
 // protocol_contract_ref and the payload sealed as its level asks. id and
 // corr are the message_id (empty: a fresh one) and correlation_id.
 func (cm *Manager) Envelope(c *negotiate.Contract, msgType wire.MessageType, peerID, id, corr string, pl wire.RawPayload) (*wire.UnifiedSynapseMessage, error) {
+	msg, err := cm.Unsigned(c, msgType, peerID, id, corr, pl)
+	if err != nil {
+		return nil, err
+	}
+	if err := cm.a.Sign(msg); err != nil {
+		return nil, err
+	}
+	return msg, nil
+}
+
+// Unsigned is Envelope without the signature, for a batch signed as a
+// whole (wire.SignBatch).
+func (cm *Manager) Unsigned(c *negotiate.Contract, msgType wire.MessageType, peerID, id, corr string, pl wire.RawPayload) (*wire.UnifiedSynapseMessage, error) {
 	msg := cm.newMessage(msgType, peerID, id, corr, pl)
 	if c != nil {
 		msg.ProtocolContractRef = c.ContractID
@@ -37,9 +50,6 @@ func (cm *Manager) Envelope(c *negotiate.Contract, msgType wire.MessageType, pee
 				return nil, err
 			}
 		}
-	}
-	if err := cm.a.Sign(msg); err != nil {
-		return nil, err
 	}
 	return msg, nil
 }

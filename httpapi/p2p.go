@@ -84,6 +84,7 @@ func (s *Server) receiveMessage(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []
 	// sequence of a message that has one.
 	ctx.Response.Header.Set(peer.HeaderOrdering, peer.OrderingPerSender)
 	ctx.Response.Header.Set(peer.HeaderBatch, maxBatch)
+	ctx.Response.Header.Set(peer.HeaderBatchSigning, peer.BatchSigningEd25519)
 	var rctx context.Context = ctx
 	if seq, ok := peer.ParseSequence(string(ctx.Request.Header.Peek(peer.HeaderSeq)), string(ctx.Request.Header.Peek(peer.HeaderSeqPrev))); ok {
 		rctx = peer.WithSequence(ctx, seq)
@@ -125,7 +126,9 @@ func (s *Server) receiveBatch(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []st
 	}
 	ctx.Response.Header.Set(peer.HeaderOrdering, peer.OrderingPerSender)
 	ctx.Response.Header.Set(peer.HeaderBatch, maxBatch)
-	ans, err := s.net.ReceiveBatch(ctx, ctx.PostBody(), string(ctx.Request.Header.Peek(wire.HeaderSignature)))
+	ctx.Response.Header.Set(peer.HeaderBatchSigning, peer.BatchSigningEd25519)
+	ans, err := s.net.ReceiveBatch(ctx, ctx.PostBody(), string(ctx.Request.Header.Peek(wire.HeaderSignature)),
+		string(ctx.Request.Header.Peek(peer.HeaderBatchSignature)))
 	if err != nil {
 		return err
 	}

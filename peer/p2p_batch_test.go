@@ -3,7 +3,9 @@ package peer_test
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -25,11 +27,26 @@ import (
 // a refusal and the decoded answer.
 func postBatch(t *testing.T, n *peerNode, req *peer.BatchRequest) (int, wire.ErrorCode, *peer.BatchAnswer) {
 	t.Helper()
+	return postSignedBatch(t, n, req, nil)
+}
+
+// postSignedBatch is postBatch with the batch signature sign returns for
+// the body (none when sign is nil).
+func postSignedBatch(t *testing.T, n *peerNode, req *peer.BatchRequest, sign func(body []byte) string) (int, wire.ErrorCode, *peer.BatchAnswer) {
+	t.Helper()
 	body, err := json.Marshal(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.Post(n.url()+peer.BatchPath, wire.ContentJSON, bytes.NewReader(body))
+	hr, err := http.NewRequest(http.MethodPost, n.url()+peer.BatchPath, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hr.Header.Set("Content-Type", wire.ContentJSON)
+	if sign != nil {
+		hr.Header.Set(peer.HeaderBatchSignature, sign(body))
+	}
+	resp, err := http.DefaultClient.Do(hr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,6 +201,108 @@ func TestBatchReceive(t *testing.T) {
 	})
 }
 
+// TestBatchSignedAsAWhole: a receiver announces batches signed as a
+// whole and takes unsigned envelopes in a batch whose signature verifies
+// with the sender's pinned key; a batch signature that does not verify
+// (another body, key or receiver) refuses the whole batch, and unsigned
+// envelopes without one are refused one by one.
+func TestBatchSignedAsAWhole(t *testing.T) {
+	a := startPeer(t, "receiver")
+	b := startPeer(t, "sender")
+	pair(t, a, b)
+	me := b.a.Identity()
+	key := peerKey(t, b)
+	unsigned := func() *wire.UnifiedSynapseMessage {
+		pl, err := wire.NewJSONPayload(&wire.HeartbeatPayload{Status: peer.PeerOnline, MaxTasks: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return wire.NewMessage(wire.MsgHeartbeat, wire.AgentRef{AgentID: me.AgentID}, wire.AgentRef{AgentID: a.id()}, pl, time.Now())
+	}
+	hello := unsigned()
+	if err := wire.Sign(hello, key); err != nil {
+		t.Fatal(err)
+	}
+	body, err := wire.EncodeEnvelopeJSON(hello)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post(a.url()+peer.MessagePath, wire.ContentJSON, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := resp.Header.Get(peer.HeaderBatchSigning); resp.StatusCode != http.StatusAccepted || got != peer.BatchSigningEd25519 {
+		t.Errorf("%s: %q, want %q", peer.HeaderBatchSigning, got, peer.BatchSigningEd25519)
+	}
+	signFor := func(priv ed25519.PrivateKey, receiver string) func([]byte) string {
+		return func(body []byte) string {
+			sig, err := wire.SignBatch(priv, me.AgentID, receiver, body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return sig
+		}
+	}
+	batch := func(seq uint64) *peer.BatchRequest {
+		return &peer.BatchRequest{Messages: []peer.BatchItem{item(t, unsigned(), seq, 0), item(t, unsigned(), seq+1, seq)}}
+	}
+
+	status, code, ans := postSignedBatch(t, a, batch(10), signFor(key, a.id()))
+	if status != http.StatusOK || len(ans.Results) != 2 {
+		t.Fatalf("signed batch: %d %s %+v", status, code, ans)
+	}
+	for i, r := range ans.Results {
+		if r.Status != http.StatusAccepted {
+			t.Errorf("result %d: %d %v, want 202", i, r.Status, r.Error)
+		}
+	}
+
+	_, other, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, sign := range map[string]func([]byte) string{
+		"other key":      signFor(other, a.id()),
+		"other receiver": signFor(key, "edge_someone_else"),
+		"other body":     func([]byte) string { return signFor(key, a.id())([]byte(`{}`)) },
+		"garbage":        func([]byte) string { return "not a signature" },
+	} {
+		if status, code, _ := postSignedBatch(t, a, batch(20), sign); status != http.StatusUnauthorized || code != wire.CodeIDUnknownSender {
+			t.Errorf("%s: %d %s, want 401 %s", name, status, code, wire.CodeIDUnknownSender)
+		}
+	}
+	status, code, ans = postSignedBatch(t, a, batch(30), nil)
+	if status != http.StatusOK || len(ans.Results) != 2 {
+		t.Fatalf("unsigned batch: %d %s %+v", status, code, ans)
+	}
+	if r := ans.Results[0]; r.Status != http.StatusUnauthorized || r.Error == nil || r.Error.Code != wire.CodeIDUnknownSender {
+		t.Errorf("unsigned envelope without a batch signature: %d %v, want 401 %s", r.Status, r.Error, wire.CodeIDUnknownSender)
+	}
+}
+
+// checkBatchSigning tells what is wrong with a batch that should (signed)
+// or should not be signed as a whole ("": nothing).
+func checkBatchSigning(body []byte, batchSig string, signed bool) string {
+	var req peer.BatchRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		return "a batch that is not JSON: " + err.Error()
+	}
+	if signed != (batchSig != "") {
+		return fmt.Sprintf("batch signature %q, want one: %v", batchSig, signed)
+	}
+	for _, it := range req.Messages {
+		m, err := wire.DecodeEnvelopeJSON(it.Envelope)
+		if err != nil {
+			return "an envelope that does not decode: " + err.Error()
+		}
+		if signed != (m.Signature == "") {
+			return fmt.Sprintf("an envelope signed %v in a batch signed as a whole %v", m.Signature != "", signed)
+		}
+	}
+	return ""
+}
+
 // quickRetries makes the outbox retry within milliseconds, many times.
 func quickRetries() peer.Options {
 	c := peer.DefaultConfig()
@@ -275,10 +394,12 @@ func testBatchDelivery(t *testing.T, hmac bool) {
 // them. A peer behind a proxy that hides the announcement (an agent that
 // does not know batches) gets one message per request; a peer that
 // announces them but refuses a batch as a whole gets its messages one by
-// one from then on. Either way every task completes and nothing is given
-// up.
+// one from then on. Batches are signed as a whole only for a peer that
+// announces that ("signed"), with their envelopes unsigned; otherwise
+// ("unsigned") every envelope carries its signature. Either way every
+// task completes and nothing is given up.
 func TestBatchesNeedAnnouncement(t *testing.T) {
-	for _, mode := range []string{"hidden", "refused"} {
+	for _, mode := range []string{"hidden", "refused", "unsigned", "signed"} {
 		t.Run(mode, func(t *testing.T) {
 			req := startPeerNet(t, "requester", quickRetries(), roomy)
 			exe := startPeerNet(t, "executor", quickRetries(), roomy)
@@ -289,17 +410,34 @@ func TestBatchesNeedAnnouncement(t *testing.T) {
 			var batchPosts atomic.Int64
 			rp := httputil.NewSingleHostReverseProxy(target)
 			rp.ModifyResponse = func(r *http.Response) error {
-				if mode == "hidden" {
+				switch mode {
+				case "hidden":
 					r.Header.Del(peer.HeaderBatch)
+				case "unsigned":
+					r.Header.Del(peer.HeaderBatchSigning)
 				}
 				return nil
 			}
+			var badBatch atomic.Value
 			proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if r.URL.Path == peer.BatchPath {
-					batchPosts.Add(1)
+				if r.URL.Path != peer.BatchPath {
+					rp.ServeHTTP(w, r)
+					return
+				}
+				batchPosts.Add(1)
+				if mode == "hidden" || mode == "refused" {
 					http.Error(w, "404 page not found", http.StatusNotFound) // an agent without the route
 					return
 				}
+				body, err := io.ReadAll(r.Body)
+				if err != nil {
+					http.Error(w, err.Error(), http.StatusBadRequest)
+					return
+				}
+				if why := checkBatchSigning(body, r.Header.Get(peer.HeaderBatchSignature), mode == "signed"); why != "" {
+					badBatch.Store(why)
+				}
+				r.Body = io.NopCloser(bytes.NewReader(body))
 				rp.ServeHTTP(w, r)
 			}))
 			t.Cleanup(proxy.Close)
@@ -343,6 +481,11 @@ func TestBatchesNeedAnnouncement(t *testing.T) {
 			case mode == "refused" && (got < 1 || got > 2):
 				// The first round of batches (two at most), then none.
 				t.Errorf("%d batches sent to a peer that refused the first ones, want 1 or 2", got)
+			case (mode == "signed" || mode == "unsigned") && got == 0:
+				t.Error("no batch sent")
+			}
+			if why := badBatch.Load(); why != nil {
+				t.Error(why)
 			}
 		})
 	}

@@ -75,7 +75,7 @@ func (n *Network) receive(ctx context.Context, m *wire.UnifiedSynapseMessage, ra
 	if p == nil {
 		return nil, n.unpaired(m) // pairing.go
 	}
-	if err := wire.Verify(m, p.pub); err != nil {
+	if err := n.verify(ctx, m, p); err != nil { // p2p_batch.go
 		n.a.Audit(agent.AuditSignatureFailed, m.Sender.AgentID, map[string]any{"message_id": m.MessageID, "message_type": string(m.MessageType), "error": err.Error()})
 		return nil, wire.Errorf(wire.CodeIDUnknownSender, "%v", err).With("sender", m.Sender.AgentID)
 	}

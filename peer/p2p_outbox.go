@@ -94,9 +94,9 @@ type outbox struct {
 	lanes   map[string]*lane
 	// ordered holds the peers (destinations) that announced ordered
 	// delivery (their windows are open); batches, those that announced
-	// batches (the most envelopes one may hold).
+	// batches (p2p_batch.go).
 	ordered    map[string]bool
-	batches    map[string]int
+	batches    map[string]batchTerms
 	batchesOff map[string]time.Time // when a peer refused a batch
 	// quiet is closed (and replaced) whenever a lane stops delivering.
 	quiet chan struct{}
@@ -128,7 +128,7 @@ func (l *lane) settle() {
 func newOutbox(n *Network) *outbox {
 	return &outbox{n: n, db: n.db, log: n.log.With("component", "outbox"),
 		peerSlots: make(chan struct{}, maxDelivering), hookSlots: make(chan struct{}, maxDelivering),
-		lanes: map[string]*lane{}, ordered: map[string]bool{}, batches: map[string]int{}, batchesOff: map[string]time.Time{}, quiet: make(chan struct{})}
+		lanes: map[string]*lane{}, ordered: map[string]bool{}, batches: map[string]batchTerms{}, batchesOff: map[string]time.Time{}, quiet: make(chan struct{})}
 }
 
 // enqueue writes m in tx; its lane is poked when tx commits.
@@ -485,7 +485,7 @@ func (o *outbox) slot(peer bool) (release func(), ok bool) {
 func (o *outbox) readAhead(dest string) int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.batches[dest] > 0 {
+	if o.batches[dest].max > 0 {
 		return batchWindow
 	}
 	return outboxBatch
@@ -503,7 +503,7 @@ func (o *outbox) window(dest string, batch []*store.OutboxItem, now time.Time) (
 		if concurrent {
 			size = peerWindow
 		}
-		if concurrent && o.batches[dest] > 0 {
+		if concurrent && o.batches[dest].max > 0 {
 			size = batchWindow
 		}
 		o.mu.Unlock()
