@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -75,12 +76,35 @@ func check(ctx context.Context, btx *bolt.Tx) CheckReport {
 				add("task %q: unknown status %q", k, t.Status)
 			case len(t.History) == 0 && t.Status != wire.StatusIdle:
 				add("task %q: no history", k)
+			default:
+				if err := checkKeptEvents(t.ID, v); err != nil {
+					add("task %q: %v", k, err)
+				}
 			}
 			return nil
 		})
 	}
 	rep.OK = len(rep.Errors) == 0
 	return rep
+}
+
+// checkKeptEvents verifies the events kept in a task record: they decode,
+// belong to the task and are numbered from 1 without gaps.
+func checkKeptEvents(id string, rec []byte) error {
+	_, kept, err := splitTaskRecord(rec)
+	if err != nil || len(kept) == 0 {
+		return err
+	}
+	var evs []*wire.Event
+	if err := json.Unmarshal(kept, &evs); err != nil {
+		return fmt.Errorf("events kept with the task: %w", err)
+	}
+	for i, e := range evs {
+		if e == nil || e.TaskID != id || e.Seq != uint64(i)+1 {
+			return fmt.Errorf("event %d kept with the task is not the task's event %d", i, i+1)
+		}
+	}
+	return nil
 }
 
 // Backup writes a consistent copy of the whole file to w while writes go on,

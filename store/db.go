@@ -20,8 +20,9 @@ import (
 // SchemaVersion is the layout version this code writes. Version 2 may
 // keep the events of one write in one record (a JSON array, Tx.Events);
 // version 3 keeps the tier-1 batch ids in groups (t1_seen_g, tier1.go);
-// older files are read as they are.
-const SchemaVersion = 3
+// version 4 keeps the events a task is created with in the task's record
+// (record.go). Older files are read as they are.
+const SchemaVersion = 4
 
 // FileName is the name of the data file inside a data directory.
 const FileName = "synapse.db"
@@ -122,6 +123,9 @@ type Stats struct {
 	Writes        atomic.Uint64
 	CommitNanos   atomic.Uint64
 	FailedCommits atomic.Uint64
+	// Pages counts the pages committed transactions wrote (meta pages
+	// included): what a commit costs beyond its two fsyncs.
+	Pages atomic.Uint64
 }
 
 type writeReq struct {
@@ -394,6 +398,8 @@ func (db *DB) commit(batch []*writeReq) {
 			db.stats.Commits.Add(1)
 			db.stats.Writes.Add(uint64(len(batch)))
 			db.stats.CommitNanos.Add(uint64(time.Since(start)))
+			ts := btx.Stats()
+			db.stats.Pages.Add(uint64(ts.GetWrite()))
 		}
 		db.finish(batch, err)
 		return

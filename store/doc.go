@@ -14,8 +14,10 @@
 // The file holds these buckets (keys are byte strings):
 //
 //	meta        "schema_version" → uint32 BE; "identity" → JSON
-//	tasks       task_id → Task JSON
-//	events      task_id 0x00 seq(uint64 BE) → Event JSON
+//	tasks       task_id → Task JSON, or 0x01 len(uint32 BE) Task JSON and
+//	            the JSON array of the events it was created with
+//	events      task_id 0x00 seq(uint64 BE) → Event JSON, or a JSON array
+//	            of the consecutive events of one write from seq on
 //	finished    finished_at(unix ns, uint64 BE) task_id → empty (retention index)
 //	idem        scope 0x00 key → IdemRecord JSON
 //	idem_exp    created(unix ns, uint64 BE) scope 0x00 key → empty (expiry index)

@@ -65,11 +65,24 @@ func (tx *Tx) CreateTask(t *wire.Task) error {
 
 // Task reads one task.
 func (tx *Tx) Task(id string) (*wire.Task, error) {
+	raw := tx.b(bucketTasks).Get([]byte(id))
+	if raw == nil {
+		return nil, ErrNotFound
+	}
 	t := new(wire.Task)
-	if err := getJSON(tx.b(bucketTasks), []byte(id), t); err != nil {
-		return nil, err
+	if err := decodeTask(raw, t); err != nil {
+		return nil, fmt.Errorf("decode task %q: %w", id, err)
 	}
 	return t, nil
+}
+
+// decodeTask decodes the task of a task record into v.
+func decodeTask(rec []byte, v any) error {
+	raw, _, err := splitTaskRecord(rec)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(raw, v)
 }
 
 // TaskFilter selects tasks in ListTasks.
@@ -106,7 +119,7 @@ func (tx *Tx) ListTasks(f TaskFilter) ([]*wire.Task, string, error) {
 	var out []*wire.Task
 	for ; k != nil; k, v = c.Prev() {
 		t := new(wire.Task)
-		if err := json.Unmarshal(v, t); err != nil {
+		if err := decodeTask(v, t); err != nil {
 			return nil, "", fmt.Errorf("decode task %q: %w", k, err)
 		}
 		if f.Status != "" && t.Status != f.Status {
@@ -137,7 +150,7 @@ func (tx *Tx) CountTasksByStatus() (map[wire.Status]int, error) {
 	}
 	err := tx.b(bucketTasks).ForEach(func(k, v []byte) error {
 		t.Status = ""
-		if err := json.Unmarshal(v, &t); err != nil {
+		if err := decodeTask(v, &t); err != nil {
 			return fmt.Errorf("decode task %q: %w", k, err)
 		}
 		out[t.Status]++
@@ -165,14 +178,30 @@ func (tx *Tx) AppendEvent(e *wire.Event) error {
 }
 
 // Events returns the events of a task with seq > after, in order, at most limit
-// (0 = all). A record holds one event, or (schema 2) a JSON array of the
-// consecutive events of one write, under the key of its first.
+// (0 = all): first those kept in the task's record (schema 4: the events
+// it was created with), then those of the events bucket. A record there
+// holds one event, or (schema 2) a JSON array of the consecutive events
+// of one write, under the key of its first.
 func (tx *Tx) Events(taskID string, after uint64, limit int) ([]*wire.Event, error) {
+	var out []*wire.Event
+	full := func() bool { return limit > 0 && len(out) >= limit }
+	if rec := tx.b(bucketTasks).Get([]byte(taskID)); rec != nil {
+		_, kept, err := splitTaskRecord(rec)
+		if err != nil {
+			return nil, fmt.Errorf("decode task %q: %w", taskID, err)
+		}
+		if len(kept) > 0 {
+			if out, err = appendEvents(out, []byte(taskID), kept, after, limit); err != nil {
+				return nil, err
+			}
+			if full() {
+				return out, nil
+			}
+		}
+	}
 	prefix := append([]byte(taskID), 0)
 	b := tx.b(bucketEvents)
 	start := eventKey(taskID, after+1)
-	var out []*wire.Event
-	full := func() bool { return limit > 0 && len(out) >= limit }
 	// The record before start may be a group that reaches past after.
 	pc := b.Cursor()
 	pk, pv := pc.Seek(start)

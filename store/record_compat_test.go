@@ -1,0 +1,234 @@
+package store
+
+import (
+	"context"
+	"encoding/binary"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// A file of schema 2 (plain task records, events in the events bucket,
+// single or grouped) opens under the current schema and reads as it did, and writes
+// after that keep working on the old records.
+func TestSchema2FileReads(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	const id = "0190a6b2-0000-7000-8000-000000000001"
+	task := `{"task_id":"` + id + `","task_type":"echo","status":"executing","progress":0,"payload":{},` +
+		`"created_at":"2026-01-01T00:00:00Z","updated_at":"2026-01-01T00:00:00Z","seq":3,` +
+		`"history":[{"from":"idle","status":"executing","at":"2026-01-01T00:00:00Z"}]}`
+	ev := func(seq int) string {
+		return `{"task_id":"` + id + `","seq":` + string(rune('0'+seq)) + `,"event_type":"log","at":"2026-01-01T00:00:00Z","data":{"n":` + string(rune('0'+seq)) + `}}`
+	}
+	bdb, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = bdb.Update(func(btx *bolt.Tx) error {
+		for _, name := range allBuckets {
+			if _, err := btx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
+		}
+		if err := btx.Bucket(bucketMeta).Put(keySchema, binary.BigEndian.AppendUint32(nil, 2)); err != nil {
+			return err
+		}
+		if err := btx.Bucket(bucketTasks).Put([]byte(id), []byte(task)); err != nil {
+			return err
+		}
+		evb := btx.Bucket(bucketEvents)
+		if err := evb.Put(eventKey(id, 1), []byte(ev(1))); err != nil {
+			return err
+		}
+		return evb.Put(eventKey(id, 2), []byte("["+ev(2)+","+ev(3)+"]"))
+	})
+	if err == nil {
+		err = bdb.Close()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	db, err := Open(context.Background(), path, Options{})
+	if err != nil {
+		t.Fatalf("Open of a schema 2 file: %v", err)
+	}
+	defer db.Close(context.Background())
+	seqs := func() []uint64 {
+		t.Helper()
+		var out []uint64
+		if err := db.View(func(tx *Tx) error {
+			evs, err := tx.Events(id, 0, 0)
+			for _, e := range evs {
+				out = append(out, e.Seq)
+			}
+			return err
+		}); err != nil {
+			t.Fatalf("Events: %v", err)
+		}
+		return out
+	}
+	if got := seqs(); len(got) != 3 || got[0] != 1 || got[2] != 3 {
+		t.Fatalf("events of the old task = %v, want 1 2 3", got)
+	}
+	var got *wire.Task
+	if err := db.View(func(tx *Tx) error { got, err = tx.Task(id); return err }); err != nil || got.Status != wire.StatusExecuting {
+		t.Fatalf("Task = %+v, %v", got, err)
+	}
+	// Completing it writes a plain record and a group in the events bucket.
+	got.Status, got.Seq = wire.StatusCompleted, 4
+	got.History = append(got.History, wire.Transition{From: wire.StatusExecuting, Status: wire.StatusCompleted, At: got.History[0].At})
+	done := &wire.Event{TaskID: id, Seq: 4, Type: wire.EventLog, At: got.History[0].At, Data: wire.JSONValue(`{"n":4}`)}
+	if err := db.Update(context.Background(), func(tx *Tx) error {
+		rec, err := EncodeTask(got, []*wire.Event{done})
+		if err != nil {
+			return err
+		}
+		return tx.PutRecord(rec)
+	}); err != nil {
+		t.Fatalf("PutRecord: %v", err)
+	}
+	if got := seqs(); len(got) != 4 || got[3] != 4 {
+		t.Fatalf("events after completing = %v, want 1 2 3 4", got)
+	}
+	rep, err := db.Check(context.Background())
+	if err != nil || !rep.OK || rep.SchemaVersion != SchemaVersion || rep.Tasks != 1 {
+		t.Fatalf("Check = %+v, %v; want OK, schema %d, 1 task", rep, err, SchemaVersion)
+	}
+}
+
+// A task record whose header is cut or lies about its length is an error
+// for every reader and for Check, never a panic or a silent success.
+func TestTaskRecordHostile(t *testing.T) {
+	db, err := Open(context.Background(), filepath.Join(t.TempDir(), FileName), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(context.Background())
+	bad := map[string][]byte{
+		"0190a6b2-0000-7000-8000-00000000000a": {recWithEvents},
+		"0190a6b2-0000-7000-8000-00000000000b": {recWithEvents, 0, 0, 0},
+		"0190a6b2-0000-7000-8000-00000000000c": {recWithEvents, 0, 0, 1, 0, '{', '}'},
+		"0190a6b2-0000-7000-8000-00000000000d": append([]byte{recWithEvents, 0xff, 0xff, 0xff, 0xff}, "{}"...),
+		"0190a6b2-0000-7000-8000-00000000000e": append([]byte{recWithEvents, 0, 0, 0, 2}, "{}[{]"...),
+	}
+	if err := db.Update(context.Background(), func(tx *Tx) error {
+		for id, v := range bad {
+			if err := tx.b(bucketTasks).Put([]byte(id), v); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for id := range bad {
+		err := db.View(func(tx *Tx) error {
+			if _, err := tx.Task(id); err != nil {
+				return err
+			}
+			_, err := tx.Events(id, 0, 0)
+			return err
+		})
+		if err == nil {
+			t.Errorf("task %s: reading a bad record succeeded", id)
+		}
+	}
+	if err := db.View(func(tx *Tx) error { _, _, err := tx.ListTasks(TaskFilter{}); return err }); err == nil {
+		t.Error("ListTasks over bad records succeeded")
+	}
+	rep, err := db.Check(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := range bad {
+		if !strings.Contains(strings.Join(rep.Errors, "\n"), id) {
+			t.Errorf("Check does not report task %s: %q", id, rep.Errors)
+		}
+	}
+}
+
+// A task created with its events keeps them in its record: the write
+// touches the tasks bucket only (and the retention index when final), and
+// later writes keep them there.
+func TestCreateKeepsEvents(t *testing.T) {
+	db, err := Open(context.Background(), filepath.Join(t.TempDir(), FileName), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(context.Background())
+	now := time.Now()
+	task := &wire.Task{ID: "0190a6b2-0000-7000-8000-000000000001", Type: "echo", Status: wire.StatusExecuting,
+		Payload: wire.JSONValue(`{}`), CreatedAt: now, UpdatedAt: now,
+		History: []wire.Transition{{From: wire.StatusIdle, Status: wire.StatusExecuting, At: wire.Time{Time: now}}}}
+	evs := func(from, n int) []*wire.Event {
+		var out []*wire.Event
+		for i := from; i < from+n; i++ {
+			out = append(out, &wire.Event{TaskID: task.ID, Seq: uint64(i), Type: wire.EventLog, At: wire.Time{Time: now}, Data: wire.JSONValue(`{}`)})
+		}
+		return out
+	}
+	write := func(create bool, e []*wire.Event) {
+		t.Helper()
+		if err := db.Update(context.Background(), func(tx *Tx) error {
+			rec, err := EncodeTask(task, e)
+			if err != nil {
+				return err
+			}
+			if create {
+				return tx.CreateRecord(rec)
+			}
+			return tx.PutRecord(rec)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inBuckets := func() (evKeys int, kept bool) {
+		t.Helper()
+		db.View(func(tx *Tx) error {
+			evKeys = tx.b(bucketEvents).Stats().KeyN
+			rec := tx.b(bucketTasks).Get([]byte(task.ID))
+			kept = len(rec) > 0 && rec[0] == recWithEvents
+			return nil
+		})
+		return evKeys, kept
+	}
+	write(true, evs(1, 3))
+	if n, kept := inBuckets(); n != 0 || !kept {
+		t.Fatalf("after create: %d event records, kept in the task %v; want 0, true", n, kept)
+	}
+	task.Status = wire.StatusCompleted
+	task.History = append(task.History, wire.Transition{From: wire.StatusExecuting, Status: wire.StatusCompleted, At: wire.Time{Time: now}})
+	write(false, evs(4, 2))
+	if n, kept := inBuckets(); n != 1 || !kept {
+		t.Fatalf("after update: %d event records, kept in the task %v; want 1, true", n, kept)
+	}
+	var got *wire.Task
+	var seqs []uint64
+	db.View(func(tx *Tx) error {
+		got, err = tx.Task(task.ID)
+		all, _ := tx.Events(task.ID, 0, 0)
+		for _, e := range all {
+			seqs = append(seqs, e.Seq)
+		}
+		return nil
+	})
+	if err != nil || got.Status != wire.StatusCompleted || len(seqs) != 5 || seqs[4] != 5 {
+		t.Fatalf("after update: task %+v (%v), event seqs %v; want completed, 1..5", got, err, seqs)
+	}
+	var pruned int
+	if err := db.Update(context.Background(), func(tx *Tx) error {
+		pruned, err = tx.PruneFinished(now.Add(time.Hour), 0, 10)
+		return err
+	}); err != nil || pruned != 1 {
+		t.Fatalf("PruneFinished = %d, %v; want 1", pruned, err)
+	}
+	if n, _ := inBuckets(); n != 0 {
+		t.Errorf("%d event records left after pruning", n)
+	}
+}
