@@ -70,6 +70,52 @@ type Manager struct {
 	// peer run one at a time (Ensure).
 	mu    sync.Mutex
 	locks map[string]*sync.Mutex
+
+	// records keeps the records record read (recordCache).
+	records recordCache
+}
+
+// recordCache keeps contract records as record read them: every message
+// under a contract, in and out, looks its record up, and decoding it
+// costs as much as the rest of the lookup. A record changes only when it
+// is revoked, and both revocations (Revoke, RevokedByPeer) go through the
+// Manager, which drops the cache when they commit; gen keeps a read
+// that started before a revocation from being kept after it. Records are
+// shared and must not be changed.
+type recordCache struct {
+	mu  sync.Mutex
+	gen uint64
+	m   map[string]*store.ContractRecord
+}
+
+// recordCacheSize bounds the records kept.
+const recordCacheSize = 256
+
+func (rc *recordCache) get(id string) (*store.ContractRecord, uint64) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.m[id], rc.gen
+}
+
+// put keeps rec unless the cache was dropped since gen.
+func (rc *recordCache) put(rec *store.ContractRecord, gen uint64) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if rc.gen != gen {
+		return
+	}
+	if rc.m == nil || len(rc.m) >= recordCacheSize {
+		rc.m = map[string]*store.ContractRecord{} // bounded: start again
+	}
+	rc.m[rec.ID] = rec
+}
+
+// drop forgets every record (a contract changed).
+func (rc *recordCache) drop() {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.gen++
+	rc.m = nil
 }
 
 // New returns the contract manager of a, negotiating over net; it logs
@@ -289,8 +335,12 @@ func (cm *Manager) Get(id string) (*Info, error) {
 	return cm.info(rec)
 }
 
+// record reads contract id (shared: not to be changed).
 func (cm *Manager) record(id string) (*store.ContractRecord, error) {
-	var rec *store.ContractRecord
+	rec, gen := cm.records.get(id)
+	if rec != nil {
+		return rec, nil
+	}
 	err := cm.a.Store().View(func(tx *store.Tx) error {
 		var err error
 		rec, err = tx.Contract(id)
@@ -302,6 +352,7 @@ func (cm *Manager) record(id string) (*store.ContractRecord, error) {
 	case err != nil:
 		return nil, wire.Errorf(wire.CodeSysStorage, "read contract: %v", err)
 	}
+	cm.records.put(rec, gen)
 	return rec, nil
 }
 
@@ -321,6 +372,7 @@ func (cm *Manager) Revoke(ctx context.Context, id string) (*Info, error) {
 		if rec, err = tx.RevokeContract(id, cm.clock.Now(), "local"); err != nil {
 			return err
 		}
+		tx.OnCommit(cm.records.drop)
 		if err := cm.a.AuditIn(tx, agent.AuditContractRevoked, rec.Peer, map[string]any{"contract_id": id, "by": "local"}); err != nil {
 			return err
 		}
@@ -352,6 +404,7 @@ func (cm *Manager) RevokedByPeer(ctx context.Context, peer, id string) error {
 		if rec, err = tx.RevokeContract(id, cm.clock.Now(), peer); err != nil {
 			return err
 		}
+		tx.OnCommit(cm.records.drop)
 		return cm.a.AuditIn(tx, agent.AuditContractRevoked, peer, map[string]any{"contract_id": id, "by": peer})
 	})
 	switch {

@@ -271,6 +271,11 @@ func TestContractRefs(t *testing.T) {
 		if err != nil || ci.Status != negotiate.StatusRevoked || ci.RevokedBy != "local" {
 			t.Fatalf("RevokeContract = %+v, %v", ci, err)
 		}
+		// Read back (the records read before are cached, and dropped by
+		// the revocation).
+		if mine, err := a.a.Contracts().Get(c2.ContractID); err != nil || mine.Status != negotiate.StatusRevoked {
+			t.Errorf("Get after Revoke = %+v, %v; want revoked", mine, err)
+		}
 		testutil.Eventually(t, 10*time.Second, "the responder to learn of the revocation", func() bool {
 			theirs, err := b.a.Contracts().Get(c2.ContractID)
 			return err == nil && theirs.Status == negotiate.StatusRevoked && theirs.RevokedBy == a.id()
