@@ -43,6 +43,8 @@ func BenchmarkDelegationRoundTrip(b *testing.B) {
 			defer hc.CloseIdleConnections()
 			var failed atomic.Int64
 			var next atomic.Int64
+			batches0 := counter(req.a, "synapse_outbox_batches_total") + counter(exe.a, "synapse_outbox_batches_total")
+			sent0 := counter(req.a, "synapse_outbox_delivered_total") + counter(exe.a, "synapse_outbox_delivered_total")
 			b.ResetTimer()
 			var wg sync.WaitGroup
 			for range c {
@@ -62,6 +64,14 @@ func BenchmarkDelegationRoundTrip(b *testing.B) {
 				b.Fatalf("%d of %d delegations did not complete", n, b.N)
 			}
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "tasks/s")
+			// Requests between the agents (batches; single messages are
+			// not counted) and messages delivered per batch, both ways.
+			batches := counter(req.a, "synapse_outbox_batches_total") + counter(exe.a, "synapse_outbox_batches_total") - batches0
+			sent := counter(req.a, "synapse_outbox_delivered_total") + counter(exe.a, "synapse_outbox_delivered_total") - sent0
+			b.ReportMetric(batches/b.Elapsed().Seconds(), "batches/s")
+			if batches > 0 {
+				b.ReportMetric(sent/batches, "msgs/batch")
+			}
 		})
 	}
 }
