@@ -114,7 +114,7 @@ func decodeBatch(b []byte, reg *Registry, lim Limits, batch *Batch, fbuf []Frame
 	// be made larger than the input by a hostile header.
 	src := string(b)
 	frames := fbuf[:0:len(fbuf)]
-	if nf <= len(frames) {
+	if nf <= cap(frames) {
 		frames = frames[:nf]
 	} else {
 		frames = make([]Frame, nf)
