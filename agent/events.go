@@ -181,7 +181,10 @@ func eventData(data any) ([]byte, error) {
 }
 
 func statusEventJSON(d *statusEvent) []byte {
-	b := make([]byte, 0, 96+len(d.Message)+len(d.TaskID))
+	return appendStatusEventJSON(make([]byte, 0, 96+len(d.Message)+len(d.TaskID)), d)
+}
+
+func appendStatusEventJSON(b []byte, d *statusEvent) []byte {
 	b = append(b, `{"from":`...)
 	b = wire.AppendJSONString(b, string(d.From), true)
 	b = append(b, `,"message":`...)

@@ -29,6 +29,10 @@ type Handler struct {
 	// Idempotent handlers are run again after a restart; others' interrupted
 	// tasks fail with agent_restarted.
 	Idempotent bool
+	// Immediate handlers return at once, never blocking (echo): the sync
+	// mode runs an idempotent one on the request's goroutine, without a
+	// goroutine and timer of its own.
+	Immediate bool
 	// Disclose, if set, names the result fields each requesting peer may
 	// see; the others never leave this agent (disclose.go).
 	Disclose []DisclosureRule

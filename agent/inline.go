@@ -127,14 +127,13 @@ func (e *engine) submitWait(ctx context.Context, p auth.Principal, req *wire.Sub
 		TTLSeconds: req.TTLSeconds, Priority: req.Priority, Owner: p.ID, CallbackURL: req.CallbackURL,
 		CreatedAt: now, UpdatedAt: now, StartedAt: now,
 	}
-	evs, _ := e.transition(t, wire.StatusPending, now, "submitted")
-	more, _ := e.transition(t, wire.StatusConfirmed, now, "accepted")
-	evs = append(evs, more...)
-	more, _ = e.transition(t, wire.StatusExecuting, now, "")
-	evs = append(evs, more...)
-
+	evs := e.admitted(t, now)
 	buf := &inlineBuf{active: true}
 	r := &run{h: h, slot: true, done: make(chan struct{}), task: t}
+	if h.Immediate {
+		res, err := callHandler(e.base, h.Func, &Run{id: t.ID, taskType: t.Type, payload: json.RawMessage(t.Payload), e: e, inline: buf})
+		return e.storeFinished(ctx, r, buf, evs, idem, e.base, handlerOut{res, err})
+	}
 	r.mu.Lock()
 	hctx := e.arm(r)
 	r.mu.Unlock()
@@ -193,7 +192,9 @@ func (e *engine) storeFinished(ctx context.Context, r *run, buf *inlineBuf, evs 
 			r.timer.Stop()
 		}
 		r.mu.Unlock()
-		r.cancel(context.Canceled)
+		if r.cancel != nil {
+			r.cancel(context.Canceled)
+		}
 		e.release(r)
 	}()
 	to, res, fail, shutdown := e.outcome(hctx, t, out.res, out.err)
@@ -214,6 +215,25 @@ func (e *engine) storeFinished(ctx context.Context, r *run, buf *inlineBuf, evs 
 	e.a.m.finished.With(string(to)).Add(1)
 	e.hub.publish(t.ID, evs)
 	return t, nil
+}
+
+// admitted moves a new task of the sync mode from idle through pending
+// and confirmed to executing, as three transitions would, with one
+// allocation for the events, one for their data and room for the final
+// state's events.
+func (e *engine) admitted(t *wire.Task, now time.Time) []*wire.Event {
+	steps := [3]wire.Transition{{Status: wire.StatusPending, Reason: "submitted"}, {Status: wire.StatusConfirmed, Reason: "accepted"}, {Status: wire.StatusExecuting}}
+	t.History = make([]wire.Transition, 0, len(steps))
+	slab, evs := make([]wire.Event, len(steps)), make([]*wire.Event, 0, len(steps)+3)
+	data := make([]byte, 0, 3*(96+len(t.ID))+len("submittedaccepted"))
+	for i, s := range steps {
+		s.From, s.At = t.Status, wire.Time{Time: now}
+		t.History, t.Status, t.UpdatedAt = append(t.History, s), s.Status, now
+		start := len(data)
+		data = appendStatusEventJSON(data, &statusEvent{From: s.From, Message: s.Reason, Progress: t.Progress, Status: s.Status, TaskID: t.ID})
+		evs = append(evs, e.eventInto(&slab[i], t, wire.EventStatus, now, data[start:len(data):len(data)]))
+	}
+	return evs
 }
 
 // submitThenWait is the sync mode of everything but the inline case.

@@ -23,6 +23,7 @@ func builtins() []agent.Handler {
 				Capabilities: []string{"diagnostics"},
 			},
 			Idempotent: true,
+			Immediate:  true,
 			Func: func(ctx context.Context, r *agent.Run) (any, error) {
 				return r.Payload(), nil
 			},

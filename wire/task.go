@@ -392,7 +392,8 @@ const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
 
 // FormatTime writes t in TimeFormat.
 func FormatTime(t time.Time) string {
-	return string(appendTimeFormat(make([]byte, 0, len(TimeFormat)), t))
+	var b [len(TimeFormat) + 8]byte
+	return string(appendTimeFormat(b[:0], t))
 }
 
 // StatusResponse renders t; full adds payload, result and history.
@@ -401,7 +402,11 @@ func (t *Task) StatusResponse(full bool) *TaskStatusResponse {
 		TaskID: t.ID, TaskType: t.Type, Status: t.Status, Progress: t.Progress,
 		ErrorMessage: t.ErrorMessage, ErrorCode: t.ErrorCode, Recoverable: t.Recoverable,
 		MissingFields: t.MissingFields, Target: t.Target, Origin: t.Origin, Human: t.Human,
-		CreatedAt: FormatTime(t.CreatedAt), UpdatedAt: FormatTime(t.UpdatedAt), ETag: t.ETag(),
+		CreatedAt: FormatTime(t.CreatedAt), ETag: t.ETag(),
+	}
+	r.UpdatedAt = r.CreatedAt
+	if !t.UpdatedAt.Equal(t.CreatedAt) {
+		r.UpdatedAt = FormatTime(t.UpdatedAt)
 	}
 	if !t.Deadline.IsZero() {
 		r.Deadline = FormatTime(t.Deadline)
