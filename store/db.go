@@ -21,8 +21,10 @@ import (
 // keep the events of one write in one record (a JSON array, Tx.Events);
 // version 3 keeps the tier-1 batch ids in groups (t1_seen_g, tier1.go);
 // version 4 keeps the events a task is created with in the task's record
-// (record.go). Older files are read as they are.
-const SchemaVersion = 4
+// (record.go); version 5 writes the retention index entries of tasks
+// created final in later commits (finished.go). Older files are read as
+// they are.
+const SchemaVersion = 5
 
 // FileName is the name of the data file inside a data directory.
 const FileName = "synapse.db"
@@ -96,6 +98,9 @@ type DB struct {
 	closed bool
 
 	stats Stats
+	// fin are the retention index entries waiting for a commit; only the
+	// writer touches them (finished.go).
+	fin finPending
 	// failing is the error of the last commit while commits fail; nil
 	// after a commit succeeds.
 	failing atomic.Pointer[error]
@@ -184,6 +189,9 @@ func initSchema(tx *bolt.Tx) error {
 		if got := binary.BigEndian.Uint32(v); got > SchemaVersion {
 			return fmt.Errorf("%w: file has %d, this binary knows %d", ErrSchemaTooNew, got, SchemaVersion)
 		}
+	}
+	if err := recoverFinished(tx); err != nil {
+		return fmt.Errorf("retention index: %w", err)
 	}
 	return meta.Put(keySchema, binary.BigEndian.AppendUint32(nil, SchemaVersion))
 }
@@ -301,6 +309,9 @@ func (db *DB) writer() {
 				case r := <-db.writes:
 					db.commit(append(batch[:0], r))
 				default:
+					if len(db.fin.keys) > 0 {
+						db.commit(append(batch[:0], &writeReq{fn: (*Tx).flushFinished}))
+					}
 					return
 				}
 			}
@@ -364,11 +375,18 @@ func (db *DB) commit(batch []*writeReq) {
 			return
 		}
 		failed, ferr := -1, error(nil)
-		tx := &Tx{tx: btx}
+		tx := &Tx{tx: btx, db: db}
 		for i, r := range batch {
 			if ferr = runFn(r.fn, tx); ferr != nil {
 				failed = i
 				break
+			}
+		}
+		if failed < 0 && db.finishedDue(tx) {
+			if err := tx.flushFinished(); err != nil {
+				_ = btx.Rollback()
+				db.finish(batch, fmt.Errorf("retention index: %w", err))
+				return
 			}
 		}
 		if failed >= 0 {
@@ -395,6 +413,7 @@ func (db *DB) commit(batch []*writeReq) {
 			if db.failing.Load() != nil {
 				db.failing.Store(nil)
 			}
+			db.finishedCommitted(tx)
 			db.stats.Commits.Add(1)
 			db.stats.Writes.Add(uint64(len(batch)))
 			db.stats.CommitNanos.Add(uint64(time.Since(start)))

@@ -13,7 +13,10 @@
 //
 // The file holds these buckets (keys are byte strings):
 //
-//	meta        "schema_version" → uint32 BE; "identity" → JSON
+//	meta        "schema_version" → uint32 BE; "identity" → JSON;
+//	            "finished_through" → the newest task id whose retention
+//	            entry is written (entries of tasks created final are
+//	            written in later commits, finished.go)
 //	tasks       task_id → Task JSON, or 0x01 len(uint32 BE) Task JSON and
 //	            the JSON array of the events it was created with
 //	events      task_id 0x00 seq(uint64 BE) → Event JSON, or a JSON array

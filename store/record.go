@@ -164,7 +164,10 @@ func (tx *Tx) CreateRecord(r *TaskRecord) error {
 	if err := tasks.Put([]byte(t.ID), r.buf[:end:end]); err != nil {
 		return err
 	}
-	return tx.finished(t)
+	if !t.Status.Terminal() {
+		return nil
+	}
+	return tx.deferFinished(t) // finished.go
 }
 
 // putEvents writes r's events to the events bucket and indexes a terminal

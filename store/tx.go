@@ -16,6 +16,15 @@ import (
 // Tx is a read or write transaction with typed accessors.
 type Tx struct {
 	tx *bolt.Tx
+	// db is set in the writer's transactions; deferred are the retention
+	// index entries of this transaction not written yet, flushedDeferred
+	// how many of them flushFinished wrote, flushedPending whether it
+	// wrote the writer's waiting ones (finished.go).
+	db              *DB
+	deferred        [][]byte
+	flushedDeferred int
+	flushedPending  bool
+	flushedKeys     int
 }
 
 func (tx *Tx) b(name []byte) *bolt.Bucket { return tx.tx.Bucket(name) }
@@ -260,8 +269,12 @@ func appendEvents(out []*wire.Event, k, v []byte, after uint64, limit int) ([]*w
 // before olderThan, and then the oldest ones beyond keep, looking at most at
 // max index entries per call. It returns how many tasks it deleted.
 func (tx *Tx) PruneFinished(olderThan time.Time, keep, max int) (int, error) {
+	if err := tx.flushFinished(); err != nil {
+		return 0, err
+	}
 	fin := tx.b(bucketFinished)
-	total := fin.Stats().KeyN
+	// Stats counts the committed entries only.
+	total := fin.Stats().KeyN + tx.flushedKeys
 	cut := beTime(olderThan)
 	c := fin.Cursor()
 	seen, n := 0, 0
