@@ -1,7 +1,14 @@
 #!/usr/bin/env bash
-# Prints the package patterns (./dir) of the module that contain benchmarks,
-# one per line, for make bench.
+# Prints the package patterns (./dir) of the main module that contain
+# benchmarks, one per line, for make bench. Nested modules (bench/tier1,
+# e2e/a2asdk) have their own go.mod and are not listed: go test of the
+# main module cannot build them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-grep -rlE --include='*_test.go' --exclude-dir=testdata --exclude-dir=.git '^func Benchmark' . 2>/dev/null |
-	xargs -r -n1 dirname | sort -u | sed -e 's|^\./||' -e 's|^\.$||' -e 's|^|./|'
+root="$(pwd)"
+"${GO:-go}" list -f '{{.Dir}}' ./... | while read -r dir; do
+	if grep -qsE '^func Benchmark' "$dir"/*_test.go; then
+		rel="${dir#"$root"}"
+		echo ".${rel:-}"
+	fi
+done
