@@ -171,6 +171,13 @@ type T1Dedup struct {
 	index  map[string]*t1SeenGroup
 	key    []byte // scratch
 	arena  []byte // the groups' keys
+	// The first group, its key and the groups' first slots live here (one
+	// allocation for a write of one batch); after Flush they are never
+	// reused, as bbolt keeps what was put until the commit.
+	first              t1SeenGroup
+	firstUsed          bool
+	slots              [4]*t1SeenGroup
+	keyScratch, keyArr [64]byte
 }
 
 // t1SeenGroup is one record of the table, as this write leaves it.
@@ -200,7 +207,15 @@ func (d *T1Dedup) group() *t1SeenGroup {
 		d.arena = make([]byte, 0, max(len(d.key), 2*cap(d.arena), 128))
 	}
 	d.arena = append(d.arena, d.key...)
-	g := &t1SeenGroup{key: d.arena[len(d.arena)-len(d.key) : len(d.arena) : len(d.arena)]}
+	key := d.arena[len(d.arena)-len(d.key) : len(d.arena) : len(d.arena)]
+	var g *t1SeenGroup
+	if !d.firstUsed {
+		d.firstUsed = true
+		g = &d.first
+		g.key = key
+	} else {
+		g = &t1SeenGroup{key: key}
+	}
 	if v := d.b.Get(d.key); len(v) == t1SeenValueLen {
 		copy(g.v[:], v)
 	}
@@ -224,6 +239,7 @@ func (tx *Tx) T1Dedup() (*T1Dedup, error) {
 		return nil, err
 	}
 	d := &T1Dedup{b: b}
+	d.groups, d.key, d.arena = d.slots[:0], d.keyScratch[:0], d.keyArr[:0]
 	if old := tx.tx.Bucket(bucketT1Seen); old != nil {
 		if c := old.Cursor(); !isNil(c.First()) {
 			d.legacy = c
@@ -273,6 +289,7 @@ func (d *T1Dedup) Flush() error {
 		}
 	}
 	d.groups, d.index, d.arena = nil, nil, nil // a later Seen reads the records again
+	d.firstUsed = true                         // and puts new groups
 	return nil
 }
 
