@@ -97,6 +97,7 @@ type DB struct {
 	sendMu sync.RWMutex
 	closed bool
 
+	lz    lazyState // lazy.go
 	stats Stats
 	// fin are the retention index entries waiting for a commit; only the
 	// writer touches them (finished.go).
@@ -165,6 +166,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		bolt: bdb, path: path, log: opts.Logger, opts: opts,
 		writes:    make(chan *writeReq, opts.QueueSize),
 		closing:   make(chan struct{}),
+		lz:        lazyState{released: make(chan struct{}, 1)},
 		writerEnd: make(chan struct{}),
 	}
 	if err := db.bolt.Update(initSchema); err != nil {
@@ -307,11 +309,14 @@ func (db *DB) writer() {
 			for {
 				select {
 				case r := <-db.writes:
-					db.commit(append(batch[:0], r))
+					b, _ := db.withLazy(append(batch[:0], r))
+					db.commit(b)
 				default:
+					b, _ := db.withLazy(batch[:0])
 					if len(db.fin.keys) > 0 {
-						db.commit(append(batch[:0], &writeReq{fn: (*Tx).flushFinished}))
+						b = append(b, &writeReq{fn: (*Tx).flushFinished})
 					}
+					db.commit(b)
 					return
 				}
 			}
@@ -326,8 +331,11 @@ func (db *DB) writer() {
 				break drain
 			}
 		}
-		batch = db.linger(batch, last)
-		last = len(batch)
+		var held bool
+		batch, held = db.held(db.linger(batch, last)) // lazy.go
+		if batch, last = db.withLazy(batch); held {
+			last = 1
+		}
 		db.commit(batch)
 	}
 }
