@@ -222,7 +222,7 @@ func (e *engine) applyOutCtx(ctx context.Context, r *run, wait bool, mut func(t 
 	// Encoded here, not in the store's single writer, which then only
 	// copies bytes.
 	rec, encErr := store.EncodeTask(snap, evs)
-	e.db.UpdateAsync(func(tx *store.Tx) error {
+	e.db.UpdateAsync(alsoWrite(ctx, func(tx *store.Tx) error {
 		if encErr != nil {
 			return encErr
 		}
@@ -236,7 +236,7 @@ func (e *engine) applyOutCtx(ctx context.Context, r *run, wait bool, mut func(t 
 			return err
 		}
 		return e.pushOut(tx, prev, snap)
-	}, func(err error) {
+	}), func(err error) {
 		if err == nil {
 			e.hub.publish(snap.ID, evs)
 			e.humanChange(prev.Status, snap)

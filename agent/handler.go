@@ -53,6 +53,9 @@ type DisclosureRule struct {
 type registered struct {
 	Handler
 	schema *payloadSchema
+	// slowUntil: until then (unix ns) peers' requests are not run inline
+	// (remote.go).
+	slowUntil atomic.Int64
 }
 
 // handlers is the registry of task types.

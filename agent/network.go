@@ -191,3 +191,26 @@ func queued(ctx context.Context) {
 		f()
 	}
 }
+
+type writeKey struct{}
+
+// WithWrite returns a context under which the store write of the effect
+// of a task method on behalf of a peer also runs w, in the same
+// transaction: the network records the message as seen with its effect.
+func WithWrite(ctx context.Context, w func(*store.Tx) error) context.Context {
+	return context.WithValue(ctx, writeKey{}, w)
+}
+
+// alsoWrite is fn followed by the write WithWrite put in ctx, if any.
+func alsoWrite(ctx context.Context, fn func(*store.Tx) error) func(*store.Tx) error {
+	w, ok := ctx.Value(writeKey{}).(func(*store.Tx) error)
+	if !ok {
+		return fn
+	}
+	return func(tx *store.Tx) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		return w(tx)
+	}
+}

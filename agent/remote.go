@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -202,7 +203,18 @@ func (e *engine) acceptRemote(ctx context.Context, peer, messageID string, req *
 		evs = append(evs, more...)
 	}
 	r.task = t
-	err := storeErr(e.db.UpdateQueued(ctx, e.createFn(t, evs, nil, nil), func() { queued(ctx) }))
+	var after func(error) // a slow inline run's (runInline)
+	if r.slot && r.h.Idempotent && r.h.slowUntil.Load() < now.UnixNano() {
+		var err error
+		if evs, after, err = e.runInline(ctx, r, evs); err != nil {
+			e.release(r)
+			return err
+		}
+	}
+	err := storeErr(e.db.UpdateQueued(ctx, alsoWrite(ctx, e.createFn(t, evs, nil, nil)), func() { queued(ctx) }))
+	if after != nil {
+		after(err)
+	}
 	if err != nil {
 		e.release(r)
 		e.unreserveParked(r)
@@ -215,9 +227,90 @@ func (e *engine) acceptRemote(ctx context.Context, peer, messageID string, req *
 		e.a.m.finished.With(string(t.Status)).Add(1)
 		return nil
 	}
-	e.track(r)
+	if after == nil {
+		e.track(r)
+	}
 	return nil
 }
+
+// remoteInline is how long the handler of a peer's request may run
+// before the request is stored (runInline).
+const remoteInline = 2 * time.Millisecond
+
+// runInline runs the idempotent handler of a peer's request r, its task
+// confirmed and not stored yet, for at most remoteInline, holding the
+// sender's turn. When the handler ends in time, the task gets executing
+// and its final state, and is stored once with them: one commit, and the
+// peer hears of confirm, executing and the outcome together. Otherwise it
+// is stored executing with the handler's events so far, and goes on as
+// any task (its type is then not run inline for slowFor): after, then,
+// must be called with the store's outcome. Nothing is acknowledged before the
+// commit; a crash before it loses the unacknowledged request, which the
+// peer sends again, and running an idempotent handler again is harmless
+// (inline.go, the same for the sync mode).
+func (e *engine) runInline(ctx context.Context, r *run, evs []*wire.Event) (_ []*wire.Event, after func(error), _ error) {
+	t := r.task
+	buf := &inlineBuf{active: true}
+	r.mu.Lock()
+	hctx := e.arm(r)
+	r.mu.Unlock()
+	outc := make(chan handlerOut, 1)
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		res, err := callHandler(hctx, r.h.Func, &Run{id: t.ID, taskType: t.Type, payload: json.RawMessage(t.Payload), e: e, inline: buf})
+		outc <- handlerOut{res, err}
+	}()
+	t.StartedAt = e.a.clock.Now()
+	more, _ := e.transition(t, wire.StatusExecuting, t.StartedAt, "")
+	evs = append(evs, more...)
+	budget := time.NewTimer(remoteInline)
+	defer budget.Stop()
+	select {
+	case out := <-outc:
+		to, res, fail, shutdown := e.outcome(hctx, t, out.res, out.err)
+		r.timer.Stop()
+		r.cancel(context.Canceled)
+		e.release(r) // done with its slot
+		if shutdown {
+			return nil, nil, wire.Errorf(wire.CodeAgentNotReady, "the agent is shutting down")
+		}
+		evs = append(evs, e.flush(buf, t)...)
+		more, err := e.final(t, to, res, fail, e.a.clock.Now())
+		return append(evs, more...), nil, err
+	case <-budget.C:
+	case <-ctx.Done():
+	}
+	r.h.slowUntil.Store(e.a.clock.Now().Add(slowFor).UnixNano())
+	// Live before the commit, as the sync mode's slow run; r.mu is held
+	// until the commit so that the handler's next writes follow it.
+	r.mu.Lock()
+	evs = append(evs, e.flush(buf, t)...)
+	e.mu.Lock()
+	e.runs[t.ID] = r
+	e.mu.Unlock()
+	e.added.fire()
+	return evs, func(err error) {
+		r.mu.Unlock()
+		if err != nil {
+			r.cancel(errShutdown) // never stored: nothing to record
+			<-outc
+			e.release(r)
+			e.untrack(r)
+			return
+		}
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			out := <-outc
+			e.complete(hctx, r, out.res, out.err)
+		}()
+	}, nil
+}
+
+// slowFor is how long a task type whose handler outlasted remoteInline is
+// not run inline for peers' requests.
+const slowFor = 10 * time.Second
 
 // create stores a new task, its events, its outgoing messages and an
 // idempotency record in one transaction.
@@ -303,71 +396,19 @@ func (e *engine) enqueue(tx *store.Tx, out []Outgoing) error {
 
 // remoteUpdate applies a report from the peer executing one of our tasks.
 func (e *engine) remoteUpdate(ctx context.Context, peer string, msgType wire.MessageType, payload wire.RawPayload) error {
-	var taskID string
-	var to wire.Status
+	rep, err := wire.DecodeReport(msgType, payload)
+	if err != nil || rep == nil {
+		return err // nil: an acknowledgement that reports nothing
+	}
+	taskID, to, fail := rep.TaskID, rep.Status, rep.Fail
 	var mut func(t *wire.Task)
-	var result wire.JSONValue
-	var fail *wire.Error
 	switch msgType {
-	case wire.MsgTaskConfirm:
-		var p wire.TaskConfirmPayload
-		if err := payload.Decode(&p); err != nil {
-			return badPayload(msgType, err)
-		}
-		taskID, to = p.TaskID, wire.StatusConfirmed
-	case wire.MsgTaskReject:
-		var p wire.TaskRejectPayload
-		if err := payload.Decode(&p); err != nil {
-			return badPayload(msgType, err)
-		}
-		taskID, to = p.TaskID, wire.StatusRejected
-		fail = &wire.Error{Code: p.Reason.Code, Message: p.Reason.Message}
 	case wire.MsgTaskStatusUpdate:
-		var p wire.TaskStatusUpdatePayload
-		if err := payload.Decode(&p); err != nil {
-			return badPayload(msgType, err)
-		}
-		taskID, to = p.TaskID, p.Status
-		prog := min(max(p.Progress, 0), 100)
-		mut = func(t *wire.Task) { t.Progress = prog }
+		mut = func(t *wire.Task) { t.Progress = rep.Progress }
 	case wire.MsgTaskNeedInfo:
-		var p wire.TaskNeedInfoPayload
-		if err := payload.Decode(&p); err != nil {
-			return badPayload(msgType, err)
-		}
-		taskID, to = p.TaskID, wire.StatusInfoNeeded
-		mut = func(t *wire.Task) { t.MissingFields = p.MissingFields }
+		mut = func(t *wire.Task) { t.MissingFields = rep.MissingFields }
 	case wire.MsgTaskNeedHuman:
-		var p wire.TaskNeedHumanPayload
-		if err := payload.Decode(&p); err != nil {
-			return badPayload(msgType, err)
-		}
-		taskID, to = p.TaskID, wire.StatusNeedHuman
-		mut = func(t *wire.Task) { t.Human = &p }
-	case wire.MsgTaskComplete:
-		var p wire.TaskCompletePayload
-		if err := payload.Decode(&p); err != nil {
-			return badPayload(msgType, err)
-		}
-		taskID, to, result = p.TaskID, wire.StatusCompleted, p.Result.Output
-	case wire.MsgTaskFailed:
-		var p wire.TaskFailedPayload
-		if err := payload.Decode(&p); err != nil {
-			return badPayload(msgType, err)
-		}
-		taskID, to = p.TaskID, wire.StatusFailed
-		fail = &wire.Error{Code: p.Error.Code, Message: p.Error.Message, Retriable: p.Error.Recoverable}
-	case wire.MsgTaskAck:
-		var p wire.TaskAckPayload
-		if err := payload.Decode(&p); err != nil {
-			return badPayload(msgType, err)
-		}
-		if p.AckedType != wire.MsgTaskCancel {
-			return nil
-		}
-		taskID, to = p.TaskID, wire.StatusCancelled
-	default:
-		return wire.Errorf(wire.CodeMessageFormatInvalid, "%s is not a report about a delegated task", msgType)
+		mut = func(t *wire.Task) { t.Human = rep.Human }
 	}
 	e.settle(taskID) // a report can overtake the task becoming live (submitRemote)
 	r := e.live(taskID)
@@ -388,7 +429,7 @@ func (e *engine) remoteUpdate(ctx context.Context, peer string, msgType wire.Mes
 		if fail != nil && fail.Code == "" {
 			fail.Code = wire.CodeExecutionFailed
 		}
-		e.finishRemote(ctx, r, to, result, fail)
+		e.finishRemote(ctx, r, to, rep.Result, fail)
 		return nil
 	}
 	return e.applyCtx(ctx, r, func(t *wire.Task, now time.Time) ([]*wire.Event, error) {
@@ -409,10 +450,6 @@ func (e *engine) remoteUpdate(ctx context.Context, peer string, msgType wire.Mes
 		}
 		return evs, nil
 	})
-}
-
-func badPayload(msgType wire.MessageType, err error) error {
-	return wire.Errorf(wire.CodeMessageFormatInvalid, "%s payload: %v", msgType, err)
 }
 
 // finishRemote ends a delegated task on the peer's word.
@@ -470,15 +507,10 @@ func (e *engine) provideInfoRemote(r *run, fields wire.JSONValue) error {
 
 // remoteCancel handles a peer's p2p:task_cancel for a task it asked for.
 func (e *engine) remoteCancel(ctx context.Context, peer string, p *wire.TaskCancelPayload) error {
-	e.settle(p.TaskID)
-	t, err := e.get(p.TaskID)
-	if err != nil {
+	if _, err := e.requested(peer, p.TaskID); err != nil {
 		return err
 	}
-	if t.Origin == nil || t.Origin.Peer != peer {
-		return wire.Errorf(wire.CodePermissionDenied, "task %q was not requested by %s", p.TaskID, peer)
-	}
-	_, err = e.cancel(ctx, p.TaskID)
+	_, err := e.cancel(ctx, p.TaskID)
 	var we *wire.Error
 	if errors.As(err, &we) && we.Code == wire.CodeTaskAlreadyCompleted {
 		return nil // its outcome was already sent
@@ -488,17 +520,21 @@ func (e *engine) remoteCancel(ctx context.Context, peer string, p *wire.TaskCanc
 
 // remoteInfo handles a peer's p2p:task_info_provided.
 func (e *engine) remoteInfo(ctx context.Context, peer string, p *wire.TaskInfoProvidedPayload) error {
-	e.settle(p.TaskID)
-	t, err := e.get(p.TaskID)
-	if err != nil {
-		return err
-	}
-	if t.Origin == nil || t.Origin.Peer != peer {
-		return wire.Errorf(wire.CodePermissionDenied, "task %q was not requested by %s", p.TaskID, peer)
-	}
-	if t.Status != wire.StatusInfoNeeded {
-		return nil // a repeated message
+	t, err := e.requested(peer, p.TaskID)
+	if err != nil || t.Status != wire.StatusInfoNeeded {
+		return err // nil: a repeated message
 	}
 	_, err = e.provideInfo(ctx, p.TaskID, p.Fields)
 	return err
+}
+
+// requested reads task id, which peer must have asked for, once its
+// creation is settled.
+func (e *engine) requested(peer, id string) (*wire.Task, error) {
+	e.settle(id)
+	t, err := e.get(id)
+	if err == nil && (t.Origin == nil || t.Origin.Peer != peer) {
+		err = wire.Errorf(wire.CodePermissionDenied, "task %q was not requested by %s", id, peer)
+	}
+	return t, err
 }
