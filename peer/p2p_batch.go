@@ -162,14 +162,17 @@ func (n *Network) ReceiveBatch(ctx context.Context, body []byte, signature, batc
 	// order (p2p_order.go) lets the next go once the previous one's write
 	// is queued, so the batch shares the store's commits.
 	out := &BatchAnswer{Results: make([]BatchResult, len(msgs))}
+	held := n.holdBatch(len(msgs)) // one commit for the batch (p2p_order.go)
 	var wg sync.WaitGroup
 	for i, m := range msgs {
 		it := req.Messages[i]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			ectx, done := held.envelope(ctx)
 			raw := []byte(it.Envelope)
-			reply, err := n.Receive(WithSequence(ctx, Sequence{Seq: it.Seq, Prev: it.Prev}), m, raw, false)
+			reply, err := n.Receive(WithSequence(ectx, Sequence{Seq: it.Seq, Prev: it.Prev}), m, raw, false)
+			done()
 			out.Results[i] = batchResult(reply, err)
 		}()
 	}

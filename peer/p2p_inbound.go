@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
@@ -20,10 +21,12 @@ import (
 //
 // Message ids are remembered for seenTTL, far beyond the replay window,
 // because a peer's outbox may redeliver an old message with a fresh
-// timestamp. An id is recorded after its effect committed; a crash in
-// between lets a redelivery through, which is harmless because every
-// engine effect is idempotent by task id (a second task_request for a task
-// id is ignored, a report that does not fit the task's state is dropped).
+// timestamp. An id is recorded in the transaction of its effect when the
+// engine writes one (agent.WithWrite), else by a lazy write after it
+// (store.DB.UpdateLazy, with the next commit); a crash before that lets a
+// redelivery through, which is harmless because every engine effect is
+// idempotent by task id (a second task_request for a task id is ignored,
+// a report that does not fit the task's state is dropped).
 
 // Accepted is the answer to an envelope handled without a response
 // envelope: {"accepted":true,"message_id":...}, with "duplicate":true and
@@ -107,6 +110,11 @@ func (n *Network) receive(ctx context.Context, m *wire.UnifiedSynapseMessage, ra
 		if err != nil {
 			return nil, err
 		}
+		end := t.end
+		t.end = func(applied bool) {
+			end(applied)
+			turnEnded(ctx) // a batch's hold (p2p_order.go)
+		}
 		ok := false
 		defer func() {
 			t.end(ok)
@@ -127,15 +135,23 @@ func (n *Network) receive(ctx context.Context, m *wire.UnifiedSynapseMessage, ra
 // apply runs a checked envelope once: a message id processed before is
 // answered as a duplicate.
 func (n *Network) apply(ctx context.Context, p *peer, m, dm *wire.UnifiedSynapseMessage, msgpack bool, raw []byte) (*Reply, error) {
-	done, dup, err := n.in.begin(ctx, n.db, m.MessageID, n.clock.Now().UTC())
+	at := n.clock.Now().UTC()
+	done, dup, err := n.in.begin(ctx, n.db, m.MessageID, at)
 	if err != nil {
 		return nil, err
 	}
 	if dup {
 		return &Reply{Accepted: &Accepted{Accepted: true, MessageID: m.MessageID, Duplicate: true, Code: wire.CodeIDDuplicate}}, nil
 	}
+	// The seen mark goes into the transaction of the message's effect when
+	// there is one: no write of its own.
+	var marked atomic.Bool
+	ctx = agent.WithWrite(ctx, func(tx *store.Tx) error {
+		tx.OnCommit(func() { marked.Store(true) })
+		return tx.MarkSeen(m.MessageID, at)
+	})
 	reply, err := n.dispatch(ctx, p, dm, msgpack)
-	done(err == nil)
+	done(err == nil, marked.Load())
 	if err != nil {
 		return nil, err
 	}
@@ -258,10 +274,11 @@ type inflight struct {
 }
 
 // begin claims id. dup is true when id was processed before; otherwise
-// done must be called with whether the message took effect (then id is
-// recorded as seen). A copy that arrives while another is processed waits
-// for it.
-func (in *inflight) begin(ctx context.Context, db *store.DB, id string, now time.Time) (done func(ok bool), dup bool, err error) {
+// done must be called with whether the message took effect and whether
+// its seen mark was committed with it (else id is recorded as seen by a
+// lazy write: store.DB.UpdateLazy). A copy that arrives while another is
+// processed waits for it.
+func (in *inflight) begin(ctx context.Context, db *store.DB, id string, now time.Time) (done func(ok, marked bool), dup bool, err error) {
 	for { // each wait ends with the other copy
 		in.mu.Lock()
 		if in.busy == nil {
@@ -303,14 +320,14 @@ func (in *inflight) begin(ctx context.Context, db *store.DB, id string, now time
 		release(false)
 		return nil, true, nil
 	}
-	return func(ok bool) {
-		release(ok)
-		if !ok {
+	return func(ok, marked bool) {
+		release(ok && !marked)
+		if !ok || marked {
 			return
 		}
-		// Recorded without waiting: until the record is durable, recent
-		// answers for it.
-		db.UpdateAsync(func(tx *store.Tx) error { return tx.MarkSeen(id, now) }, func(error) {
+		// Recorded without waiting, with the next commit: until the record
+		// is durable, recent answers for it.
+		db.UpdateLazy(func(tx *store.Tx) error { return tx.MarkSeen(id, now) }, func(error) {
 			in.mu.Lock()
 			delete(in.recent, id)
 			in.mu.Unlock()

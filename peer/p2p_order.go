@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/synapse-edge/synapse/wire"
@@ -225,4 +226,45 @@ func (q *sequencer) forget(sender string) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	delete(q.senders, sender)
+}
+
+// batchHold holds the store's writer while the envelopes of one batch
+// (p2p_batch.go) take their turns, so that their writes share one commit
+// (store.DB.Hold; a report's confirm, executing and outcome, one fsync):
+// the hold ends once every envelope's turn has ended (its write queued)
+// or it was answered, after the store's holdMax at the latest.
+type batchHold struct {
+	left    atomic.Int32
+	release func()
+}
+
+type holdKey struct{}
+
+// holdBatch holds the writer for a batch of count envelopes.
+func (n *Network) holdBatch(count int) *batchHold {
+	h := &batchHold{release: n.db.Hold()}
+	h.left.Store(int32(count))
+	return h
+}
+
+// envelope returns the context of one envelope of the batch and the
+// function that ends its part (safe to call more than once).
+func (h *batchHold) envelope(ctx context.Context) (context.Context, func()) {
+	var once sync.Once
+	done := func() {
+		once.Do(func() {
+			if h.left.Add(-1) == 0 {
+				h.release()
+			}
+		})
+	}
+	return context.WithValue(ctx, holdKey{}, done), done
+}
+
+// turnEnded tells the batch of ctx, if any, that its envelope's turn
+// ended.
+func turnEnded(ctx context.Context) {
+	if f, ok := ctx.Value(holdKey{}).(func()); ok {
+		f()
+	}
 }

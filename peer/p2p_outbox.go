@@ -100,6 +100,9 @@ type outbox struct {
 	batchesOff map[string]time.Time // when a peer refused a batch
 	// quiet is closed (and replaced) whenever a lane stops delivering.
 	quiet chan struct{}
+	// deleting holds the ids delivered whose deletion is not committed
+	// yet (forget): lanes skip them when they read their queue.
+	deleting map[string]bool
 }
 
 // lane is the delivery state of one destination; outbox.mu guards it.
@@ -108,27 +111,12 @@ type lane struct {
 	again   bool        // poked while running: look at the queue once more
 	urgent  bool        // deliver the head now even if it waits for a retry
 	timer   agent.Timer // wakes the lane for its head's next attempt
-
-	// Owned by the delivering goroutine: the ids delivered whose deletion
-	// is being committed (skipped when the queue is read again), and that
-	// commit's outcome. Deleting in the background lets the next message
-	// go without waiting for an fsync; at most one deletion is pending.
-	deleting map[string]bool
-	flushed  chan struct{}
-}
-
-// settle waits for the lane's pending deletion.
-func (l *lane) settle() {
-	if l.flushed != nil {
-		<-l.flushed
-	}
-	l.flushed, l.deleting = nil, nil
 }
 
 func newOutbox(n *Network) *outbox {
 	return &outbox{n: n, db: n.db, log: n.log.With("component", "outbox"),
 		peerSlots: make(chan struct{}, maxDelivering), hookSlots: make(chan struct{}, maxDelivering),
-		lanes: map[string]*lane{}, ordered: map[string]bool{}, batches: map[string]batchTerms{}, batchesOff: map[string]time.Time{}, quiet: make(chan struct{})}
+		lanes: map[string]*lane{}, deleting: map[string]bool{}, ordered: map[string]bool{}, batches: map[string]batchTerms{}, batchesOff: map[string]time.Time{}, quiet: make(chan struct{})}
 }
 
 // enqueue writes m in tx; its lane is poked when tx commits.
@@ -248,7 +236,6 @@ func (o *outbox) run(dest string, l *lane) {
 	// loop: it is bounded by the queue.
 	for {
 		if o.n.ctx.Err() != nil {
-			l.settle()
 			o.idle(dest, l, 0)
 			return
 		}
@@ -256,7 +243,6 @@ func (o *outbox) run(dest string, l *lane) {
 		if !stop {
 			continue
 		}
-		l.settle()
 		if o.idle(dest, l, wait) {
 			return
 		}
@@ -289,9 +275,12 @@ func (o *outbox) idle(dest string, l *lane, wait time.Duration) bool {
 // its head is due (0: the queue is empty).
 func (o *outbox) round(dest string, l *lane) (stop bool, wait time.Duration) {
 	var read []*store.OutboxItem
+	o.mu.Lock()
+	ahead := len(o.deleting)
+	o.mu.Unlock()
 	err := o.db.View(func(tx *store.Tx) error {
 		var err error
-		read, err = tx.OutboxBatch(dest, o.readAhead(dest)+len(l.deleting))
+		read, err = tx.OutboxBatch(dest, o.readAhead(dest)+ahead)
 		return err
 	})
 	if err != nil {
@@ -299,19 +288,16 @@ func (o *outbox) round(dest string, l *lane) (stop bool, wait time.Duration) {
 		return true, time.Second
 	}
 	batch := read[:0]
+	o.mu.Lock()
 	for _, it := range read {
-		if !l.deleting[it.ID] {
+		if !o.deleting[it.ID] {
 			batch = append(batch, it)
 		}
 	}
 	if len(batch) == 0 {
-		if len(read) > 0 {
-			l.settle() // only delivered ones left: wait for their deletion
-			return false, 0
-		}
-		return true, 0
+		o.mu.Unlock()
+		return true, 0 // nothing, or only delivered ones being deleted
 	}
-	o.mu.Lock()
 	urgent := l.urgent
 	l.urgent = false
 	o.mu.Unlock()
@@ -343,9 +329,8 @@ func (o *outbox) round(dest string, l *lane) (stop bool, wait time.Duration) {
 		}
 		failed, dead = it, o.failed(it, derr, o.n.clock.Now())
 	}
-	l.settle()
 	if failed == nil {
-		o.forget(l, delivered)
+		o.forget(dest, delivered)
 		return false, 0
 	}
 	err = o.db.Update(context.Background(), func(tx *store.Tx) error {
@@ -385,20 +370,21 @@ func (o *outbox) round(dest string, l *lane) (stop bool, wait time.Duration) {
 	return false, 0
 }
 
-// forget deletes delivered messages in the background; the lane skips
-// them until the deletion has committed. A crash before that sends them
-// again, and the receiver answers them as duplicates.
-func (o *outbox) forget(l *lane, ids []string) {
+// forget deletes delivered messages with the store's next commit
+// (store.DB.UpdateLazy: no commit of its own, nothing waits for it); lanes
+// skip them until then. A crash before that sends them again, and the
+// receiver answers them as duplicates; a failed deletion sends them again
+// now.
+func (o *outbox) forget(dest string, ids []string) {
 	if len(ids) == 0 {
 		return
 	}
-	l.deleting = make(map[string]bool, len(ids))
+	o.mu.Lock()
 	for _, id := range ids {
-		l.deleting[id] = true
+		o.deleting[id] = true
 	}
-	done := make(chan struct{})
-	l.flushed = done
-	o.db.UpdateAsync(func(tx *store.Tx) error {
+	o.mu.Unlock()
+	o.db.UpdateLazy(func(tx *store.Tx) error {
 		for _, id := range ids {
 			if err := tx.OutboxDelivered(id); err != nil && !errors.Is(err, store.ErrNotFound) {
 				return err
@@ -406,12 +392,17 @@ func (o *outbox) forget(l *lane, ids []string) {
 		}
 		return nil
 	}, func(err error) {
+		o.mu.Lock()
+		for _, id := range ids {
+			delete(o.deleting, id)
+		}
+		o.mu.Unlock()
 		if err != nil {
 			o.log.Error("record deliveries", "count", len(ids), "err", err)
-		} else {
-			o.n.m.delivered.Add(uint64(len(ids)))
+			o.poke(dest, false)
+			return
 		}
-		close(done)
+		o.n.m.delivered.Add(uint64(len(ids)))
 	})
 }
 
