@@ -22,9 +22,10 @@ import (
 // version 3 keeps the tier-1 batch ids in groups (t1_seen_g, tier1.go);
 // version 4 keeps the events a task is created with in the task's record
 // (record.go); version 5 writes the retention index entries of tasks
-// created final in later commits (finished.go). Older files are read as
-// they are.
-const SchemaVersion = 5
+// created final in later commits (finished.go); version 6 adds later
+// writes' events to those kept in the task's record while they fit.
+// Older files are read as they are.
+const SchemaVersion = 6
 
 // FileName is the name of the data file inside a data directory.
 const FileName = "synapse.db"

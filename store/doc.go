@@ -17,8 +17,8 @@
 //	            "finished_through" → the newest task id whose retention
 //	            entry is written (entries of tasks created final are
 //	            written in later commits, finished.go)
-//	tasks       task_id → Task JSON, or 0x01 len(uint32 BE) Task JSON and
-//	            the JSON array of the events it was created with
+//	tasks       task_id → Task JSON, or 0x01|0x02 len(uint32 BE) Task JSON
+//	            and the JSON array of its first events (record.go)
 //	events      task_id 0x00 seq(uint64 BE) → Event JSON, or a JSON array
 //	            of the consecutive events of one write from seq on
 //	finished    finished_at(unix ns, uint64 BE) task_id → empty (retention index)

@@ -142,7 +142,7 @@ func recoverFinished(btx *bolt.Tx) error {
 		UpdatedAt time.Time   `json:"updated_at"`
 	}
 	for ; k != nil; k, v = c.Next() {
-		if len(v) == 0 || v[0] != recWithEvents {
+		if !keptMarker(v) {
 			continue // indexed in its own write
 		}
 		t.Status = ""

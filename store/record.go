@@ -8,24 +8,35 @@ import (
 )
 
 // A task record (bucket tasks) is the task's JSON, or, since schema 4, the
-// task's JSON followed by the events written with it when it was created:
+// task's JSON followed by the events written with it:
 //
-//	0x01  len(task JSON) uint32 BE  task JSON  events JSON array
+//	marker  len(task JSON) uint32 BE  task JSON  events JSON array
 //
 // A task created with its events (a sync-mode echo is created final with
 // its five) then dirties one B+tree instead of two: its events sit next to
 // it instead of in the events bucket, whose path to the root would be
-// copied and written as well. Events written later go to the events
-// bucket. A record that starts with '{' is plain JSON (schemas 1 and 2).
+// copied and written as well. Later writes add their events to the array
+// while it stays under keptMax (marker recWithEvents, schema 6); once one
+// does not fit, the marker becomes recKeptClosed and this and every later
+// write's events go to the events bucket, so the array always holds the
+// first events. A record that starts with '{' is plain JSON (schemas 1
+// to 3).
 const (
 	recWithEvents = 0x01
+	recKeptClosed = 0x02
 	recHeaderLen  = 5
+	keptMax       = 4096
 )
+
+// keptMarker reports whether a task record has events kept with it.
+func keptMarker(v []byte) bool {
+	return len(v) > 0 && (v[0] == recWithEvents || v[0] == recKeptClosed)
+}
 
 // splitTaskRecord returns the task JSON of a record and the events JSON
 // array kept with it (nil when there is none).
 func splitTaskRecord(v []byte) (task, events []byte, err error) {
-	if len(v) == 0 || v[0] != recWithEvents {
+	if !keptMarker(v) {
 		return v, nil, nil
 	}
 	if len(v) < recHeaderLen {
@@ -124,21 +135,38 @@ func grouped(evs []*wire.Event) bool {
 }
 
 // PutRecord writes the task and its events. A terminal task is added to
-// the retention index. Events kept with the task since its creation stay
-// with it.
+// the retention index. Events kept with the task stay with it; this
+// write's join them while they fit.
 func (tx *Tx) PutRecord(r *TaskRecord) error {
 	t := r.task
 	tasks := tx.b(bucketTasks)
 	// The slices are capped so that nothing bbolt does with one can reach
 	// the next.
 	val := r.buf[recHeaderLen:r.taskEnd:r.taskEnd]
-	if old := tasks.Get([]byte(t.ID)); len(old) > 0 && old[0] == recWithEvents {
+	if old := tasks.Get([]byte(t.ID)); keptMarker(old) {
 		_, kept, err := splitTaskRecord(old)
 		if err != nil {
 			return fmt.Errorf("task %s: %w", t.ID, err)
 		}
+		var group []byte
+		if r.grouped {
+			group = r.buf[r.spans[0].val:r.spans[0].end]
+		}
+		if old[0] == recWithEvents && group != nil && len(kept)+len(group) <= keptMax && len(kept) > 2 && kept[len(kept)-1] == ']' {
+			val = make([]byte, 0, r.taskEnd+len(kept)+len(group))
+			val = append(append(val, r.buf[:r.taskEnd]...), kept[:len(kept)-1]...)
+			val = append(append(val, ','), group[1:]...)
+			if err := tasks.Put([]byte(t.ID), val); err != nil {
+				return err
+			}
+			return tx.finished(t)
+		}
 		val = make([]byte, 0, r.taskEnd+len(kept))
 		val = append(append(val, r.buf[:r.taskEnd]...), kept...)
+		val[0] = old[0]
+		if len(r.spans) > 0 {
+			val[0] = recKeptClosed
+		}
 	}
 	if err := tasks.Put([]byte(t.ID), val); err != nil {
 		return err

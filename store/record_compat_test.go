@@ -154,8 +154,9 @@ func TestTaskRecordHostile(t *testing.T) {
 }
 
 // A task created with its events keeps them in its record: the write
-// touches the tasks bucket only (and the retention index when final), and
-// later writes keep them there.
+// touches the tasks bucket only (and the retention index when final);
+// later writes' events join them while they fit under keptMax, and once
+// one does not, its events and all later ones go to the events bucket.
 func TestCreateKeepsEvents(t *testing.T) {
 	db, err := Open(context.Background(), filepath.Join(t.TempDir(), FileName), Options{})
 	if err != nil {
@@ -193,7 +194,7 @@ func TestCreateKeepsEvents(t *testing.T) {
 		db.View(func(tx *Tx) error {
 			evKeys = tx.b(bucketEvents).Stats().KeyN
 			rec := tx.b(bucketTasks).Get([]byte(task.ID))
-			kept = len(rec) > 0 && rec[0] == recWithEvents
+			kept = keptMarker(rec)
 			return nil
 		})
 		return evKeys, kept
@@ -202,24 +203,37 @@ func TestCreateKeepsEvents(t *testing.T) {
 	if n, kept := inBuckets(); n != 0 || !kept {
 		t.Fatalf("after create: %d event records, kept in the task %v; want 0, true", n, kept)
 	}
+	write(false, evs(4, 1)) // joins them
+	if n, kept := inBuckets(); n != 0 || !kept {
+		t.Fatalf("after a small update: %d event records, kept in the task %v; want 0, true", n, kept)
+	}
+	big := evs(5, 1)
+	big[0].Data = wire.JSONValue(`{"pad":"` + strings.Repeat("x", keptMax) + `"}`)
+	write(false, big) // does not fit: to the events bucket, and so are later ones
 	task.Status = wire.StatusCompleted
 	task.History = append(task.History, wire.Transition{From: wire.StatusExecuting, Status: wire.StatusCompleted, At: wire.Time{Time: now}})
-	write(false, evs(4, 2))
-	if n, kept := inBuckets(); n != 1 || !kept {
-		t.Fatalf("after update: %d event records, kept in the task %v; want 1, true", n, kept)
+	write(false, evs(6, 1))
+	if n, kept := inBuckets(); n != 2 || !kept {
+		t.Fatalf("after update: %d event records, kept in the task %v; want 2, true", n, kept)
 	}
-	var got *wire.Task
 	var seqs []uint64
 	db.View(func(tx *Tx) error {
-		got, err = tx.Task(task.ID)
 		all, _ := tx.Events(task.ID, 0, 0)
 		for _, e := range all {
 			seqs = append(seqs, e.Seq)
 		}
 		return nil
 	})
-	if err != nil || got.Status != wire.StatusCompleted || len(seqs) != 5 || seqs[4] != 5 {
-		t.Fatalf("after update: task %+v (%v), event seqs %v; want completed, 1..5", got, err, seqs)
+	if len(seqs) != 6 || seqs[5] != 6 {
+		t.Fatalf("events %v, want 1..6 in order", seqs)
+	}
+	var got *wire.Task
+	db.View(func(tx *Tx) error {
+		got, err = tx.Task(task.ID)
+		return nil
+	})
+	if err != nil || got.Status != wire.StatusCompleted {
+		t.Fatalf("after update: task %+v (%v), want completed", got, err)
 	}
 	var pruned int
 	if err := db.Update(context.Background(), func(tx *Tx) error {

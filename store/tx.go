@@ -177,11 +177,20 @@ func eventKey(taskID string, seq uint64) []byte {
 	return binary.BigEndian.AppendUint64(k, seq)
 }
 
-// AppendEvent writes one task event.
+// AppendEvent writes one task event to the events bucket; events kept in
+// the task's record take no more after it (record.go).
 func (tx *Tx) AppendEvent(e *wire.Event) error {
 	raw, err := wire.AppendEventJSON(nil, e, true)
 	if err != nil {
 		return fmt.Errorf("encode event %s/%d: %w", e.TaskID, e.Seq, err)
+	}
+	tasks := tx.b(bucketTasks)
+	if rec := tasks.Get([]byte(e.TaskID)); len(rec) > 0 && rec[0] == recWithEvents {
+		closed := bytes.Clone(rec)
+		closed[0] = recKeptClosed
+		if err := tasks.Put([]byte(e.TaskID), closed); err != nil {
+			return err
+		}
 	}
 	return tx.b(bucketEvents).Put(eventKey(e.TaskID, e.Seq), raw)
 }
