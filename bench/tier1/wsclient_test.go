@@ -79,3 +79,26 @@ func BenchmarkWSIngestSink(b *testing.B) {
 		b.Fatalf("got %d frames acked, %v; want %d", acked, err, b.N)
 	}
 }
+
+// FuzzParseAck: the in-place reader of answers never panics, and what it
+// accepts the msgpack decoder reads the same way.
+func FuzzParseAck(f *testing.F) {
+	for _, a := range []agentAck{{OK: true, Accepted: 1, BatchID: "b-1"}, {OK: true, Accepted: 300, Duplicate: true}} {
+		b, err := wire.Msgpack.Marshal(&a)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, p []byte) {
+		n, ok := parseOKAck(p)
+		if !ok {
+			_, _ = parseAck(p)
+			return
+		}
+		var a wsAck
+		if err := wire.Msgpack.Unmarshal(p, &a); err != nil || !a.OK || a.Accepted != n {
+			t.Fatalf("%x: parseOKAck says %d; msgpack: %+v, %v", p, n, a, err)
+		}
+	})
+}
