@@ -23,11 +23,13 @@ import (
 // entry is written (a UUID v7, so in creation order). An entry lost to a
 // crash belongs to a task created after it, and Open indexes again the
 // final tasks created since then (less finRecoverSkew, for a clock that
-// stepped back).
+// stepped back a little; Open decodes each, so the margin stays short: an
+// entry of a task created after a bigger step back, lost to a crash, only
+// keeps that task from retention).
 const (
 	finFlushN      = 256
 	finFlushAge    = 2 * time.Second
-	finRecoverSkew = time.Minute
+	finRecoverSkew = time.Second
 )
 
 var keyFinishedThrough = []byte("finished_through")
