@@ -100,9 +100,10 @@ type outbox struct {
 	batchesOff map[string]time.Time // when a peer refused a batch
 	// quiet is closed (and replaced) whenever a lane stops delivering.
 	quiet chan struct{}
-	// deleting holds the ids delivered whose deletion is not committed
-	// yet (forget): lanes skip them when they read their queue.
-	deleting map[string]bool
+	// deleting holds the sequence numbers of the messages delivered whose
+	// deletion is not committed yet (forget): lanes pass over them when
+	// they read their queue.
+	deleting map[uint64]bool
 }
 
 // lane is the delivery state of one destination; outbox.mu guards it.
@@ -116,7 +117,7 @@ type lane struct {
 func newOutbox(n *Network) *outbox {
 	return &outbox{n: n, db: n.db, log: n.log.With("component", "outbox"),
 		peerSlots: make(chan struct{}, maxDelivering), hookSlots: make(chan struct{}, maxDelivering),
-		lanes: map[string]*lane{}, deleting: map[string]bool{}, ordered: map[string]bool{}, batches: map[string]batchTerms{}, batchesOff: map[string]time.Time{}, quiet: make(chan struct{})}
+		lanes: map[string]*lane{}, deleting: map[uint64]bool{}, ordered: map[string]bool{}, batches: map[string]batchTerms{}, batchesOff: map[string]time.Time{}, quiet: make(chan struct{})}
 }
 
 // enqueue writes m in tx; its lane is poked when tx commits.
@@ -274,26 +275,24 @@ func (o *outbox) idle(dest string, l *lane, wait time.Duration) bool {
 // true when the lane has nothing to do now, wait then being the time until
 // its head is due (0: the queue is empty).
 func (o *outbox) round(dest string, l *lane) (stop bool, wait time.Duration) {
-	var read []*store.OutboxItem
-	o.mu.Lock()
-	ahead := len(o.deleting)
-	o.mu.Unlock()
+	// Messages delivered whose deletion is not committed are passed over
+	// without being decoded.
+	deleting := func(seq uint64) bool {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		return o.deleting[seq]
+	}
+	var batch []*store.OutboxItem
 	err := o.db.View(func(tx *store.Tx) error {
 		var err error
-		read, err = tx.OutboxBatch(dest, o.readAhead(dest)+ahead)
+		batch, err = tx.OutboxBatchSkip(dest, o.readAhead(dest), deleting)
 		return err
 	})
 	if err != nil {
 		o.log.Error("read outbox", "dest", dest, "err", err)
 		return true, time.Second
 	}
-	batch := read[:0]
 	o.mu.Lock()
-	for _, it := range read {
-		if !o.deleting[it.ID] {
-			batch = append(batch, it)
-		}
-	}
 	if len(batch) == 0 {
 		o.mu.Unlock()
 		return true, 0 // nothing, or only delivered ones being deleted
@@ -312,13 +311,13 @@ func (o *outbox) round(dest string, l *lane) (stop bool, wait time.Duration) {
 	items, concurrent := o.window(dest, batch, now)
 	results := o.send(dest, items, concurrent)
 	release()
-	var delivered []string
+	var delivered []*store.OutboxItem
 	var failed *store.OutboxItem
 	dead := false
 	for i, derr := range results {
 		it := batch[i]
 		if derr == nil {
-			delivered = append(delivered, it.ID)
+			delivered = append(delivered, it)
 			continue
 		}
 		if failed != nil || o.n.ctx.Err() != nil {
@@ -334,8 +333,8 @@ func (o *outbox) round(dest string, l *lane) (stop bool, wait time.Duration) {
 		return false, 0
 	}
 	err = o.db.Update(context.Background(), func(tx *store.Tx) error {
-		for _, id := range delivered {
-			if err := tx.OutboxDelivered(id); err != nil && !errors.Is(err, store.ErrNotFound) {
+		for _, it := range delivered {
+			if err := tx.OutboxDelivered(it.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
 				return err
 			}
 		}
@@ -375,13 +374,15 @@ func (o *outbox) round(dest string, l *lane) (stop bool, wait time.Duration) {
 // skip them until then. A crash before that sends them again, and the
 // receiver answers them as duplicates; a failed deletion sends them again
 // now.
-func (o *outbox) forget(dest string, ids []string) {
-	if len(ids) == 0 {
+func (o *outbox) forget(dest string, items []*store.OutboxItem) {
+	if len(items) == 0 {
 		return
 	}
+	ids := make([]string, len(items))
 	o.mu.Lock()
-	for _, id := range ids {
-		o.deleting[id] = true
+	for i, it := range items {
+		ids[i] = it.ID
+		o.deleting[it.Seq] = true
 	}
 	o.mu.Unlock()
 	o.db.UpdateLazy(func(tx *store.Tx) error {
@@ -393,8 +394,8 @@ func (o *outbox) forget(dest string, ids []string) {
 		return nil
 	}, func(err error) {
 		o.mu.Lock()
-		for _, id := range ids {
-			delete(o.deleting, id)
+		for _, it := range items {
+			delete(o.deleting, it.Seq)
 		}
 		o.mu.Unlock()
 		if err != nil {

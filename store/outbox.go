@@ -151,6 +151,12 @@ func (tx *Tx) Enqueue(it *OutboxItem) error {
 
 // OutboxBatch returns up to max pending items of dest, oldest first.
 func (tx *Tx) OutboxBatch(dest string, max int) ([]*OutboxItem, error) {
+	return tx.OutboxBatchSkip(dest, max, nil)
+}
+
+// OutboxBatchSkip is OutboxBatch that passes over the items whose seq
+// skip reports (without decoding or counting them); nil skips none.
+func (tx *Tx) OutboxBatchSkip(dest string, max int, skip func(seq uint64) bool) ([]*OutboxItem, error) {
 	ob, err := tx.outbox()
 	if err != nil || ob.empty() {
 		return nil, err
@@ -159,6 +165,9 @@ func (tx *Tx) OutboxBatch(dest string, max int) ([]*OutboxItem, error) {
 	c := ob.pending.Cursor()
 	var out []*OutboxItem
 	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && len(out) < max; k, v = c.Next() {
+		if skip != nil && len(k) == len(prefix)+8 && skip(binary.BigEndian.Uint64(k[len(prefix):])) {
+			continue
+		}
 		it := new(OutboxItem)
 		if err := json.Unmarshal(v, it); err != nil {
 			return out, fmt.Errorf("decode outbox item %q: %w", k, err)

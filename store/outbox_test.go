@@ -66,6 +66,21 @@ func TestOutboxQueues(t *testing.T) {
 		t.Errorf("destinations = %v, want %v", dests, want)
 	}
 
+	t.Run("skip", func(t *testing.T) {
+		// Passed over without counting: a[0] and a[2] skipped, the next
+		// three of the queue returned.
+		skip := map[uint64]bool{a[0].Seq: true, a[2].Seq: true}
+		var got []*store.OutboxItem
+		view(t, db, func(tx *store.Tx) error {
+			var err error
+			got, err = tx.OutboxBatchSkip(store.PeerDest("agent-a"), 3, func(seq uint64) bool { return skip[seq] })
+			return err
+		})
+		if want := []*store.OutboxItem{a[1], a[3], a[4]}; !slices.Equal(ids(got), ids(want)) {
+			t.Errorf("skipping 0 and 2 = %v, want %v", ids(got), ids(want))
+		}
+	})
+
 	t.Run("refusals", func(t *testing.T) {
 		for name, it := range map[string]*store.OutboxItem{
 			"no destination": newItem(t, "", ""),
