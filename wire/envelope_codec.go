@@ -2,10 +2,8 @@ package wire
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"strconv"
 	"unicode/utf8"
@@ -361,11 +359,11 @@ func (m *UnifiedSynapseMessage) UnmarshalJSON(b []byte) error {
 	if !utf8.Valid(b) {
 		return invalidf("not UTF-8")
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if err := envDecode(envJSONReader{dec}, m); err != nil {
+	r := &envScan{b: b} // envelope_json.go
+	if err := envDecode(r, m); err != nil {
 		return err
 	}
-	if _, err := dec.Token(); err != io.EOF {
+	if !r.end() {
 		return invalidf("data after the envelope object")
 	}
 	return m.Validate()
@@ -382,65 +380,6 @@ func (m UnifiedSynapseMessage) MarshalJSON() ([]byte, error) {
 		return nil, err
 	}
 	return envWriteJSON(make([]byte, 0, 512+len(payload.raw)), m.envEntries(payload)), nil
-}
-
-type envJSONReader struct{ dec *json.Decoder }
-
-func (r envJSONReader) object(field func(key string) error) (bool, error) {
-	tok, err := r.dec.Token()
-	if err != nil {
-		return false, invalidf("%v", err)
-	}
-	if tok == nil {
-		return false, nil
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return false, invalidf("want an object, found %v", tok)
-	}
-	for r.dec.More() {
-		tok, err := r.dec.Token()
-		if err != nil {
-			return false, invalidf("%v", err)
-		}
-		key, _ := tok.(string) // inside an object, Token returns keys as strings
-		if err := field(key); err != nil {
-			return false, err
-		}
-	}
-	if _, err := r.dec.Token(); err != nil { // the closing brace
-		return false, invalidf("%v", err)
-	}
-	return true, nil
-}
-
-func (r envJSONReader) str(p *string) error { return r.dec.Decode(p) }
-
-func (r envJSONReader) hopCount() (int, error) {
-	var raw json.RawMessage
-	if err := r.dec.Decode(&raw); err != nil {
-		return 0, err
-	}
-	if string(raw) == "null" {
-		return 0, nil
-	}
-	h, err := strconv.ParseInt(string(raw), 10, 64)
-	if err != nil && !errors.Is(err, strconv.ErrRange) {
-		return 0, fmt.Errorf("%s is not an integer", raw)
-	}
-	return envClampHop(h), nil
-}
-
-func (r envJSONReader) payload() (RawPayload, error) {
-	var raw json.RawMessage
-	if err := r.dec.Decode(&raw); err != nil {
-		return RawPayload{}, err
-	}
-	return RawPayload{codec: PayloadJSON, raw: raw}, nil
-}
-
-func (r envJSONReader) skip() error {
-	var raw json.RawMessage
-	return r.dec.Decode(&raw)
 }
 
 func envWriteJSON(b []byte, entries []envEntry) []byte {
