@@ -132,7 +132,7 @@ func (s *Server) receiveBatch(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []st
 	if err != nil {
 		return err
 	}
-	b, err := wire.JSON.Marshal(ans)
+	b, err := ans.AppendJSON(nil)
 	if err != nil {
 		return wire.Errorf(wire.CodeInternal, "encode answer: %v", err)
 	}

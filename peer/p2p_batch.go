@@ -210,6 +210,83 @@ func (n *Network) verify(ctx context.Context, m *wire.UnifiedSynapseMessage, p *
 	return wire.Verify(m, p.pub)
 }
 
+// appendJSON appends the batch as JSON, its envelopes byte for byte (they
+// are JSON already: encoding/json would scan each of them again).
+func (r *BatchRequest) appendJSON(b []byte) []byte {
+	b = append(b, `{"messages":[`...)
+	for i, it := range r.Messages {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"seq":`...)
+		b = strconv.AppendUint(b, it.Seq, 10)
+		if it.Prev != 0 {
+			b = append(b, `,"prev":`...)
+			b = strconv.AppendUint(b, it.Prev, 10)
+		}
+		b = append(b, `,"envelope":`...)
+		b = append(b, it.Envelope...)
+		b = append(b, '}')
+	}
+	return append(b, "]}"...)
+}
+
+// batchSize is about the size of r as JSON.
+func batchSize(r *BatchRequest) int {
+	n := 16
+	for _, it := range r.Messages {
+		n += len(it.Envelope) + 64
+	}
+	return n
+}
+
+// AppendJSON appends the answer as JSON, its bodies byte for byte (JSON
+// already).
+func (a *BatchAnswer) AppendJSON(b []byte) ([]byte, error) {
+	b = append(b, `{"results":[`...)
+	for i, r := range a.Results {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"status":`...)
+		b = strconv.AppendInt(b, int64(r.Status), 10)
+		if len(r.Body) > 0 {
+			b = append(b, `,"body":`...)
+			b = append(b, r.Body...)
+		}
+		if r.Error != nil {
+			e, err := wire.JSON.Marshal(r.Error)
+			if err != nil {
+				return nil, err
+			}
+			b = append(b, `,"error":`...)
+			b = append(b, e...)
+		}
+		if r.RetryAfterMS != 0 {
+			b = append(b, `,"retry_after_ms":`...)
+			b = strconv.AppendInt(b, r.RetryAfterMS, 10)
+		}
+		b = append(b, '}')
+	}
+	return append(b, "]}"...), nil
+}
+
+// appendJSON appends a as JSON (as wire.JSON writes it).
+func (a *Accepted) appendJSON(b []byte) []byte {
+	b = append(b, `{"accepted":`...)
+	b = strconv.AppendBool(b, a.Accepted)
+	b = append(b, `,"message_id":`...)
+	b = wire.AppendJSONString(b, a.MessageID, false)
+	if a.Duplicate {
+		b = append(b, `,"duplicate":true`...)
+	}
+	if a.Code != "" {
+		b = append(b, `,"code":`...)
+		b = wire.AppendJSONString(b, string(a.Code), false)
+	}
+	return append(b, '}')
+}
+
 // batchResult is what POST /message would have answered, as a result.
 func batchResult(reply *Reply, err error) BatchResult {
 	if err != nil {
@@ -220,7 +297,7 @@ func batchResult(reply *Reply, err error) BatchResult {
 	if reply.Envelope != nil {
 		b, err = wire.EncodeEnvelopeJSON(reply.Envelope)
 	} else {
-		b, err = wire.JSON.Marshal(reply.Accepted)
+		b = reply.Accepted.appendJSON(nil)
 	}
 	if err != nil {
 		return batchResult(nil, wire.Errorf(wire.CodeInternal, "encode answer: %v", err))
@@ -455,13 +532,7 @@ func (o *outbox) postBatch(ctx context.Context, dest string, p *peer, cid string
 	}
 	n := o.n
 	peerID := p.rec.AgentID
-	body, err := wire.JSON.Marshal(req)
-	if err != nil {
-		for i := range out {
-			out[i] = &deliveryError{err: fmt.Errorf("encode batch: %w", err)}
-		}
-		return
-	}
+	body := req.appendJSON(make([]byte, 0, batchSize(req)))
 	h := n.signHeader(peerID, body)
 	if signed {
 		sig, err := n.a.SignBatch(peerID, body)
