@@ -3,9 +3,13 @@ package main
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fasthttp/websocket"
+	"github.com/valyala/fasthttp"
 
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -101,4 +105,74 @@ func FuzzParseAck(f *testing.F) {
 			t.Fatalf("%x: parseOKAck says %d; msgpack: %+v, %v", p, n, a, err)
 		}
 	})
+}
+
+// startOddServer serves one WebSocket with serve, on a free port.
+func startOddServer(t *testing.T, serve func(c *websocket.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := websocket.FastHTTPUpgrader{}
+	srv := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) { _ = up.Upgrade(ctx, serve) }}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Shutdown() })
+	return "ws://" + ln.Addr().String() + "/"
+}
+
+// The client answers a ping (the agent pings every 30 s) and goes on.
+func TestWSIngestAnswersPings(t *testing.T) {
+	ponged := make(chan string, 1)
+	url := startOddServer(t, func(c *websocket.Conn) {
+		c.SetPongHandler(func(s string) error { ponged <- s; return nil })
+		if err := c.WriteControl(websocket.PingMessage, []byte("are you there"), time.Now().Add(time.Second)); err != nil {
+			return
+		}
+		for {
+			_, msg, err := c.ReadMessage()
+			if err != nil {
+				return
+			}
+			n, _ := batchFrameCount(msg)
+			if c.WriteMessage(websocket.BinaryMessage, appendOKAck(nil, n)) != nil {
+				return
+			}
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	msgs := newGenerator(1).batches(0, 20, 1, "p")
+	if _, acked, err := wsIngest(ctx, url, "", msgs, 4); err != nil || acked != 20 {
+		t.Fatalf("got %d frames acked, %v; want 20", acked, err)
+	}
+	select {
+	case s := <-ponged:
+		if s != "are you there" {
+			t.Fatalf("pong %q, want the ping's payload", s)
+		}
+	case <-ctx.Done():
+		t.Fatal("no pong")
+	}
+}
+
+// A server that closes the connection before answering everything is an
+// error, with its close frame's reason.
+func TestWSIngestServerCloses(t *testing.T) {
+	url := startOddServer(t, func(c *websocket.Conn) {
+		_, _, _ = c.ReadMessage()
+		_ = c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, "agent shutting down"),
+			time.Now().Add(time.Second))
+		for { // read until the client goes
+			if _, _, err := c.ReadMessage(); err != nil {
+				return
+			}
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, _, err := wsIngest(ctx, url, "", newGenerator(1).batches(0, 5, 1, "c"), 8)
+	if err == nil || !strings.Contains(err.Error(), "agent shutting down") {
+		t.Fatalf("got %v, want the server's close reason", err)
+	}
 }
