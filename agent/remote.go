@@ -207,8 +207,7 @@ func (e *engine) acceptRemote(ctx context.Context, peer, messageID string, req *
 	if r.slot && r.h.Idempotent && r.h.slowUntil.Load() < now.UnixNano() {
 		var err error
 		if evs, after, err = e.runInline(ctx, r, evs); err != nil {
-			e.release(r)
-			return err
+			return err // its slot released
 		}
 	}
 	err := storeErr(e.db.UpdateQueued(ctx, alsoWrite(ctx, e.createFn(t, evs, nil, nil)), func() { queued(ctx) }))
@@ -249,18 +248,20 @@ const remoteInline = 2 * time.Millisecond
 // peer sends again, and running an idempotent handler again is harmless
 // (inline.go, the same for the sync mode).
 func (e *engine) runInline(ctx context.Context, r *run, evs []*wire.Event) (_ []*wire.Event, after func(error), _ error) {
-	t := r.task
-	buf := &inlineBuf{active: true}
-	r.mu.Lock()
-	hctx := e.arm(r)
-	r.mu.Unlock()
-	outc := make(chan handlerOut, 1)
-	e.wg.Add(1)
-	go func() {
-		defer e.wg.Done()
+	t, buf, outc, hctx := r.task, &inlineBuf{active: true}, make(chan handlerOut, 1), e.base
+	call := func() {
 		res, err := callHandler(hctx, r.h.Func, &Run{id: t.ID, taskType: t.Type, payload: json.RawMessage(t.Payload), e: e, inline: buf})
 		outc <- handlerOut{res, err}
-	}()
+	}
+	if r.h.Immediate { // returns at once (echo): on this goroutine
+		call()
+	} else {
+		r.mu.Lock()
+		hctx = e.arm(r)
+		r.mu.Unlock()
+		e.wg.Add(1)
+		go func() { defer e.wg.Done(); call() }()
+	}
 	t.StartedAt = e.a.clock.Now()
 	more, _ := e.transition(t, wire.StatusExecuting, t.StartedAt, "")
 	evs = append(evs, more...)
@@ -269,8 +270,10 @@ func (e *engine) runInline(ctx context.Context, r *run, evs []*wire.Event) (_ []
 	select {
 	case out := <-outc:
 		to, res, fail, shutdown := e.outcome(hctx, t, out.res, out.err)
-		r.timer.Stop()
-		r.cancel(context.Canceled)
+		if r.cancel != nil {
+			r.timer.Stop()
+			r.cancel(context.Canceled)
+		}
 		e.release(r) // done with its slot
 		if shutdown {
 			return nil, nil, wire.Errorf(wire.CodeAgentNotReady, "the agent is shutting down")
@@ -293,7 +296,9 @@ func (e *engine) runInline(ctx context.Context, r *run, evs []*wire.Event) (_ []
 	return evs, func(err error) {
 		r.mu.Unlock()
 		if err != nil {
-			r.cancel(errShutdown) // never stored: nothing to record
+			if r.cancel != nil {
+				r.cancel(errShutdown) // never stored: nothing to record
+			}
 			<-outc
 			e.release(r)
 			e.untrack(r)

@@ -240,12 +240,21 @@ type batchHold struct {
 
 type holdKey struct{}
 
-// holdBatch holds the writer for a batch of count envelopes.
+// holdBatch holds the writer for a batch of count envelopes, when it is
+// small (at most holdUpTo): a bigger one comes when the writer is busy
+// anyway, and its envelopes share commits without a hold, which would
+// only keep the writer idle while they take their turns.
 func (n *Network) holdBatch(count int) *batchHold {
-	h := &batchHold{release: n.db.Hold()}
+	h := &batchHold{release: func() {}}
+	if count <= holdUpTo {
+		h.release = n.db.Hold()
+	}
 	h.left.Store(int32(count))
 	return h
 }
+
+// holdUpTo is the biggest batch holdBatch holds the writer for.
+const holdUpTo = 8
 
 // envelope returns the context of one envelope of the batch and the
 // function that ends its part (safe to call more than once).
