@@ -357,7 +357,8 @@ type ReceivedMessage struct {
 	From      string
 	// Msgpack tells whether Raw is a msgpack envelope (else JSON).
 	Msgpack bool
-	// Raw is the envelope exactly as received (its signature verifies).
+	// Raw is the envelope exactly as received: its signature verifies,
+	// or it came in a batch signed as a whole and has none (p2p_batch.go).
 	Raw []byte
 	// JSON is the envelope as JSON: Raw for a JSON envelope, else the
 	// envelope with its payload converted (which no longer verifies).
