@@ -127,8 +127,8 @@ func (n *Network) ReceiveBatch(ctx context.Context, body []byte, signature, batc
 	if !n.ready() {
 		return nil, wire.Errorf(wire.CodeAgentNotReady, "")
 	}
-	var req BatchRequest
-	if err := wire.JSON.Unmarshal(body, &req); err != nil {
+	req, err := decodeBatchRequest(body) // p2p_batch_codec.go
+	if err != nil {
 		return nil, wire.Errorf(wire.CodeMessageFormatInvalid, "batch: %v", err)
 	}
 	if len(req.Messages) == 0 || len(req.Messages) > MaxBatch {
@@ -549,7 +549,7 @@ func (o *outbox) postBatch(ctx context.Context, dest string, p *peer, cid string
 		ContentType: wire.ContentJSON, Header: h, MaxReply: min(maxAnswerBytes*len(req.Messages), maxBatchAnswer)})
 	o.heardAnswer(dest, res)
 	var ans BatchAnswer
-	if res.Delivered() && (res.Truncated || wire.JSON.Unmarshal(res.Reply, &ans) != nil || len(ans.Results) != len(req.Messages)) {
+	if res.Delivered() && (res.Truncated || decodeBatchAnswer(res.Reply, &ans) != nil || len(ans.Results) != len(req.Messages)) {
 		res = transport.Outcome{Class: transport.Retry, Status: res.Status, Err: fmt.Errorf("%w: %w", transport.ErrNotDelivered, errBatchAnswer)}
 	}
 	if !res.Delivered() {

@@ -428,3 +428,14 @@ func (s *envScan) hex4() (rune, bool) {
 }
 
 func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+
+// JSONValueEnd checks the JSON value at the start of b (after white space)
+// as encoding/json would and returns the offset just past it, for readers
+// of documents that hold envelopes (peer batches).
+func JSONValueEnd(b []byte) (int, error) {
+	s := &envScan{b: b}
+	if _, err := s.value(); err != nil {
+		return 0, err
+	}
+	return s.i, nil
+}
