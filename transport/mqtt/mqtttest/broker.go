@@ -3,7 +3,9 @@
 // server and client certificates it generates) and a password file, and
 // without persistence (mosquitto's default), so that a restart loses every
 // session and every queued message — the fault the MQTT transport must
-// survive.
+// survive. Options.Persistent gives instead a broker as deployed for
+// durable delivery: persistence on, stopped gracefully, so the sessions
+// and the messages it acknowledged survive its restart.
 //
 // A test that needs a broker calls Start; when the mosquitto binary is
 // missing the test is skipped with the reason, except under CI=true, where
@@ -19,6 +21,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -36,6 +39,10 @@ type Options struct {
 	// Users, when set, turns off anonymous access: each key is a user
 	// name, its value the password.
 	Users map[string]string
+	// Persistent turns persistence on (in the broker's directory) and
+	// makes Stop and Restart graceful (SIGTERM, so mosquitto saves its
+	// sessions and queued messages first).
+	Persistent bool
 }
 
 // Broker is a running mosquitto.
@@ -44,6 +51,7 @@ type Broker struct {
 	bin   string
 	dir   string
 	conf  string
+	keep  bool   // Options.Persistent
 	Addr  string // 127.0.0.1:port
 	Certs Certs  // with Options.TLS
 
@@ -82,7 +90,7 @@ func Binary(t testing.TB) string {
 // is stopped when the test ends.
 func Start(t testing.TB, o Options) *Broker {
 	t.Helper()
-	b := &Broker{t: t, bin: Binary(t), dir: t.TempDir()}
+	b := &Broker{t: t, bin: Binary(t), dir: t.TempDir(), keep: o.Persistent}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +99,12 @@ func Start(t testing.TB, o Options) *Broker {
 	ln.Close()
 	_, port, _ := net.SplitHostPort(b.Addr)
 	var conf strings.Builder
-	fmt.Fprintf(&conf, "persistence false\nlistener %s 127.0.0.1\nmax_queued_messages 100000\n", port)
+	if o.Persistent {
+		fmt.Fprintf(&conf, "persistence true\npersistence_location %s/\n", b.dir)
+	} else {
+		conf.WriteString("persistence false\n")
+	}
+	fmt.Fprintf(&conf, "listener %s 127.0.0.1\nmax_queued_messages 100000\n", port)
 	if os.Geteuid() == 0 {
 		// As root mosquitto would switch to the user mosquitto, which
 		// cannot read the test's files.
@@ -179,12 +192,23 @@ func (b *Broker) start() {
 }
 
 // Stop kills the broker (SIGKILL: nothing is saved, every session and
-// queued message is lost). Safe to call twice.
+// queued message is lost); a Persistent one is asked to stop (SIGTERM)
+// and saves them first, killed only if it has not exited within 10 s.
+// Safe to call twice.
 func (b *Broker) Stop() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.cmd == nil {
 		return
+	}
+	if b.keep {
+		_ = b.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-b.done:
+			b.cmd = nil
+			return
+		case <-time.After(10 * time.Second):
+		}
 	}
 	_ = b.cmd.Process.Kill()
 	<-b.done
