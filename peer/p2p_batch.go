@@ -2,7 +2,6 @@ package peer
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -13,6 +12,7 @@ import (
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/contracts"
 	"github.com/synapse-edge/synapse/negotiate"
+	"github.com/synapse-edge/synapse/peer/batch"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/transport"
 	"github.com/synapse-edge/synapse/wire"
@@ -93,30 +93,13 @@ func msDuration(ms int64) time.Duration {
 	return time.Duration(min(ms, int64(transport.MaxRetryAfter/time.Millisecond))) * time.Millisecond
 }
 
-// BatchItem is one envelope of a batch.
-type BatchItem struct {
-	Seq      uint64          `json:"seq"`
-	Prev     uint64          `json:"prev,omitempty"`
-	Envelope json.RawMessage `json:"envelope"`
-}
-
-// BatchRequest is the body of a batch.
-type BatchRequest struct {
-	Messages []BatchItem `json:"messages"`
-}
-
-// BatchResult is the answer for one envelope of a batch.
-type BatchResult struct {
-	Status       int             `json:"status"`
-	Body         json.RawMessage `json:"body,omitempty"`
-	Error        *wire.Error     `json:"error,omitempty"`
-	RetryAfterMS int64           `json:"retry_after_ms,omitempty"`
-}
-
-// BatchAnswer is the answer to a batch.
-type BatchAnswer struct {
-	Results []BatchResult `json:"results"`
-}
+// The batch documents (package batch).
+type (
+	BatchItem    = batch.Item
+	BatchRequest = batch.Request
+	BatchResult  = batch.Result
+	BatchAnswer  = batch.Answer
+)
 
 // ReceiveBatch handles a batch (a JSON BatchRequest; signature is its
 // X-Synapse-Signature header, batchSig its X-Synapse-Batch-Signature) and
@@ -127,7 +110,7 @@ func (n *Network) ReceiveBatch(ctx context.Context, body []byte, signature, batc
 	if !n.ready() {
 		return nil, wire.Errorf(wire.CodeAgentNotReady, "")
 	}
-	req, err := decodeBatchRequest(body) // p2p_batch_codec.go
+	req, err := batch.DecodeRequest(body)
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeMessageFormatInvalid, "batch: %v", err)
 	}
@@ -208,67 +191,6 @@ func (n *Network) verify(ctx context.Context, m *wire.UnifiedSynapseMessage, p *
 		return nil
 	}
 	return wire.Verify(m, p.pub)
-}
-
-// appendJSON appends the batch as JSON, its envelopes byte for byte (they
-// are JSON already: encoding/json would scan each of them again).
-func (r *BatchRequest) appendJSON(b []byte) []byte {
-	b = append(b, `{"messages":[`...)
-	for i, it := range r.Messages {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"seq":`...)
-		b = strconv.AppendUint(b, it.Seq, 10)
-		if it.Prev != 0 {
-			b = append(b, `,"prev":`...)
-			b = strconv.AppendUint(b, it.Prev, 10)
-		}
-		b = append(b, `,"envelope":`...)
-		b = append(b, it.Envelope...)
-		b = append(b, '}')
-	}
-	return append(b, "]}"...)
-}
-
-// batchSize is about the size of r as JSON.
-func batchSize(r *BatchRequest) int {
-	n := 16
-	for _, it := range r.Messages {
-		n += len(it.Envelope) + 64
-	}
-	return n
-}
-
-// AppendJSON appends the answer as JSON, its bodies byte for byte (JSON
-// already).
-func (a *BatchAnswer) AppendJSON(b []byte) ([]byte, error) {
-	b = append(b, `{"results":[`...)
-	for i, r := range a.Results {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"status":`...)
-		b = strconv.AppendInt(b, int64(r.Status), 10)
-		if len(r.Body) > 0 {
-			b = append(b, `,"body":`...)
-			b = append(b, r.Body...)
-		}
-		if r.Error != nil {
-			e, err := wire.JSON.Marshal(r.Error)
-			if err != nil {
-				return nil, err
-			}
-			b = append(b, `,"error":`...)
-			b = append(b, e...)
-		}
-		if r.RetryAfterMS != 0 {
-			b = append(b, `,"retry_after_ms":`...)
-			b = strconv.AppendInt(b, r.RetryAfterMS, 10)
-		}
-		b = append(b, '}')
-	}
-	return append(b, "]}"...), nil
 }
 
 // appendJSON appends a as JSON (as wire.JSON writes it).
@@ -532,7 +454,7 @@ func (o *outbox) postBatch(ctx context.Context, dest string, p *peer, cid string
 	}
 	n := o.n
 	peerID := p.rec.AgentID
-	body := req.appendJSON(make([]byte, 0, batchSize(req)))
+	body := req.AppendJSON(make([]byte, 0, req.Size()))
 	h := n.signHeader(peerID, body)
 	if signed {
 		sig, err := n.a.SignBatch(peerID, body)
@@ -549,7 +471,7 @@ func (o *outbox) postBatch(ctx context.Context, dest string, p *peer, cid string
 		ContentType: wire.ContentJSON, Header: h, MaxReply: min(maxAnswerBytes*len(req.Messages), maxBatchAnswer)})
 	o.heardAnswer(dest, res)
 	var ans BatchAnswer
-	if res.Delivered() && (res.Truncated || decodeBatchAnswer(res.Reply, &ans) != nil || len(ans.Results) != len(req.Messages)) {
+	if res.Delivered() && (res.Truncated || batch.DecodeAnswer(res.Reply, &ans) != nil || len(ans.Results) != len(req.Messages)) {
 		res = transport.Outcome{Class: transport.Retry, Status: res.Status, Err: fmt.Errorf("%w: %w", transport.ErrNotDelivered, errBatchAnswer)}
 	}
 	if !res.Delivered() {

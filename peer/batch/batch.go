@@ -1,4 +1,9 @@
-package peer
+// Package batch is the wire form of batches of envelopes between peers
+// (see package peer, p2p_batch.go): the body of a batch, its answer, and
+// their codecs. This agent writes both by hand, the envelopes and bodies
+// byte for byte, and reads what it writes in place; anything else is read
+// by encoding/json.
+package batch
 
 import (
 	"encoding/json"
@@ -8,41 +13,127 @@ import (
 	"github.com/synapse-edge/synapse/wire"
 )
 
-// Reading batches and their answers. What this agent writes (the hand
-// encoders in p2p_batch.go: exact keys, integers, no nulls) is read in
+// Item is one envelope of a batch.
+type Item struct {
+	Seq      uint64          `json:"seq"`
+	Prev     uint64          `json:"prev,omitempty"`
+	Envelope json.RawMessage `json:"envelope"`
+}
+
+// Request is the body of a batch.
+type Request struct {
+	Messages []Item `json:"messages"`
+}
+
+// Result is the answer for one envelope of a batch.
+type Result struct {
+	Status       int             `json:"status"`
+	Body         json.RawMessage `json:"body,omitempty"`
+	Error        *wire.Error     `json:"error,omitempty"`
+	RetryAfterMS int64           `json:"retry_after_ms,omitempty"`
+}
+
+// Answer is the answer to a batch.
+type Answer struct {
+	Results []Result `json:"results"`
+}
+
+// AppendJSON appends the batch as JSON, its envelopes byte for byte (they
+// are JSON already: encoding/json would scan each of them again).
+func (r *Request) AppendJSON(b []byte) []byte {
+	b = append(b, `{"messages":[`...)
+	for i, it := range r.Messages {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"seq":`...)
+		b = strconv.AppendUint(b, it.Seq, 10)
+		if it.Prev != 0 {
+			b = append(b, `,"prev":`...)
+			b = strconv.AppendUint(b, it.Prev, 10)
+		}
+		b = append(b, `,"envelope":`...)
+		b = append(b, it.Envelope...)
+		b = append(b, '}')
+	}
+	return append(b, "]}"...)
+}
+
+// Size is about the size of r as JSON.
+func (r *Request) Size() int {
+	n := 16
+	for _, it := range r.Messages {
+		n += len(it.Envelope) + 64
+	}
+	return n
+}
+
+// AppendJSON appends the answer as JSON, its bodies byte for byte (JSON
+// already).
+func (a *Answer) AppendJSON(b []byte) ([]byte, error) {
+	b = append(b, `{"results":[`...)
+	for i, r := range a.Results {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"status":`...)
+		b = strconv.AppendInt(b, int64(r.Status), 10)
+		if len(r.Body) > 0 {
+			b = append(b, `,"body":`...)
+			b = append(b, r.Body...)
+		}
+		if r.Error != nil {
+			e, err := wire.JSON.Marshal(r.Error)
+			if err != nil {
+				return nil, err
+			}
+			b = append(b, `,"error":`...)
+			b = append(b, e...)
+		}
+		if r.RetryAfterMS != 0 {
+			b = append(b, `,"retry_after_ms":`...)
+			b = strconv.AppendInt(b, r.RetryAfterMS, 10)
+		}
+		b = append(b, '}')
+	}
+	return append(b, "]}"...), nil
+}
+
+// Reading batches and their answers. What this agent writes (the
+// encoders above: exact keys, integers, no nulls) is read in
 // place; anything else — other key spellings, nulls, errors in answers —
 // goes through encoding/json, whose rules decide. The fast path accepts
 // only documents encoding/json reads the same way.
 
-// decodeBatchRequest reads the body of a batch.
-func decodeBatchRequest(body []byte) (*BatchRequest, error) {
-	if req, ok := scanBatchRequest(body); ok {
+// DecodeRequest reads the body of a batch.
+func DecodeRequest(body []byte) (*Request, error) {
+	if req, ok := scanRequest(body); ok {
 		return req, nil
 	}
-	var req BatchRequest
+	var req Request
 	if err := wire.JSON.Unmarshal(body, &req); err != nil {
 		return nil, err
 	}
 	return &req, nil
 }
 
-// decodeBatchAnswer reads the answer to a batch.
-func decodeBatchAnswer(b []byte, ans *BatchAnswer) error {
-	if scanBatchAnswer(b, ans) {
+// DecodeAnswer reads the answer to a batch into ans.
+func DecodeAnswer(b []byte, ans *Answer) error {
+	if scanAnswer(b, ans) {
 		return nil
 	}
-	*ans = BatchAnswer{}
+	*ans = Answer{}
 	return wire.JSON.Unmarshal(b, ans)
 }
 
-func scanBatchRequest(body []byte) (*BatchRequest, bool) {
+func scanRequest(body []byte) (*Request, bool) {
 	if !utf8.Valid(body) {
 		return nil, false
 	}
 	s := &batchScan{b: body}
-	req := &BatchRequest{}
+	req := &Request{}
 	ok := s.list("messages", func() bool {
-		var it BatchItem
+		var it Item
 		var seen [3]bool
 		ok := s.object(func(key string) bool {
 			switch key {
@@ -67,14 +158,14 @@ func scanBatchRequest(body []byte) (*BatchRequest, bool) {
 	return req, ok
 }
 
-func scanBatchAnswer(b []byte, ans *BatchAnswer) bool {
+func scanAnswer(b []byte, ans *Answer) bool {
 	if !utf8.Valid(b) {
 		return false
 	}
 	s := &batchScan{b: b}
-	*ans = BatchAnswer{}
+	*ans = Answer{}
 	return s.list("results", func() bool {
-		var r BatchResult
+		var r Result
 		var seen [3]bool
 		var status, retry uint64
 		ok := s.object(func(key string) bool {
