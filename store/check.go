@@ -25,7 +25,8 @@ type CheckReport struct {
 const maxCheckErrors = 100
 
 // Check verifies the file's page structure (bbolt's own check), that every
-// bucket exists, and that every task record decodes and has a known state.
+// bucket exists, that every task record decodes and has a known state, and
+// that the tier-1 batch-id table's records are well formed.
 //
 // It runs in a writable transaction that is rolled back: bbolt's page
 // check reads the database's current freelist, so on a read-only
@@ -84,6 +85,7 @@ func check(ctx context.Context, btx *bolt.Tx) CheckReport {
 			return nil
 		})
 	}
+	checkT1Seen(btx, add)
 	rep.OK = len(rep.Errors) == 0
 	return rep
 }
