@@ -108,7 +108,7 @@ bench: ## run every benchmark (BENCHTIME=1s; e.g. make bench BENCHTIME=5x)
 
 .PHONY: bench-compare
 bench-compare: ## make bench of BEFORE=<git ref> and of this tree in alternating rounds, compared by benchstat (ROUNDS=3 BENCHTIME=1s BENCH=.)
-	@GO="$(GO)" BEFORE="$(BEFORE)" ROUNDS="$(ROUNDS)" BENCHTIME="$(BENCHTIME)" BENCH="$(BENCH)" scripts/bench-compare.sh
+	@GO="$(GO)" BEFORE="$(BEFORE)" ROUNDS="$(ROUNDS)" BENCHTIME="$(BENCHTIME)" BENCH='$(value BENCH)' scripts/bench-compare.sh
 
 .PHONY: bench-tier1
 bench-tier1: ## tier-1 ingest vs mosquitto QoS1, NATS JetStream, bbolt, bare WebSocket (BENCH_ARGS="-frames N -rounds R")
