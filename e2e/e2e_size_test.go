@@ -34,22 +34,22 @@ const (
 )
 
 // maxBinary is the ceiling per GOARCH of the release binary: the size
-// at the end of 2026-11-30 (amd64 11.22, arm64 10.31, armv7 10.75 MiB)
-// plus about 128 KiB, so a new dependency or a table built at start fails
-// it. The goal, 8 MiB on ARM, is not met:
+// at the end of stop 25, 2026-11-30 (amd64 11.33, arm64 10.38, armv7
+// 10.88 MiB) plus 128 KiB or a little more, so a new dependency or a
+// table built at start fails it. The goal, 8 MiB on ARM, is not met:
 // bench/README.md#binary-size-and-idle-memory says what bounds it.
 var maxBinary = map[string]int64{
-	"amd64": 11<<20 + 384<<10,
-	"arm64": 10<<20 + 448<<10,
-	"arm":   10<<20 + 896<<10,
+	"amd64": 11<<20 + 512<<10,
+	"arm64": 10<<20 + 576<<10,
+	"arm":   11<<20 + 64<<10,
 }
 
 // maxBinaryGRPC is the same for the -grpc variant (the Makefile's
-// GRPC_TAGS added): 14.48, 13.38 and 13.81 MiB then, plus about 128 KiB.
+// GRPC_TAGS added): 14.59, 13.50 and 13.88 MiB then, plus about 128 KiB.
 var maxBinaryGRPC = map[string]int64{
-	"amd64": 14<<20 + 640<<10,
-	"arm64": 13<<20 + 512<<10,
-	"arm":   13<<20 + 960<<10,
+	"amd64": 14<<20 + 768<<10,
+	"arm64": 13<<20 + 704<<10,
+	"arm":   14<<20 + 64<<10,
 }
 
 // makeVar returns the words of the Makefile variable name (NAME ?= or
