@@ -3,8 +3,6 @@ package e2e_test
 import (
 	"fmt"
 	"math/rand/v2"
-	"net/http"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -26,19 +24,7 @@ import (
 // transition, and the outboxes are empty.
 func TestInlineRequestsUnderSIGKILL(t *testing.T) {
 	const clients, perClient = 4, 150
-	config := filepath.Join(t.TempDir(), "p2p.json")
-	writeJSON(t, config, map[string]any{"p2p": map[string]any{
-		"max_retries": 30, "retry_base_delay_ms": 50, "heartbeat_interval_seconds": 1,
-	}})
-	a := startAgent(t, agentOpts{args: []string{"--config", config}})
-	b := startAgent(t, agentOpts{args: []string{"--config", config}})
-	aID, _ := identityOf(t, a)
-	bID, _ := identityOf(t, b)
-	for _, x := range [][2]*agentProc{{a, b}, {b, a}} {
-		if r := x[0].call(http.MethodPost, prefix+"/agents", []byte(`{"endpoint":"`+x[1].url()+`"}`)); r.status != http.StatusCreated {
-			t.Fatalf("POST /agents %s: %s", x[1].url(), r)
-		}
-	}
+	a, b, aID, bID := startKillPair(t)
 
 	ids := make([]string, clients*perClient)
 	results := make([]string, len(ids))

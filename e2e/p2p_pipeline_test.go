@@ -52,19 +52,7 @@ const backlog = 300
 func TestP2PPipelineUnderSIGKILL(t *testing.T) {
 	n := pipelineTasks(t)
 	begin := time.Now()
-	config := filepath.Join(t.TempDir(), "p2p.json")
-	writeJSON(t, config, map[string]any{"p2p": map[string]any{
-		"max_retries": 30, "retry_base_delay_ms": 50, "heartbeat_interval_seconds": 1,
-	}})
-	a := startAgent(t, agentOpts{args: []string{"--config", config}})
-	b := startAgent(t, agentOpts{args: []string{"--config", config}})
-	aID, _ := identityOf(t, a)
-	bID, _ := identityOf(t, b)
-	for _, x := range [][2]*agentProc{{a, b}, {b, a}} {
-		if r := x[0].call(http.MethodPost, prefix+"/agents", []byte(`{"endpoint":"`+x[1].url()+`"}`)); r.status != http.StatusCreated {
-			t.Fatalf("POST /agents %s: %s", x[1].url(), r)
-		}
-	}
+	a, b, aID, bID := startKillPair(t)
 
 	// One client, in order: each task is acknowledged (durable, its request
 	// queued) before the next is sent, so A's queue order is i's order.
@@ -201,4 +189,25 @@ func (a *agentProc) summary(hc *http.Client) map[string]int {
 func lastRunRequests(t *testing.T, a *agentProc) []string {
 	t.Helper()
 	return feedRequests(t, a, -1, 2*time.Second)
+}
+
+// startKillPair starts two agents paired with each other, with the P2P
+// settings the kill tests use (retries every 50 ms, up to 30, heartbeats
+// every second), and returns them with their agent ids.
+func startKillPair(t *testing.T) (a, b *agentProc, aID, bID string) {
+	t.Helper()
+	config := filepath.Join(t.TempDir(), "p2p.json")
+	writeJSON(t, config, map[string]any{"p2p": map[string]any{
+		"max_retries": 30, "retry_base_delay_ms": 50, "heartbeat_interval_seconds": 1,
+	}})
+	a = startAgent(t, agentOpts{args: []string{"--config", config}})
+	b = startAgent(t, agentOpts{args: []string{"--config", config}})
+	aID, _ = identityOf(t, a)
+	bID, _ = identityOf(t, b)
+	for _, x := range [][2]*agentProc{{a, b}, {b, a}} {
+		if r := x[0].call(http.MethodPost, prefix+"/agents", []byte(`{"endpoint":"`+x[1].url()+`"}`)); r.status != http.StatusCreated {
+			t.Fatalf("POST /agents %s: %s", x[1].url(), r)
+		}
+	}
+	return a, b, aID, bID
 }
