@@ -172,7 +172,11 @@ func TestHostileInput(t *testing.T) {
 	})
 
 	t.Run("header over max_header_bytes", func(t *testing.T) {
-		r := ts.do(t, "GET", api("/health"), nil, withHeader("X-Big", strings.Repeat("a", 16<<10)))
+		// On a connection of its own: a client library that sees its
+		// write broken by the agent's close may report that and not the
+		// answer already sent (net/http does, now and then).
+		r := rawRequest(t, ts, "GET "+api("/health")+" HTTP/1.1\r\nHost: "+strings.TrimPrefix(ts.base, "http://")+
+			"\r\nX-Big: "+strings.Repeat("a", 16<<10)+"\r\n\r\n")
 		r.wantError(t, http.StatusRequestHeaderFieldsTooLarge, wire.CodeMessageFormatInvalid)
 		alive(t)
 	})
@@ -214,25 +218,36 @@ func deepMsgpack(depth int) []byte {
 // which can reset it before the client reads the answer.)
 func TestBodyOverLimit(t *testing.T) {
 	ts := startServer(t)
-	addr := strings.TrimPrefix(ts.base, "http://")
-	c, err := net.DialTimeout("tcp", addr, pollTimeout)
+	req := "POST " + api("/task") + " HTTP/1.1\r\nHost: " + strings.TrimPrefix(ts.base, "http://") +
+		"\r\nAuthorization: Bearer " + adminToken + "\r\nContent-Type: application/json\r\nContent-Length: " +
+		fmt.Sprint(ts.limits.MaxBodyBytes+1) + "\r\n\r\n{"
+	r := rawRequest(t, ts, req)
+	if r.status != http.StatusRequestEntityTooLarge || !strings.Contains(string(r.body), string(wire.CodePayloadTooLarge)) {
+		t.Errorf("answer %d %s, want 413 %s", r.status, r.body, wire.CodePayloadTooLarge)
+	}
+}
+
+// rawRequest writes req on a connection of its own and reads the answer.
+// An error of the write is not fatal: the agent may answer an over-limit
+// request and close before reading all of it, and the close can break the
+// rest of the write while the answer is already on its way.
+func rawRequest(t *testing.T, ts *testServer, req string) *reply {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", strings.TrimPrefix(ts.base, "http://"), pollTimeout)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(pollTimeout))
-	req := "POST " + api("/task") + " HTTP/1.1\r\nHost: " + addr + "\r\nAuthorization: Bearer " + adminToken +
-		"\r\nContent-Type: application/json\r\nContent-Length: " + fmt.Sprint(ts.limits.MaxBodyBytes+1) + "\r\n\r\n{"
-	if _, err := c.Write([]byte(req)); err != nil {
-		t.Fatal(err)
-	}
+	_, _ = c.Write([]byte(req))
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err != nil {
 		t.Fatalf("read answer: %v", err)
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(body), string(wire.CodePayloadTooLarge)) {
-		t.Errorf("answer %d %s, want 413 %s", resp.StatusCode, body, wire.CodePayloadTooLarge)
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("read answer body: %v", err)
 	}
+	return &reply{status: resp.StatusCode, header: resp.Header, body: body}
 }
