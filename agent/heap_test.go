@@ -95,10 +95,16 @@ feed:
 	}
 }
 
-func BenchmarkSubmitEcho(b *testing.B) {
+// benchAgent opens an agent with the built-in handlers on a fresh store
+// for a benchmark; mutate (may be nil) adjusts the config first.
+func benchAgent(b *testing.B, mutate func(*agent.Config)) *agent.Agent {
+	b.Helper()
 	cfg := agent.Defaults()
 	cfg.DataDir = b.TempDir()
 	cfg.AdminToken = "t"
+	if mutate != nil {
+		mutate(&cfg)
+	}
 	a, err := agent.New(cfg, agent.Options{})
 	if err != nil {
 		b.Fatal(err)
@@ -110,6 +116,11 @@ func BenchmarkSubmitEcho(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { a.Close(context.Background()) })
+	return a
+}
+
+func BenchmarkSubmitEcho(b *testing.B) {
+	a := benchAgent(b, nil)
 	req := func() *wire.SubmitRequest {
 		return &wire.SubmitRequest{TaskType: "echo", Payload: wire.JSONValue(`{"msg":"hello"}`)}
 	}
@@ -135,20 +146,7 @@ func BenchmarkSubmitEcho(b *testing.B) {
 // blocking send) in process: the echo runs inline and its task is stored
 // once, final (one commit per echo).
 func BenchmarkSubmitWaitEcho(b *testing.B) {
-	cfg := agent.Defaults()
-	cfg.DataDir = b.TempDir()
-	cfg.AdminToken = "t"
-	a, err := agent.New(cfg, agent.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := handlers.Register(a, handlers.Options{}); err != nil {
-		b.Fatal(err)
-	}
-	if err := a.Open(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { a.Close(context.Background()) })
+	a := benchAgent(b, nil)
 	ctx := context.Background()
 	b.ReportAllocs()
 	st := a.Store().Stats()

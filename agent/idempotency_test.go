@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
-	"github.com/synapse-edge/synapse/handlers"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -187,21 +186,7 @@ func TestSubmitIdempotentWait(t *testing.T) {
 // key each time (a read of the key, the record written with the task),
 // "replay" a repeated request answered from its record.
 func BenchmarkSubmitIdempotent(b *testing.B) {
-	cfg := agent.Defaults()
-	cfg.DataDir = b.TempDir()
-	cfg.AdminToken = "t"
-	cfg.MaxConcurrentTasks = 1000
-	a, err := agent.New(cfg, agent.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := handlers.Register(a, handlers.Options{}); err != nil {
-		b.Fatal(err)
-	}
-	if err := a.Open(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { a.Close(context.Background()) })
+	a := benchAgent(b, func(c *agent.Config) { c.MaxConcurrentTasks = 1000 })
 	ctx := context.Background()
 	req := func() *wire.SubmitRequest {
 		return &wire.SubmitRequest{TaskType: "echo", Payload: wire.JSONValue(`{"msg":"hello"}`)}

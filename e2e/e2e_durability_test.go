@@ -127,9 +127,7 @@ func TestDurabilityUnderSIGKILL(t *testing.T) {
 		t.Skip("durability test: skipped with -short")
 	}
 	a := startAgent(t, agentOpts{env: []string{"SYNAPSE_MAX_CONCURRENT_TASKS=64"}})
-	seed := time.Now().UnixNano()
-	rng := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
-	t.Logf("kill schedule seed %d", seed)
+	rng := killSchedule(t)
 
 	stop := make(chan struct{})
 	var acks ackLog
@@ -326,4 +324,13 @@ func payloadN(t *testing.T, v taskView) int {
 		t.Fatalf("task %s: payload %s has no number n (%v)", v.TaskID, v.Payload, err)
 	}
 	return *p.N
+}
+
+// killSchedule is the random source of a kill test's schedule, its seed
+// logged so that a failing schedule can be replayed.
+func killSchedule(t *testing.T) *rand.Rand {
+	t.Helper()
+	seed := time.Now().UnixNano()
+	t.Logf("kill schedule seed %d", seed)
+	return rand.New(rand.NewPCG(uint64(seed), 0x5eed))
 }

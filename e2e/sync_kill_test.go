@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"sync"
@@ -31,9 +30,7 @@ func TestSyncEchoUnderSIGKILL(t *testing.T) {
 		t.Skip("kill test: skipped with -short")
 	}
 	a := startAgent(t, agentOpts{env: []string{"SYNAPSE_MAX_CONCURRENT_TASKS=64"}})
-	seed := time.Now().UnixNano()
-	rng := rand.New(rand.NewPCG(uint64(seed), 0x5eed))
-	t.Logf("kill schedule seed %d", seed)
+	rng := killSchedule(t)
 
 	type done struct {
 		n  int

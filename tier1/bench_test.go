@@ -75,20 +75,26 @@ func BenchmarkAppendJSON(b *testing.B) {
 	}
 }
 
-// BenchmarkIngestOneFrame queues b.N one-frame batches (as a WebSocket
-// sender pipelines them) into a real store and waits until all are
-// durable: the per-batch cost of the ingest path, with its allocations.
-func BenchmarkIngestOneFrame(b *testing.B) {
+// benchIngestor is an ingestor of the telemetry routine on a fresh store.
+func benchIngestor(b *testing.B) *tier1.Ingestor {
+	b.Helper()
 	db, err := store.Open(context.Background(), filepath.Join(b.TempDir(), "t.db"), store.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer db.Close(context.Background())
+	b.Cleanup(func() { db.Close(context.Background()) })
 	reg, err := tier1.NewRegistry(tier1.Telemetry())
 	if err != nil {
 		b.Fatal(err)
 	}
-	in := tier1.NewIngestor(reg, db, tier1.IngestConfig{})
+	return tier1.NewIngestor(reg, db, tier1.IngestConfig{})
+}
+
+// BenchmarkIngestOneFrame queues b.N one-frame batches (as a WebSocket
+// sender pipelines them) into a real store and waits until all are
+// durable: the per-batch cost of the ingest path, with its allocations.
+func BenchmarkIngestOneFrame(b *testing.B) {
+	in := benchIngestor(b)
 	now := time.Now()
 	bodies := make([][]byte, b.N)
 	for i := range bodies {
@@ -121,16 +127,7 @@ func BenchmarkIngestOneFrame(b *testing.B) {
 // cost of the grouped ingest path (decode, blocks, batch-id table, store
 // write) without the WebSocket.
 func BenchmarkStoreOneFrame(b *testing.B) {
-	db, err := store.Open(context.Background(), filepath.Join(b.TempDir(), "t.db"), store.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close(context.Background())
-	reg, err := tier1.NewRegistry(tier1.Telemetry())
-	if err != nil {
-		b.Fatal(err)
-	}
-	in := tier1.NewIngestor(reg, db, tier1.IngestConfig{})
+	in := benchIngestor(b)
 	now := time.Now()
 	bodies := make([][]byte, b.N)
 	for i := range bodies {
