@@ -648,7 +648,7 @@ func (e *engine) final(t *wire.Task, to wire.Status, result wire.JSONValue, fail
 	if t.Status.Terminal() {
 		return nil, nil
 	}
-	t.Result = result
+	t.Result = result.Stored()
 	if to == wire.StatusCompleted {
 		t.Progress = 100
 	}

@@ -129,7 +129,7 @@ func TestGoHandlerErrors(t *testing.T) {
 		{"panics", wire.StatusFailed, wire.CodeExecutionFailed, "nil map write", ""},
 		{"badjson", wire.StatusFailed, wire.CodeExecutionFailed, "invalid JSON", ""},
 		{"unencodable", wire.StatusFailed, wire.CodeExecutionFailed, "chan", ""},
-		{"nothing", wire.StatusCompleted, "", "", "null"},
+		{"nothing", wire.StatusCompleted, "", "", ""}, // null is no result, live or stored
 	}
 	for _, tt := range tests {
 		t.Run(tt.taskType, func(t *testing.T) {
@@ -138,8 +138,11 @@ func TestGoHandlerErrors(t *testing.T) {
 			if got.Status != tt.status || got.ErrorCode != tt.code || !strings.Contains(got.ErrorMessage, tt.msg) {
 				t.Errorf("%s: %s %s %q, want %s %s containing %q", tt.taskType, got.Status, got.ErrorCode, got.ErrorMessage, tt.status, tt.code, tt.msg)
 			}
-			if tt.wantResult != "" && string(got.Result) != tt.wantResult {
+			if tt.status == wire.StatusCompleted && string(got.Result) != tt.wantResult {
 				t.Errorf("%s: result %q, want %q", tt.taskType, got.Result, tt.wantResult)
+			}
+			if stored, err := a.Task(task.ID); err != nil || string(stored.Result) != string(got.Result) {
+				t.Errorf("%s: read again the result is %q (%v), as the task ended %q", tt.taskType, stored.Result, err, got.Result)
 			}
 		})
 	}

@@ -463,7 +463,7 @@ func (e *engine) finishRemote(ctx context.Context, r *run, to wire.Status, resul
 		if t.Status.Terminal() {
 			return nil, nil
 		}
-		t.Result = result
+		t.Result = result.Stored()
 		if to == wire.StatusCompleted {
 			t.Progress = 100
 		}

@@ -72,6 +72,15 @@ func (v JSONValue) MarshalJSON() ([]byte, error) {
 	return v, nil
 }
 
+// Stored is v as a stored task reads it back: JSON null is no value
+// (UnmarshalJSON), so a task kept in memory and its stored copy agree.
+func (v JSONValue) Stored() JSONValue {
+	if bytes.Equal(v, []byte("null")) {
+		return nil
+	}
+	return v
+}
+
 // UnmarshalJSON keeps a copy of the raw text.
 func (v *JSONValue) UnmarshalJSON(b []byte) error {
 	if bytes.Equal(b, []byte("null")) {
