@@ -83,11 +83,12 @@ var apiStoreFiles = map[string]string{
 // to an agent through client and cli/command, and of the module they
 // import only commandImports; the engine, the servers and the transports
 // are serve's, wired in cli.
-var commandPackages = []string{"cli/command", "cli/taskcmd", "cli/admincmd", "cli/tier1cmd", "cli/peercmd", "cli/groupcmd", "cli/hilcmd"}
+var commandPackages = []string{"cli/command", "cli/taskcmd", "cli/admincmd", "cli/tier1cmd", "cli/peercmd", "cli/groupcmd", "cli/hilcmd", "cli/configcmd"}
 
 // commandImports are the module packages a command package may import, with why.
 var commandImports = map[string]string{
 	"cli/command":         "the framework of the command line",
+	"cli/config":          "config check reads the file as serve does",
 	"client":              "the Go client of the REST API",
 	"client/tier1export":  "tier1 export writes the frames",
 	"client/tier1load":    "tier1 send generates the load",

@@ -8,6 +8,7 @@ import (
 
 	"github.com/synapse-edge/synapse/cli/admincmd"
 	"github.com/synapse-edge/synapse/cli/command"
+	"github.com/synapse-edge/synapse/cli/configcmd"
 	"github.com/synapse-edge/synapse/cli/groupcmd"
 	"github.com/synapse-edge/synapse/cli/hilcmd"
 	"github.com/synapse-edge/synapse/cli/peercmd"
@@ -22,6 +23,7 @@ func commands() []*command.Command {
 		{Name: "task", Summary: "submit, follow and manage tasks", Verbs: taskcmd.TaskVerbs()},
 		{Name: "token", Summary: "manage API tokens (admin)", Verbs: admincmd.TokenVerbs()},
 		{Name: "db", Summary: "check and back up the database", Verbs: admincmd.DBVerbs()},
+		{Name: "config", Summary: "check a config file before serving on it", Verbs: configcmd.ConfigVerbs()},
 		{Name: "tier1", Summary: "tier-1 routines: list, load-test ingest, export frames", Verbs: tier1cmd.Tier1Verbs()},
 		{Name: "peer", Summary: "pair with other agents, accept their pair requests, list them", Verbs: peercmd.PeerVerbs()},
 		leaf("identity", peercmd.IdentityVerb()),

@@ -85,8 +85,8 @@ func runServe(ctx context.Context, sio *command.IO, args []string) error {
 		return err
 	}
 	cfg := &file.Config
-	if n := len(cfg.AdminToken); n > 0 && n < minAdminToken {
-		return fmt.Errorf("SYNAPSE_ADMIN_TOKEN is %d bytes; an admin token must have at least %d (e.g. openssl rand -hex 16), or leave it unset to have one generated", n, minAdminToken)
+	if err := config.CheckAdminToken(cfg.AdminToken); err != nil {
+		return err
 	}
 	if *data != "" {
 		cfg.DataDir = *data
@@ -99,10 +99,6 @@ func runServe(ctx context.Context, sio *command.IO, args []string) error {
 	}
 	return serve(ctx, sio, log, file, *grace, extra)
 }
-
-// minAdminToken is the shortest SYNAPSE_ADMIN_TOKEN serve accepts: a
-// shorter one is guessable by anyone who can reach the port.
-const minAdminToken = 16
 
 // serve runs the agent of the configuration file: each package gets its
 // own section.

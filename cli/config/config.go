@@ -16,7 +16,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -87,14 +86,17 @@ func Load(path string, getenv func(string) string) (File, error) {
 // LoadFile merges the JSON file at path into f. Unknown fields are errors,
 // so a misspelt option is not silently ignored.
 func LoadFile(f *File, path string) error {
-	raw, err := os.ReadFile(path)
+	raw, err := readFile(path)
 	if err != nil {
-		return fmt.Errorf("config: %w", err)
+		return err
 	}
 	d := json.NewDecoder(strings.NewReader(string(raw)))
 	d.DisallowUnknownFields()
 	if err := d.Decode(f); err != nil {
-		return fmt.Errorf("config %s: %w", path, err)
+		return decodeError(path, raw, d.InputOffset(), err)
+	}
+	if d.More() {
+		return fmt.Errorf("config %s: more than one JSON value (a file holds one object)", path)
 	}
 	// Relative command paths and dirs are relative to the config file.
 	base := filepath.Dir(path)
