@@ -119,7 +119,11 @@ func serve(ctx context.Context, sio *command.IO, log *slog.Logger, file config.F
 			cfg.Endpoint = "https://" + cfg.Listen
 		}
 	}
-	a, err := agent.New(cfg, agent.Options{Logger: log})
+	roots, err := file.TLS.PeerRoots()
+	if err != nil {
+		return err
+	}
+	a, err := agent.New(cfg, agent.Options{Logger: log, PeerRootCAs: roots})
 	if err != nil {
 		return err
 	}

@@ -112,7 +112,7 @@ func LoadFile(f *File, path string) error {
 		}
 	}
 	if f.TLS != nil {
-		for _, p := range []*string{&f.TLS.CertFile, &f.TLS.KeyFile, &f.TLS.ClientCAFile} {
+		for _, p := range []*string{&f.TLS.CertFile, &f.TLS.KeyFile, &f.TLS.ClientCAFile, &f.TLS.PeerCAFile} {
 			if *p != "" && !filepath.IsAbs(*p) {
 				*p = filepath.Join(base, *p)
 			}

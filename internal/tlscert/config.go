@@ -1,8 +1,9 @@
 // Package tlscert is the agent's TLS server certificate: the "tls"
 // section of the config (Config), the server tls.Config the listeners
 // share (TLS 1.2 and 1.3 only, AEAD suites, client CA), the certificate
-// pair reread from its files when they change (Source), and a first
-// self-signed pair (Generate, `synapse cert init`). It knows nothing of
+// pair reread from its files when they change (Source), the CAs https
+// peers are verified against (PeerRoots), and a first self-signed pair
+// (Generate, `synapse cert init`). It knows nothing of
 // HTTP: httpapi and grpcapi serve through the tls.Config it builds.
 package tlscert
 
@@ -40,6 +41,30 @@ type Config struct {
 	// Clients map verified client certificates onto the scopes of a
 	// principal (clients.go).
 	Clients []Client `json:"clients,omitempty"`
+	// PeerCAFile, if set, holds the PEM CA certificates that https
+	// destinations (peers, the registry, the uplink) are verified
+	// against besides the system roots; it needs no cert_file.
+	PeerCAFile string `json:"peer_ca_file,omitempty"`
+}
+
+// PeerRoots returns the system roots plus the CAs of PeerCAFile, or nil
+// (the system roots alone) when it is not set.
+func (c *Config) PeerRoots() (*x509.CertPool, error) {
+	if c == nil || c.PeerCAFile == "" {
+		return nil, nil
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	raw, err := os.ReadFile(c.PeerCAFile)
+	if err != nil {
+		return nil, fmt.Errorf("tls.peer_ca_file: %w", err)
+	}
+	if !pool.AppendCertsFromPEM(raw) {
+		return nil, fmt.Errorf("tls.peer_ca_file %s: no PEM CERTIFICATE block in it", c.PeerCAFile)
+	}
+	return pool, nil
 }
 
 // Enabled reports whether c turns TLS on.
