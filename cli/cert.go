@@ -27,22 +27,30 @@ func certInitVerb() *command.Verb {
 		About: "Writes DIR/agent.key (mode 0600, ECDSA P-256) and DIR/agent.crt, a certificate\n" +
 			"valid five years for the host names and IP addresses given (default: this\n" +
 			"host's name, localhost, 127.0.0.1 and the host of the listen address), and\n" +
-			"prints its SHA-256 fingerprint: clients pin it with --fingerprint, peers with\n" +
-			"peer add --fingerprint. Nothing is overwritten. Serve it with the config\n" +
-			"\"tls\": {\"cert_file\": \"DIR/agent.crt\", \"key_file\": \"DIR/agent.key\"}.",
+			"prints its SHA-256 fingerprint, which the CLI pins with --fingerprint (or\n" +
+			"trust the file with --cacert). Nothing is overwritten. DIR defaults to tls in\n" +
+			"the data directory, whose own agent.key is the agent's identity key. Serve it\n" +
+			"with the config \"tls\": {\"cert_file\": \"DIR/agent.crt\", \"key_file\": \"DIR/agent.key\"}.",
 		Examples: []string{
 			"synapse cert init",
-			"synapse cert init --dir /var/lib/synapse --host gw7.plant.example --host 10.0.4.7",
+			"synapse cert init --dir /var/lib/synapse/tls --host gw7.plant.example --host 10.0.4.7",
 		},
 		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
-			dir := fs.String("dir", "", "`DIR` to write agent.key and agent.crt into (default: the data directory, $SYNAPSE_DATA or ./data)")
+			dir := fs.String("dir", "", "`DIR` to write agent.key and agent.crt into (default: tls in the data directory, $SYNAPSE_DATA or ./data)")
 			var hosts command.List
 			fs.Var(&hosts, "host", "host `NAME_OR_IP` the certificate is for (repeatable)")
 			listen := fs.String("listen", "", "the agent's listen `HOST:PORT`, whose host is certified too (default $SYNAPSE_LISTEN or 127.0.0.1:8080)")
 			return func(ctx context.Context, _ []string) error {
 				d := *dir
 				if d == "" {
-					d = firstSet(os.Getenv("SYNAPSE_DATA"), "./data")
+					// Not the data directory itself: its agent.key is the
+					// agent's Ed25519 identity key.
+					d = filepath.Join(firstSet(os.Getenv("SYNAPSE_DATA"), "./data"), "tls")
+				}
+				for _, f := range []string{"synapse.db", "admin.token"} {
+					if _, err := os.Stat(filepath.Join(d, f)); err == nil {
+						return command.UsageErrorf("%s is an agent's data directory, whose agent.key is the agent's identity key: write the certificate into %s (the default) or another directory", d, filepath.Join(d, "tls"))
+					}
 				}
 				names := []string(hosts)
 				if len(names) == 0 {

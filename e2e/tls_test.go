@@ -222,6 +222,11 @@ func TestTLSCertInit(t *testing.T) {
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(raw)
 	a := agenttest.Start(t, synapseBin, agenttest.Options{Args: []string{"--config", cfg}, ClientTLS: &tls.Config{RootCAs: pool}})
+	// The data directory itself is refused: its agent.key is the
+	// agent's identity key.
+	if code, _, stderr := runCLI(t, 30*time.Second, "cert", "init", "--dir", a.DataDir); code != 2 || !strings.Contains(stderr, "identity key") {
+		t.Errorf("cert init into the data directory: exit %d %s", code, stderr)
+	}
 	out2, err := run(t, "", needTool(t, "curl"), "-sS", "--cacert", filepath.Join(dir, "agent.crt"), a.URL+prefix+"/health")
 	if err != nil || !strings.Contains(out2, `"status":"SERVING"`) {
 		t.Errorf("curl --cacert agent.crt: %v %s", err, out2)
