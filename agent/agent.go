@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"crypto/ed25519"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -87,6 +88,10 @@ type Options struct {
 	// client gave (Callback messages) dialed through the outbound policy.
 	// Add more wires to the default with AddWire.
 	Transport transport.Transport
+	// PeerRootCAs, if set, are the CAs the default transport verifies
+	// https destinations (peers, the registry, the uplink) against;
+	// nil: the system roots.
+	PeerRootCAs *x509.CertPool
 	// StoreFault, if set, is called before every commit of the store; an
 	// error from it fails that commit as a failing disk would (fault
 	// injection for tests, like bbolt's failpoints).
@@ -113,7 +118,7 @@ func New(cfg Config, opts Options) (*Agent, error) {
 	}
 	a.transport, a.storeFault = opts.Transport, opts.StoreFault
 	if a.transport == nil {
-		a.transport, a.ownTransport = a.defaultTransport(), true
+		a.transport, a.ownTransport = a.defaultTransport(opts.PeerRootCAs), true
 	}
 	r := a.metrics
 	a.m = agentMetrics{

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"crypto/x509"
 	"fmt"
 
 	"github.com/synapse-edge/synapse/transport"
@@ -20,9 +21,10 @@ func (a *Agent) Transport() transport.Transport { return a.transport }
 // Options.Transport. It sets no time limit of its own: each sender bounds its
 // sends with its context (the outbox 30 s, an LLM completion its
 // llm.timeout_seconds, a notification 10 s).
-func (a *Agent) defaultTransport() transport.Transport {
+func (a *Agent) defaultTransport(roots *x509.CertPool) transport.Transport {
 	mux := transport.NewMux()
 	mux.Handle(httptransport.New(httptransport.Options{
+		RootCAs:             roots,
 		Guard:               a.outbound.DialContext,
 		MaxIdleConnsPerHost: idleConnsPerHost,
 		Now:                 a.clock.Now,

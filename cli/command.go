@@ -36,6 +36,7 @@ func commands() []*command.Command {
 		{Name: "registry", Summary: "agents registered with this one: list, find by capability, remove", Verbs: peercmd.RegistryVerbs()},
 		leaf("negotiate", peercmd.NegotiateVerb()),
 		{Name: "contract", Summary: "protocol contracts with peers: list, show, revoke", Verbs: peercmd.ContractVerbs()},
+		{Name: "cert", Summary: "the agent's TLS certificate: init writes a self-signed one", Verbs: certVerbs()},
 		{Name: "audit", Summary: "the hash-chained audit log of security events: list, verify", Verbs: admincmd.AuditVerbs()},
 		leaf("version", versionVerb()),
 		{Name: "help", Summary: "show help for a command or verb"},

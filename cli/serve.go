@@ -20,6 +20,7 @@ import (
 	"github.com/synapse-edge/synapse/hil"
 	"github.com/synapse-edge/synapse/httpapi"
 	"github.com/synapse-edge/synapse/internal/startpages"
+	"github.com/synapse-edge/synapse/internal/tlscert"
 	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/store"
 )
@@ -104,7 +105,21 @@ func runServe(ctx context.Context, sio *command.IO, args []string) error {
 // own section.
 func serve(ctx context.Context, sio *command.IO, log *slog.Logger, file config.File, grace time.Duration, extra *extraServers) error {
 	cfg := file.Config
-	a, err := agent.New(cfg, agent.Options{Logger: log})
+	var tlsSrv *tlscert.Server
+	if file.TLS.Enabled() {
+		var err error
+		if tlsSrv, err = tlscert.NewServer(file.TLS, log); err != nil {
+			return err
+		}
+		if cfg.Endpoint == "" {
+			cfg.Endpoint = "https://" + cfg.Listen
+		}
+	}
+	roots, err := file.TLS.PeerRoots()
+	if err != nil {
+		return err
+	}
+	a, err := agent.New(cfg, agent.Options{Logger: log, PeerRootCAs: roots})
 	if err != nil {
 		return err
 	}
@@ -158,13 +173,22 @@ func serve(ctx context.Context, sio *command.IO, log *slog.Logger, file config.F
 		_ = a.Close(context.Background())
 		return fmt.Errorf("start groups: %w", err)
 	}
-	stopExtra, err := extra.start(ctx, a, nw, gm, log)
+	stopExtra, err := extra.start(ctx, a, nw, gm, tlsSrv, log)
 	if err != nil {
 		_, _, _ = gm.Close(context.Background()), hm.Close(context.Background()), ln.Close()
 		_ = a.Close(context.Background())
 		return err
 	}
-	srv := httpapi.New(a, httpapi.Options{Logger: log, Version: Version, HIL: hm, Groups: gm, Network: nw, Limits: file.HTTP})
+	hopts := httpapi.Options{Logger: log, Version: Version, HIL: hm, Groups: gm, Network: nw, Limits: file.HTTP}
+	scheme := "http"
+	if tlsSrv != nil {
+		hopts.TLS = tlsSrv.TLS
+		if tlsSrv.Clients != nil {
+			hopts.ClientCerts = tlsSrv.Clients
+		}
+		scheme = "https"
+	}
+	srv := httpapi.New(a, hopts)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 
@@ -173,7 +197,12 @@ func serve(ctx context.Context, sio *command.IO, log *slog.Logger, file config.F
 	if cfg.AdminToken == "" {
 		tokenHint = filepath.Join(cfg.DataDir, agent.AdminTokenFile)
 	}
-	log.Info("serving", "agent_id", id.AgentID, "listen", ln.Addr().String(), "data", cfg.DataDir, "admin_token", tokenHint)
+	if tlsSrv != nil {
+		leaf := tlsSrv.Source.Leaf()
+		log.Info("tls", "cert_file", file.TLS.CertFile, "fingerprint", tlscert.Fingerprint(leaf),
+			"not_after", leaf.NotAfter.UTC().Format(time.RFC3339), "client_auth", file.TLS.ClientAuth)
+	}
+	log.Info("serving", "agent_id", id.AgentID, "scheme", scheme, "listen", ln.Addr().String(), "data", cfg.DataDir, "admin_token", tokenHint)
 	// Start-up is over: the pages of the binary it touched need not stay
 	// mapped (package startpages; issue 13's idle RSS).
 	if n, err := startpages.Release(); err != nil {

@@ -4,6 +4,7 @@ package cli
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/group"
 	"github.com/synapse-edge/synapse/grpcapi"
+	"github.com/synapse-edge/synapse/internal/tlscert"
 	"github.com/synapse-edge/synapse/peer"
 )
 
@@ -30,13 +32,20 @@ func addExtraFlags(fs *flag.FlagSet) *extraServers {
 
 // start starts the gRPC server when --grpc-listen is set; the function it
 // returns stops it.
-func (x *extraServers) start(_ context.Context, a *agent.Agent, nw *peer.Network, gm *group.Manager, log *slog.Logger) (func(context.Context) error, error) {
+func (x *extraServers) start(_ context.Context, a *agent.Agent, nw *peer.Network, gm *group.Manager, tlsSrv *tlscert.Server, log *slog.Logger) (func(context.Context) error, error) {
 	if *x.grpcListen == "" {
 		return func(context.Context) error { return nil }, nil
 	}
 	ln, err := net.Listen("tcp", *x.grpcListen)
 	if err != nil {
 		return nil, fmt.Errorf("grpc listen on %s: %w", *x.grpcListen, err)
+	}
+	if tlsSrv != nil {
+		// The same certificate and client CA as the HTTP API, with
+		// gRPC's ALPN.
+		cfg := tlsSrv.TLS.Clone()
+		cfg.NextProtos = []string{"h2"}
+		ln = tls.NewListener(ln, cfg)
 	}
 	srv := grpcapi.New(a, grpcapi.Options{Logger: log, Version: Version, Groups: gm, Network: nw})
 	served := make(chan error, 1)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/group"
+	"github.com/synapse-edge/synapse/internal/tlscert"
 	"github.com/synapse-edge/synapse/peer"
 )
 
@@ -19,6 +20,6 @@ type extraServers struct{}
 func addExtraFlags(*flag.FlagSet) *extraServers { return &extraServers{} }
 
 // start starts the extra servers; the function it returns stops them.
-func (*extraServers) start(context.Context, *agent.Agent, *peer.Network, *group.Manager, *slog.Logger) (func(context.Context) error, error) {
+func (*extraServers) start(context.Context, *agent.Agent, *peer.Network, *group.Manager, *tlscert.Server, *slog.Logger) (func(context.Context) error, error) {
 	return func(context.Context) error { return nil }, nil
 }

@@ -34,22 +34,25 @@ const (
 )
 
 // maxBinary is the ceiling per GOARCH of the release binary: the size
-// at the end of stop 25, 2026-11-30 (amd64 11.33, arm64 10.38, armv7
-// 10.88 MiB) plus 128 KiB or a little more, so a new dependency or a
-// table built at start fails it. The goal, 8 MiB on ARM, is not met:
-// bench/README.md#binary-size-and-idle-memory says what bounds it.
+// with TLS serving (issue 34), 2026-12-01 (amd64 12,198,050 B = 11.63 MiB,
+// arm64 11,206,818 B = 10.69, armv7 11,600,034 B = 11.06: 312, 320 and
+// 192 KiB over stop 25's 11.33, 10.38 and 10.88 MiB, the server side of
+// crypto/tls and x509 certificate creation) plus 128 KiB or a little
+// more, so a new dependency or a table built at start fails it. The goal,
+// 8 MiB on ARM, is not met: bench/README.md#binary-size-and-idle-memory
+// says what bounds it.
 var maxBinary = map[string]int64{
-	"amd64": 11<<20 + 512<<10,
-	"arm64": 10<<20 + 576<<10,
-	"arm":   11<<20 + 64<<10,
+	"amd64": 11<<20 + 832<<10,
+	"arm64": 10<<20 + 896<<10,
+	"arm":   11<<20 + 256<<10,
 }
 
 // maxBinaryGRPC is the same for the -grpc variant (the Makefile's
-// GRPC_TAGS added): 14.59, 13.50 and 13.88 MiB then, plus about 128 KiB.
+// GRPC_TAGS added): 14.91, 13.75 and 14.19 MiB then, plus about 128 KiB.
 var maxBinaryGRPC = map[string]int64{
-	"amd64": 14<<20 + 768<<10,
-	"arm64": 13<<20 + 704<<10,
-	"arm":   14<<20 + 64<<10,
+	"amd64": 15<<20 + 64<<10,
+	"arm64": 13<<20 + 960<<10,
+	"arm":   14<<20 + 384<<10,
 }
 
 // makeVar returns the words of the Makefile variable name (NAME ?= or

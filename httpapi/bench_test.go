@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -48,6 +49,13 @@ type benchServer struct {
 
 func startBenchServer(b *testing.B) *benchServer {
 	b.Helper()
+	return startBenchServerTLS(b, nil, nil)
+}
+
+// startBenchServerTLS is startBenchServer serving TLS with srvTLS (nil:
+// plain HTTP), its clients trusting what clientTLS trusts.
+func startBenchServerTLS(b *testing.B, srvTLS, clientTLS *tls.Config) *benchServer {
+	b.Helper()
 	cfg := agent.Defaults()
 	cfg.DataDir = b.TempDir()
 	cfg.Listen = "127.0.0.1:0"
@@ -74,15 +82,19 @@ func startBenchServer(b *testing.B) *benchServer {
 		_ = a.Close(ctx)
 		b.Fatalf("listen: %v", err)
 	}
-	srv := httpapi.New(a, httpapi.Options{Version: "bench", Network: nw})
+	srv := httpapi.New(a, httpapi.Options{Version: "bench", Network: nw, TLS: srvTLS})
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
+	scheme := "http://"
+	if srvTLS != nil {
+		scheme = "https://"
+	}
 	s := &benchServer{
-		base: "http://" + ln.Addr().String(),
+		base: scheme + ln.Addr().String(),
 		hc: &http.Client{
 			Timeout: 30 * time.Second,
 			Transport: &http.Transport{
-				MaxIdleConns: 64, MaxIdleConnsPerHost: 64, DisableCompression: true,
+				MaxIdleConns: 64, MaxIdleConnsPerHost: 64, DisableCompression: true, TLSClientConfig: clientTLS,
 			},
 		},
 	}

@@ -73,6 +73,13 @@ type cdpMessage struct {
 // startBrowser starts Chromium on about:blank and connects to its page.
 func startBrowser(t *testing.T, bin string) *browser {
 	t.Helper()
+	return startBrowserEnv(t, bin, nil)
+}
+
+// startBrowserEnv is startBrowser with env added to the browser's
+// environment (HOME, whose .pki/nssdb holds the CAs it trusts).
+func startBrowserEnv(t *testing.T, bin string, env []string) *browser {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "synapse-chromium-")
 	if err != nil {
 		t.Fatal(err)
@@ -83,6 +90,9 @@ func startBrowser(t *testing.T, bin string) *browser {
 		"--disable-sync", "--no-first-run", "--no-default-browser-check", "--disable-extensions",
 		"--disable-breakpad", "--disable-crash-reporter", "about:blank")
 	cmd.Stderr = &stderr
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.WaitDelay = time.Second                           // helpers may keep stderr open a moment
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // its helpers die with it
 	if err := cmd.Start(); err != nil {

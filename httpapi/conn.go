@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -74,14 +75,16 @@ func redact(s string) string {
 type limitListener struct {
 	net.Listener
 	max, perIP int
+	// tls, if set, makes every accepted connection a TLS one (tls.go).
+	tls *tls.Config
 
 	mu    sync.Mutex
 	total int
 	byIP  map[string]int
 }
 
-func newLimitListener(ln net.Listener, max, perIP int) *limitListener {
-	return &limitListener{Listener: ln, max: max, perIP: perIP, byIP: map[string]int{}}
+func newLimitListener(ln net.Listener, max, perIP int, tlsConfig *tls.Config) *limitListener {
+	return &limitListener{Listener: ln, max: max, perIP: perIP, tls: tlsConfig, byIP: map[string]int{}}
 }
 
 // refusalWrite bounds the write of a refusal.
@@ -107,10 +110,22 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		}
 		l.mu.Unlock()
 		if refuse != nil {
-			refuseConn(c, refuse)
+			if l.tls != nil {
+				// The refusal needs a handshake first: not in the
+				// accept loop, and bounded by tlsRefusalDeadline.
+				go refuseConn(wrapTLS(c, l.tls), refuse, tlsRefusalDeadline)
+			} else {
+				refuseConn(c, refuse, refusalWrite)
+			}
 			continue
 		}
-		return &limitedConn{Conn: c, l: l, ip: ip}, nil
+		lc := &limitedConn{Conn: c, l: l, ip: ip}
+		if l.tls != nil {
+			tc := wrapTLS(c, l.tls)
+			lc.Conn = tlsConn{tc}
+			return &limitedTLSConn{limitedConn: lc, tc: tc}, nil
+		}
+		return lc, nil
 	}
 }
 
@@ -123,10 +138,10 @@ func (l *limitListener) release(ip string) {
 	l.mu.Unlock()
 }
 
-// refuseConn writes e as a complete HTTP answer and closes c.
-func refuseConn(c net.Conn, e *wire.Error) {
+// refuseConn writes e as a complete HTTP answer within d and closes c.
+func refuseConn(c net.Conn, e *wire.Error, d time.Duration) {
 	body, _ := wire.JSON.Marshal(wire.ErrorBody{Error: e})
-	_ = c.SetWriteDeadline(time.Now().Add(refusalWrite))
+	_ = c.SetDeadline(time.Now().Add(d))
 	_, _ = fmt.Fprintf(c, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %d\r\nRetry-After: 1\r\nConnection: close\r\n\r\n%s",
 		e.Status(), fasthttp.StatusMessage(e.Status()), wire.ContentJSON, len(body), body)
 	_ = c.Close()

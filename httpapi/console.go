@@ -90,6 +90,9 @@ var consoleAssets = sync.OnceValue(func() map[string]asset {
 })
 
 // console serves GET / (the page) and GET /console/<file>.
+// consoleHSTS is the Strict-Transport-Security of the console over TLS.
+const consoleHSTS = "max-age=31536000"
+
 func (s *Server) console(ctx *fasthttp.RequestCtx, p string) error {
 	if p == "/" {
 		p = consolePrefix + "index.html"
@@ -112,6 +115,10 @@ func (s *Server) console(ctx *fasthttp.RequestCtx, p string) error {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "no-referrer")
+	if ctx.IsTLS() {
+		// Served over TLS: the browser keeps to https for this host.
+		h.Set(fasthttp.HeaderStrictTransportSecurity, consoleHSTS)
+	}
 	h.Set(fasthttp.HeaderCacheControl, "no-cache")
 	h.Set(fasthttp.HeaderVary, "Accept-Encoding")
 	h.Set(fasthttp.HeaderETag, etag)

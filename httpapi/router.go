@@ -150,6 +150,12 @@ func match(pattern, parts []string) ([]string, bool) {
 func (s *Server) authorize(ctx *fasthttp.RequestCtx, scope auth.Scope) (auth.Principal, error) {
 	tok, ok := bearer(ctx.Request.Header.Peek(fasthttp.HeaderAuthorization))
 	if !ok {
+		if p, ok := s.certPrincipal(ctx); ok {
+			if !p.Can(scope) {
+				return p, wire.Errorf(wire.CodePermissionDenied, "this client certificate (%s) lacks the %q scope", p.Name, scope).With("scope", string(scope))
+			}
+			return p, nil
+		}
 		ctx.Response.Header.Set(fasthttp.HeaderWWWAuthenticate, `Bearer realm="synapse"`)
 		return auth.Principal{}, wire.Errorf(wire.CodeUnauthorized, "missing Authorization: Bearer <token>")
 	}
@@ -163,6 +169,21 @@ func (s *Server) authorize(ctx *fasthttp.RequestCtx, scope auth.Scope) (auth.Pri
 		return p, wire.Errorf(wire.CodePermissionDenied, "this token lacks the %q scope", scope).With("scope", string(scope))
 	}
 	return p, nil
+}
+
+// certPrincipal is the principal of the request's client certificate,
+// verified by the handshake against tls.client_ca_file and mapped in
+// tls.clients. It is not a token: it is not revoked, so its streams end
+// only with the server (principalKey is left unset).
+func (s *Server) certPrincipal(ctx *fasthttp.RequestCtx) (auth.Principal, bool) {
+	if s.certs == nil {
+		return auth.Principal{}, false
+	}
+	st := ctx.TLSConnectionState()
+	if st == nil || len(st.VerifiedChains) == 0 || len(st.PeerCertificates) == 0 {
+		return auth.Principal{}, false
+	}
+	return s.certs.Principal(st.PeerCertificates[0])
 }
 
 // principalKey holds the authorized principal of a request, for streams

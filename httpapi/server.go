@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/synapse-edge/synapse/a2a/a2ahttp"
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/group"
 	"github.com/synapse-edge/synapse/hil"
 	"github.com/synapse-edge/synapse/internal/metrics"
@@ -53,6 +56,8 @@ type Server struct {
 	// routes without a token (body.go).
 	bodies, publicBodies *budget
 	limits               Limits
+	tls                  *tls.Config
+	certs                CertPrincipals
 	// msgBufs lends WebSocket message buffers (msgbuf.go).
 	msgBufs *msgBufs
 }
@@ -75,6 +80,18 @@ type Options struct {
 	// Limits of the server; the zero value means DefaultLimits. Check
 	// them with Limits.Validate first.
 	Limits Limits
+	// TLS, if set, serves every connection over TLS with this config
+	// (package internal/tlscert builds it); the console then sends HSTS.
+	TLS *tls.Config
+	// ClientCerts, if set, finds the principal of a verified client
+	// certificate; a request with one needs no bearer token.
+	ClientCerts CertPrincipals
+}
+
+// CertPrincipals maps a client certificate the handshake verified onto
+// a principal (tlscert.Clients).
+type CertPrincipals interface {
+	Principal(cert *x509.Certificate) (auth.Principal, bool)
 }
 
 // New builds a server for a (opened) agent.
@@ -91,7 +108,7 @@ func New(a *agent.Agent, opts Options) *Server {
 	s := &Server{
 		a: a, log: opts.Logger.With("component", "http"), version: opts.Version,
 		streamsDone: make(chan struct{}), hil: opts.HIL, groups: opts.Groups, net: opts.Network,
-		limits: opts.Limits,
+		limits: opts.Limits, tls: opts.TLS, certs: opts.ClientCerts,
 	}
 	s.bg, s.cancelBg = context.WithCancel(context.Background())
 	s.msgBufs = newMsgBufs(s.bg.Done())
@@ -159,7 +176,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.listeners = append(s.listeners, ln)
 	s.lnMu.Unlock()
 	h := s.limits
-	err := s.srv.Serve(newLimitListener(ln, h.MaxConns, h.MaxConnsPerIP))
+	err := s.srv.Serve(newLimitListener(ln, h.MaxConns, h.MaxConnsPerIP, s.tls))
 	if err != nil && !errors.Is(err, net.ErrClosed) {
 		return fmt.Errorf("serve: %w", err)
 	}

@@ -6,6 +6,8 @@
 #   gcc               the race detector needs cgo (make test)
 #   chromium          the web console's browser test (httpapi), headless
 #   jq                the README tour (e2e/readme_tour_test.go) runs as written
+#   sslscan           the TLS scan of the agent (e2e/tls_scan_test.go)
+#   libnss3-tools     certutil: the console over TLS trusts a test CA in Chromium (httpapi)
 # It installs only when CI=true or when called with --install; otherwise it
 # says what is missing. Idempotent and quiet: nothing happens when all is
 # there.
@@ -23,6 +25,8 @@ for engine in mosquitto nats-server; do
 	command -v "$engine" >/dev/null 2>&1 || [ -x "/usr/sbin/$engine" ] || missing+=("$engine")
 done
 command -v jq >/dev/null 2>&1 || missing+=(jq)
+command -v sslscan >/dev/null 2>&1 || missing+=(sslscan)
+command -v certutil >/dev/null 2>&1 || missing+=(libnss3-tools)
 if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
 	missing+=(chromium)
 fi

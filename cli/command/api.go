@@ -33,7 +33,7 @@ func (s *Session) Post(ctx context.Context, route string, query url.Values, body
 // PooledClient is Client with a connection pool of its own that keeps up
 // to conns idle connections to the agent; release closes them.
 func (s *Session) PooledClient(conns int) (c *client.Client, release func()) {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr := s.transport()
 	tr.MaxIdleConnsPerHost = conns
 	tok, _ := s.Token()
 	c = client.New(s.Flags.Agent, tok, client.WithUserAgent(s.UserAgent()),
@@ -68,7 +68,7 @@ func (s *Session) api(ctx context.Context, method, route string, query url.Value
 	if tok, _ := s.Token(); tok != "" {
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}
-	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	hc := &http.Client{Transport: s.transport(), CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := hc.Do(req)
 	if err != nil {
 		return 0, fmt.Errorf("%s %s: %w", method, route, err)

@@ -138,6 +138,9 @@ func (s *Session) Run(ctx context.Context, v *Verb, args []string) int {
 			s.PrintVerbUsage(s.IO.Err, v)
 			return ExitUsage
 		}
+		if _, err := s.tlsConfig(); err != nil {
+			return s.ExitCode(v, err)
+		}
 	}
 	return s.ExitCode(v, run(ctx, pos))
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -49,6 +50,9 @@ type Globals struct {
 	Data    string
 	JSON    bool
 	Timeout time.Duration
+	// CACert and Fingerprint verify an https agent (tls.go).
+	CACert      string
+	Fingerprint string
 }
 
 // NewSession returns the session of a run with the streams sio, the
@@ -74,6 +78,8 @@ func (s *Session) RegisterGlobals(fs *flag.FlagSet, verbTimeout time.Duration) {
 		"bearer `TOKEN` (default: env SYNAPSE_TOKEN, else SYNAPSE_ADMIN_TOKEN, else DIR/admin.token)")
 	fs.StringVar(&g.Data, "data", g.Data, "data `DIR` of the local agent (holds admin.token and synapse.db)")
 	fs.BoolVar(&g.JSON, "json", g.JSON, "print JSON instead of text")
+	fs.StringVar(&g.CACert, "cacert", g.CACert, "PEM `FILE` of the CA (or the self-signed agent.crt) an https agent's certificate is verified against")
+	fs.StringVar(&g.Fingerprint, "fingerprint", g.Fingerprint, "SHA-256 `HEX` of an https agent's certificate to accept instead (printed by synapse cert init)")
 	def := g.Timeout
 	if def == 0 {
 		def = verbTimeout
@@ -93,6 +99,9 @@ func (g *Globals) validate() error {
 		return fmt.Errorf("bad --agent %q: want http://HOST:PORT", g.Agent)
 	}
 	g.Agent = strings.TrimRight(u.String(), "/")
+	if g.CACert != "" && g.Fingerprint != "" {
+		return errors.New("--cacert and --fingerprint: give one (a CA to verify against, or the one certificate to accept)")
+	}
 	if g.Timeout < 0 {
 		return fmt.Errorf("bad --timeout %s: must not be negative", g.Timeout)
 	}
@@ -128,7 +137,8 @@ func (s *Session) UserAgent() string { return "synapse-cli/" + s.Version }
 // Client returns a client for the agent of the global flags.
 func (s *Session) Client() *client.Client {
 	tok, _ := s.Token()
-	return client.New(s.Flags.Agent, tok, client.WithUserAgent(s.UserAgent()))
+	return client.New(s.Flags.Agent, tok, client.WithUserAgent(s.UserAgent()),
+		client.WithHTTPClient(&http.Client{Transport: s.transport()}))
 }
 
 // WithTimeout bounds ctx by --timeout when it is set.
@@ -156,6 +166,9 @@ func (s *Session) hint(err error) string {
 			return "the token lacks the scope this needs (scopes: tasks:read, tasks:write, tier1:read, tier1:write, hil:l1..l3, admin)"
 		}
 		return ""
+	}
+	if h := tlsHint(err); h != "" {
+		return h
 	}
 	if errors.Is(err, syscall.ECONNREFUSED) {
 		return "no agent answers at " + s.Flags.Agent + ": start one with 'synapse serve' or set --agent"

@@ -6,8 +6,8 @@
 // (agent.Config, at the top level; checked by agent.New) and the
 // sections of the others — handlers (disable_builtins, handlers), http
 // (httpapi.Limits), hil, a2a (transport/a2aclient), mqtt
-// (transport/mqtt), p2p and registry (peer) — which Load checks, with
-// the rules that tie a section to the agent's values (File.checkMQTT).
+// (transport/mqtt), p2p and registry (peer), tls (internal/tlscert) —
+// which Load checks, with the rules that tie a section to the agent's values (File.checkMQTT).
 // Where the values come from is the command's business, not the
 // libraries'.
 package config
@@ -24,6 +24,7 @@ import (
 	"github.com/synapse-edge/synapse/handlers"
 	"github.com/synapse-edge/synapse/hil"
 	"github.com/synapse-edge/synapse/httpapi"
+	"github.com/synapse-edge/synapse/internal/tlscert"
 	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/transport/a2aclient"
 	"github.com/synapse-edge/synapse/transport/mqtt"
@@ -43,6 +44,9 @@ type File struct {
 	// Registry, if set, names the registry agent this agent registers
 	// with.
 	Registry *peer.RegistryConfig `json:"registry,omitempty"`
+	// TLS, if set with a cert_file, serves the HTTP API (and the gRPC
+	// one) over TLS.
+	TLS *tlscert.Config `json:"tls,omitempty"`
 }
 
 // Handlers is the handlers' part of the file (its top-level keys
@@ -63,7 +67,7 @@ func (f *File) Validate() error {
 // sections checks the sections of the packages other than agent.
 func (f *File) sections() error {
 	return errors.Join(f.Handlers.Validate(), f.HTTP.Validate(), f.HIL.Validate(), f.A2A.Validate(), f.checkMQTT(),
-		f.P2P.Validate(), f.Registry.Validate())
+		f.P2P.Validate(), f.Registry.Validate(), f.TLS.Validate())
 }
 
 // Load returns the configuration of the file at path (none when path is
@@ -107,6 +111,13 @@ func LoadFile(f *File, path string) error {
 		}
 		if h.Dir != "" && !filepath.IsAbs(h.Dir) {
 			h.Dir = filepath.Join(base, h.Dir)
+		}
+	}
+	if f.TLS != nil {
+		for _, p := range []*string{&f.TLS.CertFile, &f.TLS.KeyFile, &f.TLS.ClientCAFile, &f.TLS.PeerCAFile} {
+			if *p != "" && !filepath.IsAbs(*p) {
+				*p = filepath.Join(base, *p)
+			}
 		}
 	}
 	if f.MQTT != nil {

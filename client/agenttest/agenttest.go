@@ -20,6 +20,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -164,6 +165,10 @@ type Options struct {
 	Args []string
 	// Env are extra environment variables (KEY=VALUE).
 	Env []string
+	// ClientTLS, if set, means the agent serves TLS (its config has a
+	// "tls" section): URL is https:// and the health check trusts what
+	// this client config trusts.
+	ClientTLS *tls.Config
 }
 
 // Agent is an agent on one data directory and one address, run as a
@@ -171,7 +176,8 @@ type Options struct {
 // again). Its methods are safe for concurrent use; the exported fields do
 // not change after New.
 type Agent struct {
-	// URL is the agent's base URL, http://127.0.0.1:PORT.
+	// URL is the agent's base URL, http://127.0.0.1:PORT (https:// with
+	// Options.ClientTLS).
 	URL string
 	// Addr is the listen address, 127.0.0.1:PORT.
 	Addr string
@@ -180,8 +186,10 @@ type Agent struct {
 	// DataDir is the data directory.
 	DataDir string
 
-	t   testing.TB
-	bin string
+	t         testing.TB
+	bin       string
+	scheme    string
+	clientTLS *tls.Config
 
 	mu   sync.Mutex
 	args []string // serve flags of the next run
@@ -237,8 +245,12 @@ func New(t testing.TB, bin string, opts Options) *Agent {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &Agent{URL: "http://" + addr, Addr: addr, Token: opts.Token, DataDir: opts.DataDir,
-		t: t, bin: bin, args: opts.Args, env: opts.Env}
+	scheme := "http://"
+	if opts.ClientTLS != nil {
+		scheme = "https://"
+	}
+	a := &Agent{URL: scheme + addr, Addr: addr, Token: opts.Token, DataDir: opts.DataDir,
+		t: t, bin: bin, args: opts.Args, env: opts.Env, scheme: scheme, clientTLS: opts.ClientTLS}
 	t.Cleanup(a.cleanup)
 	return a
 }
@@ -276,7 +288,7 @@ func (a *Agent) start(t testing.TB, first bool) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			a.Addr, a.URL = addr, "http://"+addr // only before the first run answered
+			a.Addr, a.URL = addr, a.scheme+addr // only before the first run answered
 		}
 		p := a.launch(t)
 		err := a.waitHealthy(p)
@@ -344,6 +356,9 @@ var errPortTaken = errors.New("the port is taken")
 // process may have taken the port between freeAddr and our bind.
 func (a *Agent) waitHealthy(p *proc) error {
 	hc := &http.Client{Timeout: time.Second}
+	if a.clientTLS != nil {
+		hc.Transport = &http.Transport{TLSClientConfig: a.clientTLS}
+	}
 	defer hc.CloseIdleConnections()
 	deadline := time.Now().Add(StartTimeout)
 	tick := time.NewTicker(pollEvery)

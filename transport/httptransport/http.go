@@ -24,6 +24,8 @@ package httptransport
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -64,6 +66,9 @@ type Options struct {
 	UserAgent string
 	// Now reads the clock for Retry-After dates (default time.Now).
 	Now func() time.Time
+	// RootCAs, if set, are the CAs https destinations are verified
+	// against (default: the system roots).
+	RootCAs *x509.CertPool
 }
 
 // Transport sends messages over HTTP/1.1. Callbacks go out through the
@@ -100,8 +105,8 @@ func New(o Options) *Transport {
 		guard = dialer.DialContext
 	}
 	t := &Transport{
-		direct:  client(&http.Transport{Proxy: http.ProxyFromEnvironment, DialContext: dialer.DialContext}),
-		guarded: client(&http.Transport{DialContext: guard}),
+		direct:  client(&http.Transport{Proxy: http.ProxyFromEnvironment, DialContext: dialer.DialContext, TLSClientConfig: tlsConfig(o.RootCAs)}),
+		guarded: client(&http.Transport{DialContext: guard, TLSClientConfig: tlsConfig(o.RootCAs)}),
 		ua:      o.UserAgent, now: o.Now,
 	}
 	if t.ua == "" {
@@ -111,6 +116,15 @@ func New(o Options) *Transport {
 		t.now = time.Now
 	}
 	return t
+}
+
+// tlsConfig is the client TLS config of roots (nil: Go's default, the
+// system roots).
+func tlsConfig(roots *x509.CertPool) *tls.Config {
+	if roots == nil {
+		return nil
+	}
+	return &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots}
 }
 
 // Close closes idle connections; the Transport stays usable.
