@@ -78,7 +78,7 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) error {
 		return s.console(ctx, path)
 	}
 	if path == "/metrics" {
-		if _, err := s.authorize(ctx, auth.ScopeTasksRead); err != nil {
+		if _, err := s.authorize(ctx, auth.ScopeMetrics); err != nil {
 			return err
 		}
 		return s.metrics(ctx)
