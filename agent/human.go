@@ -98,6 +98,16 @@ func (e *engine) askHuman(ctx context.Context, id string, req HumanRequest) (*wi
 	case d = <-ch:
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	case <-e.stopping:
+		// The agent stops: the task waits in need_human, stored, and the
+		// decision resumes it after the restart (recover parks it).
+		r.mu.Lock()
+		cancel := r.cancel
+		r.mu.Unlock()
+		if cancel != nil {
+			cancel(errShutdown)
+		}
+		return nil, errShutdown
 	}
 	return e.recordDecision(r, d)
 }
