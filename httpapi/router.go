@@ -150,6 +150,9 @@ func match(pattern, parts []string) ([]string, bool) {
 func (s *Server) authorize(ctx *fasthttp.RequestCtx, scope auth.Scope) (auth.Principal, error) {
 	tok, ok := bearer(ctx.Request.Header.Peek(fasthttp.HeaderAuthorization))
 	if !ok {
+		tok, ok = wsBearer(ctx) // browsers' WebSockets (websocket.go)
+	}
+	if !ok {
 		ctx.Response.Header.Set(fasthttp.HeaderWWWAuthenticate, `Bearer realm="synapse"`)
 		return auth.Principal{}, wire.Errorf(wire.CodeUnauthorized, "missing Authorization: Bearer <token>")
 	}
