@@ -55,6 +55,9 @@ type engine struct {
 	freed   chan struct{}
 	active  int
 	closing bool
+	// stopping is closed when shutdown begins: a handler waiting for a
+	// person stops at once (its task stays in need_human on disk).
+	stopping chan struct{}
 	// parkedN counts the runs waiting in info_needed or need_human
 	// without a slot (parked.go).
 	parkedN atomic.Int64
@@ -100,7 +103,7 @@ func (r *run) snapshot() *wire.Task {
 func newEngine(a *Agent) *engine {
 	base, cancel := context.WithCancelCause(context.Background())
 	return &engine{a: a, db: a.db, log: a.log.With("component", "engine"),
-		runs: map[string]*run{}, base: base, cancelBase: cancel}
+		runs: map[string]*run{}, base: base, cancelBase: cancel, stopping: make(chan struct{})}
 }
 
 // IdemWrite asks Submit to store an idempotency record in the same

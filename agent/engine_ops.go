@@ -311,6 +311,10 @@ func (e *engine) shutdown(ctx context.Context) {
 	e.mu.Lock()
 	e.closing = true
 	e.mu.Unlock()
+	// Handlers waiting for a person (askHuman) end now rather than at the
+	// end of the grace period: their tasks are in need_human on disk and
+	// wait there across the restart.
+	close(e.stopping)
 	idle := make(chan struct{})
 	go func() { e.wg.Wait(); close(idle) }()
 	select {

@@ -93,13 +93,17 @@ func (e *engine) askHuman(ctx context.Context, id string, req HumanRequest) (*wi
 	if err != nil {
 		return nil, err
 	}
-	var d *wire.HumanDecisionPayload
 	select {
-	case d = <-ch:
+	case d := <-ch:
+		return e.recordDecision(r, d)
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	case <-e.stopping:
+		// The agent stops: the task waits in need_human, stored, and the
+		// decision resumes it after the restart (recover parks it).
+		r.cancel(errShutdown) // set by arm before the handler started
+		return nil, errShutdown
 	}
-	return e.recordDecision(r, d)
 }
 
 // recordDecision moves a task out of need_human after the decision d and
@@ -270,12 +274,7 @@ func (e *engine) remoteDecision(peer string, d *wire.HumanDecisionPayload) error
 	default:
 		return wire.Errorf(wire.CodeMessageFormatInvalid, "decision.action %q is not approve, reject or modify", d.Decision.Action)
 	}
-	if err := e.deliverDecision(r, d); err != nil {
-		var we *wire.Error
-		if errors.As(err, &we) {
-			return nil // nobody waits: a repeated decision
-		}
-		return err
-	}
+	// deliverDecision fails only when nobody waits: a repeated decision.
+	_ = e.deliverDecision(r, d)
 	return nil
 }

@@ -25,27 +25,34 @@ import (
 // Scope is a permission a token carries ("tasks:read", "admin", ...).
 type Scope string
 
-// Scopes a token can carry. admin implies every other; X:write implies
-// X:read.
+// Scopes a token can carry, those of wire.TokenScopes. admin implies
+// every other; X:write implies X:read; tasks:read implies metrics.
 const (
-	ScopeTasksRead  Scope = "tasks:read"
-	ScopeTasksWrite Scope = "tasks:write"
-	ScopeTier1Read  Scope = "tier1:read"
-	ScopeTier1Write Scope = "tier1:write"
-	ScopeAdmin      Scope = "admin"
+	ScopeTasksRead  Scope = wire.ScopeTasksRead
+	ScopeTasksWrite Scope = wire.ScopeTasksWrite
+	ScopeTier1Read  Scope = wire.ScopeTier1Read
+	ScopeTier1Write Scope = wire.ScopeTier1Write
+	ScopeAdmin      Scope = wire.ScopeAdmin
 	// Reviewers of human-in-the-loop requests, one scope per escalation
 	// level (the defaults of hil.levels).
-	ScopeHILL1 Scope = "hil:l1"
-	ScopeHILL2 Scope = "hil:l2"
-	ScopeHILL3 Scope = "hil:l3"
+	ScopeHILL1 Scope = wire.ScopeHILL1
+	ScopeHILL2 Scope = wire.ScopeHILL2
+	ScopeHILL3 Scope = wire.ScopeHILL3
 	// ScopeRegistryWrite lets an agent register with this one when it
 	// acts as a registry (seed 000 §6.4).
-	ScopeRegistryWrite Scope = "registry:write"
+	ScopeRegistryWrite Scope = wire.ScopeRegistryWrite
+	// ScopeMetrics reads /metrics and nothing else: a Prometheus scraper's.
+	ScopeMetrics Scope = wire.ScopeMetrics
 )
 
-// KnownScopes lists the scopes tokens may be created with.
-var KnownScopes = []Scope{ScopeTasksRead, ScopeTasksWrite, ScopeTier1Read, ScopeTier1Write, ScopeAdmin,
-	ScopeHILL1, ScopeHILL2, ScopeHILL3, ScopeRegistryWrite}
+// KnownScopes lists the scopes tokens may be created with: wire.TokenScopes.
+var KnownScopes = func() []Scope {
+	out := make([]Scope, len(wire.TokenScopes))
+	for i, s := range wire.TokenScopes {
+		out[i] = Scope(s.Name)
+	}
+	return out
+}()
 
 // Principal is who a request comes from.
 type Principal struct {
@@ -59,7 +66,8 @@ type Principal struct {
 func (p Principal) Can(scope Scope) bool {
 	for _, s := range p.Scopes {
 		if s == scope || s == ScopeAdmin || (s == ScopeTasksWrite && scope == ScopeTasksRead) ||
-			(s == ScopeTier1Write && scope == ScopeTier1Read) {
+			(s == ScopeTier1Write && scope == ScopeTier1Read) ||
+			(scope == ScopeMetrics && (s == ScopeTasksRead || s == ScopeTasksWrite)) {
 			return true
 		}
 	}

@@ -217,6 +217,11 @@ func serve(ctx context.Context, sio *command.IO, log *slog.Logger, file config.F
 		log.Info("shutting down", "grace", grace)
 	case serveErr = <-served:
 	}
+	if mq != nil {
+		// Offline on the broker as the stop begins, not once the running
+		// tasks have finished (the connection stays for their answers).
+		mq.Leave(context.Background())
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
@@ -241,6 +246,16 @@ func serve(ctx context.Context, sio *command.IO, log *slog.Logger, file config.F
 	return serveErr
 }
 
+// readableDuration writes a duration in the JSON log as the text log
+// does, as time.Duration's String ("20s", "1.5s", "350ms"), not as a
+// number of nanoseconds.
+func readableDuration(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		return slog.String(a.Key, a.Value.Duration().String())
+	}
+	return a
+}
+
 func newLogger(sio *command.IO, level, format string) (*slog.Logger, error) {
 	var lv slog.Level
 	if err := lv.UnmarshalText([]byte(level)); err != nil {
@@ -251,6 +266,7 @@ func newLogger(sio *command.IO, level, format string) (*slog.Logger, error) {
 	case "text":
 		return slog.New(slog.NewTextHandler(sio.Err, opts)), nil
 	case "json":
+		opts.ReplaceAttr = readableDuration
 		return slog.New(slog.NewJSONHandler(sio.Err, opts)), nil
 	}
 	return nil, fmt.Errorf("--log-format %q: use text or json", format)

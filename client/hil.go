@@ -8,15 +8,17 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+
+	"github.com/synapse-edge/synapse/wire"
 )
 
 // The scopes of human-in-the-loop reviewers, one per default escalation
 // level. Deciding a request needs the scope of its current level (or
 // admin); reading needs tasks:read or any of them.
 const (
-	ScopeHILL1 = "hil:l1"
-	ScopeHILL2 = "hil:l2"
-	ScopeHILL3 = "hil:l3"
+	ScopeHILL1 = wire.ScopeHILL1
+	ScopeHILL2 = wire.ScopeHILL2
+	ScopeHILL3 = wire.ScopeHILL3
 )
 
 // Decision actions.

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/synapse-edge/synapse/wire"
 )
 
 // SubmitRequest is the body of POST /task. Give Payload (a JSON object) or
@@ -148,9 +150,9 @@ type DBCheck struct {
 
 // The API token scopes.
 const (
-	ScopeTasksRead  = "tasks:read"
-	ScopeTasksWrite = "tasks:write"
-	ScopeAdmin      = "admin" // implies every other scope
+	ScopeTasksRead  = wire.ScopeTasksRead
+	ScopeTasksWrite = wire.ScopeTasksWrite
+	ScopeAdmin      = wire.ScopeAdmin // implies every other scope
 )
 
 // Event is one server-sent event of GET /task/{id}/stream.

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,22 +94,24 @@ func TestMQTTDelegation(t *testing.T) {
 	})
 }
 
-// pairOverBroker pairs from with the agent at endpoint (mqtt:///ID), as
-// POST /agents does. The other agent answers the identity fetch only once
-// it is connected and subscribed to its inbox, which a loaded machine may
-// delay past the requester's answer timeout (502, unreached): like an
-// operator, the test tries again then, and fails on any other refusal.
+// pairOverBroker pairs from with the agent at endpoint (mqtt:///ID), with
+// the README's command, synapse peer add. The other agent answers the
+// identity fetch only once it is connected and subscribed to its inbox,
+// which a loaded machine may delay past the requester's answer timeout
+// (502, unreached): like an operator, the test tries again then, and fails
+// on any other refusal.
 func pairOverBroker(t *testing.T, from *agentProc, endpoint string) {
 	t.Helper()
-	body := []byte(`{"endpoint":"` + endpoint + `"}`)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		r := from.call(http.MethodPost, prefix+"/agents", body)
+		code, out, errOut := runCLI(t, 30*time.Second, "--agent", from.url(), "--token", from.token, "peer", "add", endpoint, "--json")
 		switch {
-		case r.status == http.StatusCreated || r.status == http.StatusOK:
+		case code == 0 && strings.Contains(out, `"endpoint": "`+endpoint+`"`):
 			return
-		case r.status != http.StatusBadGateway || time.Now().After(deadline):
-			t.Fatalf("POST /agents %s: %s", endpoint, r)
+		case code == 0:
+			t.Fatalf("synapse peer add %s: the peer shown is not at %s:\n%s", endpoint, endpoint, out)
+		case !strings.Contains(errOut, "(502)") || time.Now().After(deadline):
+			t.Fatalf("synapse peer add %s: exit %d\n%s%s", endpoint, code, out, errOut)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}

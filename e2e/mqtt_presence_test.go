@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"net/http"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -84,8 +85,26 @@ func TestMQTTPresence(t *testing.T) {
 		t.Errorf("offline after %v, want within %v", took, limit)
 	}
 
+	// A clean stop turns the card offline as it begins: while a running
+	// task still holds the agent (its grace period), not once it exits.
 	a.start()
 	waitStatus(mqtt.CardOnline, 10*time.Second)
-	a.stop()
+	_, id := a.submit(http.StatusCreated, `{"task_type":"sleep","payload":{"ms":8000}}`)
+	a.waitTask(id, 10*time.Second, "executing", func(v taskView) bool { return v.Status == "executing" })
+	stopped := make(chan int, 1)
+	go func() { stopped <- a.Stop(t) }() // Stop reports with t.Errorf only
 	waitStatus(mqtt.CardOffline, 5*time.Second)
+	select {
+	case <-a.Done():
+		t.Errorf("the card turned offline only once the agent had exited, not as its stop began")
+	default:
+	}
+	if code := <-stopped; code != 0 {
+		t.Errorf("exit code %d after SIGTERM, want 0", code)
+	}
+	a.start()
+	if v := a.task(id); v.Status != "completed" {
+		t.Errorf("the task running at SIGTERM is %q after the restart, want completed within the grace period", v.Status)
+	}
+	a.stop()
 }

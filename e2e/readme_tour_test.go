@@ -75,7 +75,7 @@ func readmeBlocks(t *testing.T) (tour []string, goBlocks []string) {
 // agents paired with the README's commands delegate a task that completes
 // at the first try (no waiting_for_peer in its history).
 func TestREADMETour(t *testing.T) {
-	for _, tool := range []string{"bash", "curl", "jq"} {
+	for _, tool := range []string{"bash", "curl", "jq", "git"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			if os.Getenv("CI") == "true" {
 				t.Fatalf("the tour needs %s (scripts/ci-deps.sh installs it): %v", tool, err)
@@ -151,6 +151,43 @@ func TestREADMETour(t *testing.T) {
 		}
 		if delegated < 2 {
 			t.Errorf("%d completed tasks delegated to %s, want the tour's 2; tasks %+v", delegated, peerB, tasks)
+		}
+	})
+	t.Run("tier-1 frames sent and read back", func(t *testing.T) {
+		for _, want := range []string{
+			`{"ok":true,"accepted":1,"batch_id":"tour-1"}`,
+			`1,000 frames in 10 batches`,
+			`[{"device_id":"boiler-1","seq":1,"ts":1796083200000000000,"metric":"temp","value":21.5,"unit":"C"}]`,
+		} {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("the tour's output lacks %s", want)
+			}
+		}
+	})
+	// What the tour leaves in the directory it runs in (the repository,
+	// for a reader) is all ignored by git: data/, data-b/, bin/.
+	t.Run("leaves only ignored files", func(t *testing.T) {
+		root, err := moduleRoot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(entries) < 3 {
+			t.Fatalf("the tour directory holds %d entries, want at least bin, data and data-b", len(entries))
+		}
+		for _, e := range entries {
+			name := e.Name()
+			if e.IsDir() {
+				name += "/"
+			}
+			check := exec.Command("git", "check-ignore", "--no-index", "-q", name)
+			check.Dir = root
+			if err := check.Run(); err != nil {
+				t.Errorf("the tour leaves %s, which .gitignore does not ignore (git check-ignore: %v)", name, err)
+			}
 		}
 	})
 	t.Run("the cancelled task", func(t *testing.T) {

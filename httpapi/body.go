@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"strings"
@@ -179,15 +180,12 @@ func tooLarge(limit int) error {
 // the body is never sent.
 func (s *Server) expect(ctx *fasthttp.RequestCtx) int {
 	path := string(ctx.Path())
-	scope := s.routeScope(path, string(ctx.Method()))
-	if scope == "" {
-		return fasthttp.StatusContinue
-	}
 	var err error
-	if _, err = s.authorize(ctx, scope); err == nil {
-		if limit := s.bodyLimit(path); ctx.Request.Header.ContentLength() > limit {
-			err = tooLarge(limit)
-		}
+	if scope := s.routeScope(path, string(ctx.Method())); scope != "" {
+		_, err = s.authorize(ctx, scope)
+	}
+	if limit := s.bodyLimit(path); err == nil && ctx.Request.Header.ContentLength() > limit {
+		err = tooLarge(limit)
 	}
 	if err != nil {
 		writeError(ctx, err)
@@ -195,6 +193,30 @@ func (s *Server) expect(ctx *fasthttp.RequestCtx) int {
 		return ctx.Response.StatusCode()
 	}
 	return fasthttp.StatusContinue
+}
+
+// headerReceived runs once a request's headers are read, before any of
+// its body. A request whose Content-Length is over its route's limit is
+// answered now (401, 403 or 413, by expect) instead of once its first body
+// byte arrives, which a client that waits for an answer before sending
+// never sends (it was held for the read timeout and answered 408): it is
+// marked "Expect: 100-continue", so fasthttp reads no body and asks expect,
+// which refuses it and closes the connection. Only a plain path is judged
+// here; any other (escapes, dot segments) is judged by readBody.
+func (s *Server) headerReceived(h *fasthttp.RequestHeader) fasthttp.RequestConfig {
+	cfg := fasthttp.RequestConfig{MaxRequestBodySize: 1}
+	cl := h.ContentLength()
+	if cl <= 0 || len(h.Peek(fasthttp.HeaderExpect)) > 0 {
+		return cfg
+	}
+	path, _, _ := bytes.Cut(h.RequestURI(), []byte("?"))
+	if bytes.ContainsAny(path, "%\\") || bytes.Contains(path, []byte("//")) || bytes.Contains(path, []byte("/.")) {
+		return cfg
+	}
+	if cl > s.bodyLimit(string(path)) {
+		h.Set(fasthttp.HeaderExpect, "100-continue")
+	}
+	return cfg
 }
 
 // routeScope is the scope the route of method and path needs; "" for

@@ -227,6 +227,41 @@ func TestBodyOverLimit(t *testing.T) {
 	}
 }
 
+// TestBodyOverLimitFromHeaders: a request whose Content-Length is over
+// its route's limit, sent as headers alone (a client waiting for an
+// answer before it sends the body), is answered from the headers: 413, or
+// 401 without a token, long before the read timeout (2 minutes here;
+// rawRequest gives up after pollTimeout) — it was held for the read
+// timeout and answered 408.
+func TestBodyOverLimitFromHeaders(t *testing.T) {
+	ts := startServerLimits(t, func(l *httpapi.Limits) { l.ReadTimeoutSeconds = 120 })
+	host := strings.TrimPrefix(ts.base, "http://")
+	for _, tc := range []struct {
+		name, path, token string
+		length            int64
+		status            int
+		code              wire.ErrorCode
+	}{
+		{"50 GiB task", api("/task"), adminToken, 50 << 30, http.StatusRequestEntityTooLarge, wire.CodePayloadTooLarge},
+		{"task one byte over", api("/task"), adminToken, int64(ts.limits.MaxBodyBytes) + 1, http.StatusRequestEntityTooLarge, wire.CodePayloadTooLarge},
+		{"tier-1 batch over its limit", api("/tier1/synapse.telemetry"), adminToken, int64(ts.cfg.Tier1.MaxBatchBytes) + 1, http.StatusRequestEntityTooLarge, wire.CodePayloadTooLarge},
+		{"public route", api("/message"), "", 50 << 30, http.StatusRequestEntityTooLarge, wire.CodePayloadTooLarge},
+		{"no token", api("/task"), "", 50 << 30, http.StatusUnauthorized, wire.CodeUnauthorized},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := "POST " + tc.path + " HTTP/1.1\r\nHost: " + host + "\r\nContent-Type: application/json\r\n"
+			if tc.token != "" {
+				req += "Authorization: Bearer " + tc.token + "\r\n"
+			}
+			req += "Content-Length: " + fmt.Sprint(tc.length) + "\r\n\r\n"
+			r := rawRequest(t, ts, req)
+			if r.status != tc.status || !strings.Contains(string(r.body), string(tc.code)) {
+				t.Errorf("answer %d %s, want %d %s", r.status, r.body, tc.status, tc.code)
+			}
+		})
+	}
+}
+
 // rawRequest writes req on a connection of its own and reads the answer.
 // An error of the write is not fatal: the agent may answer an over-limit
 // request and close before reading all of it, and the close can break the

@@ -115,6 +115,39 @@ func TestWebhookCallback(t *testing.T) {
 }
 
 // dialMessages opens GET /messages/stream with a token.
+// TestWebhookCallbackUnsigned: without p2p.callback_secret_env the
+// callback is sent unsigned (no X-Synapse-Signature), still with its
+// X-Synapse-Message-Id, once, when the task reaches a final state (a
+// cancelled one too).
+func TestWebhookCallbackUnsigned(t *testing.T) {
+	ts := startPeerServerP2P(t, "a", peer.DefaultConfig(), allowLoopback)
+	h := hooktest.New(t, func(int) int { return http.StatusNoContent })
+	id := ts.submit(t, `{"task_type":"echo","payload":{},"callback_url":"`+h.URL+`/done"}`)
+	slow := ts.submit(t, `{"task_type":"sleep","payload":{"ms":60000},"callback_url":"`+h.URL+`/cancelled"}`)
+	ts.do(t, "POST", api("/task/"+slow+"/cancel"), nil)
+	testutil.Eventually(t, pollTimeout, "two webhook calls", func() bool { return len(h.Calls()) >= 2 })
+	got := map[string]string{}
+	for _, c := range h.Calls() {
+		if sig := c.Header.Get("X-Synapse-Signature"); sig != "" {
+			t.Errorf("a callback without a secret carries X-Synapse-Signature %q", sig)
+		}
+		if c.Header.Get("X-Synapse-Message-Id") == "" {
+			t.Errorf("a callback has no X-Synapse-Message-Id")
+		}
+		var body struct {
+			TaskID string `json:"task_id"`
+			Status string `json:"status"`
+		}
+		if err := json.Unmarshal(c.Body, &body); err != nil {
+			t.Fatalf("callback body: %v\n%s", err, c.Body)
+		}
+		got[body.TaskID] = body.Status
+	}
+	if got[id] != "completed" || got[slow] != "cancelled" || len(h.Calls()) != 2 {
+		t.Errorf("callbacks %v (%d calls), want %s completed and %s cancelled, one call each", got, len(h.Calls()), id, slow)
+	}
+}
+
 func dialMessages(t *testing.T, ts *testServer, token string, hdr http.Header) (*websocket.Conn, *http.Response, error) {
 	t.Helper()
 	if hdr == nil {

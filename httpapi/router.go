@@ -78,7 +78,7 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) error {
 		return s.console(ctx, path)
 	}
 	if path == "/metrics" {
-		if _, err := s.authorize(ctx, auth.ScopeTasksRead); err != nil {
+		if _, err := s.authorize(ctx, auth.ScopeMetrics); err != nil {
 			return err
 		}
 		return s.metrics(ctx)
@@ -149,6 +149,9 @@ func match(pattern, parts []string) ([]string, bool) {
 // authorize checks the bearer token and its scope.
 func (s *Server) authorize(ctx *fasthttp.RequestCtx, scope auth.Scope) (auth.Principal, error) {
 	tok, ok := bearer(ctx.Request.Header.Peek(fasthttp.HeaderAuthorization))
+	if !ok {
+		tok, ok = wsBearer(ctx) // browsers' WebSockets (websocket.go)
+	}
 	if !ok {
 		if p, ok := s.certPrincipal(ctx); ok {
 			if !p.Can(scope) {

@@ -149,10 +149,10 @@ func New(a *agent.Agent, opts Options) *Server {
 		// fasthttp reads min(limit, Content-Length, 8 KiB) of a streamed
 		// body before the handler runs; a limit of 1 makes that one byte, so
 		// that a refused request (no token, over the route's limit) is
-		// answered after its first body byte rather than after 8 KiB.
-		HeaderReceived: func(*fasthttp.RequestHeader) fasthttp.RequestConfig {
-			return fasthttp.RequestConfig{MaxRequestBodySize: 1}
-		},
+		// answered after its first body byte rather than after 8 KiB. One
+		// that declares more than its route's limit is answered from the
+		// headers alone (headerReceived).
+		HeaderReceived:        s.headerReceived,
 		ExpectHandler:         s.expect,
 		ErrorHandler:          s.connError,
 		SecureErrorLogMessage: true,

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"encoding/base64"
 	"net/url"
 	"strings"
 	"sync"
@@ -22,6 +23,40 @@ const (
 	wsBufferSize = 64 << 10
 )
 
+// A browser cannot set Authorization on a WebSocket, so the bearer token
+// may come as a subprotocol instead (as Kubernetes does it): the client
+// offers WSProtocol and WSBearerPrefix + the token in unpadded base64url,
+//
+//	new WebSocket(url, ["synapse", "base64url.bearer.authorization.synapse." + b64url(token)])
+//
+// and the server answers Sec-WebSocket-Protocol: synapse — never the
+// token's entry. A token in the URL is never read (it would end up in
+// logs and histories).
+const (
+	WSProtocol     = "synapse"
+	WSBearerPrefix = "base64url.bearer.authorization.synapse."
+)
+
+// wsBearer returns the token of a WebSocket upgrade request offered as a
+// WSBearerPrefix subprotocol.
+func wsBearer(ctx *fasthttp.RequestCtx) ([]byte, bool) {
+	h := &ctx.Request.Header
+	if !h.IsGet() || !bytes.EqualFold(bytes.TrimSpace(h.Peek(fasthttp.HeaderUpgrade)), []byte("websocket")) {
+		return nil, false
+	}
+	for _, v := range h.PeekAll(fasthttp.HeaderSecWebSocketProtocol) {
+		for p := range bytes.SplitSeq(v, []byte(",")) {
+			enc, ok := bytes.CutPrefix(bytes.TrimSpace(p), []byte(WSBearerPrefix))
+			if !ok {
+				continue
+			}
+			tok, err := base64.RawURLEncoding.AppendDecode(nil, enc)
+			return tok, err == nil && len(tok) > 0
+		}
+	}
+	return nil, false
+}
+
 // checkOrigin admits clients that send no Origin (devices, programs) and
 // browsers on the agent's own origin; any other Origin is refused.
 func checkOrigin(ctx *fasthttp.RequestCtx) bool {
@@ -39,7 +74,8 @@ func checkOrigin(ctx *fasthttp.RequestCtx) bool {
 func (s *Server) upgrade(ctx *fasthttp.RequestCtx, handler func(c *websocket.Conn)) error {
 	up := websocket.FastHTTPUpgrader{
 		ReadBufferSize: wsBufferSize, WriteBufferSize: wsBufferSize,
-		CheckOrigin: checkOrigin,
+		CheckOrigin:  checkOrigin,
+		Subprotocols: []string{WSProtocol}, // echoed when offered; the token's entry never is
 		Error: func(ctx *fasthttp.RequestCtx, status int, reason error) {
 			code := wire.CodeMessageFormatInvalid
 			if status == fasthttp.StatusForbidden {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/synapse-edge/synapse/cli/command"
 	"github.com/synapse-edge/synapse/client"
+	"github.com/synapse-edge/synapse/wire"
 )
 
 // TokenVerbs returns the verbs of synapse token.
@@ -24,10 +25,8 @@ func tokenCreateVerb() *command.Verb {
 	return &command.Verb{
 		Name: "token create", Args: "NAME", MinArgs: 1, MaxArgs: 1,
 		Summary: "create an API token and print its secret (shown only once)",
-		About: `Scopes: tasks:read (get, list, watch), tasks:write (submit, cancel, info),
-admin (everything, including tokens and the database). Without --scope the
-token gets tasks:read and tasks:write. Needs an admin token.`,
-		Agent: true, Timeout: command.DefaultRequestTimeout,
+		About:   scopesAbout(),
+		Agent:   true, Timeout: command.DefaultRequestTimeout,
 		Examples: []string{
 			"synapse token create dashboard --scope tasks:read",
 			"synapse token create ci --scope tasks:read,tasks:write --json",
@@ -60,6 +59,20 @@ token gets tasks:read and tasks:write. Needs an admin token.`,
 			}
 		},
 	}
+}
+
+// scopesAbout is the help of token create: every scope of
+// wire.TokenScopes with what it allows.
+func scopesAbout() string {
+	var b strings.Builder
+	b.WriteString("Scopes:\n")
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	for _, sc := range wire.TokenScopes {
+		fmt.Fprintf(tw, "  %s\t%s\n", sc.Name, sc.Allows)
+	}
+	tw.Flush()
+	b.WriteString("Without --scope the token gets tasks:read and tasks:write. Needs an admin token.")
+	return b.String()
 }
 
 func tokenListVerb() *command.Verb {

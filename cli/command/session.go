@@ -163,7 +163,7 @@ func (s *Session) hint(err error) string {
 			if apiErr.Code == "capability_lacking" {
 				return "'synapse capabilities' lists the task types of the agent"
 			}
-			return "the token lacks the scope this needs (scopes: tasks:read, tasks:write, tier1:read, tier1:write, hil:l1..l3, admin)"
+			return "the token lacks the scope this needs ('synapse token create --help' lists them)"
 		}
 		return ""
 	}

@@ -24,8 +24,9 @@ func peerAddVerb() *command.Verb {
 	return &command.Verb{
 		Name: "peer add", Args: "ENDPOINT", MinArgs: 1, MaxArgs: 1,
 		Summary: "pair with the agent at ENDPOINT and pin its key",
-		About: `The agent fetches the identity of the agent at ENDPOINT (its base URL) and
-pins its public key: from then on it accepts messages from that agent only
+		About: `The agent fetches the identity of the agent at ENDPOINT (its base URL,
+or mqtt:///AGENT_ID for an agent on the agent's MQTT broker) and pins its
+public key: from then on it accepts messages from that agent only
 when they are signed with that key. The key fingerprint printed is the
 SHA-256 of that key in OpenSSH's form; when the network between the agents
 is not trusted, check it against 'synapse identity' on the other agent.
@@ -38,6 +39,7 @@ accepted. Needs an admin token.`,
 		Agent: true, Timeout: command.DefaultRequestTimeout,
 		Examples: []string{
 			"synapse peer add http://127.0.0.1:8081",
+			"synapse peer add mqtt:///gw-7",
 			"synapse --agent 127.0.0.1:8081 --data ./data-b peer add http://127.0.0.1:8080 --json",
 		},
 		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
@@ -73,16 +75,23 @@ accepted. Needs an admin token.`,
 	}
 }
 
-// peerEndpoint checks an agent base URL; an address without a scheme gets
-// http://.
+// peerEndpoint checks an agent's endpoint: its base URL (an address
+// without a scheme gets http://), or mqtt:///AGENT_ID (mqtts://) for an
+// agent on this agent's MQTT broker, which the agent checks further.
 func peerEndpoint(arg string) (string, error) {
 	e := strings.TrimSpace(arg)
 	if !strings.Contains(e, "://") {
 		e = "http://" + e
 	}
 	u, err := url.Parse(e)
+	if err == nil && (u.Scheme == "mqtt" || u.Scheme == "mqtts") {
+		if strings.Trim(u.Path, "/") == "" {
+			return "", command.UsageErrorf("bad ENDPOINT %q: an agent on the MQTT broker is mqtt:///AGENT_ID", arg)
+		}
+		return strings.TrimRight(e, "/"), nil
+	}
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", command.UsageErrorf("bad ENDPOINT %q: want the agent's base URL, http://HOST:PORT", arg)
+		return "", command.UsageErrorf("bad ENDPOINT %q: want the agent's base URL, http://HOST:PORT, or mqtt:///AGENT_ID for an agent on the MQTT broker", arg)
 	}
 	return strings.TrimRight(u.String(), "/"), nil
 }

@@ -176,7 +176,7 @@ func (m *Mapping) decodeMsgpack(p []byte, keyed []tier1.Value) ([]tier1.Value, t
 			return nil, whole, fmt.Errorf("%s: payload: %v", f.name, err)
 		}
 		if r.Remaining() != 0 {
-			return nil, whole, errors.New("payload: neither JSON nor one msgpack value")
+			return nil, whole, errNeither
 		}
 		if len(m.keys) == 0 {
 			return keyed, v, nil
@@ -188,7 +188,7 @@ func (m *Mapping) decodeMsgpack(p []byte, keyed []tier1.Value) ([]tier1.Value, t
 		return keyed, whole, nil
 	}
 	if k := r.PeekKind(); k != wire.MsgpackMap {
-		return nil, whole, fmt.Errorf("payload: want a JSON object or a msgpack map, got %s", k)
+		return nil, whole, notAMap(p, k)
 	}
 	n, err := r.ReadMapHeader()
 	if err != nil {
@@ -220,6 +220,24 @@ func (m *Mapping) decodeMsgpack(p []byte, keyed []tier1.Value) ([]tier1.Value, t
 		return nil, whole, errors.New("payload: bytes after the msgpack map")
 	}
 	return keyed, whole, nil
+}
+
+// errNeither refuses a payload that decodes neither way.
+var errNeither = errors.New("payload: neither JSON nor msgpack: send a JSON object or a msgpack map")
+
+// notAMap explains a payload that is not JSON and does not begin with a
+// msgpack map (whose first byte is of kind k): one msgpack value of another
+// kind is named as such, anything else (text, truncated or trailing bytes)
+// is neither encoding.
+func notAMap(p []byte, k wire.MsgpackKind) error {
+	if len(p) == 0 {
+		return errors.New("payload: empty: send a JSON object or a msgpack map")
+	}
+	r := wire.NewMsgpackReader(p, mpLimits)
+	if k == wire.MsgpackInvalid || r.Skip() != nil || r.Remaining() != 0 {
+		return errNeither
+	}
+	return fmt.Errorf("payload: a msgpack %s: send a JSON object or a msgpack map", k)
 }
 
 // mpScalar reads one msgpack value as a value of type t.

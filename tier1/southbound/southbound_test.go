@@ -145,8 +145,10 @@ func TestBatchHostile(t *testing.T) {
 		payload []byte
 		want    string
 	}{
-		{"empty", nil, "payload"},
-		{"not json nor msgpack", []byte("hello"), "payload"},
+		{"empty", nil, "payload: empty: send a JSON object or a msgpack map"},
+		{"not json nor msgpack", []byte("hello"), "payload: neither JSON nor msgpack: send a JSON object or a msgpack map"},
+		{"text that starts with a msgpack map byte", []byte("\x81 hello"), "payload:"},
+		{"one msgpack scalar", mp(uint64(104)), "payload: a msgpack uint: send a JSON object or a msgpack map"},
 		{"json array", []byte(`[1,2]`), "JSON object"},
 		{"json scalar", []byte(`21.5`), "JSON object"},
 		{"missing field", []byte(`{"v": 1, "t": 1}`), "seq: missing"},
@@ -160,7 +162,7 @@ func TestBatchHostile(t *testing.T) {
 		{"oversized", append([]byte(`{"v": 1, "t": 1, "seq": 1, "pad": "`), append([]byte(strings.Repeat("x", southbound.MaxPayload)), `"}`...)...), "more than"},
 		{"msgpack truncated", good[:len(good)-1], ": $."},
 		{"msgpack trailing", append(append([]byte{}, good...), 0xc0), "after the msgpack map"},
-		{"msgpack array", mp([]any{1, 2}), "msgpack map"},
+		{"msgpack array", mp([]any{1, 2}), "payload: a msgpack array: send a JSON object or a msgpack map"},
 		{"msgpack int key", mp(map[int]any{1: 2}), "key"},
 		{"msgpack str for a float", mp(map[string]any{"v": "1", "t": 1, "seq": 1}), "value: $.v"},
 		{"msgpack huge map", []byte{0xdf, 0xff, 0xff, 0xff, 0xff}, "payload"},

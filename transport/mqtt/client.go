@@ -31,6 +31,9 @@ type Client struct {
 	up   chan struct{} // closed while connected; replaced when the link drops
 	down chan struct{} // closed when the current link drops; replaced on connect
 	subs map[string]paho.MessageHandler
+	// leaving is set once the agent stops (Transport.Leave): no online
+	// card is announced any more.
+	leaving atomic.Bool
 
 	stop      chan struct{}
 	done      chan struct{}
@@ -159,7 +162,7 @@ func (c *Client) onConnect(pc paho.Client) {
 			c.log.Warn("mqtt: a subscription was not granted", "filter", f, "err", tok.Error())
 		}
 	}
-	if a := c.opts.Announce; a != nil {
+	if a := c.opts.Announce; a != nil && !c.leaving.Load() {
 		pc.Publish(a.Topic, 1, true, a.Payload) // not waited for: the next connection publishes it again
 	}
 	c.mu.Lock()

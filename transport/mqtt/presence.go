@@ -101,6 +101,17 @@ func (t *Transport) presence(o *Options, systemID, agentID string) error {
 	return nil
 }
 
+// Leave publishes the offline card now, as the agent begins to stop,
+// and keeps it so: a reconnection during the stop announces no online
+// card. The connection stays up for the answers still due; Close
+// disconnects. Safe before Start and after Close.
+func (t *Transport) Leave(ctx context.Context) {
+	if c := t.Client(); c != nil {
+		c.leaving.Store(true)
+		t.leave(ctx, c)
+	}
+}
+
 // leave publishes the offline card before a clean disconnect (the broker
 // sends the Will only when a client vanishes).
 func (t *Transport) leave(ctx context.Context, c *Client) {
