@@ -38,18 +38,32 @@ const (
 // 10.88 MiB) plus 128 KiB or a little more, so a new dependency or a
 // table built at start fails it. The goal, 8 MiB on ARM, is not met:
 // bench/README.md#binary-size-and-idle-memory says what bounds it.
+//
+// The targets added for issue 33 (2026-12-01: armv6 10.88, mipsle and
+// mips 12.31, riscv64 10.00 MiB) have the same margin. The MIPS binaries
+// are the largest: soft-float code and the 32-bit instruction set.
 var maxBinary = map[string]int64{
-	"amd64": 11<<20 + 512<<10,
-	"arm64": 10<<20 + 576<<10,
-	"arm":   11<<20 + 64<<10,
+	"amd64":   11<<20 + 512<<10,
+	"arm64":   10<<20 + 576<<10,
+	"arm":     11<<20 + 64<<10,
+	"armv6":   11<<20 + 64<<10,
+	"mipsle":  12<<20 + 448<<10,
+	"mips":    12<<20 + 448<<10,
+	"riscv64": 10<<20 + 128<<10,
 }
 
 // maxBinaryGRPC is the same for the -grpc variant (the Makefile's
 // GRPC_TAGS added): 14.59, 13.50 and 13.88 MiB then, plus about 128 KiB.
+// The targets added for issue 33: armv6 13.88, mipsle and mips 15.81,
+// riscv64 12.94 MiB, plus about 128 KiB.
 var maxBinaryGRPC = map[string]int64{
-	"amd64": 14<<20 + 768<<10,
-	"arm64": 13<<20 + 704<<10,
-	"arm":   14<<20 + 64<<10,
+	"amd64":   14<<20 + 768<<10,
+	"arm64":   13<<20 + 704<<10,
+	"arm":     14<<20 + 64<<10,
+	"armv6":   14<<20 + 64<<10,
+	"mipsle":  15<<20 + 960<<10,
+	"mips":    15<<20 + 960<<10,
+	"riscv64": 13<<20 + 64<<10,
 }
 
 // makeVar returns the words of the Makefile variable name (NAME ?= or
@@ -69,7 +83,17 @@ func makeVar(t *testing.T, root, name string) []string {
 	return nil
 }
 
-// releaseBuild builds the release binary for goos/goarch[/goarm] the way
+// ceilingKey is the key of a target in maxBinary: its GOARCH, with
+// vGOARM for arm other than GOARM=7.
+func ceilingKey(goarch, variant string) string {
+	if goarch == "arm" && variant != "" && variant != "7" {
+		return "armv" + variant
+	}
+	return goarch
+}
+
+// releaseBuild builds the release binary for goos/goarch[/variant] (GOARM,
+// or GOMIPS for mips and mipsle) the way
 // make cross does (static, -trimpath, -s -w, the Makefile's TAGS, and its
 // GRPC_TAGS too when grpc) into dir.
 func releaseBuild(t *testing.T, root, dir, goos, goarch, goarm string, grpc bool) string {
@@ -82,7 +106,13 @@ func releaseBuild(t *testing.T, root, dir, goos, goarch, goarm string, grpc bool
 	}
 	cmd := exec.Command("go", "build", "-trimpath", "-tags", strings.Join(tags, ","), "-ldflags", "-s -w", "-o", out, ".")
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH="+goarch, "GOARM="+goarm, "CGO_ENABLED=0")
+	env := []string{"GOOS=" + goos, "GOARCH=" + goarch, "CGO_ENABLED=0"}
+	if goarch == "mips" || goarch == "mipsle" {
+		env = append(env, "GOMIPS="+goarm, "GOARM=")
+	} else {
+		env = append(env, "GOARM="+goarm, "GOMIPS=")
+	}
+	cmd.Env = append(os.Environ(), env...)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build %s/%s%s: %v\n%s", goos, goarch, goarm, err, b)
 	}
@@ -122,7 +152,7 @@ func TestBinarySize(t *testing.T) {
 			if grpc {
 				ceilings, name = maxBinaryGRPC, line+" -grpc"
 			}
-			budget, ok := ceilings[goarch]
+			budget, ok := ceilings[ceilingKey(goarch, goarm)]
 			if !ok {
 				t.Errorf("target %s has no size ceiling", name)
 				continue
