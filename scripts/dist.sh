@@ -3,7 +3,11 @@
 #   synapse-VERSION-GOOS-ARCH.tar.gz  per target of TARGETS_FILE: the static
 #       binary (as synapse), LICENSE, NOTICE, README.md, CHANGELOG.md,
 #       config.example.json and synapse.service
-#   SHA256SUMS          sha256sum's format, one line per tarball
+#   synapse_VERSION_ARCH.deb  amd64, arm64, armhf (build/pkg, nfpm)
+#   synapse_VERSION_ARCH.ipk  mipsel_24kc, mips_24kc, with a procd init script
+#   synapse-VERSION-oci.tar   an OCI layout: an image FROM scratch per target
+#       and a multi-arch index over them
+#   SHA256SUMS          sha256sum's format, one line per artefact
 #   SHA256SUMS.minisig  its minisign signature, when MINISIGN_KEY names the
 #       secret key (go run ./build/minisign keygen, made at release time and
 #       kept off the repository); without it SHA256SUMS is left unsigned
@@ -18,7 +22,7 @@ version=${VERSION:?dist: VERSION is not set}
 cd "$(dirname "$0")/.."
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-rm -f "$out"/synapse-*.tar.gz "$out/SHA256SUMS" "$out/SHA256SUMS.minisig"
+rm -f "$out"/synapse-*.tar.gz "$out"/synapse*.deb "$out"/synapse*.ipk "$out"/synapse-*-oci.tar "$out/SHA256SUMS" "$out/SHA256SUMS.minisig"
 
 bins=$(mktemp -d "${TMPDIR:-/tmp}/synapse-dist.XXXXXX")
 trap 'rm -rf "$bins"' EXIT
@@ -38,7 +42,11 @@ for bin in "$bins"/synapse-*; do
 		-cf - "$name" | gzip -9n >"$out/$name.tar.gz"
 done
 
-(cd "$out" && sha256sum synapse-*.tar.gz >SHA256SUMS)
+# The packages and the image, by build/pkg: a module of its own, so nfpm
+# and go-containerregistry stay out of the agent's build list.
+(cd build/pkg && "$go" run . -version "$version" -bin "$bins" -out "$out" -root ../..)
+
+(cd "$out" && sha256sum synapse-*.tar.gz synapse_*.deb synapse_*.ipk synapse-*-oci.tar >SHA256SUMS)
 if [ -n "${MINISIGN_KEY:-}" ]; then
 	"$go" run ./build/minisign sign -s "$MINISIGN_KEY" -m "$out/SHA256SUMS" \
 		-t "synapse $version SHA256SUMS"

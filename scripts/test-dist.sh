@@ -3,8 +3,10 @@
 # into a temporary directory, then checks it as a user would: sha256sum -c
 # of SHA256SUMS, minisign -V of its signature (and that a changed SHA256SUMS
 # fails it), each tarball's files, and that the amd64 binary's --version is
-# the VERSION it was built as. Without minisign: skipped, or a failure when
-# CI=true (scripts/ci-deps.sh installs it).
+# the VERSION it was built as; then the packages (scripts/test-packages.sh:
+# lintian, dpkg -i, systemd-analyze verify, purge, the .ipk's control and
+# init script, the OCI layout by skopeo). Without minisign: skipped, or a
+# failure when CI=true (scripts/ci-deps.sh installs it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 go=${GO:-go}
@@ -51,3 +53,5 @@ case $got in
 *) echo "test-dist: --version printed '$got', want 'synapse $version linux/amd64 ...'" >&2; exit 1 ;;
 esac
 echo "test-dist: $n tarballs, SHA256SUMS and its signature verified"
+cd "$OLDPWD"
+VERSION="$version" TARGETS="${TARGETS:-build/targets.txt}" scripts/test-packages.sh "$tmp/dist"
