@@ -9,9 +9,10 @@
 set -eu
 cd "$(dirname "$0")/.."
 base=$(tr -d '[:space:]' <VERSION)
-case $base in
-*[!0-9.]* | "" | .* | *. | *..*) echo "version: VERSION holds '$base', want MAJOR.MINOR.PATCH" >&2; exit 1 ;;
-esac
+if ! echo "$base" | grep -Eq '^[0-9]+\.[0-9]+\.[0-9]+$'; then
+	echo "version: VERSION holds '$base', want MAJOR.MINOR.PATCH" >&2
+	exit 1
+fi
 if ! git rev-parse --git-dir >/dev/null 2>&1; then
 	echo "v$base-dev"
 	exit 0
