@@ -115,5 +115,9 @@ if need skopeo "the OCI layout check"; then
 		[ "$(jq -r '.config.Entrypoint[0]' <<<"$cfg")" = /synapse ] || fail "$plat: the entrypoint is not /synapse"
 		[ "$(jq '.rootfs.diff_ids | length' <<<"$cfg")" -eq 1 ] || fail "$plat: not one layer on scratch"
 	done
+	# As the README tells users to push it: skopeo copy of the archive, every platform.
+	skopeo copy -q --all "oci-archive:$oci:$version" "oci:$tmp/copy:$version" >/dev/null
+	[ "$(skopeo inspect --raw "oci:$tmp/copy:$version" | jq '.manifests | length')" -eq "$n" ] ||
+		fail "skopeo copy --all of the archive did not keep $n images"
 	echo "test-packages: OCI layout: an index over $n images, each one layer FROM scratch, run as 65532:65532"
 fi
