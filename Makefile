@@ -148,10 +148,10 @@ console: ## regenerate the gzipped console files (httpapi/console/*.gz) after ed
 fuzz: ## run every Fuzz target for FUZZTIME=20s each
 	@GO="$(GO)" FUZZTIME="$(FUZZTIME)" scripts/fuzz.sh
 
-dist: ## release artefacts into dist/: per-target tarballs, SHA256SUMS, and SHA256SUMS.minisig when MINISIGN_KEY=FILE
+dist: ## release artefacts into dist/: per-target tarballs, .deb, .ipk, the OCI layout, SHA256SUMS (+ .minisig with MINISIGN_KEY=FILE)
 	@VERSION="$(VERSION)" LDFLAGS="$(LDFLAGS)" TAGS="$(TAGS)" GO="$(GO)" MINISIGN_KEY="$(MINISIGN_KEY)" scripts/dist.sh build/targets.txt dist
 
-test-dist: ## make dist with a throwaway key into a temporary directory; sha256sum -c, minisign -V, the tarballs' files, --version
+test-dist: ## make dist with a throwaway key into a temporary dir; sha256sum -c, minisign -V, tarballs, lintian, dpkg -i/purge, ipk, skopeo
 	@if [ "$${CI:-}" = "true" ]; then scripts/ci-deps.sh; fi
 	@VERSION="$(VERSION)" LDFLAGS="$(LDFLAGS)" TAGS="$(TAGS)" GO="$(GO)" scripts/test-dist.sh
 
