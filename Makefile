@@ -7,7 +7,7 @@ SHELL := /bin/bash
 
 MODULE    := github.com/synapse-edge/synapse
 GO        ?= go
-VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+VERSION   ?= $(shell scripts/version.sh)
 LDFLAGS   := -s -w -X $(MODULE)/cli.Version=$(VERSION)
 # nethttpomithttp2 leaves HTTP/2 out of net/http (about 450 KiB): the agent
 # serves HTTP/1.1 (fasthttp) and its clients talk to agents and webhooks.
@@ -23,7 +23,7 @@ BENCHTIME ?= 1s
 FUZZTIME  ?= 20s
 TOP       ?= 12
 
-.PHONY: help build run test vet test-arm64 test-arm modules cross size bench check fuzz clean build-grpc test-grpc proto
+.PHONY: help build run test dist test-dist test-newarch vet test-arm64 test-arm modules cross size bench check fuzz clean build-grpc test-grpc proto
 
 help: ## list the targets
 	@echo "Usage: make TARGET [VAR=value]"
@@ -32,7 +32,7 @@ help: ## list the targets
 	@echo
 	@echo "Variables: VERSION=$(VERSION) BENCHTIME=$(BENCHTIME) FUZZTIME=$(FUZZTIME) DATA=$(DATA) LISTEN=$(LISTEN)"
 
-build: ## build the static binary bin/synapse (version from git describe)
+build: ## build the static binary bin/synapse (version: scripts/version.sh, the vX.Y.Z tag or VERSION plus the commit)
 	@mkdir -p bin
 	CGO_ENABLED=0 $(GO) build -trimpath -tags "$(TAGS)" -ldflags "$(LDFLAGS)" -o $(BIN) .
 	@echo "built $(BIN) $(VERSION)"
@@ -58,7 +58,7 @@ run: build ## build, then serve with DATA=./data on LISTEN=127.0.0.1:8080
 	@echo "try: $(BIN) task submit echo --payload '{\"msg\":\"hi\"}' --wait 5s --data $(DATA) --agent http://$(LISTEN)"
 	./$(BIN) serve --data $(DATA) --listen $(LISTEN)
 
-test: ## vet, every module tidy, cross (the builds fail fast), the race suite, test-grpc, test-a2a, the suite under qemu (arm64, armv7), the tier-1 harness smoke
+test: ## vet, every module tidy, cross (the builds fail fast), the race suite, test-grpc, test-a2a, the suite under qemu (arm64, armv7), the byte-layout subset under qemu (armv6, mipsle, mips, riscv64), make dist checked, the tier-1 harness smoke
 	@scripts/timed.sh vet $(MAKE) --no-print-directory vet
 	@scripts/timed.sh modules $(MAKE) --no-print-directory modules
 	@scripts/timed.sh cross $(MAKE) --no-print-directory cross
@@ -67,6 +67,8 @@ test: ## vet, every module tidy, cross (the builds fail fast), the race suite, t
 	@scripts/timed.sh test-a2a $(MAKE) --no-print-directory test-a2a
 	@scripts/timed.sh test-arm64 $(MAKE) --no-print-directory test-arm64
 	@scripts/timed.sh test-arm $(MAKE) --no-print-directory test-arm
+	@scripts/timed.sh test-newarch $(MAKE) --no-print-directory test-newarch
+	@scripts/timed.sh test-dist $(MAKE) --no-print-directory test-dist
 	@scripts/timed.sh bench-tier1-smoke $(MAKE) --no-print-directory bench-tier1-smoke
 
 vet: ## go vet of every package, with the default tags and with the gRPC tags (files behind //go:build grpc are vetted too)
@@ -145,6 +147,25 @@ console: ## regenerate the gzipped console files (httpapi/console/*.gz) after ed
 
 fuzz: ## run every Fuzz target for FUZZTIME=20s each
 	@GO="$(GO)" FUZZTIME="$(FUZZTIME)" scripts/fuzz.sh
+
+dist: ## release artefacts into dist/: per-target tarballs, .deb, .ipk, the OCI layout, SHA256SUMS (+ .minisig with MINISIGN_KEY=FILE)
+	@VERSION="$(VERSION)" LDFLAGS="$(LDFLAGS)" TAGS="$(TAGS)" GO="$(GO)" MINISIGN_KEY="$(MINISIGN_KEY)" scripts/dist.sh build/targets.txt dist
+
+test-dist: ## make dist with a throwaway key into a temporary dir; sha256sum -c, minisign -V, tarballs, lintian, dpkg -i/purge, ipk, skopeo
+	@if [ "$${CI:-}" = "true" ]; then scripts/ci-deps.sh; fi
+	@VERSION="$(VERSION)" LDFLAGS="$(LDFLAGS)" TAGS="$(TAGS)" GO="$(GO)" scripts/test-dist.sh
+
+# The focused subset the targets added last run under qemu: the packages
+# with byte layouts (frames, codecs, store keys, negotiation, batches) and
+# their fuzz corpora, replayed as seeds.
+NEWARCH_PKGS := ./wire/... ./tier1/... ./store/... ./negotiate/... ./peer/batch/...
+
+test-newarch: ## the byte-layout packages as linux/arm GOARM=6, mipsle, mips (softfloat, big-endian), riscv64 under qemu-user-static
+	@if [ "$${CI:-}" = "true" ]; then scripts/ci-deps.sh; fi
+	@PKGS="$(NEWARCH_PKGS)" GO="$(GO)" scripts/test-cross.sh arm 6
+	@PKGS="$(NEWARCH_PKGS)" GO="$(GO)" scripts/test-cross.sh mipsle softfloat
+	@PKGS="$(NEWARCH_PKGS)" GO="$(GO)" scripts/test-cross.sh mips softfloat
+	@PKGS="$(NEWARCH_PKGS)" GO="$(GO)" scripts/test-cross.sh riscv64
 
 clean: ## remove bin/ and dist/
 	rm -rf bin dist

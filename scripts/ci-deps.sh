@@ -2,12 +2,18 @@
 # Installs the system packages that the test targets need on a Debian or
 # Ubuntu machine that has only Go, gcc, git, make and curl:
 #   qemu-user-static  runs the linux/arm64 and linux/arm tests (make test-arm64, test-arm)
+#                     and the byte-layout subset as armv6, mipsle, mips, riscv64 (make test-newarch)
 #   mosquitto, nats-server  the engines of make bench-tier1 (its smoke mode is in make test)
 #   gcc               the race detector needs cgo (make test)
 #   chromium          the web console's browser test (httpapi), headless
-#   jq                the README tour (e2e/readme_tour_test.go) runs as written
 #   sslscan           the TLS scan of the agent (e2e/tls_scan_test.go)
 #   libnss3-tools     certutil: the console over TLS trusts a test CA in Chromium (httpapi)
+#   jq                the README tour (e2e/readme_tour_test.go) runs as written;
+#                     make test-dist reads the OCI index with it
+#   minisign          make test-dist verifies SHA256SUMS.minisig with it
+#   lintian           make test-dist checks the .deb files with it
+#   skopeo            make test-dist inspects the OCI layout with it
+#   systemd           systemd-analyze verify of the unit the .deb installs
 # It installs only when CI=true or when called with --install; otherwise it
 # says what is missing. Idempotent and quiet: nothing happens when all is
 # there.
@@ -27,6 +33,10 @@ done
 command -v jq >/dev/null 2>&1 || missing+=(jq)
 command -v sslscan >/dev/null 2>&1 || missing+=(sslscan)
 command -v certutil >/dev/null 2>&1 || missing+=(libnss3-tools)
+for tool in minisign lintian skopeo; do
+	command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
+done
+command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)
 if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
 	missing+=(chromium)
 fi

@@ -24,16 +24,24 @@ while IFS= read -r line || [ -n "$line" ]; do
 	[ -n "$line" ] || continue
 	IFS=/ read -r goos goarch goarm extra <<<"$line"
 	if [ -z "$goos" ] || [ -z "$goarch" ] || [ -n "${extra:-}" ]; then
-		echo "cross: bad target line '$line' (want GOOS/GOARCH[/GOARM])" >&2
+		echo "cross: bad target line '$line' (want GOOS/GOARCH[/GOARM|GOMIPS])" >&2
 		exit 1
 	fi
-	base="synapse-$goos-$goarch${goarm:+v$goarm}"
+	gomips=
+	case $goarch in
+	mips | mipsle)
+		gomips=${goarm:-softfloat} goarm=
+		base="synapse-$goos-$goarch"
+		[ "$gomips" = softfloat ] || base="$base-$gomips"
+		;;
+	*) base="synapse-$goos-$goarch${goarm:+v$goarm}" ;;
+	esac
 	for variant in plain ${grpc_tags:+grpc}; do
 		name=$base vtags=$tags
 		if [ "$variant" = grpc ]; then
 			name=$base-grpc vtags="$tags $grpc_tags"
 		fi
-		GOOS=$goos GOARCH=$goarch GOARM=${goarm:-} CGO_ENABLED=0 \
+		GOOS=$goos GOARCH=$goarch GOARM=${goarm:-} GOMIPS=$gomips CGO_ENABLED=0 \
 			"$go" build -trimpath -tags "$vtags" -ldflags "$ldflags" -o "$out/$name" .
 		size=$(wc -c <"$out/$name")
 		printf '%-31s %10d bytes %7.2f MiB\n' "$out/$name" "$size" "$(awk -v s="$size" 'BEGIN { print s / 1048576 }')"

@@ -26,8 +26,16 @@ while IFS= read -r line || [ -n "$line" ]; do
 	line=$(echo "$line" | tr -d '[:space:]')
 	[ -n "$line" ] || continue
 	IFS=/ read -r goos goarch goarm <<<"$line"
-	name="synapse-$goos-$goarch${goarm:+v$goarm}"
-	GOOS=$goos GOARCH=$goarch GOARM=${goarm:-} CGO_ENABLED=0 \
+	gomips=
+	case $goarch in
+	mips | mipsle)
+		gomips=${goarm:-softfloat} goarm=
+		name="synapse-$goos-$goarch"
+		[ "$gomips" = softfloat ] || name="$name-$gomips"
+		;;
+	*) name="synapse-$goos-$goarch${goarm:+v$goarm}" ;;
+	esac
+	GOOS=$goos GOARCH=$goarch GOARM=${goarm:-} GOMIPS=$gomips CGO_ENABLED=0 \
 		"$go" build -trimpath -tags "${TAGS:-}" -ldflags "$full_ldflags" -o "$tmp/$name" .
 	echo
 	echo "== $name: $(wc -c <"$out/$name") bytes; largest packages"
