@@ -93,6 +93,7 @@ var commandImports = map[string]string{
 	"client/tier1export":  "tier1 export writes the frames",
 	"client/tier1load":    "tier1 send generates the load",
 	"internal/atomicfile": "db backup and tier1 export write their file whole or not at all",
+	"internal/tlscert":    "--cacert and --fingerprint make the client's TLS configuration (pinned or from a CA file)",
 	"wire":                "the API prefix and the token scopes",
 	"store":               "db and audit open the data file when no agent serves it",
 	"negotiate":           "negotiate parses tiers, transports and security levels",
