@@ -26,6 +26,7 @@ import (
 	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/grpcapi"
 	"github.com/synapse-edge/synapse/peer"
+	"github.com/synapse-edge/synapse/peer/frame"
 	pb "github.com/synapse-edge/synapse/proto"
 	"github.com/synapse-edge/synapse/transport"
 	"github.com/synapse-edge/synapse/transport/mqtt"
@@ -181,7 +182,7 @@ func TestOneReceiverAllDoors(t *testing.T) {
 			return answerOf(r.Status, r.Body)
 		}},
 		{"WebSocket", func(t *testing.T, env []byte, h map[string]string) doorAnswer {
-			if err := ws.WriteMessage(websocket.TextMessage, peer.AppendFrame(nil, h, env)); err != nil {
+			if err := ws.WriteMessage(websocket.TextMessage, frame.Append(nil, h, env)); err != nil {
 				t.Fatal(err)
 			}
 			_ = ws.SetReadDeadline(time.Now().Add(pollTimeout))
@@ -215,7 +216,7 @@ func TestOneReceiverAllDoors(t *testing.T) {
 			return grpcStatus(resp.GetStatus(), resp.GetCode())
 		}},
 		{"gRPC StreamMessages", func(t *testing.T, env []byte, h map[string]string) doorAnswer {
-			if err := stream.Send(&pb.SynapseMessage{Envelope: peer.AppendFrame(nil, h, env)}); err != nil {
+			if err := stream.Send(&pb.SynapseMessage{Envelope: frame.Append(nil, h, env)}); err != nil {
 				t.Fatal(err)
 			}
 			m, err := stream.Recv()

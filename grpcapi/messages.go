@@ -16,6 +16,7 @@ import (
 
 	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/peer"
+	"github.com/synapse-edge/synapse/peer/frame"
 	pb "github.com/synapse-edge/synapse/proto"
 	"github.com/synapse-edge/synapse/transport"
 	"github.com/synapse-edge/synapse/wire"
@@ -33,7 +34,7 @@ const (
 // handed to the one receiver (peer.Network.Deliver). The headers of POST
 // /message come as call metadata (x-synapse-signature, x-synapse-seq,
 // x-synapse-seq-prev) or, as on StreamMessages, in a header block before
-// the envelope (peer/frame.go).
+// the envelope (peer/frame).
 func (s *Server) SendMessage(ctx context.Context, in *pb.SendMessageRequest) (*pb.SendMessageResponse, error) {
 	return s.sendMessage(ctx, in, true)
 }
@@ -47,7 +48,7 @@ func (s *Server) sendMessage(ctx context.Context, in *pb.SendMessageRequest, met
 	if len(in.GetEnvelope()) == 0 {
 		return nil, wire.Errorf(wire.CodeMessageFormatInvalid, "envelope is empty: send one signed envelope").With("field", "envelope")
 	}
-	header, body, err := peer.SplitFrame(in.GetEnvelope())
+	header, body, err := frame.Split(in.GetEnvelope())
 	if err != nil {
 		return nil, err
 	}

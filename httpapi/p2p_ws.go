@@ -8,6 +8,7 @@ import (
 
 	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/peer"
+	"github.com/synapse-edge/synapse/peer/frame"
 	"github.com/synapse-edge/synapse/transport"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -33,7 +34,7 @@ type wsFrame struct {
 // type and transition). A text message carries one JSON envelope, a
 // binary message one msgpack envelope, each optionally after a block of
 // the headers X-Synapse-Signature, X-Synapse-Seq and X-Synapse-Seq-Prev
-// (peer/frame.go); each is answered, in order and in
+// (peer/frame); each is answered, in order and in
 // the same framing, with what POST /message would answer: the response
 // envelope, {"accepted":true,"message_id",...}, or the TPError
 // {"error":{...}}. A connection whose token has the admin scope is also an
@@ -99,7 +100,7 @@ func (s *Server) messageStream(ctx *fasthttp.RequestCtx, p auth.Principal, _ []s
 }
 
 // wsAnswer handles one message read from the stream: a framed envelope
-// (peer/frame.go: the envelope, after an optional block of the headers
+// (peer/frame: the envelope, after an optional block of the headers
 // of POST /message) handed to the one receiver, whose answer body goes
 // back in the frame type of the message. A panic while handling it is
 // answered like POST /message's: internal_error, and the stream goes on.
@@ -111,7 +112,7 @@ func (s *Server) wsAnswer(mt int, data []byte) (f wsFrame) {
 	if mt == websocket.BinaryMessage {
 		typ, ct = websocket.BinaryMessage, wire.ContentMsgpack
 	}
-	header, body, err := peer.SplitFrame(data)
+	header, body, err := frame.Split(data)
 	if err != nil {
 		b, _ := wire.CodecFor(ct).Marshal(wire.ErrorBody{Error: wire.AsError(err)})
 		return wsFrame{typ, b}

@@ -1,14 +1,17 @@
-package peer
+// Package frame reads and writes framed envelopes: the headers of POST
+// /message before an envelope, on wires that have no headers of their own.
+package frame
 
 import (
 	"bytes"
 	"fmt"
 	"strings"
 
+	"github.com/synapse-edge/synapse/transport"
 	"github.com/synapse-edge/synapse/wire"
 )
 
-// Framed envelopes: the headers of POST /message on wires that carry one
+// The headers of POST /message on wires that carry one
 // envelope per message and no headers of their own (a WebSocket message
 // of GET /messages/stream, the envelope field of a gRPC StreamMessages
 // message).
@@ -41,14 +44,14 @@ var framePrefix = []byte("X-Synapse-")
 
 // frameHeaders are the names a header block may hold, in canonical form.
 var frameHeaders = map[string]string{
-	strings.ToLower(wire.HeaderSignature): wire.HeaderSignature,
-	strings.ToLower(HeaderSeq):            HeaderSeq,
-	strings.ToLower(HeaderSeqPrev):        HeaderSeqPrev,
+	strings.ToLower(wire.HeaderSignature):    wire.HeaderSignature,
+	strings.ToLower(transport.HeaderSeq):     transport.HeaderSeq,
+	strings.ToLower(transport.HeaderSeqPrev): transport.HeaderSeqPrev,
 }
 
-// SplitFrame separates a framed envelope into its headers (nil when it
+// Split separates a framed envelope into its headers (nil when it
 // has none) and the envelope's bytes (a subslice of data).
-func SplitFrame(data []byte) (map[string]string, []byte, error) {
+func Split(data []byte) (map[string]string, []byte, error) {
 	if !bytes.HasPrefix(data, framePrefix) {
 		return nil, data, nil
 	}
@@ -92,11 +95,11 @@ func SplitFrame(data []byte) (map[string]string, []byte, error) {
 	return header, rest, nil
 }
 
-// AppendFrame appends the frame of body with header (the names of
-// SplitFrame) to b.
-func AppendFrame(b []byte, header map[string]string, body []byte) []byte {
+// Append appends the frame of body with header (the names of Split) to
+// b.
+func Append(b []byte, header map[string]string, body []byte) []byte {
 	some := false
-	for _, name := range []string{wire.HeaderSignature, HeaderSeq, HeaderSeqPrev} {
+	for _, name := range []string{wire.HeaderSignature, transport.HeaderSeq, transport.HeaderSeqPrev} {
 		if v, ok := header[name]; ok {
 			b = fmt.Appendf(b, "%s: %s\n", name, v)
 			some = true

@@ -1,15 +1,16 @@
-package peer_test
+package frame_test
 
 import (
 	"bytes"
 	"maps"
 	"testing"
 
-	"github.com/synapse-edge/synapse/peer"
+	"github.com/synapse-edge/synapse/peer/frame"
+	"github.com/synapse-edge/synapse/transport"
 	"github.com/synapse-edge/synapse/wire"
 )
 
-func TestSplitFrame(t *testing.T) {
+func TestSplit(t *testing.T) {
 	env := []byte(`{"tp_version":"1.0"}`)
 	for _, tc := range []struct {
 		name   string
@@ -20,9 +21,9 @@ func TestSplitFrame(t *testing.T) {
 	}{
 		{name: "bare", in: string(env), body: string(env)},
 		{name: "headers", in: "X-Synapse-Signature: t=1,v1=ab\nX-Synapse-Seq: 2\nX-Synapse-Seq-Prev: 1\n\n" + string(env),
-			header: map[string]string{wire.HeaderSignature: "t=1,v1=ab", peer.HeaderSeq: "2", peer.HeaderSeqPrev: "1"}, body: string(env)},
+			header: map[string]string{wire.HeaderSignature: "t=1,v1=ab", transport.HeaderSeq: "2", transport.HeaderSeqPrev: "1"}, body: string(env)},
 		{name: "crlf", in: "x-synapse-seq: 7\r\n\r\n" + string(env), bad: true}, // lower case does not start a block
-		{name: "crlf canonical", in: "X-Synapse-Seq: 7\r\n\r\n" + string(env), header: map[string]string{peer.HeaderSeq: "7"}, body: string(env)},
+		{name: "crlf canonical", in: "X-Synapse-Seq: 7\r\n\r\n" + string(env), header: map[string]string{transport.HeaderSeq: "7"}, body: string(env)},
 		{name: "no blank line", in: "X-Synapse-Seq: 7\n" + string(env), bad: true},
 		{name: "unknown", in: "X-Synapse-Other: 7\n\n" + string(env), bad: true},
 		{name: "twice", in: "X-Synapse-Seq: 7\nX-Synapse-Seq: 8\n\n" + string(env), bad: true},
@@ -30,7 +31,7 @@ func TestSplitFrame(t *testing.T) {
 		{name: "too long", in: "X-Synapse-Seq: " + string(bytes.Repeat([]byte("1"), 5000)) + "\n\n{}", bad: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h, body, err := peer.SplitFrame([]byte(tc.in))
+			h, body, err := frame.Split([]byte(tc.in))
 			if tc.name == "crlf" { // a lower-case first line is no block: the envelope decoder refuses it
 				if err != nil || string(body) != tc.in {
 					t.Fatalf("got %v %q, want the data back as the envelope", err, body)
@@ -50,7 +51,7 @@ func TestSplitFrame(t *testing.T) {
 				t.Fatalf("got %v %q, want %v %q", h, body, tc.header, tc.body)
 			}
 			if tc.header != nil {
-				if got := peer.AppendFrame(nil, h, body); !bytes.Equal(got, []byte(tc.in)) && !bytes.Contains([]byte(tc.in), []byte("\r")) {
+				if got := frame.Append(nil, h, body); !bytes.Equal(got, []byte(tc.in)) && !bytes.Contains([]byte(tc.in), []byte("\r")) {
 					t.Fatalf("AppendFrame = %q, want %q", got, tc.in)
 				}
 			}
@@ -58,12 +59,12 @@ func TestSplitFrame(t *testing.T) {
 	}
 }
 
-func FuzzSplitFrame(f *testing.F) {
+func FuzzSplit(f *testing.F) {
 	f.Add([]byte("X-Synapse-Signature: t=1,v1=ab\nX-Synapse-Seq: 2\nX-Synapse-Seq-Prev: 1\n\n{}"))
 	f.Add([]byte("{}"))
 	f.Add([]byte("X-Synapse-Seq: 7\r\n\r\n\x81\xa1a\x01"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		h, body, err := peer.SplitFrame(data)
+		h, body, err := frame.Split(data)
 		if err != nil {
 			return
 		}
@@ -73,7 +74,7 @@ func FuzzSplitFrame(f *testing.F) {
 			}
 			return
 		}
-		h2, body2, err := peer.SplitFrame(peer.AppendFrame(nil, h, body))
+		h2, body2, err := frame.Split(frame.Append(nil, h, body))
 		if err != nil || !bytes.Equal(body, body2) || !maps.Equal(h, h2) {
 			t.Fatalf("round trip of %q: %v %q %v", data, h2, body2, err)
 		}
