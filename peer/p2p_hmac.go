@@ -19,7 +19,7 @@ import (
 // A peer listed in p2p.peer_secrets shares one or more secrets with this
 // agent. Every envelope this agent posts to it (messages, negotiations,
 // heartbeats) carries X-Synapse-Signature with one v1 entry per secret,
-// and every envelope from it on POST /message or POST /callback must carry
+// and every envelope from it, through any door (receiver.go), must carry
 // a header that verifies with one of them: the right HMAC-SHA256 of
 // "<t>.<raw body>" (compared in constant time), t within 300 s of local
 // time, and not a replay — the same t and body from that peer seen within

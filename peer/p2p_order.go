@@ -53,9 +53,9 @@ import (
 // Limits: a dead letter that is requeued keeps its (old) sequence number,
 // at most the highest one applied, so it is applied when it arrives, like
 // any message whose predecessor is known not to come: the order around a
-// message that had been given up is not restored. Messages that reach the
-// agent another way (the WebSocket stream, or a POST without the headers)
-// are applied as they arrive.
+// message that had been given up is not restored. Messages without the
+// headers are applied as they arrive; the WebSocket stream and the gRPC
+// doors carry them too (peer/frame, call metadata) and are then ordered.
 
 // Headers of ordered delivery.
 const (
