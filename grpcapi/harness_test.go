@@ -50,9 +50,15 @@ type node struct {
 
 type nodeOpt func(*nodeOptions)
 
-type nodeOptions struct{ noGroups bool }
+type nodeOptions struct {
+	noGroups bool
+	peer     peer.Options
+}
 
 func withoutGroups(o *nodeOptions) { o.noGroups = true }
+
+// withPeerConfig sets the node's p2p section.
+func withPeerConfig(c peer.Config) nodeOpt { return func(o *nodeOptions) { o.peer.Config = &c } }
 
 // startNode opens an agent named name on a fresh directory as a peer node
 // (peernode: REST on 127.0.0.1:0, its endpoint, so peers can pair it),
@@ -63,7 +69,7 @@ func startNode(t *testing.T, name string, opts ...nodeOpt) *node {
 	for _, f := range opts {
 		f(&o)
 	}
-	pn := peernode.Start(t, peernode.Options{Name: name, AdminToken: adminToken, Groups: !o.noGroups})
+	pn := peernode.Start(t, peernode.Options{Name: name, AdminToken: adminToken, Groups: !o.noGroups, Peer: o.peer})
 	n := &node{cfg: pn.Config, a: pn.Agent, net: pn.Network, gm: pn.Groups, base: pn.URL()}
 	gln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

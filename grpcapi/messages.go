@@ -16,7 +16,9 @@ import (
 
 	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/peer"
+	"github.com/synapse-edge/synapse/peer/frame"
 	pb "github.com/synapse-edge/synapse/proto"
+	"github.com/synapse-edge/synapse/transport"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -28,31 +30,56 @@ const (
 	maxEnvelope = 1 << 20
 )
 
-// SendMessage is POST /message: one signed envelope from a paired peer.
+// SendMessage is POST /message: one signed envelope from a paired peer,
+// handed to the one receiver (peer.Network.Deliver). The headers of POST
+// /message come as call metadata (x-synapse-signature, x-synapse-seq,
+// x-synapse-seq-prev) or, as on StreamMessages, in a header block before
+// the envelope (peer/frame).
 func (s *Server) SendMessage(ctx context.Context, in *pb.SendMessageRequest) (*pb.SendMessageResponse, error) {
+	return s.sendMessage(ctx, in, true)
+}
+
+// sendMessage is SendMessage; metadata tells whether the call's metadata
+// may carry the headers (not on a stream, whose metadata is the stream's).
+func (s *Server) sendMessage(ctx context.Context, in *pb.SendMessageRequest, metadataHeaders bool) (*pb.SendMessageResponse, error) {
 	if err := s.needNet(); err != nil {
 		return nil, err
 	}
 	if len(in.GetEnvelope()) == 0 {
 		return nil, wire.Errorf(wire.CodeMessageFormatInvalid, "envelope is empty: send one signed envelope").With("field", "envelope")
 	}
-	m, err := wire.DecodeEnvelope(in.GetEnvelope(), in.GetMsgpack())
+	header, body, err := frame.Split(in.GetEnvelope())
 	if err != nil {
 		return nil, err
 	}
-	if id := in.GetReceiverId(); id != "" && id != m.Receiver.AgentID {
-		return nil, wire.Errorf(wire.CodeInvalidParams, "receiver_id %q is not the envelope's receiver %q", id, m.Receiver.AgentID).With("field", "receiver_id")
+	if header == nil && metadataHeaders {
+		header = map[string]string{}
+		md, _ := metadata.FromIncomingContext(ctx)
+		for _, name := range []string{wire.HeaderSignature, peer.HeaderSeq, peer.HeaderSeqPrev} {
+			if v := md.Get(name); len(v) > 0 {
+				header[name] = v[0]
+			}
+		}
 	}
-	reply, err := s.net.Receive(ctx, m, bytes.Clone(in.GetEnvelope()), in.GetMsgpack())
-	if err != nil {
-		return nil, err
-	}
-	if reply.Envelope != nil {
-		b, err := encodeEnvelope(reply.Envelope, in.GetMsgpack())
+	if id := in.GetReceiverId(); id != "" {
+		m, err := wire.DecodeEnvelope(body, in.GetMsgpack())
 		if err != nil {
 			return nil, err
 		}
-		return &pb.SendMessageResponse{MessageId: m.MessageID, Status: "replied", ReplyEnvelope: b}, nil
+		if id != m.Receiver.AgentID {
+			return nil, wire.Errorf(wire.CodeInvalidParams, "receiver_id %q is not the envelope's receiver %q", id, m.Receiver.AgentID).With("field", "receiver_id")
+		}
+	}
+	ct := wire.ContentJSON
+	if in.GetMsgpack() {
+		ct = wire.ContentMsgpack
+	}
+	a, reply := s.net.Deliver(ctx, &transport.Inbound{Kind: transport.Envelope, Body: bytes.Clone(body), ContentType: ct, Header: header})
+	if reply == nil {
+		return nil, a.Error
+	}
+	if reply.Envelope != nil {
+		return &pb.SendMessageResponse{MessageId: reply.MessageID, Status: "replied", ReplyEnvelope: a.Body}, nil
 	}
 	st := "accepted"
 	if reply.Accepted.Duplicate {
@@ -139,7 +166,7 @@ func (s *Server) answer(ctx context.Context, in *pb.SynapseMessage) *pb.SynapseM
 	if len(in.GetEnvelope()) > maxEnvelope {
 		return fail(in.GetId(), wire.Errorf(wire.CodePayloadTooLarge, "an envelope is at most %d bytes", maxEnvelope))
 	}
-	resp, err := s.SendMessage(ctx, &pb.SendMessageRequest{Envelope: in.GetEnvelope(), Msgpack: in.GetMsgpack(), ReceiverId: in.GetReceiverId()})
+	resp, err := s.sendMessage(ctx, &pb.SendMessageRequest{Envelope: in.GetEnvelope(), Msgpack: in.GetMsgpack(), ReceiverId: in.GetReceiverId()}, false)
 	if err != nil {
 		return fail(in.GetId(), err)
 	}

@@ -2,15 +2,16 @@ package httpapi
 
 import (
 	"bytes"
-	"context"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/internal/sse"
 	"github.com/synapse-edge/synapse/peer"
+	"github.com/synapse-edge/synapse/transport"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -62,55 +63,44 @@ func (s *Server) p2pRoutes() []route {
 	}
 }
 
-// receiveMessage serves POST /message and POST /callback.
+// receiveMessage serves POST /message and POST /callback: the request's
+// body and headers go to the one receiver (peer.Network.Deliver), whose
+// answer is written as it is.
 func (s *Server) receiveMessage(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
 	c, err := requestCodec(ctx)
 	if err != nil {
 		return err
 	}
-	msgpack := c == wire.Msgpack
-	body := ctx.PostBody()
-	if len(body) == 0 {
-		return wire.Errorf(wire.CodeMessageFormatInvalid, "the request body is empty: send one envelope")
+	h := &ctx.Request.Header
+	header := map[string]string{
+		wire.HeaderSignature: string(h.Peek(wire.HeaderSignature)),
+		peer.HeaderSeq:       string(h.Peek(peer.HeaderSeq)),
+		peer.HeaderSeqPrev:   string(h.Peek(peer.HeaderSeqPrev)),
 	}
-	m, err := wire.DecodeEnvelope(body, msgpack)
-	if err != nil {
-		return err
+	if len(h.Peek(fasthttp.HeaderAccept)) > 0 {
+		header[peer.HeaderAccept] = responseCodec(ctx).ContentType()
 	}
-	if err := s.net.CheckTransportSignature(m.Sender.AgentID, string(ctx.Request.Header.Peek(wire.HeaderSignature)), body); err != nil {
-		return err
+	a, _ := s.net.Deliver(ctx, &transport.Inbound{Kind: transport.Envelope, Body: bytes.Clone(ctx.PostBody()),
+		ContentType: c.ContentType(), Header: header})
+	writeDelivered(ctx, a)
+	return nil
+}
+
+// writeDelivered writes the one receiver's answer, with the announcements of
+// ordered delivery and batches.
+func writeDelivered(ctx *fasthttp.RequestCtx, a transport.Answer) {
+	for k, v := range a.Header {
+		ctx.Response.Header.Set(k, v)
 	}
-	// Ordered delivery (peer/p2p_order.go): announce it, and honour the
-	// sequence of a message that has one.
-	ctx.Response.Header.Set(peer.HeaderOrdering, peer.OrderingPerSender)
 	ctx.Response.Header.Set(peer.HeaderBatch, maxBatch)
 	ctx.Response.Header.Set(peer.HeaderBatchSigning, peer.BatchSigningEd25519)
-	var rctx context.Context = ctx
-	if seq, ok := peer.ParseSequence(string(ctx.Request.Header.Peek(peer.HeaderSeq)), string(ctx.Request.Header.Peek(peer.HeaderSeqPrev))); ok {
-		rctx = peer.WithSequence(ctx, seq)
+	if a.RetryAfter > 0 {
+		ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, strconv.Itoa(max(1, int(a.RetryAfter/time.Second))))
 	}
-	reply, err := s.net.Receive(rctx, m, bytes.Clone(body), msgpack)
-	if err != nil {
-		return err
+	if a.Error != nil && a.Error.Code == wire.CodeInternal && a.Error.Message == "internal error" {
+		ctx.Response.Header.Set("X-Synapse-Error", "internal")
 	}
-	if reply.Envelope != nil {
-		ct, b, err := encodeEnvelope(reply.Envelope, msgpack)
-		if err != nil {
-			return err
-		}
-		writeRaw(ctx, fasthttp.StatusOK, ct, b)
-		return nil
-	}
-	codec := responseCodec(ctx)
-	if msgpack && len(ctx.Request.Header.Peek(fasthttp.HeaderAccept)) == 0 {
-		codec = wire.Msgpack
-	}
-	b, err := codec.Marshal(reply.Accepted)
-	if err != nil {
-		return wire.Errorf(wire.CodeInternal, "encode answer: %v", err)
-	}
-	writeRaw(ctx, reply.Status(), codec.ContentType(), b)
-	return nil
+	writeRaw(ctx, a.Status, a.ContentType, a.Body)
 }
 
 // maxBatch is the value of peer.HeaderBatch.

@@ -8,6 +8,8 @@ import (
 
 	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/peer"
+	"github.com/synapse-edge/synapse/peer/frame"
+	"github.com/synapse-edge/synapse/transport"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -27,9 +29,12 @@ type wsFrame struct {
 
 // messageStream serves GET /messages/stream. The connection is
 // authenticated by its bearer token (scope tasks:write); every envelope on
-// it is still checked like POST /message (paired sender, signature,
-// timestamp, message id). A text message carries one JSON envelope, a
-// binary message one msgpack envelope; each is answered, in order and in
+// it is checked by the same receiver as POST /message (HMAC, paired
+// sender, signature, timestamp, contract, the sender's order, message id,
+// type and transition). A text message carries one JSON envelope, a
+// binary message one msgpack envelope, each optionally after a block of
+// the headers X-Synapse-Signature, X-Synapse-Seq and X-Synapse-Seq-Prev
+// (peer/frame); each is answered, in order and in
 // the same framing, with what POST /message would answer: the response
 // envelope, {"accepted":true,"message_id",...}, or the TPError
 // {"error":{...}}. A connection whose token has the admin scope is also an
@@ -94,44 +99,27 @@ func (s *Server) messageStream(ctx *fasthttp.RequestCtx, p auth.Principal, _ []s
 	})
 }
 
-// wsAnswer handles one envelope read from the stream. A panic while
-// handling it is answered like POST /message's: internal_error, and the
-// stream goes on.
+// wsAnswer handles one message read from the stream: a framed envelope
+// (peer/frame: the envelope, after an optional block of the headers
+// of POST /message) handed to the one receiver, whose answer body goes
+// back in the frame type of the message. A panic while handling it is
+// answered like POST /message's: internal_error, and the stream goes on.
 func (s *Server) wsAnswer(mt int, data []byte) (f wsFrame) {
 	defer s.recoverStream(wire.APIPrefix+"/messages/stream", func() {
 		f = wsFrame{websocket.TextMessage, []byte(`{"error":{"code":"internal_error","message":"internal error","retriable":true}}`)}
 	})
-	msgpack := mt == websocket.BinaryMessage
-	typ, codec := websocket.TextMessage, wire.JSON
-	if msgpack {
-		typ, codec = websocket.BinaryMessage, wire.Msgpack
+	typ, ct := websocket.TextMessage, wire.ContentJSON
+	if mt == websocket.BinaryMessage {
+		typ, ct = websocket.BinaryMessage, wire.ContentMsgpack
 	}
-	fail := func(err error) wsFrame {
-		b, merr := codec.Marshal(wire.ErrorBody{Error: wire.AsError(err)})
-		if merr != nil {
-			b = []byte(`{"error":{"code":"internal_error","message":"internal error","retriable":true}}`)
-			typ = websocket.TextMessage
-		}
+	header, body, err := frame.Split(data)
+	if err != nil {
+		b, _ := wire.CodecFor(ct).Marshal(wire.ErrorBody{Error: wire.AsError(err)})
 		return wsFrame{typ, b}
 	}
-	m, err := wire.DecodeEnvelope(data, msgpack)
-	if err != nil {
-		return fail(err)
+	a, _ := s.net.Deliver(s.bg, &transport.Inbound{Kind: transport.Envelope, Body: body, ContentType: ct, Header: header})
+	if len(a.Body) == 0 {
+		return wsFrame{websocket.TextMessage, []byte(`{"error":{"code":"internal_error","message":"internal error","retriable":true}}`)}
 	}
-	reply, err := s.net.Receive(s.bg, m, data, msgpack)
-	if err != nil {
-		return fail(err)
-	}
-	if reply.Envelope != nil {
-		_, b, err := encodeEnvelope(reply.Envelope, msgpack)
-		if err != nil {
-			return fail(err)
-		}
-		return wsFrame{typ, b}
-	}
-	b, err := codec.Marshal(reply.Accepted)
-	if err != nil {
-		return fail(wire.Errorf(wire.CodeInternal, "encode answer: %v", err))
-	}
-	return wsFrame{typ, b}
+	return wsFrame{typ, a.Body}
 }

@@ -27,7 +27,7 @@
 // what the engine sends explicitly (a cancel, information or a decision
 // for the executing peer) reaches Enqueue in the same transaction.
 // Everything is delivered from the outbox. Envelopes from peers are
-// checked here (Receive: paired sender, signature with the pinned key,
+// checked here (Deliver, receiver.go: paired sender, signature with the pinned key,
 // timestamp, message id not seen, the contract) and their task messages
 // handed to the engine's methods on behalf of a peer (AcceptFromPeer,
 // ReportFromPeer, ...). Group envelopes go to the handler group registers

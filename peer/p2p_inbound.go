@@ -12,7 +12,7 @@ import (
 	"github.com/synapse-edge/synapse/wire"
 )
 
-// Inbound envelopes (SPEC §6). Receive checks, in this order: the
+// Inbound envelopes (SPEC §6). receiveEnvelope checks, in this order: the
 // receiver is this agent (when named), the sender is a paired peer, the
 // signature verifies with the key pinned for it (TP-ID003, 401 for both),
 // the timestamp is within ±300 s (TP-ID005, 401), and the message_id was
@@ -38,12 +38,14 @@ type Accepted struct {
 	Code      wire.ErrorCode `json:"code,omitempty" msgpack:"code,omitempty"`
 }
 
-// Reply is Receive's answer: a signed response envelope (for synchronous
+// Reply is an accepted envelope's answer: a signed response envelope (for synchronous
 // types such as p2p:capability_query; HTTP 200) or an Accepted (202, or
 // 200 for a duplicate).
 type Reply struct {
-	Envelope *wire.UnifiedSynapseMessage
-	Accepted *Accepted
+	// MessageID is the id of the envelope answered.
+	MessageID string
+	Envelope  *wire.UnifiedSynapseMessage
+	Accepted  *Accepted
 }
 
 // Status is the HTTP status of the reply.
@@ -54,10 +56,10 @@ func (r *Reply) Status() int {
 	return 202
 }
 
-// Receive handles one envelope from a peer. raw is the envelope as
-// received and msgpack its codec; a response envelope is built in the same
-// codec. Refusals are *wire.Error.
-func (n *Network) Receive(ctx context.Context, m *wire.UnifiedSynapseMessage, raw []byte, msgpack bool) (*Reply, error) {
+// receiveEnvelope handles one decoded envelope from a peer for Deliver
+// (receiver.go). raw is the envelope as received and msgpack its codec; a
+// response envelope is built in the same codec. Refusals are *wire.Error.
+func (n *Network) receiveEnvelope(ctx context.Context, m *wire.UnifiedSynapseMessage, raw []byte, msgpack bool) (*Reply, error) {
 	if !n.ready() {
 		return nil, wire.Errorf(wire.CodeAgentNotReady, "")
 	}
@@ -94,6 +96,15 @@ func (n *Network) receive(ctx context.Context, m *wire.UnifiedSynapseMessage, ra
 	}
 	if m.MessageType == wire.MsgPairRequest {
 		return n.pairedHello(p, m), nil // pairing.go
+	}
+	if !wire.IsKnownMessageType(m.MessageType) && !isGroupMessage(m.MessageType) {
+		// A type this agent does not know (a misspelt p2p:task_canceled)
+		// is refused, not dropped: the sender learns it was not applied.
+		if sequenced {
+			n.order.refused(m.Sender.AgentID, s)
+		}
+		return nil, wire.Errorf(wire.CodeMessageFormatInvalid, "unknown message type %q", m.MessageType).
+			With("message_type", string(m.MessageType)).With("reason", "unknown_type")
 	}
 	// The contract with the sender, decryption (contracts.go).
 	dm, err := n.contracts.Admit(p.contractPeer(), m)

@@ -96,7 +96,7 @@ func ParseSequence(seq, prev string) (Sequence, bool) {
 
 type seqKey struct{}
 
-// WithSequence marks ctx as carrying an ordered envelope (for Receive).
+// WithSequence marks ctx as carrying an ordered envelope (for Deliver).
 func WithSequence(ctx context.Context, s Sequence) context.Context {
 	return context.WithValue(ctx, seqKey{}, s)
 }

@@ -2,44 +2,93 @@ package peer
 
 import (
 	"context"
+	"errors"
 	"time"
 
+	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/transport"
 	"github.com/synapse-edge/synapse/wire"
 )
 
+// The one receiver. Every binding that takes envelopes from peers (POST
+// /message and /callback, POST /message/batch, the WebSocket stream, the
+// gRPC SendMessage and StreamMessages, MQTT) only maps its framing onto
+// a transport.Inbound — the envelope's bytes, its codec, and the headers
+// X-Synapse-Signature, X-Synapse-Seq and X-Synapse-Seq-Prev — and hands it
+// to Deliver, which does everything else, in this order:
+//
+//   - the envelope is decoded (400 message_format_invalid);
+//   - the transport HMAC of a peer that shares a secret (p2p_hmac.go);
+//   - receiver, paired sender, Ed25519 signature, clock skew, contract
+//     (receiveEnvelope, p2p_inbound.go);
+//   - the sender's order (p2p_order.go) when the sequence headers are set;
+//   - the message id (a duplicate), the message type and the task's state
+//     (dispatch), and the answer.
+//
+// So the same envelope gets the same answer through every door. Any error
+// that is not one of the registry's refusals (a store write that failed,
+// say) is answered as a retriable refusal: 500 TP-SYS002 for a store
+// error, else 500 internal_error, both with "retriable":true and a retry
+// hint, so the sender's outbox sends the envelope again.
+
 // Receiver is the network's entry point for wires that receive envelopes
-// themselves (MQTT: an envelope published to this agent's inbox): it
-// checks and applies one envelope exactly as POST /message does (the HMAC
-// header, the per-sender order of X-Synapse-Seq, Receive) and returns what
-// that route would answer, after the envelope's effects are on disk.
+// themselves (MQTT: an envelope published to this agent's inbox).
 func (n *Network) Receiver() transport.Receiver {
-	return transport.ReceiverFunc(n.receiveInbound)
+	return transport.ReceiverFunc(func(ctx context.Context, in *transport.Inbound) transport.Answer {
+		a, _ := n.Deliver(ctx, in)
+		return a
+	})
 }
 
-func (n *Network) receiveInbound(ctx context.Context, in *transport.Inbound) transport.Answer {
+// HeaderAccept, in an Inbound's Header, names the codec of the answer
+// ("application/msgpack" or JSON) when it differs from the envelope's.
+const HeaderAccept = "Accept"
+
+// hmacCheckedKey marks a context whose sender's transport HMAC was
+// verified over a body that held this envelope (a batch's): the envelope
+// itself is not checked again.
+type hmacCheckedKey struct{}
+
+// Deliver checks and applies one inbound envelope and returns the answer
+// to send back, after the envelope's effects are on disk, and the Reply
+// when it was accepted (nil when refused; the answer's Error then says
+// why).
+func (n *Network) Deliver(ctx context.Context, in *transport.Inbound) (transport.Answer, *Reply) {
 	codec := wire.CodecFor(in.ContentType)
 	msgpack := codec == wire.Msgpack
+	answerCodec := codec
+	if a := in.Header[HeaderAccept]; a != "" {
+		answerCodec = wire.CodecFor(a)
+	}
+	header := map[string]string{HeaderOrdering: OrderingPerSender}
 	if len(in.Body) == 0 {
-		return errorAnswer(wire.Errorf(wire.CodeMessageFormatInvalid, "the message is empty: send one envelope"), codec)
+		return errorAnswer(wire.Errorf(wire.CodeMessageFormatInvalid, "the message is empty: send one envelope"), answerCodec, header), nil
 	}
 	m, err := wire.DecodeEnvelope(in.Body, msgpack)
 	if err != nil {
-		return errorAnswer(err, codec)
+		return errorAnswer(err, answerCodec, header), nil
 	}
-	if err := n.CheckTransportSignature(m.Sender.AgentID, in.Header[wire.HeaderSignature], in.Body); err != nil {
-		return errorAnswer(err, codec)
+	return n.deliver(ctx, m, in, codec, answerCodec, header)
+}
+
+// deliver is Deliver after decoding: m is in.Body decoded (the seed's
+// HandleMessage, which is given the envelope as a value, starts here).
+func (n *Network) deliver(ctx context.Context, m *wire.UnifiedSynapseMessage, in *transport.Inbound, codec, answerCodec wire.Codec, header map[string]string) (transport.Answer, *Reply) {
+	msgpack := codec == wire.Msgpack
+	if s, ok := ctx.Value(hmacCheckedKey{}).(string); !ok || s != m.Sender.AgentID {
+		if err := n.CheckTransportSignature(m.Sender.AgentID, in.Header[wire.HeaderSignature], in.Body); err != nil {
+			n.m.refused.With(string(wire.AsError(err).Code)).Add(1)
+			return errorAnswer(err, answerCodec, header), nil
+		}
 	}
 	if seq, ok := ParseSequence(in.Header[HeaderSeq], in.Header[HeaderSeqPrev]); ok {
 		ctx = WithSequence(ctx, seq)
 	}
-	header := map[string]string{HeaderOrdering: OrderingPerSender}
-	reply, err := n.Receive(ctx, m, in.Body, msgpack)
+	reply, err := n.receiveEnvelope(ctx, m, in.Body, msgpack)
 	if err != nil {
-		a := errorAnswer(err, codec)
-		a.Header = header
-		return a
+		return errorAnswer(err, answerCodec, header), nil
 	}
+	reply.MessageID = m.MessageID
 	if reply.Envelope != nil {
 		var b []byte
 		if msgpack {
@@ -48,25 +97,40 @@ func (n *Network) receiveInbound(ctx context.Context, in *transport.Inbound) tra
 			b, err = wire.EncodeEnvelopeJSON(reply.Envelope)
 		}
 		if err != nil {
-			return errorAnswer(wire.Errorf(wire.CodeInternal, "encode envelope: %v", err), codec)
+			return errorAnswer(wire.Errorf(wire.CodeInternal, "encode envelope: %v", err), answerCodec, header), nil
 		}
-		return transport.Answer{Status: 200, Body: b, ContentType: codec.ContentType(), Header: header}
+		return transport.Answer{Status: 200, Body: b, ContentType: codec.ContentType(), Header: header}, reply
 	}
-	b, err := codec.Marshal(reply.Accepted)
-	if err != nil {
-		return errorAnswer(wire.Errorf(wire.CodeInternal, "encode answer: %v", err), codec)
+	var b []byte
+	if answerCodec == wire.JSON {
+		b = reply.Accepted.appendJSON(nil)
+	} else if b, err = answerCodec.Marshal(reply.Accepted); err != nil {
+		return errorAnswer(wire.Errorf(wire.CodeInternal, "encode answer: %v", err), answerCodec, header), nil
 	}
-	return transport.Answer{Status: reply.Status(), Body: b, ContentType: codec.ContentType(), Header: header}
+	return transport.Answer{Status: reply.Status(), Body: b, ContentType: answerCodec.ContentType(), Header: header}, reply
+}
+
+// refusal is err as the registry's refusal: an error from applying the
+// envelope that is not one (a store error) is a retriable one.
+func refusal(err error) *wire.Error {
+	var e *wire.Error
+	if errors.As(err, &e) {
+		return e
+	}
+	if errors.Is(err, store.ErrClosed) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return wire.Errorf(wire.CodeAgentNotReady, "%v", err)
+	}
+	return wire.Errorf(wire.CodeSysStorage, "apply the envelope: %v", err)
 }
 
 // errorAnswer is a refusal as the HTTP API writes it.
-func errorAnswer(err error, codec wire.Codec) transport.Answer {
-	e := wire.AsError(err)
-	a := transport.Answer{Status: e.Status(), Error: e, ContentType: codec.ContentType()}
+func errorAnswer(err error, codec wire.Codec, header map[string]string) transport.Answer {
+	e := refusal(err)
+	a := transport.Answer{Status: e.Status(), Error: e, ContentType: codec.ContentType(), Header: header}
 	if b, merr := codec.Marshal(wire.ErrorBody{Error: e}); merr == nil {
 		a.Body = b
 	}
-	if e.Code == wire.CodeRateLimited || e.Code == wire.CodeSysOverloaded {
+	if e.Retriable {
 		a.RetryAfter = time.Second
 	}
 	return a

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/transport"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -72,7 +73,7 @@ type P2P struct{ n *Network }
 // P2P returns the agent's P2PProtocol.
 func (n *Network) P2P() *P2P { return &P2P{n: n} }
 
-// HandleMessage implements P2PProtocol with Network.Receive.
+// HandleMessage implements P2PProtocol with Network.Deliver.
 func (p *P2P) HandleMessage(ctx context.Context, msg *wire.UnifiedSynapseMessage) (*wire.UnifiedSynapseMessage, error) {
 	if msg == nil {
 		return nil, wire.Errorf(wire.CodeInvalidParams, "message is nil")
@@ -81,9 +82,10 @@ func (p *P2P) HandleMessage(ctx context.Context, msg *wire.UnifiedSynapseMessage
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeMessageFormatInvalid, "%v", err)
 	}
-	r, err := p.n.Receive(ctx, msg, raw, false)
-	if err != nil {
-		return nil, err
+	header := map[string]string{HeaderOrdering: OrderingPerSender}
+	a, r := p.n.deliver(ctx, msg, &transport.Inbound{Kind: transport.Envelope, Body: raw, ContentType: wire.ContentJSON}, wire.JSON, wire.JSON, header)
+	if r == nil {
+		return nil, a.Error
 	}
 	return r.Envelope, nil
 }
