@@ -372,8 +372,21 @@ func storeErr(err error) error {
 	if err == nil || errors.Is(err, errIdemRace) {
 		return err
 	}
+	if errors.Is(err, store.ErrOutcomeUnknown) {
+		return &unknownErr{cause: err, we: wire.Errorf(wire.CodeCommitUnknown, "the disk failed while storing the task, which may or may not be stored (%v): retry with the same Idempotency-Key, which finds the task if it was stored", err)}
+	}
 	return wire.Errorf(wire.CodeSysStorage, "could not store the task: %v", err)
 }
+
+// unknownErr is the client's commit_outcome_unknown that still tells
+// errors.Is the store's cause (adopt reads it).
+type unknownErr struct {
+	we    *wire.Error
+	cause error
+}
+
+func (u *unknownErr) Error() string   { return u.we.Error() }
+func (u *unknownErr) Unwrap() []error { return []error{u.we, u.cause} }
 
 // changed tells the network, inside tx, of the change of a task from prev
 // (nil: the task is being created) to next.
@@ -434,8 +447,7 @@ func (e *engine) remoteUpdate(ctx context.Context, peer string, msgType wire.Mes
 		if fail != nil && fail.Code == "" {
 			fail.Code = wire.CodeExecutionFailed
 		}
-		e.finishRemote(ctx, r, to, rep.Result, fail)
-		return nil
+		return e.finishRemote(ctx, r, to, rep.Result, fail)
 	}
 	return e.applyCtx(ctx, r, func(t *wire.Task, now time.Time) ([]*wire.Event, error) {
 		if t.Status.Terminal() {
@@ -457,8 +469,10 @@ func (e *engine) remoteUpdate(ctx context.Context, peer string, msgType wire.Mes
 	})
 }
 
-// finishRemote ends a delegated task on the peer's word.
-func (e *engine) finishRemote(ctx context.Context, r *run, to wire.Status, result wire.JSONValue, fail *wire.Error) {
+// finishRemote ends a delegated task on the peer's word. When the write
+// fails the report is refused (retriable) and the task stays live, so
+// the peer's outbox sends it again; it is never acknowledged unstored.
+func (e *engine) finishRemote(ctx context.Context, r *run, to wire.Status, result wire.JSONValue, fail *wire.Error) error {
 	err := e.applyCtx(ctx, r, func(t *wire.Task, now time.Time) ([]*wire.Event, error) {
 		if t.Status.Terminal() {
 			return nil, nil
@@ -475,9 +489,13 @@ func (e *engine) finishRemote(ctx context.Context, r *run, to wire.Status, resul
 	})
 	if err != nil {
 		e.log.Error("finish delegated task", "task_id", r.snapshot().ID, "err", err)
+		if !r.snapshot().Status.Terminal() { // resync read the file: not stored
+			return storeErr(err)
+		}
 	}
 	e.a.m.finished.With(string(to)).Add(1)
 	e.untrack(r)
+	return nil
 }
 
 // cancelRemote asks the executing peer to cancel; the task becomes
