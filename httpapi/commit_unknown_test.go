@@ -3,8 +3,8 @@ package httpapi_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
