@@ -2,7 +2,6 @@ package agent
 
 import (
 	"errors"
-	"time"
 
 	"github.com/synapse-edge/synapse/store"
 
@@ -33,10 +32,6 @@ func (e *engine) resync(r *run, snap *wire.Task) {
 	r.light = false
 }
 
-// finalRetry is how often a failed final-state write looks whether the
-// store can commit again.
-const finalRetry = 100 * time.Millisecond
-
 // retryFinal keeps a run whose final state could not be written live and
 // writes it again once the store reports it can commit (its health probe
 // tells): no task stays executing or confirmed until a restart. False
@@ -53,24 +48,8 @@ func (e *engine) retryFinal(r *run, to wire.Status, result wire.JSONValue, fail 
 	}
 	go func() {
 		defer e.wg.Done()
-		t := time.NewTicker(finalRetry)
-		defer t.Stop()
-		for {
-			select {
-			case <-e.base.Done():
-				return
-			case <-t.C:
-			}
-			e.mu.Lock()
-			closing := e.closing
-			e.mu.Unlock()
-			if closing {
-				return
-			}
-			if e.db.Health() == nil {
-				e.finishFrom(r, to, result, fail, f)
-				return
-			}
+		if e.db.WaitHealthy(e.base) {
+			e.finishFrom(r, to, result, fail, f)
 		}
 	}()
 	return true

@@ -455,7 +455,7 @@ func (e *engine) handlerFor(req *wire.SubmitRequest) (*registered, []wire.Missin
 	if h == nil {
 		return nil, nil, e.errNoHandler(req.TaskType) // suggest.go
 	}
-	missing, err := h.schema.validate(req.Payload)
+	missing, err := h.schema.Validate(req.Payload)
 	return h, missing, err
 }
 

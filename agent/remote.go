@@ -186,7 +186,7 @@ func (e *engine) acceptRemote(ctx context.Context, peer, messageID string, req *
 		reject(we)
 	} else if !t.Payload.IsObject() {
 		reject(wire.Errorf(wire.CodeInvalidParams, "payload must be a JSON object"))
-	} else if missing, verr = r.h.schema.validate(t.Payload); verr != nil {
+	} else if missing, verr = r.h.schema.Validate(t.Payload); verr != nil {
 		reject(wire.AsError(verr))
 	} else if len(missing) > 0 {
 		if err := e.reserveParked(r); err != nil {
@@ -373,20 +373,11 @@ func storeErr(err error) error {
 		return err
 	}
 	if errors.Is(err, store.ErrOutcomeUnknown) {
-		return &unknownErr{cause: err, we: wire.Errorf(wire.CodeCommitUnknown, "the disk failed while storing the task, which may or may not be stored (%v): retry with the same Idempotency-Key, which finds the task if it was stored", err)}
+		// Both wrapped: the answer is the wire error, adopt reads the cause.
+		return fmt.Errorf("%w (%w)", wire.Errorf(wire.CodeCommitUnknown, "the disk failed while storing the task, which may or may not be stored (%v): retry with the same Idempotency-Key, which finds the task if it was stored", err), err)
 	}
 	return wire.Errorf(wire.CodeSysStorage, "could not store the task: %v", err)
 }
-
-// unknownErr is the client's commit_outcome_unknown that still tells
-// errors.Is the store's cause (adopt reads it).
-type unknownErr struct {
-	we    *wire.Error
-	cause error
-}
-
-func (u *unknownErr) Error() string   { return u.we.Error() }
-func (u *unknownErr) Unwrap() []error { return []error{u.we, u.cause} }
 
 // changed tells the network, inside tx, of the change of a task from prev
 // (nil: the task is being created) to next.

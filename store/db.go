@@ -138,6 +138,26 @@ func (db *DB) Health() error {
 	return nil
 }
 
+// WaitHealthy waits until Health is nil (true) or ctx ends or the store
+// closes (false), looking every probeMin.
+func (db *DB) WaitHealthy(ctx context.Context) bool {
+	t := time.NewTicker(probeMin)
+	defer t.Stop()
+	for {
+		switch err := db.Health(); {
+		case err == nil:
+			return true
+		case errors.Is(err, ErrClosed):
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
+}
+
 // Stats are counters of the writer, for /metrics.
 type Stats struct {
 	Commits       atomic.Uint64
