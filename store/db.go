@@ -524,9 +524,14 @@ func (db *DB) commit(batch []*writeReq) {
 	}
 }
 
-// diskFull tells whether err is a full disk or file-size limit.
+// diskFull tells whether err is a full disk or file-size limit, or the
+// file's growth failing (bbolt wraps that error as text: "file resize
+// error"), which comes before any page of the commit is written.
 func diskFull(err error) bool {
-	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EFBIG) || errors.Is(err, syscall.EDQUOT)
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EFBIG) || errors.Is(err, syscall.EDQUOT) {
+		return true
+	}
+	return strings.HasPrefix(err.Error(), "file resize error")
 }
 
 // failed records err as the store's health and starts the probe.
