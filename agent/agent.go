@@ -61,7 +61,7 @@ type Agent struct {
 	// closing is set when Close begins (health.go).
 	closing atomic.Bool
 	// storeFault is Options.StoreFault.
-	storeFault func() error
+	storeFault, storeSyncFault func() error
 	// idem holds the idempotency keys being answered (idempotency.go).
 	idem idemFlights
 }
@@ -96,6 +96,9 @@ type Options struct {
 	// error from it fails that commit as a failing disk would (fault
 	// injection for tests, like bbolt's failpoints).
 	StoreFault func() error
+	// StoreSyncFault, if set, is store.Options.SyncFault: an error it
+	// returns fails a commit after it reached the file (a phantom write).
+	StoreSyncFault func() error
 }
 
 // New builds an agent from a validated configuration. It has no handlers
@@ -116,7 +119,7 @@ func New(cfg Config, opts Options) (*Agent, error) {
 	if opts.Clock != nil {
 		a.clock = opts.Clock
 	}
-	a.transport, a.storeFault = opts.Transport, opts.StoreFault
+	a.transport, a.storeFault, a.storeSyncFault = opts.Transport, opts.StoreFault, opts.StoreSyncFault
 	if a.transport == nil {
 		a.transport, a.ownTransport = a.defaultTransport(opts.PeerRootCAs), true
 	}
@@ -147,7 +150,7 @@ func (a *Agent) Open(ctx context.Context) error {
 	if err := os.MkdirAll(a.cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
-	db, err := store.Open(ctx, filepath.Join(a.cfg.DataDir, store.FileName), store.Options{Logger: a.log.With("component", "store"), Fault: a.storeFault})
+	db, err := store.Open(ctx, filepath.Join(a.cfg.DataDir, store.FileName), store.Options{Logger: a.log.With("component", "store"), Fault: a.storeFault, SyncFault: a.storeSyncFault})
 	if err != nil {
 		return err
 	}

@@ -248,6 +248,9 @@ func (e *engine) applyOutCtx(ctx context.Context, r *run, wait bool, mut func(t 
 			}
 		} else {
 			e.log.Error("persist task state", "task_id", snap.ID, "status", snap.Status, "err", err)
+			if done == nil {
+				go e.resync(r, snap) // not from the writer: r.mu may be held
+			}
 		}
 		if done != nil {
 			done <- err
@@ -256,7 +259,11 @@ func (e *engine) applyOutCtx(ctx context.Context, r *run, wait bool, mut func(t 
 	r.mu.Unlock()
 	queued(ctx)
 	if done != nil {
-		return <-done
+		err := <-done
+		if err != nil {
+			e.resync(r, snap)
+		}
+		return err
 	}
 	return nil
 }
@@ -406,6 +413,9 @@ func (e *engine) submit(ctx context.Context, p auth.Principal, req *wire.SubmitR
 	}
 	r.task = t
 	if err := e.create(ctx, t, evs, nil, idem); err != nil {
+		if e.adopt(r, err) {
+			return nil, err // told "unknown"; the stored task runs once
+		}
 		e.release(r)
 		e.unreserveParked(r)
 		return nil, err
@@ -448,7 +458,7 @@ func (e *engine) handlerFor(req *wire.SubmitRequest) (*registered, []wire.Missin
 	if h == nil {
 		return nil, nil, e.errNoHandler(req.TaskType) // suggest.go
 	}
-	missing, err := h.schema.validate(req.Payload)
+	missing, err := h.schema.Validate(req.Payload)
 	return h, missing, err
 }
 
@@ -637,6 +647,9 @@ func (e *engine) finishFrom(r *run, to wire.Status, result wire.JSONValue, fail 
 	})
 	if err != nil {
 		e.log.Error("finish task", "task_id", r.snapshot().ID, "status", to, "err", err)
+		if e.retryFinal(r, to, result, fail, f) {
+			return // still live; written again once the store can commit
+		}
 		r.mu.Lock()
 		r.unsaved = true
 		r.mu.Unlock()

@@ -154,7 +154,7 @@ func (e *engine) provideInfo(ctx context.Context, id string, fields wire.JSONVal
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeInvalidParams, "merge payload: %v", err)
 	}
-	missing, err := r.h.schema.validate(merged)
+	missing, err := r.h.schema.Validate(merged)
 	if err != nil {
 		return nil, err
 	}

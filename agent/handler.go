@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/synapse-edge/synapse/internal/schema"
+
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -52,7 +54,7 @@ type DisclosureRule struct {
 
 type registered struct {
 	Handler
-	schema *payloadSchema
+	schema *schema.Payload
 	// slowUntil: until then (unix ns) peers' requests are not run inline
 	// (remote.go).
 	slowUntil atomic.Int64
@@ -71,7 +73,7 @@ func (hs *handlers) add(h Handler) error {
 	if h.Func == nil {
 		return fmt.Errorf("register handler %q: Func is nil", h.Type.Type)
 	}
-	sch, err := compileSchema(h.Type.Type, h.InputSchema)
+	sch, err := schema.CompilePayload(h.Type.Type, h.InputSchema)
 	if err != nil {
 		return fmt.Errorf("register handler: %w", err)
 	}
@@ -86,11 +88,11 @@ func (hs *handlers) add(h Handler) error {
 	if h.Type.Name == "" {
 		h.Type.Name = h.Type.Type
 	}
-	h.Type.InputSchema = schemaString(h.InputSchema)
+	h.Type.InputSchema = schema.String(h.InputSchema)
 	if h.Type.InputSchema != "" {
 		h.Type.InputSchemaObject = wire.JSONValue(h.Type.InputSchema)
 	}
-	h.Type.OutputSchema = schemaString(h.OutputSchema)
+	h.Type.OutputSchema = schema.String(h.OutputSchema)
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	if hs.m == nil {

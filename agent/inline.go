@@ -106,7 +106,7 @@ func (e *engine) submitWait(ctx context.Context, p auth.Principal, req *wire.Sub
 	if req.Target != "" || h == nil || !h.Idempotent {
 		return e.submitThenWait(ctx, p, req, idem, wait)
 	}
-	missing, err := h.schema.validate(req.Payload)
+	missing, err := h.schema.Validate(req.Payload)
 	if err != nil {
 		return nil, err
 	}

@@ -186,7 +186,7 @@ func (e *engine) acceptRemote(ctx context.Context, peer, messageID string, req *
 		reject(we)
 	} else if !t.Payload.IsObject() {
 		reject(wire.Errorf(wire.CodeInvalidParams, "payload must be a JSON object"))
-	} else if missing, verr = r.h.schema.validate(t.Payload); verr != nil {
+	} else if missing, verr = r.h.schema.Validate(t.Payload); verr != nil {
 		reject(wire.AsError(verr))
 	} else if len(missing) > 0 {
 		if err := e.reserveParked(r); err != nil {
@@ -372,6 +372,10 @@ func storeErr(err error) error {
 	if err == nil || errors.Is(err, errIdemRace) {
 		return err
 	}
+	if errors.Is(err, store.ErrOutcomeUnknown) {
+		// Both wrapped: the answer is the wire error, adopt reads the cause.
+		return fmt.Errorf("%w (%w)", wire.Errorf(wire.CodeCommitUnknown, "the disk failed while storing the task, which may or may not be stored (%v): retry with the same Idempotency-Key, which finds the task if it was stored", err), err)
+	}
 	return wire.Errorf(wire.CodeSysStorage, "could not store the task: %v", err)
 }
 
@@ -434,8 +438,7 @@ func (e *engine) remoteUpdate(ctx context.Context, peer string, msgType wire.Mes
 		if fail != nil && fail.Code == "" {
 			fail.Code = wire.CodeExecutionFailed
 		}
-		e.finishRemote(ctx, r, to, rep.Result, fail)
-		return nil
+		return e.finishRemote(ctx, r, to, rep.Result, fail)
 	}
 	return e.applyCtx(ctx, r, func(t *wire.Task, now time.Time) ([]*wire.Event, error) {
 		if t.Status.Terminal() {
@@ -457,8 +460,10 @@ func (e *engine) remoteUpdate(ctx context.Context, peer string, msgType wire.Mes
 	})
 }
 
-// finishRemote ends a delegated task on the peer's word.
-func (e *engine) finishRemote(ctx context.Context, r *run, to wire.Status, result wire.JSONValue, fail *wire.Error) {
+// finishRemote ends a delegated task on the peer's word. When the write
+// fails the report is refused (retriable) and the task stays live, so
+// the peer's outbox sends it again; it is never acknowledged unstored.
+func (e *engine) finishRemote(ctx context.Context, r *run, to wire.Status, result wire.JSONValue, fail *wire.Error) error {
 	err := e.applyCtx(ctx, r, func(t *wire.Task, now time.Time) ([]*wire.Event, error) {
 		if t.Status.Terminal() {
 			return nil, nil
@@ -475,9 +480,13 @@ func (e *engine) finishRemote(ctx context.Context, r *run, to wire.Status, resul
 	})
 	if err != nil {
 		e.log.Error("finish delegated task", "task_id", r.snapshot().ID, "err", err)
+		if !r.snapshot().Status.Terminal() { // resync read the file: not stored
+			return storeErr(err)
+		}
 	}
 	e.a.m.finished.With(string(to)).Add(1)
 	e.untrack(r)
+	return nil
 }
 
 // cancelRemote asks the executing peer to cancel; the task becomes

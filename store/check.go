@@ -33,7 +33,7 @@ const maxCheckErrors = 100
 // transaction a commit landing meanwhile shows pages of a healthy file as
 // both reachable and freed, or as neither. Writers wait for the check.
 func (db *DB) Check(ctx context.Context) (CheckReport, error) {
-	btx, err := db.bolt.Begin(true)
+	btx, err := db.bolt.Load().Begin(true)
 	if err != nil {
 		return CheckReport{}, fmt.Errorf("check: %w", err)
 	}
@@ -114,7 +114,7 @@ func checkKeptEvents(id string, rec []byte) error {
 // first with the exact number of bytes that will be written.
 func (db *DB) Backup(w io.Writer, size func(int64) error) (int64, error) {
 	var n int64
-	err := db.bolt.View(func(btx *bolt.Tx) error {
+	err := db.bolt.Load().View(func(btx *bolt.Tx) error {
 		if size != nil {
 			if err := size(btx.Size()); err != nil {
 				return err

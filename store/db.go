@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -63,6 +64,11 @@ type Options struct {
 	// fails that commit as a failing disk would (the transaction is rolled
 	// back). It is for fault-injection tests (see Health).
 	Fault func() error
+	// SyncFault, when set, is called after each commit reached the file;
+	// an error it returns is reported as that commit's fdatasync failing
+	// (the writes are in the file, the caller hears ErrOutcomeUnknown):
+	// the phantom write of a disk that fails now and then. For tests.
+	SyncFault func() error
 }
 
 func (o *Options) defaults() {
@@ -82,7 +88,9 @@ func (o *Options) defaults() {
 
 // DB is an open data file.
 type DB struct {
-	bolt *bolt.DB
+	// bolt is the open file; the writer swaps it when it reopens the
+	// file after a commit of unknown outcome (reopen).
+	bolt atomic.Pointer[bolt.DB]
 	path string
 	log  *slog.Logger
 	opts Options
@@ -106,6 +114,12 @@ type DB struct {
 	// failing is the error of the last commit while commits fail; nil
 	// after a commit succeeds.
 	failing atomic.Pointer[error]
+	// stale is set by a commit of unknown outcome: the writer reopens
+	// the file before its next commit. Only the writer touches it.
+	stale bool
+	// probing is set while the health probe runs (probe).
+	probing atomic.Bool
+	probes  sync.WaitGroup
 }
 
 // Health reports whether the store can commit: ErrClosed once Close has
@@ -122,6 +136,26 @@ func (db *DB) Health() error {
 		return *e
 	}
 	return nil
+}
+
+// WaitHealthy waits until Health is nil (true) or ctx ends or the store
+// closes (false), looking every probeMin.
+func (db *DB) WaitHealthy(ctx context.Context) bool {
+	t := time.NewTicker(probeMin)
+	defer t.Stop()
+	for {
+		switch err := db.Health(); {
+		case err == nil:
+			return true
+		case errors.Is(err, ErrClosed):
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
 }
 
 // Stats are counters of the writer, for /metrics.
@@ -149,14 +183,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	bdb, err := bolt.Open(path, 0o600, &bolt.Options{
-		Timeout:        opts.LockTimeout,
-		NoFreelistSync: true,
-		FreelistType:   bolt.FreelistMapType,
-		// Nothing reads bolt's DB.Stats; without them no transaction
-		// takes the statistics lock.
-		NoStatistics: true,
-	})
+	bdb, err := openBolt(path, opts.LockTimeout)
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("open store %s: %w", path, ErrLocked)
 	}
@@ -164,18 +191,51 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	db := &DB{
-		bolt: bdb, path: path, log: opts.Logger, opts: opts,
+		path: path, log: opts.Logger, opts: opts,
 		writes:    make(chan *writeReq, opts.QueueSize),
 		closing:   make(chan struct{}),
 		lz:        lazyState{released: make(chan struct{}, 1)},
 		writerEnd: make(chan struct{}),
 	}
-	if err := db.bolt.Update(initSchema); err != nil {
+	db.bolt.Store(bdb)
+	if err := bdb.Update(initSchema); err != nil {
 		bdb.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	go db.writer()
 	return db, nil
+}
+
+func openBolt(path string, lock time.Duration) (*bolt.DB, error) {
+	return bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:        lock,
+		NoFreelistSync: true,
+		FreelistType:   bolt.FreelistMapType,
+		// Nothing reads bolt's DB.Stats; without them no transaction
+		// takes the statistics lock.
+		NoStatistics: true,
+	})
+}
+
+// reopen closes and opens the file again after a commit of unknown
+// outcome: bbolt's pages in memory (its freelist, its meta) may then
+// disagree with the file, and the file is the truth. Only the writer
+// calls it.
+func (db *DB) reopen() error {
+	if old := db.bolt.Load(); old != nil {
+		db.bolt.Store(nil)
+		if err := old.Close(); err != nil {
+			db.log.Warn("close before reopen", "err", err)
+		}
+	}
+	bdb, err := openBolt(db.path, db.opts.LockTimeout)
+	if err != nil {
+		return fmt.Errorf("reopen store: %w", hideDir(err, db.path))
+	}
+	db.bolt.Store(bdb)
+	db.stale = false
+	db.log.Info("store reopened after a commit of unknown outcome")
+	return nil
 }
 
 func initSchema(tx *bolt.Tx) error {
@@ -219,8 +279,11 @@ func (db *DB) Close(ctx context.Context) error {
 			db.closeErr = fmt.Errorf("close store: writer did not stop: %w", ctx.Err())
 			return
 		}
-		if err := db.bolt.Close(); err != nil {
-			db.closeErr = fmt.Errorf("close store: %w", err)
+		db.probes.Wait()
+		if b := db.bolt.Load(); b != nil {
+			if err := b.Close(); err != nil {
+				db.closeErr = fmt.Errorf("close store: %w", err)
+			}
 		}
 	})
 	return db.closeErr
@@ -294,7 +357,18 @@ func (db *DB) enqueue(ctx context.Context, req *writeReq) error {
 
 // View runs fn in a read-only transaction.
 func (db *DB) View(fn func(*Tx) error) error {
-	return db.bolt.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx}) })
+	for range 16 {
+		b := db.bolt.Load()
+		if b == nil {
+			return fmt.Errorf("read: %w", ErrOutcomeUnknown)
+		}
+		err := b.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx}) })
+		if errors.Is(err, bolterrors.ErrDatabaseNotOpen) && db.bolt.Load() != b {
+			continue // reopened meanwhile; fn did not run
+		}
+		return err
+	}
+	return fmt.Errorf("read: %w", bolterrors.ErrDatabaseNotOpen)
 }
 
 func (db *DB) writer() {
@@ -374,12 +448,19 @@ func (db *DB) linger(batch []*writeReq, last int) []*writeReq {
 // transaction is rolled back, that function gets its error and the others
 // are run again without it.
 func (db *DB) commit(batch []*writeReq) {
+	if db.stale || db.bolt.Load() == nil {
+		if err := db.reopen(); err != nil {
+			db.failed(err)
+			db.finish(batch, err)
+			return
+		}
+	}
 	for len(batch) > 0 {
 		start := time.Now()
-		btx, err := db.bolt.Begin(true)
+		btx, err := db.bolt.Load().Begin(true)
 		if err != nil {
 			err = fmt.Errorf("begin write: %w", err)
-			db.failing.Store(&err)
+			db.failed(err)
 			db.finish(batch, err)
 			return
 		}
@@ -411,13 +492,22 @@ func (db *DB) commit(batch []*writeReq) {
 			_ = btx.Rollback()
 		} else {
 			err = btx.Commit()
+			if err == nil && db.opts.SyncFault != nil {
+				err = db.opts.SyncFault()
+			}
 		}
 		if err != nil {
 			db.stats.FailedCommits.Add(1)
 			db.log.Error("commit failed", "err", err, "writes", len(batch))
-			err = fmt.Errorf("commit: %w", hideDir(err, db.path))
-			failed := err
-			db.failing.Store(&failed)
+			if diskFull(err) {
+				// The data pages' write or the file's growth failed:
+				// bbolt wrote no meta page, so nothing is stored.
+				err = fmt.Errorf("commit: %w", hideDir(err, db.path))
+			} else {
+				err = fmt.Errorf("commit: %w: %w", ErrOutcomeUnknown, hideDir(err, db.path))
+				db.stale = true
+			}
+			db.failed(err)
 		} else {
 			if db.failing.Load() != nil {
 				db.failing.Store(nil)
@@ -431,6 +521,61 @@ func (db *DB) commit(batch []*writeReq) {
 		}
 		db.finish(batch, err)
 		return
+	}
+}
+
+// diskFull tells whether err is a full disk or file-size limit, or the
+// file's growth failing (bbolt wraps that error as text: "file resize
+// error"), which comes before any page of the commit is written.
+func diskFull(err error) bool {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EFBIG) || errors.Is(err, syscall.EDQUOT) {
+		return true
+	}
+	return strings.HasPrefix(err.Error(), "file resize error")
+}
+
+// failed records err as the store's health and starts the probe.
+func (db *DB) failed(err error) {
+	db.failing.Store(&err)
+	if db.probing.CompareAndSwap(false, true) {
+		db.probes.Add(1)
+		go db.probe()
+	}
+}
+
+// Probe back-off: Health turns nil within probeMax of the disk healing.
+const (
+	probeMin = 50 * time.Millisecond
+	probeMax = time.Second
+)
+
+var keyProbe = []byte("health_probe")
+
+// probe commits a tiny write, backing off from probeMin to probeMax,
+// until one succeeds (which clears the failing health) or Close begins:
+// the health follows the store even when no client writes.
+func (db *DB) probe() {
+	defer db.probes.Done()
+	defer db.probing.Store(false)
+	wait := probeMin
+	for {
+		t := time.NewTimer(wait)
+		select {
+		case <-db.closing:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		if db.failing.Load() == nil {
+			return
+		}
+		err := db.Update(context.Background(), func(tx *Tx) error {
+			return tx.b(bucketMeta).Put(keyProbe, binary.BigEndian.AppendUint64(nil, uint64(time.Now().UnixNano())))
+		})
+		if err == nil || errors.Is(err, ErrClosed) {
+			return
+		}
+		wait = min(wait*2, probeMax)
 	}
 }
 

@@ -19,3 +19,13 @@ var (
 	// ErrExists means a record with that key is already there.
 	ErrExists = errors.New("already exists")
 )
+
+// Errors of commits.
+var (
+	// ErrOutcomeUnknown means a commit failed after it began writing the
+	// file (a write or an fdatasync failed): its writes may be in the
+	// file or not. The store reopens the file before its next commit, so
+	// what it reads afterwards is what the file holds; it never retries
+	// the sync and then reports success.
+	ErrOutcomeUnknown = errors.New("commit outcome unknown")
+)

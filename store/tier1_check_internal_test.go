@@ -41,7 +41,7 @@ func TestCheckT1Seen(t *testing.T) {
 		"dev\x00empty-s": append([]byte{0, 0, 0, 0, 0, 0, 0, 1}, make([]byte, 32)...),
 	}
 	bad["no-separator"][8] = 1
-	if err := db.bolt.Update(func(btx *bolt.Tx) error {
+	if err := db.bolt.Load().Update(func(btx *bolt.Tx) error {
 		b := btx.Bucket(bucketT1SeenG)
 		for k, v := range bad {
 			if err := b.Put([]byte(k), v); err != nil {

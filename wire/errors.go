@@ -65,6 +65,7 @@ const (
 	CodeTooManyConnections    ErrorCode = "too_many_connections"
 	CodePeerApprovalPending   ErrorCode = "peer_approval_pending"
 	CodeTooManyParked         ErrorCode = "too_many_parked_tasks"
+	CodeCommitUnknown         ErrorCode = "commit_outcome_unknown"
 
 	CodeIDUnknownSender  ErrorCode = "TP-ID003"
 	CodeIDDuplicate      ErrorCode = "TP-ID004"
@@ -93,6 +94,7 @@ const (
 const (
 	NumericTooManyTasks = 4004
 	NumericTaskTooLong  = 2004
+	NumericStorage      = 5002
 )
 
 var registry = func() map[ErrorCode]Def {
@@ -127,6 +129,7 @@ var registry = func() map[ErrorCode]Def {
 		{CodeTooManyConnections, 429, Retriable, "too many connections from this address", 0},
 		{CodePeerApprovalPending, 401, Retriable, "this agent has not accepted the sender as a peer yet", 0},
 		{CodeTooManyParked, 429, Retriable, "too many tasks wait for information or a person", 0},
+		{CodeCommitUnknown, 503, Retriable, "the disk failed while storing this; it may or may not be stored: retry with the same Idempotency-Key, which finds it if it was", NumericStorage},
 
 		{CodeIDUnknownSender, 401, Terminal, "unknown sender or bad signature", 0},
 		{CodeIDDuplicate, 200, Terminal, "duplicate message id; already processed", 0},

@@ -1,4 +1,4 @@
-package agent
+package schema
 
 import (
 	"bytes"
@@ -6,30 +6,31 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/synapse-edge/synapse/internal/schema"
 	"github.com/synapse-edge/synapse/wire"
 )
 
-// payloadSchema validates task payloads against a handler's input_schema.
-type payloadSchema struct {
-	s *schema.Schema
+// Payload validates task payloads against a handler's input_schema.
+type Payload struct {
+	s *Schema
 }
 
-func compileSchema(taskType string, raw []byte) (*payloadSchema, error) {
+// CompilePayload compiles the input_schema of taskType; nil when raw is
+// empty (every payload is valid).
+func CompilePayload(taskType string, raw []byte) (*Payload, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return nil, nil
 	}
-	s, err := schema.Compile(raw)
+	s, err := Compile(raw)
 	if err != nil {
 		return nil, fmt.Errorf("input_schema of %q: %w", taskType, err)
 	}
-	return &payloadSchema{s: s}, nil
+	return &Payload{s: s}, nil
 }
 
-// validate checks payload. Missing required properties are returned as
+// Validate checks payload. Missing required properties are returned as
 // missing fields (the task then waits in info_needed); any other violation
 // is an error listing each one.
-func (p *payloadSchema) validate(payload []byte) ([]wire.MissingField, error) {
+func (p *Payload) Validate(payload []byte) ([]wire.MissingField, error) {
 	if p == nil {
 		return nil, nil
 	}
@@ -54,8 +55,8 @@ func (p *payloadSchema) validate(payload []byte) ([]wire.MissingField, error) {
 	return missing, nil
 }
 
-// schemaString renders a schema for SupportedTaskType.input_schema.
-func schemaString(raw json.RawMessage) string {
+// String renders a schema compactly, for SupportedTaskType.input_schema.
+func String(raw json.RawMessage) string {
 	if len(raw) == 0 {
 		return ""
 	}
