@@ -82,6 +82,14 @@ func (s *Server) receiveMessage(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []
 	}
 	a, _ := s.net.Deliver(ctx, &transport.Inbound{Kind: transport.Envelope, Body: bytes.Clone(ctx.PostBody()),
 		ContentType: c.ContentType(), Header: header})
+	if a.Error != nil && c == wire.Msgpack && len(h.Peek(fasthttp.HeaderAccept)) == 0 {
+		// A refusal over HTTP is in the codec Accept names, JSON by
+		// default, as on every route (the receiver answers in the
+		// envelope's codec, which the other doors want).
+		if b, err := wire.JSON.Marshal(wire.ErrorBody{Error: a.Error}); err == nil {
+			a.Body, a.ContentType = b, wire.ContentJSON
+		}
+	}
 	writeDelivered(ctx, a)
 	return nil
 }
