@@ -1,4 +1,4 @@
-// Command minisign makes a release signing key and signs files in
+// Package main is the command minisign: it makes a release signing key and signs files in
 // minisign's format (prehashed Ed25519, "ED"), so that `minisign -V` of
 // the minisign tool verifies what it signs. It is a build tool of make
 // dist, never linked into the agent.

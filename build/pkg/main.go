@@ -1,4 +1,4 @@
-// Command pkg builds the Debian (.deb) and OpenWrt (.ipk) packages of a
+// Package main is the command pkg: it builds the Debian (.deb) and OpenWrt (.ipk) packages of a
 // release with nfpm, from the static binaries of make dist. It is a module
 // of its own so that nfpm never enters the agent's build list:
 //
