@@ -36,6 +36,11 @@ func (s *Server) connError(ctx *fasthttp.RequestCtx, err error) {
 		body, _ := wire.JSON.Marshal(wire.ErrorBody{Error: e})
 		writeRaw(ctx, fasthttp.StatusRequestHeaderFieldsTooLarge, wire.ContentJSON, body)
 		return
+	case strings.Contains(err.Error(), "content-length: too long int"):
+		// A declared length past the machine's int (a 32-bit build and
+		// 50 GiB): over every limit, answered before the body as the
+		// header check does (HeaderReceived, which it never reached).
+		e = wire.Errorf(wire.CodePayloadTooLarge, "the declared Content-Length is larger than the limit")
 	case isTimeout(err):
 		e = wire.Errorf(wire.CodeRequestTimeout, "the request was not received within the read timeout")
 	default:

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"runtime"
@@ -254,6 +255,11 @@ func TestBodyOverLimitFromHeaders(t *testing.T) {
 				req += "Authorization: Bearer " + tc.token + "\r\n"
 			}
 			req += "Content-Length: " + fmt.Sprint(tc.length) + "\r\n\r\n"
+			if uint64(tc.length) > math.MaxInt {
+				// A 32-bit build cannot read the length: it is over
+				// every limit, so 413 before the token is read.
+				tc.status, tc.code = http.StatusRequestEntityTooLarge, wire.CodePayloadTooLarge
+			}
 			r := rawRequest(t, ts, req)
 			if r.status != tc.status || !strings.Contains(string(r.body), string(tc.code)) {
 				t.Errorf("answer %d %s, want %d %s", r.status, r.body, tc.status, tc.code)

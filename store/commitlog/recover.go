@@ -173,10 +173,13 @@ func laterGroup(data []byte, from, to int, expect uint64) (int, bool) {
 		if seq <= expect || seq-back <= expect {
 			continue
 		}
-		n := int(binary.BigEndian.Uint32(data[i:]))
-		if n > MaxRecord || i+RecordHeaderSize+n > len(data) {
+		// The length is compared as read: as an int it may be negative
+		// on a 32-bit machine.
+		n32 := binary.BigEndian.Uint32(data[i:])
+		if n32 > MaxRecord || uint64(i)+RecordHeaderSize+uint64(n32) > uint64(len(data)) {
 			continue
 		}
+		n := int(n32)
 		if crc32.Checksum(data[i+8:i+RecordHeaderSize+n], castagnoli) == binary.BigEndian.Uint32(data[i+4:]) {
 			return i, true
 		}
