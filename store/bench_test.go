@@ -2,9 +2,7 @@ package store_test
 
 import (
 	"context"
-	"os"
-	"strconv"
-	"strings"
+	"github.com/synapse-edge/synapse/internal/testutil"
 	"testing"
 	"time"
 
@@ -19,7 +17,7 @@ func BenchmarkUpdate(b *testing.B) {
 	ctx := context.Background()
 	now := time.Now()
 	b.ReportAllocs()
-	start, disk0 := db.Stats().Commits.Load(), writeBytes()
+	start, disk0 := db.Stats().Commits.Load(), testutil.WriteBytes()
 	for b.Loop() {
 		task := newTask(b, "bench", wire.StatusConfirmed, now)
 		if err := db.Update(ctx, func(tx *store.Tx) error { return tx.CreateTask(task) }); err != nil {
@@ -27,26 +25,9 @@ func BenchmarkUpdate(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(db.Stats().Commits.Load()-start)/float64(b.N), "commits/op")
-	if disk := writeBytes(); disk >= 0 && disk0 >= 0 {
+	if disk := testutil.WriteBytes(); disk >= 0 && disk0 >= 0 {
 		b.ReportMetric(float64(disk-disk0)/float64(b.N), "diskB/op")
 	}
-}
-
-// writeBytes is this process's write_bytes of /proc/self/io: what it
-// made the kernel send to the disk (-1 where there is no such file), the
-// cost the commit log of issue 27 is measured against.
-func writeBytes() int64 {
-	raw, err := os.ReadFile("/proc/self/io")
-	if err != nil {
-		return -1
-	}
-	for line := range strings.Lines(string(raw)) {
-		if v, ok := strings.CutPrefix(line, "write_bytes: "); ok {
-			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			return n
-		}
-	}
-	return -1
 }
 
 // BenchmarkUpdateParallel writes from many goroutines; group commit shares

@@ -2,29 +2,12 @@ package commitlog_test
 
 import (
 	"bytes"
-	"os"
+	"github.com/synapse-edge/synapse/internal/testutil"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/synapse-edge/synapse/store/commitlog"
 )
-
-// writeBytes is this process's write_bytes of /proc/self/io: what it
-// made the kernel send to the disk (-1 where there is no such file).
-func writeBytes() int64 {
-	raw, err := os.ReadFile("/proc/self/io")
-	if err != nil {
-		return -1
-	}
-	for line := range strings.Lines(string(raw)) {
-		if v, ok := strings.CutPrefix(line, "write_bytes: "); ok {
-			n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			return n
-		}
-	}
-	return -1
-}
 
 // BenchmarkAppend appends groups of records of 200 bytes (a task's
 // write-set) and reports what each record cost: the bytes the log wrote,
@@ -43,7 +26,7 @@ func BenchmarkAppend(b *testing.B) {
 			}
 			b.SetBytes(int64(200 * group))
 			st := l.Stats()
-			bytes0, syncs0, disk0 := st.Bytes.Load(), st.Syncs.Load(), writeBytes()
+			bytes0, syncs0, disk0 := st.Bytes.Load(), st.Syncs.Load(), testutil.WriteBytes()
 			b.ResetTimer()
 			for range b.N {
 				if _, err := l.Append(recs); err != nil {
@@ -54,7 +37,7 @@ func BenchmarkAppend(b *testing.B) {
 			n := float64(b.N * group)
 			b.ReportMetric(float64(st.Bytes.Load()-bytes0)/n, "logB/record")
 			b.ReportMetric(float64(st.Syncs.Load()-syncs0)/n, "fsyncs/record")
-			if disk := writeBytes(); disk >= 0 && disk0 >= 0 {
+			if disk := testutil.WriteBytes(); disk >= 0 && disk0 >= 0 {
 				b.ReportMetric(float64(disk-disk0)/n, "diskB/record")
 			}
 		})
