@@ -25,7 +25,8 @@ import (
 // Agent is one Synapse agent: its identity, its store and its task engine.
 // Use New, register handlers, Open, and Close when done.
 type Agent struct {
-	cfg      Config
+	// cfg is the configuration in force; Reconfigure swaps it.
+	cfg      atomic.Pointer[Config]
 	log      *slog.Logger
 	clock    Clock
 	handlers handlers
@@ -108,7 +109,8 @@ func New(cfg Config, opts Options) (*Agent, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	a := &Agent{cfg: cfg, log: slog.New(slog.DiscardHandler), clock: realClock{}, metrics: metrics.New()}
+	a := &Agent{log: slog.New(slog.DiscardHandler), clock: realClock{}, metrics: metrics.New()}
+	a.cfg.Store(&cfg)
 	var err error
 	if a.outbound, err = outbound.New(cfg.Outbound, cfg.Listen); err != nil {
 		return nil, fmt.Errorf("config: outbound.allow: %w", err)
@@ -147,10 +149,10 @@ func (a *Agent) Handle(h Handler) error {
 // process serves it), loads or creates the identity and admin token, and
 // takes over unfinished tasks.
 func (a *Agent) Open(ctx context.Context) error {
-	if err := os.MkdirAll(a.cfg.DataDir, 0o700); err != nil {
+	if err := os.MkdirAll(a.cfg.Load().DataDir, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
-	db, err := store.Open(ctx, filepath.Join(a.cfg.DataDir, store.FileName), store.Options{Logger: a.log.With("component", "store"), Fault: a.storeFault, SyncFault: a.storeSyncFault})
+	db, err := store.Open(ctx, filepath.Join(a.cfg.Load().DataDir, store.FileName), store.Options{Logger: a.log.With("component", "store"), Fault: a.storeFault, SyncFault: a.storeSyncFault})
 	if err != nil {
 		return err
 	}
@@ -204,7 +206,7 @@ func (a *Agent) Open(ctx context.Context) error {
 			a.uplink.Run(bg)
 		}
 	}()
-	a.log.Info("agent open", "agent_id", a.identity.AgentID, "data", a.cfg.DataDir)
+	a.log.Info("agent open", "agent_id", a.identity.AgentID, "data", a.cfg.Load().DataDir)
 	return nil
 }
 
@@ -233,8 +235,21 @@ func (a *Agent) Close(ctx context.Context) error {
 	return a.closeErr
 }
 
-// Config is the agent's configuration.
-func (a *Agent) Config() Config { return a.cfg }
+// Config is the agent's configuration in force: the one New was given,
+// with the live values of the last Reconfigure.
+func (a *Agent) Config() Config { return *a.cfg.Load() }
+
+// Reconfigure makes next, valid (Validate), the configuration in force
+// at once: every request sees the old one or next, never a mix. Only the
+// fields the agent reads at each use take effect on a running agent —
+// max_concurrent_tasks (new admissions; requests already waiting for a
+// slot see it when one frees or when they time out), max_task_duration_
+// seconds (tasks started after), max_parked_tasks, approvals,
+// tier1.retention_hours and tier1.max_bytes_per_routine; the others were
+// read when the agent was built or opened, so next must keep their
+// values there (package cli/reload does, and reports the changed ones as
+// needing a restart).
+func (a *Agent) Reconfigure(next Config) { a.cfg.Store(&next) }
 
 // Clock is the agent's clock (the wall clock unless Options.Clock replaced it).
 func (a *Agent) Clock() Clock { return a.clock }
@@ -340,7 +355,7 @@ func (a *Agent) Prune(ctx context.Context) (int, error) {
 		var n int
 		err := a.db.Update(ctx, func(tx *store.Tx) error {
 			var err error
-			n, err = tx.PruneFinished(now.Add(-time.Duration(a.cfg.Retention.MaxAgeHours)*time.Hour), a.cfg.Retention.KeepFinished, pruneBatch)
+			n, err = tx.PruneFinished(now.Add(-time.Duration(a.cfg.Load().Retention.MaxAgeHours)*time.Hour), a.cfg.Load().Retention.KeepFinished, pruneBatch)
 			return err
 		})
 		if err != nil {

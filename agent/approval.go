@@ -19,8 +19,9 @@ const approvalCode = "approval_required"
 
 // approvalFor returns the rule a submission matches, or nil.
 func (e *engine) approvalFor(req *wire.SubmitRequest) *ApprovalRule {
-	for i := range e.a.cfg.Approvals {
-		r := &e.a.cfg.Approvals[i]
+	rules := e.a.cfg.Load().Approvals
+	for i := range rules {
+		r := &rules[i]
 		if r.TaskType != req.TaskType {
 			continue
 		}

@@ -189,9 +189,9 @@ func (a *Agent) Capabilities() *wire.AgentCapabilities {
 			c.SupportedTransportModes = append(c.SupportedTransportModes, m.mode)
 		}
 	}
-	c.MaxFileSize = a.cfg.MaxFileSize
-	c.MaxConcurrentTasks = a.cfg.MaxConcurrentTasks
-	c.MaxTaskDuration = a.cfg.MaxTaskDurationSeconds
+	c.MaxFileSize = a.cfg.Load().MaxFileSize
+	c.MaxConcurrentTasks = a.cfg.Load().MaxConcurrentTasks
+	c.MaxTaskDuration = a.cfg.Load().MaxTaskDurationSeconds
 	// Handlers report progress through Run.Progress; it is stored and
 	// streamed (or polled) like any event.
 	c.SupportProgressUpdates = true

@@ -286,9 +286,9 @@ func (e *engine) acquire(force bool) error {
 	if e.closing {
 		return wire.Errorf(wire.CodeAgentNotReady, "the agent is shutting down")
 	}
-	if !force && e.active >= e.a.cfg.MaxConcurrentTasks {
-		return wire.Errorf(wire.CodeRateLimited, "too many concurrent tasks (max_concurrent_tasks is %d)", e.a.cfg.MaxConcurrentTasks).
-			With("max_concurrent_tasks", e.a.cfg.MaxConcurrentTasks)
+	if limit := e.a.cfg.Load().MaxConcurrentTasks; !force && e.active >= limit {
+		return wire.Errorf(wire.CodeRateLimited, "too many concurrent tasks (max_concurrent_tasks is %d)", limit).
+			With("max_concurrent_tasks", limit)
 	}
 	e.active++
 	e.a.m.active.Set(float64(e.active))
@@ -336,7 +336,7 @@ func (e *engine) acquireWait(ctx context.Context) error {
 			e.mu.Unlock()
 			return wire.Errorf(wire.CodeAgentNotReady, "the agent is shutting down")
 		}
-		if e.active < e.a.cfg.MaxConcurrentTasks {
+		if e.active < e.a.cfg.Load().MaxConcurrentTasks {
 			e.active++
 			e.a.m.active.Set(float64(e.active))
 			e.mu.Unlock()
@@ -350,7 +350,7 @@ func (e *engine) acquireWait(ctx context.Context) error {
 		select {
 		case <-ch:
 		case <-timer.C:
-			return wire.Errorf(wire.CodeSysOverloaded, "every execution slot is taken (max_concurrent_tasks is %d): send the request again later", e.a.cfg.MaxConcurrentTasks)
+			return wire.Errorf(wire.CodeSysOverloaded, "every execution slot is taken (max_concurrent_tasks is %d): send the request again later", e.a.cfg.Load().MaxConcurrentTasks)
 		case <-ctx.Done():
 			return wire.Errorf(wire.CodeSysOverloaded, "no execution slot: %v", ctx.Err())
 		}
@@ -537,7 +537,7 @@ func (e *engine) arm(r *run) context.Context {
 	r.cancel = cancel
 	t := r.task
 	now := e.a.clock.Now()
-	deadline, cause := now.Add(e.a.cfg.TaskDuration()), errMaxDuration
+	deadline, cause := now.Add(e.a.cfg.Load().TaskDuration()), errMaxDuration
 	if t.TTLSeconds > 0 {
 		if ttl := t.CreatedAt.Add(time.Duration(t.TTLSeconds) * time.Second); ttl.Before(deadline) {
 			deadline, cause = ttl, errTTL
@@ -608,7 +608,7 @@ func (e *engine) outcome(ctx context.Context, t *wire.Task, result any, err erro
 	case errors.Is(err, ErrHumanRejected):
 		return wire.StatusRejected, nil, wire.Errorf(wire.CodePermissionDenied, "a person rejected the task"), false
 	case ctx.Err() != nil && errors.Is(cause, errMaxDuration):
-		return wire.StatusFailed, nil, wire.Errorf(wire.CodeExecutionTimeout, "the task exceeded max_task_duration_seconds (%d)", e.a.cfg.MaxTaskDurationSeconds), false
+		return wire.StatusFailed, nil, wire.Errorf(wire.CodeExecutionTimeout, "the task exceeded max_task_duration_seconds (%d)", e.a.cfg.Load().MaxTaskDurationSeconds), false
 	}
 	we := (*wire.Error)(nil)
 	if !errors.As(err, &we) {

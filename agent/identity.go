@@ -35,7 +35,7 @@ var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
 // loadIdentity reads or creates the agent id (stored in the data file) and the
 // Ed25519 key (a PKCS #8 PEM file, mode 0600, in the data directory).
 func (a *Agent) loadIdentity(ctx context.Context) error {
-	key, err := keyfile.LoadOrCreateKey(filepath.Join(a.cfg.DataDir, KeyFile))
+	key, err := keyfile.LoadOrCreateKey(filepath.Join(a.cfg.Load().DataDir, KeyFile))
 	if err != nil {
 		return err
 	}
@@ -50,7 +50,7 @@ func (a *Agent) loadIdentity(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("identity: %w", err)
 	}
-	name := a.cfg.AgentName
+	name := a.cfg.Load().AgentName
 	if name == "" {
 		name = st.AgentName
 	}
@@ -61,7 +61,7 @@ func (a *Agent) loadIdentity(ctx context.Context) error {
 			name = "synapse"
 		}
 	}
-	id := a.cfg.AgentID
+	id := a.cfg.Load().AgentID
 	if id == "" {
 		id = st.AgentID
 	}
@@ -70,21 +70,21 @@ func (a *Agent) loadIdentity(ctx context.Context) error {
 		if _, err := rand.Read(b[:]); err != nil {
 			return err
 		}
-		id = fmt.Sprintf("%s_%s_%s", a.cfg.SystemID, name, hex.EncodeToString(b[:]))
+		id = fmt.Sprintf("%s_%s_%s", a.cfg.Load().SystemID, name, hex.EncodeToString(b[:]))
 	}
-	next := storedIdentity{AgentID: id, AgentName: name, SystemID: a.cfg.SystemID}
+	next := storedIdentity{AgentID: id, AgentName: name, SystemID: a.cfg.Load().SystemID}
 	if next != st {
 		raw, _ := json.Marshal(next)
 		if err := a.db.Update(ctx, func(tx *store.Tx) error { return tx.PutMeta("identity", raw) }); err != nil {
 			return fmt.Errorf("identity: %w", err)
 		}
 	}
-	endpoint := a.cfg.Endpoint
+	endpoint := a.cfg.Load().Endpoint
 	if endpoint == "" {
-		endpoint = "http://" + a.cfg.Listen
+		endpoint = "http://" + a.cfg.Load().Listen
 	}
 	a.identity = wire.Identity{
-		AgentID: id, AgentName: name, SystemID: a.cfg.SystemID,
+		AgentID: id, AgentName: name, SystemID: a.cfg.Load().SystemID,
 		PublicKey:       base64.StdEncoding.EncodeToString(key.Public().(ed25519.PublicKey)),
 		Endpoint:        endpoint,
 		ProtocolVersion: wire.ProtocolVersion,
@@ -95,8 +95,8 @@ func (a *Agent) loadIdentity(ctx context.Context) error {
 // loadAdminToken returns the configured admin token, or the one in
 // DataDir/admin.token, creating that file (mode 0600) at first start.
 func (a *Agent) loadAdminToken() (string, error) {
-	if a.cfg.AdminToken != "" {
-		return a.cfg.AdminToken, nil
+	if a.cfg.Load().AdminToken != "" {
+		return a.cfg.Load().AdminToken, nil
 	}
-	return keyfile.LoadOrCreateToken(filepath.Join(a.cfg.DataDir, AdminTokenFile), "syn_admin_")
+	return keyfile.LoadOrCreateToken(filepath.Join(a.cfg.Load().DataDir, AdminTokenFile), "syn_admin_")
 }

@@ -39,7 +39,7 @@ func (e *engine) countParked(r *run) {
 // reserveParked counts r as parked before it is created, or refuses when
 // max_parked_tasks tasks wait already.
 func (e *engine) reserveParked(r *run) error {
-	limit := int64(e.a.cfg.MaxParkedTasks)
+	limit := int64(e.a.cfg.Load().MaxParkedTasks)
 	for {
 		n := e.parkedN.Load()
 		if n >= limit {

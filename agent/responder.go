@@ -9,7 +9,7 @@ import (
 // the protocol profile the agent declares (Capabilities).
 func (a *Agent) Responder() negotiate.Responder {
 	reg := a.t1.Registry()
-	r := a.cfg.Negotiation.Responder(a.identity.AgentID, a.identity.SystemID, a.identity.Endpoint)
+	r := a.cfg.Load().Negotiation.Responder(a.identity.AgentID, a.identity.SystemID, a.identity.Endpoint)
 	r.Routine = func(id string) (negotiate.CapabilityRef, bool) {
 		d, ok := reg.Get(id)
 		if !ok {

@@ -11,18 +11,18 @@ import (
 // openTier1 builds the routine registry, the ingestor and, when configured,
 // the uplink.
 func (a *Agent) openTier1() error {
-	ds := append([]tier1.Descriptor{tier1.Telemetry()}, a.cfg.Tier1.Routines...)
+	ds := append([]tier1.Descriptor{tier1.Telemetry()}, a.cfg.Load().Tier1.Routines...)
 	reg, err := tier1.NewRegistry(ds...)
 	if err != nil {
 		return fmt.Errorf("config: tier1.routines: %w", err)
 	}
 	a.t1 = tier1.NewIngestor(reg, a.db, tier1.IngestConfig{
-		MaxInflightBytes: a.cfg.Tier1.MaxInflightBytes,
-		Uplink:           a.cfg.Uplink != nil,
+		MaxInflightBytes: a.cfg.Load().Tier1.MaxInflightBytes,
+		Uplink:           a.cfg.Load().Uplink != nil,
 		Now:              a.clock.Now,
 	})
 	a.t1.RegisterMetrics(a.metrics)
-	if u := a.cfg.Uplink; u != nil {
+	if u := a.cfg.Load().Uplink; u != nil {
 		a.uplink = tier1.NewUplink(a.t1, a.db, a.transport, u.Endpoint, u.Token, a.identity.AgentID, a.log.With("component", "uplink"))
 		if u.MaxBackoffMS > 0 {
 			a.uplink.MaxBackoff = time.Duration(u.MaxBackoffMS) * time.Millisecond
@@ -39,5 +39,5 @@ func (a *Agent) Tier1() *tier1.Ingestor { return a.t1 }
 // long as idempotency keys.
 func (a *Agent) pruneTier1(ctx context.Context) error {
 	now := a.clock.Now()
-	return a.t1.Prune(ctx, now, a.cfg.Tier1, now.Add(-idemTTL))
+	return a.t1.Prune(ctx, now, a.cfg.Load().Tier1, now.Add(-idemTTL))
 }

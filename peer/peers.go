@@ -431,7 +431,7 @@ func (n *Network) beat(interval time.Duration) {
 
 // heartbeat is this agent's p2p:heartbeat payload.
 func (n *Network) heartbeat() *wire.HeartbeatPayload {
-	hb := &wire.HeartbeatPayload{Status: PeerOnline, MaxTasks: n.cfg.MaxConcurrentTasks}
+	hb := &wire.HeartbeatPayload{Status: PeerOnline, MaxTasks: n.a.Config().MaxConcurrentTasks} // a reload may change it
 	hb.ActiveTasks = n.a.ActiveTasks()
 	if hb.ActiveTasks >= hb.MaxTasks {
 		hb.Status = PeerBusy
