@@ -196,3 +196,30 @@ func RegisterRuntime(r *Registry) {
 	})
 	r.GaugeFunc("synapse_go_goroutines", "Goroutines.", func() float64 { return float64(runtime.NumGoroutine()) })
 }
+
+// Info is a gauge of value 1 whose one label carries a value that is text
+// (a version, a hash): the Prometheus "info" pattern. It writes nothing
+// until Set.
+type Info struct {
+	n, help, label string
+	v              atomic.Pointer[string]
+}
+
+// Info registers an info metric with one label.
+func (r *Registry) Info(name, help, label string) *Info {
+	m := &Info{n: name, help: help, label: label}
+	r.add(m)
+	return m
+}
+
+// Set makes value the label's value.
+func (m *Info) Set(value string) { m.v.Store(&value) }
+
+func (m *Info) name() string { return m.n }
+func (m *Info) write(w io.Writer) {
+	v := m.v.Load()
+	if v == nil {
+		return
+	}
+	fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s gauge\n%s{%s=\"%s\"} 1\n", m.n, m.help, m.n, m.n, m.label, escapeLabel(*v))
+}

@@ -43,6 +43,24 @@ d_func 2.5
 	}
 }
 
+func TestInfo(t *testing.T) {
+	r := metrics.New()
+	m := r.Info("e_info", "Text in a label.", "hash")
+	var buf bytes.Buffer
+	r.Write(&buf)
+	if buf.Len() != 0 {
+		t.Errorf("before Set: %q, want nothing", buf.String())
+	}
+	m.Set("ab12")
+	m.Set(`c"d`)
+	buf.Reset()
+	r.Write(&buf)
+	want := "# HELP e_info Text in a label.\n# TYPE e_info gauge\ne_info{hash=\"c\\\"d\"} 1\n"
+	if got := buf.String(); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
 func BenchmarkCounterInc(b *testing.B) {
 	c := metrics.New().Counter("x_total", "x")
 	b.ReportAllocs()
