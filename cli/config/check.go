@@ -2,6 +2,8 @@ package config
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,18 +22,32 @@ const MinAdminToken = 16
 // agent's own among them (which Load leaves to agent.New). A nil result
 // means the file is good.
 func Check(path string, getenv func(string) string) []error {
+	_, _, errs := Read(path, getenv)
+	return errs
+}
+
+// Read is Check that also returns the configuration read and the
+// SHA-256 of the file's bytes in hex (empty when the file cannot be
+// read). The configuration is good only when there are no problems: a
+// reload applies nothing of it otherwise.
+func Read(path string, getenv func(string) string) (File, string, []error) {
 	f := Defaults()
-	if err := LoadFile(&f, path); err != nil {
-		return []error{err}
+	raw, err := readFile(path)
+	if err != nil {
+		return f, "", []error{err}
+	}
+	hash := hashOf(raw)
+	if err := decodeFile(&f, path, raw); err != nil {
+		return f, hash, []error{err}
 	}
 	if err := LoadEnv(&f, getenv); err != nil {
-		return []error{err}
+		return f, hash, []error{err}
 	}
 	errs := flatten(f.Validate())
 	if err := CheckAdminToken(f.AdminToken); err != nil {
 		errs = append(errs, err)
 	}
-	return errs
+	return f, hash, errs
 }
 
 // CheckAdminToken refuses an admin token (SYNAPSE_ADMIN_TOKEN) shorter
@@ -119,6 +135,12 @@ func position(raw []byte, off int64) (line, col int) {
 		}
 	}
 	return line, col
+}
+
+// hashOf is the SHA-256 of a config file's bytes, in hex.
+func hashOf(raw []byte) string {
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:])
 }
 
 // readFile reads the config file, naming it in the error.

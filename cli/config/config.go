@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -35,9 +36,12 @@ import (
 type File struct {
 	agent.Config
 	Handlers
-	HTTP httpapi.Limits   `json:"http"`
-	HIL  hil.Config       `json:"hil"`
-	A2A  a2aclient.Config `json:"a2a"`
+	// LogLevel is the level of the log: debug, info (the default), warn
+	// or error. serve's --log-level, when given, wins over it.
+	LogLevel string           `json:"log_level,omitempty"`
+	HTTP     httpapi.Limits   `json:"http"`
+	HIL      hil.Config       `json:"hil"`
+	A2A      a2aclient.Config `json:"a2a"`
 	// MQTT, if set, connects the agent to a broker.
 	MQTT *mqtt.Config `json:"mqtt,omitempty"`
 	P2P  peer.Config  `json:"p2p"`
@@ -66,7 +70,7 @@ func (f *File) Validate() error {
 
 // sections checks the sections of the packages other than agent.
 func (f *File) sections() error {
-	return errors.Join(f.Handlers.Validate(), f.HTTP.Validate(), f.HIL.Validate(), f.A2A.Validate(), f.checkMQTT(),
+	return errors.Join(f.checkLogLevel(), f.Handlers.Validate(), f.HTTP.Validate(), f.HIL.Validate(), f.A2A.Validate(), f.checkMQTT(),
 		f.P2P.Validate(), f.Registry.Validate(), f.TLS.Validate())
 }
 
@@ -75,16 +79,29 @@ func (f *File) sections() error {
 // It checks the sections of the packages other than agent; agent.New
 // checks the agent's values (after the command's flags).
 func Load(path string, getenv func(string) string) (File, error) {
+	f, _, err := LoadHashed(path, getenv)
+	return f, err
+}
+
+// LoadHashed is Load that also returns the SHA-256 (hex) of the file's
+// bytes it read (empty without a file).
+func LoadHashed(path string, getenv func(string) string) (File, string, error) {
 	f := Defaults()
+	var hash string
 	if path != "" {
-		if err := LoadFile(&f, path); err != nil {
-			return f, err
+		raw, err := readFile(path)
+		if err != nil {
+			return f, "", err
+		}
+		hash = hashOf(raw)
+		if err := decodeFile(&f, path, raw); err != nil {
+			return f, hash, err
 		}
 	}
 	if err := LoadEnv(&f, getenv); err != nil {
-		return f, err
+		return f, hash, err
 	}
-	return f, f.sections()
+	return f, hash, f.sections()
 }
 
 // LoadFile merges the JSON file at path into f. Unknown fields are errors,
@@ -94,6 +111,11 @@ func LoadFile(f *File, path string) error {
 	if err != nil {
 		return err
 	}
+	return decodeFile(f, path, raw)
+}
+
+// decodeFile merges raw, the content of the file at path, into f.
+func decodeFile(f *File, path string, raw []byte) error {
 	d := json.NewDecoder(strings.NewReader(string(raw)))
 	d.DisallowUnknownFields()
 	if err := d.Decode(f); err != nil {
@@ -201,6 +223,24 @@ func LoadEnv(f *File, getenv func(string) string) error {
 		}
 	}
 	return nil
+}
+
+// Level is the log level the file sets, and whether it sets one.
+func (f *File) Level() (slog.Level, bool) {
+	var lv slog.Level
+	if f.LogLevel == "" || lv.UnmarshalText([]byte(f.LogLevel)) != nil {
+		return slog.LevelInfo, false
+	}
+	return lv, true
+}
+
+// checkLogLevel checks log_level.
+func (f *File) checkLogLevel() error {
+	switch strings.ToLower(f.LogLevel) {
+	case "", "debug", "info", "warn", "error":
+		return nil
+	}
+	return fmt.Errorf("config: log_level: %q is not debug, info, warn or error", f.LogLevel)
 }
 
 // checkMQTT checks the mqtt section and what it constrains in the agent's

@@ -21,7 +21,7 @@ func writeFile(t *testing.T, body string) string {
 	return p
 }
 
-// TestCheckBroken checks ten broken files: each problem is named, with
+// TestCheckBroken checks eleven broken files: each problem is named, with
 // its place in the file where the JSON itself is wrong, and the exit code
 // is 1.
 func TestCheckBroken(t *testing.T) {
@@ -42,6 +42,7 @@ func TestCheckBroken(t *testing.T) {
 		{"retention", `{"retention": {"max_age_hours": 0, "keep_finished": 0}}`, 2,
 			[]string{"retention.max_age_hours", "retention.keep_finished"}},
 		{"agent id", `{"agent_id": "a b/c"}`, 1, []string{"agent_id"}},
+		{"log level", `{"log_level": "verbose"}`, 1, []string{`log_level: "verbose" is not debug, info, warn or error`}},
 		{"uplink without broker", `{"uplink": {"endpoint": "mqtt://"}}`, 1, []string{"uplink.endpoint", "needs the mqtt section"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
