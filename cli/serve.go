@@ -15,6 +15,7 @@ import (
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/cli/command"
 	"github.com/synapse-edge/synapse/cli/config"
+	"github.com/synapse-edge/synapse/cli/reload"
 	"github.com/synapse-edge/synapse/group"
 	"github.com/synapse-edge/synapse/handlers"
 	"github.com/synapse-edge/synapse/hil"
@@ -36,7 +37,10 @@ Configuration is read in this order: defaults, the JSON config file, SYNAPSE_*
 environment variables, then these flags.
 
 SIGTERM or SIGINT stops accepting requests, lets running tasks finish for
---grace, closes streams and the store, and exits 0.
+--grace, closes streams and the store, and exits 0. SIGHUP (or POST
+/admin/reload) reads the config file again: a good file's live fields take
+effect at once, a bad one changes nothing (README: Reloading without a
+restart).
 
 Examples:
   synapse serve
@@ -75,35 +79,48 @@ func runServe(ctx context.Context, sio *command.IO, args []string) error {
 		fmt.Fprintf(sio.Err, "synapse serve: unexpected argument %q\n", fs.Arg(0))
 		return command.ErrUsage
 	}
-	log, err := newLogger(sio, *logLevel, *logFormat)
+	level := new(slog.LevelVar)
+	log, err := newLogger(sio, level, *logLevel, *logFormat)
 	if err != nil {
 		fmt.Fprintf(sio.Err, "synapse serve: %v\n", err)
 		return command.ErrUsage
 	}
+	levelFlag := false
+	fs.Visit(func(f *flag.Flag) { levelFlag = levelFlag || f.Name == "log-level" })
 
-	file, err := config.Load(*configFile, os.Getenv)
+	file, hash, err := config.LoadHashed(*configFile, os.Getenv)
 	if err != nil {
 		return err
 	}
-	cfg := &file.Config
-	if err := config.CheckAdminToken(cfg.AdminToken); err != nil {
+	if err := config.CheckAdminToken(file.AdminToken); err != nil {
 		return err
 	}
-	if *data != "" {
-		cfg.DataDir = *data
+	// The flags win over the file, at start and at every reload.
+	flags := func(f *config.File) {
+		if *data != "" {
+			f.DataDir = *data
+		}
+		if *listen != "" {
+			f.Listen = *listen
+		}
+		if *endpoint != "" {
+			f.Endpoint = *endpoint
+		}
 	}
-	if *listen != "" {
-		cfg.Listen = *listen
+	flags(&file)
+	if lv, ok := file.Level(); ok && !levelFlag {
+		level.Set(lv)
 	}
-	if *endpoint != "" {
-		cfg.Endpoint = *endpoint
+	var rl *reload.Options
+	if *configFile != "" {
+		rl = &reload.Options{Path: *configFile, Hash: hash, Running: file, Flags: flags, Level: level, LevelFlag: levelFlag}
 	}
-	return serve(ctx, sio, log, file, *grace, extra)
+	return serve(ctx, sio, log, file, *grace, extra, rl)
 }
 
 // serve runs the agent of the configuration file: each package gets its
 // own section.
-func serve(ctx context.Context, sio *command.IO, log *slog.Logger, file config.File, grace time.Duration, extra *extraServers) error {
+func serve(ctx context.Context, sio *command.IO, log *slog.Logger, file config.File, grace time.Duration, extra *extraServers, ropts *reload.Options) error {
 	cfg := file.Config
 	var tlsSrv *tlscert.Server
 	if file.TLS.Enabled() {
@@ -188,9 +205,16 @@ func serve(ctx context.Context, sio *command.IO, log *slog.Logger, file config.F
 		}
 		scheme = "https"
 	}
+	var rl *reload.Reloader
+	if ropts != nil {
+		rl = reload.New(a, log, *ropts)
+		hopts.Reloader = rl
+	}
 	srv := httpapi.New(a, hopts)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
+	stopHUP := reload.WatchSIGHUP(ctx, rl, log)
+	defer stopHUP()
 
 	id := a.Identity()
 	tokenHint := "$SYNAPSE_ADMIN_TOKEN"
@@ -256,11 +280,14 @@ func readableDuration(_ []string, a slog.Attr) slog.Attr {
 	return a
 }
 
-func newLogger(sio *command.IO, level, format string) (*slog.Logger, error) {
-	var lv slog.Level
-	if err := lv.UnmarshalText([]byte(level)); err != nil {
+// newLogger returns the log on standard error at the level of lv, which
+// it sets to level (a reload may change it later).
+func newLogger(sio *command.IO, lv *slog.LevelVar, level, format string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
 		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", level)
 	}
+	lv.Set(l)
 	opts := &slog.HandlerOptions{Level: lv}
 	switch strings.ToLower(format) {
 	case "text":

@@ -59,14 +59,17 @@ var maxBinary = map[string]int64{
 
 // maxBinaryGRPC is the same for the -grpc variant (the Makefile's
 // GRPC_TAGS added): 14.91, 13.75 and 14.19 MiB then, plus about 128 KiB,
-// and the issue 33 targets likewise.
+// and the issue 33 targets likewise. The reload of the config file
+// (issue 32, package cli/reload: about 44 KiB on amd64) moved the MIPS
+// -grpc binaries a 64 KiB step up, from 16,974,017 to 17,105,089 B:
+// their ceiling is 64 KiB higher since.
 var maxBinaryGRPC = map[string]int64{
 	"amd64":   15<<20 + 64<<10,
 	"arm64":   13<<20 + 960<<10,
 	"arm":     14<<20 + 384<<10,
 	"armv6":   14<<20 + 448<<10,
-	"mipsle":  16<<20 + 320<<10,
-	"mips":    16<<20 + 320<<10,
+	"mipsle":  16<<20 + 384<<10,
+	"mips":    16<<20 + 384<<10,
 	"riscv64": 13<<20 + 384<<10,
 }
 

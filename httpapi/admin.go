@@ -26,7 +26,26 @@ func (s *Server) health(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) 
 			h.Reason = r
 		}
 	}
+	if s.reloader != nil {
+		h.Config = s.reloader.Status()
+	}
 	write(ctx, status, h)
+	return nil
+}
+
+// reload serves POST /admin/reload: the configuration file read again,
+// checked whole and its live values applied; 200 with the result, or 422
+// with every problem when the file is refused (nothing changed).
+func (s *Server) reload(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
+	if s.reloader == nil {
+		return wire.Errorf(wire.CodeAgentNotReady, "this server has no configuration file to reload")
+	}
+	res := s.reloader.Reload(ctx, "api")
+	status := fasthttp.StatusOK
+	if res.Result != wire.ReloadOK {
+		status = fasthttp.StatusUnprocessableEntity
+	}
+	write(ctx, status, &res)
 	return nil
 }
 

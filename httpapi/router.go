@@ -50,6 +50,7 @@ func (s *Server) routes() []route {
 		{"DELETE", seg("tokens/*"), auth.ScopeAdmin, s.revokeToken},
 		{"GET", seg("admin/db/backup"), auth.ScopeAdmin, s.backup},
 		{"GET", seg("admin/db/check"), auth.ScopeAdmin, s.checkDB},
+		{"POST", seg("admin/reload"), auth.ScopeAdmin, s.reload},
 	}, append(append(append(append(s.withNet(s.p2pRoutes()), s.hilRoutes()...), s.discoveryRoutes()...), s.groupRoutes()...), append(s.withNet(s.negotiateRoutes()), s.auditRoutes()...)...)...)
 }
 

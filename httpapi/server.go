@@ -58,6 +58,7 @@ type Server struct {
 	limits               Limits
 	tls                  *tls.Config
 	certs                CertPrincipals
+	reloader             Reloader
 	// msgBufs lends WebSocket message buffers (msgbuf.go).
 	msgBufs *msgBufs
 }
@@ -86,6 +87,20 @@ type Options struct {
 	// ClientCerts, if set, finds the principal of a verified client
 	// certificate; a request with one needs no bearer token.
 	ClientCerts CertPrincipals
+	// Reloader, if set, serves POST /admin/reload and adds the
+	// configuration's status to /health. Without it the route answers
+	// 503.
+	Reloader Reloader
+}
+
+// Reloader reads the agent's configuration file again and applies it
+// (the command's job: it owns the file).
+type Reloader interface {
+	// Reload reads, checks and applies the file; trigger says who asked
+	// (sighup, api).
+	Reload(ctx context.Context, trigger string) wire.ReloadResult
+	// Status is the file in force and the last reload.
+	Status() *wire.ConfigStatus
 }
 
 // CertPrincipals maps a client certificate the handshake verified onto
@@ -108,7 +123,7 @@ func New(a *agent.Agent, opts Options) *Server {
 	s := &Server{
 		a: a, log: opts.Logger.With("component", "http"), version: opts.Version,
 		streamsDone: make(chan struct{}), hil: opts.HIL, groups: opts.Groups, net: opts.Network,
-		limits: opts.Limits, tls: opts.TLS, certs: opts.ClientCerts,
+		limits: opts.Limits, tls: opts.TLS, certs: opts.ClientCerts, reloader: opts.Reloader,
 	}
 	s.bg, s.cancelBg = context.WithCancel(context.Background())
 	s.msgBufs = newMsgBufs(s.bg.Done())

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -73,6 +74,9 @@ func (s *Server) submitRequest(ctx *fasthttp.RequestCtx, p auth.Principal, req *
 		ctx.Response.Header.Set(fasthttp.HeaderETag, t.ETag())
 	} else {
 		ctx.Response.Header.Set(fasthttp.HeaderLocation, wire.APIPrefix+"/task/"+t.ID)
+	}
+	if s.log.Enabled(ctx, slog.LevelDebug) {
+		s.log.Debug("task submitted", "task_id", t.ID, "task_type", t.Type, "status", t.Status, "principal", p.Name)
 	}
 	writeAnswer(ctx, ans, false)
 	return nil

@@ -1,5 +1,7 @@
 package wire
 
+import "time"
+
 // TransportMode is how a requester gets a task's outcome (seed 000 §2.2).
 type TransportMode string
 
@@ -83,4 +85,49 @@ type Health struct {
 	// Reason says why the status is NOT_SERVING: shutting_down or
 	// store_failing.
 	Reason string `json:"reason,omitempty" msgpack:"reason,omitempty"`
+	// Config is the configuration file in force and its last reload;
+	// absent when the agent was started without a file.
+	Config *ConfigStatus `json:"config,omitempty" msgpack:"config,omitempty"`
+}
+
+// ConfigStatus is the configuration file an agent runs with.
+type ConfigStatus struct {
+	// File is the file's path, as given to serve.
+	File string `json:"file" msgpack:"file"`
+	// Hash is the SHA-256 (hex) of the file's bytes the agent last
+	// applied, at start or by a reload.
+	Hash string `json:"hash" msgpack:"hash"`
+	// LastReload is the last reload's outcome; absent before the first.
+	LastReload *ReloadResult `json:"last_reload,omitempty" msgpack:"last_reload,omitempty"`
+}
+
+// Results of a reload (ReloadResult.Result).
+const (
+	// ReloadOK: the file was good and its live values are in force.
+	ReloadOK = "ok"
+	// ReloadInvalid: the file had problems and nothing changed.
+	ReloadInvalid = "invalid"
+)
+
+// ReloadResult is the answer of POST /admin/reload and the last reload
+// in /health: the configuration file read again, checked whole, and its
+// live values applied at once — or, with a problem, nothing.
+type ReloadResult struct {
+	// Time is when the reload ran (RFC 3339, UTC).
+	Time time.Time `json:"time" msgpack:"time"`
+	// Result is ReloadOK or ReloadInvalid.
+	Result string `json:"result" msgpack:"result"`
+	// Trigger is what asked for it: sighup or api.
+	Trigger string `json:"trigger" msgpack:"trigger"`
+	// ConfigHash is the SHA-256 (hex) of the file's bytes read (empty
+	// when it could not be read).
+	ConfigHash string `json:"config_hash" msgpack:"config_hash"`
+	// Problems are every problem of an invalid file, as synapse config
+	// check prints them.
+	Problems []string `json:"problems" msgpack:"problems"`
+	// Applied names the live fields whose new values are now in force.
+	Applied []string `json:"applied" msgpack:"applied"`
+	// RestartRequired names the fields whose new values take effect only
+	// after a restart: they keep their running values until then.
+	RestartRequired []string `json:"restart_required" msgpack:"restart_required"`
 }
