@@ -1,8 +1,11 @@
 package httpapi_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math"
 	"net/http"
 	"os"
@@ -11,8 +14,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/auth"
+	"github.com/synapse-edge/synapse/cli/config"
+	"github.com/synapse-edge/synapse/cli/reload"
+	"github.com/synapse-edge/synapse/httpapi"
 	"github.com/synapse-edge/synapse/internal/testutil"
+	"github.com/synapse-edge/synapse/internal/testutil/peernode"
 	"github.com/synapse-edge/synapse/tier1"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -28,12 +36,14 @@ type consoleScene struct {
 	vote   string
 	victim string // token id to revoke
 	secret string // its secret
+	config string // the config file a's reloader reads
 }
 
 func newConsoleScene(t *testing.T) *consoleScene {
 	t.Helper()
-	sc := &consoleScene{}
-	a := startConsoleServer(t)
+	sc := &consoleScene{config: filepath.Join(t.TempDir(), "synapse.json")}
+	writeFile(t, sc.config, `{"max_concurrent_tasks": 10}`)
+	a := startConsoleServer(t, sc.config)
 	b := startPeerServer(t, "press-line-b")
 	sc.a, sc.b, sc.bID = a, b, b.a.Identity().AgentID
 	a.pairWith(t, b)
@@ -315,6 +325,22 @@ func TestConsoleViews(t *testing.T) {
 			t.Errorf("health: status %q, tasks %q (want SERVING and %s)", s.Status, s.Tasks, want)
 		}
 		br.waitJS("growth measured", `document.querySelector("#h-growth").textContent.includes("/min")`)
+		br.waitJS("the config file, not reloaded yet", `document.querySelector("#h-config").textContent.includes("none since start")`)
+		// A bad file: refused, its problem on the page; then a good one.
+		writeFile(t, sc.config, `{"max_concurent_tasks": 4}`)
+		a.do(t, "POST", api("/admin/reload"), nil).wantStatus(t, http.StatusUnprocessableEntity)
+		br.waitJS("the refused reload", `document.querySelector("#h-config").textContent.includes("refused, nothing changed") &&
+			document.querySelector("#h-config").textContent.includes('unknown key "max_concurent_tasks"')`)
+		writeFile(t, sc.config, `{"max_concurrent_tasks": 4}`)
+		a.do(t, "POST", api("/admin/reload"), nil).wantStatus(t, http.StatusOK)
+		sum256 := sha256.Sum256([]byte(`{"max_concurrent_tasks": 4}`))
+		hash := hex.EncodeToString(sum256[:])
+		br.waitJS("the applied reload", `document.querySelector("#h-config").textContent.includes("✓ applied · api") &&
+			document.querySelector("#h-config").textContent.includes("max_concurrent_tasks") &&
+			document.querySelector("#h-config").textContent.includes(`+jsString(hash[:16])+`)`)
+		if got := a.a.Config().MaxConcurrentTasks; got != 4 {
+			t.Errorf("max_concurrent_tasks after the reload: %d, want 4", got)
+		}
 		narrow(t)
 		shoot(t, "health")
 	})
@@ -405,8 +431,32 @@ func (b *browser) screenshotFull(path string, width int) {
 }
 
 // startConsoleServer is an agent wired as synapse serve wires it: with
-// groups and human-in-the-loop, and an endpoint peers can reach.
-func startConsoleServer(t *testing.T) *testServer {
+// groups and human-in-the-loop, an endpoint peers can reach, and the
+// reloader of the config file at path (serve's flags: the agent's own
+// data directory, address and name).
+func startConsoleServer(t *testing.T, path string) *testServer {
 	t.Helper()
-	return startWiredServer(t, "gateway-a", true)
+	return startWiredServer(t, "gateway-a", true, func(o *peernode.Options) {
+		o.Reloader = func(a *agent.Agent) httpapi.Reloader {
+			flags := func(f *config.File) {
+				c := a.Config()
+				f.DataDir, f.Listen, f.Endpoint, f.AgentName = c.DataDir, c.Listen, c.Endpoint, c.AgentName
+			}
+			running := config.Defaults()
+			flags(&running)
+			return reload.New(a, slog.New(slog.DiscardHandler), reload.Options{Path: path, Hash: "started-without-this-file", Running: running, Flags: flags})
+		}
+	})
+}
+
+// writeFile replaces the file at path with body (a new file renamed over
+// it, as a deployment writes a config file).
+func writeFile(t *testing.T, path, body string) {
+	t.Helper()
+	if err := os.WriteFile(path+".new", []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".new", path); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -26,13 +26,16 @@ func startGroupServer(t *testing.T, name string) *testServer {
 // startWiredServer is an agent named name with a running group manager
 // and, when withHIL, human-in-the-loop — as synapse serve wires it — and
 // an endpoint peers can reach (a peernode).
-func startWiredServer(t *testing.T, name string, withHIL bool) *testServer {
+func startWiredServer(t *testing.T, name string, withHIL bool, more ...func(*peernode.Options)) *testServer {
 	t.Helper()
 	fast := peer.DefaultConfig()
 	fast.MaxRetries, fast.RetryBaseDelayMS, fast.HeartbeatIntervalSeconds = 3, 50, 1
 	opts := peernode.Options{Name: name, AdminToken: adminToken, Groups: true, Peer: peer.Options{Config: &fast}}
 	if withHIL {
 		opts.HIL = &hil.Options{}
+	}
+	for _, m := range more {
+		m(&opts)
 	}
 	return peerServer(t, peernode.Start(t, opts))
 }

@@ -1,5 +1,6 @@
 // Console views of what flows through the agent: Telemetry (tier-1 frames,
-// history then live) and Health (store, commits, tasks, audit chain).
+// history then live) and Health (store, commits, tasks, audit chain, the
+// config file and its last reload).
 'use strict';
 (() => {
   const { $, el, api, note, denied, fmtBytes, fmtAge, API } = window.SY;
@@ -341,6 +342,7 @@
     try { h = await (await fetch(API + '/health', { cache: 'no-store' })).json(); } catch (e) { h = null; }
     $('#h-status').textContent = h ? h.status : 'unreachable';
     $('#h-status').className = 'v ' + (h && h.status === 'SERVING' ? 'good' : 'bad');
+    if (h) config(h.config);
     const m = await SY.metrics();
     if (!m) { note('health', 'This token cannot read /metrics (it needs tasks:read).'); return; }
     const now = SY.now();
@@ -365,6 +367,29 @@
     samples[samples.length - 1].lat = lat;
     hprev = { c: m.synapse_store_commits_total, s: m.synapse_store_commit_seconds_total, w: m.synapse_store_writes_total };
     hdraw();
+  }
+
+  // config shows the config file in force and the last reload (SIGHUP or
+  // POST /admin/reload) from /health.
+  function config(c) {
+    const dl = $('#h-config');
+    if (!c) {
+      dl.replaceChildren(el('dt', '', 'File'), el('dd', 'muted', 'none: started without --config, nothing to reload'));
+      return;
+    }
+    const rows = [['File', c.file], ['Hash', c.hash.slice(0, 16) + '…']];
+    const r = c.last_reload;
+    if (!r) {
+      rows.push(['Last reload', 'none since start', 'muted']);
+    } else {
+      rows.push(['Last reload', (r.result === 'ok' ? '✓ applied' : '✗ refused, nothing changed') + ' · ' + r.trigger + ' · ' +
+        new Date(r.time).toLocaleString(), r.result === 'ok' ? 'good' : 'bad']);
+      if ((r.applied || []).length) rows.push(['Applied', r.applied.join(', ')]);
+      if ((r.restart_required || []).length) rows.push(['Needs a restart', r.restart_required.join(', ')]);
+      (r.problems || []).forEach((p, i) => rows.push([i ? '' : 'Problems', p, 'bad']));
+    }
+    dl.replaceChildren(...rows.flatMap(([k, v, cls]) => [el('dt', '', k), el('dd', cls || '', v)]));
+    dl.children[3].title = c.hash;
   }
 
   function hdraw() {

@@ -64,6 +64,9 @@ type Options struct {
 	// HIL, when not nil, runs a hil.Manager with these options and serves
 	// its routes.
 	HIL *hil.Options
+	// Reloader, if set, builds the server's reloader of a config file
+	// for the agent (package cli/reload), at each start.
+	Reloader func(a *agent.Agent) httpapi.Reloader
 }
 
 // Node is an agent served over HTTP. Agent, Groups and Server are new
@@ -182,7 +185,11 @@ func (n *Node) Open() {
 		}
 	}
 	n.Agent, n.Network, n.Groups, n.HIL = a, nw, gm, hm
-	n.Server = httpapi.New(a, httpapi.Options{Version: "test", Groups: gm, HIL: hm, Network: nw})
+	hopts := httpapi.Options{Version: "test", Groups: gm, HIL: hm, Network: nw}
+	if n.opts.Reloader != nil {
+		hopts.Reloader = n.opts.Reloader(a)
+	}
+	n.Server = httpapi.New(a, hopts)
 	served := make(chan struct{})
 	n.ln, n.served = ln, served
 	go func(srv *httpapi.Server) {
