@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+
+	"github.com/synapse-edge/synapse/wire"
 )
 
 // Health returns the agent's health (GET /health, no token needed).
@@ -96,4 +98,28 @@ func (c *Client) Backup(ctx context.Context, w io.Writer) (int64, error) {
 		return n, fmt.Errorf("backup: got %d of %d bytes: %w", n, resp.ContentLength, io.ErrUnexpectedEOF)
 	}
 	return n, nil
+}
+
+// Reload asks the agent to read its config file again (POST
+// /admin/reload, admin scope). A refused file is not an error: the
+// result says invalid and names every problem (the agent answers 422).
+func (c *Client) Reload(ctx context.Context) (*wire.ReloadResult, error) {
+	req, err := c.newRequest(ctx, http.MethodPost, "/admin/reload", nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("reload: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusUnprocessableEntity {
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		return nil, fmt.Errorf("reload: %w", DecodeError(resp.StatusCode, body))
+	}
+	var res wire.ReloadResult
+	if err := readJSON(resp.Body, &res); err != nil {
+		return nil, fmt.Errorf("reload: %w", err)
+	}
+	return &res, nil
 }

@@ -110,6 +110,9 @@ type Health struct {
 	Status        string  `json:"status"`
 	Version       string  `json:"version"`
 	UptimeSeconds float64 `json:"uptime_seconds"`
+	// Config is the config file in force and its last reload; absent
+	// when the agent was started without one.
+	Config *wire.ConfigStatus `json:"config,omitempty"`
 }
 
 // Identity is the answer of GET /identity.

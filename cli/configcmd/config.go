@@ -1,6 +1,6 @@
 // Package configcmd holds the synapse config command: a configuration file
 // checked the way serve reads it, before an agent is started or reloaded
-// on it.
+// on it, and the reload of a running agent's file.
 package configcmd
 
 import (
@@ -8,13 +8,15 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/synapse-edge/synapse/cli/command"
 	"github.com/synapse-edge/synapse/cli/config"
+	"github.com/synapse-edge/synapse/wire"
 )
 
 // ConfigVerbs returns the verbs of the config command.
-func ConfigVerbs() []*command.Verb { return []*command.Verb{checkVerb()} }
+func ConfigVerbs() []*command.Verb { return []*command.Verb{checkVerb(), reloadVerb()} }
 
 // checkResult is the output of config check.
 type checkResult struct {
@@ -65,4 +67,52 @@ The exit code is 1 when there is a problem, 0 when the file is good.`,
 			}
 		},
 	}
+}
+
+func reloadVerb() *command.Verb {
+	return &command.Verb{
+		Name: "config reload", Summary: "make the agent read its config file again (as SIGHUP does)",
+		About: `Asks the agent (POST /admin/reload, admin token) to read the config file it
+was started with again and check all of it. A good file's live fields take
+effect at once; the fields that changed but need a restart are listed. A
+file with a problem changes nothing, and every problem is printed.
+
+The exit code is 1 when the file was refused, 0 when it was applied.`,
+		Examples: []string{"synapse config reload", "synapse config reload --json"},
+		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
+			fs.BoolVar(&s.Flags.JSON, "json", s.Flags.JSON, "print JSON instead of text")
+			return func(ctx context.Context, _ []string) error {
+				res, err := s.Client().Reload(ctx)
+				if err != nil {
+					return err
+				}
+				if s.Flags.JSON {
+					if err := s.PrintJSON(res); err != nil {
+						return err
+					}
+				} else if res.Result == wire.ReloadOK {
+					fmt.Fprintf(s.IO.Out, "reloaded (config %.16s…)\n", res.ConfigHash)
+					fmt.Fprintf(s.IO.Out, "  applied: %s\n", list(res.Applied))
+					fmt.Fprintf(s.IO.Out, "  restart required: %s\n", list(res.RestartRequired))
+				} else {
+					fmt.Fprintf(s.IO.Out, "refused, nothing changed: %d problem(s)\n", len(res.Problems))
+					for _, p := range res.Problems {
+						fmt.Fprintf(s.IO.Out, "  - %s\n", p)
+					}
+				}
+				if res.Result != wire.ReloadOK {
+					return &command.ExitError{Code: command.ExitFailure}
+				}
+				return nil
+			}
+		},
+	}
+}
+
+// list is names joined by commas, or "none".
+func list(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
 }
