@@ -181,7 +181,7 @@ func (s *Server) listPeers(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []strin
 	if q, ok := directoryQuery(ctx); ok { // FindByCapability (registry.go)
 		return s.findAgents(ctx, q)
 	}
-	write(ctx, fasthttp.StatusOK, map[string]any{"agents": s.net.Peers()})
+	write(ctx, fasthttp.StatusOK, s.net.ListAgents())
 	return nil
 }
 
@@ -198,11 +198,11 @@ func (s *Server) getPeer(ctx *fasthttp.RequestCtx, _ auth.Principal, args []stri
 	if err != nil {
 		return err
 	}
-	p, err := s.net.Peer(id)
+	d, err := s.net.QueryAgent(id)
 	if err != nil {
 		return err
 	}
-	write(ctx, fasthttp.StatusOK, p)
+	write(ctx, fasthttp.StatusOK, d)
 	return nil
 }
 
