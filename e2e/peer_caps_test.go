@@ -19,8 +19,8 @@ type peerView struct {
 			Type string `json:"type"`
 		} `json:"supported_task_types"`
 	} `json:"agent_capabilities"`
-	// The task types again, as seed 003's AgentInfo lists them.
-	TaskTypes  []string `json:"capabilities"`
+	// The task types again, as seed 003's CapabilitiesResponse lists them.
+	TaskTypes  []string `json:"supported_task_types"`
 	Interfaces []struct {
 		Name string `json:"name"`
 	} `json:"interfaces"`
@@ -70,7 +70,7 @@ func TestPeerCapabilitiesAtPairing(t *testing.T) {
 		t.Fatalf("learnt %+v (task types %v), want echo, the interfaces and a compliant evaluation", v, v.taskTypes())
 	}
 	if !slices.Equal(v.TaskTypes, v.taskTypes()) {
-		t.Fatalf("capabilities %v, want the task types of agent_capabilities %v", v.TaskTypes, v.taskTypes())
+		t.Fatalf("supported_task_types %v, want the task types of agent_capabilities %v", v.TaskTypes, v.taskTypes())
 	}
 	if slices.Contains(v.taskTypes(), "mirror") {
 		t.Fatalf("task types %v before the handler exists", v.taskTypes())

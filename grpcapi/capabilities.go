@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/synapse-edge/synapse/peer/agents"
 	pb "github.com/synapse-edge/synapse/proto"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -22,13 +23,13 @@ func (s *Server) GetCapabilities(ctx context.Context, _ *emptypb.Empty) (*pb.Cap
 }
 
 // QueryAgent is GET /agents/{agent_id}: this agent, a paired peer or an
-// agent of the directory, described as peer.Network.QueryAgent describes
-// it for REST too.
+// agent of the directory, described as peer/agents describes it for
+// REST too.
 func (s *Server) QueryAgent(_ context.Context, in *pb.QueryAgentRequest) (*pb.CapabilitiesResponse, error) {
 	if err := s.needNet(); err != nil {
 		return nil, err
 	}
-	d, err := s.net.QueryAgent(in.GetAgentId())
+	d, err := agents.Query(s.net, s.a.Capabilities(), in.GetAgentId())
 	if err != nil {
 		return nil, err
 	}
@@ -51,13 +52,13 @@ func capabilitiesResponse(c *wire.AgentCapabilities) *pb.CapabilitiesResponse {
 	return out
 }
 
-// ListAgents is GET /agents: the paired peers, as peer.Network.ListAgents
-// lists them for REST too.
+// ListAgents is GET /agents: the paired peers, as peer/agents lists them for
+// REST too.
 func (s *Server) ListAgents(context.Context, *emptypb.Empty) (*pb.ListAgentsResponse, error) {
 	if err := s.needNet(); err != nil {
 		return nil, err
 	}
-	l := s.net.ListAgents()
+	l := agents.List(s.net)
 	out := &pb.ListAgentsResponse{Agents: make([]*pb.AgentInfo, 0, len(l.Agents)), Total: int32(l.Total)}
 	for _, p := range l.Agents {
 		out.Agents = append(out.Agents, &pb.AgentInfo{AgentId: p.AgentID, AgentName: p.AgentName, Endpoint: p.Endpoint,

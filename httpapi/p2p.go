@@ -11,6 +11,7 @@ import (
 	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/internal/sse"
 	"github.com/synapse-edge/synapse/peer"
+	"github.com/synapse-edge/synapse/peer/agents"
 	"github.com/synapse-edge/synapse/transport"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -181,7 +182,7 @@ func (s *Server) listPeers(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []strin
 	if q, ok := directoryQuery(ctx); ok { // FindByCapability (registry.go)
 		return s.findAgents(ctx, q)
 	}
-	write(ctx, fasthttp.StatusOK, s.net.ListAgents())
+	write(ctx, fasthttp.StatusOK, agents.List(s.net))
 	return nil
 }
 
@@ -198,7 +199,7 @@ func (s *Server) getPeer(ctx *fasthttp.RequestCtx, _ auth.Principal, args []stri
 	if err != nil {
 		return err
 	}
-	d, err := s.net.QueryAgent(id)
+	d, err := agents.Query(s.net, s.a.Capabilities(), id)
 	if err != nil {
 		return err
 	}

@@ -135,6 +135,6 @@ func learnt(pi *PeerInfo, rec *store.Peer) {
 	}
 	ce := wire.EvaluateCompliance(rec.AgentID, rec.Interfaces)
 	pi.AgentCapabilities, pi.Interfaces, pi.Compliance = rec.Capabilities, rec.Interfaces, &ce
-	pi.Capabilities = taskTypeNames(rec.Capabilities)
+	pi.Capabilities = TaskTypes(rec.Capabilities)
 	pi.CapabilitiesAt = wire.FormatTime(rec.CapabilitiesAt)
 }

@@ -43,7 +43,7 @@ type PeerInfo struct {
 	ActiveTasks int `json:"active_tasks" msgpack:"active_tasks"`
 	MaxTasks    int `json:"max_tasks" msgpack:"max_tasks"`
 	// Capabilities are the task types the peer declares, as seed 003
-	// §4.3's AgentInfo lists them; empty until read (agents.go).
+	// §4.3's AgentInfo lists them; empty until read (peer/agents).
 	Capabilities []string `json:"capabilities" msgpack:"capabilities"`
 	// What the peer declares, learnt at pairing (peer_caps.go); absent
 	// until read.
