@@ -43,7 +43,7 @@ import (
 // GET /messages/callback (SSE of received envelopes).
 func (s *Server) p2pRoutes() []route {
 	return []route{
-		{"POST", seg("message"), "", s.receiveMessage},
+		{"POST", seg("message"), "", s.message}, // envelopes, and SendMessage (send_message.go)
 		{"POST", seg("message/batch"), "", s.receiveBatch},
 		{"POST", seg("callback"), "", s.receiveMessage},
 		{"GET", seg("messages/stream"), auth.ScopeTasksWrite, s.messageStream},
