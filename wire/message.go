@@ -64,6 +64,10 @@ func (r *SendMessageRequest) Message() (*MessagePayload, error) {
 	case !utf8.ValidString(r.PayloadJSON) || !json.Valid([]byte(r.PayloadJSON)):
 		return nil, bad("payload_json", "payload_json is not JSON text")
 	}
+	// As a task's payload: a peer may want it as msgpack.
+	if err := CheckJSON([]byte(r.PayloadJSON)); err != nil {
+		return nil, bad("payload_json", "payload_json: %v", err)
+	}
 	return &MessagePayload{ContentType: r.ContentType, Payload: JSONValue(r.PayloadJSON), ConversationID: r.ConversationID}, nil
 }
 
