@@ -112,6 +112,12 @@ func TestSendMessage(t *testing.T) {
 
 	t.Run("a received message with a bad payload is refused", func(t *testing.T) {
 		a.contractWith(t, b)
+		// An envelope that names receiver_id in its payload is still an
+		// envelope: it has tp_version.
+		m := envelopeFrom(t, a, b, wire.MsgSynapseMessage, map[string]any{"content_type": "json", "payload": map[string]any{"receiver_id": bID}}, nil)
+		if got := b.postEnvelope(t, envelopeJSON(t, m)); got.status != http.StatusAccepted || got.object(t)["accepted"] != true {
+			t.Errorf("an envelope naming receiver_id: %d %s, want 202 accepted", got.status, got.body)
+		}
 		for _, pl := range []any{
 			map[string]any{"content_type": "video", "payload": "x"},
 			map[string]any{"content_type": "text"},
