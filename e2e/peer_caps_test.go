@@ -18,7 +18,9 @@ type peerView struct {
 		SupportedTaskTypes []struct {
 			Type string `json:"type"`
 		} `json:"supported_task_types"`
-	} `json:"capabilities"`
+	} `json:"agent_capabilities"`
+	// The task types again, as seed 003's CapabilitiesResponse lists them.
+	TaskTypes  []string `json:"supported_task_types"`
 	Interfaces []struct {
 		Name string `json:"name"`
 	} `json:"interfaces"`
@@ -66,6 +68,9 @@ func TestPeerCapabilitiesAtPairing(t *testing.T) {
 	if !slices.Contains(v.taskTypes(), "echo") || len(v.Interfaces) < 8 || v.Interfaces[0].Name == "" ||
 		v.Compliance == nil || !v.Compliance.Compliant || v.Compliance.BasicImplemented != 8 {
 		t.Fatalf("learnt %+v (task types %v), want echo, the interfaces and a compliant evaluation", v, v.taskTypes())
+	}
+	if !slices.Equal(v.TaskTypes, v.taskTypes()) {
+		t.Fatalf("supported_task_types %v, want the task types of agent_capabilities %v", v.TaskTypes, v.taskTypes())
 	}
 	if slices.Contains(v.taskTypes(), "mirror") {
 		t.Fatalf("task types %v before the handler exists", v.taskTypes())

@@ -71,7 +71,7 @@ func TestRegistryDiscovery(t *testing.T) {
 		t.Errorf("capability=no_such_capability lists B (%s)", got)
 	}
 	// Without a query, GET /agents lists A's paired peers: none.
-	if r := a.call(http.MethodGet, prefix+"/agents", nil); r.status != http.StatusOK || string(r.body) != `{"agents":[]}` {
+	if r := a.call(http.MethodGet, prefix+"/agents", nil); r.status != http.StatusOK || string(r.body) != `{"agents":[],"total":0}` {
 		t.Errorf("GET /agents: %s", r)
 	}
 

@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/synapse-edge/synapse/peer/agents"
 	pb "github.com/synapse-edge/synapse/proto"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -21,30 +22,21 @@ func (s *Server) GetCapabilities(ctx context.Context, _ *emptypb.Empty) (*pb.Cap
 	return capabilitiesResponse(c), nil
 }
 
-// QueryAgent describes an agent: this one (its capabilities), one in
-// this agent's registry directory (the capabilities it registered), or a
-// paired peer (GET /agents/{agent_id}: what pairing learnt). NotFound
-// otherwise.
-func (s *Server) QueryAgent(ctx context.Context, in *pb.QueryAgentRequest) (*pb.CapabilitiesResponse, error) {
+// QueryAgent is GET /agents/{agent_id}: this agent, a paired peer or an
+// agent of the directory, described as peer/agents describes it for
+// REST too.
+func (s *Server) QueryAgent(_ context.Context, in *pb.QueryAgentRequest) (*pb.CapabilitiesResponse, error) {
 	if err := s.needNet(); err != nil {
 		return nil, err
 	}
-	id := in.GetAgentId()
-	if id == "" {
-		return nil, wire.Errorf(wire.CodeInvalidParams, "agent_id is required").With("field", "agent_id")
-	}
-	if id == s.a.Identity().AgentID {
-		return s.GetCapabilities(ctx, nil)
-	}
-	if e, err := s.net.Registration(id); err == nil && e.Capabilities != nil {
-		return capabilitiesResponse(e.Capabilities), nil
-	}
-	p, err := s.net.Peer(id)
+	d, err := agents.Query(s.net, s.a.Capabilities(), in.GetAgentId())
 	if err != nil {
 		return nil, err
 	}
-	return &pb.CapabilitiesResponse{AgentId: p.AgentID, AgentName: p.AgentName, SystemId: p.SystemID,
-		MaxConcurrentTasks: int32(p.MaxTasks)}, nil
+	return &pb.CapabilitiesResponse{AgentId: d.AgentID, AgentName: d.AgentName, ProtocolVersion: d.ProtocolVersion,
+		SupportedTaskTypes: d.SupportedTaskTypes, SupportedContentTypes: d.SupportedContentTypes, MaxFileSize: d.MaxFileSize,
+		MaxConcurrentTasks: int32(d.MaxConcurrentTasks), SupportStreaming: d.SupportStreaming, SupportHil: d.SupportHiL,
+		SupportGroups: d.SupportGroups, SystemId: d.SystemID, CapabilitiesJson: d.CapabilitiesJSON}, nil
 }
 
 func capabilitiesResponse(c *wire.AgentCapabilities) *pb.CapabilitiesResponse {
@@ -60,21 +52,17 @@ func capabilitiesResponse(c *wire.AgentCapabilities) *pb.CapabilitiesResponse {
 	return out
 }
 
-// ListAgents is GET /agents: the paired peers.
+// ListAgents is GET /agents: the paired peers, as peer/agents lists them for
+// REST too.
 func (s *Server) ListAgents(context.Context, *emptypb.Empty) (*pb.ListAgentsResponse, error) {
 	if err := s.needNet(); err != nil {
 		return nil, err
 	}
-	peers := s.net.Peers()
-	out := &pb.ListAgentsResponse{Agents: make([]*pb.AgentInfo, 0, len(peers)), Total: int32(len(peers))}
-	for _, p := range peers {
-		info := &pb.AgentInfo{AgentId: p.AgentID, AgentName: p.AgentName, Endpoint: p.Endpoint, Status: p.Status}
-		if e, err := s.net.Registration(p.AgentID); err == nil && e.Capabilities != nil {
-			for _, t := range e.Capabilities.SupportedTaskTypes {
-				info.Capabilities = append(info.Capabilities, t.Type)
-			}
-		}
-		out.Agents = append(out.Agents, info)
+	l := agents.List(s.net)
+	out := &pb.ListAgentsResponse{Agents: make([]*pb.AgentInfo, 0, len(l.Agents)), Total: int32(l.Total)}
+	for _, p := range l.Agents {
+		out.Agents = append(out.Agents, &pb.AgentInfo{AgentId: p.AgentID, AgentName: p.AgentName, Endpoint: p.Endpoint,
+			Status: p.Status, Capabilities: p.Capabilities})
 	}
 	return out, nil
 }

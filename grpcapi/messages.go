@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/peer/frame"
@@ -34,9 +35,37 @@ const (
 // handed to the one receiver (peer.Network.Deliver). The headers of POST
 // /message come as call metadata (x-synapse-signature, x-synapse-seq,
 // x-synapse-seq-prev) or, as on StreamMessages, in a header block before
-// the envelope (peer/frame).
+// the envelope (peer/frame). Without an envelope it is seed 003 §4.2's
+// SendMessage, as on REST: receiver_id, content_type and payload_json ask
+// this agent to send that peer a message of its own (sendOwn).
 func (s *Server) SendMessage(ctx context.Context, in *pb.SendMessageRequest) (*pb.SendMessageResponse, error) {
+	if len(in.GetEnvelope()) == 0 && (in.GetPayloadJson() != "" || in.GetContentType() != "") {
+		return s.sendOwn(ctx, in)
+	}
 	return s.sendMessage(ctx, in, true)
+}
+
+// sendOwn sends the paired peer receiver_id a synapse:message envelope
+// signed by this agent, through its outbox (a token with tasks:write);
+// status is queued, message_id the envelope's.
+func (s *Server) sendOwn(ctx context.Context, in *pb.SendMessageRequest) (*pb.SendMessageResponse, error) {
+	if err := s.needNet(); err != nil {
+		return nil, err
+	}
+	if _, err := s.authorizeScope(ctx, auth.ScopeTasksWrite); err != nil {
+		return nil, err
+	}
+	req := wire.SendMessageRequest{ReceiverID: in.GetReceiverId(), ContentType: in.GetContentType(), PayloadJSON: in.GetPayloadJson(),
+		CorrelationID: in.GetCorrelationId(), ConversationID: in.GetConversationId()}
+	pl, err := req.Message()
+	if err != nil {
+		return nil, err
+	}
+	id, err := s.net.Send(ctx, agent.Outgoing{Peer: req.ReceiverID, Type: wire.MsgSynapseMessage, CorrelationID: req.CorrelationID, Payload: pl})
+	if err != nil {
+		return nil, err
+	}
+	return &pb.SendMessageResponse{MessageId: id, Status: wire.MessageQueued}, nil
 }
 
 // sendMessage is SendMessage; metadata tells whether the call's metadata

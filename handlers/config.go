@@ -19,11 +19,15 @@ type Config struct {
 
 // Command maps a task type to an external command (SPEC §5.4).
 type Command struct {
-	TaskType    string   `json:"task_type"`
-	Command     []string `json:"command"`
-	Name        string   `json:"name,omitempty"`
-	Description string   `json:"description,omitempty"`
-	// EstimatedTime is informational, e.g. "1s-10s".
+	TaskType string   `json:"task_type"`
+	Command  []string `json:"command"`
+	// Name is the task type's name; empty: the task type as a title
+	// ("resize_image" is "Resize image").
+	Name        string `json:"name,omitempty"`
+	Description string `json:"description,omitempty"`
+	// EstimatedTime is informational, e.g. "1s-10s"; empty: from 0 s to
+	// the run's limit (timeout_seconds, else max_task_duration_seconds),
+	// "0s-2m" for timeout_seconds 120.
 	EstimatedTime string `json:"estimated_time,omitempty"`
 	// Capabilities are declared with the task type, e.g. one of the
 	// predefined task types of seed 000 §3.3 ("summarization") that this

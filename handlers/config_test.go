@@ -96,3 +96,43 @@ func TestMissingCommandWarned(t *testing.T) {
 		t.Errorf("a warning about a command that exists:\n%s", out)
 	}
 }
+
+// TestCommandNameAndEstimatedTime: every task type has a name and an
+// estimated_time (seed 000 §3.2); a command that sets neither gets the
+// task type as a title and 0 s to its limit (timeout_seconds, else
+// max_task_duration_seconds); what a command sets is kept.
+func TestCommandNameAndEstimatedTime(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.MaxTaskDurationSeconds = 600
+	a, err := agent.New(cfg, agent.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmds := []handlers.Command{
+		{TaskType: "resize_image", Command: []string{"cat"}},
+		{TaskType: "ocr", Command: []string{"cat"}, TimeoutSeconds: 120},
+		{TaskType: "pdf-to.text", Command: []string{"cat"}, TimeoutSeconds: 7200},
+		{TaskType: "poll", Command: []string{"cat"}, TimeoutSeconds: 45},
+		{TaskType: "own", Command: []string{"cat"}, Name: "Own name", EstimatedTime: "1s-10s", TimeoutSeconds: 30},
+	}
+	if err := handlers.Register(a, handlers.Options{Config: handlers.Config{DisableBuiltins: true, Commands: cmds}}); err != nil {
+		t.Fatalf("Register: %v", err)
+	}
+	for _, tt := range []struct{ taskType, name, est string }{
+		{"resize_image", "Resize image", "0s-10m"},
+		{"ocr", "Ocr", "0s-2m"},
+		{"pdf-to.text", "Pdf to text", "0s-10m"}, // the task's maximum is shorter
+		{"poll", "Poll", "0s-45s"},
+		{"own", "Own name", "1s-10s"},
+	} {
+		t.Run(tt.taskType, func(t *testing.T) {
+			got, err := a.GetTaskTypeCapabilities(tt.taskType)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Name != tt.name || got.EstimatedTime != tt.est {
+				t.Errorf("name, estimated_time = %q, %q; want %q, %q", got.Name, got.EstimatedTime, tt.name, tt.est)
+			}
+		})
+	}
+}

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/wire"
@@ -27,18 +29,23 @@ const maxCommandOutput = 16 << 20
 // is written to its stdin, its stdout is the JSON result, each stderr line is
 // a log event, and stderr lines "progress: N" report progress. The program
 // runs in its own process group, which is killed on timeout or cancel.
-func command(c Command) agent.Handler {
+// maxDuration is the agent's max_task_duration_seconds.
+func command(c Command, maxDuration time.Duration) agent.Handler {
 	name := c.Name
 	if name == "" {
-		name = c.TaskType
+		name = title(c.TaskType)
 	}
 	desc := c.Description
 	if desc == "" {
 		desc = "Runs " + c.Command[0]
 	}
+	est := c.EstimatedTime
+	if est == "" {
+		est = "0s-" + shortDuration(c.limit(maxDuration))
+	}
 	return agent.Handler{
 		Type: wire.SupportedTaskType{
-			Type: c.TaskType, Name: name, Description: desc, EstimatedTime: c.EstimatedTime,
+			Type: c.TaskType, Name: name, Description: desc, EstimatedTime: est,
 			Capabilities: append([]string{"command"}, c.Capabilities...),
 		},
 		InputSchema:  c.InputSchema,
@@ -60,6 +67,43 @@ func command(c Command) agent.Handler {
 			return res, err
 		},
 	}
+}
+
+// Seed 000 §3.2 gives every task type a name and an estimated_time; a
+// command that sets neither gets them from its task type and its limit.
+
+// title is a task type as a name: "resize_image" is "Resize image", as the
+// built-in "natural_language" is "Natural language".
+func title(taskType string) string {
+	words := strings.FieldsFunc(taskType, func(r rune) bool { return r == '_' || r == '-' || r == '.' || r == ' ' })
+	if len(words) == 0 {
+		return taskType
+	}
+	s := strings.Join(words, " ")
+	r, n := utf8.DecodeRuneInString(s)
+	return string(unicode.ToUpper(r)) + s[n:]
+}
+
+// limit is how long one run of c may take: timeout_seconds when it is
+// shorter than the task's maximum duration, else that maximum.
+func (c Command) limit(maxDuration time.Duration) time.Duration {
+	if t := time.Duration(c.TimeoutSeconds) * time.Second; c.TimeoutSeconds > 0 && (maxDuration <= 0 || t < maxDuration) {
+		return t
+	}
+	return maxDuration
+}
+
+// shortDuration writes d in its largest whole unit, as the built-in
+// handlers' estimated_time does: 1h, 90m, 45s.
+func shortDuration(d time.Duration) string {
+	s := int64(d / time.Second)
+	switch {
+	case s > 0 && s%3600 == 0:
+		return strconv.FormatInt(s/3600, 10) + "h"
+	case s > 0 && s%60 == 0:
+		return strconv.FormatInt(s/60, 10) + "m"
+	}
+	return strconv.FormatInt(s, 10) + "s"
 }
 
 func runCommand(ctx context.Context, c Command, r *agent.Run) (any, error) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os/exec"
+	"time"
 
 	"github.com/synapse-edge/synapse/agent"
 )
@@ -39,7 +40,7 @@ func Register(a *agent.Agent, opts Options) error {
 		}
 	}
 	for i, cmd := range c.Commands {
-		if err := a.Handle(command(cmd)); err != nil {
+		if err := a.Handle(command(cmd, time.Duration(a.Config().MaxTaskDurationSeconds)*time.Second)); err != nil {
 			return fmt.Errorf("config: handlers: %w", err)
 		}
 		// A program that is not there now fails every task of its type

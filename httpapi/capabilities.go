@@ -15,7 +15,7 @@ import (
 //
 //	GET    /capabilities                  AgentCapabilities (public)
 //	GET    /capabilities/interfaces       {"agent_id","protocol_version","interfaces"} (public)
-//	GET    /capabilities/task-types/{t}   SupportedTaskType; 404 capability_lacking
+//	GET    /capabilities/task-types/{t}   SupportedTaskType; 403 capability_lacking
 //	GET    /agents/{agent_id}/compliance  ComplianceEvaluation of "self" or a paired peer
 //	POST   /registry/agents               a signed registration envelope (registry:write)
 //	GET    /registry/agents               the directory, ?capability=&task_type=&status=
@@ -86,7 +86,7 @@ func (s *Server) interfaces(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []stri
 }
 
 // taskTypeCapability serves GET /capabilities/task-types/{type}: an
-// unsupported type is not found (404) with the code capability_lacking.
+// unsupported type is refused (403, seed 004 §7) with capability_lacking.
 func (s *Server) taskTypeCapability(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
 	typ, err := pathArg(args[0], "task type")
 	if err != nil {
@@ -94,22 +94,14 @@ func (s *Server) taskTypeCapability(ctx *fasthttp.RequestCtx, _ auth.Principal, 
 	}
 	t, err := s.a.GetTaskTypeCapabilities(typ)
 	if errors.Is(err, agent.ErrTaskTypeUnsupported) {
-		writeErrorStatus(ctx, fasthttp.StatusNotFound,
-			wire.Errorf(wire.CodeCapabilityLacking, "task type %q is not supported", typ).With("task_type", typ))
-		return nil
+		// Seed 004 §7: capability_lacking is 403, the registry's status.
+		return wire.Errorf(wire.CodeCapabilityLacking, "task type %q is not supported", typ).With("task_type", typ)
 	}
 	if err != nil {
 		return err
 	}
 	write(ctx, fasthttp.StatusOK, t)
 	return nil
-}
-
-// writeErrorStatus is writeError with another status than the registry's
-// for the code.
-func writeErrorStatus(ctx *fasthttp.RequestCtx, status int, e *wire.Error) {
-	writeError(ctx, e)
-	ctx.SetStatusCode(status)
 }
 
 func (s *Server) compliance(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {

@@ -147,7 +147,7 @@ func TestCapabilitiesRoutes(t *testing.T) {
 			t.Errorf("ocr = %+v, %v", tt, err)
 		}
 		e := ts.do(t, "GET", api("/capabilities/task-types/teleport"), nil, withToken("")).
-			wantError(t, http.StatusNotFound, wire.CodeCapabilityLacking)
+			wantError(t, http.StatusForbidden, wire.CodeCapabilityLacking)
 		if d, _ := e["details"].(map[string]any); d["task_type"] != "teleport" {
 			t.Errorf("details = %v", e["details"])
 		}

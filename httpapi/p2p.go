@@ -11,6 +11,7 @@ import (
 	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/internal/sse"
 	"github.com/synapse-edge/synapse/peer"
+	"github.com/synapse-edge/synapse/peer/agents"
 	"github.com/synapse-edge/synapse/transport"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -42,7 +43,7 @@ import (
 // GET /messages/callback (SSE of received envelopes).
 func (s *Server) p2pRoutes() []route {
 	return []route{
-		{"POST", seg("message"), "", s.receiveMessage},
+		{"POST", seg("message"), "", s.message}, // envelopes, and SendMessage (send_message.go)
 		{"POST", seg("message/batch"), "", s.receiveBatch},
 		{"POST", seg("callback"), "", s.receiveMessage},
 		{"GET", seg("messages/stream"), auth.ScopeTasksWrite, s.messageStream},
@@ -181,7 +182,7 @@ func (s *Server) listPeers(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []strin
 	if q, ok := directoryQuery(ctx); ok { // FindByCapability (registry.go)
 		return s.findAgents(ctx, q)
 	}
-	write(ctx, fasthttp.StatusOK, map[string]any{"agents": s.net.Peers()})
+	write(ctx, fasthttp.StatusOK, agents.List(s.net))
 	return nil
 }
 
@@ -198,11 +199,11 @@ func (s *Server) getPeer(ctx *fasthttp.RequestCtx, _ auth.Principal, args []stri
 	if err != nil {
 		return err
 	}
-	p, err := s.net.Peer(id)
+	d, err := agents.Query(s.net, s.a.Capabilities(), id)
 	if err != nil {
 		return err
 	}
-	write(ctx, fasthttp.StatusOK, p)
+	write(ctx, fasthttp.StatusOK, d)
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -142,15 +143,45 @@ func TestPeersAPI(t *testing.T) {
 			t.Errorf("Location = %q", loc)
 		}
 		a.do(t, "POST", api("/agents"), []byte(`{"endpoint":"`+b.base+`"}`)).wantStatus(t, http.StatusOK)
+		// Seed 003 §4.3: ListAgentsResponse {agents, total}, each agent's
+		// capabilities a list of strings (its task types); the full
+		// declaration is agent_capabilities.
 		var list struct {
-			Agents []map[string]any `json:"agents"`
+			Agents []struct {
+				AgentID           string                  `json:"agent_id"`
+				Capabilities      []string                `json:"capabilities"`
+				AgentCapabilities *wire.AgentCapabilities `json:"agent_capabilities"`
+			} `json:"agents"`
+			Total *int `json:"total"`
 		}
-		r = a.do(t, "GET", api("/agents"), nil)
+		testutil.Eventually(t, 10*time.Second, "B's capabilities learnt at pairing", func() bool {
+			r = a.do(t, "GET", api("/agents"), nil)
+			r.wantStatus(t, http.StatusOK)
+			return json.Unmarshal(r.body, &list) == nil && len(list.Agents) == 1 && list.Agents[0].AgentCapabilities != nil
+		})
+		if g := list.Agents[0]; g.AgentID != bID || list.Total == nil || *list.Total != 1 ||
+			!slices.Contains(g.Capabilities, "echo") || len(g.Capabilities) != len(g.AgentCapabilities.SupportedTaskTypes) {
+			t.Errorf("GET /agents = %s, want B with total 1 and its task types as capabilities", r.body)
+		}
+		// QueryAgent (GET /agents/{agent_id}) answers seed 003's
+		// CapabilitiesResponse, the peer record beside it.
+		var d struct {
+			AgentID            string   `json:"agent_id"`
+			SupportedTaskTypes []string `json:"supported_task_types"`
+			ProtocolVersion    string   `json:"protocol_version"`
+			MaxConcurrentTasks int      `json:"max_concurrent_tasks"`
+			PublicKey          string   `json:"public_key"`
+		}
+		r = a.do(t, "GET", api("/agents/"+bID), nil)
 		r.wantStatus(t, http.StatusOK)
-		if err := json.Unmarshal(r.body, &list); err != nil || len(list.Agents) != 1 || list.Agents[0]["agent_id"] != bID {
-			t.Errorf("GET /agents = %s", r.body)
+		if err := json.Unmarshal(r.body, &d); err != nil || d.AgentID != bID || !slices.Contains(d.SupportedTaskTypes, "echo") ||
+			d.ProtocolVersion == "" || d.MaxConcurrentTasks != b.cfg.MaxConcurrentTasks || d.PublicKey != b.a.Identity().PublicKey {
+			t.Errorf("GET /agents/%s = %s, want B's CapabilitiesResponse", bID, r.body)
 		}
-		a.do(t, "GET", api("/agents/"+bID), nil).wantStatus(t, http.StatusOK)
+		self := a.do(t, "GET", api("/agents/"+a.a.Identity().AgentID), nil).object(t)
+		if self["agent_id"] != a.a.Identity().AgentID || self["public_key"] != nil {
+			t.Errorf("GET /agents/{self} = %v, want this agent's capabilities", self)
+		}
 		a.do(t, "GET", api("/agents/nobody"), nil).wantError(t, 404, wire.CodeNotFound)
 	})
 	t.Run("a changed key is refused", func(t *testing.T) {

@@ -22,9 +22,16 @@ func (s *Server) streamTask(ctx *fasthttp.RequestCtx, _ auth.Principal, args []s
 	if err != nil {
 		return err
 	}
-	last, _, err := sse.Resume(ctx, true)
+	last, resumed, err := sse.Resume(ctx, true)
 	if err != nil {
 		return err
+	}
+	if resumed && t.Status.Terminal() && t.Seq <= last {
+		// The client has the finished task's last event: 204 is the WHATWG
+		// EventSource's signal to stop reconnecting (every browser would
+		// otherwise come back every few seconds, forever).
+		ctx.SetStatusCode(fasthttp.StatusNoContent)
+		return nil
 	}
 	header := sse.Header(fasthttp.StatusOK, "text/event-stream; charset=utf-8",
 		"Cache-Control: no-cache", "X-Accel-Buffering: no")

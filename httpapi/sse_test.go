@@ -192,9 +192,16 @@ func TestStream(t *testing.T) {
 		if got := describe(readAll(t, sr)); !slices.Equal(got, sleepEvents[4:]) {
 			t.Errorf("events after 4 = %v, want %v", got, sleepEvents[4:])
 		}
-		sr, _ = ts.openStream(t, id, "5")
-		if got := readAll(t, sr); len(got) != 0 {
-			t.Errorf("events after the last = %v, want none", describe(got))
+		// Reconnecting after the last event: 204, so that an EventSource
+		// stops (WHATWG HTML §9.2), with Last-Event-ID or the query.
+		for _, opt := range []reqOpt{withHeader("Last-Event-ID", "5"), withHeader("Last-Event-ID", "9")} {
+			r := ts.do(t, "GET", api("/task/"+id+"/stream"), nil, opt)
+			if r.status != http.StatusNoContent || len(r.body) != 0 {
+				t.Errorf("reconnect after the last event = %d %q, want 204 and no body", r.status, r.body)
+			}
+		}
+		if r := ts.do(t, "GET", api("/task/"+id+"/stream?last_event_id=5"), nil); r.status != http.StatusNoContent {
+			t.Errorf("?last_event_id=5 = %d, want 204", r.status)
 		}
 	})
 

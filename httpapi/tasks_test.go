@@ -139,6 +139,18 @@ func TestEchoRoundTripMsgpack(t *testing.T) {
 		if _, ok := got["payload"].(map[string]any); !ok {
 			t.Errorf("payload = %#v, want a native msgpack map", got["payload"])
 		}
+		// result: the same value as native msgpack, as in JSON answers.
+		if m, ok := got["result"].(map[string]any); !ok || m["s"] != "x" || m["f"] != 1.5 || len(m["list"].([]any)) != 2 {
+			t.Errorf("result = %#v, want the payload as a native msgpack map", got["result"])
+		}
+		full := decode(t, ts.do(t, "GET", api("/task/"+got["task_id"].(string)), nil, mp...))
+		if m, ok := full["result"].(map[string]any); !ok || m["s"] != "x" {
+			t.Errorf("GET /task result = %#v, want a native msgpack map", full["result"])
+		}
+		status := decode(t, ts.do(t, "GET", api("/task/"+got["task_id"].(string)+"/status"), nil, mp...))
+		if _, ok := status["result"]; ok {
+			t.Errorf("GET /task/{id}/status carries result: %v", status)
+		}
 		if _, ok := got["history"].([]any); !ok {
 			t.Errorf("history = %#v, want an array", got["history"])
 		}

@@ -71,5 +71,25 @@ func (n *Network) QueueToPeer(tx *store.Tx, peer string, msgType wire.MessageTyp
 // SendToPeer is QueueToPeer in a transaction of its own: it returns once
 // the message is durable in the outbox.
 func (n *Network) SendToPeer(ctx context.Context, peer string, msgType wire.MessageType, payload any) error {
-	return n.db.Update(ctx, func(tx *store.Tx) error { return n.QueueToPeer(tx, peer, msgType, payload) })
+	_, err := n.Send(ctx, agent.Outgoing{Peer: peer, Type: msgType, Payload: payload})
+	return err
+}
+
+// Send is SendToPeer of m (its Peer, Type, CorrelationID and Payload); it
+// returns the message's id, the message_id its envelope will carry.
+func (n *Network) Send(ctx context.Context, m agent.Outgoing) (id string, err error) {
+	if !n.ready() {
+		return "", wire.Errorf(wire.CodeAgentNotReady, "")
+	}
+	if m.URL != "" || !n.Known(m.Peer) {
+		return "", wire.Errorf(wire.CodeInvalidParams, "%q is not a paired peer (POST /agents to pair it)", m.Peer).With("agent_id", m.Peer)
+	}
+	err = n.db.Update(ctx, func(tx *store.Tx) error {
+		id, err = n.out.add(tx, m)
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("queue %s for %s: %w", m.Type, m.Peer, err)
+	}
+	return id, nil
 }

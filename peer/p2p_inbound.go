@@ -235,6 +235,15 @@ func (n *Network) dispatch(ctx context.Context, p *peer, m *wire.UnifiedSynapseM
 			return nil, err
 		}
 		return &Reply{Envelope: env}, nil
+	case wire.MsgSynapseMessage: // shown on the message feed (below)
+		var msg wire.MessagePayload
+		err := m.Payload.Decode(&msg)
+		if err == nil {
+			err = msg.Check()
+		}
+		if err != nil {
+			return nil, badPayload(m.MessageType, err)
+		}
 	case wire.MsgAck, wire.MsgNack:
 		var ack wire.AckPayload
 		_ = m.Payload.Decode(&ack)

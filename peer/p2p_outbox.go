@@ -122,16 +122,22 @@ func newOutbox(n *Network) *outbox {
 
 // enqueue writes m in tx; its lane is poked when tx commits.
 func (o *outbox) enqueue(tx *store.Tx, m agent.Outgoing) error {
+	_, err := o.add(tx, m)
+	return err
+}
+
+// add is enqueue; it returns the message's id, its envelope's message_id.
+func (o *outbox) add(tx *store.Tx, m agent.Outgoing) (string, error) {
 	if m.Type == "" {
-		return errors.New("outbox: message without a type")
+		return "", errors.New("outbox: message without a type")
 	}
 	id, err := uuid.NewV7()
 	if err != nil {
-		return fmt.Errorf("outbox: message id: %w", err)
+		return "", fmt.Errorf("outbox: message id: %w", err)
 	}
 	payload, err := wire.NewJSONPayload(m.Payload)
 	if err != nil {
-		return fmt.Errorf("outbox: %s: %w", m.Type, err)
+		return "", fmt.Errorf("outbox: %s: %w", m.Type, err)
 	}
 	now := o.n.clock.Now().UTC()
 	it := &store.OutboxItem{ID: id.String(), Peer: m.Peer, URL: m.URL, Type: string(m.Type), CorrelationID: m.CorrelationID,
@@ -140,14 +146,14 @@ func (o *outbox) enqueue(tx *store.Tx, m agent.Outgoing) error {
 		it.Peer = ""
 	}
 	if err := tx.Enqueue(it); err != nil {
-		return fmt.Errorf("outbox: queue %s: %w", m.Type, err)
+		return "", fmt.Errorf("outbox: queue %s: %w", m.Type, err)
 	}
 	dest := it.Dest()
 	tx.OnCommit(func() {
 		o.n.m.queued.Inc()
 		o.poke(dest, false)
 	})
-	return nil
+	return it.ID, nil
 }
 
 // start pokes every destination with queued messages.

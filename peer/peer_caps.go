@@ -134,6 +134,7 @@ func learnt(pi *PeerInfo, rec *store.Peer) {
 		return
 	}
 	ce := wire.EvaluateCompliance(rec.AgentID, rec.Interfaces)
-	pi.Capabilities, pi.Interfaces, pi.Compliance = rec.Capabilities, rec.Interfaces, &ce
+	pi.AgentCapabilities, pi.Interfaces, pi.Compliance = rec.Capabilities, rec.Interfaces, &ce
+	pi.Capabilities = TaskTypes(rec.Capabilities)
 	pi.CapabilitiesAt = wire.FormatTime(rec.CapabilitiesAt)
 }

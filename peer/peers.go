@@ -42,12 +42,15 @@ type PeerInfo struct {
 	// ActiveTasks and MaxTasks are from the peer's last heartbeat.
 	ActiveTasks int `json:"active_tasks" msgpack:"active_tasks"`
 	MaxTasks    int `json:"max_tasks" msgpack:"max_tasks"`
+	// Capabilities are the task types the peer declares, as seed 003
+	// §4.3's AgentInfo lists them; empty until read (peer/agents).
+	Capabilities []string `json:"capabilities" msgpack:"capabilities"`
 	// What the peer declares, learnt at pairing (peer_caps.go); absent
 	// until read.
-	Capabilities   *wire.AgentCapabilities     `json:"capabilities,omitempty" msgpack:"capabilities,omitempty"`
-	Interfaces     []wire.ImplementedInterface `json:"interfaces,omitempty" msgpack:"interfaces,omitempty"`
-	Compliance     *wire.ComplianceEvaluation  `json:"compliance,omitempty" msgpack:"compliance,omitempty"`
-	CapabilitiesAt string                      `json:"capabilities_at,omitempty" msgpack:"capabilities_at,omitempty"`
+	AgentCapabilities *wire.AgentCapabilities     `json:"agent_capabilities,omitempty" msgpack:"agent_capabilities,omitempty"`
+	Interfaces        []wire.ImplementedInterface `json:"interfaces,omitempty" msgpack:"interfaces,omitempty"`
+	Compliance        *wire.ComplianceEvaluation  `json:"compliance,omitempty" msgpack:"compliance,omitempty"`
+	CapabilitiesAt    string                      `json:"capabilities_at,omitempty" msgpack:"capabilities_at,omitempty"`
 }
 
 // peer is the live state of one paired agent.
@@ -60,7 +63,7 @@ type peer struct {
 func (p *peer) info() PeerInfo {
 	pi := PeerInfo{AgentID: p.rec.AgentID, AgentName: p.rec.AgentName, SystemID: p.rec.SystemID,
 		Endpoint: p.rec.Endpoint, PublicKey: p.rec.PublicKey, Status: p.rec.Status,
-		AddedAt: wire.FormatTime(p.rec.AddedAt), ActiveTasks: p.active, MaxTasks: p.max}
+		AddedAt: wire.FormatTime(p.rec.AddedAt), ActiveTasks: p.active, MaxTasks: p.max, Capabilities: []string{}}
 	learnt(&pi, &p.rec)
 	if !p.rec.LastSeen.IsZero() {
 		pi.LastSeen = wire.FormatTime(p.rec.LastSeen)

@@ -14,6 +14,10 @@
 #   lintian           make test-dist checks the .deb files with it
 #   skopeo            make test-dist inspects the OCI layout with it
 #   systemd           systemd-analyze verify of the unit the .deb installs
+#   nodejs, npm       the standard clients of e2e/stdclients_test.go (and make
+#                     test-a2a); the script then runs npm ci in e2e/stdclients,
+#                     which installs the npm packages its package-lock.json pins
+#                     (eventsource, @msgpack/msgpack)
 # It installs only when CI=true or when called with --install; otherwise it
 # says what is missing. Idempotent and quiet: nothing happens when all is
 # there.
@@ -37,13 +41,34 @@ for tool in minisign lintian skopeo; do
 	command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
 done
 command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
 	missing+=(chromium)
 fi
-[ "${#missing[@]}" -eq 0 ] && exit 0
+# The pinned npm packages of the standard-client tests, installed from
+# the lock file (npm ci: exact versions, integrity checked).
+stdclients="$(cd "$(dirname "$0")/.." && pwd)/e2e/stdclients"
+npm_missing=""
+for pkg in eventsource @msgpack/msgpack; do
+	[ -f "$stdclients/node_modules/$pkg/package.json" ] || npm_missing="yes"
+done
+npm_ci() {
+	[ -n "$npm_missing" ] || return 0
+	echo "ci-deps: npm ci in e2e/stdclients"
+	(cd "$stdclients" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+}
 
+if [ "${#missing[@]}" -eq 0 ] && [ -z "$npm_missing" ]; then
+	exit 0
+fi
 if [ "${CI:-}" != "true" ] && [ "${1:-}" != "--install" ]; then
-	echo "ci-deps: missing ${missing[*]}; run 'scripts/ci-deps.sh --install' (needs root) to install them"
+	[ "${#missing[@]}" -eq 0 ] || echo "ci-deps: missing ${missing[*]}; run 'scripts/ci-deps.sh --install' (needs root) to install them"
+	[ -z "$npm_missing" ] || echo "ci-deps: missing the npm packages of e2e/stdclients; run 'scripts/ci-deps.sh --install' (or npm ci there)"
+	exit 0
+fi
+if [ "${#missing[@]}" -eq 0 ]; then
+	npm_ci
 	exit 0
 fi
 if ! command -v apt-get >/dev/null 2>&1; then
@@ -67,3 +92,4 @@ if ! "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 	alt=("${missing[@]/qemu-user-static/qemu-user}")
 	"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${alt[@]}" >/dev/null
 fi
+npm_ci

@@ -106,7 +106,7 @@ func MessageTypes() []MessageType {
 		MsgNegotiateRequest, MsgNegotiateResponse, MsgError,
 		MsgGroupInvite, MsgGroupJoin, MsgGroupLeave, MsgGroupDisband, MsgGroupMessage,
 		MsgGroupBallot, MsgGroupVoteOpen, MsgGroupVoteResult, MsgGroupTask, MsgGroupTaskResult,
-		MsgPairRequest,
+		MsgPairRequest, MsgSynapseMessage,
 	}
 }
 

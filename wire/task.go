@@ -379,9 +379,9 @@ type TaskStatusResponse struct {
 	Payload  JSONValue `json:"payload,omitempty" msgpack:"payload,omitempty"`
 	// ResultJSON is set in full answers only (nil: left out).
 	ResultJSON *string `json:"result_json,omitempty" msgpack:"result_json,omitempty"`
-	// Result is the same result parsed, in full JSON answers only (so that
-	// jq .result.x works); msgpack answers carry result_json alone.
-	Result        JSONValue             `json:"result,omitempty" msgpack:"-"`
+	// Result is the same result parsed (so that jq .result.x works); in
+	// msgpack answers a native msgpack value under the same name.
+	Result        JSONValue             `json:"result,omitempty" msgpack:"result,omitempty"`
 	ErrorMessage  string                `json:"error_message" msgpack:"error_message"`
 	ErrorCode     ErrorCode             `json:"error_code,omitempty" msgpack:"error_code,omitempty"`
 	Recoverable   bool                  `json:"recoverable,omitempty" msgpack:"recoverable,omitempty"`
