@@ -422,11 +422,17 @@ func (e *engine) remoteUpdate(ctx context.Context, peer string, msgType wire.Mes
 	e.settle(taskID) // a report can overtake the task becoming live (submitRemote)
 	r := e.live(taskID)
 	if r == nil {
-		// Finished or unknown: a late or repeated report has no effect.
-		if t, err := e.get(taskID); err == nil && t.Target == peer {
-			return nil
+		t, err := e.get(taskID)
+		if err != nil || t.Target != peer {
+			return wire.Errorf(wire.CodeTaskNotFound, "no task %q delegated to %s", taskID, peer)
 		}
-		return wire.Errorf(wire.CodeTaskNotFound, "no task %q delegated to %s", taskID, peer)
+		if to == t.Status {
+			return nil // the outcome repeated: it took effect once
+		}
+		// Finished here (its outcome came, or its deadline passed): a
+		// report of anything else is refused, as REST refuses it.
+		return wire.Errorf(wire.CodeTaskAlreadyCompleted, "task %s is already %s; %s cannot change it", t.ID, t.Status, msgType).
+			With("task_id", t.ID).With("status", t.Status)
 	}
 	if cur := r.snapshot(); cur.Target != peer {
 		return wire.Errorf(wire.CodePermissionDenied, "task %q was not delegated to %s", taskID, peer)
@@ -438,7 +444,7 @@ func (e *engine) remoteUpdate(ctx context.Context, peer string, msgType wire.Mes
 		if fail != nil && fail.Code == "" {
 			fail.Code = wire.CodeExecutionFailed
 		}
-		return e.finishRemote(ctx, r, to, rep.Result, fail)
+		return e.finishRemote(ctx, r, msgType, to, rep.Result, fail)
 	}
 	return e.applyCtx(ctx, r, func(t *wire.Task, now time.Time) ([]*wire.Event, error) {
 		if t.Status.Terminal() {
@@ -447,10 +453,11 @@ func (e *engine) remoteUpdate(ctx context.Context, peer string, msgType wire.Mes
 		if mut != nil {
 			mut(t)
 		}
+		from := t.Status
 		evs, err := e.walk(t, to, now, "reported by "+peer)
 		if err != nil {
-			e.log.Warn("ignoring a report that does not fit the task's state", "task_id", t.ID, "status", t.Status, "reported", to)
-			return nil, nil
+			t.Status = from // for the refusal: nothing is stored
+			return nil, illegalReport(t, to, msgType)
 		}
 		if len(evs) == 0 && mut != nil {
 			t.UpdatedAt = now
@@ -463,7 +470,8 @@ func (e *engine) remoteUpdate(ctx context.Context, peer string, msgType wire.Mes
 // finishRemote ends a delegated task on the peer's word. When the write
 // fails the report is refused (retriable) and the task stays live, so
 // the peer's outbox sends it again; it is never acknowledged unstored.
-func (e *engine) finishRemote(ctx context.Context, r *run, to wire.Status, result wire.JSONValue, fail *wire.Error) error {
+func (e *engine) finishRemote(ctx context.Context, r *run, msgType wire.MessageType, to wire.Status, result wire.JSONValue, fail *wire.Error) error {
+	var illegal *wire.Error
 	err := e.applyCtx(ctx, r, func(t *wire.Task, now time.Time) ([]*wire.Event, error) {
 		if t.Status.Terminal() {
 			return nil, nil
@@ -476,8 +484,18 @@ func (e *engine) finishRemote(ctx context.Context, r *run, to wire.Status, resul
 			t.ErrorCode, t.ErrorMessage, t.Recoverable = fail.Code, fail.Message, fail.Retriable
 		}
 		t.MissingFields, t.Human, t.CancelRequested = nil, nil, false
-		return e.walk(t, to, now, "reported by "+t.Target)
+		from := t.Status
+		evs, err := e.walk(t, to, now, "reported by "+t.Target)
+		if err != nil {
+			t.Status = from
+			illegal = illegalReport(t, to, msgType)
+			return nil, illegal
+		}
+		return evs, nil
 	})
+	if illegal != nil {
+		return illegal // nothing changed: the task goes on
+	}
 	if err != nil {
 		e.log.Error("finish delegated task", "task_id", r.snapshot().ID, "err", err)
 		if !r.snapshot().Status.Terminal() { // resync read the file: not stored
@@ -519,26 +537,32 @@ func (e *engine) provideInfoRemote(r *run, fields wire.JSONValue) error {
 	})
 }
 
-// remoteCancel handles a peer's p2p:task_cancel for a task it asked for.
+// illegalReport refuses a peer's report that the state machine (seed 004
+// §3.2, wire/transitions.go) does not allow from t's state.
+func illegalReport(t *wire.Task, to wire.Status, msgType wire.MessageType) *wire.Error {
+	return wire.Errorf(wire.CodeInvalidStateChange, "task %s is %s: %s (%s) is not allowed from there", t.ID, t.Status, msgType, to).
+		With("task_id", t.ID).With("status", t.Status).With("reported", to)
+}
+
+// remoteCancel handles a peer's p2p:task_cancel for a task it asked for,
+// as DELETE /task/{id} does: a cancelled task is answered as is, a task in
+// another final state is refused (409 task_already_completed).
 func (e *engine) remoteCancel(ctx context.Context, peer string, p *wire.TaskCancelPayload) error {
 	if _, err := e.requested(peer, p.TaskID); err != nil {
 		return err
 	}
 	_, err := e.cancel(ctx, p.TaskID)
-	var we *wire.Error
-	if errors.As(err, &we) && we.Code == wire.CodeTaskAlreadyCompleted {
-		return nil // its outcome was already sent
-	}
 	return err
 }
 
-// remoteInfo handles a peer's p2p:task_info_provided.
+// remoteInfo handles a peer's p2p:task_info_provided as POST
+// /task/{id}/info does: a task that is not in info_needed refuses it (409
+// invalid_state_transition).
 func (e *engine) remoteInfo(ctx context.Context, peer string, p *wire.TaskInfoProvidedPayload) error {
-	t, err := e.requested(peer, p.TaskID)
-	if err != nil || t.Status != wire.StatusInfoNeeded {
-		return err // nil: a repeated message
+	if _, err := e.requested(peer, p.TaskID); err != nil {
+		return err
 	}
-	_, err = e.provideInfo(ctx, p.TaskID, p.Fields)
+	_, err := e.provideInfo(ctx, p.TaskID, p.Fields)
 	return err
 }
 
