@@ -155,7 +155,7 @@ func (e *engine) transition(t *wire.Task, to wire.Status, now time.Time, reason 
 	if to.Terminal() {
 		if t.ErrorCode != "" {
 			evs = append(evs, e.eventInto(&slab[1], t, wire.EventError, now, errorEventJSON(&errorEvent{
-				Code: t.ErrorCode, Message: t.ErrorMessage, Recoverable: t.Recoverable, TaskID: t.ID,
+				Code: t.ErrorCode, Message: t.ErrorMessage, NumericCode: wire.NumericCode(t.ErrorCode), Recoverable: t.Recoverable, TaskID: t.ID,
 			})))
 		}
 		// The complete event carries the task as it is once this event is

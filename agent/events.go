@@ -136,6 +136,7 @@ type statusEvent struct {
 type errorEvent struct {
 	Code        wire.ErrorCode `json:"code"`
 	Message     string         `json:"message"`
+	NumericCode int            `json:"numeric_code,omitempty"`
 	Recoverable bool           `json:"recoverable"`
 	TaskID      string         `json:"task_id"`
 }
@@ -204,6 +205,10 @@ func errorEventJSON(d *errorEvent) []byte {
 	b = wire.AppendJSONString(b, string(d.Code), true)
 	b = append(b, `,"message":`...)
 	b = wire.AppendJSONString(b, d.Message, true)
+	if d.NumericCode != 0 {
+		b = append(b, `,"numeric_code":`...)
+		b = strconv.AppendInt(b, int64(d.NumericCode), 10)
+	}
 	b = append(b, `,"recoverable":`...)
 	b = strconv.AppendBool(b, d.Recoverable)
 	b = append(b, `,"task_id":`...)

@@ -77,3 +77,78 @@ func TestPeerIllegalTransitions(t *testing.T) {
 		waitStatus(t, a, asked, wire.StatusCancelled)
 	})
 }
+
+// TestPeerRequestOverLimit (issue #30, rows 3 and 4): over
+// max_concurrent_tasks a peer's request is rejected with rate_limited
+// (4004) and a retry hint unless it asked to wait; a task stopped at its
+// maximum duration carries 2004 in its answer and its error event.
+func TestPeerRequestOverLimit(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.MaxConcurrentTasks = 1
+	cfg.MaxTaskDurationSeconds = 1
+	started := make(chan string, 4)
+	a := openAgent(t, cfg, nil, blockHandler("block", false, started))
+	ctx := context.Background()
+	request := func(meta map[string]any) (string, error) {
+		id := uuid.Must(uuid.NewV7()).String()
+		req := &wire.TaskRequestPayload{Task: wire.TaskSpec{ID: id, Type: "block", Payload: wire.JSONValue(`{}`)}}
+		if meta != nil {
+			req.Context = &wire.TaskContext{Metadata: meta}
+		}
+		return id, a.AcceptFromPeer(ctx, "peer-x", uuid.Must(uuid.NewV7()).String(), req)
+	}
+	first, err := request(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+
+	t.Run("rejected with 4004 and a retry hint", func(t *testing.T) {
+		id, err := request(nil)
+		if err != nil {
+			t.Fatalf("the request over the limit: %v, want the task rejected", err)
+		}
+		task, err := a.Task(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := task.StatusResponse(false)
+		if task.Status != wire.StatusRejected || task.ErrorCode != wire.CodeRateLimited || !task.Recoverable || r.NumericCode != wire.NumericTooManyTasks {
+			t.Errorf("task over the limit: %s recoverable %v numeric %d, want rejected rate_limited, recoverable, 4004", describe(task), task.Recoverable, r.NumericCode)
+		}
+	})
+	t.Run("a request that asks to wait gets the freed slot", func(t *testing.T) {
+		errc := make(chan error, 1)
+		var id string
+		go func() {
+			var err error
+			id, err = request(map[string]any{agent.QueueWhenBusy: true})
+			errc <- err
+		}()
+		// The first task ends at its maximum duration (1 s), within the
+		// 5 s the waiting request holds on.
+		if err := <-errc; err != nil {
+			t.Fatalf("the waiting request: %v", err)
+		}
+		task, err := a.Task(id)
+		if err != nil || task.Status == wire.StatusRejected || countStatus(task, wire.StatusConfirmed) != 1 {
+			t.Errorf("the waiting request's task: %v %v, want it confirmed", err, task)
+		}
+	})
+	t.Run("2004 at the maximum duration", func(t *testing.T) {
+		task := waitStatus(t, a, first, wire.StatusFailed)
+		if task.ErrorCode != wire.CodeExecutionTimeout || task.StatusResponse(false).NumericCode != wire.NumericTaskTooLong {
+			t.Fatalf("task past its maximum duration: %s numeric %d, want execution_timeout 2004", describe(task), task.StatusResponse(false).NumericCode)
+		}
+		var found bool
+		for _, ev := range eventsOf(t, a, first) {
+			if ev.Type == wire.EventError {
+				d := eventData(t, ev)
+				found = d["code"] == string(wire.CodeExecutionTimeout) && d["numeric_code"] == float64(wire.NumericTaskTooLong)
+			}
+		}
+		if !found {
+			t.Error("no error event with code execution_timeout and numeric_code 2004")
+		}
+	})
+}

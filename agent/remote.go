@@ -195,8 +195,10 @@ func (e *engine) acceptRemote(ctx context.Context, peer, messageID string, req *
 		t.MissingFields = missing
 		more, _ := e.transition(t, wire.StatusInfoNeeded, now, "payload is missing required fields")
 		evs = append(evs, more...)
-	} else if err := e.acquireWait(ctx); err != nil {
+	} else if busy, err := e.admitRemote(ctx, req); err != nil {
 		return err // the message is refused, the task not created: sent again
+	} else if busy != nil {
+		reject(busy)
 	} else {
 		r.slot = true
 		more, _ := e.transition(t, wire.StatusConfirmed, now, "accepted")
@@ -230,6 +232,44 @@ func (e *engine) acceptRemote(ctx context.Context, peer, messageID string, req *
 		e.track(r)
 	}
 	return nil
+}
+
+// Peer requests over max_concurrent_tasks (seed 000 §2.2): a request
+// that finds every execution slot taken is rejected at once, the task
+// stored rejected with rate_limited (numeric code 4004, retriable) and a
+// p2p:task_reject whose alternatives.retry_after is BusyRetryAfterSeconds,
+// so that the peer can go elsewhere or come back. A peer that would
+// rather wait asks for it in the request, with context.metadata
+// {"queue_when_busy": true}: its request then waits up to
+// remoteAdmitWait for a slot (holding the sender's turn), and is refused
+// as a message after that (503 TP-SYS001, retriable: the sender's outbox
+// sends it again), so the queue is bounded by the sender's own retries.
+// This agent's own requests ask for it.
+
+// BusyRetryAfterSeconds is the retry hint of a request rejected over
+// max_concurrent_tasks.
+const BusyRetryAfterSeconds = 1
+
+// QueueWhenBusy is the context.metadata key of a task_request whose
+// sender asks to wait for a slot rather than be rejected.
+const QueueWhenBusy = "queue_when_busy"
+
+// admitRemote takes an execution slot for a peer's request: busy is the
+// rejection when there is none and the peer did not ask to wait.
+func (e *engine) admitRemote(ctx context.Context, req *wire.TaskRequestPayload) (busy *wire.Error, err error) {
+	err = e.acquire(false)
+	if err == nil {
+		return nil, nil
+	}
+	if we := wire.AsError(err); we.Code != wire.CodeRateLimited {
+		return nil, err
+	}
+	if req.Context != nil && req.Context.Metadata[QueueWhenBusy] == true {
+		return nil, e.acquireWait(ctx)
+	}
+	return wire.Errorf(wire.CodeRateLimited, "every execution slot is taken (max_concurrent_tasks is %d): try again in %d s or ask another agent",
+		e.a.cfg.MaxConcurrentTasks, BusyRetryAfterSeconds).With("max_concurrent_tasks", e.a.cfg.MaxConcurrentTasks).
+		With("retry_after", BusyRetryAfterSeconds), nil
 }
 
 // remoteInline is how long the handler of a peer's request may run

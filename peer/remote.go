@@ -55,7 +55,10 @@ func outgoingFor(prev, next *wire.Task) []agent.Outgoing {
 				if !next.Deadline.IsZero() {
 					spec.Deadline = wire.FormatTime(next.Deadline)
 				}
-				out = append(out, agent.Outgoing{Peer: next.Target, Type: wire.MsgTaskRequest, Payload: &wire.TaskRequestPayload{Task: spec}})
+				// This agent's outbox is a bounded queue already (its
+				// retries): it asks the peer to wait for a slot.
+				out = append(out, agent.Outgoing{Peer: next.Target, Type: wire.MsgTaskRequest, Payload: &wire.TaskRequestPayload{Task: spec,
+					Context: &wire.TaskContext{Metadata: map[string]any{agent.QueueWhenBusy: true}}}})
 			case wire.StatusCompleted, wire.StatusFailed, wire.StatusRejected:
 				out = append(out, agent.Outgoing{Peer: next.Target, Type: wire.MsgTaskAck, Payload: &wire.TaskAckPayload{
 					TaskID: next.ID, AckedType: ackedType(tr.Status), Status: tr.Status,
@@ -75,7 +78,10 @@ func outgoingFor(prev, next *wire.Task) []agent.Outgoing {
 				m.Type, m.Payload = wire.MsgTaskConfirm, &wire.TaskConfirmPayload{TaskID: next.ID, Confirmed: true, CapabilitiesUsed: []string{next.Type}}
 			case wire.StatusRejected:
 				m.Type, m.Payload = wire.MsgTaskReject, &wire.TaskRejectPayload{TaskID: next.ID,
-					Reason: wire.Reason{Code: next.ErrorCode, Message: next.ErrorMessage}}
+					Reason: wire.Reason{Code: next.ErrorCode, Message: next.ErrorMessage, Details: numericDetails(next.ErrorCode)}}
+				if next.ErrorCode == wire.CodeRateLimited {
+					m.Payload.(*wire.TaskRejectPayload).Alternatives = &wire.Alternatives{RetryAfter: agent.BusyRetryAfterSeconds}
+				}
 			case wire.StatusInfoNeeded:
 				m.Type, m.Payload = wire.MsgTaskNeedInfo, &wire.TaskNeedInfoPayload{TaskID: next.ID, MissingFields: next.MissingFields,
 					Question: "the payload is missing required fields"}
@@ -91,7 +97,7 @@ func outgoingFor(prev, next *wire.Task) []agent.Outgoing {
 					Result: wire.TaskResult{OutputType: "json", Output: next.Result}, Summary: "task completed"}
 			case wire.StatusFailed:
 				m.Type, m.Payload = wire.MsgTaskFailed, &wire.TaskFailedPayload{TaskID: next.ID,
-					Error: wire.TaskError{Code: next.ErrorCode, Message: next.ErrorMessage, Recoverable: next.Recoverable}}
+					Error: wire.TaskError{Code: next.ErrorCode, Message: next.ErrorMessage, Recoverable: next.Recoverable, Details: numericDetails(next.ErrorCode)}}
 			case wire.StatusCancelled:
 				m.Type, m.Payload = wire.MsgTaskAck, &wire.TaskAckPayload{TaskID: next.ID, AckedType: wire.MsgTaskCancel, Status: wire.StatusCancelled}
 			default:
@@ -110,6 +116,16 @@ func outgoingFor(prev, next *wire.Task) []agent.Outgoing {
 // WebhookType is the Type of a callback to a plain webhook: the task's
 // TaskStatusResponse as JSON, signed with X-Synapse-Signature.
 const WebhookType = "webhook"
+
+// numericDetails is the details of a reject or failure with code: its
+// numeric code when it has one (seed 000 §2.2), else none (an untyped nil,
+// so that the field is left out).
+func numericDetails(code wire.ErrorCode) any {
+	if d := wire.NumericDetails(code); d != nil {
+		return d
+	}
+	return nil
+}
 
 func ackedType(s wire.Status) wire.MessageType {
 	switch s {
