@@ -1,6 +1,8 @@
 package peer
 
 import (
+	"time"
+
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
@@ -21,7 +23,7 @@ import (
 func (n *Network) Changed(tx *store.Tx, prev, next *wire.Task) error {
 	var out []agent.Outgoing
 	if next.Target != "" || next.Origin != nil {
-		out = outgoingFor(prev, next)
+		out = outgoingFor(prev, next, n.maxTaskDuration)
 	}
 	if next.CallbackURL != "" && next.Status.Terminal() && (prev == nil || !prev.Status.Terminal()) {
 		out = append(out, agent.Outgoing{URL: next.CallbackURL, Type: WebhookType, Payload: next.StatusResponse(true)})
@@ -37,7 +39,9 @@ func (n *Network) Changed(tx *store.Tx, prev, next *wire.Task) error {
 // outgoingFor derives the messages a change from prev (nil: the task is
 // being created) to next announces to the peer of a delegated task or of a
 // task a peer asked for.
-func outgoingFor(prev, next *wire.Task) []agent.Outgoing {
+// maxDuration is the agent's max_task_duration_seconds, which bounds how
+// long a handler that asks a person waits.
+func outgoingFor(prev, next *wire.Task, maxDuration func() time.Duration) []agent.Outgoing {
 	added, prevProgress := next.History, 0
 	if prev != nil {
 		added, prevProgress = next.History[len(prev.History):], prev.Progress
@@ -86,11 +90,7 @@ func outgoingFor(prev, next *wire.Task) []agent.Outgoing {
 				m.Type, m.Payload = wire.MsgTaskNeedInfo, &wire.TaskNeedInfoPayload{TaskID: next.ID, MissingFields: next.MissingFields,
 					Question: "the payload is missing required fields"}
 			case wire.StatusNeedHuman:
-				h := next.Human
-				if h == nil {
-					h = &wire.TaskNeedHumanPayload{TaskID: next.ID, EscalationLevel: 1}
-				}
-				m.Type, m.Payload = wire.MsgTaskNeedHuman, h
+				m.Type, m.Payload = wire.MsgTaskNeedHuman, needHuman(next, maxDuration())
 			case wire.StatusCompleted:
 				m.TaskType = next.Type
 				m.Type, m.Payload = wire.MsgTaskComplete, &wire.TaskCompletePayload{TaskID: next.ID,
@@ -111,6 +111,52 @@ func outgoingFor(prev, next *wire.Task) []agent.Outgoing {
 		}
 	}
 	return out
+}
+
+// needHuman is the p2p:task_need_human of t, which waits for a person,
+// with the deadline and options of seed 004 §6.8 filled in when the
+// request named none: the deadline is when the task stops waiting by
+// itself — the earliest of its deadline (the request's task.deadline),
+// its ttl and, for a handler that asks while it runs, the end of its
+// maximum duration — and the options are the decision's actions, approve
+// and reject.
+func needHuman(t *wire.Task, maxDuration time.Duration) *wire.TaskNeedHumanPayload {
+	h := &wire.TaskNeedHumanPayload{TaskID: t.ID, EscalationLevel: 1}
+	if t.Human != nil {
+		c := *t.Human
+		h = &c
+	}
+	if h.Deadline == "" {
+		var d time.Time
+		earliest := func(at time.Time) {
+			if !at.IsZero() && (d.IsZero() || at.Before(d)) {
+				d = at
+			}
+		}
+		earliest(t.Deadline)
+		if t.TTLSeconds > 0 {
+			earliest(t.CreatedAt.Add(time.Duration(t.TTLSeconds) * time.Second))
+		}
+		if !t.StartedAt.IsZero() {
+			earliest(t.StartedAt.Add(maxDuration))
+		}
+		if !d.IsZero() {
+			h.Deadline = wire.FormatTime(d)
+		}
+	}
+	if len(h.Options) == 0 {
+		h.Options = []wire.HumanOption{
+			{Field: "action", Value: "approve", ProsCons: "the task goes on"},
+			{Field: "action", Value: "reject", ProsCons: "the task ends rejected"},
+		}
+	}
+	return h
+}
+
+// maxTaskDuration is the agent's max_task_duration_seconds.
+func (n *Network) maxTaskDuration() time.Duration {
+	cfg := n.a.Config()
+	return cfg.TaskDuration()
 }
 
 // WebhookType is the Type of a callback to a plain webhook: the task's
