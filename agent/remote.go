@@ -555,7 +555,7 @@ func (e *engine) cancelRemote(r *run) error {
 			return nil, nil, nil
 		}
 		t.CancelRequested, t.UpdatedAt = true, now
-		ev := e.newEvent(t, wire.EventLog, now, &logEvent{TaskID: t.ID, Line: "cancel sent to " + t.Target})
+		ev := e.newEvent(t, wire.EventLog, now, &wire.LogEventData{TaskID: t.ID, Line: "cancel sent to " + t.Target})
 		return []*wire.Event{ev}, []Outgoing{{Peer: t.Target, Type: wire.MsgTaskCancel,
 			Payload: &wire.TaskCancelPayload{TaskID: t.ID, Reason: "cancelled by the requester"}}}, nil
 	})
