@@ -207,9 +207,9 @@ func (n *Network) dispatch(ctx context.Context, p *peer, m *wire.UnifiedSynapseM
 		}
 		err = e.CancelFromPeer(ctx, peer, &c)
 	case wire.MsgTaskInfoProvided:
-		info, err := wire.DecodeInfoProvided(m.Payload)
-		if err != nil {
-			return nil, err
+		info, derr := wire.DecodeInfoProvided(m.Payload)
+		if derr != nil {
+			return nil, derr
 		}
 		err = e.InfoFromPeer(ctx, peer, info)
 	case wire.MsgHumanDecision:
