@@ -585,7 +585,7 @@ func illegalReport(t *wire.Task, to wire.Status, msgType wire.MessageType) *wire
 }
 
 // remoteCancel handles a peer's p2p:task_cancel for a task it asked for,
-// as DELETE /task/{id} does: a cancelled task is answered as is, a task in
+// as POST /task/{id}/cancel does: a cancelled task is answered as is, a task in
 // another final state is refused (409 task_already_completed).
 func (e *engine) remoteCancel(ctx context.Context, peer string, p *wire.TaskCancelPayload) error {
 	if _, err := e.requested(peer, p.TaskID); err != nil {

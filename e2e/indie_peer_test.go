@@ -41,6 +41,9 @@ type indiePeer struct {
 	keys map[string]ed25519.PublicKey // pinned agents' keys
 	got  []indieEnvelope              // envelopes received, verified
 	bad  []string                     // what it refused and why
+	// refuse, if set, answers a verified envelope with a TPError
+	// instead of 202 when it returns a status.
+	refuse func(e indieEnvelope) (status int, code string)
 }
 
 // indieEnvelope is SPEC §3's envelope, in JSON.
@@ -170,7 +173,14 @@ func (p *indiePeer) receive(w http.ResponseWriter, r *http.Request) {
 	}
 	p.mu.Lock()
 	p.got = append(p.got, e)
+	hook := p.refuse
 	p.mu.Unlock()
+	if hook != nil {
+		if status, code := hook(e); status != 0 {
+			writeIndieJSON(w, status, map[string]any{"error": map[string]any{"code": code, "message": "refused by the test", "retriable": false}})
+			return
+		}
+	}
 	writeIndieJSON(w, http.StatusAccepted, map[string]any{"accepted": true, "message_id": e.MessageID})
 }
 

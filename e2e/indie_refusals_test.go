@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/synapse-edge/synapse/internal/testutil"
 )
 
 // TestIndependentPeerRefusals (issue #30, "What it must show" 1): a peer
@@ -196,6 +198,36 @@ func TestIndependentPeerRefusals(t *testing.T) {
 			t.Fatalf("task_complete: %s, want 202", ans)
 		}
 		a.waitTask(id, 30*time.Second, "completed", func(v taskView) bool { return v.Status == "completed" })
+	})
+
+	t.Run("the agent's cancel refused by the peer", func(t *testing.T) {
+		// The peer answers the agent's task_cancel 409
+		// task_already_completed (the cancel crossed the outcome): the
+		// agent takes it as the answer, not a dead letter.
+		_, id := a.submit(http.StatusCreated, `{"task_type":"echo","payload":{"n":2},"target":"`+indie.id+`"}`)
+		indie.await("p2p:task_request", id, 30*time.Second, nil)
+		indie.mu.Lock()
+		indie.refuse = func(e indieEnvelope) (int, string) {
+			if e.MessageType == "p2p:task_cancel" {
+				return http.StatusConflict, "task_already_completed"
+			}
+			return 0, ""
+		}
+		indie.mu.Unlock()
+		if r := a.call(http.MethodPost, prefix+"/task/"+id+"/cancel", nil); r.status/100 != 2 {
+			t.Fatalf("POST /task/%s/cancel: %s", id, r)
+		}
+		indie.await("p2p:task_cancel", id, 30*time.Second, nil)
+		testutil.Eventually(t, 30*time.Second, "the agent's outbox to the peer empty", func() bool {
+			return len(outboxIDs(t, a, "pending", indie.id)) == 0
+		})
+		if dead := outboxIDs(t, a, "dead", indie.id); len(dead) != 0 {
+			t.Errorf("dead letters to the peer after its 409: %v, want none", dead)
+		}
+		if ans := indie.send(a.url(), indie.envelope("p2p:task_complete", gw, cid, map[string]any{"task_id": id,
+			"result": map[string]any{"output_type": "json", "output": map[string]int{"n": 2}}})); ans.status != http.StatusAccepted {
+			t.Fatalf("task_complete: %s, want 202", ans)
+		}
 	})
 }
 

@@ -263,7 +263,7 @@ func TestOneReceiverAllDoors(t *testing.T) {
 	heartbeat := &wire.HeartbeatPayload{Status: "online"}
 
 	// A task A asked B for and B completed: a cancel of it is an illegal
-	// transition (seed 004 §3.2), refused as DELETE /task/{id} refuses it.
+	// transition (seed 004 §3.2), refused as POST /task/{id}/cancel refuses it.
 	a.pair(t, b) // A negotiates a contract with B
 	cctx, ccancel := context.WithTimeout(context.Background(), pollTimeout)
 	defer ccancel()
