@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"path/filepath"
@@ -214,8 +215,12 @@ func TestIndependentPeerRefusals(t *testing.T) {
 			return 0, ""
 		}
 		indie.mu.Unlock()
-		if r := a.call(http.MethodPost, prefix+"/task/"+id+"/cancel", nil); r.status/100 != 2 {
-			t.Fatalf("POST /task/%s/cancel: %s", id, r)
+		// The cancel waits up to 10 s for the peer's confirmation, which
+		// does not come: a client that waits longer.
+		hc := newClient(1, 30*time.Second)
+		defer hc.CloseIdleConnections()
+		if r, err := a.send(context.Background(), hc, http.MethodPost, prefix+"/task/"+id+"/cancel", nil); err != nil || r.status/100 != 2 {
+			t.Fatalf("POST /task/%s/cancel: %v %s", id, err, r)
 		}
 		indie.await("p2p:task_cancel", id, 30*time.Second, nil)
 		testutil.Eventually(t, 30*time.Second, "the agent's outbox to the peer empty", func() bool {
