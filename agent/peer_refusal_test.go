@@ -152,3 +152,31 @@ func TestPeerRequestOverLimit(t *testing.T) {
 		}
 	})
 }
+
+// TestPeerRequestQueueBounded: a request that asks to wait for a slot is
+// refused as a message (TP-SYS001, retriable, no task stored) when none
+// frees in time, so that the sender sends it again.
+func TestPeerRequestQueueBounded(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.MaxConcurrentTasks = 1
+	started := make(chan string, 2)
+	a := openAgent(t, cfg, nil, blockHandler("block", false, started))
+	ctx := context.Background()
+	request := func() (string, error) {
+		id := uuid.Must(uuid.NewV7()).String()
+		req := &wire.TaskRequestPayload{Task: wire.TaskSpec{ID: id, Type: "block", Payload: wire.JSONValue(`{}`)},
+			Context: &wire.TaskContext{Metadata: map[string]any{agent.QueueWhenBusy: true}}}
+		return id, a.AcceptFromPeer(ctx, "peer-x", uuid.Must(uuid.NewV7()).String(), req)
+	}
+	if _, err := request(); err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	id, err := request()
+	if we := wantCode(t, err, wire.CodeSysOverloaded); !we.Retriable {
+		t.Errorf("the refusal %v is not retriable", we)
+	}
+	if _, err := a.Task(id); err == nil {
+		t.Errorf("the refused request's task %s was stored", id)
+	}
+}
