@@ -116,7 +116,7 @@ type IdemWrite struct {
 // ---- transitions ----
 
 func (e *engine) newEvent(t *wire.Task, typ wire.EventType, now time.Time, data any) *wire.Event {
-	b, err := eventData(data)
+	b, err := wire.EventDataJSON(data)
 	if err != nil {
 		b = []byte(`{}`)
 	}
@@ -151,11 +151,11 @@ func (e *engine) transition(t *wire.Task, to wire.Status, now time.Time, reason 
 	slab := make([]wire.Event, n)
 	evs := make([]*wire.Event, 0, n)
 	evs = append(evs, e.eventInto(&slab[0], t, wire.EventStatus, now,
-		statusEventJSON(&statusEvent{From: from, Message: reason, Progress: t.Progress, Status: to, TaskID: t.ID})))
+		wire.StatusEventJSON(&wire.StatusEventData{From: from, Message: reason, Progress: t.Progress, Status: to, TaskID: t.ID})))
 	if to.Terminal() {
 		if t.ErrorCode != "" {
-			evs = append(evs, e.eventInto(&slab[1], t, wire.EventError, now, errorEventJSON(&errorEvent{
-				Code: t.ErrorCode, Message: t.ErrorMessage, Recoverable: t.Recoverable, TaskID: t.ID,
+			evs = append(evs, e.eventInto(&slab[1], t, wire.EventError, now, wire.ErrorEventJSON(&wire.ErrorEventData{
+				Code: t.ErrorCode, Message: t.ErrorMessage, NumericCode: wire.NumericCode(t.ErrorCode), Recoverable: t.Recoverable, TaskID: t.ID,
 			})))
 		}
 		// The complete event carries the task as it is once this event is
@@ -711,7 +711,7 @@ func (e *engine) progress(id string, pct int, msg string) {
 			return nil, nil
 		}
 		t.Progress, t.UpdatedAt = pct, now
-		return []*wire.Event{e.newEvent(t, wire.EventProgress, now, &progressEvent{TaskID: t.ID, Progress: pct, Message: msg})}, nil
+		return []*wire.Event{e.newEvent(t, wire.EventProgress, now, &wire.ProgressEventData{TaskID: t.ID, Progress: pct, Message: msg})}, nil
 	})
 }
 
@@ -727,7 +727,7 @@ func (e *engine) logLine(id, line string) {
 		if t.Status.Terminal() {
 			return nil, nil
 		}
-		return []*wire.Event{e.newEvent(t, wire.EventLog, now, &logEvent{TaskID: t.ID, Line: line})}, nil
+		return []*wire.Event{e.newEvent(t, wire.EventLog, now, &wire.LogEventData{TaskID: t.ID, Line: line})}, nil
 	})
 }
 

@@ -1,8 +1,6 @@
 package agent
 
 import (
-	"encoding/json"
-	"strconv"
 	"sync"
 
 	"github.com/synapse-edge/synapse/wire"
@@ -119,94 +117,4 @@ func (h *hub) closeAll() {
 			h.detach(s)
 		}
 	}
-}
-
-// The data of the engine's events: structs rather than maps, their fields
-// in the order of the keys encoding/json writes for a map, so the JSON is
-// what it was; eventData writes the common ones without reflection (the
-// same bytes as json.Marshal, events_data_test.go).
-type statusEvent struct {
-	From     wire.Status `json:"from"`
-	Message  string      `json:"message"`
-	Progress int         `json:"progress"`
-	Status   wire.Status `json:"status"`
-	TaskID   string      `json:"task_id"`
-}
-
-type errorEvent struct {
-	Code        wire.ErrorCode `json:"code"`
-	Message     string         `json:"message"`
-	Recoverable bool           `json:"recoverable"`
-	TaskID      string         `json:"task_id"`
-}
-
-type progressEvent struct {
-	Message  string `json:"message"`
-	Progress int    `json:"progress"`
-	TaskID   string `json:"task_id"`
-}
-
-type logEvent struct {
-	Line   string `json:"line"`
-	TaskID string `json:"task_id"`
-}
-
-// eventData encodes an event's data.
-func eventData(data any) ([]byte, error) {
-	switch d := data.(type) {
-	case *statusEvent:
-		return statusEventJSON(d), nil
-	case *errorEvent:
-		return errorEventJSON(d), nil
-	case *progressEvent:
-		b := make([]byte, 0, 64+len(d.Message)+len(d.TaskID))
-		b = append(b, `{"message":`...)
-		b = wire.AppendJSONString(b, d.Message, true)
-		b = append(b, `,"progress":`...)
-		b = strconv.AppendInt(b, int64(d.Progress), 10)
-		b = append(b, `,"task_id":`...)
-		b = wire.AppendJSONString(b, d.TaskID, true)
-		return append(b, '}'), nil
-	case *logEvent:
-		b := make([]byte, 0, 32+len(d.Line)+len(d.TaskID))
-		b = append(b, `{"line":`...)
-		b = wire.AppendJSONString(b, d.Line, true)
-		b = append(b, `,"task_id":`...)
-		b = wire.AppendJSONString(b, d.TaskID, true)
-		return append(b, '}'), nil
-	case *wire.TaskStatusResponse:
-		return wire.AppendStatusJSON(nil, d, true)
-	}
-	return json.Marshal(data)
-}
-
-func statusEventJSON(d *statusEvent) []byte {
-	return appendStatusEventJSON(make([]byte, 0, 96+len(d.Message)+len(d.TaskID)), d)
-}
-
-func appendStatusEventJSON(b []byte, d *statusEvent) []byte {
-	b = append(b, `{"from":`...)
-	b = wire.AppendJSONString(b, string(d.From), true)
-	b = append(b, `,"message":`...)
-	b = wire.AppendJSONString(b, d.Message, true)
-	b = append(b, `,"progress":`...)
-	b = strconv.AppendInt(b, int64(d.Progress), 10)
-	b = append(b, `,"status":`...)
-	b = wire.AppendJSONString(b, string(d.Status), true)
-	b = append(b, `,"task_id":`...)
-	b = wire.AppendJSONString(b, d.TaskID, true)
-	return append(b, '}')
-}
-
-func errorEventJSON(d *errorEvent) []byte {
-	b := make([]byte, 0, 96+len(d.Message)+len(d.TaskID))
-	b = append(b, `{"code":`...)
-	b = wire.AppendJSONString(b, string(d.Code), true)
-	b = append(b, `,"message":`...)
-	b = wire.AppendJSONString(b, d.Message, true)
-	b = append(b, `,"recoverable":`...)
-	b = strconv.AppendBool(b, d.Recoverable)
-	b = append(b, `,"task_id":`...)
-	b = wire.AppendJSONString(b, d.TaskID, true)
-	return append(b, '}')
 }

@@ -259,22 +259,33 @@ func (e *engine) decideRemote(r *run, d *wire.HumanDecisionPayload) error {
 	})
 }
 
-// remoteDecision handles a peer's p2p:human_decision for a task it asked for.
+// remoteDecision handles a peer's p2p:human_decision for a task it asked
+// for, refused as POST /task/{id}/decision refuses it when the task does
+// not wait for a person (409 invalid_state_transition).
 func (e *engine) remoteDecision(peer string, d *wire.HumanDecisionPayload) error {
-	e.settle(d.TaskID)
-	r := e.live(d.TaskID)
-	if r == nil {
-		return nil // finished meanwhile, or a repeated message
-	}
-	if t := r.snapshot(); t.Origin == nil || t.Origin.Peer != peer {
-		return wire.Errorf(wire.CodePermissionDenied, "task %q was not requested by %s", d.TaskID, peer)
+	if _, err := e.requested(peer, d.TaskID); err != nil {
+		return err
 	}
 	switch d.Decision.Action {
 	case ActionApprove, ActionReject, ActionModify:
 	default:
-		return wire.Errorf(wire.CodeMessageFormatInvalid, "decision.action %q is not approve, reject or modify", d.Decision.Action)
+		return wire.Errorf(wire.CodeMessageFormatInvalid, "decision.action %q is not approve, reject or modify", d.Decision.Action).
+			With("field", "decision.action")
 	}
-	// deliverDecision fails only when nobody waits: a repeated decision.
-	_ = e.deliverDecision(r, d)
-	return nil
+	r := e.live(d.TaskID)
+	if r == nil {
+		return wire.Errorf(wire.CodeInvalidStateChange, "task %s is not waiting for a person", d.TaskID).With("task_id", d.TaskID)
+	}
+	cur := r.snapshot()
+	if cur.Status != wire.StatusNeedHuman && cur.Status != wire.StatusHumanDeciding {
+		return wire.Errorf(wire.CodeInvalidStateChange, "task %s is %s, not need_human", d.TaskID, cur.Status).
+			With("task_id", d.TaskID).With("status", cur.Status)
+	}
+	r.mu.Lock()
+	waiting, running := r.decision != nil, r.cancel != nil
+	r.mu.Unlock()
+	if !waiting && !running {
+		return e.decideResume(r, d) // the handler asked before a restart
+	}
+	return e.deliverDecision(r, d)
 }

@@ -81,11 +81,11 @@ func (e *engine) flush(b *inlineBuf, t *wire.Task) []*wire.Event {
 			continue
 		}
 		if ie.progress < 0 {
-			evs = append(evs, e.newEvent(t, wire.EventLog, ie.at, &logEvent{TaskID: t.ID, Line: ie.text}))
+			evs = append(evs, e.newEvent(t, wire.EventLog, ie.at, &wire.LogEventData{TaskID: t.ID, Line: ie.text}))
 			continue
 		}
 		t.Progress = ie.progress
-		evs = append(evs, e.newEvent(t, wire.EventProgress, ie.at, &progressEvent{TaskID: t.ID, Progress: ie.progress, Message: ie.text}))
+		evs = append(evs, e.newEvent(t, wire.EventProgress, ie.at, &wire.ProgressEventData{TaskID: t.ID, Progress: ie.progress, Message: ie.text}))
 	}
 	b.evs = nil
 	return evs
@@ -230,7 +230,7 @@ func (e *engine) admitted(t *wire.Task, now time.Time) []*wire.Event {
 		s.From, s.At = t.Status, wire.Time{Time: now}
 		t.History, t.Status, t.UpdatedAt = append(t.History, s), s.Status, now
 		start := len(data)
-		data = appendStatusEventJSON(data, &statusEvent{From: s.From, Message: s.Reason, Progress: t.Progress, Status: s.Status, TaskID: t.ID})
+		data = wire.AppendStatusEventJSON(data, &wire.StatusEventData{From: s.From, Message: s.Reason, Progress: t.Progress, Status: s.Status, TaskID: t.ID})
 		evs = append(evs, e.eventInto(&slab[i], t, wire.EventStatus, now, data[start:len(data):len(data)]))
 	}
 	return evs

@@ -144,8 +144,10 @@ func (a *Agent) CapabilityChanges() <-chan struct{} { return a.caps.changes() }
 // envelope's): the task is stored with its origin and answered (confirm,
 // reject or need info) in the same transaction. A request for a task id
 // already here is a duplicate and has no second effect. When every
-// execution slot is taken it waits a while for one, then refuses the
-// message (not the task) as overloaded, retriable.
+// execution slot is taken the task is rejected with rate_limited (4004)
+// and a retry hint, unless the request asks to wait (QueueWhenBusy): then
+// it waits a while for a slot and refuses the message (not the task) as
+// overloaded, retriable (remote.go).
 func (a *Agent) AcceptFromPeer(ctx context.Context, peer, messageID string, req *wire.TaskRequestPayload) error {
 	return a.eng.acceptRemote(ctx, peer, messageID, req)
 }

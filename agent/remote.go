@@ -195,8 +195,10 @@ func (e *engine) acceptRemote(ctx context.Context, peer, messageID string, req *
 		t.MissingFields = missing
 		more, _ := e.transition(t, wire.StatusInfoNeeded, now, "payload is missing required fields")
 		evs = append(evs, more...)
-	} else if err := e.acquireWait(ctx); err != nil {
+	} else if busy, err := e.admitRemote(ctx, req); err != nil {
 		return err // the message is refused, the task not created: sent again
+	} else if busy != nil {
+		reject(busy)
 	} else {
 		r.slot = true
 		more, _ := e.transition(t, wire.StatusConfirmed, now, "accepted")
@@ -230,6 +232,44 @@ func (e *engine) acceptRemote(ctx context.Context, peer, messageID string, req *
 		e.track(r)
 	}
 	return nil
+}
+
+// Peer requests over max_concurrent_tasks (seed 000 §2.2): a request
+// that finds every execution slot taken is rejected at once, the task
+// stored rejected with rate_limited (numeric code 4004, retriable) and a
+// p2p:task_reject whose alternatives.retry_after is BusyRetryAfterSeconds,
+// so that the peer can go elsewhere or come back. A peer that would
+// rather wait asks for it in the request, with context.metadata
+// {"queue_when_busy": true}: its request then waits up to
+// remoteAdmitWait for a slot (holding the sender's turn), and is refused
+// as a message after that (503 TP-SYS001, retriable: the sender's outbox
+// sends it again), so the queue is bounded by the sender's own retries.
+// This agent's own requests ask for it.
+
+// BusyRetryAfterSeconds is the retry hint of a request rejected over
+// max_concurrent_tasks.
+const BusyRetryAfterSeconds = 1
+
+// QueueWhenBusy is the context.metadata key of a task_request whose
+// sender asks to wait for a slot rather than be rejected.
+const QueueWhenBusy = "queue_when_busy"
+
+// admitRemote takes an execution slot for a peer's request: busy is the
+// rejection when there is none and the peer did not ask to wait.
+func (e *engine) admitRemote(ctx context.Context, req *wire.TaskRequestPayload) (busy *wire.Error, err error) {
+	err = e.acquire(false)
+	if err == nil {
+		return nil, nil
+	}
+	if we := wire.AsError(err); we.Code != wire.CodeRateLimited {
+		return nil, err
+	}
+	if req.Context != nil && req.Context.Metadata[QueueWhenBusy] == true {
+		return nil, e.acquireWait(ctx)
+	}
+	return wire.Errorf(wire.CodeRateLimited, "every execution slot is taken (max_concurrent_tasks is %d): try again in %d s or ask another agent",
+		e.a.cfg.Load().MaxConcurrentTasks, BusyRetryAfterSeconds).With("max_concurrent_tasks", e.a.cfg.Load().MaxConcurrentTasks).
+		With("retry_after", BusyRetryAfterSeconds), nil
 }
 
 // remoteInline is how long the handler of a peer's request may run
@@ -422,11 +462,17 @@ func (e *engine) remoteUpdate(ctx context.Context, peer string, msgType wire.Mes
 	e.settle(taskID) // a report can overtake the task becoming live (submitRemote)
 	r := e.live(taskID)
 	if r == nil {
-		// Finished or unknown: a late or repeated report has no effect.
-		if t, err := e.get(taskID); err == nil && t.Target == peer {
-			return nil
+		t, err := e.get(taskID)
+		if err != nil || t.Target != peer {
+			return wire.Errorf(wire.CodeTaskNotFound, "no task %q delegated to %s", taskID, peer)
 		}
-		return wire.Errorf(wire.CodeTaskNotFound, "no task %q delegated to %s", taskID, peer)
+		if to == t.Status {
+			return nil // the outcome repeated: it took effect once
+		}
+		// Finished here (its outcome came, or its deadline passed): a
+		// report of anything else is refused, as REST refuses it.
+		return wire.Errorf(wire.CodeTaskAlreadyCompleted, "task %s is already %s; %s cannot change it", t.ID, t.Status, msgType).
+			With("task_id", t.ID).With("status", t.Status)
 	}
 	if cur := r.snapshot(); cur.Target != peer {
 		return wire.Errorf(wire.CodePermissionDenied, "task %q was not delegated to %s", taskID, peer)
@@ -438,7 +484,7 @@ func (e *engine) remoteUpdate(ctx context.Context, peer string, msgType wire.Mes
 		if fail != nil && fail.Code == "" {
 			fail.Code = wire.CodeExecutionFailed
 		}
-		return e.finishRemote(ctx, r, to, rep.Result, fail)
+		return e.finishRemote(ctx, r, msgType, to, rep.Result, fail)
 	}
 	return e.applyCtx(ctx, r, func(t *wire.Task, now time.Time) ([]*wire.Event, error) {
 		if t.Status.Terminal() {
@@ -447,10 +493,11 @@ func (e *engine) remoteUpdate(ctx context.Context, peer string, msgType wire.Mes
 		if mut != nil {
 			mut(t)
 		}
+		from := t.Status
 		evs, err := e.walk(t, to, now, "reported by "+peer)
 		if err != nil {
-			e.log.Warn("ignoring a report that does not fit the task's state", "task_id", t.ID, "status", t.Status, "reported", to)
-			return nil, nil
+			t.Status = from // for the refusal: nothing is stored
+			return nil, illegalReport(t, to, msgType)
 		}
 		if len(evs) == 0 && mut != nil {
 			t.UpdatedAt = now
@@ -463,7 +510,8 @@ func (e *engine) remoteUpdate(ctx context.Context, peer string, msgType wire.Mes
 // finishRemote ends a delegated task on the peer's word. When the write
 // fails the report is refused (retriable) and the task stays live, so
 // the peer's outbox sends it again; it is never acknowledged unstored.
-func (e *engine) finishRemote(ctx context.Context, r *run, to wire.Status, result wire.JSONValue, fail *wire.Error) error {
+func (e *engine) finishRemote(ctx context.Context, r *run, msgType wire.MessageType, to wire.Status, result wire.JSONValue, fail *wire.Error) error {
+	var illegal *wire.Error
 	err := e.applyCtx(ctx, r, func(t *wire.Task, now time.Time) ([]*wire.Event, error) {
 		if t.Status.Terminal() {
 			return nil, nil
@@ -476,8 +524,18 @@ func (e *engine) finishRemote(ctx context.Context, r *run, to wire.Status, resul
 			t.ErrorCode, t.ErrorMessage, t.Recoverable = fail.Code, fail.Message, fail.Retriable
 		}
 		t.MissingFields, t.Human, t.CancelRequested = nil, nil, false
-		return e.walk(t, to, now, "reported by "+t.Target)
+		from := t.Status
+		evs, err := e.walk(t, to, now, "reported by "+t.Target)
+		if err != nil {
+			t.Status = from
+			illegal = illegalReport(t, to, msgType)
+			return nil, illegal
+		}
+		return evs, nil
 	})
+	if illegal != nil {
+		return illegal // nothing changed: the task goes on
+	}
 	if err != nil {
 		e.log.Error("finish delegated task", "task_id", r.snapshot().ID, "err", err)
 		if !r.snapshot().Status.Terminal() { // resync read the file: not stored
@@ -497,7 +555,7 @@ func (e *engine) cancelRemote(r *run) error {
 			return nil, nil, nil
 		}
 		t.CancelRequested, t.UpdatedAt = true, now
-		ev := e.newEvent(t, wire.EventLog, now, &logEvent{TaskID: t.ID, Line: "cancel sent to " + t.Target})
+		ev := e.newEvent(t, wire.EventLog, now, &wire.LogEventData{TaskID: t.ID, Line: "cancel sent to " + t.Target})
 		return []*wire.Event{ev}, []Outgoing{{Peer: t.Target, Type: wire.MsgTaskCancel,
 			Payload: &wire.TaskCancelPayload{TaskID: t.ID, Reason: "cancelled by the requester"}}}, nil
 	})
@@ -519,26 +577,32 @@ func (e *engine) provideInfoRemote(r *run, fields wire.JSONValue) error {
 	})
 }
 
-// remoteCancel handles a peer's p2p:task_cancel for a task it asked for.
+// illegalReport refuses a peer's report that the state machine (seed 004
+// §3.2, wire/transitions.go) does not allow from t's state.
+func illegalReport(t *wire.Task, to wire.Status, msgType wire.MessageType) *wire.Error {
+	return wire.Errorf(wire.CodeInvalidStateChange, "task %s is %s: %s (%s) is not allowed from there", t.ID, t.Status, msgType, to).
+		With("task_id", t.ID).With("status", t.Status).With("reported", to)
+}
+
+// remoteCancel handles a peer's p2p:task_cancel for a task it asked for,
+// as POST /task/{id}/cancel does: a cancelled task is answered as is, a task in
+// another final state is refused (409 task_already_completed).
 func (e *engine) remoteCancel(ctx context.Context, peer string, p *wire.TaskCancelPayload) error {
 	if _, err := e.requested(peer, p.TaskID); err != nil {
 		return err
 	}
 	_, err := e.cancel(ctx, p.TaskID)
-	var we *wire.Error
-	if errors.As(err, &we) && we.Code == wire.CodeTaskAlreadyCompleted {
-		return nil // its outcome was already sent
-	}
 	return err
 }
 
-// remoteInfo handles a peer's p2p:task_info_provided.
+// remoteInfo handles a peer's p2p:task_info_provided as POST
+// /task/{id}/info does: a task that is not in info_needed refuses it (409
+// invalid_state_transition).
 func (e *engine) remoteInfo(ctx context.Context, peer string, p *wire.TaskInfoProvidedPayload) error {
-	t, err := e.requested(peer, p.TaskID)
-	if err != nil || t.Status != wire.StatusInfoNeeded {
-		return err // nil: a repeated message
+	if _, err := e.requested(peer, p.TaskID); err != nil {
+		return err
 	}
-	_, err = e.provideInfo(ctx, p.TaskID, p.Fields)
+	_, err := e.provideInfo(ctx, p.TaskID, p.Fields)
 	return err
 }
 

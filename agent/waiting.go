@@ -39,5 +39,5 @@ func noteWaiting(e *engine, t *wire.Task, peer, why string, now time.Time) []*wi
 	}
 	t.History = append(t.History[:len(t.History):len(t.History)], wire.Transition{From: t.Status, Status: t.Status, At: wire.Time{Time: now}, Reason: why})
 	t.UpdatedAt = now
-	return []*wire.Event{e.newEvent(t, wire.EventLog, now, &logEvent{TaskID: t.ID, Line: why})}
+	return []*wire.Event{e.newEvent(t, wire.EventLog, now, &wire.LogEventData{TaskID: t.ID, Line: why})}
 }

@@ -76,7 +76,9 @@ type door struct {
 // TestOneReceiverAllDoors: the same hostile envelopes through POST
 // /message, POST /message/batch, the WebSocket stream, gRPC SendMessage
 // and StreamMessages, and MQTT get the same answers; the WebSocket and
-// gRPC doors check the HMAC and the sender's order as POST /message does.
+// gRPC doors check the HMAC and the sender's order as POST /message does,
+// and an illegal transition (a cancel of, or information for, a completed
+// task) is refused with 409 everywhere.
 func TestOneReceiverAllDoors(t *testing.T) {
 	broker := mqtttest.Start(t, mqtttest.Options{})
 	a := startNode(t, "doors-a")  // a paired sender without an HMAC secret
@@ -86,8 +88,10 @@ func TestOneReceiverAllDoors(t *testing.T) {
 		c.PeerSecrets = []peer.PeerSecretConfig{{AgentID: hs.a.Identity().AgentID, Secrets: [][]byte{[]byte("shared-secret")}}}
 		return c
 	}()))
+	nc := startNode(t, "doors-n") // a paired sender without a contract
 	b.pair(t, a)
 	b.pair(t, hs)
+	b.pair(t, nc)
 	bID := b.a.Identity().AgentID
 
 	// B's inbox on the broker, and a sender's side of it.
@@ -257,6 +261,39 @@ func TestOneReceiverAllDoors(t *testing.T) {
 		return out
 	}
 	heartbeat := &wire.HeartbeatPayload{Status: "online"}
+
+	// A task A asked B for and B completed: a cancel of it is an illegal
+	// transition (seed 004 §3.2), refused as POST /task/{id}/cancel refuses it.
+	a.pair(t, b) // A negotiates a contract with B
+	cctx, ccancel := context.WithTimeout(context.Background(), pollTimeout)
+	defer ccancel()
+	contract, o := a.net.Contracts().Ensure(cctx, bID, "")
+	if contract == nil {
+		t.Fatalf("no contract between A and B: %+v", o)
+	}
+	underContract := func(typ wire.MessageType, payload any) []byte {
+		pl, err := wire.NewJSONPayload(payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := a.net.Contracts().Envelope(contract, typ, bID, "", "", pl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := wire.EncodeEnvelopeJSON(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	doneID := newID()
+	if got := doors[0].send(t, underContract(wire.MsgTaskRequest, map[string]any{"task": map[string]any{"id": doneID, "type": "echo", "payload": map[string]int{"n": 1}}}), nil); got.Status != http.StatusAccepted {
+		t.Fatalf("A's task_request under its contract: %v, want 202", got)
+	}
+	if st := b.waitTask(t, doneID).GetStatus(); st != string(wire.StatusCompleted) {
+		t.Fatalf("A's task on B is %s, want completed", st)
+	}
+
 	replayed := signed(a, wire.MsgHeartbeat, heartbeat, nil)
 	if got := doors[0].send(t, replayed, nil); got.Status != http.StatusAccepted {
 		t.Fatalf("the first copy of the replayed envelope: %v, want 202", got)
@@ -281,13 +318,17 @@ func TestOneReceiverAllDoors(t *testing.T) {
 					t.Fatal(err)
 				}
 			}), want: doorAnswer{401, string(wire.CodeIDStaleTimestamp)}},
-			{name: "no contract", env: signed(a, wire.MsgTaskRequest, map[string]any{"task": map[string]any{"id": newID(), "type": "echo", "payload": map[string]int{"n": 1}}}, nil),
+			{name: "no contract", env: signed(nc, wire.MsgTaskRequest, map[string]any{"task": map[string]any{"id": newID(), "type": "echo", "payload": map[string]int{"n": 1}}}, nil),
 				want: doorAnswer{428, string(wire.CodeNegContractMissing)}},
 			{name: "HMAC missing", env: signed(hs, wire.MsgHeartbeat, heartbeat, nil), want: doorAnswer{401, string(wire.CodeIDUnknownSender)}},
 			{name: "out of order", env: signed(a, wire.MsgHeartbeat, heartbeat, nil),
 				header: map[string]string{peer.HeaderSeq: strconv.FormatUint(base+2, 10), peer.HeaderSeqPrev: strconv.FormatUint(base+1, 10)},
 				want:   doorAnswer{503, string(wire.CodeAgentNotReady)}},
 			{name: "unknown type", env: signed(a, "p2p:bogus", heartbeat, nil), want: doorAnswer{400, string(wire.CodeMessageFormatInvalid)}},
+			{name: "illegal transition", env: underContract(wire.MsgTaskCancel, &wire.TaskCancelPayload{TaskID: doneID}),
+				want: doorAnswer{409, string(wire.CodeTaskAlreadyCompleted)}},
+			{name: "answer to a completed task", env: underContract(wire.MsgTaskInfoProvided, &wire.TaskInfoProvidedPayload{TaskID: doneID, Fields: wire.JSONValue(`{"n":2}`)}),
+				want: doorAnswer{409, string(wire.CodeInvalidStateChange)}},
 		}
 	}
 	for i, d := range doors {

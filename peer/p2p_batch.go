@@ -492,6 +492,10 @@ func (o *outbox) postBatch(ctx context.Context, dest string, p *peer, cid string
 		}
 		res := transport.Classify(transport.Envelope, a)
 		out[i] = failure(res)
+		if out[i] != nil && stateRefusal(out[i].code) {
+			n.log.Info("the peer refused a state change", "peer", peerID, "err", out[i].err)
+			out[i] = nil // answered: see deliverPeer
+		}
 		if out[i] == nil {
 			anyOK = true
 			continue

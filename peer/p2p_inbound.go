@@ -207,11 +207,11 @@ func (n *Network) dispatch(ctx context.Context, p *peer, m *wire.UnifiedSynapseM
 		}
 		err = e.CancelFromPeer(ctx, peer, &c)
 	case wire.MsgTaskInfoProvided:
-		var info wire.TaskInfoProvidedPayload
-		if err := m.Payload.Decode(&info); err != nil {
-			return nil, badPayload(m.MessageType, err)
+		info, derr := wire.DecodeInfoProvided(m.Payload)
+		if derr != nil {
+			return nil, derr
 		}
-		err = e.InfoFromPeer(ctx, peer, &info)
+		err = e.InfoFromPeer(ctx, peer, info)
 	case wire.MsgHumanDecision:
 		var d wire.HumanDecisionPayload
 		if err := m.Payload.Decode(&d); err != nil {

@@ -594,6 +594,13 @@ func (o *outbox) deliverPeer(dest string, p *peer, it *store.OutboxItem, s Seque
 	if derr == nil {
 		derr = failure(out)
 	}
+	if derr != nil && stateRefusal(derr.code) {
+		// The peer's task is past what the message would change (a cancel
+		// that crossed the task's outcome): answered, nothing to retry,
+		// not a dead letter.
+		o.log.Info("the peer refused a state change", "id", it.ID, "type", it.Type, "peer", it.Peer, "err", derr.err)
+		derr = nil
+	}
 	if derr != nil {
 		o.n.refusedBy(it.Peer, derr.code) // pairing.go
 		return derr
@@ -604,6 +611,12 @@ func (o *outbox) deliverPeer(dest string, p *peer, it *store.OutboxItem, s Seque
 		o.n.spawn(func() { o.wake(peer) })
 	}
 	return nil
+}
+
+// stateRefusal tells the refusals of a message that does not fit the
+// state of its task at the peer (seed 004 §3.2): final answers.
+func stateRefusal(code wire.ErrorCode) bool {
+	return code == wire.CodeTaskAlreadyCompleted || code == wire.CodeInvalidStateChange
 }
 
 // deliverHook sends one callback to a plain webhook or an A2A push.

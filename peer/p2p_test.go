@@ -103,6 +103,18 @@ func TestDelegation(t *testing.T) {
 		if got.Human == nil || got.Human.TaskID != task.ID || got.Human.Reason.Message != "ship it?" {
 			t.Fatalf("requester's human payload = %+v, want the executor's question", got.Human)
 		}
+		// Seed 004 §6.8: the deadline (the task's, which the request
+		// carried) and the options, though the handler named neither.
+		if got.Human.Deadline == "" || got.Human.Deadline != wire.FormatTime(got.Deadline) {
+			t.Errorf("need_human deadline = %q, want the task's deadline %s", got.Human.Deadline, wire.FormatTime(got.Deadline))
+		}
+		var opts []any
+		for _, o := range got.Human.Options {
+			opts = append(opts, o.Value)
+		}
+		if !slices.Equal(opts, []any{"approve", "reject"}) {
+			t.Errorf("need_human options = %+v, want approve and reject", got.Human.Options)
+		}
 		if _, err := a.a.Decide(context.Background(), admin, task.ID, agent.DecisionRequest{Action: action, Notes: "by test"}); err != nil {
 			t.Fatalf("Decide(%s): %v", action, err)
 		}

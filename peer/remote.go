@@ -1,6 +1,8 @@
 package peer
 
 import (
+	"time"
+
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
@@ -21,7 +23,7 @@ import (
 func (n *Network) Changed(tx *store.Tx, prev, next *wire.Task) error {
 	var out []agent.Outgoing
 	if next.Target != "" || next.Origin != nil {
-		out = outgoingFor(prev, next)
+		out = outgoingFor(prev, next, n.maxTaskDuration)
 	}
 	if next.CallbackURL != "" && next.Status.Terminal() && (prev == nil || !prev.Status.Terminal()) {
 		out = append(out, agent.Outgoing{URL: next.CallbackURL, Type: WebhookType, Payload: next.StatusResponse(true)})
@@ -37,7 +39,9 @@ func (n *Network) Changed(tx *store.Tx, prev, next *wire.Task) error {
 // outgoingFor derives the messages a change from prev (nil: the task is
 // being created) to next announces to the peer of a delegated task or of a
 // task a peer asked for.
-func outgoingFor(prev, next *wire.Task) []agent.Outgoing {
+// maxDuration is the agent's max_task_duration_seconds, which bounds how
+// long a handler that asks a person waits.
+func outgoingFor(prev, next *wire.Task, maxDuration func() time.Duration) []agent.Outgoing {
 	added, prevProgress := next.History, 0
 	if prev != nil {
 		added, prevProgress = next.History[len(prev.History):], prev.Progress
@@ -55,7 +59,10 @@ func outgoingFor(prev, next *wire.Task) []agent.Outgoing {
 				if !next.Deadline.IsZero() {
 					spec.Deadline = wire.FormatTime(next.Deadline)
 				}
-				out = append(out, agent.Outgoing{Peer: next.Target, Type: wire.MsgTaskRequest, Payload: &wire.TaskRequestPayload{Task: spec}})
+				// This agent's outbox is a bounded queue already (its
+				// retries): it asks the peer to wait for a slot.
+				out = append(out, agent.Outgoing{Peer: next.Target, Type: wire.MsgTaskRequest, Payload: &wire.TaskRequestPayload{Task: spec,
+					Context: &wire.TaskContext{Metadata: map[string]any{agent.QueueWhenBusy: true}}}})
 			case wire.StatusCompleted, wire.StatusFailed, wire.StatusRejected:
 				out = append(out, agent.Outgoing{Peer: next.Target, Type: wire.MsgTaskAck, Payload: &wire.TaskAckPayload{
 					TaskID: next.ID, AckedType: ackedType(tr.Status), Status: tr.Status,
@@ -75,23 +82,22 @@ func outgoingFor(prev, next *wire.Task) []agent.Outgoing {
 				m.Type, m.Payload = wire.MsgTaskConfirm, &wire.TaskConfirmPayload{TaskID: next.ID, Confirmed: true, CapabilitiesUsed: []string{next.Type}}
 			case wire.StatusRejected:
 				m.Type, m.Payload = wire.MsgTaskReject, &wire.TaskRejectPayload{TaskID: next.ID,
-					Reason: wire.Reason{Code: next.ErrorCode, Message: next.ErrorMessage}}
+					Reason: wire.Reason{Code: next.ErrorCode, Message: next.ErrorMessage, Details: numericDetails(next.ErrorCode)}}
+				if next.ErrorCode == wire.CodeRateLimited {
+					m.Payload.(*wire.TaskRejectPayload).Alternatives = &wire.Alternatives{RetryAfter: agent.BusyRetryAfterSeconds}
+				}
 			case wire.StatusInfoNeeded:
 				m.Type, m.Payload = wire.MsgTaskNeedInfo, &wire.TaskNeedInfoPayload{TaskID: next.ID, MissingFields: next.MissingFields,
 					Question: "the payload is missing required fields"}
 			case wire.StatusNeedHuman:
-				h := next.Human
-				if h == nil {
-					h = &wire.TaskNeedHumanPayload{TaskID: next.ID, EscalationLevel: 1}
-				}
-				m.Type, m.Payload = wire.MsgTaskNeedHuman, h
+				m.Type, m.Payload = wire.MsgTaskNeedHuman, needHuman(next, maxDuration())
 			case wire.StatusCompleted:
 				m.TaskType = next.Type
 				m.Type, m.Payload = wire.MsgTaskComplete, &wire.TaskCompletePayload{TaskID: next.ID,
 					Result: wire.TaskResult{OutputType: "json", Output: next.Result}, Summary: "task completed"}
 			case wire.StatusFailed:
 				m.Type, m.Payload = wire.MsgTaskFailed, &wire.TaskFailedPayload{TaskID: next.ID,
-					Error: wire.TaskError{Code: next.ErrorCode, Message: next.ErrorMessage, Recoverable: next.Recoverable}}
+					Error: wire.TaskError{Code: next.ErrorCode, Message: next.ErrorMessage, Recoverable: next.Recoverable, Details: numericDetails(next.ErrorCode)}}
 			case wire.StatusCancelled:
 				m.Type, m.Payload = wire.MsgTaskAck, &wire.TaskAckPayload{TaskID: next.ID, AckedType: wire.MsgTaskCancel, Status: wire.StatusCancelled}
 			default:
@@ -107,9 +113,65 @@ func outgoingFor(prev, next *wire.Task) []agent.Outgoing {
 	return out
 }
 
+// needHuman is the p2p:task_need_human of t, which waits for a person,
+// with the deadline and options of seed 004 §6.8 filled in when the
+// request named none: the deadline is when the task stops waiting by
+// itself — the earliest of its deadline (the request's task.deadline),
+// its ttl and, for a handler that asks while it runs, the end of its
+// maximum duration — and the options are the decision's actions, approve
+// and reject.
+func needHuman(t *wire.Task, maxDuration time.Duration) *wire.TaskNeedHumanPayload {
+	h := &wire.TaskNeedHumanPayload{TaskID: t.ID, EscalationLevel: 1}
+	if t.Human != nil {
+		c := *t.Human
+		h = &c
+	}
+	if h.Deadline == "" {
+		var d time.Time
+		earliest := func(at time.Time) {
+			if !at.IsZero() && (d.IsZero() || at.Before(d)) {
+				d = at
+			}
+		}
+		earliest(t.Deadline)
+		if t.TTLSeconds > 0 {
+			earliest(t.CreatedAt.Add(time.Duration(t.TTLSeconds) * time.Second))
+		}
+		if !t.StartedAt.IsZero() {
+			earliest(t.StartedAt.Add(maxDuration))
+		}
+		if !d.IsZero() {
+			h.Deadline = wire.FormatTime(d)
+		}
+	}
+	if len(h.Options) == 0 {
+		h.Options = []wire.HumanOption{
+			{Field: "action", Value: "approve", ProsCons: "the task goes on"},
+			{Field: "action", Value: "reject", ProsCons: "the task ends rejected"},
+		}
+	}
+	return h
+}
+
+// maxTaskDuration is the agent's max_task_duration_seconds.
+func (n *Network) maxTaskDuration() time.Duration {
+	cfg := n.a.Config()
+	return cfg.TaskDuration()
+}
+
 // WebhookType is the Type of a callback to a plain webhook: the task's
 // TaskStatusResponse as JSON, signed with X-Synapse-Signature.
 const WebhookType = "webhook"
+
+// numericDetails is the details of a reject or failure with code: its
+// numeric code when it has one (seed 000 §2.2), else none (an untyped nil,
+// so that the field is left out).
+func numericDetails(code wire.ErrorCode) any {
+	if d := wire.NumericDetails(code); d != nil {
+		return d
+	}
+	return nil
+}
 
 func ackedType(s wire.Status) wire.MessageType {
 	switch s {

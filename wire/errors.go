@@ -181,6 +181,19 @@ func withoutPaths(err error) string {
 	return msg
 }
 
+// NumericCode is the seed-000 numeric code of code (2004 for
+// execution_timeout, 4004 for rate_limited, ...), or 0 when it has none.
+func NumericCode(code ErrorCode) int { return registry[code].Numeric }
+
+// NumericDetails is the details object {"numeric_code": n} of code, where
+// a TPError carries it, or nil when code has no numeric code.
+func NumericDetails(code ErrorCode) map[string]any {
+	if n := NumericCode(code); n != 0 {
+		return map[string]any{"numeric_code": n}
+	}
+	return nil
+}
+
 // Lookup returns the registry entry of code.
 func Lookup(code ErrorCode) (Def, bool) {
 	d, ok := registry[code]

@@ -35,7 +35,7 @@ func DecodeReport(t MessageType, p RawPayload) (*Report, error) {
 		var v TaskRejectPayload
 		err = p.Decode(&v)
 		r.TaskID, r.Status = v.TaskID, StatusRejected
-		r.Fail = &Error{Code: v.Reason.Code, Message: v.Reason.Message}
+		r.Fail = &Error{Code: v.Reason.Code, Message: v.Reason.Message, Retriable: registry[v.Reason.Code].Class == Retriable}
 	case MsgTaskStatusUpdate:
 		var v TaskStatusUpdatePayload
 		err = p.Decode(&v)

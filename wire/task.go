@@ -381,9 +381,12 @@ type TaskStatusResponse struct {
 	ResultJSON *string `json:"result_json,omitempty" msgpack:"result_json,omitempty"`
 	// Result is the same result parsed (so that jq .result.x works); in
 	// msgpack answers a native msgpack value under the same name.
-	Result        JSONValue             `json:"result,omitempty" msgpack:"result,omitempty"`
-	ErrorMessage  string                `json:"error_message" msgpack:"error_message"`
-	ErrorCode     ErrorCode             `json:"error_code,omitempty" msgpack:"error_code,omitempty"`
+	Result       JSONValue `json:"result,omitempty" msgpack:"result,omitempty"`
+	ErrorMessage string    `json:"error_message" msgpack:"error_message"`
+	ErrorCode    ErrorCode `json:"error_code,omitempty" msgpack:"error_code,omitempty"`
+	// NumericCode is error_code's seed-000 numeric code (2004, 4004), if
+	// it has one.
+	NumericCode   int                   `json:"numeric_code,omitempty" msgpack:"numeric_code,omitempty"`
 	Recoverable   bool                  `json:"recoverable,omitempty" msgpack:"recoverable,omitempty"`
 	MissingFields []MissingField        `json:"missing_fields,omitempty" msgpack:"missing_fields,omitempty"`
 	Target        string                `json:"target,omitempty" msgpack:"target,omitempty"`
@@ -409,7 +412,7 @@ func FormatTime(t time.Time) string {
 func (t *Task) StatusResponse(full bool) *TaskStatusResponse {
 	r := &TaskStatusResponse{
 		TaskID: t.ID, TaskType: t.Type, Status: t.Status, Progress: t.Progress,
-		ErrorMessage: t.ErrorMessage, ErrorCode: t.ErrorCode, Recoverable: t.Recoverable,
+		ErrorMessage: t.ErrorMessage, ErrorCode: t.ErrorCode, NumericCode: NumericCode(t.ErrorCode), Recoverable: t.Recoverable,
 		MissingFields: t.MissingFields, Target: t.Target, Origin: t.Origin, Human: t.Human,
 		CreatedAt: FormatTime(t.CreatedAt), ETag: t.ETag(),
 	}

@@ -182,6 +182,10 @@ func AppendStatusJSON(b []byte, r *TaskStatusResponse, html bool) ([]byte, error
 		b = append(b, `,"error_code":`...)
 		b = appendString(b, string(r.ErrorCode), html)
 	}
+	if r.NumericCode != 0 {
+		b = append(b, `,"numeric_code":`...)
+		b = strconv.AppendInt(b, int64(r.NumericCode), 10)
+	}
 	if r.Recoverable {
 		b = append(b, `,"recoverable":true`...)
 	}
