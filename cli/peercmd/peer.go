@@ -49,7 +49,7 @@ with --cacert or --agent-fingerprint.`,
 			"synapse peer add http://127.0.0.1:8081",
 			"synapse peer add mqtt:///gw-7",
 			"synapse --agent 127.0.0.1:8081 --data ./data-b peer add http://127.0.0.1:8080 --json",
-			"synapse peer add https://10.0.0.7:8443 --fingerprint 3f9a...e1 (what synapse cert init printed there)",
+			"synapse peer add https://10.0.0.7:8443 --fingerprint 5c1a992ca7b13a77234fc4b48be670a1c45e1f115016b611b72e1fa4c7146fd9",
 		},
 		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
 			pin := pinFlag(fs)

@@ -70,7 +70,7 @@ Needs an admin token.`,
 		Examples: []string{
 			"synapse peer accept edge-1_gateway_3fa9c2",
 			"synapse --agent 127.0.0.1:8081 --data ./data-b peer accept edge-1_gateway_3fa9c2",
-			"synapse peer accept edge-1_gateway_3fa9c2 --fingerprint 3f9a...e1 (what synapse cert init printed there)",
+			"synapse peer accept edge-1_gateway_3fa9c2 --fingerprint 6b2f632b6c833e78eab3899954d66d382a3127602857a6fcd8c9d225914717c7",
 		},
 		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
 			pin := pinFlag(fs)
