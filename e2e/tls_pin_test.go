@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"crypto/tls"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -46,16 +47,17 @@ func certInit(t *testing.T, dir string) string {
 	return fp
 }
 
-// startPinnedAgent starts an agent with a fresh cert init pair; extra is
-// more of the config file's top-level fields.
-func startPinnedAgent(t *testing.T, extra string) *pinnedAgent {
+// startPinnedAgent starts an agent with a fresh cert init pair, sending
+// heartbeats every heartbeat seconds; extra is more of the config file's
+// top-level fields.
+func startPinnedAgent(t *testing.T, heartbeat int, extra string) *pinnedAgent {
 	t.Helper()
 	dir := t.TempDir()
 	pa := &pinnedAgent{certDir: filepath.Join(dir, "tls")}
 	pa.fp = certInit(t, pa.certDir)
 	cfg := filepath.Join(dir, "config.json")
 	body := `{"tls": {"cert_file": "tls/agent.crt", "key_file": "tls/agent.key"}, ` +
-		`"p2p": {"heartbeat_interval_seconds": 1, "retry_base_delay_ms": 100}` + extra + `}`
+		fmt.Sprintf(`"p2p": {"heartbeat_interval_seconds": %d, "retry_base_delay_ms": 100}`, heartbeat) + extra + `}`
 	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -128,10 +130,11 @@ func (pa *pinnedAgent) taskStatus(id string) string {
 }
 
 func TestTLSPeersPinned(t *testing.T) {
-	a := startPinnedAgent(t, "")
-	// B closes idle connections after a second, so that A's next
-	// message after the swap opens a connection, and a handshake.
-	b := startPinnedAgent(t, `, "http": {"idle_timeout_seconds": 1}`)
+	// B closes idle connections after a second and A beats every three,
+	// so that each heartbeat of A after the swap opens a connection, and
+	// a handshake.
+	a := startPinnedAgent(t, 3, "")
+	b := startPinnedAgent(t, 1, `, "http": {"idle_timeout_seconds": 1}`)
 	aID, bID := a.identity(), b.identity()
 
 	// A pairs B by its fingerprint; B accepts A's request by A's.
@@ -152,7 +155,7 @@ func TestTLSPeersPinned(t *testing.T) {
 	}
 	// A wrong fingerprint does not pair at all, and says why.
 	wrong := strings.Repeat("0", 64)
-	c := startPinnedAgent(t, "")
+	c := startPinnedAgent(t, 30, "")
 	if code, _, stderr = c.cli("peer", "add", b.url(), "--fingerprint", wrong); code == 0 || !strings.Contains(stderr, "pinned") {
 		t.Errorf("peer add under a wrong fingerprint: exit %d %s; want a refusal naming the pin", code, stderr)
 	}
