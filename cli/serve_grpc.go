@@ -4,7 +4,6 @@ package cli
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -40,14 +39,17 @@ func (x *extraServers) start(_ context.Context, a *agent.Agent, nw *peer.Network
 	if err != nil {
 		return nil, fmt.Errorf("grpc listen on %s: %w", *x.grpcListen, err)
 	}
+	opts := grpcapi.Options{Logger: log, Version: Version, Groups: gm, Network: nw}
 	if tlsSrv != nil {
-		// The same certificate and client CA as the HTTP API, with
-		// gRPC's ALPN.
-		cfg := tlsSrv.TLS.Clone()
-		cfg.NextProtos = []string{"h2"}
-		ln = tls.NewListener(ln, cfg)
+		// The same certificate, client CA, client_auth and certificate
+		// principals as the HTTP API, with gRPC's ALPN.
+		opts.TLS = tlsSrv.TLS.Clone()
+		opts.TLS.NextProtos = []string{"h2"}
+		if tlsSrv.Clients != nil {
+			opts.ClientCerts = tlsSrv.Clients
+		}
 	}
-	srv := grpcapi.New(a, grpcapi.Options{Logger: log, Version: Version, Groups: gm, Network: nw})
+	srv := grpcapi.New(a, opts)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	return func(ctx context.Context) error {

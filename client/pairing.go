@@ -39,12 +39,22 @@ func (c *Client) ListPairRequests(ctx context.Context) ([]PairRequest, error) {
 // /pairing/{agent_id}/accept, admin): the agent checks the requester's
 // identity at its endpoint and pins its key. It returns the new peer.
 func (c *Client) AcceptPeer(ctx context.Context, agentID string) (*Peer, error) {
+	return c.AcceptPeerWith(ctx, agentID, PairOptions{})
+}
+
+// AcceptPeerWith is AcceptPeer with options (the requester's TLS
+// certificate to pin).
+func (c *Client) AcceptPeerWith(ctx context.Context, agentID string, o PairOptions) (*Peer, error) {
 	eid, err := escapeID(agentID)
 	if err != nil {
 		return nil, fmt.Errorf("accept peer: %w", err)
 	}
+	var body any
+	if o.TLSFingerprint != "" {
+		body = o
+	}
 	var p Peer
-	if _, _, err := c.do(ctx, http.MethodPost, "/pairing/"+eid+"/accept", nil, nil, &p); err != nil {
+	if _, _, err := c.do(ctx, http.MethodPost, "/pairing/"+eid+"/accept", nil, body, &p); err != nil {
 		return nil, fmt.Errorf("accept peer %s: %w", agentID, err)
 	}
 	return &p, nil

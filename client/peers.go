@@ -23,9 +23,12 @@ type Peer struct {
 	Endpoint  string `json:"endpoint"`
 	// PublicKey is the pinned Ed25519 key, base64 (standard alphabet).
 	PublicKey string `json:"public_key"`
-	Status    string `json:"status,omitempty"`
-	LastSeen  string `json:"last_seen,omitempty"`
-	AddedAt   string `json:"added_at,omitempty"`
+	// TLSFingerprint is the SHA-256 (hex) of the TLS certificate pinned
+	// at pairing, if any.
+	TLSFingerprint string `json:"tls_fingerprint,omitempty"`
+	Status         string `json:"status,omitempty"`
+	LastSeen       string `json:"last_seen,omitempty"`
+	AddedAt        string `json:"added_at,omitempty"`
 	// ActiveTasks and MaxTasks are from the peer's last heartbeat.
 	ActiveTasks int `json:"active_tasks,omitempty"`
 	MaxTasks    int `json:"max_tasks,omitempty"`
@@ -147,8 +150,25 @@ func lenientText(raw json.RawMessage) string {
 // the agent fetches that agent's identity and pins its key. It returns the
 // new peer.
 func (c *Client) AddPeer(ctx context.Context, endpoint string) (*Peer, error) {
+	return c.AddPeerWith(ctx, endpoint, PairOptions{})
+}
+
+// PairOptions are what pairing may add (POST /agents, POST
+// /pairing/{agent_id}/accept).
+type PairOptions struct {
+	// TLSFingerprint pins the certificate of the other agent's https
+	// endpoint: the SHA-256 hex that synapse cert init printed there.
+	TLSFingerprint string `json:"tls_fingerprint,omitempty"`
+}
+
+// AddPeerWith is AddPeer with options.
+func (c *Client) AddPeerWith(ctx context.Context, endpoint string, o PairOptions) (*Peer, error) {
 	var p Peer
-	if _, _, err := c.do(ctx, http.MethodPost, "/agents", nil, map[string]string{"endpoint": endpoint}, &p); err != nil {
+	body := map[string]string{"endpoint": endpoint}
+	if o.TLSFingerprint != "" {
+		body["tls_fingerprint"] = o.TLSFingerprint
+	}
+	if _, _, err := c.do(ctx, http.MethodPost, "/agents", nil, body, &p); err != nil {
 		return nil, fmt.Errorf("add peer %s: %w", endpoint, err)
 	}
 	return &p, nil

@@ -4,10 +4,13 @@ package grpcapi
 
 import (
 	"context"
+	"crypto/x509"
 	"strings"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
 
 	"github.com/synapse-edge/synapse/auth"
 	pb "github.com/synapse-edge/synapse/proto"
@@ -74,6 +77,12 @@ func (s *Server) authorizeScope(ctx context.Context, scope auth.Scope) (context.
 		}
 	}
 	if tok == "" {
+		if p, ok := s.certPrincipal(ctx); ok {
+			if !p.Can(scope) {
+				return ctx, toStatus(wire.Errorf(wire.CodePermissionDenied, "this client certificate (%s) lacks the %q scope", p.Name, scope).With("scope", string(scope)))
+			}
+			return context.WithValue(ctx, principalKey{}, p), nil
+		}
 		return ctx, toStatus(wire.Errorf(wire.CodeUnauthorized, "missing authorization: Bearer <token> metadata"))
 	}
 	p, err := s.a.Tokens().Authenticate(tok)
@@ -84,6 +93,30 @@ func (s *Server) authorizeScope(ctx context.Context, scope auth.Scope) (context.
 		return ctx, toStatus(wire.Errorf(wire.CodePermissionDenied, "this token lacks the %q scope", scope).With("scope", string(scope)))
 	}
 	return context.WithValue(ctx, principalKey{}, p), nil
+}
+
+// CertPrincipals maps a client certificate the handshake verified onto
+// a principal (tlscert.Clients), as for the HTTP API.
+type CertPrincipals interface {
+	Principal(cert *x509.Certificate) (auth.Principal, bool)
+}
+
+// certPrincipal is the principal of the call's client certificate,
+// verified by the handshake against tls.client_ca_file and mapped in
+// tls.clients. A call with a bearer token is judged by the token.
+func (s *Server) certPrincipal(ctx context.Context) (auth.Principal, bool) {
+	if s.certs == nil {
+		return auth.Principal{}, false
+	}
+	pr, ok := peer.FromContext(ctx)
+	if !ok {
+		return auth.Principal{}, false
+	}
+	info, ok := pr.AuthInfo.(credentials.TLSInfo)
+	if !ok || len(info.State.VerifiedChains) == 0 || len(info.State.PeerCertificates) == 0 {
+		return auth.Principal{}, false
+	}
+	return s.certs.Principal(info.State.PeerCertificates[0])
 }
 
 func (s *Server) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {

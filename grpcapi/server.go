@@ -4,12 +4,14 @@ package grpcapi
 
 import (
 	"context"
+	"crypto/tls"
 	"log/slog"
 	"net"
 	"sync"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
@@ -56,6 +58,13 @@ type Options struct {
 	// KeepaliveMinTime is the shortest interval between client pings
 	// admitted; default DefaultKeepaliveMinTime.
 	KeepaliveMinTime time.Duration
+	// TLS, if set, serves every connection over TLS with this config
+	// (package internal/tlscert builds it; ALPN h2 is added), its client
+	// CA and client_auth as on the HTTP API.
+	TLS *tls.Config
+	// ClientCerts, if set, finds the principal of a verified client
+	// certificate; a call with one needs no bearer token (auth.go).
+	ClientCerts CertPrincipals
 }
 
 // Server is the gRPC server of one agent.
@@ -67,6 +76,7 @@ type Server struct {
 	version string
 	g       *grpc.Server
 	health  *health.Server
+	certs   CertPrincipals
 	// done is closed by Shutdown; streams end when it is.
 	done     chan struct{}
 	stopOnce sync.Once
@@ -83,7 +93,7 @@ type Server struct {
 // New builds the server for an open agent.
 func New(a *agent.Agent, opts Options) *Server {
 	s := &Server{a: a, net: opts.Network, groups: opts.Groups, log: opts.Logger, version: opts.Version,
-		health: health.NewServer(), done: make(chan struct{})}
+		health: health.NewServer(), done: make(chan struct{}), certs: opts.ClientCerts}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -91,13 +101,17 @@ func New(a *agent.Agent, opts Options) *Server {
 	if minPing <= 0 {
 		minPing = DefaultKeepaliveMinTime
 	}
-	s.g = grpc.NewServer(
+	var creds []grpc.ServerOption
+	if opts.TLS != nil {
+		creds = append(creds, grpc.Creds(credentials.NewTLS(opts.TLS)))
+	}
+	s.g = grpc.NewServer(append(creds,
 		grpc.ChainUnaryInterceptor(s.unary),
 		grpc.ChainStreamInterceptor(s.stream),
 		grpc.MaxRecvMsgSize(maxMessage),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: minPing, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: keepaliveServerPing, Timeout: keepaliveServerTimeout}),
-	)
+	)...)
 	pb.RegisterTaskServiceServer(s.g, s)
 	pb.RegisterSynapseMessageServiceServer(s.g, s)
 	pb.RegisterCapabilitiesServiceServer(s.g, s)

@@ -161,11 +161,12 @@ func encodeEnvelope(m *wire.UnifiedSynapseMessage, msgpack bool) (string, []byte
 func (s *Server) addPeer(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
 	var req struct {
 		Endpoint string `json:"endpoint" msgpack:"endpoint"`
+		peer.PairOptions
 	}
 	if err := decode(ctx, &req); err != nil {
 		return err
 	}
-	p, created, err := s.net.Pair(ctx, req.Endpoint)
+	p, created, err := s.net.Pair(ctx, req.Endpoint, req.PairOptions)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/synapse-edge/synapse/auth"
+	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -22,7 +23,13 @@ func (s *Server) acceptPeer(ctx *fasthttp.RequestCtx, _ auth.Principal, args []s
 	if err != nil {
 		return err
 	}
-	p, err := s.net.AcceptPeer(ctx, id)
+	var o peer.PairOptions // optional body: {"tls_fingerprint"}
+	if len(ctx.PostBody()) > 0 {
+		if err := decode(ctx, &o); err != nil {
+			return err
+		}
+	}
+	p, err := s.net.AcceptPeer(ctx, id, o)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/contracts"
 	"github.com/synapse-edge/synapse/internal/metrics"
+	"github.com/synapse-edge/synapse/peer/pins"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/transport"
 	"github.com/synapse-edge/synapse/wire"
@@ -80,7 +81,10 @@ type Network struct {
 	secret []byte
 
 	peers peerSet
-	out   *outbox
+	// pins are the TLS certificates pinned at pairing, by endpoint
+	// (tlspin.go).
+	pins pins.Table
+	out  *outbox
 	// contracts makes and enforces the contracts with peers (contracts.go).
 	contracts *contracts.Manager
 	hmac      hmacGuard
@@ -174,6 +178,7 @@ func (n *Network) Open(ctx context.Context) error {
 	if err := n.peers.load(n.db); err != nil {
 		return fmt.Errorf("load peers: %w", err)
 	}
+	n.setPins(n.peers.m)
 	n.out = newOutbox(n)
 	r := n.a.Metrics()
 	n.m = p2pMetrics{
@@ -282,20 +287,30 @@ func (n *Network) envelope(msgType wire.MessageType, peer, id, corr string, payl
 
 // send sends m through the agent's transport, within deliveryTimeout (or
 // ctx's deadline when sooner), reading at most maxAnswerBytes of the
-// answer unless m says otherwise.
+// answer unless m says otherwise, under the TLS pin of the peer it goes
+// to, if any (tlspin.go).
 func (n *Network) send(ctx context.Context, m *transport.Message) transport.Outcome {
 	if m.MaxReply == 0 {
 		m.MaxReply = maxAnswerBytes
 	}
+	n.pinTLS(m)
 	ctx, cancel := context.WithTimeout(ctx, deliveryTimeout)
 	defer cancel()
-	return n.t.Send(ctx, m)
+	o := n.t.Send(ctx, m)
+	n.checkPinned(m, o)
+	return o
 }
 
 // fetch reads the JSON document at url, at most max bytes of it.
 func (n *Network) fetch(ctx context.Context, url string, max int) transport.Outcome {
+	return n.fetchPinned(ctx, url, max, "")
+}
+
+// fetchPinned is fetch under the TLS pin given ("": the pin of the peer
+// at url, if any).
+func (n *Network) fetchPinned(ctx context.Context, url string, max int, pin string) transport.Outcome {
 	return n.send(ctx, &transport.Message{Kind: transport.Fetch, To: url,
-		Header: map[string]string{"Accept": wire.ContentJSON}, MaxReply: max})
+		Header: map[string]string{"Accept": wire.ContentJSON}, MaxReply: max, TLSPin: pin})
 }
 
 // sendEnvelope sends a signed JSON envelope to a peer's message endpoint.

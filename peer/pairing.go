@@ -157,9 +157,10 @@ func (n *Network) pinned(peer string) {
 // Pair is AddPeer that returns once the pair request has been answered
 // (or has failed, within a few seconds): an operator of the other agent
 // finds it listed as soon as the call returns. The API and the CLI pair
-// through it.
-func (n *Network) Pair(ctx context.Context, endpoint string) (*PeerInfo, bool, error) {
-	info, created, err := n.AddPeer(ctx, endpoint)
+// through it. o.TLSFingerprint pins the endpoint's TLS certificate
+// (tlspin.go).
+func (n *Network) Pair(ctx context.Context, endpoint string, o PairOptions) (*PeerInfo, bool, error) {
+	info, created, err := n.AddPeerWith(ctx, endpoint, o)
 	if err != nil || !n.ready() {
 		return info, created, err
 	}
@@ -286,8 +287,9 @@ func errNoPairRequest(id string) error {
 // AcceptPeer pairs an agent that asked to: it reads the identity at the
 // endpoint the request named, checks that it is the agent and key that
 // asked, pins it (AddPeer) and greets it so that its queued messages
-// come at once.
-func (n *Network) AcceptPeer(ctx context.Context, id string) (*PeerInfo, error) {
+// come at once. o.TLSFingerprint pins the TLS certificate of its https
+// endpoint, which the identity is read under already.
+func (n *Network) AcceptPeer(ctx context.Context, id string, o PairOptions) (*PeerInfo, error) {
 	if !n.ready() {
 		return nil, wire.Errorf(wire.CodeAgentNotReady, "")
 	}
@@ -302,7 +304,11 @@ func (n *Network) AcceptPeer(ctx context.Context, id string) (*PeerInfo, error) 
 	if r == nil || n.peers.get(id) != nil {
 		return nil, errNoPairRequest(id)
 	}
-	got, err := n.fetchIdentity(ctx, want.Endpoint)
+	o, err := o.check(want.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	got, err := n.fetchIdentity(ctx, want.Endpoint, o.TLSFingerprint)
 	if err != nil {
 		return nil, err
 	}
@@ -312,7 +318,7 @@ func (n *Network) AcceptPeer(ctx context.Context, id string) (*PeerInfo, error) 
 			want.Endpoint, IdentityPath, got.AgentID, keyFingerprint(got.PublicKey), want.AgentID, keyFingerprint(want.PublicKey)).
 			With("agent_id", id).With("reason", "public_key_changed")
 	}
-	info, _, err := n.Pair(ctx, want.Endpoint)
+	info, _, err := n.Pair(ctx, want.Endpoint, o)
 	if err != nil {
 		return nil, err
 	}

@@ -60,10 +60,10 @@ func TestPairingIsMutual(t *testing.T) {
 		return false
 	})
 
-	if _, err := b.a.AcceptPeer(context.Background(), "nobody"); err == nil {
+	if _, err := b.a.AcceptPeer(context.Background(), "nobody", peer.PairOptions{}); err == nil {
 		t.Fatal("AcceptPeer of an agent that did not ask succeeded")
 	}
-	p, err := b.a.AcceptPeer(context.Background(), a.id())
+	p, err := b.a.AcceptPeer(context.Background(), a.id(), peer.PairOptions{})
 	if err != nil {
 		t.Fatalf("AcceptPeer: %v", err)
 	}
@@ -168,7 +168,7 @@ func TestPairRequestChecks(t *testing.T) {
 			t.Fatal("a pair request made a peer without an operator")
 		}
 		// Its endpoint does not answer: accepting it fails and pins nothing.
-		if _, err := b.a.AcceptPeer(context.Background(), me.AgentID); err == nil || len(b.a.Peers()) != 0 {
+		if _, err := b.a.AcceptPeer(context.Background(), me.AgentID, peer.PairOptions{}); err == nil || len(b.a.Peers()) != 0 {
 			t.Fatalf("AcceptPeer of an unreachable agent: %v, peers %v", err, b.a.Peers())
 		}
 		if err := b.a.DeclinePeer(me.AgentID); err != nil {
@@ -186,7 +186,7 @@ func TestPairRequestChecks(t *testing.T) {
 func TestPairingAcceptedLate(t *testing.T) {
 	a := startPeerNet(t, "requester", fastRetries())
 	b := startPeerNet(t, "executor", fastRetries())
-	if _, _, err := a.a.Pair(context.Background(), b.url()); err != nil {
+	if _, _, err := a.a.Pair(context.Background(), b.url(), peer.PairOptions{}); err != nil {
 		t.Fatalf("Pair: %v", err)
 	}
 	if n := len(b.a.PairRequests()); n != 1 {
@@ -194,7 +194,7 @@ func TestPairingAcceptedLate(t *testing.T) {
 	}
 	task := submitTo(t, a, b, "echo", `{"late":true}`)
 	testutil.Eventually(t, 10*time.Second, "the refused request to become a dead letter", func() bool { return len(outbox(t, a.a, store.OutboxDead)) > 0 })
-	if _, err := b.a.AcceptPeer(context.Background(), a.id()); err != nil {
+	if _, err := b.a.AcceptPeer(context.Background(), a.id(), peer.PairOptions{}); err != nil {
 		t.Fatalf("AcceptPeer: %v", err)
 	}
 	done := waitFinal(t, a.a, task.ID)
@@ -210,7 +210,7 @@ func TestPairRequestAskedAgain(t *testing.T) {
 	t.Parallel() // it waits for askEvery (5 s) between two requests
 	a := startPeerNet(t, "requester", fastRetries())
 	b := startPeerNet(t, "executor", fastRetries())
-	if _, _, err := a.a.Pair(context.Background(), b.url()); err != nil {
+	if _, _, err := a.a.Pair(context.Background(), b.url(), peer.PairOptions{}); err != nil {
 		t.Fatalf("Pair: %v", err)
 	}
 	b.stop()

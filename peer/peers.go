@@ -35,6 +35,9 @@ type PeerInfo struct {
 	SystemID  string `json:"system_id,omitempty" msgpack:"system_id,omitempty"`
 	Endpoint  string `json:"endpoint" msgpack:"endpoint"`
 	PublicKey string `json:"public_key" msgpack:"public_key"`
+	// TLSFingerprint is the SHA-256 of the TLS certificate pinned at
+	// pairing (tlspin.go), if any.
+	TLSFingerprint string `json:"tls_fingerprint,omitempty" msgpack:"tls_fingerprint,omitempty"`
 	// Status is online, offline or busy.
 	Status   string `json:"status" msgpack:"status"`
 	LastSeen string `json:"last_seen,omitempty" msgpack:"last_seen,omitempty"`
@@ -62,7 +65,7 @@ type peer struct {
 
 func (p *peer) info() PeerInfo {
 	pi := PeerInfo{AgentID: p.rec.AgentID, AgentName: p.rec.AgentName, SystemID: p.rec.SystemID,
-		Endpoint: p.rec.Endpoint, PublicKey: p.rec.PublicKey, Status: p.rec.Status,
+		Endpoint: p.rec.Endpoint, PublicKey: p.rec.PublicKey, TLSFingerprint: p.rec.TLSFingerprint, Status: p.rec.Status,
 		AddedAt: wire.FormatTime(p.rec.AddedAt), ActiveTasks: p.active, MaxTasks: p.max, Capabilities: []string{}}
 	learnt(&pi, &p.rec)
 	if !p.rec.LastSeen.IsZero() {
@@ -180,11 +183,21 @@ func checkPeerID(id string) error {
 // an agent_id or endpoint already pinned with another key is refused
 // (409): remove the peer first to re-pin it.
 func (n *Network) AddPeer(ctx context.Context, endpoint string) (info *PeerInfo, created bool, err error) {
+	return n.AddPeerWith(ctx, endpoint, PairOptions{})
+}
+
+// AddPeerWith is AddPeer with options: o.TLSFingerprint pins the https
+// endpoint's certificate (the identity is read under it already), or
+// re-pins a peer paired before; without it a peer keeps its pin.
+func (n *Network) AddPeerWith(ctx context.Context, endpoint string, o PairOptions) (info *PeerInfo, created bool, err error) {
 	endpoint, err = checkEndpoint(endpoint)
 	if err != nil {
 		return nil, false, err
 	}
-	id, err := n.fetchIdentity(ctx, endpoint)
+	if o, err = o.check(endpoint); err != nil {
+		return nil, false, err
+	}
+	id, err := n.fetchIdentity(ctx, endpoint, o.TLSFingerprint)
 	if err != nil {
 		return nil, false, err
 	}
@@ -216,17 +229,23 @@ func (n *Network) AddPeer(ctx context.Context, endpoint string) (info *PeerInfo,
 		}
 	}
 	rec := store.Peer{AgentID: id.AgentID, AgentName: id.AgentName, SystemID: id.SystemID, Endpoint: endpoint,
-		PublicKey: id.PublicKey, Status: PeerOnline, LastSeen: now, AddedAt: now}
+		PublicKey: id.PublicKey, Status: PeerOnline, LastSeen: now, AddedAt: now, TLSFingerprint: o.TLSFingerprint}
 	p := &peer{rec: rec, pub: pub}
 	if old != nil {
 		p.rec.AddedAt, p.active, p.max = old.rec.AddedAt, old.active, old.max
+		if p.rec.TLSFingerprint == "" && old.rec.Endpoint == endpoint {
+			p.rec.TLSFingerprint = old.rec.TLSFingerprint
+		}
 	}
+	repinned := old != nil && old.rec.TLSFingerprint != "" && old.rec.TLSFingerprint != p.rec.TLSFingerprint
 	if err := n.db.Update(ctx, func(tx *store.Tx) error { return tx.PutPeer(&p.rec) }); err != nil {
 		return nil, false, wire.Errorf(wire.CodeSysStorage, "store peer: %v", err)
 	}
 	ps.m[id.AgentID] = p
+	n.setPins(ps.m)
 	pi := p.info()
-	n.log.Info("peer paired", "agent_id", id.AgentID, "endpoint", endpoint, "again", old != nil)
+	n.log.Info("peer paired", "agent_id", id.AgentID, "endpoint", endpoint, "again", old != nil,
+		"tls_fingerprint", p.rec.TLSFingerprint, "repinned", repinned)
 	// Messages that waited for this peer (or gave up) go now.
 	n.spawn(func() { n.out.wake(id.AgentID) })
 	n.pinned(id.AgentID) // pairing.go
@@ -234,14 +253,15 @@ func (n *Network) AddPeer(ctx context.Context, endpoint string) (info *PeerInfo,
 	return &pi, old == nil, nil
 }
 
-// fetchIdentity reads a peer's identity document.
-func (n *Network) fetchIdentity(ctx context.Context, endpoint string) (*wire.Identity, error) {
+// fetchIdentity reads a peer's identity document under a TLS pin ("":
+// the pin of a peer paired at endpoint, if any).
+func (n *Network) fetchIdentity(ctx context.Context, endpoint, pin string) (*wire.Identity, error) {
 	ctx, cancel := context.WithTimeout(ctx, identityTimeout)
 	defer cancel()
 	unreachable := func(format string, args ...any) error {
 		return wire.Errorf(wire.CodeCallbackUndeliverable, "pair %s: "+format, append([]any{endpoint}, args...)...).With("endpoint", endpoint)
 	}
-	o := n.fetch(ctx, endpoint+IdentityPath, maxAnswerBytes)
+	o := n.fetchPinned(ctx, endpoint+IdentityPath, maxAnswerBytes, pin)
 	switch {
 	case o.Status == 0 && o.Class == transport.Permanent: // not a URL the transport can send to
 		return nil, wire.Errorf(wire.CodeInvalidParams, "endpoint: %v", o.Err).With("field", "endpoint")
@@ -296,6 +316,7 @@ func (n *Network) RemovePeer(ctx context.Context, id string) error {
 		return wire.Errorf(wire.CodeSysStorage, "remove peer: %v", err)
 	}
 	delete(ps.m, id)
+	n.setPins(ps.m)
 	n.order.forget(id)
 	n.log.Info("peer removed", "agent_id", id)
 	return nil

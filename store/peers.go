@@ -41,6 +41,10 @@ type Peer struct {
 	Capabilities   *wire.AgentCapabilities     `json:"capabilities,omitempty"`
 	Interfaces     []wire.ImplementedInterface `json:"interfaces,omitempty"`
 	CapabilitiesAt time.Time                   `json:"capabilities_at,omitzero"`
+
+	// TLSFingerprint, if set, is the SHA-256 (lowercase hex) of the TLS
+	// certificate pinned at pairing for an https Endpoint.
+	TLSFingerprint string `json:"tls_fingerprint,omitempty"`
 }
 
 // bucket returns the named bucket, creating it in a write transaction; in

@@ -100,6 +100,12 @@ type Message struct {
 	// MaxReply bounds the bytes of the answer read into Outcome.Reply
 	// (0: DefaultMaxReply); a longer answer sets Outcome.Truncated.
 	MaxReply int
+	// TLSPin, if set, is the SHA-256 (lowercase hex) the TLS certificate
+	// of an https destination must have: the fingerprint pinned at
+	// pairing, which replaces verification against the CAs. Another
+	// certificate fails the send as Unreachable (retriable), with an
+	// error that is a tlspin.ErrMismatch.
+	TLSPin string
 }
 
 // Inbound is a message a transport received (not through the agent's

@@ -52,6 +52,10 @@ type Verb struct {
 	// Timeout as the default of --timeout (0: none).
 	Agent   bool
 	Timeout time.Duration
+	// PeerPin frees --fingerprint for the verb's own flag (the
+	// certificate of the peer it pairs); the agent's certificate is then
+	// --agent-fingerprint.
+	PeerPin bool
 	// Setup defines the verb's flags on fs and returns the function that
 	// runs it; help output calls Setup only to list the flags.
 	Setup func(fs *flag.FlagSet, s *Session) RunFunc
@@ -111,7 +115,7 @@ func ParseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 func (s *Session) Run(ctx context.Context, v *Verb, args []string) int {
 	fs := NewFlagSet("synapse " + v.Name)
 	if v.Agent {
-		s.RegisterGlobals(fs, v.Timeout)
+		s.registerGlobals(fs, v.Timeout, v.PeerPin)
 	}
 	run := v.Setup(fs, s)
 	pos, err := ParseInterspersed(fs, args)
@@ -160,7 +164,7 @@ func PrintCommandUsage(w io.Writer, c *Command) {
 func (s *Session) PrintVerbUsage(w io.Writer, v *Verb) {
 	fs := NewFlagSet("synapse " + v.Name)
 	if v.Agent {
-		s.RegisterGlobals(fs, v.Timeout)
+		s.registerGlobals(fs, v.Timeout, v.PeerPin)
 	}
 	v.Setup(fs, s)
 	line := "synapse " + v.Name

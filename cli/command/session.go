@@ -72,14 +72,25 @@ func NewSession(sio *IO, getenv func(string) string, version string) *Session {
 // as defaults, so that flags given before the command carry over;
 // verbTimeout is the verb's own default for --timeout.
 func (s *Session) RegisterGlobals(fs *flag.FlagSet, verbTimeout time.Duration) {
+	s.registerGlobals(fs, verbTimeout, false)
+}
+
+// registerGlobals is RegisterGlobals; with peerPin the agent's
+// fingerprint is --agent-fingerprint, for a verb whose --fingerprint
+// pins a peer.
+func (s *Session) registerGlobals(fs *flag.FlagSet, verbTimeout time.Duration, peerPin bool) {
 	g := &s.Flags
+	fpFlag := "fingerprint"
+	if peerPin {
+		fpFlag = "agent-fingerprint"
+	}
 	fs.StringVar(&g.Agent, "agent", g.Agent, "agent `URL` (env SYNAPSE_AGENT)")
 	fs.StringVar(&g.Token, "token", g.Token,
 		"bearer `TOKEN` (default: env SYNAPSE_TOKEN, else SYNAPSE_ADMIN_TOKEN, else DIR/admin.token)")
 	fs.StringVar(&g.Data, "data", g.Data, "data `DIR` of the local agent (holds admin.token and synapse.db)")
 	fs.BoolVar(&g.JSON, "json", g.JSON, "print JSON instead of text")
 	fs.StringVar(&g.CACert, "cacert", g.CACert, "PEM `FILE` of the CA (or the self-signed agent.crt) an https agent's certificate is verified against")
-	fs.StringVar(&g.Fingerprint, "fingerprint", g.Fingerprint, "SHA-256 `HEX` of an https agent's certificate to accept instead (printed by synapse cert init)")
+	fs.StringVar(&g.Fingerprint, fpFlag, g.Fingerprint, "SHA-256 `HEX` of an https agent's certificate to accept instead (printed by synapse cert init)")
 	def := g.Timeout
 	if def == 0 {
 		def = verbTimeout

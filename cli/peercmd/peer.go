@@ -35,14 +35,24 @@ Pairing asks the other agent too: it lists this one as a pending pair
 request until an operator there accepts it ('synapse peer pending', then
 'synapse peer accept AGENT_ID'), or pairs it with peer add. Until then it
 refuses this agent's messages; they wait in the outbox and go once it has
-accepted. Needs an admin token.`,
-		Agent: true, Timeout: command.DefaultRequestTimeout,
+accepted. Needs an admin token.
+
+An https ENDPOINT is verified against the system roots and tls.peer_ca_file,
+or, with --fingerprint, against that one certificate (the SHA-256 that
+'synapse cert init' printed on the other agent), no CA needed. The peer
+keeps the pin: a certificate changed under it is refused and logged, and
+its messages wait in the outbox. Pairing again with the new fingerprint
+re-pins it and they go. The agent this command talks to is then verified
+with --cacert or --agent-fingerprint.`,
+		Agent: true, Timeout: command.DefaultRequestTimeout, PeerPin: true,
 		Examples: []string{
 			"synapse peer add http://127.0.0.1:8081",
 			"synapse peer add mqtt:///gw-7",
 			"synapse --agent 127.0.0.1:8081 --data ./data-b peer add http://127.0.0.1:8080 --json",
+			"synapse peer add https://10.0.0.7:8443 --fingerprint 5c1a992ca7b13a77234fc4b48be670a1c45e1f115016b611b72e1fa4c7146fd9",
 		},
 		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
+			pin := pinFlag(fs)
 			return func(ctx context.Context, args []string) error {
 				endpoint, err := peerEndpoint(args[0])
 				if err != nil {
@@ -50,7 +60,7 @@ accepted. Needs an admin token.`,
 				}
 				ctx, cancel := s.WithTimeout(ctx)
 				defer cancel()
-				p, err := s.Client().AddPeer(ctx, endpoint)
+				p, err := s.Client().AddPeerWith(ctx, endpoint, client.PairOptions{TLSFingerprint: *pin})
 				if err != nil {
 					return err
 				}
@@ -64,6 +74,7 @@ accepted. Needs an admin token.`,
 					{"endpoint", p.Endpoint},
 					{"status", p.Status},
 					{"key fingerprint", p.KeyFingerprint()},
+					{"tls fingerprint", command.OrDash(p.TLSFingerprint)},
 				})
 				if me, err := s.Client().Identity(ctx); err == nil {
 					fmt.Fprintf(s.IO.Out, "\n%s asks %s to pair back; there, an operator runs:\n  synapse peer accept %s\n",
@@ -73,6 +84,11 @@ accepted. Needs an admin token.`,
 			}
 		},
 	}
+}
+
+// pinFlag defines --fingerprint, the TLS certificate of the peer to pin.
+func pinFlag(fs *flag.FlagSet) *string {
+	return fs.String("fingerprint", "", "SHA-256 `HEX` of the peer's TLS certificate to pin (printed by synapse cert init there)")
 }
 
 // peerEndpoint checks an agent's endpoint: its base URL (an address

@@ -63,17 +63,21 @@ func peerAcceptVerb() *command.Verb {
 		About: `The agent reads the identity of the requesting agent at the endpoint its
 request named, checks that it names the key the request was signed with,
 and pins it, as peer add does. The messages the other agent queued for
-this one are delivered at once. Needs an admin token.`,
-		Agent: true, Timeout: command.DefaultRequestTimeout,
+this one are delivered at once. With --fingerprint, the requester's https
+endpoint is verified against that certificate only, as in peer add.
+Needs an admin token.`,
+		Agent: true, Timeout: command.DefaultRequestTimeout, PeerPin: true,
 		Examples: []string{
 			"synapse peer accept edge-1_gateway_3fa9c2",
 			"synapse --agent 127.0.0.1:8081 --data ./data-b peer accept edge-1_gateway_3fa9c2",
+			"synapse peer accept edge-1_gateway_3fa9c2 --fingerprint 6b2f632b6c833e78eab3899954d66d382a3127602857a6fcd8c9d225914717c7",
 		},
 		Setup: func(fs *flag.FlagSet, s *command.Session) command.RunFunc {
+			pin := pinFlag(fs)
 			return func(ctx context.Context, args []string) error {
 				ctx, cancel := s.WithTimeout(ctx)
 				defer cancel()
-				p, err := s.Client().AcceptPeer(ctx, args[0])
+				p, err := s.Client().AcceptPeerWith(ctx, args[0], client.PairOptions{TLSFingerprint: *pin})
 				if err != nil {
 					return err
 				}
@@ -85,6 +89,7 @@ this one are delivered at once. Needs an admin token.`,
 					{"endpoint", p.Endpoint},
 					{"status", p.Status},
 					{"key fingerprint", p.KeyFingerprint()},
+					{"tls fingerprint", command.OrDash(p.TLSFingerprint)},
 				})
 				return nil
 			}

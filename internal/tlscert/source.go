@@ -1,16 +1,15 @@
 package tlscert
 
 import (
-	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"sync"
 	"time"
+
+	"github.com/synapse-edge/synapse/internal/tlspin"
 )
 
 // checkEvery is how often, at most, a handshake looks at the files'
@@ -140,58 +139,18 @@ func (s *Source) Leaf() *x509.Certificate {
 
 // Fingerprint is the SHA-256 of a certificate's DER, in lowercase hex:
 // what `synapse cert init` prints and --fingerprint pins.
-func Fingerprint(c *x509.Certificate) string {
-	if c == nil {
-		return ""
-	}
-	sum := sha256.Sum256(c.Raw)
-	return hex.EncodeToString(sum[:])
-}
+func Fingerprint(c *x509.Certificate) string { return tlspin.Fingerprint(c) }
 
 // ErrFingerprint is returned when a server's certificate is not the
 // pinned one.
-var ErrFingerprint = errors.New("the server's certificate does not have the pinned SHA-256 fingerprint")
+var ErrFingerprint = tlspin.ErrMismatch
 
 // NormalizeFingerprint accepts a SHA-256 fingerprint as hex with or
 // without colons, in either case (openssl x509 -fingerprint -sha256
 // prints AA:BB:...), and returns it as lowercase hex.
-func NormalizeFingerprint(s string) (string, error) {
-	b := make([]byte, 0, 64)
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == ':':
-			continue
-		case c >= '0' && c <= '9', c >= 'a' && c <= 'f':
-			b = append(b, c)
-		case c >= 'A' && c <= 'F':
-			b = append(b, c+'a'-'A')
-		default:
-			return "", fmt.Errorf("fingerprint %q: use the 64 hex digits of a SHA-256 (synapse cert init prints it)", s)
-		}
-	}
-	if len(b) != 64 {
-		return "", fmt.Errorf("fingerprint %q has %d hex digits; a SHA-256 has 64 (synapse cert init prints it)", s, len(b))
-	}
-	return string(b), nil
-}
+func NormalizeFingerprint(s string) (string, error) { return tlspin.Normalize(s) }
 
 // PinnedConfig returns a client tls.Config that accepts exactly the
 // certificate of fingerprint (normalized), whatever its names or issuer:
 // the trust of pairing, as for the peer's Ed25519 key.
-func PinnedConfig(fingerprint string) *tls.Config {
-	return &tls.Config{
-		MinVersion:         tls.VersionTLS12,
-		InsecureSkipVerify: true, // replaced by the pin check below
-		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
-			if len(raw) == 0 {
-				return ErrFingerprint
-			}
-			sum := sha256.Sum256(raw[0])
-			if hex.EncodeToString(sum[:]) != fingerprint {
-				return fmt.Errorf("%w: got %s, pinned %s", ErrFingerprint, hex.EncodeToString(sum[:]), fingerprint)
-			}
-			return nil
-		},
-	}
-}
+func PinnedConfig(fingerprint string) *tls.Config { return tlspin.Config(fingerprint) }

@@ -12,38 +12,6 @@ import (
 	"github.com/synapse-edge/synapse/internal/tlscert"
 )
 
-func TestNormalizeFingerprint(t *testing.T) {
-	hex := strings.Repeat("ab", 32)
-	colon := strings.ToUpper(strings.TrimSuffix(strings.Repeat("AB:", 32), ":"))
-	for _, in := range []string{hex, strings.ToUpper(hex), colon} {
-		got, err := tlscert.NormalizeFingerprint(in)
-		if err != nil || got != hex {
-			t.Errorf("NormalizeFingerprint(%q) = %q, %v; want %q", in, got, err, hex)
-		}
-	}
-	for _, in := range []string{"", "ab", hex + "00", strings.Repeat("zz", 32)} {
-		if _, err := tlscert.NormalizeFingerprint(in); err == nil {
-			t.Errorf("NormalizeFingerprint(%q) accepted", in)
-		}
-	}
-}
-
-func FuzzNormalizeFingerprint(f *testing.F) {
-	f.Add(strings.Repeat("ab", 32))
-	f.Add(strings.TrimSuffix(strings.Repeat("AB:", 32), ":"))
-	f.Add("zz")
-	f.Fuzz(func(t *testing.T, s string) {
-		got, err := tlscert.NormalizeFingerprint(s)
-		if err != nil {
-			return
-		}
-		again, err := tlscert.NormalizeFingerprint(got)
-		if err != nil || again != got || len(got) != 64 {
-			t.Fatalf("%q -> %q -> %q, %v", s, got, again, err)
-		}
-	})
-}
-
 // TestSourceReload: Generate's pair loads; a new pair is served after
 // Reload; a broken one is refused with the old kept.
 func TestSourceReload(t *testing.T) {

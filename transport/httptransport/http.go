@@ -19,6 +19,11 @@
 // bytes are read (the rest, up to 1 MiB, is drained so that the
 // connection can be reused); a TPError body is decoded in JSON or msgpack
 // by its Content-Type; Retry-After is read in seconds or as an HTTP date.
+//
+// An https destination is verified against the system roots or
+// Options.RootCAs, unless the message carries a TLSPin: then exactly the
+// certificate of that SHA-256 is accepted (pinned.go), through a client
+// of its own per fingerprint.
 package httptransport
 
 import (
@@ -77,6 +82,7 @@ type Options struct {
 // HTTP_PROXY and friends). It is safe for concurrent use.
 type Transport struct {
 	direct, guarded *http.Client
+	pinned          pinnedClients
 	ua              string
 	now             func() time.Time
 }
@@ -109,6 +115,9 @@ func New(o Options) *Transport {
 		guarded: client(&http.Transport{DialContext: guard, TLSClientConfig: tlsConfig(o.RootCAs)}),
 		ua:      o.UserAgent, now: o.Now,
 	}
+	t.pinned = pinnedClients{build: client, base: func() *http.Transport {
+		return &http.Transport{Proxy: http.ProxyFromEnvironment, DialContext: dialer.DialContext}
+	}}
 	if t.ua == "" {
 		t.ua = "synapse"
 	}
@@ -131,6 +140,7 @@ func tlsConfig(roots *x509.CertPool) *tls.Config {
 func (t *Transport) Close() error {
 	t.direct.CloseIdleConnections()
 	t.guarded.CloseIdleConnections()
+	t.pinned.close()
 	return nil
 }
 
@@ -141,8 +151,11 @@ func (t *Transport) Send(ctx context.Context, m *transport.Message) transport.Ou
 		return transport.Refused(err)
 	}
 	c := t.direct
-	if m.Kind == transport.Callback {
+	switch {
+	case m.Kind == transport.Callback:
 		c = t.guarded
+	case m.TLSPin != "" && req.URL.Scheme == "https":
+		c = t.pinned.get(m.TLSPin)
 	}
 	resp, err := c.Do(req)
 	if err != nil {
