@@ -52,6 +52,7 @@ type AgentDescription struct {
 	// only from the directory.
 	Endpoint       string                      `json:"endpoint,omitempty" msgpack:"endpoint,omitempty"`
 	PublicKey      string                      `json:"public_key,omitempty" msgpack:"public_key,omitempty"`
+	TLSFingerprint string                      `json:"tls_fingerprint,omitempty" msgpack:"tls_fingerprint,omitempty"`
 	Status         string                      `json:"status,omitempty" msgpack:"status,omitempty"`
 	LastSeen       string                      `json:"last_seen,omitempty" msgpack:"last_seen,omitempty"`
 	AddedAt        string                      `json:"added_at,omitempty" msgpack:"added_at,omitempty"`
@@ -129,7 +130,7 @@ func describe(caps *wire.AgentCapabilities, p *peer.PeerInfo) *AgentDescription 
 		d.AgentID, d.AgentName, d.SystemID, d.MaxConcurrentTasks = p.AgentID, p.AgentName, p.SystemID, p.MaxTasks
 	}
 	d.Endpoint, d.PublicKey, d.Status, d.LastSeen, d.AddedAt = p.Endpoint, p.PublicKey, p.Status, p.LastSeen, p.AddedAt
-	d.ActiveTasks, d.MaxTasks = p.ActiveTasks, p.MaxTasks
+	d.ActiveTasks, d.MaxTasks, d.TLSFingerprint = p.ActiveTasks, p.MaxTasks, p.TLSFingerprint
 	d.Interfaces, d.Compliance, d.CapabilitiesAt = p.Interfaces, p.Compliance, p.CapabilitiesAt
 	return d
 }
