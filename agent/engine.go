@@ -642,12 +642,21 @@ func (e *engine) finishFrom(r *run, to wire.Status, result wire.JSONValue, fail 
 		if err != nil {
 			return nil, err
 		}
+		if t.Status == wire.StatusConfirmed && !CanTransition(t.Status, to) {
+			// The commit of its start failed and the file, which memory
+			// follows, says confirmed; its handler ran all the same.
+			// (evs is empty: take moves a confirmed task on or keeps none.)
+			t.StartedAt = now
+			evs, _ = e.transition(t, wire.StatusExecuting, now, "")
+		}
 		more, err := e.final(t, to, result, fail, now)
 		return append(evs, more...), err
 	})
 	if err != nil {
 		e.log.Error("finish task", "task_id", r.snapshot().ID, "status", to, "err", err)
-		if e.retryFinal(r, to, result, fail, f) {
+		// Only a failed commit is written again: a change the task's state
+		// refuses would be refused again at once, for ever.
+		if !errors.Is(err, ErrIllegalTransition) && e.retryFinal(r, to, result, fail, f) {
 			return // still live; written again once the store can commit
 		}
 		r.mu.Lock()

@@ -16,8 +16,7 @@ const cancelWait = 10 * time.Second
 
 func (e *engine) get(id string) (*wire.Task, error) {
 	var t *wire.Task
-	err := e.db.View(func(tx *store.Tx) error {
-		var err error
+	err := viewSettled(e.db, func(tx *store.Tx) (err error) {
 		t, err = tx.Task(id)
 		return err
 	})

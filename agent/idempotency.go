@@ -114,8 +114,9 @@ func (c *IdemClaim) Release() {
 func (c *IdemClaim) stored(ctx context.Context) (*IdemAnswer, error) {
 	a, r := c.a, c.req
 	var rec *store.IdemRecord
-	err := a.db.View(func(tx *store.Tx) error {
-		var err error
+	// A keyed retry after commit_outcome_unknown comes while the store
+	// may still be reopening its file: it waits for the file's answer.
+	err := viewSettled(a.db, func(tx *store.Tx) (err error) {
 		rec, err = tx.Idem(r.Scope, r.Key)
 		return err
 	})

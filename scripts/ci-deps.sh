@@ -14,6 +14,7 @@
 #   lintian           make test-dist checks the .deb files with it
 #   skopeo            make test-dist inspects the OCI layout with it
 #   systemd           systemd-analyze verify of the unit the .deb installs
+#   strace            the disk fault tests inject EIO into the agent's fsyncs with it (e2e/fault_*_test.go)
 # It installs only when CI=true or when called with --install; otherwise it
 # says what is missing. Idempotent and quiet: nothing happens when all is
 # there.
@@ -37,8 +38,20 @@ for tool in minisign lintian skopeo; do
 	command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
 done
 command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)
+command -v strace >/dev/null 2>&1 || missing+=(strace)
 if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
 	missing+=(chromium)
+fi
+# The disk fault tests attach strace to an agent the test started (a
+# sibling, not a child, of strace): Yama's ptrace_scope 1 forbids that.
+# On CI only, it is lowered to 0 (classic ptrace permissions).
+scope=/proc/sys/kernel/yama/ptrace_scope
+if [ "${CI:-}" = "true" ] && [ -r "$scope" ] && [ "$(cat "$scope")" = "1" ]; then
+	if [ "$(id -u)" -eq 0 ]; then
+		echo 0 >"$scope"
+	elif command -v sudo >/dev/null 2>&1; then
+		echo 0 | sudo -n tee "$scope" >/dev/null
+	fi
 fi
 [ "${#missing[@]}" -eq 0 ] && exit 0
 
