@@ -2,6 +2,7 @@ package agent
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/synapse-edge/synapse/store"
@@ -80,4 +81,21 @@ func viewSettled(db *store.DB, fn func(tx *store.Tx) error) error {
 		time.Sleep(10 * time.Millisecond) // the store is reopening its file
 	}
 	return err
+}
+
+// follows refuses a write of a change made on prev when a task write has
+// failed since the change was queued (failed is the count then) and the
+// file does not hold prev: memory had moved on past a commit that is not
+// in the file, and the change on top of it would skip event numbers (db
+// check: "event 1 kept with the task is not the task's event 2"). The
+// refused write is read back (resync) and refused to its sender, who
+// tries again. Without a failure it reads nothing.
+func (e *engine) follows(tx *store.Tx, failed uint64, prev *wire.Task) error {
+	if e.failedWrites.Load() == failed {
+		return nil
+	}
+	if stored, err := tx.Task(prev.ID); err != nil || stored.Seq != prev.Seq {
+		return fmt.Errorf("task %s: its state before this change was not stored (%v)", prev.ID, err)
+	}
+	return nil
 }

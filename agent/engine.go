@@ -42,6 +42,8 @@ type engine struct {
 	added signal
 	// pushes indexes the live tasks with A2A push configs.
 	pushes pushIndex
+	// failedWrites counts the task writes that failed (follows).
+	failedWrites atomic.Uint64
 
 	mu   sync.Mutex
 	runs map[string]*run
@@ -225,9 +227,13 @@ func (e *engine) applyOutCtx(ctx context.Context, r *run, wait bool, mut func(t 
 	// Encoded here, not in the store's single writer, which then only
 	// copies bytes.
 	rec, encErr := store.EncodeTask(snap, evs)
+	failed := e.failedWrites.Load()
 	e.db.UpdateAsync(alsoWrite(ctx, func(tx *store.Tx) error {
 		if encErr != nil {
 			return encErr
+		}
+		if err := e.follows(tx, failed, prev); err != nil {
+			return err
 		}
 		if err := tx.PutRecord(rec); err != nil {
 			return err
@@ -247,6 +253,7 @@ func (e *engine) applyOutCtx(ctx context.Context, r *run, wait bool, mut func(t 
 				go e.lighten(r, snap) // not from the writer: r.mu may be held by a sender
 			}
 		} else {
+			e.failedWrites.Add(1)
 			e.log.Error("persist task state", "task_id", snap.ID, "status", snap.Status, "err", err)
 			if done == nil {
 				go e.resync(r, snap) // not from the writer: r.mu may be held
