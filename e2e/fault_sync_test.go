@@ -27,6 +27,7 @@ const (
 	faultRetryEvery = 20 * time.Millisecond
 	faultHealthy    = 2 * time.Second // /health SERVING after the fault cleared
 	faultSyncInject = syncCalls + ":error=EIO:when=2+2"
+	faultExpiring   = 4 // sleep tasks whose ttl passes during the fault
 )
 
 // faultLedger is what the clients of a fault run were told, by payload
@@ -252,6 +253,9 @@ func checkFaultLedger(t *testing.T, a *agentProc, l *faultLedger) {
 	views := fetchTasks(t, a, hc, a.listAll(hc))
 	byN := map[int][]taskView{}
 	for _, v := range views {
+		if v.TaskType == "sleep" {
+			continue // the deadline tasks: checkExpired
+		}
 		if v.Status != "completed" {
 			t.Errorf("task %s is %s (%s), want completed", v.TaskID, v.Status, v.ErrorCode)
 		}
@@ -339,6 +343,14 @@ func TestFaultSyncEIOUnderLoad(t *testing.T) {
 		defer l.mu.Unlock()
 		return len(l.acked) >= 20 && len(l.batches) >= 5
 	})
+	// Tasks whose deadline (ttl_seconds) passes while the syncs fail: the
+	// write of their failure may fail, and must be made all the same.
+	var expiring []string
+	for i := range faultExpiring {
+		_, id := a.submit(http.StatusCreated, `{"task_type":"sleep","payload":{"ms":600000},"ttl_seconds":2}`,
+			"Idempotency-Key", fmt.Sprintf("fault-expiring-%d", i))
+		expiring = append(expiring, id)
+	}
 	f := injectFault(t, a.pid(), faultSyncInject)
 	time.Sleep(faultFor) // the fault's length: the load runs meanwhile
 	f.clear()
@@ -353,10 +365,25 @@ func TestFaultSyncEIOUnderLoad(t *testing.T) {
 		t.Fatal("no commit_outcome_unknown answer: the fault did not reach a commit")
 	}
 	checkFaultLedger(t, a, l)
+	checkExpired(t, a, expiring)
 	dbCheckClean(t, a, true)
 	a.kill()
 	a.start()
 	checkFaultLedger(t, a, l)
+	checkExpired(t, a, expiring)
 	a.stop()
 	dbCheckClean(t, a, false)
+}
+
+// checkExpired fails the test unless every task of ids is failed with
+// task_expired: its deadline passed while the syncs failed, and the
+// failure was stored nonetheless (checkFaultLedger has waited until no
+// task is live).
+func checkExpired(t *testing.T, a *agentProc, ids []string) {
+	t.Helper()
+	for _, id := range ids {
+		if v := a.task(id); v.Status != "failed" || v.ErrorCode != string(wire.CodeTaskExpired) {
+			t.Errorf("task %s, whose ttl passed during the fault: %s (%s), want failed task_expired", id, v.Status, v.ErrorCode)
+		}
+	}
 }
