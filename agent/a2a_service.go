@@ -41,8 +41,7 @@ func (a *Agent) PushConfig(taskID, id string) (*store.PushConfig, error) {
 // PushConfigs lists a task's push configs in id order.
 func (a *Agent) PushConfigs(taskID string) ([]*store.PushConfig, error) {
 	var all []*store.PushConfig
-	err := a.db.View(func(tx *store.Tx) error {
-		var err error
+	err := a.db.View(func(tx *store.Tx) (err error) {
 		all, err = tx.PushConfigs(taskID)
 		return err
 	})

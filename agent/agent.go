@@ -353,8 +353,7 @@ func (a *Agent) Prune(ctx context.Context) (int, error) {
 	total := 0
 	for {
 		var n int
-		err := a.db.Update(ctx, func(tx *store.Tx) error {
-			var err error
+		err := a.db.Update(ctx, func(tx *store.Tx) (err error) {
 			n, err = tx.PruneFinished(now.Add(-time.Duration(a.cfg.Load().Retention.MaxAgeHours)*time.Hour), a.cfg.Load().Retention.KeepFinished, pruneBatch)
 			return err
 		})
@@ -377,8 +376,7 @@ func (a *Agent) Prune(ctx context.Context) (int, error) {
 	}
 	for {
 		var n int
-		err := a.db.Update(ctx, func(tx *store.Tx) error {
-			var err error
+		err := a.db.Update(ctx, func(tx *store.Tx) (err error) {
 			n, err = tx.PruneIdem(now.Add(-idemTTL), pruneBatch)
 			return err
 		})

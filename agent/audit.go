@@ -35,8 +35,7 @@ func (a *Agent) audit(kind, peer string, detail map[string]any) {
 // AuditLog returns up to limit audit records after seq after.
 func (a *Agent) AuditLog(after uint64, limit int) ([]*store.AuditRecord, error) {
 	var out []*store.AuditRecord
-	err := a.db.View(func(tx *store.Tx) error {
-		var err error
+	err := a.db.View(func(tx *store.Tx) (err error) {
 		out, err = tx.Audit(after, limit)
 		return err
 	})

@@ -2,6 +2,8 @@ package agent
 
 import (
 	"errors"
+	"fmt"
+	"time"
 
 	"github.com/synapse-edge/synapse/store"
 
@@ -19,17 +21,15 @@ import (
 // meanwhile is left alone.
 func (e *engine) resync(r *run, snap *wire.Task) {
 	stored, err := e.get(snap.ID)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.task != snap {
-		return
-	}
 	if err != nil {
 		e.log.Error("read back a task after a failed write", "task_id", snap.ID, "err", err)
 		return
 	}
-	r.task = stored
-	r.light = false
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.task == snap {
+		r.task, r.light = stored, false
+	}
 }
 
 // retryFinal keeps a run whose final state could not be written live and
@@ -38,14 +38,11 @@ func (e *engine) resync(r *run, snap *wire.Task) {
 // when the agent is shutting down (the next start recovers the task).
 func (e *engine) retryFinal(r *run, to wire.Status, result wire.JSONValue, fail *wire.Error, f *fold) bool {
 	e.mu.Lock()
-	closing := e.closing
-	if !closing {
-		e.wg.Add(1)
-	}
-	e.mu.Unlock()
-	if closing {
+	defer e.mu.Unlock()
+	if e.closing {
 		return false
 	}
+	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
 		if e.db.WaitHealthy(e.base) {
@@ -65,10 +62,40 @@ func (e *engine) adopt(r *run, err error) bool {
 		return false
 	}
 	stored, gerr := e.get(r.task.ID)
-	if gerr != nil {
-		return false
+	if gerr == nil {
+		r.task = stored
+		e.track(r)
 	}
-	r.task = stored
-	e.track(r)
-	return true
+	return gerr == nil
+}
+
+// viewSettled is db.View made again, for up to 10 s, while it fails
+// with store.ErrOutcomeUnknown: after a commit of unknown outcome the
+// store reopens its file, and a read made meanwhile fails so. Memory
+// then follows the file, not the failed attempt (resync, adopt), and a
+// keyed retry finds what the file holds. (The store's callbacks run in
+// its writer, which reopens the file: they never see it closed.)
+func viewSettled(db *store.DB, fn func(tx *store.Tx) error) error {
+	err := db.View(fn)
+	for end := time.Now().Add(10 * time.Second); errors.Is(err, store.ErrOutcomeUnknown) && time.Now().Before(end); err = db.View(fn) {
+		time.Sleep(10 * time.Millisecond) // the store is reopening its file
+	}
+	return err
+}
+
+// follows refuses a write of a change made on prev when a task write has
+// failed since the change was queued (failed is the count then) and the
+// file does not hold prev: memory had moved on past a commit that is not
+// in the file, and the change on top of it would skip event numbers (db
+// check: "event 1 kept with the task is not the task's event 2"). The
+// refused write is read back (resync) and refused to its sender, who
+// tries again. Without a failure it reads nothing.
+func (e *engine) follows(tx *store.Tx, failed uint64, prev *wire.Task) error {
+	if e.failedWrites.Load() == failed {
+		return nil
+	}
+	if stored, err := tx.Task(prev.ID); err != nil || stored.Seq != prev.Seq {
+		return fmt.Errorf("task %s: its state before this change was not stored (%v)", prev.ID, err)
+	}
+	return nil
 }

@@ -42,6 +42,8 @@ type engine struct {
 	added signal
 	// pushes indexes the live tasks with A2A push configs.
 	pushes pushIndex
+	// failedWrites counts the task writes that failed (follows).
+	failedWrites atomic.Uint64
 
 	mu   sync.Mutex
 	runs map[string]*run
@@ -225,9 +227,13 @@ func (e *engine) applyOutCtx(ctx context.Context, r *run, wait bool, mut func(t 
 	// Encoded here, not in the store's single writer, which then only
 	// copies bytes.
 	rec, encErr := store.EncodeTask(snap, evs)
+	failed := e.failedWrites.Load()
 	e.db.UpdateAsync(alsoWrite(ctx, func(tx *store.Tx) error {
 		if encErr != nil {
 			return encErr
+		}
+		if err := e.follows(tx, failed, prev); err != nil {
+			return err
 		}
 		if err := tx.PutRecord(rec); err != nil {
 			return err
@@ -247,6 +253,7 @@ func (e *engine) applyOutCtx(ctx context.Context, r *run, wait bool, mut func(t 
 				go e.lighten(r, snap) // not from the writer: r.mu may be held by a sender
 			}
 		} else {
+			e.failedWrites.Add(1)
 			e.log.Error("persist task state", "task_id", snap.ID, "status", snap.Status, "err", err)
 			if done == nil {
 				go e.resync(r, snap) // not from the writer: r.mu may be held
@@ -642,12 +649,21 @@ func (e *engine) finishFrom(r *run, to wire.Status, result wire.JSONValue, fail 
 		if err != nil {
 			return nil, err
 		}
+		if t.Status == wire.StatusConfirmed && !CanTransition(t.Status, to) {
+			// The commit of its start failed and the file, which memory
+			// follows, says confirmed; its handler ran all the same.
+			// (evs is empty: take moves a confirmed task on or keeps none.)
+			t.StartedAt = now
+			evs, _ = e.transition(t, wire.StatusExecuting, now, "")
+		}
 		more, err := e.final(t, to, result, fail, now)
 		return append(evs, more...), err
 	})
 	if err != nil {
 		e.log.Error("finish task", "task_id", r.snapshot().ID, "status", to, "err", err)
-		if e.retryFinal(r, to, result, fail, f) {
+		// Only a failed commit is written again: a change the task's state
+		// refuses would be refused again at once, for ever.
+		if !errors.Is(err, ErrIllegalTransition) && e.retryFinal(r, to, result, fail, f) {
 			return // still live; written again once the store can commit
 		}
 		r.mu.Lock()

@@ -16,8 +16,7 @@ const cancelWait = 10 * time.Second
 
 func (e *engine) get(id string) (*wire.Task, error) {
 	var t *wire.Task
-	err := e.db.View(func(tx *store.Tx) error {
-		var err error
+	err := viewSettled(e.db, func(tx *store.Tx) (err error) {
 		t, err = tx.Task(id)
 		return err
 	})
@@ -201,8 +200,7 @@ func (e *engine) provideInfo(ctx context.Context, id string, fields wire.JSONVal
 func (e *engine) list(f store.TaskFilter) ([]*wire.Task, string, error) {
 	var ts []*wire.Task
 	var next string
-	err := e.db.View(func(tx *store.Tx) error {
-		var err error
+	err := e.db.View(func(tx *store.Tx) (err error) {
 		ts, next, err = tx.ListTasks(f)
 		return err
 	})
@@ -211,8 +209,7 @@ func (e *engine) list(f store.TaskFilter) ([]*wire.Task, string, error) {
 
 func (e *engine) events(id string, after uint64) ([]*wire.Event, error) {
 	var evs []*wire.Event
-	err := e.db.View(func(tx *store.Tx) error {
-		var err error
+	err := e.db.View(func(tx *store.Tx) (err error) {
 		evs, err = tx.Events(id, after, 0)
 		return err
 	})
@@ -230,8 +227,7 @@ func (e *engine) recover(ctx context.Context) (int, error) {
 	for {
 		var page []*wire.Task
 		var next string
-		err := e.db.View(func(tx *store.Tx) error {
-			var err error
+		err := e.db.View(func(tx *store.Tx) (err error) {
 			page, next, err = tx.ListTasks(store.TaskFilter{NonTerminal: true, After: after, Limit: recoverPage})
 			return err
 		})

@@ -114,8 +114,9 @@ func (c *IdemClaim) Release() {
 func (c *IdemClaim) stored(ctx context.Context) (*IdemAnswer, error) {
 	a, r := c.a, c.req
 	var rec *store.IdemRecord
-	err := a.db.View(func(tx *store.Tx) error {
-		var err error
+	// A keyed retry after commit_outcome_unknown comes while the store
+	// may still be reopening its file: it waits for the file's answer.
+	err := viewSettled(a.db, func(tx *store.Tx) (err error) {
 		rec, err = tx.Idem(r.Scope, r.Key)
 		return err
 	})
@@ -200,7 +201,8 @@ func (a *Agent) Idempotent(ctx context.Context, r IdemRequest, fn func() (*IdemA
 // the task's transaction, so the task and its answer exist together or
 // not at all. When the task was stored before it was final and SubmitWait
 // returns it final, the stored answer is replaced by render's answer for
-// the final task: a replay gives what the first request was answered.
+// the final task: a replay gives what the first request was answered
+// (or, when that replacement fails, the answer stored with the task).
 // ans is the answer to send; replayed is true when it is a stored one
 // (t is then nil).
 func (a *Agent) SubmitIdempotent(ctx context.Context, p auth.Principal, req *wire.SubmitRequest, r IdemRequest, wait time.Duration,
@@ -238,7 +240,10 @@ func (a *Agent) SubmitIdempotent(ctx context.Context, p auth.Principal, req *wir
 		ans = render(t)
 		ans.TaskID = t.ID
 		if err := c.Store(ctx, ans); err != nil {
-			return nil, nil, false, err
+			// The task is stored final, so the answer is true: refusing
+			// it would tell a stored task not stored. A keyed replay
+			// gives the answer stored with the task (issue #28).
+			a.log.Warn("store idempotency record", "err", err)
 		}
 	}
 	return t, ans, false, nil

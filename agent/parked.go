@@ -97,8 +97,7 @@ func (e *engine) heavy(r *run) error {
 		return nil
 	}
 	var t *wire.Task
-	err := e.db.View(func(tx *store.Tx) error {
-		var err error
+	err := e.db.View(func(tx *store.Tx) (err error) {
 		t, err = tx.Task(r.task.ID)
 		return err
 	})
@@ -129,8 +128,7 @@ func (e *engine) whole(r *run) (*wire.Task, error) {
 	}
 	defer r.mu.Unlock() // held so that no write changes the stored state meanwhile
 	var full *wire.Task
-	err := e.db.View(func(tx *store.Tx) error {
-		var err error
+	err := e.db.View(func(tx *store.Tx) (err error) {
 		full, err = tx.Task(t.ID)
 		return err
 	})

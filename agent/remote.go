@@ -88,6 +88,9 @@ func (e *engine) submitRemote(ctx context.Context, p auth.Principal, req *wire.S
 	// about a task it asked for wait for that task's creation.
 	defer e.creatingRun(t.ID)()
 	if err := e.create(ctx, t, evs, nil, idem); err != nil {
+		// Of unknown outcome and in the file after all, its request is
+		// in the outbox: live, it takes the peer's reports (issue #28).
+		e.adopt(r, err)
 		return nil, err
 	}
 	e.a.m.submitted.Inc()

@@ -16,15 +16,8 @@ func (e *engine) errNoHandler(taskType string) error {
 		names = append(names, t.Type)
 	}
 	best := suggest.Closest(taskType, names)
-	msg := "this agent has no handler for task type %q"
-	args := []any{taskType}
-	if best != "" {
-		msg += "; did you mean %q?"
-		args = append(args, best)
-	}
-	msg += " Its task types: %s"
-	args = append(args, strings.Join(names, ", "))
-	err := wire.Errorf(wire.CodeCapabilityLacking, msg, args...).With("task_type", taskType).With("task_types", names)
+	err := wire.Errorf(wire.CodeCapabilityLacking, "this agent has no handler for task type %q%s Its task types: %s",
+		taskType, suggest.DidYouMean(best), strings.Join(names, ", ")).With("task_type", taskType).With("task_types", names)
 	if best != "" {
 		err = err.With("suggestion", best)
 	}

@@ -17,8 +17,7 @@ type TaskSummary struct {
 // times a second.
 func (a *Agent) TaskSummary() (*TaskSummary, error) {
 	var by map[wire.Status]int
-	err := a.db.View(func(tx *store.Tx) error {
-		var err error
+	err := a.db.View(func(tx *store.Tx) (err error) {
 		by, err = tx.CountTasksByStatus()
 		return err
 	})

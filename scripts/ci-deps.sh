@@ -18,6 +18,7 @@
 #                     test-a2a); the script then runs npm ci in e2e/stdclients,
 #                     which installs the npm packages its package-lock.json pins
 #                     (eventsource, @msgpack/msgpack)
+#   strace            the disk fault tests inject EIO into the agent's fsyncs with it (e2e/fault_*_test.go)
 # It installs only when CI=true or when called with --install; otherwise it
 # says what is missing. Idempotent and quiet: nothing happens when all is
 # there.
@@ -41,6 +42,7 @@ for tool in minisign lintian skopeo; do
 	command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
 done
 command -v systemd-analyze >/dev/null 2>&1 || missing+=(systemd)
+command -v strace >/dev/null 2>&1 || missing+=(strace)
 command -v node >/dev/null 2>&1 || missing+=(nodejs)
 command -v npm >/dev/null 2>&1 || missing+=(npm)
 if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
@@ -58,6 +60,17 @@ npm_ci() {
 	echo "ci-deps: npm ci in e2e/stdclients"
 	(cd "$stdclients" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
 }
+# The disk fault tests attach strace to an agent the test started (a
+# sibling, not a child, of strace): Yama's ptrace_scope 1 forbids that.
+# On CI only, it is lowered to 0 (classic ptrace permissions).
+scope=/proc/sys/kernel/yama/ptrace_scope
+if [ "${CI:-}" = "true" ] && [ -r "$scope" ] && [ "$(cat "$scope")" = "1" ]; then
+	if [ "$(id -u)" -eq 0 ]; then
+		{ echo 0 >"$scope"; } 2>/dev/null || echo "ci-deps: cannot lower $scope; the strace fault tests will fail" >&2
+	elif command -v sudo >/dev/null 2>&1; then
+		echo 0 | sudo -n tee "$scope" >/dev/null 2>&1 || echo "ci-deps: cannot lower $scope; the strace fault tests will fail" >&2
+	fi
+fi
 
 if [ "${#missing[@]}" -eq 0 ] && [ -z "$npm_missing" ]; then
 	exit 0

@@ -3,6 +3,7 @@ package tier1
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -267,8 +268,14 @@ func (w *write) finish(err error) {
 	}
 	in.budget.release(bytes)
 	if err != nil {
+		werr := wire.Errorf(wire.CodeSysStorage, "store batch: %v", err)
+		if errors.Is(err, store.ErrOutcomeUnknown) {
+			// The batch may be in the file: "not stored" would be a lie,
+			// and its batch_id makes the resend safe.
+			werr = wire.Errorf(wire.CodeCommitUnknown, "the disk failed while storing the batch, which may or may not be stored (%v): send it again with the same batch_id, which stores it once", err)
+		}
 		for _, p := range w.ps {
-			p.Result, p.Err = Result{BatchID: p.b.BatchID}, wire.Errorf(wire.CodeSysStorage, "store batch: %v", err)
+			p.Result, p.Err = Result{BatchID: p.b.BatchID}, werr
 		}
 		in.C.Refused.Add(uint64(len(w.ps)))
 		return

@@ -199,8 +199,9 @@ func TestStoreGroup(t *testing.T) {
 }
 
 // TestStoreFailure: when the commit fails every batch of the write gets
-// the storage error, nothing of them is stored (a later try stores them),
-// and their room in the in-flight budget is given back.
+// commit_outcome_unknown (the store cannot tell whether a failed commit
+// reached the disk; here it did not), nothing of them is stored (a later
+// try stores them), and their room in the in-flight budget is given back.
 func TestStoreFailure(t *testing.T) {
 	now := time.Unix(1_790_000_000, 0)
 	var fail atomic.Bool
@@ -221,8 +222,8 @@ func TestStoreFailure(t *testing.T) {
 		storeAll(t, in, ps)
 		for i, p := range ps {
 			switch {
-			case round < 2 && (p.Err == nil || wire.AsError(p.Err).Code != wire.CodeSysStorage):
-				t.Errorf("round %d, batch %d: err %v, want %s", round, i, p.Err, wire.CodeSysStorage)
+			case round < 2 && (p.Err == nil || wire.AsError(p.Err).Code != wire.CodeCommitUnknown):
+				t.Errorf("round %d, batch %d: err %v, want %s", round, i, p.Err, wire.CodeCommitUnknown)
 			case round == 2 && (p.Err != nil || p.Result.Duplicate):
 				t.Errorf("round %d, batch %d: %+v, %v; want stored", round, i, p.Result, p.Err)
 			}

@@ -4,7 +4,10 @@
 // of an unknown task type.
 package suggest
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // maxEdits is the farthest a suggestion may be.
 const maxEdits = 2
@@ -49,4 +52,13 @@ func Distance(a, b string) int {
 		prev2, prev, cur = prev, cur, prev2
 	}
 	return prev[len(b)]
+}
+
+// DidYouMean is "; did you mean "best"?", the suggestion's part of a
+// message, or "" when best is "" (no name close enough).
+func DidYouMean(best string) string {
+	if best == "" {
+		return ""
+	}
+	return "; did you mean " + strconv.Quote(best) + "?"
 }

@@ -32,3 +32,13 @@ func TestClosest(t *testing.T) {
 		}
 	}
 }
+
+func TestDidYouMean(t *testing.T) {
+	for _, c := range []struct{ best, want string }{
+		{"", ""}, {"echo", `; did you mean "echo"?`}, {`a"b`, `; did you mean "a\"b"?`},
+	} {
+		if got := suggest.DidYouMean(c.best); got != c.want {
+			t.Errorf("DidYouMean(%q) = %q, want %q", c.best, got, c.want)
+		}
+	}
+}
