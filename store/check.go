@@ -85,7 +85,7 @@ func check(ctx context.Context, btx *bolt.Tx) CheckReport {
 			return nil
 		})
 	}
-	checkT1Seen(btx, add)
+	checkT1Seen(tx, add)
 	rep.OK = len(rep.Errors) == 0
 	return rep
 }
@@ -135,11 +135,8 @@ func CheckFile(ctx context.Context, path string) (CheckReport, error) {
 	if _, err := os.Stat(path); err != nil {
 		return CheckReport{}, fmt.Errorf("check %s: %w", path, err)
 	}
-	bdb, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	bdb, err := openFileReadOnly(path)
 	if err != nil {
-		if err == bolt.ErrTimeout {
-			err = ErrLocked
-		}
 		return CheckReport{}, fmt.Errorf("check %s: %w", path, err)
 	}
 	defer bdb.Close()
@@ -149,6 +146,27 @@ func CheckFile(ctx context.Context, path string) (CheckReport, error) {
 		return nil
 	})
 	return rep, err
+}
+
+// openFileReadOnly opens a data file that no process is serving, read
+// only.
+func openFileReadOnly(path string) (*bolt.DB, error) {
+	bdb, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err == bolt.ErrTimeout {
+		err = ErrLocked
+	}
+	return bdb, err
+}
+
+// viewFile runs fn in a read transaction of a data file that no process
+// is serving.
+func viewFile(path string, fn func(*Tx) error) error {
+	bdb, err := openFileReadOnly(path)
+	if err != nil {
+		return err
+	}
+	defer bdb.Close()
+	return bdb.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx}) })
 }
 
 // BackupFile copies a data file that no process is serving to dst (through a

@@ -253,7 +253,7 @@ func initSchema(tx *bolt.Tx) error {
 			return fmt.Errorf("%w: file has %d, this binary knows %d", ErrSchemaTooNew, got, SchemaVersion)
 		}
 	}
-	if err := recoverFinished(tx); err != nil {
+	if err := recoverFinished(&Tx{tx: tx}); err != nil {
 		return fmt.Errorf("retention index: %w", err)
 	}
 	return meta.Put(keySchema, binary.BigEndian.AppendUint32(nil, SchemaVersion))

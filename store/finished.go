@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -114,8 +112,8 @@ func (db *DB) finishedCommitted(tx *Tx) {
 // recoverFinished indexes the final tasks created since the newest
 // written entry (less finRecoverSkew) and marks the file as indexed
 // through its newest task. Open runs it before the writer starts.
-func recoverFinished(btx *bolt.Tx) error {
-	meta, tasks, fin := btx.Bucket(bucketMeta), btx.Bucket(bucketTasks), btx.Bucket(bucketFinished)
+func recoverFinished(tx *Tx) error {
+	meta, tasks, fin := tx.root(bucketMeta), tx.root(bucketTasks), tx.root(bucketFinished)
 	c := tasks.Cursor()
 	newest, _ := c.Last()
 	through := meta.Get(keyFinishedThrough)

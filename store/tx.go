@@ -27,9 +27,9 @@ type Tx struct {
 	flushedKeys     int
 }
 
-func (tx *Tx) b(name []byte) *bolt.Bucket { return tx.tx.Bucket(name) }
+func (tx *Tx) b(name []byte) *bucket { return tx.root(name) }
 
-func getJSON(b *bolt.Bucket, key []byte, v any) error {
+func getJSON(b *bucket, key []byte, v any) error {
 	raw := b.Get(key)
 	if raw == nil {
 		return ErrNotFound
@@ -40,7 +40,7 @@ func getJSON(b *bolt.Bucket, key []byte, v any) error {
 	return nil
 }
 
-func putJSON(b *bolt.Bucket, key []byte, v any) error {
+func putJSON(b *bucket, key []byte, v any) error {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encode record %q: %w", key, err)
@@ -149,7 +149,7 @@ func (tx *Tx) ListTasks(f TaskFilter) ([]*wire.Task, string, error) {
 }
 
 // CountTasks counts all task records.
-func (tx *Tx) CountTasks() int { return tx.b(bucketTasks).Stats().KeyN }
+func (tx *Tx) CountTasks() int { return tx.b(bucketTasks).KeyN() }
 
 // CountTasksByStatus counts the task records by status.
 func (tx *Tx) CountTasksByStatus() (map[wire.Status]int, error) {
@@ -283,7 +283,7 @@ func (tx *Tx) PruneFinished(olderThan time.Time, keep, max int) (int, error) {
 	}
 	fin := tx.b(bucketFinished)
 	// Stats counts the committed entries only.
-	total := fin.Stats().KeyN + tx.flushedKeys
+	total := fin.KeyN() + tx.flushedKeys
 	cut := beTime(olderThan)
 	c := fin.Cursor()
 	seen, n := 0, 0
@@ -332,6 +332,3 @@ func (tx *Tx) deleteTask(id string) (bool, error) {
 	}
 	return true, tx.deletePushConfigs(id)
 }
-
-// OnCommit calls fn after the transaction commits (never if it rolls back).
-func (tx *Tx) OnCommit(fn func()) { tx.tx.OnCommit(fn) }
