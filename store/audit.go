@@ -144,8 +144,8 @@ func VerifyAuditFile(ctx context.Context, path string) (AuditReport, error) {
 		return AuditReport{}, fmt.Errorf("audit %s: %w", path, err)
 	}
 	var rep AuditReport
-	err := viewFile(path, func(tx *Tx) error {
-		rep = tx.VerifyAudit()
+	err := viewFile(path, func(fv fileView) error {
+		rep = fv.tx.VerifyAudit()
 		return ctx.Err()
 	})
 	if err != nil {

@@ -63,7 +63,6 @@ func (tx *Tx) flushFinished() error {
 			if err := fin.Put(k, nil); err != nil {
 				return err
 			}
-			tx.flushedKeys++
 			if id := k[8:]; bytes.Compare(id, last) > 0 {
 				last = id
 			}
@@ -107,6 +106,13 @@ func (db *DB) finishedCommitted(tx *Tx) {
 		}
 		db.fin.keys = append(db.fin.keys, rest...)
 	}
+}
+
+// finishedRecovered tells whether recoverFinished has nothing to do.
+func finishedRecovered(tx *Tx) bool {
+	newest, _ := tx.root(bucketTasks).Cursor().Last()
+	through := tx.root(bucketMeta).Get(keyFinishedThrough)
+	return through != nil && (newest == nil || bytes.Equal(through, newest))
 }
 
 // recoverFinished indexes the final tasks created since the newest

@@ -84,7 +84,6 @@ func (tx *Tx) T1Writer(capID string) (*T1Frames, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.sequential() // keys arrive mostly in order
 	stats, err := tx.createRoot(bucketT1Stats)
 	if err != nil {
 		return nil, err

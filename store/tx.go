@@ -8,14 +8,12 @@ import (
 	"fmt"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/synapse-edge/synapse/wire"
 )
 
 // Tx is a read or write transaction with typed accessors.
 type Tx struct {
-	tx *bolt.Tx
+	v *view
 	// db is set in the writer's transactions; deferred are the retention
 	// index entries of this transaction not written yet, flushedDeferred
 	// how many of them flushFinished wrote, flushedPending whether it
@@ -24,7 +22,7 @@ type Tx struct {
 	deferred        [][]byte
 	flushedDeferred int
 	flushedPending  bool
-	flushedKeys     int
+	onCommit        []func()
 }
 
 func (tx *Tx) b(name []byte) *bucket { return tx.root(name) }
@@ -282,8 +280,7 @@ func (tx *Tx) PruneFinished(olderThan time.Time, keep, max int) (int, error) {
 		return 0, err
 	}
 	fin := tx.b(bucketFinished)
-	// Stats counts the committed entries only.
-	total := fin.KeyN() + tx.flushedKeys
+	total := fin.KeyN()
 	cut := beTime(olderThan)
 	c := fin.Cursor()
 	seen, n := 0, 0
