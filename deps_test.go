@@ -44,7 +44,7 @@ type onlyImporter struct {
 }
 
 var onlyImporters = []onlyImporter{
-	{"go.etcd.io/bbolt", []string{"store"}, "store owns the file format"},
+	{"go.etcd.io/bbolt", []string{"store", "store/kv"}, "store owns the file format; store/kv is its layered view over the file"},
 	{"github.com/vmihailenco/msgpack/v5", []string{"wire"}, "wire owns the codecs"},
 	{"github.com/valyala/fasthttp", []string{"httpapi", "a2a/a2ahttp", "internal/sse", "transport/httptransport"},
 		"httpapi is the server, a2a/a2ahttp the A2A binding it mounts, internal/sse their streamed answers; the HTTP transport the one HTTP client of the agent"},

@@ -14,6 +14,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/synapse-edge/synapse/store/commitlog"
+	"github.com/synapse-edge/synapse/store/kv"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -61,7 +62,7 @@ func (db *DB) Check(ctx context.Context) (CheckReport, error) {
 		return CheckReport{}, fmt.Errorf("check: %w", err)
 	}
 	defer func() { _ = btx.Rollback() }()
-	rep := check(ctx, btx, &Tx{v: &view{l: l, btx: btx}})
+	rep := check(ctx, btx, &Tx{v: kv.NewView(l, btx, false)})
 	checkLog(&rep, LogDir(db.path), db.applied, db.opts.logFS, nil)
 	return rep, nil
 }
@@ -231,15 +232,15 @@ func viewFile(path string, fn func(fileView) error) error {
 		if err != nil {
 			return err
 		}
-		l := newLayer()
+		l := kv.NewLayer()
 		var logRep CheckReport
 		checkLog(&logRep, LogDir(path), applied, nil, func(seq uint64, p []byte) error {
-			if err := replayWriteSet(l, p); err != nil {
+			if err := l.Replay(p); err != nil {
 				return fmt.Errorf("record %d: %w", seq, err)
 			}
 			return nil
 		})
-		return fn(fileView{tx: &Tx{v: &view{l: l, btx: btx}}, btx: btx, log: logRep})
+		return fn(fileView{tx: &Tx{v: kv.NewView(l, btx, false)}, btx: btx, log: logRep})
 	})
 }
 
@@ -257,13 +258,13 @@ func BackupFile(ctx context.Context, src, dst string) (int64, error) {
 	}
 	defer os.Remove(tmp.Name())
 	var n int64
-	var rest *layer
+	var rest *kv.Layer
 	var through uint64
 	err = viewFile(src, func(fv fileView) error {
 		if len(fv.log.Errors) > 0 {
 			return errors.New(fv.log.Errors[0])
 		}
-		rest, through = fv.tx.v.l, fv.log.Log.Last
+		rest, through = fv.tx.v.Layer(), fv.log.Log.Last
 		var err error
 		n, err = fv.btx.WriteTo(tmp)
 		return err
@@ -274,7 +275,7 @@ func BackupFile(ctx context.Context, src, dst string) (int64, error) {
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil && !rest.empty() {
+	if err == nil && !rest.Empty() {
 		err = applyToFile(tmp.Name(), rest, through)
 		if fi, serr := os.Stat(tmp.Name()); err == nil && serr == nil {
 			n = fi.Size()
@@ -291,13 +292,13 @@ func BackupFile(ctx context.Context, src, dst string) (int64, error) {
 
 // applyToFile writes l into the data file at path, through being the
 // last log record it then holds.
-func applyToFile(path string, l *layer, through uint64) error {
+func applyToFile(path string, l *kv.Layer, through uint64) error {
 	bdb, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
 	if err != nil {
 		return err
 	}
 	err = bdb.Update(func(btx *bolt.Tx) error {
-		if err := l.applyTo(btx); err != nil {
+		if err := l.ApplyTo(btx); err != nil {
 			return err
 		}
 		return btx.Bucket(bucketMeta).Put(keyLogApplied, binary.BigEndian.AppendUint64(nil, through))

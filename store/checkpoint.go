@@ -10,6 +10,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/synapse-edge/synapse/store/commitlog"
+	"github.com/synapse-edge/synapse/store/kv"
 )
 
 // The commit path. A group commit appends its write-set to the commit
@@ -65,14 +66,14 @@ func (db *DB) recover() error {
 	if err != nil {
 		return err
 	}
-	db.clog, db.cur, db.pub = clog, newLayer(), newLayer()
-	if !cur.empty() {
+	db.clog, db.cur, db.pub = clog, kv.NewLayer(), kv.NewLayer()
+	if !cur.Empty() {
 		through := clog.Next() - 1
 		start := time.Now()
 		if err := db.applyCheckpoint(cur, through); err != nil {
 			return fmt.Errorf("replay the commit log: %w", err)
 		}
-		db.log.Info("commit log replayed", "records", through-db.applied, "items", cur.items(), "took", time.Since(start))
+		db.log.Info("commit log replayed", "records", through-db.applied, "items", cur.Items(), "took", time.Since(start))
 		db.applied = through
 		if err := clog.Trim(through); err != nil {
 			db.log.Warn("trim the commit log", "err", err)
@@ -89,15 +90,15 @@ func (db *DB) recover() error {
 
 // openLog opens the log and reads what it holds after the checkpoint
 // into a new layer.
-func (db *DB) openLog() (*commitlog.Log, *layer, error) {
+func (db *DB) openLog() (*commitlog.Log, *kv.Layer, error) {
 	clog, err := commitlog.Open(LogDir(db.path), commitlog.Options{
 		Checkpoint: db.applied, SegmentSize: min(max(db.opts.CheckpointBytes, 64<<10), 16<<20), FS: db.opts.logFS})
 	if err != nil {
 		return nil, nil, err
 	}
-	l := newLayer()
+	l := kv.NewLayer()
 	err = clog.Replay(db.applied, func(seq uint64, p []byte) error {
-		if err := replayWriteSet(l, p); err != nil {
+		if err := l.Replay(p); err != nil {
 			return fmt.Errorf("commit log record %d: %w", seq, err)
 		}
 		return nil
@@ -124,7 +125,7 @@ func (db *DB) reopenLog() error {
 		return fmt.Errorf("reopen the commit log: %w", hideDir(err, db.path))
 	}
 	db.clog, db.cur = clog, cur
-	pub := cur.clone()
+	pub := cur.Clone()
 	db.pubMu.Lock()
 	db.pub = pub
 	db.pubMu.Unlock()
@@ -167,7 +168,7 @@ func (db *DB) checkpoint(force bool) error {
 			return err
 		}
 	}
-	if db.cur.empty() {
+	if db.cur.Empty() {
 		db.lastCk = time.Now()
 		return nil
 	}
@@ -187,9 +188,9 @@ func (db *DB) checkpoint(force bool) error {
 	}
 	db.applied = through
 	db.pubMu.Lock()
-	db.pub = newLayer()
+	db.pub = kv.NewLayer()
 	db.pubMu.Unlock()
-	db.cur = newLayer()
+	db.cur = kv.NewLayer()
 	db.lastCk, db.logAtCk = time.Now(), db.stats.LogBytes.Load()
 	db.stats.Checkpoints.Add(1)
 	db.stats.CheckpointNanos.Add(uint64(time.Since(start)))
@@ -205,7 +206,7 @@ func (db *DB) checkpoint(force bool) error {
 // applyCheckpoint writes l into the file with through as its last log
 // record, in one synced bbolt commit. The writer's read transaction is
 // closed first: a commit that grows the file waits for every reader.
-func (db *DB) applyCheckpoint(l *layer, through uint64) error {
+func (db *DB) applyCheckpoint(l *kv.Layer, through uint64) error {
 	db.closeWriteBase()
 	if db.boltStale {
 		if err := db.reopenBolt(); err != nil {
@@ -216,7 +217,7 @@ func (db *DB) applyCheckpoint(l *layer, through uint64) error {
 	if err != nil {
 		return err
 	}
-	if err := l.applyTo(btx); err != nil {
+	if err := l.ApplyTo(btx); err != nil {
 		_ = btx.Rollback()
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/synapse-edge/synapse/store/commitlog"
+	"github.com/synapse-edge/synapse/store/kv"
 )
 
 // SchemaVersion is the layout version this code writes. Version 2 may
@@ -133,13 +134,13 @@ type DB struct {
 	// cur, wbase and the stale flags; applied changes under ckMu held
 	// exclusively (a checkpoint), so Check reads it holding ckMu.
 	clog    *commitlog.Log
-	applied uint64 // the last log record the file holds
-	cur     *layer // what the log holds over the file
+	applied uint64    // the last log record the file holds
+	cur     *kv.Layer // what the log holds over the file
 	wbase   *bolt.Tx
 	// pubMu pairs a reader's bbolt transaction with pub, the layer
 	// published for readers (a clone of cur after each group commit).
 	pubMu sync.RWMutex
-	pub   *layer
+	pub   *kv.Layer
 	// ckMu is held shared by Check and Backup: no checkpoint changes the
 	// file meanwhile.
 	ckMu sync.RWMutex
@@ -360,14 +361,14 @@ func initSchema(btx *bolt.Tx, dryRun bool) (needed bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	tx := &Tx{v: &view{l: newLayer(), btx: btx, rw: true}}
+	tx := &Tx{v: kv.NewView(kv.NewLayer(), btx, true)}
 	if dryRun {
 		return v != SchemaVersion || !finishedRecovered(tx), nil
 	}
 	if err := recoverFinished(tx); err != nil {
 		return true, fmt.Errorf("retention index: %w", err)
 	}
-	if err := tx.v.l.applyTo(btx); err != nil {
+	if err := tx.v.Layer().ApplyTo(btx); err != nil {
 		return true, fmt.Errorf("retention index: %w", err)
 	}
 	return true, btx.Bucket(bucketMeta).Put(keySchema, binary.BigEndian.AppendUint32(nil, SchemaVersion))
@@ -481,14 +482,14 @@ func (db *DB) View(fn func(*Tx) error) error {
 		return err
 	}
 	defer func() { _ = btx.Rollback() }()
-	return fn(&Tx{v: &view{l: l, btx: btx}})
+	return fn(&Tx{v: kv.NewView(l, btx, false)})
 }
 
 // snapshot begins a bbolt read transaction and takes the published
 // layer with it, under pubMu: the writer publishes the layer of a
 // checkpoint's writes as empty only after that checkpoint is in the
 // file, so the two never miss a write.
-func (db *DB) snapshot() (*bolt.Tx, *layer, error) {
+func (db *DB) snapshot() (*bolt.Tx, *kv.Layer, error) {
 	for range 16 {
 		db.pubMu.RLock()
 		b := db.bolt.Load()

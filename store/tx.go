@@ -8,12 +8,13 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/synapse-edge/synapse/store/kv"
 	"github.com/synapse-edge/synapse/wire"
 )
 
 // Tx is a read or write transaction with typed accessors.
 type Tx struct {
-	v *view
+	v *kv.View
 	// db is set in the writer's transactions; deferred are the retention
 	// index entries of this transaction not written yet, flushedDeferred
 	// how many of them flushFinished wrote, flushedPending whether it

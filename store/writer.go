@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/store/commitlog"
+	"github.com/synapse-edge/synapse/store/kv"
 )
 
 // writer is the one goroutine that writes: group commits into the log,
@@ -118,9 +119,11 @@ func (db *DB) commit(batch []*writeReq) {
 		db.finish(batch, err)
 		return
 	}
-	g := db.cur.clone()
-	grp := &Tx{v: &view{l: g, btx: base, rw: true, ws: db.wsBuf[:0]}, db: db}
-	grp.v.ws = append(grp.v.ws, writeSetVersion)
+	// g is the layer as the group's functions so far leave it, ws their
+	// write-set, grp what they leave for the group's end (finished.go).
+	g := db.cur
+	ws := append(db.wsBuf[:0], kv.WriteSetVersion)
+	grp := &Tx{db: db}
 	ok, ckpt := db.okBuf[:0], false
 	for _, r := range batch {
 		if r.fn == nil {
@@ -128,13 +131,13 @@ func (db *DB) commit(batch []*writeReq) {
 			ok = append(ok, r)
 			continue
 		}
-		tx := &Tx{v: &view{l: grp.v.l.clone(), btx: base, rw: true}, db: db, flushedPending: grp.flushedPending}
+		tx := &Tx{v: kv.NewView(g.Clone(), base, true), db: db, flushedPending: grp.flushedPending}
 		if ferr := runFn(r.fn, tx); ferr != nil {
 			r.answer(ferr)
 			continue
 		}
-		grp.v.l = tx.v.l
-		grp.v.ws = append(grp.v.ws, tx.v.ws...)
+		g = tx.v.Layer()
+		ws = append(ws, tx.v.Ops()...)
 		grp.deferred = append(grp.deferred, tx.deferred[tx.flushedDeferred:]...)
 		grp.flushedPending = tx.flushedPending
 		grp.onCommit = append(grp.onCommit, tx.onCommit...)
@@ -144,16 +147,19 @@ func (db *DB) commit(batch []*writeReq) {
 	if len(ok) == 0 {
 		return
 	}
+	grp.v = kv.NewView(g.Clone(), base, true)
 	if db.finishedDue(grp) {
 		if err := grp.flushFinished(); err != nil {
 			db.finish(ok, fmt.Errorf("retention index: %w", err))
 			return
 		}
+		g = grp.v.Layer()
+		ws = append(ws, grp.v.Ops()...)
 	}
-	if cap(grp.v.ws) <= 1<<20 {
-		db.wsBuf = grp.v.ws[:0]
+	if cap(ws) <= 1<<20 {
+		db.wsBuf = ws[:0]
 	}
-	if err = db.appendGroup(grp.v.ws); err != nil {
+	if err = db.appendGroup(ws); err != nil {
 		if db.logStale {
 			// What reads see from now on is what the log holds.
 			if rerr := db.reopenLog(); rerr != nil {
@@ -166,8 +172,8 @@ func (db *DB) commit(batch []*writeReq) {
 	if db.failing.Load() != nil {
 		db.failing.Store(nil)
 	}
-	db.cur = grp.v.l
-	pub := db.cur.clone()
+	db.cur = g
+	pub := db.cur.Clone()
 	db.pubMu.Lock()
 	db.pub = pub
 	db.pubMu.Unlock()

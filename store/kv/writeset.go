@@ -1,4 +1,4 @@
-package store
+package kv
 
 import (
 	"encoding/binary"
@@ -9,7 +9,7 @@ import (
 // A write-set is what one group commit changed, the payload of one
 // commit-log record. Its byte layout:
 //
-//	version   1 byte, writeSetVersion
+//	version   1 byte, WriteSetVersion
 //	ops       until the end, each:
 //	  kind    1 byte (opPut, opDelete, opCreateBucket, opDeleteBucket, opSetSeq)
 //	  path    uvarint length, then the bucket path (layer.go: each name
@@ -23,7 +23,7 @@ import (
 // group left. Keys are 1 to bbolt's MaxKeySize bytes, values at most its
 // MaxValueSize, paths at most maxPathLen; a record breaking a limit is
 // corrupt.
-const writeSetVersion = 1
+const WriteSetVersion = 1
 
 const (
 	opPut byte = 1 + iota
@@ -80,7 +80,7 @@ func appendOp(dst []byte, o op) []byte {
 // decodeWriteSet calls fn with each op of ws in order; the slices alias
 // ws.
 func decodeWriteSet(ws []byte, fn func(op) error) error {
-	if len(ws) == 0 || ws[0] != writeSetVersion {
+	if len(ws) == 0 || ws[0] != WriteSetVersion {
 		return fmt.Errorf("%w: version", errBadWriteSet)
 	}
 	b := ws[1:]
@@ -136,8 +136,9 @@ func decodeWriteSet(ws []byte, fn func(op) error) error {
 	return nil
 }
 
-// replayWriteSet applies the ops of ws to l, copying what it keeps.
-func replayWriteSet(l *layer, ws []byte) error {
+// Replay applies the ops of the write-set ws to l, copying what it
+// keeps.
+func (l *Layer) Replay(ws []byte) error {
 	return decodeWriteSet(ws, func(o op) error {
 		switch o.kind {
 		case opPut:

@@ -1,4 +1,4 @@
-package store
+package kv
 
 import (
 	"bytes"
@@ -27,7 +27,7 @@ var (
 )
 
 func encodeOps(ops []op) []byte {
-	ws := []byte{writeSetVersion}
+	ws := []byte{WriteSetVersion}
 	for _, o := range ops {
 		ws = appendOp(ws, o)
 	}
@@ -60,7 +60,7 @@ func TestWriteSetKnownAnswer(t *testing.T) {
 func FuzzWriteSet(f *testing.F) {
 	raw, _ := hex.DecodeString(wsHex)
 	f.Add(raw)
-	f.Add([]byte{writeSetVersion})
+	f.Add([]byte{WriteSetVersion})
 	f.Fuzz(func(t *testing.T, ws []byte) {
 		var ops []op
 		if err := decodeWriteSet(ws, func(o op) error { ops = append(ops, o); return nil }); err != nil {
@@ -75,7 +75,7 @@ func FuzzWriteSet(f *testing.F) {
 		if got := encodeOps(again); !bytes.Equal(got, enc) || len(again) != len(ops) {
 			t.Fatalf("re-encoded %x, then %x", enc, got)
 		}
-		if err := replayWriteSet(newLayer(), ws); err != nil {
+		if err := NewLayer().Replay(ws); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -86,7 +86,7 @@ func BenchmarkWriteSetEncode(b *testing.B) {
 	var ws []byte
 	for b.Loop() {
 		ws = ws[:0]
-		ws = append(ws, writeSetVersion)
+		ws = append(ws, WriteSetVersion)
 		for _, o := range wsOps {
 			ws = appendOp(ws, o)
 		}

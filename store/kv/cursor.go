@@ -1,4 +1,4 @@
-package store
+package kv
 
 import (
 	"bytes"
@@ -13,8 +13,8 @@ import (
 // Delete of the record the cursor is at) are seen as bbolt's cursor
 // sees them; the checkpoint's cursor, which no write changes, is kept
 // where it is while moves go one way.
-type cursor struct {
-	b   *bucket
+type Cursor struct {
+	b   *Bucket
 	key []byte // where the cursor is; nil: nowhere (past either end)
 	end bool   // key is nil past the last record (Prev goes to the last)
 
@@ -29,9 +29,9 @@ type cursor struct {
 }
 
 // Cursor returns a cursor over the bucket's records.
-func (b *bucket) Cursor() *cursor { return &cursor{b: b} }
+func (b *Bucket) Cursor() *Cursor { return &Cursor{b: b} }
 
-func (c *cursor) base() *bolt.Cursor {
+func (c *Cursor) base() *bolt.Cursor {
 	if !c.b.fresh() || c.b.base == nil {
 		c.bc = nil
 		return nil
@@ -43,16 +43,16 @@ func (c *cursor) base() *bolt.Cursor {
 }
 
 // First moves to the first record; k is nil when there is none.
-func (c *cursor) First() (k, v []byte) { return c.seekGE(nil) }
+func (c *Cursor) First() (k, v []byte) { return c.seekGE(nil) }
 
 // Last moves to the last record.
-func (c *cursor) Last() (k, v []byte) { return c.seekLT(nil, true) }
+func (c *Cursor) Last() (k, v []byte) { return c.seekLT(nil, true) }
 
 // Seek moves to the first record at or after key.
-func (c *cursor) Seek(key []byte) (k, v []byte) { return c.seekGE(key) }
+func (c *Cursor) Seek(key []byte) (k, v []byte) { return c.seekGE(key) }
 
 // Next moves to the next record.
-func (c *cursor) Next() (k, v []byte) {
+func (c *Cursor) Next() (k, v []byte) {
 	if c.key == nil {
 		return nil, nil
 	}
@@ -60,7 +60,7 @@ func (c *cursor) Next() (k, v []byte) {
 }
 
 // Prev moves to the previous record.
-func (c *cursor) Prev() (k, v []byte) {
+func (c *Cursor) Prev() (k, v []byte) {
 	if c.key == nil {
 		if c.end {
 			return c.Last()
@@ -71,19 +71,19 @@ func (c *cursor) Prev() (k, v []byte) {
 }
 
 // Delete removes the record the cursor is at.
-func (c *cursor) Delete() error {
+func (c *Cursor) Delete() error {
 	if c.key == nil {
 		return nil
 	}
 	return c.b.Delete(c.key)
 }
 
-func (c *cursor) at(k, v []byte) ([]byte, []byte) {
+func (c *Cursor) at(k, v []byte) ([]byte, []byte) {
 	c.key, c.end = k, false
 	return k, v
 }
 
-func (c *cursor) seekGE(target []byte) ([]byte, []byte) {
+func (c *Cursor) seekGE(target []byte) ([]byte, []byte) {
 	if !c.b.fresh() {
 		return c.at(nil, nil)
 	}
@@ -113,7 +113,7 @@ func (c *cursor) seekGE(target []byte) ([]byte, []byte) {
 }
 
 // seekLT moves to the last record before target (inf: the last).
-func (c *cursor) seekLT(target []byte, inf bool) ([]byte, []byte) {
+func (c *Cursor) seekLT(target []byte, inf bool) ([]byte, []byte) {
 	if !c.b.fresh() {
 		return c.at(nil, nil)
 	}
@@ -145,7 +145,7 @@ func (c *cursor) seekLT(target []byte, inf bool) ([]byte, []byte) {
 }
 
 // baseGE is the checkpoint's first record at or after target.
-func (c *cursor) baseGE(target []byte) ([]byte, []byte) {
+func (c *Cursor) baseGE(target []byte) ([]byte, []byte) {
 	bc := c.base()
 	if bc == nil {
 		return nil, nil
@@ -171,7 +171,7 @@ func (c *cursor) baseGE(target []byte) ([]byte, []byte) {
 }
 
 // baseLT is the checkpoint's last record before target (inf: the last).
-func (c *cursor) baseLT(target []byte, inf bool) ([]byte, []byte) {
+func (c *Cursor) baseLT(target []byte, inf bool) ([]byte, []byte) {
 	bc := c.base()
 	if bc == nil {
 		return nil, nil

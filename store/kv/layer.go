@@ -1,4 +1,4 @@
-package store
+package kv
 
 import (
 	"bytes"
@@ -27,7 +27,7 @@ import (
 // (hide: the bucket was created or deleted here, so nothing of the
 // checkpoint's bucket or its descendants shows), and its sequence when
 // it was set here.
-type layer struct {
+type Layer struct {
 	recs *btree.BTreeG[*rec]
 	bkts *btree.BTreeG[*bstate]
 }
@@ -60,36 +60,36 @@ func recLess(a, b *rec) bool {
 
 func bstateLess(a, b *bstate) bool { return a.path < b.path }
 
-func newLayer() *layer {
-	return &layer{recs: btree.NewG(layerDegree, recLess), bkts: btree.NewG(layerDegree, bstateLess)}
+func NewLayer() *Layer {
+	return &Layer{recs: btree.NewG(layerDegree, recLess), bkts: btree.NewG(layerDegree, bstateLess)}
 }
 
 // clone is a copy of l that changes independently of it.
-func (l *layer) clone() *layer { return &layer{recs: l.recs.Clone(), bkts: l.bkts.Clone()} }
+func (l *Layer) Clone() *Layer { return &Layer{recs: l.recs.Clone(), bkts: l.bkts.Clone()} }
 
-func (l *layer) empty() bool { return l.recs.Len() == 0 && l.bkts.Len() == 0 }
+func (l *Layer) Empty() bool { return l.recs.Len() == 0 && l.bkts.Len() == 0 }
 
 // items is the number of records and bucket states l holds.
-func (l *layer) items() int { return l.recs.Len() + l.bkts.Len() }
+func (l *Layer) Items() int { return l.recs.Len() + l.bkts.Len() }
 
-func (l *layer) state(path string) *bstate {
+func (l *Layer) state(path string) *bstate {
 	s, _ := l.bkts.Get(&bstate{path: path})
 	return s
 }
 
-func (l *layer) get(path string, key []byte) *rec {
+func (l *Layer) get(path string, key []byte) *rec {
 	r, _ := l.recs.Get(&rec{path: path, key: key})
 	return r
 }
 
 // hidden tells whether the checkpoint's bucket path is hidden in l.
-func (l *layer) hidden(path string) bool {
+func (l *Layer) hidden(path string) bool {
 	s := l.state(path)
 	return s != nil && s.hide
 }
 
 // put sets key of the bucket path; key and val are l's from now on.
-func (l *layer) put(path string, key, val []byte) {
+func (l *Layer) put(path string, key, val []byte) {
 	if val == nil {
 		val = []byte{}
 	}
@@ -98,7 +98,7 @@ func (l *layer) put(path string, key, val []byte) {
 
 // del deletes key of the bucket path: a tombstone over the checkpoint,
 // or nothing when the checkpoint's bucket is hidden.
-func (l *layer) del(path string, key []byte) {
+func (l *Layer) del(path string, key []byte) {
 	if l.hidden(path) {
 		l.recs.Delete(&rec{path: path, key: key})
 		return
@@ -107,19 +107,19 @@ func (l *layer) del(path string, key []byte) {
 }
 
 // createBucket makes path a new, empty bucket.
-func (l *layer) createBucket(path string) {
+func (l *Layer) createBucket(path string) {
 	l.drop(path)
 	l.bkts.ReplaceOrInsert(&bstate{path: path, live: true, hide: true})
 }
 
 // deleteBucket deletes the bucket path and its descendants.
-func (l *layer) deleteBucket(path string) {
+func (l *Layer) deleteBucket(path string) {
 	l.drop(path)
 	l.bkts.ReplaceOrInsert(&bstate{path: path, hide: true})
 }
 
 // setSeq sets the sequence of the bucket path.
-func (l *layer) setSeq(path string, seq uint64) {
+func (l *Layer) setSeq(path string, seq uint64) {
 	s := bstate{path: path, live: true}
 	if old := l.state(path); old != nil {
 		s = *old
@@ -130,7 +130,7 @@ func (l *layer) setSeq(path string, seq uint64) {
 
 // drop forgets everything l holds of the bucket path and its
 // descendants.
-func (l *layer) drop(path string) {
+func (l *Layer) drop(path string) {
 	var rs []*rec
 	l.recs.AscendGreaterOrEqual(&rec{path: path}, func(r *rec) bool {
 		if !strings.HasPrefix(r.path, path) {
@@ -257,7 +257,7 @@ func boltParentOf(btx *bolt.Tx, path string) (boltParent, []byte, error) {
 // parent before its children), then the records put (a bucket deleted,
 // then its name put as a key). Each is the final state, so applying l
 // twice leaves what applying it once does.
-func (l *layer) applyTo(btx *bolt.Tx) error {
+func (l *Layer) ApplyTo(btx *bolt.Tx) error {
 	if err := l.applyRecs(btx, true); err != nil {
 		return err
 	}
@@ -273,7 +273,7 @@ func (l *layer) applyTo(btx *bolt.Tx) error {
 }
 
 // applyRecs writes the deletions (dels) or the puts of l into btx.
-func (l *layer) applyRecs(btx *bolt.Tx, dels bool) error {
+func (l *Layer) applyRecs(btx *bolt.Tx, dels bool) error {
 	var err error
 	var path string
 	var b *bolt.Bucket
