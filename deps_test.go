@@ -144,7 +144,7 @@ func TestImportRulesCatch(t *testing.T) {
 	}
 	got := strings.Join(checkRules(bad), "\n")
 	for _, want := range []string{
-		"tier1 imports go.etcd.io/bbolt (uplink.go); only store may: store owns the file format",
+		"tier1 imports go.etcd.io/bbolt (uplink.go); only store, store/kv may: store owns the file format; store/kv is its layered view over the file",
 		"tier1 imports net/http (uplink.go); only transport/httptransport, transport/wstransport, transport/a2aclient, client, client/agenttest, internal/testutil/hooktest, cli/command, grpcapi may",
 		"cli imports github.com/fasthttp/websocket (send.go); only httpapi, client, transport/wstransport may",
 		"cli imports github.com/valyala/fasthttp/fasthttputil (send.go); only httpapi, a2a/a2ahttp, internal/sse, transport/httptransport may",
