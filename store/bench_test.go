@@ -58,7 +58,7 @@ func BenchmarkUpdateParallel(b *testing.B) {
 
 // BenchmarkRecoverFullLog is a restart after a crash with a full commit
 // log: the checkpoint limit's worth of task writes (CheckpointBytes,
-// 4 MiB by default) replayed into the file at Open. The files are copied
+// 1 MiB by default; 4 MiB here) replayed into the file at Open. The files are copied
 // while the store serves, as a power cut would leave them.
 func BenchmarkRecoverFullLog(b *testing.B) {
 	src := tempPath(b)

@@ -75,11 +75,12 @@ type Options struct {
 	// written into the file (a checkpoint). Default 1 s.
 	CheckpointInterval time.Duration
 	// CheckpointBytes starts a checkpoint once the log has grown by this
-	// much since the last. Default 4 MiB: what is not checkpointed is
-	// also held in memory (about twice its log bytes) and replayed at a
-	// restart, so on a gateway with little memory and slow flash 16 MiB
-	// would cost tens of MiB of heap and a slower restart for a saving
-	// of one bbolt commit every few seconds at most.
+	// much since the last. Default 1 MiB: what is not checkpointed is
+	// also held in memory (a little more than its log bytes) and
+	// replayed at a restart, so on a gateway with little memory 16 MiB
+	// would cost that much heap under load, for a saving of a few bbolt
+	// commits a second at most (each a small share of the fsyncs of the
+	// group commits it follows).
 	CheckpointBytes int64
 	// Fault, when set, is called before each group commit; an error it
 	// returns fails that commit as a failing disk would before anything
@@ -117,7 +118,7 @@ func (o *Options) defaults() {
 		o.CheckpointInterval = time.Second
 	}
 	if o.CheckpointBytes <= 0 {
-		o.CheckpointBytes = 4 << 20
+		o.CheckpointBytes = 1 << 20
 	}
 }
 
