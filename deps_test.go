@@ -44,7 +44,7 @@ type onlyImporter struct {
 }
 
 var onlyImporters = []onlyImporter{
-	{"go.etcd.io/bbolt", []string{"store"}, "store owns the file format"},
+	{"go.etcd.io/bbolt", []string{"store", "store/kv"}, "store owns the file format; store/kv is its layered view over the file"},
 	{"github.com/vmihailenco/msgpack/v5", []string{"wire"}, "wire owns the codecs"},
 	{"github.com/valyala/fasthttp", []string{"httpapi", "a2a/a2ahttp", "internal/sse", "transport/httptransport"},
 		"httpapi is the server, a2a/a2ahttp the A2A binding it mounts, internal/sse their streamed answers; the HTTP transport the one HTTP client of the agent"},
@@ -144,7 +144,7 @@ func TestImportRulesCatch(t *testing.T) {
 	}
 	got := strings.Join(checkRules(bad), "\n")
 	for _, want := range []string{
-		"tier1 imports go.etcd.io/bbolt (uplink.go); only store may: store owns the file format",
+		"tier1 imports go.etcd.io/bbolt (uplink.go); only store, store/kv may: store owns the file format; store/kv is its layered view over the file",
 		"tier1 imports net/http (uplink.go); only transport/httptransport, transport/wstransport, transport/a2aclient, client, client/agenttest, internal/testutil/hooktest, cli/command, grpcapi may",
 		"cli imports github.com/fasthttp/websocket (send.go); only httpapi, client, transport/wstransport may",
 		"cli imports github.com/valyala/fasthttp/fasthttputil (send.go); only httpapi, a2a/a2ahttp, internal/sse, transport/httptransport may",

@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/eclipse/paho.mqtt.golang v1.5.1
 	github.com/fasthttp/websocket v1.5.12
+	github.com/google/btree v1.1.3
 	github.com/google/uuid v1.6.0
 	github.com/valyala/fasthttp v1.78.0
 	github.com/vmihailenco/msgpack/v5 v5.4.1

@@ -123,7 +123,7 @@ func (tx *Tx) PushTaskIDs(fn func(taskID string) error) error {
 
 // deletePushConfigs deletes every push config of a task (with the task).
 func (tx *Tx) deletePushConfigs(taskID string) error {
-	b := tx.tx.Bucket(bucketA2APush)
+	b := tx.root(bucketA2APush)
 	if b == nil {
 		return nil
 	}

@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"os"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // The audit log of security events (TP §7.5) is append-only and hash
@@ -51,7 +49,7 @@ func auditHash(r *AuditRecord) (string, error) {
 // AppendAudit adds r at the end of the chain, setting its Seq, Prev and
 // Hash.
 func (tx *Tx) AppendAudit(r *AuditRecord) error {
-	b, err := tx.tx.CreateBucketIfNotExists(bucketAudit)
+	b, err := tx.createRoot(bucketAudit)
 	if err != nil {
 		return err
 	}
@@ -78,7 +76,7 @@ func (tx *Tx) AppendAudit(r *AuditRecord) error {
 
 // Audit returns up to limit records with seq > after, in order.
 func (tx *Tx) Audit(after uint64, limit int) ([]*AuditRecord, error) {
-	b := tx.tx.Bucket(bucketAudit)
+	b := tx.root(bucketAudit)
 	if b == nil {
 		return nil, nil
 	}
@@ -106,7 +104,7 @@ type AuditReport struct {
 // VerifyAudit walks the whole chain.
 func (tx *Tx) VerifyAudit() AuditReport {
 	rep := AuditReport{OK: true}
-	b := tx.tx.Bucket(bucketAudit)
+	b := tx.root(bucketAudit)
 	if b == nil {
 		return rep
 	}
@@ -145,18 +143,13 @@ func VerifyAuditFile(ctx context.Context, path string) (AuditReport, error) {
 	if _, err := os.Stat(path); err != nil {
 		return AuditReport{}, fmt.Errorf("audit %s: %w", path, err)
 	}
-	bdb, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
-	if err != nil {
-		if err == bolt.ErrTimeout {
-			err = ErrLocked
-		}
-		return AuditReport{}, fmt.Errorf("audit %s: %w", path, err)
-	}
-	defer bdb.Close()
 	var rep AuditReport
-	err = bdb.View(func(btx *bolt.Tx) error {
-		rep = (&Tx{tx: btx}).VerifyAudit()
+	err := viewFile(path, func(fv fileView) error {
+		rep = fv.tx.VerifyAudit()
 		return ctx.Err()
 	})
-	return rep, err
+	if err != nil {
+		return AuditReport{}, fmt.Errorf("audit %s: %w", path, err)
+	}
+	return rep, nil
 }

@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +13,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/synapse-edge/synapse/store/commitlog"
+	"github.com/synapse-edge/synapse/store/kv"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -20,28 +24,66 @@ type CheckReport struct {
 	Errors        []string `json:"errors"`
 	SchemaVersion int      `json:"schema_version"`
 	Tasks         int      `json:"tasks"`
+	// Log is what the commit log holds beyond the file's checkpoint.
+	Log LogReport `json:"log"`
+}
+
+// LogReport is the commit log's part of a check.
+type LogReport struct {
+	// Checkpoint is the last log record the file holds.
+	Checkpoint uint64 `json:"checkpoint"`
+	Segments   int    `json:"segments"`
+	// Records are the records the log holds, First to Last.
+	Records uint64 `json:"records"`
+	First   uint64 `json:"first,omitempty"`
+	Last    uint64 `json:"last,omitempty"`
+	// TornBytes are a crash's torn tail that the next open cuts off.
+	TornBytes int64 `json:"torn_bytes,omitempty"`
 }
 
 const maxCheckErrors = 100
 
 // Check verifies the file's page structure (bbolt's own check), that every
-// bucket exists, that every task record decodes and has a known state, and
-// that the tier-1 batch-id table's records are well formed.
+// bucket exists, the commit log (every record's CRC, the sequence numbers
+// continuous, the checkpoint the file names held by the log), and on a
+// snapshot of everything acknowledged that every task record decodes and
+// has a known state and that the tier-1 batch-id table's records are well
+// formed.
 //
-// It runs in a writable transaction that is rolled back: bbolt's page
-// check reads the database's current freelist, so on a read-only
-// transaction a commit landing meanwhile shows pages of a healthy file as
-// both reachable and freed, or as neither. Writers wait for the check.
+// It runs on a read snapshot and never holds the writer; checkpoints
+// wait for it (bbolt's page check reads the database's current freelist,
+// so a commit landing meanwhile would show pages of a healthy file as
+// both reachable and freed, or as neither).
 func (db *DB) Check(ctx context.Context) (CheckReport, error) {
-	btx, err := db.bolt.Load().Begin(true)
+	db.ckMu.RLock()
+	defer db.ckMu.RUnlock()
+	btx, l, err := db.snapshot()
 	if err != nil {
 		return CheckReport{}, fmt.Errorf("check: %w", err)
 	}
 	defer func() { _ = btx.Rollback() }()
-	return check(ctx, btx), nil
+	rep := check(ctx, btx, &Tx{v: kv.NewView(l, btx, false)})
+	checkLog(&rep, LogDir(db.path), db.applied, db.opts.logFS, nil)
+	return rep, nil
 }
 
-func check(ctx context.Context, btx *bolt.Tx) CheckReport {
+// checkLog verifies the log in dir against the checkpoint, calling fn
+// with each record after it, and adds what it found to rep.
+func checkLog(rep *CheckReport, dir string, checkpoint uint64, fsys commitlog.FS, fn func(uint64, []byte) error) {
+	rep.Log = LogReport{Checkpoint: checkpoint}
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) && fsys == nil {
+		return // a file of schema 6 or before, never opened since
+	}
+	lr, err := commitlog.Scan(dir, checkpoint, fsys, fn)
+	if err != nil {
+		rep.Errors = append(rep.Errors, fmt.Sprintf("commit log: %v", err))
+		rep.OK = false
+		return
+	}
+	rep.Log.Segments, rep.Log.Records, rep.Log.First, rep.Log.Last, rep.Log.TornBytes = lr.Segments, lr.Records, lr.First, lr.Last, lr.TornBytes
+}
+
+func check(ctx context.Context, btx *bolt.Tx, tx *Tx) CheckReport {
 	rep := CheckReport{Errors: []string{}}
 	add := func(format string, args ...any) {
 		if len(rep.Errors) < maxCheckErrors {
@@ -56,12 +98,11 @@ func check(ctx context.Context, btx *bolt.Tx) CheckReport {
 			add("bucket %q is missing", name)
 		}
 	}
-	tx := &Tx{tx: btx}
 	rep.SchemaVersion = tx.SchemaVersion()
 	if rep.SchemaVersion < 1 || rep.SchemaVersion > SchemaVersion {
 		add("schema version %d, want 1 to %d", rep.SchemaVersion, SchemaVersion)
 	}
-	if b := btx.Bucket(bucketTasks); b != nil {
+	if b := tx.root(bucketTasks); b != nil {
 		_ = b.ForEach(func(k, v []byte) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -85,7 +126,7 @@ func check(ctx context.Context, btx *bolt.Tx) CheckReport {
 			return nil
 		})
 	}
-	checkT1Seen(btx, add)
+	checkT1Seen(tx, add)
 	rep.OK = len(rep.Errors) == 0
 	return rep
 }
@@ -111,8 +152,15 @@ func checkKeptEvents(id string, rec []byte) error {
 
 // Backup writes a consistent copy of the whole file to w while writes go on,
 // and returns the number of bytes written. If size is not nil it is called
-// first with the exact number of bytes that will be written.
+// first with the exact number of bytes that will be written. The copy
+// holds every write acknowledged before Backup was called: the writer
+// checkpoints them first, and checkpoints wait while the copy is made.
 func (db *DB) Backup(w io.Writer, size func(int64) error) (int64, error) {
+	if err := db.requestCheckpoint(context.Background()); err != nil {
+		return 0, fmt.Errorf("backup: %w", err)
+	}
+	db.ckMu.RLock()
+	defer db.ckMu.RUnlock()
 	var n int64
 	err := db.bolt.Load().View(func(btx *bolt.Tx) error {
 		if size != nil {
@@ -135,45 +183,90 @@ func CheckFile(ctx context.Context, path string) (CheckReport, error) {
 	if _, err := os.Stat(path); err != nil {
 		return CheckReport{}, fmt.Errorf("check %s: %w", path, err)
 	}
-	bdb, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
-	if err != nil {
-		if err == bolt.ErrTimeout {
-			err = ErrLocked
-		}
-		return CheckReport{}, fmt.Errorf("check %s: %w", path, err)
-	}
-	defer bdb.Close()
 	var rep CheckReport
-	err = bdb.View(func(btx *bolt.Tx) error {
-		rep = check(ctx, btx)
+	err := viewFile(path, func(fv fileView) error {
+		rep = check(ctx, fv.btx, fv.tx)
+		logRep := fv.log
+		rep.Log = logRep.Log
+		if len(logRep.Errors) > 0 {
+			rep.Errors = append(rep.Errors, logRep.Errors...)
+			rep.OK = false
+		}
 		return nil
 	})
-	return rep, err
+	if err != nil {
+		return CheckReport{}, fmt.Errorf("check %s: %w", path, err)
+	}
+	return rep, nil
+}
+
+// openFileReadOnly opens a data file that no process is serving, read
+// only.
+func openFileReadOnly(path string) (*bolt.DB, error) {
+	bdb, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err == bolt.ErrTimeout {
+		err = ErrLocked
+	}
+	return bdb, err
+}
+
+// fileView is a data file that no process is serving, read: tx over
+// its log, btx the file alone, log the log's part of a check.
+type fileView struct {
+	tx  *Tx
+	btx *bolt.Tx
+	log CheckReport
+}
+
+// viewFile runs fn in a read transaction of a data file that no process
+// is serving, over what its commit log holds beyond the checkpoint (read,
+// not changed), with the log's part of a check.
+func viewFile(path string, fn func(fileView) error) error {
+	bdb, err := openFileReadOnly(path)
+	if err != nil {
+		return err
+	}
+	defer bdb.Close()
+	return bdb.View(func(btx *bolt.Tx) error {
+		applied, err := logApplied(btx)
+		if err != nil {
+			return err
+		}
+		l := kv.NewLayer()
+		var logRep CheckReport
+		checkLog(&logRep, LogDir(path), applied, nil, func(seq uint64, p []byte) error {
+			if err := l.Replay(p); err != nil {
+				return fmt.Errorf("record %d: %w", seq, err)
+			}
+			return nil
+		})
+		return fn(fileView{tx: &Tx{v: kv.NewView(l, btx, false)}, btx: btx, log: logRep})
+	})
 }
 
 // BackupFile copies a data file that no process is serving to dst (through a
-// temporary file renamed into place) and returns the bytes written.
+// temporary file renamed into place) and returns the bytes written. What
+// its commit log holds beyond the checkpoint is written into the copy,
+// which needs no log.
 func BackupFile(ctx context.Context, src, dst string) (int64, error) {
 	if _, err := os.Stat(src); err != nil {
 		return 0, fmt.Errorf("backup %s: %w", src, err)
 	}
-	bdb, err := bolt.Open(src, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
-	if err != nil {
-		if err == bolt.ErrTimeout {
-			err = ErrLocked
-		}
-		return 0, fmt.Errorf("backup %s: %w", src, err)
-	}
-	defer bdb.Close()
 	tmp, err := os.CreateTemp(filepath.Dir(dst), ".synapse-backup-*")
 	if err != nil {
 		return 0, fmt.Errorf("backup: %w", err)
 	}
 	defer os.Remove(tmp.Name())
 	var n int64
-	err = bdb.View(func(btx *bolt.Tx) error {
+	var rest *kv.Layer
+	var through uint64
+	err = viewFile(src, func(fv fileView) error {
+		if len(fv.log.Errors) > 0 {
+			return errors.New(fv.log.Errors[0])
+		}
+		rest, through = fv.tx.v.Layer(), fv.log.Log.Last
 		var err error
-		n, err = btx.WriteTo(tmp)
+		n, err = fv.btx.WriteTo(tmp)
 		return err
 	})
 	if err == nil {
@@ -182,11 +275,36 @@ func BackupFile(ctx context.Context, src, dst string) (int64, error) {
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
+	if err == nil && !rest.Empty() {
+		err = applyToFile(tmp.Name(), rest, through)
+		if fi, serr := os.Stat(tmp.Name()); err == nil && serr == nil {
+			n = fi.Size()
+		}
+	}
 	if err == nil {
 		err = os.Rename(tmp.Name(), dst)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("backup to %s: %w", dst, err)
 	}
-	return n, nil
+	return n, ctx.Err()
+}
+
+// applyToFile writes l into the data file at path, through being the
+// last log record it then holds.
+func applyToFile(path string, l *kv.Layer, through uint64) error {
+	bdb, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		return err
+	}
+	err = bdb.Update(func(btx *bolt.Tx) error {
+		if err := l.ApplyTo(btx); err != nil {
+			return err
+		}
+		return btx.Bucket(bucketMeta).Put(keyLogApplied, binary.BigEndian.AppendUint64(nil, through))
+	})
+	if cerr := bdb.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

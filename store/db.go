@@ -16,6 +16,9 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/synapse-edge/synapse/store/commitlog"
+	"github.com/synapse-edge/synapse/store/kv"
 )
 
 // SchemaVersion is the layout version this code writes. Version 2 may
@@ -24,9 +27,11 @@ import (
 // version 4 keeps the events a task is created with in the task's record
 // (record.go); version 5 writes the retention index entries of tasks
 // created final in later commits (finished.go); version 6 adds later
-// writes' events to those kept in the task's record while they fit.
-// Older files are read as they are.
-const SchemaVersion = 6
+// writes' events to those kept in the task's record while they fit;
+// version 7 commits through the commit log beside the file (LogDir),
+// which an older binary would not read: it refuses the file. Older files
+// are read as they are (a file of version 6 or before has no log yet).
+const SchemaVersion = 7
 
 // FileName is the name of the data file inside a data directory.
 const FileName = "synapse.db"
@@ -45,7 +50,13 @@ var (
 		bucketIdem, bucketIdemExp, bucketTokens, bucketTokenHash}
 
 	keySchema = []byte("schema_version")
+	// keyLogApplied is the sequence number of the last commit-log record
+	// the file holds (uint64 BE), written by every checkpoint.
+	keyLogApplied = []byte("log_applied")
 )
+
+// LogDir is the directory of the commit log of the data file at path.
+func LogDir(path string) string { return path + ".log" }
 
 // Options tune Open.
 type Options struct {
@@ -60,15 +71,34 @@ type Options struct {
 	QueueSize int
 	// Logger gets the store's few log lines; nil discards them.
 	Logger *slog.Logger
-	// Fault, when set, is called before each commit; an error it returns
-	// fails that commit as a failing disk would (the transaction is rolled
-	// back). It is for fault-injection tests (see Health).
+	// CheckpointInterval is how often what the commit log holds is
+	// written into the file (a checkpoint). Default 1 s.
+	CheckpointInterval time.Duration
+	// CheckpointBytes starts a checkpoint once the log has grown by this
+	// much since the last. Default 1 MiB: what is not checkpointed is
+	// also held in memory (a little more than its log bytes) and
+	// replayed at a restart, so on a gateway with little memory 16 MiB
+	// would cost that much heap under load, for a saving of a few bbolt
+	// commits a second at most (each a small share of the fsyncs of the
+	// group commits it follows).
+	CheckpointBytes int64
+	// Fault, when set, is called before each group commit; an error it
+	// returns fails that commit as a failing disk would before anything
+	// is written (nothing is stored). It is for fault-injection tests
+	// (see Health).
 	Fault func() error
-	// SyncFault, when set, is called after each commit reached the file;
-	// an error it returns is reported as that commit's fdatasync failing
-	// (the writes are in the file, the caller hears ErrOutcomeUnknown):
-	// the phantom write of a disk that fails now and then. For tests.
+	// SyncFault, when set, is called after each group commit reached the
+	// log; an error it returns is reported as that commit's fdatasync
+	// failing (the writes are in the log, the caller hears
+	// ErrOutcomeUnknown): the phantom write of a disk that fails now and
+	// then. For tests.
 	SyncFault func() error
+
+	// logFS is the commit log's file system (nil: the OS's); the
+	// power-loss tests crash it. afterCheckpoint, when set, is called by
+	// the writer after each checkpoint's commit, before the log's trim.
+	logFS           commitlog.FS
+	afterCheckpoint func()
 }
 
 func (o *Options) defaults() {
@@ -84,16 +114,47 @@ func (o *Options) defaults() {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.CheckpointInterval <= 0 {
+		o.CheckpointInterval = time.Second
+	}
+	if o.CheckpointBytes <= 0 {
+		o.CheckpointBytes = 1 << 20
+	}
 }
 
 // DB is an open data file.
 type DB struct {
 	// bolt is the open file; the writer swaps it when it reopens the
-	// file after a commit of unknown outcome (reopen).
+	// file after a checkpoint failed (reopenBolt).
 	bolt atomic.Pointer[bolt.DB]
 	path string
 	log  *slog.Logger
 	opts Options
+
+	// The commit path (checkpoint.go). Only the writer touches clog,
+	// cur, wbase and the stale flags; applied changes under ckMu held
+	// exclusively (a checkpoint), so Check reads it holding ckMu.
+	clog    *commitlog.Log
+	applied uint64    // the last log record the file holds
+	cur     *kv.Layer // what the log holds over the file
+	wbase   *bolt.Tx
+	// pubMu pairs a reader's bbolt transaction with pub, the layer
+	// published for readers (a clone of cur after each group commit).
+	pubMu sync.RWMutex
+	pub   *kv.Layer
+	// ckMu is held shared by Check and Backup: no checkpoint changes the
+	// file meanwhile.
+	ckMu sync.RWMutex
+	// lastCk and logAtCk are the time and the log's byte count of the
+	// last checkpoint.
+	lastCk  time.Time
+	logAtCk uint64
+	// logStale is set by a group commit of unknown outcome: the writer
+	// reopens the log and rebuilds cur from it before the next one.
+	logStale bool
+	// boltStale is set by a failed checkpoint: the writer reopens the
+	// file before the next.
+	boltStale bool
 
 	writes    chan *writeReq
 	closing   chan struct{}
@@ -106,6 +167,10 @@ type DB struct {
 	sendMu sync.RWMutex
 	closed bool
 
+	// okBuf and wsBuf are the writer's buffers of a group's writes.
+	okBuf []*writeReq
+	wsBuf []byte
+
 	lz    lazyState // lazy.go
 	stats Stats
 	// fin are the retention index entries waiting for a commit; only the
@@ -114,9 +179,6 @@ type DB struct {
 	// failing is the error of the last commit while commits fail; nil
 	// after a commit succeeds.
 	failing atomic.Pointer[error]
-	// stale is set by a commit of unknown outcome: the writer reopens
-	// the file before its next commit. Only the writer touches it.
-	stale bool
 	// probing is set while the health probe runs (probe).
 	probing atomic.Bool
 	probes  sync.WaitGroup
@@ -160,19 +222,41 @@ func (db *DB) WaitHealthy(ctx context.Context) bool {
 
 // Stats are counters of the writer, for /metrics.
 type Stats struct {
+	// Commits counts group commits (each one log append, one fsync),
+	// Writes the writes they acknowledged.
 	Commits       atomic.Uint64
 	Writes        atomic.Uint64
 	CommitNanos   atomic.Uint64
 	FailedCommits atomic.Uint64
-	// Pages counts the pages committed transactions wrote (meta pages
-	// included): what a commit costs beyond its two fsyncs.
-	Pages atomic.Uint64
+	// Pages counts the pages checkpoints wrote into the file (meta pages
+	// included), PageBytes their bytes.
+	Pages     atomic.Uint64
+	PageBytes atomic.Uint64
+	// LogBytes and LogSyncs are what the commit log wrote and synced.
+	LogBytes atomic.Uint64
+	LogSyncs atomic.Uint64
+	// Checkpoints counts checkpoints (each one bbolt commit, two
+	// fsyncs), CheckpointNanos their time; FailedCheckpoints those that
+	// failed (retried later).
+	Checkpoints       atomic.Uint64
+	CheckpointNanos   atomic.Uint64
+	FailedCheckpoints atomic.Uint64
 }
+
+// BytesWritten is what the store has written since Open: log records
+// and the file's pages.
+func (s *Stats) BytesWritten() uint64 { return s.LogBytes.Load() + s.PageBytes.Load() }
+
+// Fsyncs is how many fsyncs the store has asked for since Open: one per
+// log append (and per new log segment), two per checkpoint.
+func (s *Stats) Fsyncs() uint64 { return s.LogSyncs.Load() + 2*s.Checkpoints.Load() }
 
 type writeReq struct {
 	fn   func(*Tx) error
 	done chan error  // for Update
 	cb   func(error) // for UpdateAsync
+	// ckpt asks the writer for a checkpoint (fn is nil).
+	ckpt bool
 }
 
 var reqPool = sync.Pool{New: func() any { return &writeReq{done: make(chan error, 1)} }}
@@ -198,7 +282,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		writerEnd: make(chan struct{}),
 	}
 	db.bolt.Store(bdb)
-	if err := bdb.Update(initSchema); err != nil {
+	if err := db.recover(); err != nil {
 		bdb.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
@@ -217,11 +301,11 @@ func openBolt(path string, lock time.Duration) (*bolt.DB, error) {
 	})
 }
 
-// reopen closes and opens the file again after a commit of unknown
-// outcome: bbolt's pages in memory (its freelist, its meta) may then
-// disagree with the file, and the file is the truth. Only the writer
-// calls it.
-func (db *DB) reopen() error {
+// reopenBolt closes and opens the file again after a failed checkpoint:
+// bbolt's pages in memory (its freelist, its meta) may then disagree
+// with the file, and the file is the truth. Only the writer calls it.
+func (db *DB) reopenBolt() error {
+	db.closeWriteBase()
 	if old := db.bolt.Load(); old != nil {
 		db.bolt.Store(nil)
 		if err := old.Close(); err != nil {
@@ -233,30 +317,62 @@ func (db *DB) reopen() error {
 		return fmt.Errorf("reopen store: %w", hideDir(err, db.path))
 	}
 	db.bolt.Store(bdb)
-	db.stale = false
-	db.log.Info("store reopened after a commit of unknown outcome")
+	db.boltStale = false
+	db.log.Info("store file reopened after a failed checkpoint")
 	return nil
 }
 
-func initSchema(tx *bolt.Tx) error {
+// schemaOf reads the schema version of the file (0 when it has none)
+// and refuses one newer than this code's.
+func schemaOf(btx *bolt.Tx) (int, error) {
+	meta := btx.Bucket(bucketMeta)
+	if meta == nil {
+		return 0, nil
+	}
+	v := meta.Get(keySchema)
+	if v == nil {
+		return 0, nil
+	}
+	if len(v) != 4 {
+		return 0, fmt.Errorf("corrupt schema_version record")
+	}
+	if got := binary.BigEndian.Uint32(v); got > SchemaVersion {
+		return 0, fmt.Errorf("%w: file has %d, this binary knows %d", ErrSchemaTooNew, got, SchemaVersion)
+	}
+	return int(binary.BigEndian.Uint32(v)), nil
+}
+
+// initSchema creates the buckets, indexes the final tasks a crash left
+// out of the retention index and records the schema version; with
+// dryRun it only tells whether any of that is needed (so that opening
+// a current file writes nothing).
+func initSchema(btx *bolt.Tx, dryRun bool) (needed bool, err error) {
 	for _, name := range allBuckets {
-		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
-			return err
+		if btx.Bucket(name) != nil {
+			continue
+		}
+		if dryRun {
+			return true, nil
+		}
+		if _, err := btx.CreateBucket(name); err != nil {
+			return true, err
 		}
 	}
-	meta := tx.Bucket(bucketMeta)
-	if v := meta.Get(keySchema); v != nil {
-		if len(v) != 4 {
-			return fmt.Errorf("corrupt schema_version record")
-		}
-		if got := binary.BigEndian.Uint32(v); got > SchemaVersion {
-			return fmt.Errorf("%w: file has %d, this binary knows %d", ErrSchemaTooNew, got, SchemaVersion)
-		}
+	v, err := schemaOf(btx)
+	if err != nil {
+		return false, err
+	}
+	tx := &Tx{v: kv.NewView(kv.NewLayer(), btx, true)}
+	if dryRun {
+		return v != SchemaVersion || !finishedRecovered(tx), nil
 	}
 	if err := recoverFinished(tx); err != nil {
-		return fmt.Errorf("retention index: %w", err)
+		return true, fmt.Errorf("retention index: %w", err)
 	}
-	return meta.Put(keySchema, binary.BigEndian.AppendUint32(nil, SchemaVersion))
+	if err := tx.v.Layer().ApplyTo(btx); err != nil {
+		return true, fmt.Errorf("retention index: %w", err)
+	}
+	return true, btx.Bucket(bucketMeta).Put(keySchema, binary.BigEndian.AppendUint32(nil, SchemaVersion))
 }
 
 // Path is the file's path.
@@ -280,6 +396,11 @@ func (db *DB) Close(ctx context.Context) error {
 			return
 		}
 		db.probes.Wait()
+		if db.clog != nil {
+			if err := db.clog.Close(); err != nil {
+				db.closeErr = fmt.Errorf("close store: %w", err)
+			}
+		}
 		if b := db.bolt.Load(); b != nil {
 			if err := b.Close(); err != nil {
 				db.closeErr = fmt.Errorf("close store: %w", err)
@@ -290,9 +411,8 @@ func (db *DB) Close(ctx context.Context) error {
 }
 
 // Update runs fn in a write transaction shared with other waiting writes and
-// returns after the transaction is committed and fsynced. fn may be run more
-// than once (when another write in its group fails), so it must only read and
-// write through tx. An error from fn discards fn's writes alone.
+// returns after the transaction is committed and fsynced. fn must only read
+// and write through tx. An error from fn discards fn's writes alone.
 func (db *DB) Update(ctx context.Context, fn func(*Tx) error) error {
 	req := reqPool.Get().(*writeReq)
 	req.fn = fn
@@ -355,173 +475,41 @@ func (db *DB) enqueue(ctx context.Context, req *writeReq) error {
 	}
 }
 
-// View runs fn in a read-only transaction.
+// View runs fn in a read-only transaction: a snapshot of every write
+// acknowledged before it began, which later writes do not change.
 func (db *DB) View(fn func(*Tx) error) error {
-	for range 16 {
-		b := db.bolt.Load()
-		if b == nil {
-			return fmt.Errorf("read: %w", ErrOutcomeUnknown)
-		}
-		err := b.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx}) })
-		if errors.Is(err, bolterrors.ErrDatabaseNotOpen) && db.bolt.Load() != b {
-			continue // reopened meanwhile; fn did not run
-		}
+	btx, l, err := db.snapshot()
+	if err != nil {
 		return err
 	}
-	return fmt.Errorf("read: %w", bolterrors.ErrDatabaseNotOpen)
+	defer func() { _ = btx.Rollback() }()
+	return fn(&Tx{v: kv.NewView(l, btx, false)})
 }
 
-func (db *DB) writer() {
-	defer close(db.writerEnd)
-	batch := make([]*writeReq, 0, db.opts.MaxBatch)
-	last := 0 // writes in the last transaction
-	for {
-		var first *writeReq
-		select {
-		case first = <-db.writes:
-		case <-db.closing:
-			// Commit what is still queued, then stop.
-			for {
-				select {
-				case r := <-db.writes:
-					b, _ := db.withLazy(append(batch[:0], r))
-					db.commit(b)
-				default:
-					b, _ := db.withLazy(batch[:0])
-					if len(db.fin.keys) > 0 {
-						b = append(b, &writeReq{fn: (*Tx).flushFinished})
-					}
-					db.commit(b)
-					return
-				}
-			}
+// snapshot begins a bbolt read transaction and takes the published
+// layer with it, under pubMu: the writer publishes the layer of a
+// checkpoint's writes as empty only after that checkpoint is in the
+// file, so the two never miss a write.
+func (db *DB) snapshot() (*bolt.Tx, *kv.Layer, error) {
+	for range 16 {
+		db.pubMu.RLock()
+		b := db.bolt.Load()
+		if b == nil {
+			db.pubMu.RUnlock()
+			return nil, nil, fmt.Errorf("read: %w", ErrOutcomeUnknown)
 		}
-		batch = append(batch[:0], first)
-	drain:
-		for len(batch) < db.opts.MaxBatch {
-			select {
-			case r := <-db.writes:
-				batch = append(batch, r)
-			default:
-				break drain
-			}
-		}
-		var held bool
-		batch, held = db.held(db.linger(batch, last)) // lazy.go
-		if batch, last = db.withLazy(batch); held {
-			last = 1
-		}
-		db.commit(batch)
-	}
-}
-
-// lingerMax bounds how long the writer waits for more writes to join a
-// transaction.
-const lingerMax = 300 * time.Microsecond
-
-// linger waits a little for more writes when the last transaction showed
-// concurrent writers (it held more than one write) and this one holds
-// fewer: the writers released by the last commit are on their way back,
-// and one fsync for all of them beats one each. A lone writer (last ≤ 1)
-// never waits.
-func (db *DB) linger(batch []*writeReq, last int) []*writeReq {
-	target := last + last/2 + 1 // room to grow towards the number of writers
-	if last <= 1 || len(batch) >= target {
-		return batch
-	}
-	t := time.NewTimer(lingerMax)
-	defer t.Stop()
-	for len(batch) < target && len(batch) < db.opts.MaxBatch {
-		select {
-		case r := <-db.writes:
-			batch = append(batch, r)
-		case <-t.C:
-			return batch
-		case <-db.closing:
-			return batch
-		}
-	}
-	return batch
-}
-
-// commit runs the batch in one transaction. When one function fails, the
-// transaction is rolled back, that function gets its error and the others
-// are run again without it.
-func (db *DB) commit(batch []*writeReq) {
-	if db.stale || db.bolt.Load() == nil {
-		if err := db.reopen(); err != nil {
-			db.failed(err)
-			db.finish(batch, err)
-			return
-		}
-	}
-	for len(batch) > 0 {
-		start := time.Now()
-		btx, err := db.bolt.Load().Begin(true)
-		if err != nil {
-			err = fmt.Errorf("begin write: %w", err)
-			db.failed(err)
-			db.finish(batch, err)
-			return
-		}
-		failed, ferr := -1, error(nil)
-		tx := &Tx{tx: btx, db: db}
-		for i, r := range batch {
-			if ferr = runFn(r.fn, tx); ferr != nil {
-				failed = i
-				break
-			}
-		}
-		if failed < 0 && db.finishedDue(tx) {
-			if err := tx.flushFinished(); err != nil {
-				_ = btx.Rollback()
-				db.finish(batch, fmt.Errorf("retention index: %w", err))
-				return
-			}
-		}
-		if failed >= 0 {
-			_ = btx.Rollback()
-			db.finish(batch[failed:failed+1], ferr)
-			batch = append(batch[:failed], batch[failed+1:]...)
-			continue
-		}
-		if db.opts.Fault != nil {
-			err = db.opts.Fault()
+		btx, err := b.Begin(false)
+		l := db.pub
+		db.pubMu.RUnlock()
+		if errors.Is(err, bolterrors.ErrDatabaseNotOpen) && db.bolt.Load() != b {
+			continue // reopened meanwhile
 		}
 		if err != nil {
-			_ = btx.Rollback()
-		} else {
-			err = btx.Commit()
-			if err == nil && db.opts.SyncFault != nil {
-				err = db.opts.SyncFault()
-			}
+			return nil, nil, fmt.Errorf("read: %w", err)
 		}
-		if err != nil {
-			db.stats.FailedCommits.Add(1)
-			db.log.Error("commit failed", "err", err, "writes", len(batch))
-			if diskFull(err) {
-				// The data pages' write or the file's growth failed:
-				// bbolt wrote no meta page, so nothing is stored.
-				err = fmt.Errorf("commit: %w", hideDir(err, db.path))
-			} else {
-				err = fmt.Errorf("commit: %w: %w", ErrOutcomeUnknown, hideDir(err, db.path))
-				db.stale = true
-			}
-			db.failed(err)
-		} else {
-			if db.failing.Load() != nil {
-				db.failing.Store(nil)
-			}
-			db.finishedCommitted(tx)
-			db.stats.Commits.Add(1)
-			db.stats.Writes.Add(uint64(len(batch)))
-			db.stats.CommitNanos.Add(uint64(time.Since(start)))
-			ts := btx.Stats()
-			db.stats.Pages.Add(uint64(ts.GetWrite()))
-		}
-		db.finish(batch, err)
-		return
+		return btx, l, nil
 	}
+	return nil, nil, fmt.Errorf("read: %w", bolterrors.ErrDatabaseNotOpen)
 }
 
 // diskFull tells whether err is a full disk or file-size limit, or the
@@ -590,13 +578,7 @@ func runFn(fn func(*Tx) error, tx *Tx) (err error) {
 
 func (db *DB) finish(reqs []*writeReq, err error) {
 	for _, r := range reqs {
-		if r.cb != nil {
-			r.cb(err)
-			continue
-		}
-		if r.done != nil {
-			r.done <- err
-		}
+		r.answer(err)
 	}
 }
 

@@ -1,13 +1,18 @@
-// Package store keeps everything an agent persists in one bbolt file. It is
-// the only package that imports bbolt.
+// Package store keeps everything an agent persists in one bbolt file and
+// the commit log beside it. With store/kv, its layered view of the file,
+// it is the only package that imports bbolt.
 //
 // # Writes and durability
 //
 // All writes go through one writer goroutine that groups the requests waiting
-// at that moment into one transaction (group commit): many records, one
-// fsync. [DB.Update] returns only after that transaction is committed and
-// synced, so whatever a caller acknowledges after Update returns survives a
-// power cut. Reads use bbolt read transactions and never wait for the writer.
+// at that moment into one group commit: their write-set is one record of the
+// commit log (package commitlog, in LogDir), appended with one write and one
+// fdatasync. [DB.Update] returns only after that, so whatever a caller
+// acknowledges after Update returns survives a power cut. What the log holds
+// lives in memory too (a kv.Layer over the file) until a checkpoint writes it
+// into the file in one synced bbolt commit and trims the log (checkpoint.go);
+// Open replays what a crash left in the log. Reads take a snapshot (a bbolt
+// read transaction and the layer, O(1)) and never wait for the writer.
 //
 // # Layout
 //

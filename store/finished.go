@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -65,7 +63,6 @@ func (tx *Tx) flushFinished() error {
 			if err := fin.Put(k, nil); err != nil {
 				return err
 			}
-			tx.flushedKeys++
 			if id := k[8:]; bytes.Compare(id, last) > 0 {
 				last = id
 			}
@@ -111,11 +108,18 @@ func (db *DB) finishedCommitted(tx *Tx) {
 	}
 }
 
+// finishedRecovered tells whether recoverFinished has nothing to do.
+func finishedRecovered(tx *Tx) bool {
+	newest, _ := tx.root(bucketTasks).Cursor().Last()
+	through := tx.root(bucketMeta).Get(keyFinishedThrough)
+	return through != nil && (newest == nil || bytes.Equal(through, newest))
+}
+
 // recoverFinished indexes the final tasks created since the newest
 // written entry (less finRecoverSkew) and marks the file as indexed
 // through its newest task. Open runs it before the writer starts.
-func recoverFinished(btx *bolt.Tx) error {
-	meta, tasks, fin := btx.Bucket(bucketMeta), btx.Bucket(bucketTasks), btx.Bucket(bucketFinished)
+func recoverFinished(tx *Tx) error {
+	meta, tasks, fin := tx.root(bucketMeta), tx.root(bucketTasks), tx.root(bucketFinished)
 	c := tasks.Cursor()
 	newest, _ := c.Last()
 	through := meta.Get(keyFinishedThrough)

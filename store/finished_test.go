@@ -40,7 +40,7 @@ func createFinal(t *testing.T, db *DB, n int, at time.Time) []string {
 func indexed(t *testing.T, db *DB) int {
 	t.Helper()
 	n := 0
-	db.View(func(tx *Tx) error { n = tx.b(bucketFinished).Stats().KeyN; return nil })
+	db.View(func(tx *Tx) error { n = tx.b(bucketFinished).KeyN(); return nil })
 	return n
 }
 

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // Groups of agents (SPEC §10). The group package owns the meaning of the
@@ -60,7 +58,7 @@ func groupChildKey(groupID, id string) ([]byte, error) {
 	return append(append([]byte(groupID), 0), id...), nil
 }
 
-func putDoc(b *bolt.Bucket, k []byte, doc []byte) error {
+func putDoc(b *bucket, k []byte, doc []byte) error {
 	if !json.Valid(doc) {
 		return fmt.Errorf("record %q is not JSON", k)
 	}
@@ -68,7 +66,7 @@ func putDoc(b *bolt.Bucket, k []byte, doc []byte) error {
 }
 
 // getDoc returns a copy of the value at k (ErrNotFound when absent).
-func getDoc(b *bolt.Bucket, k []byte) ([]byte, error) {
+func getDoc(b *bucket, k []byte) ([]byte, error) {
 	if b == nil {
 		return nil, ErrNotFound
 	}
@@ -239,7 +237,7 @@ func (tx *Tx) AppendGroupEvent(groupID, eventID string, keep int, build func(seq
 }
 
 // dropEventsUpTo deletes the events of a group with seq ≤ last.
-func dropEventsUpTo(evs, ids *bolt.Bucket, groupID string, last uint64) error {
+func dropEventsUpTo(evs, ids *bucket, groupID string, last uint64) error {
 	c := evs.Cursor()
 	// Each round deletes the first event: bounded by the bucket.
 	for k, v := c.First(); len(k) == 8 && binary.BigEndian.Uint64(k) <= last; k, v = c.First() {

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -100,12 +98,12 @@ var ErrBadHILKey = errors.New("hil record needs a task id without NUL bytes")
 
 // hil returns one nested bucket of hil; in a read transaction a missing
 // bucket is nil.
-func (tx *Tx) hil(name []byte) (*bolt.Bucket, error) {
+func (tx *Tx) hil(name []byte) (*bucket, error) {
 	top, err := tx.bucket(bucketHIL)
 	if err != nil || top == nil {
 		return nil, err
 	}
-	if tx.tx.Writable() {
+	if tx.writable() {
 		return top.CreateBucketIfNotExists(name)
 	}
 	return top.Bucket(name), nil
@@ -268,7 +266,7 @@ func (tx *Tx) PruneHIL(olderThan time.Time, keep, max int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	total := closed.Stats().KeyN
+	total := closed.KeyN()
 	cut := beTime(olderThan)
 	c := closed.Cursor()
 	n := 0

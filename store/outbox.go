@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // The durable outbox of P2P messages and webhook callbacks (SPEC §6):
@@ -98,7 +96,7 @@ func outboxKey(dest string, seq uint64) []byte {
 func destPrefix(dest string) []byte { return append([]byte(dest), 0) }
 
 type outboxBuckets struct {
-	pending, dead, ids *bolt.Bucket
+	pending, dead, ids *bucket
 }
 
 // outbox returns the three buckets; in a read transaction before the first
@@ -118,7 +116,7 @@ func (tx *Tx) outbox() (outboxBuckets, error) {
 
 func (ob outboxBuckets) empty() bool { return ob.pending == nil || ob.dead == nil || ob.ids == nil }
 
-func (ob outboxBuckets) list(s OutboxState) *bolt.Bucket {
+func (ob outboxBuckets) list(s OutboxState) *bucket {
 	if s == OutboxDead {
 		return ob.dead
 	}
@@ -442,5 +440,5 @@ func (tx *Tx) OutboxCount(s OutboxState) int {
 	if err != nil || ob.empty() {
 		return 0
 	}
-	return ob.list(s).Stats().KeyN
+	return ob.list(s).KeyN()
 }

@@ -5,8 +5,6 @@ import (
 	"encoding/binary"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -49,11 +47,11 @@ type Peer struct {
 
 // bucket returns the named bucket, creating it in a write transaction; in
 // a read transaction a missing bucket is nil.
-func (tx *Tx) bucket(name []byte) (*bolt.Bucket, error) {
-	if tx.tx.Writable() {
-		return tx.tx.CreateBucketIfNotExists(name)
+func (tx *Tx) bucket(name []byte) (*bucket, error) {
+	if tx.writable() {
+		return tx.createRoot(name)
 	}
-	return tx.tx.Bucket(name), nil
+	return tx.root(name), nil
 }
 
 // PutPeer writes a peer record.

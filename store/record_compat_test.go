@@ -192,7 +192,7 @@ func TestCreateKeepsEvents(t *testing.T) {
 	inBuckets := func() (evKeys int, kept bool) {
 		t.Helper()
 		db.View(func(tx *Tx) error {
-			evKeys = tx.b(bucketEvents).Stats().KeyN
+			evKeys = tx.b(bucketEvents).KeyN()
 			rec := tx.b(bucketTasks).Get([]byte(task.ID))
 			kept = keptMarker(rec)
 			return nil

@@ -114,7 +114,7 @@ func (tx *Tx) RegistrySize() (int, error) {
 	if err != nil || b == nil {
 		return 0, err
 	}
-	return b.Stats().KeyN, nil
+	return b.KeyN(), nil
 }
 
 // DeleteRegistryEntry removes an entry (and so its pinned key);

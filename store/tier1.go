@@ -6,8 +6,6 @@ import (
 	"errors"
 	"math"
 	"slices"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // Tier-1 frames live in nested buckets, one per routine, under "t1":
@@ -57,11 +55,11 @@ func T1KeyDevice(k []byte) []byte {
 	return k[8 : len(k)-9]
 }
 
-func t1Tx(tx *Tx) (*bolt.Bucket, error) {
-	if tx.tx.Writable() {
-		return tx.tx.CreateBucketIfNotExists(bucketT1)
+func t1Tx(tx *Tx) (*bucket, error) {
+	if tx.writable() {
+		return tx.createRoot(bucketT1)
 	}
-	if b := tx.tx.Bucket(bucketT1); b != nil {
+	if b := tx.root(bucketT1); b != nil {
 		return b, nil
 	}
 	return nil, ErrNotFound
@@ -69,8 +67,8 @@ func t1Tx(tx *Tx) (*bolt.Bucket, error) {
 
 // T1Frames is the frame bucket of one routine inside a write transaction.
 type T1Frames struct {
-	b     *bolt.Bucket
-	stats *bolt.Bucket
+	b     *bucket
+	stats *bucket
 	id    []byte
 	n, sz uint64
 }
@@ -86,8 +84,7 @@ func (tx *Tx) T1Writer(capID string) (*T1Frames, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.FillPercent = 0.95 // keys arrive mostly in order
-	stats, err := tx.tx.CreateBucketIfNotExists(bucketT1Stats)
+	stats, err := tx.createRoot(bucketT1Stats)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +121,7 @@ func t1StatsValue(frames, size uint64) []byte {
 
 // T1Stats returns the stored frame count and bytes of a routine.
 func (tx *Tx) T1Stats(capID string) (frames, size uint64) {
-	b := tx.tx.Bucket(bucketT1Stats)
+	b := tx.root(bucketT1Stats)
 	if b == nil {
 		return 0, 0
 	}
@@ -163,8 +160,8 @@ const t1SeenValueLen = 8 + 32
 // the many batches of one write: Seen marks in memory, Flush puts the
 // groups it changed.
 type T1Dedup struct {
-	b      *bolt.Bucket
-	legacy *bolt.Cursor // t1_seen of schema 2, nil when absent or empty
+	b      *bucket
+	legacy *cursor // t1_seen of schema 2, nil when absent or empty
 	// groups are the records read or changed by this write, in the order
 	// first met; index finds them by key once there are a few.
 	groups []*t1SeenGroup
@@ -234,13 +231,13 @@ func (d *T1Dedup) group() *t1SeenGroup {
 
 // T1Dedup opens (creating) the batch-id table for writing.
 func (tx *Tx) T1Dedup() (*T1Dedup, error) {
-	b, err := tx.tx.CreateBucketIfNotExists(bucketT1SeenG)
+	b, err := tx.createRoot(bucketT1SeenG)
 	if err != nil {
 		return nil, err
 	}
 	d := &T1Dedup{b: b}
 	d.groups, d.key, d.arena = d.slots[:0], d.keyScratch[:0], d.keyArr[:0]
-	if old := tx.tx.Bucket(bucketT1Seen); old != nil {
+	if old := tx.root(bucketT1Seen); old != nil {
 		if c := old.Cursor(); !isNil(c.First()) {
 			d.legacy = c
 		}
@@ -297,7 +294,7 @@ func (d *T1Dedup) Flush() error {
 // bounds are open), in key order, until fn returns false. The slices are
 // valid only inside fn.
 func (tx *Tx) T1Scan(capID string, from, to []byte, fn func(k, v []byte) bool) error {
-	root := tx.tx.Bucket(bucketT1)
+	root := tx.root(bucketT1)
 	if root == nil {
 		return nil
 	}
@@ -325,7 +322,7 @@ func (tx *Tx) T1Scan(capID string, from, to []byte, fn func(k, v []byte) bool) e
 
 // T1Routines lists the routines that have a frame bucket.
 func (tx *Tx) T1Routines() []string {
-	root := tx.tx.Bucket(bucketT1)
+	root := tx.root(bucketT1)
 	if root == nil {
 		return nil
 	}
@@ -342,7 +339,7 @@ func (tx *Tx) T1Routines() []string {
 // maxBytes; at most max blocks per call. count tells how many frames a
 // block holds. It returns the frames and the blocks deleted.
 func (tx *Tx) T1Prune(capID string, before int64, maxBytes uint64, max int, count func(block []byte) int) (frames, blocks int, err error) {
-	root := tx.tx.Bucket(bucketT1)
+	root := tx.root(bucketT1)
 	if root == nil {
 		return 0, 0, nil
 	}
@@ -350,7 +347,7 @@ func (tx *Tx) T1Prune(capID string, before int64, maxBytes uint64, max int, coun
 	if b == nil {
 		return 0, 0, nil
 	}
-	stats, err := tx.tx.CreateBucketIfNotExists(bucketT1Stats)
+	stats, err := tx.createRoot(bucketT1Stats)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -381,7 +378,7 @@ func (tx *Tx) T1Prune(capID string, before int64, maxBytes uint64, max int, coun
 func (tx *Tx) T1PruneSeen(before int64, max int) (int, error) {
 	n := 0
 	for _, name := range [][]byte{bucketT1SeenG, bucketT1Seen} {
-		b := tx.tx.Bucket(name)
+		b := tx.root(name)
 		if b == nil {
 			continue
 		}
@@ -395,7 +392,7 @@ func (tx *Tx) T1PruneSeen(before int64, max int) (int, error) {
 			}
 		}
 		if k, _ := b.Cursor().First(); k == nil && bytes.Equal(name, bucketT1Seen) {
-			if err := tx.tx.DeleteBucket(name); err != nil {
+			if err := tx.deleteRoot(name); err != nil {
 				return n, err
 			}
 		}
@@ -408,7 +405,7 @@ func (tx *Tx) T1PruneSeen(before int64, max int) (int, error) {
 // T1Enqueue appends a batch to the uplink outbox; build makes it from the
 // outbox sequence number (so the number can name the batch).
 func (tx *Tx) T1Enqueue(build func(seq uint64) []byte) (uint64, error) {
-	b, err := tx.tx.CreateBucketIfNotExists(bucketT1Out)
+	b, err := tx.createRoot(bucketT1Out)
 	if err != nil {
 		return 0, err
 	}
@@ -421,7 +418,7 @@ func (tx *Tx) T1Enqueue(build func(seq uint64) []byte) (uint64, error) {
 
 // T1Outbox returns up to max queued batches in order (copies).
 func (tx *Tx) T1Outbox(max int) (seqs []uint64, batches [][]byte) {
-	b := tx.tx.Bucket(bucketT1Out)
+	b := tx.root(bucketT1Out)
 	if b == nil {
 		return nil, nil
 	}
@@ -435,16 +432,16 @@ func (tx *Tx) T1Outbox(max int) (seqs []uint64, batches [][]byte) {
 
 // T1OutboxLen counts the queued batches.
 func (tx *Tx) T1OutboxLen() int {
-	b := tx.tx.Bucket(bucketT1Out)
+	b := tx.root(bucketT1Out)
 	if b == nil {
 		return 0
 	}
-	return b.Stats().KeyN
+	return b.KeyN()
 }
 
 // T1Ack removes a forwarded batch from the outbox.
 func (tx *Tx) T1Ack(seq uint64) error {
-	b := tx.tx.Bucket(bucketT1Out)
+	b := tx.root(bucketT1Out)
 	if b == nil {
 		return errors.New("t1 outbox is missing")
 	}

@@ -1,18 +1,14 @@
 package store
 
-import (
-	"bytes"
-
-	bolt "go.etcd.io/bbolt"
-)
+import "bytes"
 
 // checkT1Seen verifies the tier-1 batch-id table (t1_seen_g): every key is
 // a scope, a 0x00 and the part of a batch id before its last byte, and
 // every value a mark time and a set with at least one id in it. A record
 // that fails is read as "nothing seen" by T1Dedup, so a batch sent again
 // would be stored twice: the check names it.
-func checkT1Seen(btx *bolt.Tx, add func(format string, args ...any)) {
-	b := btx.Bucket(bucketT1SeenG)
+func checkT1Seen(tx *Tx, add func(format string, args ...any)) {
+	b := tx.root(bucketT1SeenG)
 	if b == nil {
 		return
 	}

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // TestCheckT1Seen: db check passes the batch-id groups the ingest writes
@@ -41,8 +39,8 @@ func TestCheckT1Seen(t *testing.T) {
 		"dev\x00empty-s": append([]byte{0, 0, 0, 0, 0, 0, 0, 1}, make([]byte, 32)...),
 	}
 	bad["no-separator"][8] = 1
-	if err := db.bolt.Load().Update(func(btx *bolt.Tx) error {
-		b := btx.Bucket(bucketT1SeenG)
+	if err := db.Update(ctx, func(tx *Tx) error {
+		b := tx.root(bucketT1SeenG)
 		for k, v := range bad {
 			if err := b.Put([]byte(k), v); err != nil {
 				return err

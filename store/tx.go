@@ -8,14 +8,13 @@ import (
 	"fmt"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
+	"github.com/synapse-edge/synapse/store/kv"
 	"github.com/synapse-edge/synapse/wire"
 )
 
 // Tx is a read or write transaction with typed accessors.
 type Tx struct {
-	tx *bolt.Tx
+	v *kv.View
 	// db is set in the writer's transactions; deferred are the retention
 	// index entries of this transaction not written yet, flushedDeferred
 	// how many of them flushFinished wrote, flushedPending whether it
@@ -24,12 +23,12 @@ type Tx struct {
 	deferred        [][]byte
 	flushedDeferred int
 	flushedPending  bool
-	flushedKeys     int
+	onCommit        []func()
 }
 
-func (tx *Tx) b(name []byte) *bolt.Bucket { return tx.tx.Bucket(name) }
+func (tx *Tx) b(name []byte) *bucket { return tx.root(name) }
 
-func getJSON(b *bolt.Bucket, key []byte, v any) error {
+func getJSON(b *bucket, key []byte, v any) error {
 	raw := b.Get(key)
 	if raw == nil {
 		return ErrNotFound
@@ -40,7 +39,7 @@ func getJSON(b *bolt.Bucket, key []byte, v any) error {
 	return nil
 }
 
-func putJSON(b *bolt.Bucket, key []byte, v any) error {
+func putJSON(b *bucket, key []byte, v any) error {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encode record %q: %w", key, err)
@@ -149,7 +148,7 @@ func (tx *Tx) ListTasks(f TaskFilter) ([]*wire.Task, string, error) {
 }
 
 // CountTasks counts all task records.
-func (tx *Tx) CountTasks() int { return tx.b(bucketTasks).Stats().KeyN }
+func (tx *Tx) CountTasks() int { return tx.b(bucketTasks).KeyN() }
 
 // CountTasksByStatus counts the task records by status.
 func (tx *Tx) CountTasksByStatus() (map[wire.Status]int, error) {
@@ -282,8 +281,7 @@ func (tx *Tx) PruneFinished(olderThan time.Time, keep, max int) (int, error) {
 		return 0, err
 	}
 	fin := tx.b(bucketFinished)
-	// Stats counts the committed entries only.
-	total := fin.Stats().KeyN + tx.flushedKeys
+	total := fin.KeyN()
 	cut := beTime(olderThan)
 	c := fin.Cursor()
 	seen, n := 0, 0
@@ -332,6 +330,3 @@ func (tx *Tx) deleteTask(id string) (bool, error) {
 	}
 	return true, tx.deletePushConfigs(id)
 }
-
-// OnCommit calls fn after the transaction commits (never if it rolls back).
-func (tx *Tx) OnCommit(fn func()) { tx.tx.OnCommit(fn) }

@@ -29,6 +29,11 @@ import (
 // ErrPoisoned is returned by Append after a write or fdatasync failed.
 var ErrPoisoned = errors.New("commitlog: poisoned by a failed write")
 
+// ErrSync is in the error of an Append whose fdatasync failed: the
+// group was written and may be read back; whether the disk holds it is
+// unknown.
+var ErrSync = errors.New("fdatasync failed")
+
 // ErrClosed is returned after Close.
 var ErrClosed = errors.New("commitlog: closed")
 
@@ -199,7 +204,7 @@ func (l *Log) Append(payloads [][]byte) (first uint64, err error) {
 	}
 	l.stats.Bytes.Add(uint64(len(buf)))
 	if err := l.active.Datasync(); err != nil {
-		l.poisoned = fmt.Errorf("commitlog: fdatasync %s: %w", s.name, err)
+		l.poisoned = fmt.Errorf("commitlog: %s: %w: %w", s.name, ErrSync, err)
 		return 0, l.poisoned
 	}
 	l.stats.Syncs.Add(1)
@@ -359,12 +364,43 @@ type Report struct {
 // segment, the log reaching the checkpoint and holding every record
 // after it. Damage is a *CorruptError naming the segment and offset.
 func Check(dir string, checkpoint uint64, fsys FS) (Report, error) {
+	return Scan(dir, checkpoint, fsys, nil)
+}
+
+// Scan is Check that also calls fn (when not nil), in order, for every
+// record after checkpoint, as Replay does after Open, but without
+// changing the log: a torn tail is left out, as Open would cut it. The
+// payload is valid only during the call.
+func Scan(dir string, checkpoint uint64, fsys FS, fn func(seq uint64, payload []byte) error) (Report, error) {
 	if fsys == nil {
 		fsys = OS
 	}
 	lay, err := inspect(fsys, dir, checkpoint)
 	if err != nil {
 		return Report{}, err
+	}
+	if fn != nil {
+		for _, s := range lay.segs {
+			if s.next <= checkpoint+1 {
+				continue
+			}
+			data, err := readAll(fsys, filepath.Join(dir, s.name))
+			if err != nil {
+				return Report{}, fmt.Errorf("commitlog: read %s: %w", s.name, err)
+			}
+			if int64(len(data)) < s.end {
+				return Report{}, &CorruptError{Segment: s.name, Offset: int64(len(data)), Reason: "segment shorter than when it was scanned"}
+			}
+			_, _, _, err = scanRecords(data[:s.end], s.first, func(r Record) error {
+				if r.Seq <= checkpoint {
+					return nil
+				}
+				return fn(r.Seq, r.Payload)
+			})
+			if err != nil {
+				return Report{}, fmt.Errorf("commitlog: scan %s: %w", s.name, err)
+			}
+		}
 	}
 	r := Report{Segments: len(lay.segs), Records: lay.records, Stale: len(lay.stale)}
 	if len(lay.segs) > 0 && lay.records > 0 {

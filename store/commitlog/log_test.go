@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/synapse-edge/synapse/internal/testutil/crashfs"
 	"github.com/synapse-edge/synapse/store/commitlog"
 )
 
@@ -217,16 +218,16 @@ func TestCorruption(t *testing.T) {
 // append fails; a new Open recovers.
 func TestPoisoned(t *testing.T) {
 	dir := t.TempDir()
-	fs := newCrashFS()
+	fs := crashfs.New()
 	l := openLog(t, dir, commitlog.Options{FS: fs})
 	if _, err := l.Append([][]byte{[]byte("one")}); err != nil {
 		t.Fatal(err)
 	}
-	fs.fail = func(o op) bool { return o.kind == opSync }
+	fs.SetFail(func(o crashfs.Op) bool { return o.Kind == crashfs.Sync })
 	if _, err := l.Append([][]byte{[]byte("two")}); err == nil {
 		t.Fatal("append with a failing fdatasync succeeded")
 	}
-	fs.fail = nil
+	fs.SetFail(nil)
 	if _, err := l.Append([][]byte{[]byte("three")}); !errors.Is(err, commitlog.ErrPoisoned) {
 		t.Fatalf("append after the failure: %v, want ErrPoisoned", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/synapse-edge/synapse/internal/testutil/crashfs"
 	"github.com/synapse-edge/synapse/store/commitlog"
 )
 
@@ -24,7 +25,7 @@ type appended struct {
 
 // trial is one workload's trace and what it appended.
 type trial struct {
-	fs          *crashFS
+	fs          *crashfs.FS
 	segSize     int64
 	recs        []appended
 	checkpoints [][2]int // {crash point, checkpoint seq}
@@ -36,7 +37,7 @@ type trial struct {
 func runTrial(t *testing.T, rng *rand.Rand) *trial {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "log")
-	tr := &trial{fs: newCrashFS(), segSize: 1024 + rng.Int64N(8192)}
+	tr := &trial{fs: crashfs.New(), segSize: 1024 + rng.Int64N(8192)}
 	var cp uint64
 	open := func() *commitlog.Log {
 		l, err := commitlog.Open(dir, commitlog.Options{FS: tr.fs, SegmentSize: tr.segSize, Checkpoint: cp})
@@ -58,10 +59,10 @@ func runTrial(t *testing.T, rng *rand.Rand) *trial {
 		start, next := tr.fs.Len(), l.Next()
 		failSync := rng.IntN(25) == 0
 		if failSync {
-			tr.fs.fail = func(o op) bool { return o.kind == opSync }
+			tr.fs.SetFail(func(o crashfs.Op) bool { return o.Kind == crashfs.Sync })
 		}
 		first, err := l.Append(group)
-		tr.fs.fail = nil
+		tr.fs.SetFail(nil)
 		if failSync {
 			if !errors.Is(err, commitlog.ErrPoisoned) && err == nil {
 				t.Fatal("Append with a failing fdatasync succeeded")
@@ -100,7 +101,7 @@ func runTrial(t *testing.T, rng *rand.Rand) *trial {
 // exactly once and every other record found is whole.
 func (tr *trial) recoverAt(t *testing.T, n int, rng *rand.Rand, scramble bool) error {
 	dir := t.TempDir()
-	tr.fs.image(t, dir, n, rng, scramble)
+	tr.fs.Image(t, dir, n, rng, scramble)
 	var cp uint64
 	for _, c := range tr.checkpoints {
 		if c[0] <= n {

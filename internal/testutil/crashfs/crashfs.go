@@ -1,4 +1,8 @@
-package commitlog_test
+// Package crashfs is the power-loss seam of the commit log's tests (and
+// the store's): a commitlog.FS over real files that records every write,
+// allocation, fdatasync, creation and removal, and builds, for any point
+// of the trace, the files a power cut there would leave.
+package crashfs
 
 import (
 	"math/rand/v2"
@@ -10,47 +14,58 @@ import (
 	"github.com/synapse-edge/synapse/store/commitlog"
 )
 
-// crashFS is the power-loss seam: a commitlog.FS over real files that
+// FS is the power-loss seam: a commitlog.FS over real files that
 // records every write, allocation, fdatasync, creation and removal, so a
 // test can build, for any point of the trace, the files a power cut there
 // would leave: each file as of its last completed fdatasync, plus a torn
-// part of what came after (image).
-type crashFS struct {
+// part of what came after (Image).
+type FS struct {
 	mu    sync.Mutex
-	ops   []op
-	fail  func(op) bool // when set and true, the operation fails instead
+	ops   []Op
+	fail  func(Op) bool // when set and true, the operation fails instead
 	inner commitlog.FS
 }
 
-type opKind int
+// SetFail makes the operations fail for which fail is true (nil: none).
+func (c *FS) SetFail(fail func(Op) bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.fail = fail
+}
 
+// Kind is what an operation did.
+type Kind int
+
+// The operations recorded.
 const (
-	opCreate opKind = iota
-	opWrite
-	opAlloc
-	opSync
-	opRemove
-	opSyncDir
+	Create Kind = iota
+	Write
+	Alloc
+	Sync
+	Remove
+	SyncDir
 )
 
-type op struct {
-	kind opKind
+// Op is one recorded operation.
+type Op struct {
+	Kind Kind
 	name string // base name
 	off  int64
 	data []byte
 	size int64
 }
 
-func newCrashFS() *crashFS { return &crashFS{inner: commitlog.OS} }
+// New returns an FS over the operating system's.
+func New() *FS { return &FS{inner: commitlog.OS} }
 
 // Len is the number of operations recorded so far: a crash point.
-func (c *crashFS) Len() int {
+func (c *FS) Len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.ops)
 }
 
-func (c *crashFS) record(o op) error {
+func (c *FS) record(o Op) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.fail != nil && c.fail(o) {
@@ -60,13 +75,13 @@ func (c *crashFS) record(o op) error {
 	return nil
 }
 
-func (c *crashFS) OpenFile(name string, flag int, perm os.FileMode) (commitlog.File, error) {
+func (c *FS) OpenFile(name string, flag int, perm os.FileMode) (commitlog.File, error) {
 	f, err := c.inner.OpenFile(name, flag, perm)
 	if err != nil {
 		return nil, err
 	}
 	if flag&os.O_CREATE != 0 {
-		if err := c.record(op{kind: opCreate, name: filepath.Base(name)}); err != nil {
+		if err := c.record(Op{Kind: Create, name: filepath.Base(name)}); err != nil {
 			f.Close()
 			return nil, err
 		}
@@ -74,17 +89,17 @@ func (c *crashFS) OpenFile(name string, flag int, perm os.FileMode) (commitlog.F
 	return &crashFile{File: f, fs: c, name: filepath.Base(name)}, nil
 }
 
-func (c *crashFS) Remove(name string) error {
+func (c *FS) Remove(name string) error {
 	if err := c.inner.Remove(name); err != nil {
 		return err
 	}
-	return c.record(op{kind: opRemove, name: filepath.Base(name)})
+	return c.record(Op{Kind: Remove, name: filepath.Base(name)})
 }
 
-func (c *crashFS) List(dir string) ([]string, error) { return c.inner.List(dir) }
-func (c *crashFS) MkdirAll(dir string) error         { return c.inner.MkdirAll(dir) }
-func (c *crashFS) SyncDir(dir string) error {
-	if err := c.record(op{kind: opSyncDir}); err != nil {
+func (c *FS) List(dir string) ([]string, error) { return c.inner.List(dir) }
+func (c *FS) MkdirAll(dir string) error         { return c.inner.MkdirAll(dir) }
+func (c *FS) SyncDir(dir string) error {
+	if err := c.record(Op{Kind: SyncDir}); err != nil {
 		return err
 	}
 	return c.inner.SyncDir(dir)
@@ -92,32 +107,32 @@ func (c *crashFS) SyncDir(dir string) error {
 
 type crashFile struct {
 	commitlog.File
-	fs   *crashFS
+	fs   *FS
 	name string
 }
 
 func (f *crashFile) WriteAt(p []byte, off int64) (int, error) {
-	if err := f.fs.record(op{kind: opWrite, name: f.name, off: off, data: append([]byte(nil), p...)}); err != nil {
+	if err := f.fs.record(Op{Kind: Write, name: f.name, off: off, data: append([]byte(nil), p...)}); err != nil {
 		return 0, err
 	}
 	return f.File.WriteAt(p, off)
 }
 
 func (f *crashFile) Allocate(size int64) error {
-	if err := f.fs.record(op{kind: opAlloc, name: f.name, size: size}); err != nil {
+	if err := f.fs.record(Op{Kind: Alloc, name: f.name, size: size}); err != nil {
 		return err
 	}
 	return f.File.Allocate(size)
 }
 
 func (f *crashFile) Datasync() error {
-	if err := f.fs.record(op{kind: opSync, name: f.name}); err != nil {
+	if err := f.fs.record(Op{Kind: Sync, name: f.name}); err != nil {
 		return err
 	}
 	return f.File.Datasync()
 }
 
-// image writes into dir the files a power cut after the first n
+// Image writes into dir the files a power cut after the first n
 // operations would leave. A file's creation or removal counts once a
 // directory sync followed it, else it may or may not have happened. A
 // file holds what its completed fdatasyncs covered; of the writes after
@@ -126,7 +141,7 @@ func (f *crashFile) Datasync() error {
 // scramble, each 512-byte sector of every unsynced write is kept or
 // dropped at random instead: a disk reorders what it was not told to
 // order.
-func (c *crashFS) image(t *testing.T, dir string, n int, rng *rand.Rand, scramble bool) {
+func (c *FS) Image(t *testing.T, dir string, n int, rng *rand.Rand, scramble bool) {
 	t.Helper()
 	c.mu.Lock()
 	ops := c.ops[:n]
@@ -135,7 +150,7 @@ func (c *crashFS) image(t *testing.T, dir string, n int, rng *rand.Rand, scrambl
 		exists, durable bool // exists: as the process saw it; durable: dir-synced state
 		data            []byte
 		size, synced    int64 // allocated size; size made durable
-		pending         []op
+		pending         []Op
 	}
 	files := map[string]*file{}
 	get := func(name string) *file {
@@ -144,32 +159,32 @@ func (c *crashFS) image(t *testing.T, dir string, n int, rng *rand.Rand, scrambl
 		}
 		return files[name]
 	}
-	var dirPending []op
-	apply := func(f *file, o op) {
+	var dirPending []Op
+	apply := func(f *file, o Op) {
 		if end := o.off + int64(len(o.data)); end > int64(len(f.data)) {
 			f.data = append(f.data, make([]byte, end-int64(len(f.data)))...)
 		}
 		copy(f.data[o.off:], o.data)
 	}
 	for _, o := range ops {
-		switch o.kind {
-		case opCreate:
+		switch o.Kind {
+		case Create:
 			get(o.name).exists = true
 			*files[o.name] = file{exists: true, durable: files[o.name].durable}
 			dirPending = append(dirPending, o)
-		case opRemove:
+		case Remove:
 			get(o.name).exists = false
 			dirPending = append(dirPending, o)
-		case opSyncDir:
+		case SyncDir:
 			for _, p := range dirPending {
-				files[p.name].durable = p.kind == opCreate
+				files[p.name].durable = p.Kind == Create
 			}
 			dirPending = nil
-		case opAlloc:
+		case Alloc:
 			get(o.name).size = max(get(o.name).size, o.size)
-		case opWrite:
+		case Write:
 			get(o.name).pending = append(get(o.name).pending, o)
-		case opSync:
+		case Sync:
 			f := get(o.name)
 			for _, p := range f.pending {
 				apply(f, p)
@@ -180,7 +195,7 @@ func (c *crashFS) image(t *testing.T, dir string, n int, rng *rand.Rand, scrambl
 	// Entries not dir-synced: each may or may not have reached the disk.
 	for _, p := range dirPending {
 		if rng.IntN(2) == 0 {
-			files[p.name].durable = p.kind == opCreate
+			files[p.name].durable = p.Kind == Create
 		}
 	}
 	for name, f := range files {
@@ -188,7 +203,7 @@ func (c *crashFS) image(t *testing.T, dir string, n int, rng *rand.Rand, scrambl
 			continue
 		}
 		data := append([]byte(nil), f.data...)
-		put := func(o op, from, to int64) {
+		put := func(o Op, from, to int64) {
 			if to > int64(len(data)) {
 				data = append(data, make([]byte, to-int64(len(data)))...)
 			}

@@ -1,0 +1,214 @@
+package kv
+
+import (
+	"bytes"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// cursor walks the records of a bucket in key order, both ways: the
+// layer's records merged over the checkpoint's (bucket.go), a tombstone
+// hiding the checkpoint's record of its key. Each move is a search from
+// the key the cursor is at, so writes to the bucket between moves (a
+// Delete of the record the cursor is at) are seen as bbolt's cursor
+// sees them; the checkpoint's cursor, which no write changes, is kept
+// where it is while moves go one way.
+type Cursor struct {
+	b   *Bucket
+	key []byte // where the cursor is; nil: nowhere (past either end)
+	end bool   // key is nil past the last record (Prev goes to the last)
+
+	bc *bolt.Cursor // over b.base
+	// bk, bv are where bc is: for fwd, the first record at or after bt;
+	// for back, the last record before bt (binf: before the end). bt is
+	// the cursor's copy: a caller may reuse the key it seeks.
+	bk, bv    []byte
+	bt        []byte
+	fwd, back bool
+	binf      bool
+}
+
+// Cursor returns a cursor over the bucket's records.
+func (b *Bucket) Cursor() *Cursor { return &Cursor{b: b} }
+
+func (c *Cursor) base() *bolt.Cursor {
+	if !c.b.fresh() || c.b.base == nil {
+		c.bc = nil
+		return nil
+	}
+	if c.bc == nil || c.bc.Bucket() != c.b.base {
+		c.bc, c.fwd, c.back = c.b.base.Cursor(), false, false
+	}
+	return c.bc
+}
+
+// First moves to the first record; k is nil when there is none.
+func (c *Cursor) First() (k, v []byte) { return c.seekGE(nil) }
+
+// Last moves to the last record.
+func (c *Cursor) Last() (k, v []byte) { return c.seekLT(nil, true) }
+
+// Seek moves to the first record at or after key.
+func (c *Cursor) Seek(key []byte) (k, v []byte) { return c.seekGE(key) }
+
+// Next moves to the next record.
+func (c *Cursor) Next() (k, v []byte) {
+	if c.key == nil {
+		return nil, nil
+	}
+	return c.seekGE(append(bytes.Clone(c.key), 0))
+}
+
+// Prev moves to the previous record.
+func (c *Cursor) Prev() (k, v []byte) {
+	if c.key == nil {
+		if c.end {
+			return c.Last()
+		}
+		return nil, nil
+	}
+	return c.seekLT(c.key, false)
+}
+
+// Delete removes the record the cursor is at.
+func (c *Cursor) Delete() error {
+	if c.key == nil {
+		return nil
+	}
+	return c.b.Delete(c.key)
+}
+
+func (c *Cursor) at(k, v []byte) ([]byte, []byte) {
+	c.key, c.end = k, false
+	return k, v
+}
+
+func (c *Cursor) seekGE(target []byte) ([]byte, []byte) {
+	if !c.b.fresh() {
+		return c.at(nil, nil)
+	}
+	for {
+		var tr *rec
+		c.b.v.l.recs.AscendGreaterOrEqual(&rec{path: c.b.path, key: target}, func(r *rec) bool {
+			if r.path == c.b.path {
+				tr = r
+			}
+			return false
+		})
+		bk, bv := c.baseGE(target)
+		switch {
+		case tr != nil && (bk == nil || bytes.Compare(tr.key, bk) <= 0):
+			if tr.val == nil { // a tombstone
+				target = append(bytes.Clone(tr.key), 0)
+				continue
+			}
+			return c.at(tr.key, tr.val)
+		case bk != nil:
+			return c.at(bk, bv)
+		}
+		c.at(nil, nil)
+		c.end = true
+		return nil, nil
+	}
+}
+
+// seekLT moves to the last record before target (inf: the last).
+func (c *Cursor) seekLT(target []byte, inf bool) ([]byte, []byte) {
+	if !c.b.fresh() {
+		return c.at(nil, nil)
+	}
+	for {
+		var tr *rec
+		c.b.v.l.recs.DescendLessOrEqual(&rec{path: c.b.path, key: target, max: inf}, func(r *rec) bool {
+			if r.path != c.b.path {
+				return false
+			}
+			if !inf && bytes.Equal(r.key, target) {
+				return true
+			}
+			tr = r
+			return false
+		})
+		bk, bv := c.baseLT(target, inf)
+		switch {
+		case tr != nil && (bk == nil || bytes.Compare(tr.key, bk) >= 0):
+			if tr.val == nil {
+				target, inf = tr.key, false
+				continue
+			}
+			return c.at(tr.key, tr.val)
+		case bk != nil:
+			return c.at(bk, bv)
+		}
+		return c.at(nil, nil)
+	}
+}
+
+// baseGE is the checkpoint's first record at or after target.
+func (c *Cursor) baseGE(target []byte) ([]byte, []byte) {
+	bc := c.base()
+	if bc == nil {
+		return nil, nil
+	}
+	if c.fwd && bytes.Compare(target, c.bt) >= 0 {
+		for step := 0; ; step++ {
+			if c.bk == nil || bytes.Compare(c.bk, target) >= 0 {
+				c.bt = append(c.bt[:0], target...)
+				return c.bk, c.bv
+			}
+			if step == 2 {
+				break
+			}
+			c.bk, c.bv = skipBuckets(bc.Next)
+		}
+	}
+	k, v := bc.Seek(target)
+	if k != nil && v == nil {
+		k, v = skipBuckets(bc.Next)
+	}
+	c.bk, c.bv, c.bt, c.fwd, c.back = k, v, append(c.bt[:0], target...), true, false
+	return k, v
+}
+
+// baseLT is the checkpoint's last record before target (inf: the last).
+func (c *Cursor) baseLT(target []byte, inf bool) ([]byte, []byte) {
+	bc := c.base()
+	if bc == nil {
+		return nil, nil
+	}
+	if c.back && !inf && (c.binf || bytes.Compare(target, c.bt) <= 0) {
+		for step := 0; ; step++ {
+			if c.bk == nil || bytes.Compare(c.bk, target) < 0 {
+				c.bt, c.binf = append(c.bt[:0], target...), false
+				return c.bk, c.bv
+			}
+			if step == 2 {
+				break
+			}
+			c.bk, c.bv = skipBuckets(bc.Prev)
+		}
+	}
+	var k, v []byte
+	if inf {
+		k, v = bc.Last()
+	} else if k, _ = bc.Seek(target); k == nil {
+		k, v = bc.Last()
+	} else {
+		k, v = bc.Prev()
+	}
+	if k != nil && v == nil {
+		k, v = skipBuckets(bc.Prev)
+	}
+	c.bk, c.bv, c.bt, c.binf, c.back, c.fwd = k, v, append(c.bt[:0], target...), inf, true, false
+	return k, v
+}
+
+// skipBuckets moves a bbolt cursor with move past nested buckets (a nil value).
+func skipBuckets(move func() ([]byte, []byte)) ([]byte, []byte) {
+	for {
+		k, v := move()
+		if k == nil || v != nil {
+			return k, v
+		}
+	}
+}
