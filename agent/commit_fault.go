@@ -20,6 +20,7 @@ import (
 // the disk), and the file, not memory, says which. A later change made
 // meanwhile is left alone.
 func (e *engine) resync(r *run, snap *wire.Task) {
+	settled(e.db)
 	stored, err := e.get(snap.ID)
 	if err != nil {
 		e.log.Error("read back a task after a failed write", "task_id", snap.ID, "err", err)
@@ -61,6 +62,7 @@ func (e *engine) adopt(r *run, err error) bool {
 	if !errors.Is(err, store.ErrOutcomeUnknown) {
 		return false
 	}
+	settled(e.db)
 	stored, gerr := e.get(r.task.ID)
 	if gerr == nil {
 		r.task = stored
@@ -76,11 +78,26 @@ func (e *engine) adopt(r *run, err error) bool {
 // keyed retry finds what the file holds. (The store's callbacks run in
 // its writer, which reopens the file: they never see it closed.)
 func viewSettled(db *store.DB, fn func(tx *store.Tx) error) error {
+	end := time.Now().Add(10 * time.Second)
 	err := db.View(fn)
-	for end := time.Now().Add(10 * time.Second); errors.Is(err, store.ErrOutcomeUnknown) && time.Now().Before(end); err = db.View(fn) {
+	for errors.Is(err, store.ErrOutcomeUnknown) && time.Now().Before(end) {
 		time.Sleep(10 * time.Millisecond) // the store is reopening its file
+		err = db.View(fn)
 	}
 	return err
+}
+
+// settled waits, for up to 10 s, until what the store's readers see is
+// what its log holds (store.DB.Settled): after a commit of unknown
+// outcome the failed group may be in the log after all, and whether it
+// is decides whether a write is adopted, resynced or found by a keyed
+// retry. A disk that fails longer leaves the answer to the next start,
+// which recovers every task the log holds. Never called from the
+// store's writer, which is what settles it.
+func settled(db *store.DB) {
+	for end := time.Now().Add(10 * time.Second); !db.Settled() && time.Now().Before(end); {
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // follows refuses a write of a change made on prev when a task write has

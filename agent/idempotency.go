@@ -116,6 +116,7 @@ func (c *IdemClaim) stored(ctx context.Context) (*IdemAnswer, error) {
 	var rec *store.IdemRecord
 	// A keyed retry after commit_outcome_unknown comes while the store
 	// may still be reopening its file: it waits for the file's answer.
+	settled(a.db)
 	err := viewSettled(a.db, func(tx *store.Tx) (err error) {
 		rec, err = tx.Idem(r.Scope, r.Key)
 		return err

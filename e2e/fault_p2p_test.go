@@ -73,7 +73,7 @@ func TestFaultP2PSyncEIO(t *testing.T) {
 						errs <- fmt.Errorf("task %d: %w", i, err)
 						return
 					}
-					if r.status == http.StatusServiceUnavailable || retriable(r) {
+					if r.status == http.StatusServiceUnavailable || retriable(r) || refusedNow(r) {
 						if unknownOutcome(t, r) {
 							unknown.Add(1)
 						}

@@ -75,6 +75,15 @@ func retriable(r response) bool {
 	return r.status == http.StatusTooManyRequests || r.status == http.StatusConflict
 }
 
+// refusedNow reports whether r refuses the request with nothing of it
+// stored (500 TP-SYS002: the store could not begin the commit, its log
+// not reopened while the disk fails). For a keyed retry or a resent
+// tier-1 batch it says nothing of an earlier attempt answered
+// commit_outcome_unknown, so such clients retry with the key.
+func refusedNow(r response) bool {
+	return r.status == http.StatusInternalServerError && tpCode(string(r.body)) == "TP-SYS002"
+}
+
 // faultLoad runs the clients of a fault run against a until stop is
 // closed: keyed REST submissions (each retried with its key until 201),
 // unkeyed ones (every third with ?wait=), and tier-1 batches (each resent
@@ -115,7 +124,7 @@ func faultLoad(t *testing.T, a *agentProc, l *faultLedger, stop <-chan struct{})
 					if !ok {
 						return
 					}
-					if unknownOutcome(t, r) || retriable(r) {
+					if unknownOutcome(t, r) || retriable(r) || refusedNow(r) {
 						l.note(func(l *faultLedger) { l.sawUnkn += b2i(r.status == http.StatusServiceUnavailable) })
 						if time.Now().After(deadline) {
 							t.Errorf("key %s: not acknowledged before the deadline: %s", key, r)
@@ -191,7 +200,7 @@ func faultLoad(t *testing.T, a *agentProc, l *faultLedger, stop <-chan struct{})
 					l.note(func(l *faultLedger) { l.batches[b] = true })
 					break
 				}
-				if unknownOutcome(t, r) || retriable(r) {
+				if unknownOutcome(t, r) || retriable(r) || refusedNow(r) {
 					if time.Now().After(deadline) {
 						t.Errorf("batch %d: not acknowledged before the deadline: %s", b, r)
 						return

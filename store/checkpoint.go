@@ -130,6 +130,7 @@ func (db *DB) reopenLog() error {
 	db.pub = pub
 	db.pubMu.Unlock()
 	db.logStale = false
+	db.unsettled.Store(false)
 	db.log.Info("commit log reopened after a commit of unknown outcome")
 	return nil
 }

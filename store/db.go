@@ -152,6 +152,10 @@ type DB struct {
 	// logStale is set by a group commit of unknown outcome: the writer
 	// reopens the log and rebuilds cur from it before the next one.
 	logStale bool
+	// unsettled is set with logStale by a group of unknown outcome and
+	// cleared once the log is reopened: until then what readers see may
+	// lack a group the log holds after all (Settled).
+	unsettled atomic.Bool
 	// boltStale is set by a failed checkpoint: the writer reopens the
 	// file before the next.
 	boltStale bool
@@ -183,6 +187,13 @@ type DB struct {
 	probing atomic.Bool
 	probes  sync.WaitGroup
 }
+
+// Settled reports whether what readers see is what the log holds: false
+// after a group commit of unknown outcome until the store has reopened
+// its log (at the next write or health probe, which a disk that still
+// fails refuses). A caller deciding whether a write of unknown outcome
+// was stored waits for it (the agent's adoption of such writes).
+func (db *DB) Settled() bool { return !db.unsettled.Load() }
 
 // Health reports whether the store can commit: ErrClosed once Close has
 // begun, the error of the last commit when it failed (until one

@@ -245,6 +245,7 @@ func (db *DB) appendGroup(ws []byte) error {
 	default:
 		err = fmt.Errorf("commit: %w: %w", ErrOutcomeUnknown, hideDir(err, db.path))
 		db.logStale = true
+		db.unsettled.Store(true)
 	}
 	db.failed(err)
 	return err
