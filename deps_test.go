@@ -72,6 +72,17 @@ var onlyImporters = []onlyImporter{
 // them (payload encryption, wire/encrypt) is a package of its own.
 var leafPackages = []string{"wire"}
 
+// notImporting: pkg imports none of deps (module packages, and those
+// under them), with why.
+var notImporting = []struct {
+	pkg  string
+	deps []string
+	why  string
+}{
+	{"registry", []string{"agent", "peer", "contracts"},
+		"the directory needs only the store, the agent's id, its clock and the pinned keys (registry.Options); peer serves it"},
+}
+
 // apiPackages are the API layers (REST, gRPC, the A2A methods and their
 // HTTP binding): they decode, call a service method and encode. They
 // neither import store nor call a Store() method, except in the files of
@@ -147,6 +158,9 @@ func TestImportRulesCatch(t *testing.T) {
 		module + "/wire": {ImportPath: module + "/wire", Dir: dir,
 			Imports: []string{module + "/wire/encrypt", "golang.org/x/crypto/chacha20poly1305"},
 			GoFiles: []string{write("seal.go", "package wire\nimport \""+module+"/wire/encrypt\"\nimport \"golang.org/x/crypto/chacha20poly1305\"\n")}},
+		module + "/registry": {ImportPath: module + "/registry", Dir: dir,
+			Imports: []string{module + "/peer", module + "/store"},
+			GoFiles: []string{write("dir.go", "package registry\nimport \""+module+"/peer\"\nimport \""+module+"/store\"\n")}},
 		module + "/cli/hilcmd": {ImportPath: module + "/cli/hilcmd", Dir: dir,
 			Imports: []string{module + "/client", module + "/hil"},
 			GoFiles: []string{write("hil.go", "package hilcmd\nimport \""+module+"/hil\"\nimport \""+module+"/client\"\n")}},
@@ -161,14 +175,15 @@ func TestImportRulesCatch(t *testing.T) {
 		"grpcapi calls Store() (groups.go:2): API packages",
 		"cli/hilcmd imports hil (hil.go): a command package talks to agents through client",
 		"wire imports wire/encrypt (seal.go): wire is a leaf of the module",
+		"registry imports peer (dir.go): the directory needs only the store",
 		"wire imports golang.org/x/crypto/chacha20poly1305 (seal.go); only wire/encrypt may: wire/encrypt owns payload encryption",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("no violation %q in:\n%s", want, got)
 		}
 	}
-	if n := strings.Count(got, "\n") + 1; n != 9 {
-		t.Errorf("%d violations, want 9:\n%s", n, got)
+	if n := strings.Count(got, "\n") + 1; n != 10 {
+		t.Errorf("%d violations, want 10:\n%s", n, got)
 	}
 }
 
@@ -321,6 +336,13 @@ func checkRules(pkgs map[string]*listedPackage) []string {
 				if r := rel(imp); r != "" {
 					out = append(out, fmt.Sprintf("%s imports %s (%s): %s is a leaf of the module, what builds on it is another package",
 						name, r, filesImporting(p, imp), name))
+				}
+			}
+		}
+		for _, r := range notImporting {
+			for _, imp := range p.Imports {
+				if r.pkg == name && slices.ContainsFunc(r.deps, func(d string) bool { return under(imp, module+"/"+d) }) {
+					out = append(out, fmt.Sprintf("%s imports %s (%s): %s", name, rel(imp), filesImporting(p, imp), r.why))
 				}
 			}
 		}
