@@ -177,7 +177,7 @@ func New(a *agent.Agent, opts Options) (*Network, error) {
 // queue messages). Deliveries and heartbeats begin with Start.
 func (n *Network) Open(ctx context.Context) error {
 	n.db = n.a.Store()
-	n.dir.Open(n.db)
+	n.dir.Open(n.db, n.a.Identity().AgentID)
 	if err := n.peers.load(n.db); err != nil {
 		return fmt.Errorf("load peers: %w", err)
 	}

@@ -29,9 +29,10 @@ const (
 	SourceRegistry = registry.SourceRegistry
 )
 
-// newDirectory builds the network's directory; n.clock and n.a are set.
+// newDirectory builds the network's directory (Open opens it); n.clock
+// is set.
 func (n *Network) newDirectory() *registry.Directory {
-	return registry.New(registry.Options{AgentID: n.a.Identity().AgentID, Now: n.clock.Now, Logger: n.log,
+	return registry.New(registry.Options{Now: n.clock.Now, Logger: n.log,
 		PinnedKey: func(id string) (string, bool) {
 			if p := n.peers.get(id); p != nil {
 				return p.rec.PublicKey, true

@@ -76,9 +76,6 @@ const (
 
 // Options is what a Directory needs of its agent.
 type Options struct {
-	// AgentID is this agent's: a registration for another receiver is
-	// refused.
-	AgentID string
 	// Now is the agent's clock.
 	Now func() time.Time
 	// Logger logs registrations (component=registry).
@@ -90,18 +87,22 @@ type Options struct {
 }
 
 // Directory is the registry of one agent. Build it with New; Open gives
-// it the store before the first registration.
+// it the store and the agent's id before the first registration.
 type Directory struct {
-	o       Options
-	db      *store.DB
+	o  Options
+	db *store.DB
+	// agentID is this agent's: a registration for another receiver is
+	// refused.
+	agentID string
 	sources sources
 }
 
 // New builds a directory with no store yet.
 func New(o Options) *Directory { return &Directory{o: o} }
 
-// Open sets the store the directory is kept in.
-func (d *Directory) Open(db *store.DB) { d.db = db }
+// Open sets the store the directory is kept in and the agent's id, both
+// known once the agent opened.
+func (d *Directory) Open(db *store.DB, agentID string) { d.db, d.agentID = db, agentID }
 
 // Entry is a registered agent as the registry shows it.
 type Entry struct {
@@ -276,8 +277,8 @@ func (d *Directory) check(m *wire.UnifiedSynapseMessage) (*wire.Registration, st
 		return nil, "", wire.Errorf(wire.CodeInvalidParams, "message_type is %q; a registration is %q", m.MessageType, wire.MsgRegistryRegister).
 			With("field", "message_type")
 	}
-	if m.Receiver.AgentID != "" && m.Receiver.AgentID != d.o.AgentID {
-		return nil, "", wire.Errorf(wire.CodeInvalidParams, "the registration is for %q; this agent is %q", m.Receiver.AgentID, d.o.AgentID).
+	if m.Receiver.AgentID != "" && m.Receiver.AgentID != d.agentID {
+		return nil, "", wire.Errorf(wire.CodeInvalidParams, "the registration is for %q; this agent is %q", m.Receiver.AgentID, d.agentID).
 			With("receiver", m.Receiver.AgentID)
 	}
 	var reg wire.Registration

@@ -26,19 +26,19 @@ func open(t *testing.T, now *time.Time, pinned map[string]string) *registry.Dire
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close(context.Background()) })
-	d := registry.New(registry.Options{AgentID: "reg", Now: func() time.Time { return *now },
+	d := registry.New(registry.Options{Now: func() time.Time { return *now },
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		PinnedKey: func(id string) (string, bool) {
 			k, ok := pinned[id]
 			return k, ok
 		}})
-	d.Open(db)
+	d.Open(db, "reg")
 	return d
 }
 
 // signed is a compliant registration of a fresh agent id, signed at at
 // with key priv.
-func signed(t *testing.T, id string, priv ed25519.PrivateKey, at time.Time) *wire.UnifiedSynapseMessage {
+func signed(t *testing.T, id string, priv ed25519.PrivateKey, at time.Time, to ...string) *wire.UnifiedSynapseMessage {
 	t.Helper()
 	caps := wire.DefaultAgentCapabilities()
 	caps.AgentID = id
@@ -51,6 +51,9 @@ func signed(t *testing.T, id string, priv ed25519.PrivateKey, at time.Time) *wir
 		t.Fatal(err)
 	}
 	m := wire.NewMessage(wire.MsgRegistryRegister, wire.AgentRef{AgentID: id}, wire.AgentRef{}, payload, at)
+	for _, r := range to {
+		m.Receiver.AgentID = r
+	}
 	if err := wire.Sign(m, priv); err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +95,10 @@ func TestDirectory(t *testing.T) {
 	thief := key(t)
 	d := open(t, &now, map[string]string{"paired": "a2V5"})
 	priv := key(t)
-	m := signed(t, "cam-1", priv, now)
+	if _, err := d.Register(ctx, signed(t, "cam-1", priv, now, "other-registry")); code(err) != wire.CodeInvalidParams {
+		t.Fatalf("a registration for another registry: %v", err)
+	}
+	m := signed(t, "cam-1", priv, now, "reg")
 	if ans, err := d.Register(ctx, m); err != nil || !ans.Created || ans.Status != registry.Online {
 		t.Fatalf("first registration: %+v, %v", ans, err)
 	}
