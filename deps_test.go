@@ -46,6 +46,7 @@ type onlyImporter struct {
 var onlyImporters = []onlyImporter{
 	{"go.etcd.io/bbolt", []string{"store", "store/kv"}, "store owns the file format; store/kv is its layered view over the file"},
 	{"github.com/vmihailenco/msgpack/v5", []string{"wire"}, "wire owns the codecs"},
+	{"golang.org/x/crypto/chacha20poly1305", []string{"wire/encrypt"}, "wire/encrypt owns payload encryption"},
 	{"github.com/valyala/fasthttp", []string{"httpapi", "a2a/a2ahttp", "internal/sse", "transport/httptransport"},
 		"httpapi is the server, a2a/a2ahttp the A2A binding it mounts, internal/sse their streamed answers; the HTTP transport the one HTTP client of the agent"},
 	// A separate library (it upgrades net/http and fasthttp connections):
@@ -64,6 +65,22 @@ var onlyImporters = []onlyImporter{
 		"bytes go out through the transport seam's wires (HTTP, WebSocket, A2A); client is the Go client of the REST API, " +
 			"client/agenttest its test harness, internal/testutil/hooktest the webhook of the tests, cli/command the command line's requests that client has no method for, " +
 			"grpcapi maps the registry's HTTP statuses onto gRPC codes"},
+}
+
+// leafPackages import no package of the module: every other package may
+// build on them. wire is the protocol's types and codecs; what builds on
+// them (payload encryption, wire/encrypt) is a package of its own.
+var leafPackages = []string{"wire"}
+
+// notImporting: pkg imports none of deps (module packages, and those
+// under them), with why.
+var notImporting = []struct {
+	pkg  string
+	deps []string
+	why  string
+}{
+	{"registry", []string{"agent", "peer", "contracts"},
+		"the directory needs only the store, the agent's id, its clock and the pinned keys (registry.Options); peer serves it"},
 }
 
 // apiPackages are the API layers (REST, gRPC, the A2A methods and their
@@ -138,6 +155,12 @@ func TestImportRulesCatch(t *testing.T) {
 			Imports: []string{module + "/store"},
 			GoFiles: []string{write("tasks.go", "package grpcapi\nimport \""+module+"/store\"\nvar _ store.Tx\n"),
 				write("groups.go", "package grpcapi\nfunc f(s interface{ Store() int }) int { return s.Store() }\n")}},
+		module + "/wire": {ImportPath: module + "/wire", Dir: dir,
+			Imports: []string{module + "/wire/encrypt", "golang.org/x/crypto/chacha20poly1305"},
+			GoFiles: []string{write("seal.go", "package wire\nimport \""+module+"/wire/encrypt\"\nimport \"golang.org/x/crypto/chacha20poly1305\"\n")}},
+		module + "/registry": {ImportPath: module + "/registry", Dir: dir,
+			Imports: []string{module + "/peer", module + "/store"},
+			GoFiles: []string{write("dir.go", "package registry\nimport \""+module+"/peer\"\nimport \""+module+"/store\"\n")}},
 		module + "/cli/hilcmd": {ImportPath: module + "/cli/hilcmd", Dir: dir,
 			Imports: []string{module + "/client", module + "/hil"},
 			GoFiles: []string{write("hil.go", "package hilcmd\nimport \""+module+"/hil\"\nimport \""+module+"/client\"\n")}},
@@ -151,13 +174,16 @@ func TestImportRulesCatch(t *testing.T) {
 		"grpcapi imports store (tasks.go): API packages",
 		"grpcapi calls Store() (groups.go:2): API packages",
 		"cli/hilcmd imports hil (hil.go): a command package talks to agents through client",
+		"wire imports wire/encrypt (seal.go): wire is a leaf of the module",
+		"registry imports peer (dir.go): the directory needs only the store",
+		"wire imports golang.org/x/crypto/chacha20poly1305 (seal.go); only wire/encrypt may: wire/encrypt owns payload encryption",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("no violation %q in:\n%s", want, got)
 		}
 	}
-	if n := strings.Count(got, "\n") + 1; n != 7 {
-		t.Errorf("%d violations, want 7:\n%s", n, got)
+	if n := strings.Count(got, "\n") + 1; n != 10 {
+		t.Errorf("%d violations, want 10:\n%s", n, got)
 	}
 }
 
@@ -302,6 +328,21 @@ func checkRules(pkgs map[string]*listedPackage) []string {
 				if under(imp, r.dep) && !slices.Contains(r.owners, name) {
 					out = append(out, fmt.Sprintf("%s imports %s (%s); only %s may: %s",
 						name, imp, filesImporting(p, imp), strings.Join(r.owners, ", "), r.why))
+				}
+			}
+		}
+		if slices.Contains(leafPackages, name) {
+			for _, imp := range p.Imports {
+				if r := rel(imp); r != "" {
+					out = append(out, fmt.Sprintf("%s imports %s (%s): %s is a leaf of the module, what builds on it is another package",
+						name, r, filesImporting(p, imp), name))
+				}
+			}
+		}
+		for _, r := range notImporting {
+			for _, imp := range p.Imports {
+				if r.pkg == name && slices.ContainsFunc(r.deps, func(d string) bool { return under(imp, module+"/"+d) }) {
+					out = append(out, fmt.Sprintf("%s imports %s (%s): %s", name, rel(imp), filesImporting(p, imp), r.why))
 				}
 			}
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
+	"github.com/synapse-edge/synapse/wire/encrypt"
 )
 
 // Network is the peer network attached to an agent (package peer
@@ -94,7 +95,7 @@ func (a *Agent) SignBatch(receiver string, body []byte) (string, error) {
 
 // X25519Key is the agent's key agreement key, derived from its Ed25519
 // key (payload encryption between peers).
-func (a *Agent) X25519Key() (*ecdh.PrivateKey, error) { return wire.X25519PrivateKey(a.key) }
+func (a *Agent) X25519Key() (*ecdh.PrivateKey, error) { return encrypt.X25519PrivateKey(a.key) }
 
 // Audit appends a record of an event that stores nothing else (a refused
 // message, a decryption); it is queued, not waited for.

@@ -53,7 +53,7 @@
 // peer (content_type ContentEncrypted), under standard the private fields
 // of a p2p:task_request's task.payload (the contract's private_fields for
 // that task type) are sealed one by one (content_type application/json;
-// private="..."). See wire/encrypt.go for the scheme.
+// private="..."). See package wire/encrypt for the scheme.
 //
 // Incoming (Manager.Admit, after the network checked the signature and
 // timestamp, before the message takes effect):

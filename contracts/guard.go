@@ -11,6 +11,7 @@ import (
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/negotiate"
 	"github.com/synapse-edge/synapse/wire"
+	"github.com/synapse-edge/synapse/wire/encrypt"
 )
 
 // Exempt reports whether a message type needs no contract and is never
@@ -83,7 +84,7 @@ func (cm *Manager) seal(m *wire.UnifiedSynapseMessage, peerID string, c *negotia
 	if !ok {
 		return fmt.Errorf("%s is not a paired peer", peerID)
 	}
-	pub, err := wire.X25519PublicKey(p.Key)
+	pub, err := encrypt.X25519PublicKey(p.Key)
 	if err != nil {
 		return fmt.Errorf("encryption key of %s: %w", peerID, err)
 	}
@@ -92,14 +93,14 @@ func (cm *Manager) seal(m *wire.UnifiedSynapseMessage, peerID string, c *negotia
 		if err != nil {
 			return err
 		}
-		ep, err := wire.SealPayload(pub, plain.Bytes(), wire.ContentJSON, wire.EncryptionAAD(m, ""))
+		ep, err := encrypt.SealPayload(pub, plain.Bytes(), wire.ContentJSON, encrypt.EncryptionAAD(m, ""))
 		if err != nil {
 			return err
 		}
 		if m.Payload, err = wire.NewJSONPayload(ep); err != nil {
 			return err
 		}
-		m.ContentType = wire.ContentEncrypted
+		m.ContentType = encrypt.ContentEncrypted
 		return nil
 	}
 	return rewriteTaskPayload(m, func(taskType string, payload map[string]json.RawMessage) error {
@@ -109,7 +110,7 @@ func (cm *Manager) seal(m *wire.UnifiedSynapseMessage, peerID string, c *negotia
 			if !ok {
 				continue
 			}
-			ep, err := wire.SealPayload(pub, v, wire.ContentJSON, wire.EncryptionAAD(m, f))
+			ep, err := encrypt.SealPayload(pub, v, wire.ContentJSON, encrypt.EncryptionAAD(m, f))
 			if err != nil {
 				return err
 			}
@@ -119,7 +120,7 @@ func (cm *Manager) seal(m *wire.UnifiedSynapseMessage, peerID string, c *negotia
 			sealed = append(sealed, f)
 		}
 		if len(sealed) > 0 {
-			m.ContentType = wire.PrivateContentType(sealed)
+			m.ContentType = encrypt.PrivateContentType(sealed)
 		}
 		return nil
 	})
@@ -268,8 +269,8 @@ type sealing struct {
 // open decrypts an encrypted payload (whole, or the private fields of a
 // task_request). Every failure is TP-SEC003.
 func (cm *Manager) open(m *wire.UnifiedSynapseMessage) (*wire.UnifiedSynapseMessage, sealing, error) {
-	fields := wire.PrivateFields(m.ContentType)
-	whole := wire.IsEncrypted(m.ContentType)
+	fields := encrypt.PrivateFields(m.ContentType)
+	whole := encrypt.IsEncrypted(m.ContentType)
 	if !whole && fields == nil {
 		return m, sealing{}, nil
 	}
@@ -282,11 +283,11 @@ func (cm *Manager) open(m *wire.UnifiedSynapseMessage) (*wire.UnifiedSynapseMess
 	}
 	dm := *m
 	if whole {
-		ep, err := wire.DecodeEncryptedPayload(m.Payload)
+		ep, err := encrypt.DecodeEncryptedPayload(m.Payload)
 		if err != nil {
 			return nil, sealing{}, secErr(err)
 		}
-		pt, cty, err := ep.Open(priv, wire.EncryptionAAD(m, ""))
+		pt, cty, err := ep.Open(priv, encrypt.EncryptionAAD(m, ""))
 		if err != nil {
 			return nil, sealing{}, secErr(err)
 		}
@@ -310,11 +311,11 @@ func (cm *Manager) open(m *wire.UnifiedSynapseMessage) (*wire.UnifiedSynapseMess
 	}
 	err = rewriteTaskPayload(&dm, func(_ string, payload map[string]json.RawMessage) error {
 		for _, f := range fields {
-			var ep wire.EncryptedPayload
+			var ep encrypt.EncryptedPayload
 			if err := json.Unmarshal(payload[f], &ep); err != nil {
 				return fmt.Errorf("field %q is not an encrypted payload", f)
 			}
-			pt, _, err := ep.Open(priv, wire.EncryptionAAD(m, f))
+			pt, _, err := ep.Open(priv, encrypt.EncryptionAAD(m, f))
 			if err != nil {
 				return fmt.Errorf("field %q: %w", f, err)
 			}

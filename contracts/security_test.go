@@ -19,6 +19,7 @@ import (
 	"github.com/synapse-edge/synapse/negotiate"
 	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/wire"
+	"github.com/synapse-edge/synapse/wire/encrypt"
 )
 
 // sealFor returns an edit that seals the message's payload for n as a
@@ -29,11 +30,11 @@ func sealFor(t *testing.T, n *peerNode, contractID string, tamper bool) func(m *
 		if err != nil {
 			t.Fatal(err)
 		}
-		pub, err := wire.X25519PublicKey(ed25519.PublicKey(raw))
+		pub, err := encrypt.X25519PublicKey(ed25519.PublicKey(raw))
 		if err != nil {
 			t.Fatal(err)
 		}
-		ep, err := wire.SealPayload(pub, m.Payload.Bytes(), "", wire.EncryptionAAD(m, ""))
+		ep, err := encrypt.SealPayload(pub, m.Payload.Bytes(), "", encrypt.EncryptionAAD(m, ""))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -45,7 +46,7 @@ func sealFor(t *testing.T, n *peerNode, contractID string, tamper bool) func(m *
 		if m.Payload, err = wire.NewJSONPayload(ep); err != nil {
 			t.Fatal(err)
 		}
-		m.ContentType, m.ProtocolContractRef = wire.ContentEncrypted, contractID
+		m.ContentType, m.ProtocolContractRef = encrypt.ContentEncrypted, contractID
 	}
 }
 
@@ -88,8 +89,8 @@ func TestHighAcrossSystems(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ep, err := wire.DecodeEncryptedPayload(m.Payload)
-			if m.ContentType != wire.ContentEncrypted || m.ProtocolContractRef != c.ContractID || err != nil || ep.Alg != wire.EncryptionAlg {
+			ep, err := encrypt.DecodeEncryptedPayload(m.Payload)
+			if m.ContentType != encrypt.ContentEncrypted || m.ProtocolContractRef != c.ContractID || err != nil || ep.Alg != encrypt.EncryptionAlg {
 				t.Errorf("request content_type %q, contract ref %q, payload %s: want an encrypted payload under %s",
 					m.ContentType, m.ProtocolContractRef, m.Payload.Bytes(), c.ContractID)
 			}
@@ -100,7 +101,7 @@ func TestHighAcrossSystems(t *testing.T) {
 	})
 	t.Run("the result came back encrypted", func(t *testing.T) {
 		m, raw := received(t, a, wire.MsgTaskComplete)
-		if bytes.Contains(raw, []byte(marker)) || m.ContentType != wire.ContentEncrypted || m.ProtocolContractRef != c.ContractID {
+		if bytes.Contains(raw, []byte(marker)) || m.ContentType != encrypt.ContentEncrypted || m.ProtocolContractRef != c.ContractID {
 			t.Errorf("task_complete as received: %s", raw)
 		}
 	})
@@ -177,7 +178,7 @@ func TestStandardPrivateFields(t *testing.T) {
 	if bytes.Contains(raw, []byte("s3cr3t-value")) || !bytes.Contains(raw, []byte("visible-value")) {
 		t.Errorf("task_request as received: %s; want the private field encrypted and the other in clear", raw)
 	}
-	if fs := wire.PrivateFields(m.ContentType); len(fs) != 1 || fs[0] != "secret" || m.ProtocolContractRef != c.ContractID {
+	if fs := encrypt.PrivateFields(m.ContentType); len(fs) != 1 || fs[0] != "secret" || m.ProtocolContractRef != c.ContractID {
 		t.Errorf("content_type %q ref %q, want private=\"secret\" under %s", m.ContentType, m.ProtocolContractRef, c.ContractID)
 	}
 	remote := waitStatus(t, b.a, task.ID, wire.StatusCompleted)
@@ -194,11 +195,11 @@ func TestStandardPrivateFields(t *testing.T) {
 	})
 	t.Run("a private field that does not open is TP-SEC003", func(t *testing.T) {
 		id := uuid.Must(uuid.NewV7()).String()
-		bogus, _ := json.Marshal(wire.EncryptedPayload{Alg: wire.EncryptionAlg, EPK: base64.StdEncoding.EncodeToString(make([]byte, 32)),
+		bogus, _ := json.Marshal(encrypt.EncryptedPayload{Alg: encrypt.EncryptionAlg, EPK: base64.StdEncoding.EncodeToString(make([]byte, 32)),
 			Nonce: base64.StdEncoding.EncodeToString(make([]byte, 12)), Ciphertext: base64.StdEncoding.EncodeToString(make([]byte, 20))})
 		status, code := sendAs(t, a, b, wire.MsgTaskRequest, taskRequest(id, "echo", `{"secret":`+string(bogus)+`}`), time.Now(),
 			func(m *wire.UnifiedSynapseMessage) {
-				m.ProtocolContractRef, m.ContentType = c.ContractID, wire.PrivateContentType([]string{"secret"})
+				m.ProtocolContractRef, m.ContentType = c.ContractID, encrypt.PrivateContentType([]string{"secret"})
 			})
 		if status != http.StatusBadRequest || code != wire.CodeSecDecrypt {
 			t.Fatalf("answer %d %s, want 400 TP-SEC003", status, code)

@@ -13,6 +13,7 @@ import (
 	"github.com/synapse-edge/synapse/internal/testutil/peernode"
 	"github.com/synapse-edge/synapse/negotiate"
 	"github.com/synapse-edge/synapse/wire"
+	"github.com/synapse-edge/synapse/wire/encrypt"
 )
 
 const (
@@ -99,7 +100,7 @@ func TestSeedExample(t *testing.T) {
 		if remote.Type != "claims.lookup" || !jsonEqual(t, remote.Payload, []byte(`{"name":"Zhang","number":42}`)) {
 			t.Errorf("executor ran %s with %s, want claims.lookup with the mapped fields", remote.Type, remote.Payload)
 		}
-		if m, _ := received(t, b, wire.MsgTaskRequest); m.ContentType != wire.ContentEncrypted || m.ProtocolContractRef != c.ContractID {
+		if m, _ := received(t, b, wire.MsgTaskRequest); m.ContentType != encrypt.ContentEncrypted || m.ProtocolContractRef != c.ContractID {
 			t.Errorf("task_request content_type %q ref %q, want encrypted under the contract", m.ContentType, m.ProtocolContractRef)
 		}
 	})

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/synapse-edge/synapse/registry"
 )
 
 // Config is the "p2p" section of the config file (seed 004 §5.4): the
@@ -102,9 +104,9 @@ func (c *Config) Validate() error {
 // Heartbeat intervals a registration may declare, in seconds (the
 // registrar's and the registry's limits); 0 means DefaultRegistryInterval.
 const (
-	MinRegistryInterval     = 1
-	MaxRegistryInterval     = 86_400
-	DefaultRegistryInterval = 30
+	MinRegistryInterval     = registry.MinInterval
+	MaxRegistryInterval     = registry.MaxInterval
+	DefaultRegistryInterval = registry.DefaultInterval
 )
 
 // RegistryConfig is the "registry" section: the registry agent this agent

@@ -1,8 +1,8 @@
 // Package peer is a Synapse agent's peer network (seed 004, SPEC §6), on
 // top of its task engine (package agent): pairing and key pinning, the
 // inbound envelope pipeline, delegated tasks on the wire, the durable
-// outbox, heartbeats, the registry and the registrar, and the webhook and
-// A2A push deliveries. The contracts between peers are package contracts',
+// outbox, heartbeats, the registry (package registry's directory, served
+// here) and the registrar, and the webhook and A2A push deliveries. The contracts between peers are package contracts',
 // which the network constructs and consults on every envelope.
 //
 // # Lifecycle
@@ -46,7 +46,8 @@
 //   - p2p_outbox.go, p2p_outbox_admin.go, a2a_push.go, disclose.go: the
 //     durable outbox, its administration, A2A push notifications
 //     (rendered and delivered), selective disclosure of results;
-//   - registry.go, registrar.go: the registry this agent may be, and the
+//   - registry.go, registrar.go: the registry this agent may be (package
+//     registry's Directory, with the keys pinned here), and the
 //     registration with another one;
 //   - contracts.go: the network as package contracts sees it
 //     (contracts.Network), every outbox message sent under the active

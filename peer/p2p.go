@@ -14,6 +14,7 @@ import (
 	"github.com/synapse-edge/synapse/contracts"
 	"github.com/synapse-edge/synapse/internal/metrics"
 	"github.com/synapse-edge/synapse/peer/pins"
+	"github.com/synapse-edge/synapse/registry"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/transport"
 	"github.com/synapse-edge/synapse/wire"
@@ -95,8 +96,8 @@ type Network struct {
 	// pairing is the pair requests waiting here and the peers that have
 	// not accepted this agent yet (pairing.go).
 	pairing pairing
-	// sources are the directories besides the registry (directory_sources.go).
-	sources directorySources
+	// dir is the registry this agent may be (registry.go).
+	dir *registry.Directory
 	// groupHandler takes the group:* envelopes (p2p_group.go).
 	groupHandler atomic.Pointer[GroupHandler]
 	// opened is set once Open loaded the peers.
@@ -157,6 +158,7 @@ func New(a *agent.Agent, opts Options) (*Network, error) {
 	}
 	n := &Network{a: a, log: log.With("component", "p2p"), cfg: a.Config(), p2p: p2p, registry: opts.Registry, clock: a.Clock()}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
+	n.dir = n.newDirectory()
 	n.t = a.Transport()
 	if s := p2p.CallbackSecret; s != "" {
 		n.secret = []byte(s)
@@ -175,6 +177,7 @@ func New(a *agent.Agent, opts Options) (*Network, error) {
 // queue messages). Deliveries and heartbeats begin with Start.
 func (n *Network) Open(ctx context.Context) error {
 	n.db = n.a.Store()
+	n.dir.Open(n.db, n.a.Identity().AgentID)
 	if err := n.peers.load(n.db); err != nil {
 		return fmt.Errorf("load peers: %w", err)
 	}

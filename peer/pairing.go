@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/synapse-edge/synapse/internal/agentid"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -212,13 +213,13 @@ func (n *Network) unpaired(m *wire.UnifiedSynapseMessage) error {
 	if id.AgentID != sender {
 		return wire.Errorf(wire.CodeIDUnknownSender, "the pair request of %q carries the identity of %q", sender, id.AgentID).With("sender", sender)
 	}
-	if err := checkPeerID(id.AgentID); err != nil {
+	if err := agentid.Check(id.AgentID); err != nil {
 		return wire.Errorf(wire.CodeInvalidParams, "pair request: %v", err)
 	}
 	if id.AgentID == n.a.Identity().AgentID {
 		return wire.Errorf(wire.CodeInvalidParams, "pair request: the sender is this agent itself")
 	}
-	pub, err := decodePublicKey(id.PublicKey)
+	pub, err := agentid.DecodePublicKey(id.PublicKey)
 	if err != nil {
 		return wire.Errorf(wire.CodeInvalidParams, "pair request: %v", err)
 	}
@@ -231,7 +232,7 @@ func (n *Network) unpaired(m *wire.UnifiedSynapseMessage) error {
 	if id.Endpoint == "" {
 		id.Endpoint = m.Sender.Endpoint
 	}
-	if id.Endpoint, err = checkEndpoint(id.Endpoint); err != nil {
+	if id.Endpoint, err = agentid.CheckEndpoint(id.Endpoint); err != nil {
 		return wire.Errorf(wire.CodeInvalidParams, "pair request: the sender names no usable endpoint: %v", err)
 	}
 	pg.mu.Lock()

@@ -3,16 +3,14 @@ package peer
 import (
 	"context"
 	"crypto/ed25519"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/synapse-edge/synapse/internal/agentid"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/transport"
 	"github.com/synapse-edge/synapse/wire"
@@ -85,7 +83,7 @@ func (ps *peerSet) load(db *store.DB) error {
 	return db.View(func(tx *store.Tx) error {
 		list, err := tx.Peers()
 		for _, r := range list {
-			pub, kerr := decodePublicKey(r.PublicKey)
+			pub, kerr := agentid.DecodePublicKey(r.PublicKey)
 			if kerr != nil {
 				return fmt.Errorf("peer %s: %w", r.AgentID, kerr)
 			}
@@ -125,58 +123,6 @@ func (ps *peerSet) len() int {
 	return len(ps.m)
 }
 
-func decodePublicKey(s string) (ed25519.PublicKey, error) {
-	b, err := base64.StdEncoding.Strict().DecodeString(s)
-	if err != nil || len(b) != ed25519.PublicKeySize {
-		return nil, fmt.Errorf("public_key is not base64 of a %d-byte Ed25519 key", ed25519.PublicKeySize)
-	}
-	return ed25519.PublicKey(b), nil
-}
-
-// checkEndpoint accepts an absolute http or https base URL, or an agent
-// on the MQTT broker (mqtt://[broker]/AGENT_ID), without query or fragment,
-// and returns it without a trailing slash.
-func checkEndpoint(raw string) (string, error) {
-	bad := func(why string) error {
-		return wire.Errorf(wire.CodeInvalidParams, "endpoint %q %s", raw, why).With("field", "endpoint")
-	}
-	if raw == "" {
-		return "", wire.Errorf(wire.CodeInvalidParams, `give the peer's base URL as {"endpoint": "http://host:port"}`).With("field", "endpoint")
-	}
-	if len(raw) > 2048 {
-		return "", bad("is longer than 2048 bytes")
-	}
-	u, err := url.Parse(raw)
-	switch {
-	case err != nil:
-		return "", bad("is not a URL")
-	case u.Scheme == "mqtt" || u.Scheme == "mqtts":
-		// An agent on the MQTT broker (transport/mqtt): mqtt://[broker]/AGENT_ID.
-		if id := strings.Trim(u.Path, "/"); id == "" || strings.Contains(id, "/") {
-			return "", bad("must name the agent: mqtt://[broker]/AGENT_ID")
-		}
-		if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-			return "", bad("must not have a query, fragment or user info")
-		}
-	case u.Scheme != "http" && u.Scheme != "https":
-		return "", bad("must be an http://, https:// or mqtt:// URL")
-	case u.Host == "":
-		return "", bad("has no host")
-	case u.RawQuery != "" || u.Fragment != "" || u.User != nil:
-		return "", bad("must not have a query, fragment or user info")
-	}
-	return strings.TrimRight(raw, "/"), nil
-}
-
-// checkPeerID accepts an agent id that can name a peer (and an outbox
-// destination).
-func checkPeerID(id string) error {
-	if id == "" || len(id) > 128 || strings.ContainsAny(id, " /\x00") || strings.IndexFunc(id, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0 {
-		return fmt.Errorf("agent_id %q must be 1 to 128 bytes without spaces, slashes or control characters", id)
-	}
-	return nil
-}
-
 // AddPeer pairs the agent at endpoint: it fetches GET {endpoint}/identity
 // and pins the agent_id and public key it names. Pairing an agent again
 // with the same key refreshes its endpoint and names (created is false);
@@ -190,7 +136,7 @@ func (n *Network) AddPeer(ctx context.Context, endpoint string) (info *PeerInfo,
 // endpoint's certificate (the identity is read under it already), or
 // re-pins a peer paired before; without it a peer keeps its pin.
 func (n *Network) AddPeerWith(ctx context.Context, endpoint string, o PairOptions) (info *PeerInfo, created bool, err error) {
-	endpoint, err = checkEndpoint(endpoint)
+	endpoint, err = agentid.CheckEndpoint(endpoint)
 	if err != nil {
 		return nil, false, err
 	}
@@ -201,13 +147,13 @@ func (n *Network) AddPeerWith(ctx context.Context, endpoint string, o PairOption
 	if err != nil {
 		return nil, false, err
 	}
-	if err := checkPeerID(id.AgentID); err != nil {
+	if err := agentid.Check(id.AgentID); err != nil {
 		return nil, false, wire.Errorf(wire.CodeInvalidParams, "%s/identity: %v", endpoint, err)
 	}
 	if id.AgentID == n.a.Identity().AgentID {
 		return nil, false, wire.Errorf(wire.CodeInvalidParams, "%s is this agent itself", endpoint).With("field", "endpoint")
 	}
-	pub, err := decodePublicKey(id.PublicKey)
+	pub, err := agentid.DecodePublicKey(id.PublicKey)
 	if err != nil {
 		return nil, false, wire.Errorf(wire.CodeInvalidParams, "%s/identity: %v", endpoint, err)
 	}

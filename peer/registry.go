@@ -2,360 +2,68 @@ package peer
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"slices"
-	"time"
 
-	"github.com/synapse-edge/synapse/store"
+	"github.com/synapse-edge/synapse/registry"
 	"github.com/synapse-edge/synapse/wire"
 )
 
-// The registry (seed 000 §6.4): any agent keeps a directory of the agents
-// that register with it, and answers FindByCapability from it.
-//
-// A registration is an envelope of type wire.MsgRegistryRegister whose
-// payload is a wire.Registration, signed with the registering agent's
-// Ed25519 key. Register checks, in this order: the message type and
-// payload; that the sender, the identity and the capabilities name the
-// same agent_id; the signature, against the public key the registration
-// carries (TP-ID003); the timestamp, within ±300 s (TP-ID005); the
-// protocol version's MAJOR (TP-VER001); the basic
-// interfaces (not_compliant, 422, with details.missing_basics). The key
-// of the first registration is pinned to the agent_id: a registration of
-// the same agent_id with another key, or with another key than the one
-// this agent pinned for it as a peer, is refused (409) — an agent cannot
-// register for another agent's id. A registration signed at or before the
-// last one taken is a replay: answered as a duplicate (TP-ID004), with no
-// effect (registrants sign with strictly increasing timestamps; with the
-// ±300 s window this needs no list of seen message ids). Unregister
-// forgets an entry and its key.
-//
-// An entry is online (or busy, as the agent reported) until three of its
-// heartbeat intervals pass without a registration; then it shows offline.
-// Offline is computed when reading, from the agent's clock, so nothing
-// needs to run for entries to expire.
+// The registry this agent may be is package registry's Directory; the
+// network serves it (the methods below) with the keys it pinned for its
+// peers, and registers this agent with another registry (registrar.go).
 
-// RegistryAgentsPath is the path registrations are posted to.
-const RegistryAgentsPath = wire.APIPrefix + "/registry/agents"
-
-// Directory limits.
-const (
-	// MaxDirectory bounds the number of agents a registry keeps.
-	MaxDirectory = 10_000
-	// maxRegisteredInterfaces bounds the interface list of one entry.
-	maxRegisteredInterfaces = 64
+// The registry's types and limits under the names the network has always
+// given them.
+type (
+	DirectoryEntry  = registry.Entry
+	DirectoryQuery  = registry.Query
+	DirectorySource = registry.Source
+	Registered      = registry.Registered
 )
 
-// DirectoryEntry is a registered agent as the registry shows it.
-type DirectoryEntry struct {
-	AgentID         string `json:"agent_id" msgpack:"agent_id"`
-	AgentName       string `json:"agent_name,omitempty" msgpack:"agent_name,omitempty"`
-	SystemID        string `json:"system_id,omitempty" msgpack:"system_id,omitempty"`
-	Endpoint        string `json:"endpoint" msgpack:"endpoint"`
-	PublicKey       string `json:"public_key" msgpack:"public_key"`
-	ProtocolVersion string `json:"protocol_version,omitempty" msgpack:"protocol_version,omitempty"`
-	// Status is online, busy or offline.
-	Status                   string                      `json:"status" msgpack:"status"`
-	ActiveTasks              int                         `json:"active_tasks" msgpack:"active_tasks"`
-	MaxTasks                 int                         `json:"max_tasks" msgpack:"max_tasks"`
-	HeartbeatIntervalSeconds int                         `json:"heartbeat_interval_seconds" msgpack:"heartbeat_interval_seconds"`
-	RegisteredAt             string                      `json:"registered_at" msgpack:"registered_at"`
-	LastSeen                 string                      `json:"last_seen" msgpack:"last_seen"`
-	Capabilities             *wire.AgentCapabilities     `json:"capabilities" msgpack:"capabilities"`
-	Interfaces               []wire.ImplementedInterface `json:"interfaces" msgpack:"interfaces"`
-	Compliance               wire.ComplianceEvaluation   `json:"compliance" msgpack:"compliance"`
-	// Source is where the entry comes from: SourceRegistry, or the name of
-	// a directory source (directory_sources.go), e.g. "mqtt".
-	Source string `json:"source" msgpack:"source"`
+const (
+	// RegistryAgentsPath is the path registrations are posted to.
+	RegistryAgentsPath = registry.AgentsPath
+	// MaxDirectory bounds the number of agents a registry keeps.
+	MaxDirectory = registry.MaxEntries
+	// SourceRegistry is the Source of the entries registered with this agent.
+	SourceRegistry = registry.SourceRegistry
+)
+
+// newDirectory builds the network's directory (Open opens it); n.clock
+// is set.
+func (n *Network) newDirectory() *registry.Directory {
+	return registry.New(registry.Options{Now: n.clock.Now, Logger: n.log,
+		PinnedKey: func(id string) (string, bool) {
+			if p := n.peers.get(id); p != nil {
+				return p.rec.PublicKey, true
+			}
+			return "", false
+		}})
 }
 
-// DirectoryQuery selects entries of the directory; empty fields match
-// everything.
-type DirectoryQuery struct {
-	// Capability matches a task type whose capabilities list it, or whose
-	// type it is.
-	Capability string
-	// TaskType matches a task type by type, or, for one of the predefined
-	// ids of seed 000 §3.3, a task type that declares it among its
-	// capabilities. With Capability, both must hold for the same task type.
-	TaskType string
-	// Status is online, busy or offline.
-	Status string
-}
-
-// IsZero reports whether q selects everything.
-func (q DirectoryQuery) IsZero() bool { return q == DirectoryQuery{} }
-
-func (q DirectoryQuery) check() error {
-	switch q.Status {
-	case "", PeerOnline, PeerBusy, PeerOffline:
-		return nil
-	}
-	return wire.Errorf(wire.CodeInvalidParams, "status %q: use online, busy or offline", q.Status).With("field", "status")
-}
-
-func (q DirectoryQuery) matches(e *DirectoryEntry) bool {
-	if q.Status != "" && e.Status != q.Status {
-		return false
-	}
-	if q.Capability == "" && q.TaskType == "" {
-		return true
-	}
-	_, predefined := wire.LookupTaskType(q.TaskType)
-	for _, t := range e.Capabilities.SupportedTaskTypes {
-		// A predefined id (seed 000 §3.3) is also matched by the task
-		// types that declare it among their capabilities.
-		if q.TaskType != "" && t.Type != q.TaskType && !(predefined && t.Declares(q.TaskType)) {
-			continue
-		}
-		if q.Capability != "" && t.Type != q.Capability && !slices.Contains(t.Capabilities, q.Capability) {
-			continue
-		}
-		return true
-	}
-	return false
-}
-
-// Registered is the registry's answer to a registration.
-type Registered struct {
-	AgentID string `json:"agent_id" msgpack:"agent_id"`
-	// Created is true for the first registration of this agent_id (HTTP
-	// 201), false for a renewal (200).
-	Created bool `json:"created" msgpack:"created"`
-	// Duplicate is true when the message was already processed (TP-ID004);
-	// nothing changed.
-	Duplicate                bool   `json:"duplicate,omitempty" msgpack:"duplicate,omitempty"`
-	Status                   string `json:"status" msgpack:"status"`
-	HeartbeatIntervalSeconds int    `json:"heartbeat_interval_seconds" msgpack:"heartbeat_interval_seconds"`
-	// OfflineAt is when the entry shows offline without another
-	// registration.
-	OfflineAt  string                    `json:"offline_at" msgpack:"offline_at"`
-	Compliance wire.ComplianceEvaluation `json:"compliance" msgpack:"compliance"`
-}
-
-// Register takes a registration envelope into the directory (see the
-// comment at the top of this file). Refusals are *wire.Error.
+// Register takes a registration envelope into the directory (package
+// registry). Refusals are *wire.Error.
 func (n *Network) Register(ctx context.Context, m *wire.UnifiedSynapseMessage) (*Registered, error) {
-	reg, pub, err := n.checkRegistration(m)
-	if err != nil {
-		return nil, err
-	}
-	signedAt, err := m.Time()
-	if err != nil {
-		return nil, wire.Errorf(wire.CodeMessageFormatInvalid, "timestamp: %v", err)
-	}
-	id := reg.Identity.AgentID
-	ev := wire.EvaluateCompliance(id, reg.Interfaces)
-	if !ev.Compliant {
-		return nil, wire.Errorf(wire.CodeNotCompliant, "agent %s lacks basic interfaces: %v", id, ev.MissingBasics).
-			With("agent_id", id).With("missing_basics", ev.MissingBasics).With("compliance", ev)
-	}
-	if p := n.peers.get(id); p != nil && p.rec.PublicKey != pub {
-		return nil, keyConflict(id, "is paired with this agent under another public key")
-	}
-	now := n.clock.Now().UTC()
-	interval := reg.HeartbeatIntervalSeconds
-	status := PeerOnline
-	if reg.Status == PeerBusy {
-		status = PeerBusy
-	}
-	ans := &Registered{AgentID: id, Status: status, HeartbeatIntervalSeconds: interval, Compliance: ev,
-		OfflineAt: wire.FormatTime(now.Add(offlineAfter * time.Duration(interval) * time.Second))}
-	err = n.db.Update(ctx, func(tx *store.Tx) error { // may run more than once
-		ans.Created, ans.Duplicate = false, false
-		old, err := tx.RegistryEntry(id)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			old = nil
-			n, err := tx.RegistrySize()
-			if err != nil {
-				return err
-			}
-			if n >= MaxDirectory {
-				return wire.Errorf(wire.CodeSysOverloaded, "the directory is full (%d agents)", MaxDirectory)
-			}
-		case err != nil:
-			return err
-		case old.PublicKey != pub:
-			return keyConflict(id, "is registered under another public key")
-		case !signedAt.After(old.SignedAt):
-			ans.Duplicate = true
-			return nil
-		}
-		e := &store.RegistryEntry{AgentID: id, AgentName: reg.Identity.AgentName, SystemID: reg.Identity.SystemID,
-			Endpoint: reg.Identity.Endpoint, PublicKey: pub, ProtocolVersion: reg.Capabilities.ProtocolVersion,
-			Capabilities: *reg.Capabilities, Interfaces: reg.Interfaces, Status: status,
-			ActiveTasks: reg.ActiveTasks, MaxTasks: reg.MaxTasks, HeartbeatIntervalSeconds: interval,
-			RegisteredAt: now, LastSeen: now, SignedAt: signedAt}
-		if old != nil {
-			e.RegisteredAt = old.RegisteredAt
-		}
-		ans.Created = old == nil
-		return tx.PutRegistryEntry(e)
-	})
-	if err != nil {
-		var we *wire.Error
-		if errors.As(err, &we) {
-			return nil, we
-		}
-		return nil, wire.Errorf(wire.CodeSysStorage, "store registration: %v", err)
-	}
-	if ans.Created {
-		n.log.Info("agent registered", "component", "registry", "agent_id", id, "endpoint", reg.Identity.Endpoint)
-	}
-	return ans, nil
-}
-
-func keyConflict(id, why string) error {
-	return wire.Errorf(wire.CodeInvalidStateChange,
-		"agent %s %s; an agent cannot register for another agent's id (remove the entry to pin a new key)", id, why).
-		With("agent_id", id).With("reason", "public_key_changed")
-}
-
-// checkRegistration checks everything of a registration that needs no
-// store: it returns the payload, normalised, and the public key.
-func (n *Network) checkRegistration(m *wire.UnifiedSynapseMessage) (*wire.Registration, string, error) {
-	if m.MessageType != wire.MsgRegistryRegister {
-		return nil, "", wire.Errorf(wire.CodeInvalidParams, "message_type is %q; a registration is %q", m.MessageType, wire.MsgRegistryRegister).
-			With("field", "message_type")
-	}
-	if m.Receiver.AgentID != "" && m.Receiver.AgentID != n.a.Identity().AgentID {
-		return nil, "", wire.Errorf(wire.CodeInvalidParams, "the registration is for %q; this agent is %q", m.Receiver.AgentID, n.a.Identity().AgentID).
-			With("receiver", m.Receiver.AgentID)
-	}
-	var reg wire.Registration
-	if err := m.Payload.Decode(&reg); err != nil {
-		return nil, "", wire.Errorf(wire.CodeMessageFormatInvalid, "registration payload: %v", err)
-	}
-	id := reg.Identity.AgentID
-	if err := checkPeerID(id); err != nil {
-		return nil, "", wire.Errorf(wire.CodeInvalidParams, "identity: %v", err).With("field", "identity.agent_id")
-	}
-	if m.Sender.AgentID != id {
-		return nil, "", wire.Errorf(wire.CodeInvalidParams, "the sender %q is not the agent %q that registers", m.Sender.AgentID, id).
-			With("field", "sender.agent_id")
-	}
-	key, err := decodePublicKey(reg.Identity.PublicKey)
-	if err != nil {
-		return nil, "", wire.Errorf(wire.CodeInvalidParams, "identity: %v", err).With("field", "identity.public_key")
-	}
-	if err := wire.Verify(m, key); err != nil {
-		return nil, "", wire.Errorf(wire.CodeIDUnknownSender, "registration of %s: %v", id, err).With("sender", id)
-	}
-	if err := wire.CheckTimestamp(m, n.clock.Now(), wire.ReplayWindow); err != nil {
-		if errors.Is(err, wire.ErrStaleTimestamp) {
-			return nil, "", wire.Errorf(wire.CodeIDStaleTimestamp, "%v", err)
-		}
-		return nil, "", wire.Errorf(wire.CodeMessageFormatInvalid, "%v", err)
-	}
-	if reg.Identity.Endpoint, err = checkEndpoint(reg.Identity.Endpoint); err != nil {
-		return nil, "", err
-	}
-	c := reg.Capabilities
-	if c == nil {
-		return nil, "", wire.Errorf(wire.CodeInvalidParams, "the registration has no capabilities").With("field", "capabilities")
-	}
-	if c.AgentID != "" && c.AgentID != id {
-		return nil, "", wire.Errorf(wire.CodeInvalidParams, "the capabilities are of agent %q, not %q", c.AgentID, id).
-			With("field", "capabilities.agent_id")
-	}
-	c.AgentID = id
-	if c.ProtocolVersion == "" {
-		c.ProtocolVersion = reg.Identity.ProtocolVersion
-	}
-	if _, err := wire.VersionBaseline(wire.ProtocolVersion, c.ProtocolVersion); err != nil {
-		return nil, "", wire.Errorf(wire.CodeVerUnsupported, "capabilities.protocol_version: %v", err).
-			With("protocol_version", c.ProtocolVersion)
-	}
-	if len(reg.Interfaces) > maxRegisteredInterfaces {
-		return nil, "", wire.Errorf(wire.CodeInvalidParams, "more than %d interfaces", maxRegisteredInterfaces).With("field", "interfaces")
-	}
-	switch iv := reg.HeartbeatIntervalSeconds; {
-	case iv == 0:
-		reg.HeartbeatIntervalSeconds = DefaultRegistryInterval
-	case iv < MinRegistryInterval || iv > MaxRegistryInterval:
-		return nil, "", wire.Errorf(wire.CodeInvalidParams, "heartbeat_interval_seconds %d is outside %d..%d",
-			iv, MinRegistryInterval, MaxRegistryInterval).With("field", "heartbeat_interval_seconds")
-	}
-	return &reg, reg.Identity.PublicKey, nil
-}
-
-// directoryEntry is the API view of a stored entry at time now.
-func directoryEntry(e *store.RegistryEntry, now time.Time) DirectoryEntry {
-	status := e.Status
-	ttl := offlineAfter * time.Duration(e.HeartbeatIntervalSeconds) * time.Second
-	if now.Sub(e.LastSeen) > ttl {
-		status = PeerOffline
-	}
-	caps := e.Capabilities
-	return DirectoryEntry{AgentID: e.AgentID, AgentName: e.AgentName, SystemID: e.SystemID, Endpoint: e.Endpoint,
-		PublicKey: e.PublicKey, ProtocolVersion: e.ProtocolVersion, Status: status,
-		ActiveTasks: e.ActiveTasks, MaxTasks: e.MaxTasks, HeartbeatIntervalSeconds: e.HeartbeatIntervalSeconds,
-		RegisteredAt: wire.FormatTime(e.RegisteredAt), LastSeen: wire.FormatTime(e.LastSeen),
-		Capabilities: &caps, Interfaces: e.Interfaces, Compliance: wire.EvaluateCompliance(e.AgentID, e.Interfaces),
-		Source: SourceRegistry}
+	return n.dir.Register(ctx, m)
 }
 
 // FindByCapability lists the registered agents q selects, by agent_id,
-// then those of the directory sources (directory_sources.go).
+// then those of the directory sources.
 func (n *Network) FindByCapability(q DirectoryQuery) ([]DirectoryEntry, error) {
-	if err := q.check(); err != nil {
-		return nil, err
-	}
-	now := n.clock.Now()
-	out := []DirectoryEntry{}
-	err := n.db.View(func(tx *store.Tx) error {
-		return tx.ForEachRegistryEntry(func(e *store.RegistryEntry) error {
-			if d := directoryEntry(e, now); q.matches(&d) {
-				out = append(out, d)
-			}
-			return nil
-		})
-	})
-	if err != nil {
-		return nil, wire.Errorf(wire.CodeSysStorage, "read the directory: %v", err)
-	}
-	return n.fromSources(q, out), nil
+	return n.dir.FindByCapability(q)
 }
 
 // Registration reads one entry of the directory.
 func (n *Network) Registration(agentID string) (*DirectoryEntry, error) {
-	var d DirectoryEntry
-	err := n.db.View(func(tx *store.Tx) error {
-		e, err := tx.RegistryEntry(agentID)
-		if err == nil {
-			d = directoryEntry(e, n.clock.Now())
-		}
-		return err
-	})
-	switch {
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrBadRegistryKey):
-		return nil, errNotRegistered(agentID)
-	case err != nil:
-		return nil, wire.Errorf(wire.CodeSysStorage, "read the directory: %v", err)
-	}
-	return &d, nil
+	return n.dir.Registration(agentID)
 }
 
 // Unregister removes an agent from the directory, and so its pinned key.
 func (n *Network) Unregister(ctx context.Context, agentID string) error {
-	err := n.db.Update(ctx, func(tx *store.Tx) error { return tx.DeleteRegistryEntry(agentID) })
-	switch {
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrBadRegistryKey):
-		return errNotRegistered(agentID)
-	case err != nil:
-		return wire.Errorf(wire.CodeSysStorage, "remove registration: %v", err)
-	}
-	n.log.Info("agent unregistered", "component", "registry", "agent_id", agentID)
-	return nil
+	return n.dir.Unregister(ctx, agentID)
 }
 
-func errNotRegistered(id string) error {
-	return wire.Errorf(wire.CodeNotFound, "no agent %q in the directory", id).With("agent_id", id)
-}
-
-// String describes a query for logs and messages.
-func (q DirectoryQuery) String() string {
-	return fmt.Sprintf("capability=%q task_type=%q status=%q", q.Capability, q.TaskType, q.Status)
-}
+// AddDirectorySource adds a source of directory entries named name (the
+// Source of its entries, e.g. "mqtt"): the agents it knows, listed after
+// the registry's own.
+func (n *Network) AddDirectorySource(name string, src DirectorySource) { n.dir.AddSource(name, src) }

@@ -114,7 +114,9 @@ func TestRegistryRefusals(t *testing.T) {
 		}
 	})
 
-	first := x.envelope(t, x.registration(wire.StandardInterfaces), clock.Now())
+	// Addressed to this registry by its agent_id, as a registrar may.
+	first := x.envelope(t, x.registration(wire.StandardInterfaces), clock.Now(),
+		func(m *wire.UnifiedSynapseMessage) { m.Receiver.AgentID = r.a.Identity().AgentID })
 	t.Run("first registration pins the key", func(t *testing.T) {
 		ans, err := r.a.Register(ctx, first)
 		if err != nil {

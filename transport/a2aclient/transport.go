@@ -16,6 +16,7 @@ import (
 	"github.com/synapse-edge/synapse/transport"
 	"github.com/synapse-edge/synapse/transport/httptransport"
 	"github.com/synapse-edge/synapse/wire"
+	"github.com/synapse-edge/synapse/wire/encrypt"
 )
 
 // Reporter applies what a peer reports of a task this agent delegated to
@@ -160,7 +161,7 @@ func (t *Transport) Send(ctx context.Context, m *transport.Message) transport.Ou
 	if err != nil {
 		return transport.Refused(fmt.Errorf("envelope: %w", err))
 	}
-	if strings.HasPrefix(env.ContentType, wire.ContentEncrypted) {
+	if strings.HasPrefix(env.ContentType, encrypt.ContentEncrypted) {
 		return transport.Refused(errors.New("a2a_jsonrpc cannot carry an encrypted payload"))
 	}
 	db := t.store()

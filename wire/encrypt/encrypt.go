@@ -1,4 +1,9 @@
-package wire
+// Package encrypt is the payload encryption of protocol contracts (SPEC
+// §7, TP §7.2): an agent's X25519 keys derived from its Ed25519 identity,
+// sealing a plaintext for a peer and opening it, and the content types
+// that mark an envelope's payload, or some of its fields, as sealed. It
+// builds on package wire's envelope types; wire does not import it.
+package encrypt
 
 import (
 	"crypto/cipher"
@@ -16,6 +21,8 @@ import (
 	"strings"
 
 	"golang.org/x/crypto/chacha20poly1305"
+
+	"github.com/synapse-edge/synapse/wire"
 )
 
 // Payload encryption (SPEC §7, TP §7.2): the security levels standard
@@ -79,7 +86,7 @@ const (
 	// encInfo is the HKDF info and the first line of the additional data.
 	encInfo = "synapse-enc-v1"
 	// MaxSealed bounds a plaintext (the envelope bound).
-	MaxSealed = MaxEnvelopeBytes
+	MaxSealed = wire.MaxEnvelopeBytes
 )
 
 // EncryptedPayload is one sealed plaintext (see above).
@@ -156,7 +163,7 @@ func X25519PublicKey(pub ed25519.PublicKey) (*ecdh.PublicKey, error) {
 //
 // joined by "\n"; field is "" for a whole payload, else the name of the
 // private field.
-func EncryptionAAD(m *UnifiedSynapseMessage, field string) []byte {
+func EncryptionAAD(m *wire.UnifiedSynapseMessage, field string) []byte {
 	return []byte(strings.Join([]string{encInfo, m.MessageID, string(m.MessageType), m.Sender.AgentID, m.Receiver.AgentID, field}, "\n"))
 }
 
@@ -198,7 +205,7 @@ func SealPayloadWith(eph *ecdh.PrivateKey, nonce []byte, recipient *ecdh.PublicK
 		Nonce:      base64.StdEncoding.EncodeToString(nonce),
 		Ciphertext: base64.StdEncoding.EncodeToString(ct),
 	}
-	if contentType != "" && contentType != ContentJSON {
+	if contentType != "" && contentType != wire.ContentJSON {
 		ep.ContentType = contentType
 	}
 	return ep, nil
@@ -279,14 +286,14 @@ func (e *EncryptedPayload) Open(priv *ecdh.PrivateKey, aad []byte) (plaintext []
 	}
 	contentType = e.ContentType
 	if contentType == "" {
-		contentType = ContentJSON
+		contentType = wire.ContentJSON
 	}
 	return pt, contentType, nil
 }
 
 // DecodeEncryptedPayload reads an EncryptedPayload from an envelope's
 // payload (either codec) and checks its shape; failures wrap ErrDecrypt.
-func DecodeEncryptedPayload(p RawPayload) (*EncryptedPayload, error) {
+func DecodeEncryptedPayload(p wire.RawPayload) (*EncryptedPayload, error) {
 	var e EncryptedPayload
 	if err := p.Decode(&e); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrDecrypt, err)
@@ -324,5 +331,5 @@ func PrivateFields(contentType string) []string {
 // PrivateContentType is the content_type of a JSON payload whose listed
 // fields are encrypted.
 func PrivateContentType(fields []string) string {
-	return mime.FormatMediaType(ContentJSON, map[string]string{PrivateParam: strings.Join(fields, " ")})
+	return mime.FormatMediaType(wire.ContentJSON, map[string]string{PrivateParam: strings.Join(fields, " ")})
 }

@@ -1,7 +1,9 @@
-package peer
+package registry
 
 import (
 	"sync"
+
+	"github.com/synapse-edge/synapse/internal/agentid"
 )
 
 // Directory sources. Besides the agents that register with it, an agent
@@ -18,41 +20,41 @@ import (
 // SourceRegistry is the Source of the entries registered with this agent.
 const SourceRegistry = "registry"
 
-// DirectorySource lists the agents a source knows now, with the status
+// Source lists the agents a source knows now, with the status
 // it gives them. It is called on every FindByCapability, so it answers
 // from memory.
-type DirectorySource func() []DirectoryEntry
+type Source func() []Entry
 
-// directorySources are the named sources added to a Network.
-type directorySources struct {
+// sources are the named sources added to a Directory.
+type sources struct {
 	mu   sync.Mutex
 	list []namedSource
 }
 
 type namedSource struct {
 	name string
-	list DirectorySource
+	list Source
 }
 
-// AddDirectorySource adds a source of directory entries named name (the
+// AddSource adds a source of directory entries named name (the
 // Source of its entries, e.g. "mqtt").
-func (n *Network) AddDirectorySource(name string, src DirectorySource) {
-	n.sources.mu.Lock()
-	defer n.sources.mu.Unlock()
-	n.sources.list = append(n.sources.list, namedSource{name: name, list: src})
+func (d *Directory) AddSource(name string, src Source) {
+	d.sources.mu.Lock()
+	defer d.sources.mu.Unlock()
+	d.sources.list = append(d.sources.list, namedSource{name: name, list: src})
 }
 
 // fromSources appends to out the entries of the sources q selects.
-func (n *Network) fromSources(q DirectoryQuery, out []DirectoryEntry) []DirectoryEntry {
-	n.sources.mu.Lock()
-	srcs := append([]namedSource(nil), n.sources.list...)
-	n.sources.mu.Unlock()
+func (d *Directory) fromSources(q Query, out []Entry) []Entry {
+	d.sources.mu.Lock()
+	srcs := append([]namedSource(nil), d.sources.list...)
+	d.sources.mu.Unlock()
 	for _, s := range srcs {
 		for _, e := range s.list() {
-			if e.Capabilities == nil || checkPeerID(e.AgentID) != nil {
+			if e.Capabilities == nil || agentid.Check(e.AgentID) != nil {
 				continue
 			}
-			if p := n.peers.get(e.AgentID); p != nil && p.rec.PublicKey != e.PublicKey {
+			if key, ok := d.o.PinnedKey(e.AgentID); ok && key != e.PublicKey {
 				continue
 			}
 			e.Source = s.name

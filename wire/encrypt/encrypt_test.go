@@ -1,4 +1,4 @@
-package wire_test
+package encrypt_test
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/synapse-edge/synapse/wire"
+	"github.com/synapse-edge/synapse/wire/encrypt"
 )
 
 // encVectorFile is the layout of testdata/vectors/encryption.json, written
@@ -31,16 +32,16 @@ type encVectorFile struct {
 	EphemeralPublic  string `json:"ephemeral_public_hex"`
 	Nonce            string `json:"nonce_hex"`
 	Cases            []struct {
-		Name        string                `json:"name"`
-		MessageID   string                `json:"message_id"`
-		MessageType wire.MessageType      `json:"message_type"`
-		Sender      string                `json:"sender"`
-		Receiver    string                `json:"receiver"`
-		Field       string                `json:"field"`
-		AAD         string                `json:"aad"`
-		Plaintext   string                `json:"plaintext_hex"`
-		ContentType string                `json:"content_type"`
-		Encrypted   wire.EncryptedPayload `json:"encrypted_payload"`
+		Name        string                   `json:"name"`
+		MessageID   string                   `json:"message_id"`
+		MessageType wire.MessageType         `json:"message_type"`
+		Sender      string                   `json:"sender"`
+		Receiver    string                   `json:"receiver"`
+		Field       string                   `json:"field"`
+		AAD         string                   `json:"aad"`
+		Plaintext   string                   `json:"plaintext_hex"`
+		ContentType string                   `json:"content_type"`
+		Encrypted   encrypt.EncryptedPayload `json:"encrypted_payload"`
 	} `json:"cases"`
 }
 
@@ -79,7 +80,7 @@ func TestEncryptionKeyConversion(t *testing.T) {
 			if got, want := hex.EncodeToString(priv.Public().(ed25519.PublicKey)), k.EdPublic; got != want {
 				t.Fatalf("Ed25519 public key = %s, want %s", got, want)
 			}
-			xpriv, err := wire.X25519PrivateKey(priv)
+			xpriv, err := encrypt.X25519PrivateKey(priv)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -89,7 +90,7 @@ func TestEncryptionKeyConversion(t *testing.T) {
 			if got, want := hex.EncodeToString(xpriv.PublicKey().Bytes()), k.XPublicHex; got != want {
 				t.Errorf("X25519 public key of the private key = %s, want %s", got, want)
 			}
-			xpub, err := wire.X25519PublicKey(unhex(t, k.EdPublic))
+			xpub, err := encrypt.X25519PublicKey(unhex(t, k.EdPublic))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -101,11 +102,11 @@ func TestEncryptionKeyConversion(t *testing.T) {
 	t.Run("random pairs agree", func(t *testing.T) {
 		for range 20 {
 			pub, priv, _ := ed25519.GenerateKey(rand.Reader)
-			xpriv, err := wire.X25519PrivateKey(priv)
+			xpriv, err := encrypt.X25519PrivateKey(priv)
 			if err != nil {
 				t.Fatal(err)
 			}
-			xpub, err := wire.X25519PublicKey(pub)
+			xpub, err := encrypt.X25519PublicKey(pub)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -120,7 +121,7 @@ func TestEncryptionKeyConversion(t *testing.T) {
 		notCanonical := bytes.Repeat([]byte{0xff}, 32)
 		notCanonical[31] = 0x7f // y = 2^255 - 1 ≥ p
 		for name, k := range map[string][]byte{"short": make([]byte, 31), "neutral": neutral, "not canonical": notCanonical} {
-			if _, err := wire.X25519PublicKey(k); !errors.Is(err, wire.ErrBadKey) {
+			if _, err := encrypt.X25519PublicKey(k); !errors.Is(err, encrypt.ErrBadKey) {
 				t.Errorf("%s: X25519PublicKey err = %v, want ErrBadKey", name, err)
 			}
 		}
@@ -132,11 +133,11 @@ func TestEncryptionKeyConversion(t *testing.T) {
 func TestEncryptionVectors(t *testing.T) {
 	v := loadEncVectors(t)
 	rcpt := ed25519.NewKeyFromSeed(unhex(t, v.Keys["recipient"].Seed))
-	rpriv, err := wire.X25519PrivateKey(rcpt)
+	rpriv, err := encrypt.X25519PrivateKey(rcpt)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rpub, err := wire.X25519PublicKey(rcpt.Public().(ed25519.PublicKey))
+	rpub, err := encrypt.X25519PublicKey(rcpt.Public().(ed25519.PublicKey))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,12 +152,12 @@ func TestEncryptionVectors(t *testing.T) {
 		t.Run(c.Name, func(t *testing.T) {
 			m := &wire.UnifiedSynapseMessage{MessageID: c.MessageID, MessageType: c.MessageType,
 				Sender: wire.AgentRef{AgentID: c.Sender}, Receiver: wire.AgentRef{AgentID: c.Receiver}}
-			aad := wire.EncryptionAAD(m, c.Field)
+			aad := encrypt.EncryptionAAD(m, c.Field)
 			if string(aad) != c.AAD {
 				t.Fatalf("EncryptionAAD = %q, want %q", aad, c.AAD)
 			}
 			pt := unhex(t, c.Plaintext)
-			got, err := wire.SealPayloadWith(eph, unhex(t, v.Nonce), rpub, pt, c.ContentType, aad)
+			got, err := encrypt.SealPayloadWith(eph, unhex(t, v.Nonce), rpub, pt, c.ContentType, aad)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -177,11 +178,11 @@ func TestEncryptionVectors(t *testing.T) {
 func sealTestKeys(t testing.TB) (*ecdh.PrivateKey, *ecdh.PublicKey) {
 	t.Helper()
 	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
-	xpriv, err := wire.X25519PrivateKey(priv)
+	xpriv, err := encrypt.X25519PrivateKey(priv)
 	if err != nil {
 		t.Fatal(err)
 	}
-	xpub, err := wire.X25519PublicKey(pub)
+	xpub, err := encrypt.X25519PublicKey(pub)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,11 +196,11 @@ func TestSealOpen(t *testing.T) {
 	other, _ := sealTestKeys(t)
 	aad := []byte("context")
 	pt := []byte(`{"secret":"plaintext marker"}`)
-	a, err := wire.SealPayload(pub, pt, "", aad)
+	a, err := encrypt.SealPayload(pub, pt, "", aad)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := wire.SealPayload(pub, pt, "", aad)
+	b, err := encrypt.SealPayload(pub, pt, "", aad)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,33 +222,33 @@ func TestSealOpen(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		edit func(e *wire.EncryptedPayload) ([]byte, *ecdh.PrivateKey)
+		edit func(e *encrypt.EncryptedPayload) ([]byte, *ecdh.PrivateKey)
 	}{
-		{"ciphertext bit", func(e *wire.EncryptedPayload) ([]byte, *ecdh.PrivateKey) {
+		{"ciphertext bit", func(e *encrypt.EncryptedPayload) ([]byte, *ecdh.PrivateKey) {
 			e.Ciphertext = flip(e.Ciphertext, 3)
 			return aad, priv
 		}},
-		{"tag bit", func(e *wire.EncryptedPayload) ([]byte, *ecdh.PrivateKey) {
+		{"tag bit", func(e *encrypt.EncryptedPayload) ([]byte, *ecdh.PrivateKey) {
 			e.Ciphertext = flip(e.Ciphertext, -1+len(pt)+16)
 			return aad, priv
 		}},
-		{"nonce", func(e *wire.EncryptedPayload) ([]byte, *ecdh.PrivateKey) {
+		{"nonce", func(e *encrypt.EncryptedPayload) ([]byte, *ecdh.PrivateKey) {
 			e.Nonce = flip(e.Nonce, 0)
 			return aad, priv
 		}},
-		{"epk", func(e *wire.EncryptedPayload) ([]byte, *ecdh.PrivateKey) { e.EPK = flip(e.EPK, 5); return aad, priv }},
-		{"other context", func(e *wire.EncryptedPayload) ([]byte, *ecdh.PrivateKey) { return []byte("other"), priv }},
-		{"other recipient", func(e *wire.EncryptedPayload) ([]byte, *ecdh.PrivateKey) { return aad, other }},
-		{"alg", func(e *wire.EncryptedPayload) ([]byte, *ecdh.PrivateKey) { e.Alg = "none"; return aad, priv }},
-		{"short nonce", func(e *wire.EncryptedPayload) ([]byte, *ecdh.PrivateKey) { e.Nonce = "AAAA"; return aad, priv }},
-		{"not base64", func(e *wire.EncryptedPayload) ([]byte, *ecdh.PrivateKey) { e.Ciphertext = "@@@@"; return aad, priv }},
-		{"truncated", func(e *wire.EncryptedPayload) ([]byte, *ecdh.PrivateKey) { e.Ciphertext = "AAAA"; return aad, priv }},
-		{"bad cty", func(e *wire.EncryptedPayload) ([]byte, *ecdh.PrivateKey) { e.ContentType = "/"; return aad, priv }},
+		{"epk", func(e *encrypt.EncryptedPayload) ([]byte, *ecdh.PrivateKey) { e.EPK = flip(e.EPK, 5); return aad, priv }},
+		{"other context", func(e *encrypt.EncryptedPayload) ([]byte, *ecdh.PrivateKey) { return []byte("other"), priv }},
+		{"other recipient", func(e *encrypt.EncryptedPayload) ([]byte, *ecdh.PrivateKey) { return aad, other }},
+		{"alg", func(e *encrypt.EncryptedPayload) ([]byte, *ecdh.PrivateKey) { e.Alg = "none"; return aad, priv }},
+		{"short nonce", func(e *encrypt.EncryptedPayload) ([]byte, *ecdh.PrivateKey) { e.Nonce = "AAAA"; return aad, priv }},
+		{"not base64", func(e *encrypt.EncryptedPayload) ([]byte, *ecdh.PrivateKey) { e.Ciphertext = "@@@@"; return aad, priv }},
+		{"truncated", func(e *encrypt.EncryptedPayload) ([]byte, *ecdh.PrivateKey) { e.Ciphertext = "AAAA"; return aad, priv }},
+		{"bad cty", func(e *encrypt.EncryptedPayload) ([]byte, *ecdh.PrivateKey) { e.ContentType = "/"; return aad, priv }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := *a
 			ctx, key := tc.edit(&e)
-			if got, _, err := e.Open(key, ctx); !errors.Is(err, wire.ErrDecrypt) {
+			if got, _, err := e.Open(key, ctx); !errors.Is(err, encrypt.ErrDecrypt) {
 				t.Errorf("Open = %q, %v; want ErrDecrypt", got, err)
 			}
 		})
@@ -255,20 +256,20 @@ func TestSealOpen(t *testing.T) {
 }
 
 func TestEncryptedContentTypes(t *testing.T) {
-	if !wire.IsEncrypted(wire.ContentEncrypted) || !wire.IsEncrypted(wire.ContentEncrypted+"; charset=utf-8") {
+	if !encrypt.IsEncrypted(encrypt.ContentEncrypted) || !encrypt.IsEncrypted(encrypt.ContentEncrypted+"; charset=utf-8") {
 		t.Error("IsEncrypted(ContentEncrypted) = false")
 	}
 	for _, ct := range []string{"", wire.ContentJSON, "application/vnd.synapse.encrypted+jsonx", "bogus;;"} {
-		if wire.IsEncrypted(ct) {
+		if encrypt.IsEncrypted(ct) {
 			t.Errorf("IsEncrypted(%q) = true", ct)
 		}
 	}
-	ct := wire.PrivateContentType([]string{"ssn", "dob"})
-	if got, want := wire.PrivateFields(ct), []string{"ssn", "dob"}; !slices.Equal(got, want) {
+	ct := encrypt.PrivateContentType([]string{"ssn", "dob"})
+	if got, want := encrypt.PrivateFields(ct), []string{"ssn", "dob"}; !slices.Equal(got, want) {
 		t.Errorf("PrivateFields(%q) = %v, want %v", ct, got, want)
 	}
 	for _, ct := range []string{"", wire.ContentJSON, "garbage;;;"} {
-		if got := wire.PrivateFields(ct); got != nil {
+		if got := encrypt.PrivateFields(ct); got != nil {
 			t.Errorf("PrivateFields(%q) = %v, want none", ct, got)
 		}
 	}
@@ -287,18 +288,18 @@ func FuzzEncryptedPayload(f *testing.F) {
 	priv, pub := sealTestKeys(f)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if p, err := wire.RawJSONPayload(b); err == nil {
-			if e, err := wire.DecodeEncryptedPayload(p); err == nil {
-				if _, _, err := e.Open(priv, nil); !errors.Is(err, wire.ErrDecrypt) {
+			if e, err := encrypt.DecodeEncryptedPayload(p); err == nil {
+				if _, _, err := e.Open(priv, nil); !errors.Is(err, encrypt.ErrDecrypt) {
 					t.Fatalf("opening a payload sealed for nobody: %v", err)
 				}
-			} else if !errors.Is(err, wire.ErrDecrypt) {
+			} else if !errors.Is(err, encrypt.ErrDecrypt) {
 				t.Fatalf("DecodeEncryptedPayload error %v does not wrap ErrDecrypt", err)
 			}
 		}
 		if len(b) > 1<<16 {
 			return
 		}
-		e, err := wire.SealPayload(pub, b, wire.ContentMsgpack, b)
+		e, err := encrypt.SealPayload(pub, b, wire.ContentMsgpack, b)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -316,7 +317,7 @@ func BenchmarkSealOpen(b *testing.B) {
 	b.SetBytes(int64(len(pt)))
 	b.ReportAllocs()
 	for b.Loop() {
-		e, err := wire.SealPayload(pub, pt, "", aad)
+		e, err := encrypt.SealPayload(pub, pt, "", aad)
 		if err != nil {
 			b.Fatal(err)
 		}
