@@ -47,14 +47,21 @@ const (
 // GOMIPS=softfloat 13,304,001 B = 12.69, riscv64 10,813,602 B = 10.31;
 // -grpc 14.31, 16.19 and 13.25 MiB). The MIPS binaries are the largest: soft-float code and the
 // 32-bit instruction set.
+//
+// Stop 36 (2026-12-02) raised every ceiling by 384 KiB for what it
+// added: the commit log and its layered view (store/commitlog, store/kv
+// and google/btree, about 75 KB of symbols on amd64), the registry
+// package, config reload (cli/reload), TLS pinning of peers, seed-003
+// SendMessage and the peer refusals: amd64 12,247,202 → 12,570,786 B,
+// mips 13,697,217 B; the margin left is 128 to 200 KiB.
 var maxBinary = map[string]int64{
-	"amd64":   11<<20 + 832<<10,
-	"arm64":   10<<20 + 896<<10,
-	"arm":     11<<20 + 256<<10,
-	"armv6":   11<<20 + 320<<10,
-	"mipsle":  12<<20 + 832<<10,
-	"mips":    12<<20 + 832<<10,
-	"riscv64": 10<<20 + 448<<10,
+	"amd64":   12<<20 + 192<<10,
+	"arm64":   11<<20 + 256<<10,
+	"arm":     11<<20 + 640<<10,
+	"armv6":   11<<20 + 704<<10,
+	"mipsle":  13<<20 + 192<<10,
+	"mips":    13<<20 + 192<<10,
+	"riscv64": 10<<20 + 832<<10,
 }
 
 // maxBinaryGRPC is the same for the -grpc variant (the Makefile's
@@ -64,13 +71,13 @@ var maxBinary = map[string]int64{
 // -grpc binaries a 64 KiB step up, from 16,974,017 to 17,105,089 B:
 // their ceiling is 64 KiB higher since.
 var maxBinaryGRPC = map[string]int64{
-	"amd64":   15<<20 + 64<<10,
-	"arm64":   13<<20 + 960<<10,
-	"arm":     14<<20 + 384<<10,
-	"armv6":   14<<20 + 448<<10,
-	"mipsle":  16<<20 + 384<<10,
-	"mips":    16<<20 + 384<<10,
-	"riscv64": 13<<20 + 384<<10,
+	"amd64":   15<<20 + 448<<10,
+	"arm64":   14<<20 + 320<<10,
+	"arm":     14<<20 + 768<<10,
+	"armv6":   14<<20 + 832<<10,
+	"mipsle":  16<<20 + 768<<10,
+	"mips":    16<<20 + 768<<10,
+	"riscv64": 13<<20 + 768<<10,
 }
 
 // makeVar returns the words of the Makefile variable name (NAME ?= or
