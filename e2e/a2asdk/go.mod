@@ -6,6 +6,7 @@ require github.com/synapse-edge/synapse v0.0.0
 
 require (
 	github.com/fasthttp/websocket v1.5.12 // indirect
+	github.com/google/btree v1.1.3 // indirect
 	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/molecule-man/go-brrr v1.3.1 // indirect
 	github.com/savsgio/gotils v0.0.0-20240704082632-aef3928b8a38 // indirect
