@@ -47,12 +47,16 @@ func logApplied(btx *bolt.Tx) (uint64, error) {
 // Open; when neither needs it, it writes nothing.
 func (db *DB) recover() error {
 	b := db.bolt.Load()
-	var needInit bool
+	var needInit, current bool
 	err := b.View(func(btx *bolt.Tx) error {
-		if _, err := schemaOf(btx); err != nil {
+		v, err := schemaOf(btx)
+		if err != nil {
 			return err
 		}
-		var err error
+		current = v == SchemaVersion
+		for _, name := range allBuckets {
+			current = current && btx.Bucket(name) != nil
+		}
 		if db.applied, err = logApplied(btx); err != nil {
 			return err
 		}
@@ -70,17 +74,32 @@ func (db *DB) recover() error {
 	if !cur.Empty() {
 		through := clog.Next() - 1
 		start := time.Now()
-		if err := db.applyCheckpoint(cur, through); err != nil {
+		switch err := db.applyCheckpoint(cur, through); {
+		case err != nil && diskFull(err):
+			// A full disk: the log's records are served from memory, as
+			// between checkpoints, and the writer's checkpoint retries.
+			db.log.Warn("commit log replayed into memory only: the disk is full", "records", through-db.applied, "err", hideDir(err, db.path))
+			db.boltStale = true
+			db.cur, db.pub = cur, cur.Clone()
+		case err != nil:
 			return fmt.Errorf("replay the commit log: %w", err)
-		}
-		db.log.Info("commit log replayed", "records", through-db.applied, "items", cur.Items(), "took", time.Since(start))
-		db.applied = through
-		if err := clog.Trim(through); err != nil {
-			db.log.Warn("trim the commit log", "err", err)
+		default:
+			db.log.Info("commit log replayed", "records", through-db.applied, "items", cur.Items(), "took", time.Since(start))
+			db.applied = through
+			if err := clog.Trim(through); err != nil {
+				db.log.Warn("trim the commit log", "err", err)
+			}
 		}
 	}
 	if needInit {
-		if err := b.Update(func(btx *bolt.Tx) error { _, err := initSchema(btx, false); return err }); err != nil {
+		err := b.Update(func(btx *bolt.Tx) error { _, err := initSchema(btx, false); return err })
+		switch {
+		case err != nil && current && diskFull(err):
+			// Only the retention index's recovery wanted the write: on a
+			// full disk the agent starts all the same (reads, export),
+			// and the next start with room indexes those tasks.
+			db.log.Warn("opened on a full disk: the retention index is brought up to date at the next start", "err", hideDir(err, db.path))
+		case err != nil:
 			return err
 		}
 	}
