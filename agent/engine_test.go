@@ -13,6 +13,10 @@ import (
 func TestEcho(t *testing.T) {
 	a := openAgent(t, testConfig(t), newFakeClock())
 	payload := `{"msg":"hi","n":[1,2.5,{"deep":true}],"u":"\u00e9"}`
+	// Subscribed before the submission: a subscription to the task's id
+	// could only begin once Submit returned, when the echo may be done.
+	sub := a.SubscribeAll()
+	defer sub.Close()
 	task := submit(t, a, "echo", payload)
 	if task.Status != wire.StatusConfirmed {
 		t.Errorf("Submit returned status %s, want confirmed", task.Status)
@@ -20,8 +24,6 @@ func TestEcho(t *testing.T) {
 	if task.Owner != admin.ID || task.Type != "echo" {
 		t.Errorf("Submit returned owner %q type %q, want %q echo", task.Owner, task.Type, admin.ID)
 	}
-	sub := a.Subscribe(task.ID)
-	defer sub.Close()
 
 	got := waitFinal(t, a, task.ID)
 	if got.Status != wire.StatusCompleted {
@@ -84,8 +86,8 @@ func TestEcho(t *testing.T) {
 		}
 	})
 	t.Run("subscription", func(t *testing.T) {
-		// The subscription began after Submit: together with the stored
-		// events it gives the whole stream, in order, ending with complete.
+		// The subscription began before Submit: it gives the task's
+		// whole stream, the stored events, in order, ending with complete.
 		seen := map[uint64]wire.EventType{}
 		for _, e := range eventsOf(t, a, task.ID) {
 			seen[e.Seq] = e.Type
@@ -97,6 +99,9 @@ func TestEcho(t *testing.T) {
 			case e, ok := <-sub.C:
 				if !ok {
 					t.Fatal("subscription closed before the complete event")
+				}
+				if e.TaskID != task.ID {
+					continue
 				}
 				if e.Seq <= last {
 					t.Errorf("subscription delivered seq %d after %d", e.Seq, last)
