@@ -71,28 +71,38 @@ func receivedRequests(t *testing.T, a *agentProc, n int) []string {
 	return feedRequests(t, a, n, 30*time.Second)
 }
 
-// feedRequests reads a's feed of received envelopes (GET
-// /messages/callback from the start of its current run) and returns the
-// task ids of its task requests in feed order: the first n, or, with n <
-// 0, all that arrive within wait (the feed is followed live).
-func feedRequests(t *testing.T, a *agentProc, n int, wait time.Duration) []string {
+// openFeed follows a's feed of received envelopes (GET
+// /messages/callback from the start of its current run, for at most
+// wait) and returns a scanner of its lines and the function that ends it.
+func openFeed(t *testing.T, a *agentProc, wait time.Duration) (*bufio.Scanner, func()) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
-	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.url()+prefix+"/messages/callback", nil)
 	if err != nil {
+		cancel()
 		t.Fatal(err)
 	}
 	req.Header.Set("Authorization", "Bearer "+a.token)
 	req.Header.Set("Last-Event-ID", "0")
 	resp, err := http.DefaultTransport.RoundTrip(req)
 	if err != nil {
+		cancel()
 		t.Fatalf("GET /messages/callback: %v", err)
 	}
-	defer resp.Body.Close()
-	var ids []string
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	return sc, func() { resp.Body.Close(); cancel() }
+}
+
+// feedRequests reads a's feed of received envelopes (GET
+// /messages/callback from the start of its current run) and returns the
+// task ids of its task requests in feed order: the first n, or, with n <
+// 0, all that arrive within wait (the feed is followed live).
+func feedRequests(t *testing.T, a *agentProc, n int, wait time.Duration) []string {
+	t.Helper()
+	sc, end := openFeed(t, a, wait)
+	defer end()
+	var ids []string
 	for (n < 0 || len(ids) < n) && sc.Scan() {
 		data, ok := strings.CutPrefix(sc.Text(), "data: ")
 		if !ok {

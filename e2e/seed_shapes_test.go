@@ -1,8 +1,6 @@
 package e2e_test
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -137,21 +135,8 @@ func TestSeedRESTShapes(t *testing.T) {
 // start) until the envelope with message_id id, and returns it.
 func feedMessage(t *testing.T, b *agentProc, id string, wait time.Duration) []byte {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.url()+prefix+"/messages/callback", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+b.token)
-	req.Header.Set("Last-Event-ID", "0")
-	resp, err := http.DefaultTransport.RoundTrip(req)
-	if err != nil {
-		t.Fatalf("GET /messages/callback: %v", err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	sc, end := openFeed(t, b, wait)
+	defer end()
 	for sc.Scan() {
 		data, ok := strings.CutPrefix(sc.Text(), "data: ")
 		if !ok {
