@@ -2,15 +2,12 @@ package httpapi_test
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -23,18 +20,7 @@ import (
 // within 2 s of the fault clearing with no client write; the keyed retry
 // finds exactly that one task; db check is clean.
 func TestCommitOutcomeUnknown(t *testing.T) {
-	var failing atomic.Bool
-	cfg := agent.Defaults()
-	cfg.DataDir = t.TempDir()
-	cfg.AdminToken = adminToken
-	ts := &testServer{t: t, cfg: cfg, opts: agent.Options{StoreSyncFault: func() error {
-		if failing.Load() {
-			return errors.New("injected: fdatasync: input/output error")
-		}
-		return nil
-	}}}
-	ts.open()
-	t.Cleanup(ts.stop)
+	ts, failing := faultyServer(t, true, "injected: fdatasync: input/output error")
 
 	body := []byte(`{"task_type":"echo","payload":{"n":1}}`)
 	key := withHeader("Idempotency-Key", "k-28")
@@ -81,7 +67,7 @@ func TestCommitOutcomeUnknown(t *testing.T) {
 		t.Errorf("after the keyed retry %d tasks, want 1", len(ids))
 	}
 	ts.stop()
-	db, err := store.Open(t.Context(), filepath.Join(cfg.DataDir, store.FileName), store.Options{})
+	db, err := store.Open(t.Context(), filepath.Join(ts.cfg.DataDir, store.FileName), store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,18 +82,7 @@ func TestCommitOutcomeUnknown(t *testing.T) {
 // state cannot be written (every commit fails) is not left executing
 // until a restart: once the fault clears the final state is written.
 func TestFinalStateRetried(t *testing.T) {
-	var failing atomic.Bool
-	cfg := agent.Defaults()
-	cfg.DataDir = t.TempDir()
-	cfg.AdminToken = adminToken
-	ts := &testServer{t: t, cfg: cfg, opts: agent.Options{StoreFault: func() error {
-		if failing.Load() {
-			return errors.New("injected: write: input/output error")
-		}
-		return nil
-	}}}
-	ts.open()
-	t.Cleanup(ts.stop)
+	ts, failing := faultyServer(t, false, "injected: write: input/output error")
 
 	id := ts.submit(t, `{"task_type":"sleep","payload":{"ms":700}}`)
 	ts.waitStatus(t, id, wire.StatusExecuting)

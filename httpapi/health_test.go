@@ -12,22 +12,36 @@ import (
 	"github.com/synapse-edge/synapse/agent"
 )
 
+// faultyServer opens a test server whose store fails each commit while
+// the returned flag is set, with text as the error: before the commit
+// (nothing stored), or, with synced, as its fdatasync failing after the
+// write reached the file (the outcome unknown).
+func faultyServer(t *testing.T, synced bool, text string) (*testServer, *atomic.Bool) {
+	failing := new(atomic.Bool)
+	fault := func() error {
+		if failing.Load() {
+			return errors.New(text)
+		}
+		return nil
+	}
+	cfg := agent.Defaults()
+	cfg.DataDir = t.TempDir()
+	cfg.AdminToken = adminToken
+	opts := agent.Options{StoreFault: fault}
+	if synced {
+		opts = agent.Options{StoreSyncFault: fault}
+	}
+	ts := &testServer{t: t, cfg: cfg, opts: opts}
+	ts.open()
+	t.Cleanup(ts.stop)
+	return ts, failing
+}
+
 // TestHealthNotServing: GET /health answers 503 NOT_SERVING while the
 // store cannot commit (an injected disk fault) and once the agent shuts
 // down, and 200 SERVING again when commits succeed.
 func TestHealthNotServing(t *testing.T) {
-	var failing atomic.Bool
-	cfg := agent.Defaults()
-	cfg.DataDir = t.TempDir()
-	cfg.AdminToken = adminToken
-	ts := &testServer{t: t, cfg: cfg, opts: agent.Options{StoreFault: func() error {
-		if failing.Load() {
-			return errors.New("injected: no space left on device")
-		}
-		return nil
-	}}}
-	ts.open()
-	t.Cleanup(ts.stop)
+	ts, failing := faultyServer(t, false, "injected: no space left on device")
 
 	health := func(t *testing.T, wantStatus int, want, reason string) {
 		t.Helper()
