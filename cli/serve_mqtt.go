@@ -98,6 +98,8 @@ func startMQTT(ctx context.Context, a *agent.Agent, nw *peer.Network, t *mqtt.Tr
 	r := a.Metrics()
 	r.CounterFunc("synapse_mqtt_connects_total", "Connections made to the MQTT broker.", func() float64 { return float64(c.Connects.Load()) })
 	r.CounterFunc("synapse_mqtt_connection_losses_total", "Connections to the MQTT broker lost.", func() float64 { return float64(c.Drops.Load()) })
+	r.GaugeFunc("synapse_mqtt_directory_agents", "Agents whose cards this agent holds from the MQTT broker (its own among them).", func() float64 { n, _ := dir.Counts(); return float64(n) })
+	r.GaugeFunc("synapse_mqtt_directory_online", "Agents of the MQTT directory whose cards say online.", func() float64 { _, n := dir.Counts(); return float64(n) })
 	r.CounterFunc("synapse_mqtt_cards_dropped_total", "Presence cards from the MQTT broker dropped (malformed, unsigned, forged, another key).", func() float64 { return float64(dir.Dropped.Load()) })
 	if m.TaskEvents {
 		var dropped atomic.Uint64

@@ -29,6 +29,13 @@ func TestMQTTConfigValidate(t *testing.T) {
 	}{
 		{"http url", "mqtt.url", func(c *config.File) { c.MQTT = &mqtt.Config{URL: "http://127.0.0.1:1883"} }},
 		{"cert without key", "mqtt.cert_file", func(c *config.File) { broker(c); c.MQTT.CertFile = "c.pem" }},
+		{"second broker not mqtt", "mqtt.urls[1]", func(c *config.File) {
+			broker(c)
+			c.MQTT.URLs = []string{"mqtt://127.0.0.1:1884", "ws://127.0.0.1:1885"}
+		}},
+		{"second broker without tls", "mqtt.urls[0]", func(c *config.File) {
+			c.MQTT = &mqtt.Config{URL: "mqtts://127.0.0.1:8883", URLs: []string{"mqtt://127.0.0.1:1884"}}
+		}},
 		{"keepalive", "mqtt.keepalive_seconds", func(c *config.File) { broker(c); c.MQTT.KeepAliveSeconds = 70000 }},
 		{"wildcard in system_id", "system_id", func(c *config.File) { broker(c); c.SystemID = "plant+a" }},
 		{"wildcard in agent_id", "agent_id", func(c *config.File) { broker(c); c.AgentID = "gw#1" }},

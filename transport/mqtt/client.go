@@ -2,6 +2,7 @@ package mqtt
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -31,6 +32,12 @@ type Client struct {
 	up   chan struct{} // closed while connected; replaced when the link drops
 	down chan struct{} // closed when the current link drops; replaced on connect
 	subs map[string]paho.MessageHandler
+	// again are the filters whose retained messages are asked for again
+	// a while after each connection (SubscribeRetained).
+	again map[string]bool
+	// broker is the broker of the last connection attempt: the one in
+	// use once connected.
+	broker atomic.Pointer[string]
 	// leaving is set once the agent stops (Transport.Leave): no online
 	// card is announced any more.
 	leaving atomic.Bool
@@ -61,14 +68,16 @@ func New(o Options) (*Client, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	dial, useTLS, _ := brokerAddr(o.URL)
+	dials, useTLS, _ := o.brokers()
 	down := make(chan struct{})
 	close(down) // not connected yet
 	c := &Client{opts: o, log: o.Logger, up: make(chan struct{}), down: down, subs: map[string]paho.MessageHandler{},
-		stop: make(chan struct{}), done: make(chan struct{})}
-	po := paho.NewClientOptions().
-		AddBroker(dial).
-		SetClientID(o.ClientID).
+		again: map[string]bool{}, stop: make(chan struct{}), done: make(chan struct{})}
+	po := paho.NewClientOptions()
+	for _, d := range dials {
+		po.AddBroker(d)
+	}
+	po.SetClientID(o.ClientID).
 		SetUsername(o.Username).
 		SetPassword(o.Password).
 		SetProtocolVersion(4). // 3.1.1, no silent fallback to 3.1
@@ -86,13 +95,25 @@ func New(o Options) (*Client, error) {
 		SetStore(newCopyStore()).
 		SetDefaultPublishHandler(c.dispatch).
 		SetOnConnectHandler(c.onConnect).
-		SetConnectionLostHandler(c.onLost)
+		SetConnectionLostHandler(c.onLost).
+		SetConnectionAttemptHandler(func(broker *url.URL, tc *tls.Config) *tls.Config {
+			b := broker.Host
+			c.broker.Store(&b)
+			return tc
+		})
 	if w := o.Will; w != nil {
 		po.SetBinaryWill(w.Topic, w.Payload, 1, true)
 	}
 	if useTLS {
-		u, _ := url.Parse(o.URL)
-		tc, err := o.tlsConfig(u.Hostname())
+		// With several brokers the name each certificate is checked
+		// against is the host dialled (crypto/tls takes it from the
+		// address when ServerName is empty).
+		host := ""
+		if len(dials) == 1 {
+			u, _ := url.Parse(o.URL)
+			host = u.Hostname()
+		}
+		tc, err := o.tlsConfig(host)
 		if err != nil {
 			return nil, err
 		}
@@ -149,17 +170,20 @@ func (c *Client) onConnect(pc paho.Client) {
 	c.Connects.Add(1)
 	c.mu.Lock()
 	subs := make(map[string]paho.MessageHandler, len(c.subs))
+	again := map[string]paho.MessageHandler{}
 	for f, h := range c.subs {
 		subs[f] = h
+		if c.again[f] {
+			again[f] = h
+		}
 	}
 	c.mu.Unlock()
 	// The client is marked up once the broker granted the subscriptions
 	// (this runs on a goroutine of its own): an inbox must be there
 	// before this agent sends what will be answered to it.
 	for f, h := range subs {
-		tok := pc.Subscribe(f, 1, h)
-		if !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
-			c.log.Warn("mqtt: a subscription was not granted", "filter", f, "err", tok.Error())
+		if !c.subscribeUntilGranted(pc, f, h) {
+			return // the link dropped: the next connection subscribes again
 		}
 	}
 	if a := c.opts.Announce; a != nil && !c.leaving.Load() {
@@ -172,9 +196,93 @@ func (c *Client) onConnect(pc paho.Client) {
 		close(c.up)
 		c.down = make(chan struct{})
 	}
+	down := c.down
 	c.mu.Unlock()
-	c.log.Info("mqtt: connected", "url", c.opts.URL, "client_id", c.opts.ClientID)
+	broker := c.opts.URL
+	if b := c.broker.Load(); b != nil {
+		broker = *b
+	}
+	c.log.Info("mqtt: connected", "broker", broker, "client_id", c.opts.ClientID)
+	if len(again) > 0 {
+		go c.askAgain(pc, again, down)
+	}
 }
+
+// askAgain subscribes to the filters again, retainedAgain after a
+// connection, unless the link dropped or the client closed first (the
+// next connection asks again). A broker answers a subscription with the
+// retained messages it holds; a cluster's nodes learn each other's
+// retained messages and subscriptions a little late (NATS: a card
+// published on one node while a subscription was made on another reached
+// neither the subscriber's node's retained set nor the subscriber), so
+// the second answer brings what the first missed.
+func (c *Client) askAgain(pc paho.Client, filters map[string]paho.MessageHandler, down <-chan struct{}) {
+	t := time.NewTimer(retainedAgain)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-down:
+		return
+	case <-c.stop:
+		return
+	}
+	for f, h := range filters {
+		if !c.subscribeUntilGranted(pc, f, h) {
+			return
+		}
+	}
+}
+
+// subscribeUntilGranted subscribes to f until the broker grants it,
+// backing off from 200 ms to 5 s, and reports false if the link dropped
+// or the client closed first. A broker may refuse one filter of a
+// SUBACK (return code 0x80: not allowed, or a cluster that could not
+// make the subscription durable yet) while the connection stays up; the
+// client library reports that as success, so the code is read here.
+func (c *Client) subscribeUntilGranted(pc paho.Client, f string, h paho.MessageHandler) bool {
+	for wait := 200 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
+		err := granted(pc.Subscribe(f, 1, h), f)
+		if err == nil {
+			return true
+		}
+		if !pc.IsConnectionOpen() {
+			return false
+		}
+		c.log.Warn("mqtt: a subscription was not granted; asking again", "filter", f, "err", err, "retry_in", wait)
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-c.stop:
+			t.Stop()
+			return false
+		}
+		if !pc.IsConnectionOpen() {
+			return false
+		}
+	}
+}
+
+// subscribeRefused is a SUBACK's return code for a refused filter.
+const subscribeRefused = 0x80
+
+// granted waits for a subscription's SUBACK (10 s at most) and says why
+// the broker did not grant f, or nil.
+func granted(tok paho.Token, f string) error {
+	if !tok.WaitTimeout(10 * time.Second) {
+		return errors.New("no SUBACK within 10 s")
+	}
+	if err := tok.Error(); err != nil {
+		return err
+	}
+	if st, ok := tok.(*paho.SubscribeToken); ok && st.Result()[f] == subscribeRefused {
+		return errors.New("the broker refused it (SUBACK 0x80)")
+	}
+	return nil
+}
+
+// retainedAgain is how long after each connection the filters of
+// SubscribeRetained are subscribed to again.
+const retainedAgain = 5 * time.Second
 
 func (c *Client) onLost(_ paho.Client, err error) {
 	c.Drops.Add(1)
@@ -281,6 +389,17 @@ func (c *Client) Subscribe(ctx context.Context, filter string, h Handler) error 
 	return c.subscribe(ctx, filter, wrap(h))
 }
 
+// SubscribeRetained is Subscribe for a filter whose retained messages
+// are a catalogue (the agents' cards): a while after each connection the
+// client subscribes again, so that the broker sends again the retained
+// messages it holds (askAgain says why). h must take a message twice.
+func (c *Client) SubscribeRetained(ctx context.Context, filter string, h Handler) error {
+	c.mu.Lock()
+	c.again[filter] = true
+	c.mu.Unlock()
+	return c.subscribe(ctx, filter, wrap(h))
+}
+
 // SubscribeAck is Subscribe for a handler that acknowledges by itself
 // (see AckHandler).
 func (c *Client) SubscribeAck(ctx context.Context, filter string, h AckHandler) error {
@@ -294,7 +413,11 @@ func (c *Client) subscribe(ctx context.Context, filter string, h paho.MessageHan
 	if !c.pc.IsConnectionOpen() {
 		return nil
 	}
-	return c.wait(ctx, c.pc.Subscribe(filter, 1, h))
+	tok := c.pc.Subscribe(filter, 1, h)
+	if err := c.wait(ctx, tok); err != nil {
+		return err
+	}
+	return granted(tok, filter)
 }
 
 // Publish sends payload to topic at QoS 1 and returns once the broker

@@ -87,6 +87,35 @@ func TestClientPublishSubscribe(t *testing.T) {
 	}
 }
 
+// TestClientRefusedSubscription: a filter the broker refuses (SUBACK
+// 0x80, here by a NATS user's permissions; mosquitto grants an MQTT 3.1.1
+// subscription its ACL denies and delivers nothing) is an error of
+// Subscribe, not a subscription that silently never delivers; an allowed
+// one works.
+func TestClientRefusedSubscription(t *testing.T) {
+	b := mqtttest.StartCluster(t, mqtttest.ClusterOptions{Nodes: 1, DenySubscribe: []string{"closed.>"}})
+	c := startClient(t, mqtt.Options{URL: b.Nodes[0].URL(), ClientID: "sub", Username: mqtttest.ClusterUser, Password: mqtttest.ClusterPassword})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.WaitUp(ctx); err != nil {
+		t.Fatal(err)
+	}
+	err := c.Subscribe(ctx, "closed/+", func(string, []byte) {})
+	if err == nil || !strings.Contains(err.Error(), "0x80") {
+		t.Fatalf("Subscribe to a filter the ACL refuses: %v, want the broker's refusal", err)
+	}
+	got := newReceived()
+	if err := c.Subscribe(ctx, "open/+", got.handle); err != nil {
+		t.Fatalf("Subscribe to an allowed filter: %v", err)
+	}
+	if err := c.Publish(ctx, "open/1", []byte("x"), false); err != nil {
+		t.Fatal(err)
+	}
+	if _, m := got.next(t); m != "x" {
+		t.Fatalf("got %q", m)
+	}
+}
+
 func TestClientRefusedCredentials(t *testing.T) {
 	b := mqtttest.Start(t, mqtttest.Options{Users: map[string]string{"gw": "right"}})
 	c, err := mqtt.New(mqtt.Options{URL: b.URL(), ClientID: "wrong", Username: "gw", Password: "wrong"})
@@ -165,6 +194,8 @@ func TestOptionsValidate(t *testing.T) {
 		{"wildcard prefix", mqtt.Options{URL: "mqtt://h", ClientID: "a", TopicPrefix: "a/+/b"}, "topic_prefix"},
 		{"leading slash", mqtt.Options{URL: "mqtt://h", ClientID: "a", TopicPrefix: "/a"}, "topic_prefix"},
 		{"hash prefix", mqtt.Options{URL: "mqtt://h", ClientID: "a", TopicPrefix: "#"}, "topic_prefix"},
+		{"bad second broker", mqtt.Options{URL: "mqtt://h", URLs: []string{"mqtt://h2", "tcp://h3"}, ClientID: "a"}, "url"},
+		{"tls and plain brokers", mqtt.Options{URL: "mqtts://h", URLs: []string{"mqtt://h2"}, ClientID: "a"}, "scheme"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.o.Validate()
@@ -173,8 +204,12 @@ func TestOptionsValidate(t *testing.T) {
 			}
 		})
 	}
-	ok := mqtt.Options{URL: "mqtts://broker.example:8883", ClientID: "gw", TopicPrefix: "plant/a"}
-	if err := ok.Validate(); err != nil {
-		t.Fatal(err)
+	for _, ok := range []mqtt.Options{
+		{URL: "mqtts://broker.example:8883", ClientID: "gw", TopicPrefix: "plant/a"},
+		{URL: "mqtts://b1.example", URLs: []string{"mqtts://b2.example:8883", "mqtts://[::1]:8883"}, ClientID: "gw"},
+	} {
+		if err := ok.Validate(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -18,6 +18,9 @@ import (
 type Config struct {
 	// URL is mqtt://host:port or mqtts://host:port (TLS).
 	URL string `json:"url"`
+	// URLs are more brokers of the same cluster, tried in turn when the
+	// one in use is gone (Options.URLs).
+	URLs []string `json:"urls,omitempty"`
 	// ClientID names the broker session; default the agent_id.
 	ClientID string `json:"client_id,omitempty"`
 	Username string `json:"username,omitempty"`
@@ -55,7 +58,7 @@ const UplinkToBroker = "mqtt://"
 
 // Options are the transport's options of the section.
 func (c *Config) Options(log *slog.Logger) Options {
-	return Options{URL: c.URL, ClientID: c.ClientID, Username: c.Username, Password: c.Password,
+	return Options{URL: c.URL, URLs: c.URLs, ClientID: c.ClientID, Username: c.Username, Password: c.Password,
 		CAFile: c.CAFile, CertFile: c.CertFile, KeyFile: c.KeyFile, TopicPrefix: c.TopicPrefix,
 		KeepAlive: time.Duration(c.KeepAliveSeconds) * time.Second, AnswerTimeout: time.Duration(c.AnswerTimeoutMS) * time.Millisecond,
 		MaxReconnectInterval: time.Duration(c.MaxReconnectMS) * time.Millisecond, Logger: log}
@@ -92,6 +95,13 @@ func (c *Config) Validate(routines []tier1.Descriptor) error {
 	}
 	if !strings.HasPrefix(c.URL, "mqtt://") && !strings.HasPrefix(c.URL, "mqtts://") {
 		bad("mqtt.url", "%q must be an mqtt:// or mqtts:// URL", c.URL)
+	}
+	for i, u := range c.URLs {
+		if _, tls, err := brokerAddr(u); err != nil {
+			bad(fmt.Sprintf("mqtt.urls[%d]", i), "%q must be an mqtt:// or mqtts:// URL", u)
+		} else if tls != strings.HasPrefix(c.URL, "mqtts://") {
+			bad(fmt.Sprintf("mqtt.urls[%d]", i), "%q: every broker of urls uses the scheme of mqtt.url (%q)", u, c.URL)
+		}
 	}
 	if (c.CertFile == "") != (c.KeyFile == "") {
 		bad("mqtt.cert_file", "cert_file and key_file go together")

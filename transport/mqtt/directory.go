@@ -69,7 +69,7 @@ func (t *Transport) subscribeCards(ctx context.Context, c *Client) error {
 		return nil
 	}
 	d := t.dir
-	return c.Subscribe(ctx, t.topics().Cards(), func(topic string, payload []byte) { d.Take(topic, payload) })
+	return c.SubscribeRetained(ctx, t.topics().Cards(), func(topic string, payload []byte) { d.Take(topic, payload) })
 }
 
 // Take takes one message of the card subscription: topic is
@@ -122,6 +122,19 @@ func cardTopicAgent(topic string) (string, bool) {
 	}
 	id := rest[i+1:]
 	return id, validLevel(id)
+}
+
+// Counts is how many agents the directory holds and how many of them
+// their cards say are online.
+func (d *Directory) Counts() (agents, online int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, l := range d.cards {
+		if l.Card.Status == CardOnline {
+			online++
+		}
+	}
+	return len(d.cards), online
 }
 
 // List is the agents of the directory, by agent_id.

@@ -68,10 +68,16 @@ func TestDirectoryHostile(t *testing.T) {
 	if len(l) != 1 || l[0].AgentID != "gw-1" || l[0].Card.Status != mqtt.CardOnline || l[0].SystemID != "plant-a" {
 		t.Fatalf("directory after hostile cards: %+v", l)
 	}
+	if n, on := d.Counts(); n != 1 || on != 1 {
+		t.Fatalf("Counts = %d agents, %d online; want 1, 1", n, on)
+	}
 	// The same key may change the status; an empty retained message
 	// removes the agent.
 	if !d.Take(topic("gw-1"), cardOf(t, 1, "gw-1", mqtt.CardOffline)) || d.List()[0].Card.Status != mqtt.CardOffline {
 		t.Fatalf("offline card of the same key: %+v", d.List())
+	}
+	if n, on := d.Counts(); n != 1 || on != 0 {
+		t.Fatalf("Counts after the offline card = %d agents, %d online; want 1, 0", n, on)
 	}
 	if !d.Take(topic("gw-1"), nil) || len(d.List()) != 0 {
 		t.Fatalf("after an empty retained card: %+v", d.List())

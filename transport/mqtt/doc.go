@@ -14,9 +14,13 @@
 // back-off (1 s doubling to Options.MaxReconnectInterval, with jitter for
 // the first connection), and makes its subscriptions again on every
 // connection, because a broker restarted without persistence (mosquitto's
-// default) has forgotten them. A message that arrives is acknowledged to
-// the broker (PUBACK) only once its handler returned, so one taken while
-// the agent dies is delivered again.
+// default) has forgotten them; a subscription the broker refuses (SUBACK
+// 0x80, which the client library reports as granted) is asked for again
+// until granted, and only then is the client up. Options.URLs names more
+// nodes of a clustered broker, tried in turn when the one in use is gone.
+// A message that arrives is acknowledged to the broker (PUBACK) only once
+// its handler returned, so one taken while the agent dies is delivered
+// again.
 //
 // # Topics
 //

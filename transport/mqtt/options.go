@@ -19,6 +19,11 @@ type Options struct {
 	// URL is mqtt://host:port (plain TCP, default port 1883) or
 	// mqtts://host:port (TLS, default port 8883).
 	URL string
+	// URLs are more brokers of the same cluster, in the scheme of URL:
+	// when the broker in use is gone the client connects to the next
+	// (the client library tries them in turn, URL first), and its
+	// persistent session, kept by the cluster, resumes there.
+	URLs []string
 	// ClientID names the session at the broker; it must be stable across
 	// restarts for the persistent session to resume. Default: the agent_id.
 	ClientID string
@@ -85,7 +90,7 @@ func (o *Options) setDefaults() {
 // Validate checks the options without touching files or the network; the
 // error names the bad field.
 func (o *Options) Validate() error {
-	if _, _, err := brokerAddr(o.URL); err != nil {
+	if _, _, err := o.brokers(); err != nil {
 		return err
 	}
 	if o.ClientID == "" {
@@ -105,6 +110,25 @@ func (o *Options) Validate() error {
 		}
 	}
 	return nil
+}
+
+// ErrMixedSchemes refuses a list of brokers with TLS and without.
+var ErrMixedSchemes = errors.New("mqtt: every broker of urls must use the scheme of url")
+
+// brokers parses URL and URLs into the addresses the client library
+// dials, in order; all are TLS or none is.
+func (o *Options) brokers() (dials []string, useTLS bool, err error) {
+	for i, raw := range append([]string{o.URL}, o.URLs...) {
+		dial, tls, err := brokerAddr(raw)
+		if err != nil {
+			return nil, false, err
+		}
+		if i > 0 && tls != useTLS {
+			return nil, false, fmt.Errorf("%w, got %q", ErrMixedSchemes, raw)
+		}
+		dials, useTLS = append(dials, dial), tls
+	}
+	return dials, useTLS, nil
 }
 
 // brokerAddr parses an mqtt:// or mqtts:// URL into the form the client
