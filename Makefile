@@ -22,6 +22,8 @@ LISTEN    ?= 127.0.0.1:8080
 BENCHTIME ?= 1s
 FUZZTIME  ?= 20s
 TOP       ?= 12
+FLEET     ?= 200
+FLEET_DELEGATIONS ?= 2000
 
 .PHONY: help build run test dist test-dist test-newarch vet test-arm64 test-arm modules cross size bench check fuzz clean build-grpc test-grpc proto
 
@@ -119,6 +121,11 @@ bench-tier1: ## tier-1 ingest vs mosquitto QoS1, NATS JetStream, bbolt, bare Web
 .PHONY: bench-mqtt
 bench-mqtt: ## MQTT vs HTTP between agent processes: northbound tier-1 frames/s, P2P delegations/s (BENCH_ARGS="-rounds 5 -nb-batch 100 -clients 1")
 	@GO="$(GO)" BENCH_FLEET=1 BENCH_ARGS="$(BENCH_ARGS)" bench/tier1/run.sh
+
+.PHONY: bench-fleet
+bench-fleet: ## a fleet of FLEET=200 agent processes on a three-node NATS cluster with MQTT: directory fill, delegations between nodes, a node's kill -9 (make test runs 12)
+	@if [ "$${CI:-}" = "true" ]; then scripts/ci-deps.sh; fi
+	ulimit -n 65536 2>/dev/null || true; $(GO) test ./e2e -run '^TestFleet$$' -count=1 -v -timeout 60m -fleet.agents=$(FLEET) -fleet.delegations=$(FLEET_DELEGATIONS) | grep -E 'fleet_test.go|^(---|ok|FAIL|PASS)'
 
 .PHONY: bench-a2a
 bench-a2a: build ## a2a-go's client vs Synapse (durable), a2a-go's and the JS SDK's servers (in memory), interleaved (BENCH_A2A_ARGS="-rounds 5 -round 2s -clients 1,16 -rss-tasks 100000")
