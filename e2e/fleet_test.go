@@ -80,8 +80,7 @@ func TestFleet(t *testing.T) {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			agents[i] = newAgent(t, agentOpts{args: []string{"--config", cfg}})
-			agents[i].Start(t)
+			agents[i] = startAgent(t, agentOpts{args: []string{"--config", cfg}}) // another port if the one chosen was taken
 		}()
 	}
 	wg.Wait()
@@ -94,8 +93,7 @@ func TestFleet(t *testing.T) {
 		n, allUp.Sub(began).Round(time.Millisecond), fullAt.Sub(allUp).Round(time.Millisecond))
 
 	// Memory: the fleet's agents against one alone under another prefix.
-	alone := newAgent(t, agentOpts{args: []string{"--config", config("fleet-alone", "elsewhere", 0)}})
-	alone.Start(t)
+	alone := startAgent(t, agentOpts{args: []string{"--config", config("fleet-alone", "elsewhere", 0)}})
 	waitDirectories(t, []*agentProc{alone}, 1, time.Minute)
 	heaps, anons := make([]float64, n), make([]float64, n)
 	for i, a := range agents {
