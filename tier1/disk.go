@@ -100,6 +100,7 @@ type disk struct {
 	// when it is not); free the last reading, statAt its time.
 	floorCap, free, statAt atomic.Int64
 	statMu                 sync.Mutex
+	statFailed             bool // under statMu
 }
 
 // UseDisk sets the disk budget of the tier1 section conf returns, read
@@ -205,9 +206,13 @@ func (d *disk) refreshFree(force bool) {
 	d.statAt.Store(now)
 	free, err := d.freeFn(d.dir)
 	if err != nil {
-		d.log.Warn("tier1: cannot read the free space; min_free_bytes is not enforced", "dir", d.dir, "err", err)
+		if !d.statFailed {
+			d.statFailed = true // logged once: it is read every second
+			d.log.Warn("tier1: cannot read the free space; min_free_bytes is not enforced", "dir", d.dir, "err", err)
+		}
 		return
 	}
+	d.statFailed = false
 	d.free.Store(int64(min(free, math.MaxInt64)))
 	below := free < uint64(minFree)
 	switch f := d.floorCap.Load(); {

@@ -110,3 +110,40 @@ func TestDiskFloor(t *testing.T) {
 		t.Errorf("with space back tier-1 data did not grow: %d bytes, frozen at %d", got, frozen)
 	}
 }
+
+// TestDiskFloorUnreadable: when the free space cannot be read the floor is
+// not enforced (ingest goes on) and that is logged once, not every second.
+func TestDiskFloorUnreadable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "u.db")
+	db, err := store.Open(context.Background(), path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close(context.Background())
+	reg, err := NewRegistry(Telemetry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var clock atomic.Int64
+	clock.Store(time.Unix(1_790_000_000, 0).UnixNano())
+	in := NewIngestor(reg, db, IngestConfig{Now: func() time.Time { return time.Unix(0, clock.Load()) }})
+	c := DefaultConfig()
+	c.MinFreeBytes = 1 << 30
+	c.Quotas = []Quota{{Routine: Telemetry().CapabilityID, Overflow: OverflowRejectNew}}
+	var log bytes.Buffer
+	if err := in.UseDisk(func() *Config { return &c }, path, slog.New(slog.NewTextHandler(&log, nil)), nil); err != nil {
+		t.Fatal(err)
+	}
+	in.disk.freeFn = func(string) (uint64, error) { return 0, errors.New("statfs: no such thing") }
+	tel := Telemetry()
+	for i := range 5 {
+		clock.Add(int64(2 * time.Second))
+		fs := []Frame{{Str("d"), Uint(uint64(i)), Int(clock.Load()), Str("temp"), Float(1), Str("C")}}
+		if _, err := in.Ingest(context.Background(), "s", "", AppendBatch(nil, tel.CapabilityID, tel.Version, fmt.Sprintf("b%d", i), fs, &tel)); err != nil {
+			t.Fatalf("batch %d: %v", i, err)
+		}
+	}
+	if n := strings.Count(log.String(), "cannot read the free space"); n != 1 {
+		t.Errorf("%d lines about the unreadable free space, want 1:\n%s", n, log.String())
+	}
+}
