@@ -22,6 +22,9 @@ func (a *Agent) openTier1() error {
 		Now:              a.clock.Now,
 	})
 	a.t1.RegisterMetrics(a.metrics)
+	if err := a.t1.UseDisk(func() *tier1.Config { return &a.cfg.Load().Tier1 }, a.db.Path(), a.log.With("component", "tier1"), a.metrics); err != nil {
+		return fmt.Errorf("tier1 disk budget: %w", err)
+	}
 	if u := a.cfg.Load().Uplink; u != nil {
 		a.uplink = tier1.NewUplink(a.t1, a.db, a.transport, u.Endpoint, u.Token, a.identity.AgentID, a.log.With("component", "uplink"))
 		if u.MaxBackoffMS > 0 {

@@ -90,6 +90,8 @@ func writeError(ctx *fasthttp.RequestCtx, err error) {
 	}
 	if e.Code == wire.CodeRateLimited || e.Code == wire.CodeSysOverloaded || e.Code == wire.CodeTooManyConnections || e.Code == wire.CodeCommitUnknown {
 		ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, "1")
+	} else if e.Code == wire.CodeStorageQuota { // space comes back with retention, not in a second
+		ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, "30")
 	}
 	ct, body, merr := encode(ctx, wire.ErrorBody{Error: e})
 	if merr != nil {

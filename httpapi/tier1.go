@@ -59,13 +59,18 @@ type routineInfo struct {
 }
 
 // routineStored is what the store holds of a routine, in GET
-// /tier1/routines: frames and bytes kept, the retention limit on bytes,
-// and the time (unix ns) of the oldest frame kept (0 when none).
+// /tier1/routines: frames and bytes kept, the routine's limit on bytes and
+// overflow policy, the time (unix ns) of the oldest frame kept (0 when
+// none), the frames dropped (ever) and the batches refused by the quota
+// (since start).
 type routineStored struct {
-	Frames   uint64 `json:"frames" msgpack:"frames"`
-	Bytes    uint64 `json:"bytes" msgpack:"bytes"`
-	MaxBytes int64  `json:"max_bytes" msgpack:"max_bytes"`
-	OldestTS int64  `json:"oldest_ts,omitempty" msgpack:"oldest_ts,omitempty"`
+	Frames         uint64 `json:"frames" msgpack:"frames"`
+	Bytes          uint64 `json:"bytes" msgpack:"bytes"`
+	MaxBytes       int64  `json:"max_bytes" msgpack:"max_bytes"`
+	Overflow       string `json:"overflow" msgpack:"overflow"`
+	OldestTS       int64  `json:"oldest_ts,omitempty" msgpack:"oldest_ts,omitempty"`
+	DroppedFrames  uint64 `json:"dropped_frames" msgpack:"dropped_frames"`
+	RefusedBatches uint64 `json:"refused_batches" msgpack:"refused_batches"`
 }
 
 func (s *Server) tier1Routines(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
@@ -77,8 +82,9 @@ func (s *Server) tier1Routines(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []s
 		if err != nil {
 			return err
 		}
+		dk := in.Disk(list[i].CapabilityID)
 		out[i] = routineInfo{Descriptor: list[i], Hash: list[i].Hash(), Stored: routineStored{Frames: st.Frames, Bytes: st.Bytes,
-			MaxBytes: s.a.Config().Tier1.MaxBytesPerRoutine, OldestTS: st.OldestTS}}
+			MaxBytes: dk.MaxBytes, Overflow: dk.Overflow, OldestTS: st.OldestTS, DroppedFrames: dk.DroppedFrames, RefusedBatches: dk.RefusedBatches}}
 	}
 	write(ctx, fasthttp.StatusOK, map[string]any{"routines": out})
 	return nil

@@ -126,8 +126,10 @@ func BenchmarkIngestOneFrame(b *testing.B) {
 // a stream does while a commit is on its way to the disk: the per-frame
 // cost of the grouped ingest path (decode, blocks, batch-id table, store
 // write) without the WebSocket.
-func BenchmarkStoreOneFrame(b *testing.B) {
-	in := benchIngestor(b)
+func BenchmarkStoreOneFrame(b *testing.B) { storeOneFrame(b, benchIngestor(b)) }
+
+// storeOneFrame is BenchmarkStoreOneFrame on in.
+func storeOneFrame(b *testing.B, in *tier1.Ingestor) {
 	now := time.Now()
 	bodies := make([][]byte, b.N)
 	for i := range bodies {

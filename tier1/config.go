@@ -25,7 +25,39 @@ type Config struct {
 	// MaxBytesPerRoutine drops a routine's oldest frames beyond this size.
 	// Default 1 GiB.
 	MaxBytesPerRoutine int64 `json:"max_bytes_per_routine,omitempty"`
+	// MaxDiskBytes bounds the bytes of all routines' stored frames
+	// together (keys and blocks, the "bytes" of GET /tier1/routines); 0,
+	// the default, sets no bound. See disk.go for how the limits combine.
+	MaxDiskBytes int64 `json:"max_disk_bytes,omitempty"`
+	// MinFreeBytes is a floor of free space on the filesystem of the data
+	// file: below it, tier-1 data stops growing. 0, the default, sets none.
+	MinFreeBytes int64 `json:"min_free_bytes,omitempty"`
+	// Quotas set a routine's own byte limit and overflow policy; a routine
+	// without one has MaxBytesPerRoutine and drop_oldest.
+	Quotas []Quota `json:"quotas,omitempty"`
 }
+
+// Quota is one entry of tier1.quotas.
+type Quota struct {
+	// Routine is the capability_id the quota is for.
+	Routine string `json:"routine"`
+	// MaxBytes bounds the routine's stored frames; 0 keeps
+	// max_bytes_per_routine.
+	MaxBytes int64 `json:"max_bytes,omitempty"`
+	// Overflow is what happens when a batch does not fit: OverflowDropOldest
+	// (the default) or OverflowRejectNew.
+	Overflow string `json:"overflow,omitempty"`
+}
+
+// The overflow policies of a Quota.
+const (
+	// OverflowDropOldest stores the new batch and drops the routine's
+	// oldest frames to make room.
+	OverflowDropOldest = "drop_oldest"
+	// OverflowRejectNew refuses the batch (storage_quota_exceeded, 507,
+	// retriable) and keeps what is stored.
+	OverflowRejectNew = "reject_new"
+)
 
 // DefaultConfig is the tier1 section when nothing is set.
 func DefaultConfig() Config {
@@ -55,6 +87,58 @@ func (c *Config) Check(bad func(field, format string, args ...any)) {
 			bad(fmt.Sprintf("routines[%d]", i), "%v", err)
 		}
 	}
+	c.checkDisk(bad)
+}
+
+// checkDisk reports bad max_disk_bytes, min_free_bytes and quotas.
+func (c *Config) checkDisk(bad func(field, format string, args ...any)) {
+	if c.MaxDiskBytes < 0 {
+		bad("max_disk_bytes", "must not be negative (0: no bound)")
+	} else if c.MaxDiskBytes > 0 && c.MaxDiskBytes < int64(c.MaxBatchBytes) {
+		bad("max_disk_bytes", "%d is less than tier1.max_batch_bytes (%d): a batch could never fit", c.MaxDiskBytes, c.MaxBatchBytes)
+	}
+	if c.MinFreeBytes < 0 {
+		bad("min_free_bytes", "must not be negative (0: no floor)")
+	}
+	known := map[string]bool{Telemetry().CapabilityID: true}
+	for _, d := range c.Routines {
+		known[d.CapabilityID] = true
+	}
+	seen := map[string]int{}
+	for i, q := range c.Quotas {
+		f := fmt.Sprintf("quotas[%d]", i)
+		switch j, dup := seen[q.Routine]; {
+		case q.Routine == "":
+			bad(f+".routine", "must name a routine")
+		case !known[q.Routine]:
+			bad(f+".routine", "no routine %q (neither built in nor in tier1.routines)", q.Routine)
+		case dup:
+			bad(f+".routine", "%q has a quota already (quotas[%d])", q.Routine, j)
+		}
+		seen[q.Routine] = i
+		if q.MaxBytes < 0 {
+			bad(f+".max_bytes", "must not be negative (0: tier1.max_bytes_per_routine)")
+		} else if c.MaxDiskBytes > 0 && q.MaxBytes > c.MaxDiskBytes {
+			bad(f+".max_bytes", "%d is more than tier1.max_disk_bytes (%d): the routine could never hold it", q.MaxBytes, c.MaxDiskBytes)
+		}
+		if q.Overflow != "" && q.Overflow != OverflowDropOldest && q.Overflow != OverflowRejectNew {
+			bad(f+".overflow", "%q: want %q (the default) or %q", q.Overflow, OverflowDropOldest, OverflowRejectNew)
+		}
+	}
+}
+
+// quota is the byte limit and policy of routine id.
+func (c *Config) quota(id string) (limit int64, reject bool) {
+	limit = c.MaxBytesPerRoutine
+	for _, q := range c.Quotas {
+		if q.Routine == id {
+			if q.MaxBytes > 0 {
+				limit = q.MaxBytes
+			}
+			return limit, q.Overflow == OverflowRejectNew
+		}
+	}
+	return limit, false
 }
 
 // UplinkConfig is the "uplink" section: the upstream agent stored

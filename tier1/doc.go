@@ -109,6 +109,17 @@
 //
 // Offsets count bytes from the start of the batch.
 //
+// # Disk budget
+//
+// What is kept is bounded by age (retention_hours), per routine (a quota's
+// max_bytes, else max_bytes_per_routine), for all routines together
+// (max_disk_bytes) and by a floor of free space (min_free_bytes). A
+// routine's overflow policy decides what gives: drop_oldest drops its
+// oldest frames in the write that goes over; reject_new refuses the new
+// batch with storage_quota_exceeded (507, retriable) before storing any of
+// it. Every frame dropped is counted per routine, durably, in the
+// transaction that drops it ([Ingestor.Disk]); disk.go has the rules.
+//
 // # Example
 //
 // The one-frame telemetry batch ["synapse.telemetry", "1.0.0",

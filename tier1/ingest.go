@@ -50,6 +50,7 @@ type Ingestor struct {
 	// queued is poked when a batch is queued for the uplink.
 	queued chan struct{}
 	watch  watchers // live views (watch.go)
+	disk   *disk    // the disk budget, once UseDisk (disk.go)
 }
 
 // keyFields are the positions of the fields that order a routine's frames.

@@ -2,6 +2,8 @@ package tier1
 
 import (
 	"context"
+	"log/slog"
+	"math"
 	"time"
 
 	"github.com/synapse-edge/synapse/internal/metrics"
@@ -13,28 +15,58 @@ import (
 const pruneBatch = 1000
 
 // Prune applies retention once: each routine's frames older than
-// c.RetentionHours (by their ts) and its oldest beyond
-// c.MaxBytesPerRoutine, then the batch ids seen before seenBefore (a
-// sender retrying later than that would store twice).
+// c.RetentionHours (by their ts), the oldest of each drop_oldest routine
+// beyond its limit, and the oldest of the drop_oldest routines while all
+// of them exceed the disk budget (disk.go); then the batch ids seen before
+// seenBefore (a sender retrying later than that would store twice). Every
+// frame dropped is counted (Disk). The limits are those given to UseDisk,
+// or c's without it.
 func (in *Ingestor) Prune(ctx context.Context, now time.Time, c Config, seenBefore time.Time) error {
-	before := now.Add(-c.Retention()).UnixNano()
+	before := now.Add(-c.Retention()).UnixNano() - BlockSpan
+	d := in.disk
+	if d == nil {
+		d = &disk{routines: map[string]*routineDisk{}, extra: map[string]*routineDisk{}, conf: func() *Config { return &c }, now: in.cfg.Now, log: slog.New(slog.DiscardHandler)}
+	}
+	d.refreshFree(true)
 	var routines []string
 	_ = in.db.View(func(tx *store.Tx) error { routines = tx.T1Routines(); return nil })
+	type pass struct {
+		reason   string
+		before   int64
+		maxBytes uint64
+	}
 	for _, id := range routines {
-		for {
-			var frames, blocks int
-			err := in.db.Update(ctx, func(tx *store.Tx) error {
-				var err error
-				frames, blocks, err = tx.T1Prune(id, before-BlockSpan, uint64(c.MaxBytesPerRoutine), pruneBatch, BlockLen)
-				return err
-			})
-			if err != nil {
-				return err
+		d.routine(id)
+		passes := []pass{{dropAge, before, 0}}
+		if limit, reject := c.quota(id); !reject && limit > 0 {
+			passes = append(passes, pass{dropQuota, math.MinInt64, uint64(limit)})
+		}
+		for _, p := range passes {
+			for blocks := pruneBatch; blocks == pruneBatch; {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				err := d.update(in.db, &in.C.Pruned, func(tx *store.Tx, rm *room) error {
+					var err error
+					blocks, err = d.prune(tx, rm, id, p.reason, p.before, p.maxBytes, pruneBatch)
+					_, size := tx.T1Stats(id)
+					rm.sizes = append(rm.sizes, sized{id, int64(size)})
+					return err
+				})
+				if err != nil {
+					return err
+				}
 			}
-			in.C.Pruned.Add(uint64(frames))
-			if blocks < pruneBatch {
-				break
-			}
+		}
+	}
+	for blocks := pruneBatch; blocks == pruneBatch; {
+		err := d.update(in.db, &in.C.Pruned, func(tx *store.Tx, rm *room) error {
+			var err error
+			blocks, err = d.fitBudget(tx, rm, pruneBatch)
+			return err
+		})
+		if err != nil {
+			return err
 		}
 	}
 	return in.db.Update(ctx, func(tx *store.Tx) error {

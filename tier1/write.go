@@ -40,6 +40,7 @@ type Pending struct {
 	bytes int     // of the encoded batch
 	at    int64   // arrival, unix ns
 	dup   bool    // found in the batch-id table by the last run of the write
+	room  bool    // holds a reservation of the disk budget (disk.go)
 	own   []block // of a large batch (ownBlocks), built by Prepare
 }
 
@@ -59,6 +60,9 @@ func (in *Ingestor) Prepare(ctx context.Context, scope, wantID string, body []by
 	if err == nil && wantID != "" && b.CapabilityID != wantID {
 		err = wire.Errorf(wire.CodeInvalidParams, "the batch is for routine %q but was sent to %q", b.CapabilityID, wantID).
 			With("capability_id", b.CapabilityID)
+	}
+	if err == nil && in.disk != nil {
+		p.room, err = in.disk.admit(b.CapabilityID, b.BatchID, int64(len(body)))
 	}
 	if err != nil {
 		in.budget.release(n)
@@ -105,6 +109,7 @@ type write struct {
 	in       *Ingestor
 	ps       []*Pending
 	routines []routineWrite
+	room     room // what the disk budget found and dropped (disk.go)
 }
 
 // routineWrite is what one write stores of one routine.
@@ -182,7 +187,7 @@ func (w *write) apply(tx *store.Tx) error {
 			return err
 		}
 	}
-	return nil
+	return w.makeRoom(tx)
 }
 
 // put stores the blocks of one routine, and queues its new batches for the
@@ -267,6 +272,7 @@ func (w *write) finish(err error) {
 		bytes += p.size
 	}
 	in.budget.release(bytes)
+	w.committed(err)
 	if err != nil {
 		werr := wire.Errorf(wire.CodeSysStorage, "store batch: %v", err)
 		if errors.Is(err, store.ErrOutcomeUnknown) {

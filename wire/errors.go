@@ -66,6 +66,7 @@ const (
 	CodePeerApprovalPending   ErrorCode = "peer_approval_pending"
 	CodeTooManyParked         ErrorCode = "too_many_parked_tasks"
 	CodeCommitUnknown         ErrorCode = "commit_outcome_unknown"
+	CodeStorageQuota          ErrorCode = "storage_quota_exceeded"
 
 	CodeIDUnknownSender  ErrorCode = "TP-ID003"
 	CodeIDDuplicate      ErrorCode = "TP-ID004"
@@ -130,6 +131,7 @@ var registry = func() map[ErrorCode]Def {
 		{CodePeerApprovalPending, 401, Retriable, "this agent has not accepted the sender as a peer yet", 0},
 		{CodeTooManyParked, 429, Retriable, "too many tasks wait for information or a person", 0},
 		{CodeCommitUnknown, 503, Retriable, "the disk failed while storing this; it may or may not be stored: retry with the same Idempotency-Key, which finds it if it was", NumericStorage},
+		{CodeStorageQuota, 507, Retriable, "the routine's disk quota is full and its overflow policy is reject_new: retry once space is freed", 0},
 
 		{CodeIDUnknownSender, 401, Terminal, "unknown sender or bad signature", 0},
 		{CodeIDDuplicate, 200, Terminal, "duplicate message id; already processed", 0},

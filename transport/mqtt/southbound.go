@@ -28,8 +28,9 @@ type Ingester interface {
 //
 // A message that cannot be mapped, or that the ingest refuses, is counted
 // (Bad), logged and acknowledged: it never blocks the subscription. A
-// batch that cannot be stored (the disk failed) is not acknowledged; the
-// broker delivers it again on the next connection.
+// batch that cannot be stored (the disk failed, or a reject_new routine's
+// quota is full: storage_quota_exceeded) is not acknowledged; the broker
+// keeps it and delivers it again on the next connection.
 type Southbound struct {
 	in     Ingester
 	t      *Transport
@@ -99,7 +100,7 @@ func (s *Southbound) handler(m *southbound.Mapping) AckHandler {
 // message's.
 func (s *Southbound) refused(topic string, err error, slot *ackSlot) {
 	var we *wire.Error
-	if errors.As(err, &we) && (we.Code == wire.CodeSysStorage || we.Code == wire.CodeAgentNotReady) {
+	if errors.As(err, &we) && (we.Code == wire.CodeSysStorage || we.Code == wire.CodeAgentNotReady || we.Code == wire.CodeStorageQuota) {
 		n := s.Failed.Add(1)
 		if n <= 10 || n&(n-1) == 0 {
 			s.t.log.Error("mqtt: southbound message not stored; the broker will deliver it again on the next connection", "topic", topic, "err", err, "failed_total", n)
