@@ -31,7 +31,10 @@ import (
 // version 7 commits through the commit log beside the file (LogDir),
 // which an older binary would not read: it refuses the file. Older files
 // are read as they are (a file of version 6 or before has no log yet).
-const SchemaVersion = 7
+// Version 8 writes task records in a compact binary layout (record.go,
+// package taskrec), which an older binary would not decode: it refuses
+// the file.
+const SchemaVersion = 8
 
 // FileName is the name of the data file inside a data directory.
 const FileName = "synapse.db"
