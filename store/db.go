@@ -177,6 +177,7 @@ type DB struct {
 	// okBuf and wsBuf are the writer's buffers of a group's writes.
 	okBuf []*writeReq
 	wsBuf []byte
+	coal  kv.Coalescer
 
 	lz    lazyState // lazy.go
 	stats Stats

@@ -159,6 +159,10 @@ func (db *DB) commit(batch []*writeReq) {
 	if cap(ws) <= 1<<20 {
 		db.wsBuf = ws[:0]
 	}
+	// A key the group puts again and again is logged once (kv.Coalescer).
+	if c, cerr := db.coal.Coalesce(ws); cerr == nil {
+		ws = c
+	}
 	if err = db.appendGroup(ws); err != nil {
 		if db.logStale {
 			// What reads see from now on is what the log holds.
