@@ -240,6 +240,14 @@ func viewFile(path string, fn func(fileView) error) error {
 	})
 }
 
+// LogStateFile reads what the commit log of a data file that no process
+// is serving holds beyond the file's checkpoint (and its errors).
+func LogStateFile(path string) (LogReport, []string, error) {
+	var lr CheckReport
+	err := viewFile(path, func(fv fileView) error { lr = fv.log; return nil })
+	return lr.Log, lr.Errors, err
+}
+
 // BackupFile copies a data file that no process is serving to dst (through a
 // temporary file renamed into place) and returns the bytes written. What
 // its commit log holds beyond the checkpoint is written into the copy,

@@ -212,6 +212,7 @@ func (db *DB) checkpoint(force bool) error {
 	db.pubMu.Unlock()
 	db.cur = kv.NewLayer()
 	db.lastCk, db.logAtCk = time.Now(), db.stats.LogBytes.Load()
+	db.stats.LogAtCheckpoint.Store(db.logAtCk)
 	db.stats.Checkpoints.Add(1)
 	db.stats.CheckpointNanos.Add(uint64(time.Since(start)))
 	if db.opts.afterCheckpoint != nil {

@@ -247,9 +247,11 @@ type Stats struct {
 	// included), PageBytes their bytes.
 	Pages     atomic.Uint64
 	PageBytes atomic.Uint64
-	// LogBytes and LogSyncs are what the commit log wrote and synced.
-	LogBytes atomic.Uint64
-	LogSyncs atomic.Uint64
+	// LogBytes and LogSyncs are what the commit log wrote and synced;
+	// LogAtCheckpoint is LogBytes at the last checkpoint.
+	LogBytes        atomic.Uint64
+	LogSyncs        atomic.Uint64
+	LogAtCheckpoint atomic.Uint64
 	// Checkpoints counts checkpoints (each one bbolt commit, two
 	// fsyncs), CheckpointNanos their time; FailedCheckpoints those that
 	// failed (retried later).

@@ -24,8 +24,8 @@ import (
 // while they fit in KeptMax bytes (schema 6); once one does not, the
 // marker becomes the closed one and this and every later write's events
 // go to the events bucket (JSON). Schema 8 writes the compact layout
-// (an echo task of 200 bytes of payload with its five events is about
-// 400 bytes instead of 3,400) and reads every older record as it is; a
+// (an echo task with its five events is about 100 bytes beside its
+// payload; with 230 bytes of payload its JSON was 3,400) and reads every older record as it is; a
 // task the layout cannot hold (ErrUnsupported) is written as JSON, as
 // schema 7 did.
 const (
