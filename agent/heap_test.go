@@ -127,7 +127,7 @@ func BenchmarkSubmitEcho(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	st := a.Store().Stats()
-	commits, writes, pages := st.Commits.Load(), st.Writes.Load(), st.Pages.Load()
+	commits, writes, pages, bytes := st.Commits.Load(), st.Writes.Load(), st.Pages.Load(), st.BytesWritten()
 	for b.Loop() {
 		task, err := a.Submit(ctx, admin, req(), nil)
 		if err != nil {
@@ -140,6 +140,7 @@ func BenchmarkSubmitEcho(b *testing.B) {
 	b.ReportMetric(float64(st.Commits.Load()-commits)/float64(b.N), "commits/op")
 	b.ReportMetric(float64(st.Writes.Load()-writes)/float64(b.N), "writes/op")
 	b.ReportMetric(float64(st.Pages.Load()-pages)/float64(b.N), "pages/op")
+	b.ReportMetric(float64(st.BytesWritten()-bytes)/float64(b.N), "storeB/op")
 }
 
 // BenchmarkSubmitWaitEcho is the sync mode (POST /task?wait=, A2A's
@@ -150,7 +151,7 @@ func BenchmarkSubmitWaitEcho(b *testing.B) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	st := a.Store().Stats()
-	commits, pages := st.Commits.Load(), st.Pages.Load()
+	commits, pages, bytes := st.Commits.Load(), st.Pages.Load(), st.BytesWritten()
 	for b.Loop() {
 		req := &wire.SubmitRequest{TaskType: "echo", Payload: wire.JSONValue(`{"msg":"hello"}`)}
 		task, err := a.SubmitWait(ctx, admin, req, nil, 10*time.Second)
@@ -160,4 +161,5 @@ func BenchmarkSubmitWaitEcho(b *testing.B) {
 	}
 	b.ReportMetric(float64(st.Commits.Load()-commits)/float64(b.N), "commits/op")
 	b.ReportMetric(float64(st.Pages.Load()-pages)/float64(b.N), "pages/op")
+	b.ReportMetric(float64(st.BytesWritten()-bytes)/float64(b.N), "storeB/op")
 }

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/synapse-edge/synapse/store/commitlog"
 	"github.com/synapse-edge/synapse/store/kv"
+	"github.com/synapse-edge/synapse/store/taskrec"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -134,12 +134,8 @@ func check(ctx context.Context, btx *bolt.Tx, tx *Tx) CheckReport {
 // checkKeptEvents verifies the events kept in a task record: they decode,
 // belong to the task and are numbered from 1 without gaps.
 func checkKeptEvents(id string, rec []byte) error {
-	_, kept, err := splitTaskRecord(rec)
-	if err != nil || len(kept) == 0 {
-		return err
-	}
-	var evs []*wire.Event
-	if err := json.Unmarshal(kept, &evs); err != nil {
+	evs, err := taskrec.KeptEvents(id, rec, 0, 0, nil)
+	if err != nil {
 		return fmt.Errorf("events kept with the task: %w", err)
 	}
 	for i, e := range evs {
@@ -242,6 +238,14 @@ func viewFile(path string, fn func(fileView) error) error {
 		})
 		return fn(fileView{tx: &Tx{v: kv.NewView(l, btx, false)}, btx: btx, log: logRep})
 	})
+}
+
+// LogStateFile reads what the commit log of a data file that no process
+// is serving holds beyond the file's checkpoint (and its errors).
+func LogStateFile(path string) (LogReport, []string, error) {
+	var lr CheckReport
+	err := viewFile(path, func(fv fileView) error { lr = fv.log; return nil })
+	return lr.Log, lr.Errors, err
 }
 
 // BackupFile copies a data file that no process is serving to dst (through a

@@ -16,8 +16,9 @@ import (
 // The commit path. A group commit appends its write-set to the commit
 // log (LogDir, package commitlog) with one write and one fdatasync and
 // keeps it in memory (cur, a layer over the file); the file itself is
-// brought up to date by checkpoints: every CheckpointInterval or
-// CheckpointBytes of log, the writer applies cur to bbolt in one
+// brought up to date by checkpoints: every CheckpointInterval (under a
+// light load less often: checkpointDue, writer.go) or CheckpointBytes
+// of log, the writer applies cur to bbolt in one
 // ordinary synced commit that also records the last log record it
 // holds (meta "log_applied"), and then trims the log. bbolt with
 // NoSync is not safe on power loss, so a checkpoint never uses it.
@@ -212,6 +213,7 @@ func (db *DB) checkpoint(force bool) error {
 	db.pubMu.Unlock()
 	db.cur = kv.NewLayer()
 	db.lastCk, db.logAtCk = time.Now(), db.stats.LogBytes.Load()
+	db.stats.LogAtCheckpoint.Store(db.logAtCk)
 	db.stats.Checkpoints.Add(1)
 	db.stats.CheckpointNanos.Add(uint64(time.Since(start)))
 	if db.opts.afterCheckpoint != nil {

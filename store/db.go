@@ -31,7 +31,10 @@ import (
 // version 7 commits through the commit log beside the file (LogDir),
 // which an older binary would not read: it refuses the file. Older files
 // are read as they are (a file of version 6 or before has no log yet).
-const SchemaVersion = 7
+// Version 8 writes task records in a compact binary layout (record.go,
+// package taskrec), which an older binary would not decode: it refuses
+// the file.
+const SchemaVersion = 8
 
 // FileName is the name of the data file inside a data directory.
 const FileName = "synapse.db"
@@ -174,6 +177,7 @@ type DB struct {
 	// okBuf and wsBuf are the writer's buffers of a group's writes.
 	okBuf []*writeReq
 	wsBuf []byte
+	coal  kv.Coalescer
 
 	lz    lazyState // lazy.go
 	stats Stats
@@ -243,9 +247,11 @@ type Stats struct {
 	// included), PageBytes their bytes.
 	Pages     atomic.Uint64
 	PageBytes atomic.Uint64
-	// LogBytes and LogSyncs are what the commit log wrote and synced.
-	LogBytes atomic.Uint64
-	LogSyncs atomic.Uint64
+	// LogBytes and LogSyncs are what the commit log wrote and synced;
+	// LogAtCheckpoint is LogBytes at the last checkpoint.
+	LogBytes        atomic.Uint64
+	LogSyncs        atomic.Uint64
+	LogAtCheckpoint atomic.Uint64
 	// Checkpoints counts checkpoints (each one bbolt commit, two
 	// fsyncs), CheckpointNanos their time; FailedCheckpoints those that
 	// failed (retried later).

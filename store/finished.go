@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/synapse-edge/synapse/store/taskrec"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -143,16 +144,12 @@ func recoverFinished(tx *Tx) error {
 	} else {
 		k, v = c.First()
 	}
-	var t struct {
-		Status    wire.Status `json:"status"`
-		UpdatedAt time.Time   `json:"updated_at"`
-	}
+	var t wire.Task
 	for ; k != nil; k, v = c.Next() {
-		if !keptMarker(v) {
+		if !taskrec.Kept(v) {
 			continue // indexed in its own write
 		}
-		t.Status = ""
-		if err := decodeTask(v, &t); err != nil || !t.Status.Terminal() {
+		if err := decodeTask(string(k), v, &t); err != nil || !t.Status.Terminal() {
 			continue // Check reports a record that does not decode
 		}
 		if err := fin.Put(append(beTime(t.UpdatedAt), k...), nil); err != nil {

@@ -25,6 +25,9 @@ func (db *DB) RegisterMetrics(r *metrics.Registry) {
 	r.CounterFunc("synapse_store_bytes_written_total", "Bytes the store wrote: commit-log records and the data file's checkpointed pages.", func() float64 { return float64(s.BytesWritten()) })
 	r.CounterFunc("synapse_store_fsyncs_total", "fsyncs the store asked for: one per group commit (and new log segment), two per checkpoint.", func() float64 { return float64(s.Fsyncs()) })
 	r.CounterFunc("synapse_store_log_bytes_total", "Bytes appended to the commit log.", func() float64 { return float64(s.LogBytes.Load()) })
+	r.GaugeFunc("synapse_store_log_pending_bytes", "Bytes of commit log not checkpointed yet (held in memory, replayed at a restart).", func() float64 {
+		return float64(s.LogBytes.Load() - s.LogAtCheckpoint.Load())
+	})
 	r.CounterFunc("synapse_store_checkpoints_total", "Checkpoints: the commit log's writes applied to the data file in one synced commit.", func() float64 { return float64(s.Checkpoints.Load()) })
 	r.CounterFunc("synapse_store_checkpoint_seconds_total", "Time spent in checkpoints.", func() float64 { return float64(s.CheckpointNanos.Load()) / 1e9 })
 	r.CounterFunc("synapse_store_failed_checkpoints_total", "Checkpoints that failed (the log keeps their writes; retried).", func() float64 { return float64(s.FailedCheckpoints.Load()) })

@@ -1,8 +1,10 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +12,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/synapse-edge/synapse/store/taskrec"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -111,11 +114,18 @@ func TestTaskRecordHostile(t *testing.T) {
 	}
 	defer db.Close(context.Background())
 	bad := map[string][]byte{
-		"0190a6b2-0000-7000-8000-00000000000a": {recWithEvents},
-		"0190a6b2-0000-7000-8000-00000000000b": {recWithEvents, 0, 0, 0},
-		"0190a6b2-0000-7000-8000-00000000000c": {recWithEvents, 0, 0, 1, 0, '{', '}'},
-		"0190a6b2-0000-7000-8000-00000000000d": append([]byte{recWithEvents, 0xff, 0xff, 0xff, 0xff}, "{}"...),
-		"0190a6b2-0000-7000-8000-00000000000e": append([]byte{recWithEvents, 0, 0, 0, 2}, "{}[{]"...),
+		"0190a6b2-0000-7000-8000-00000000000a": {taskrec.WithEvents},
+		"0190a6b2-0000-7000-8000-00000000000b": {taskrec.WithEvents, 0, 0, 0},
+		"0190a6b2-0000-7000-8000-00000000000c": {taskrec.WithEvents, 0, 0, 1, 0, '{', '}'},
+		"0190a6b2-0000-7000-8000-00000000000d": append([]byte{taskrec.WithEvents, 0xff, 0xff, 0xff, 0xff}, "{}"...),
+		"0190a6b2-0000-7000-8000-00000000000e": append([]byte{taskrec.WithEvents, 0, 0, 0, 2}, "{}[{]"...),
+		// The compact layout (schema 8): cut, lying, trailing bytes, a
+		// bad event.
+		"0190a6b2-0000-7000-8000-00000000000f": {taskrec.Compact, 0, 0, 0},
+		"0190a6b2-0000-7000-8000-000000000010": {taskrec.Compact, 0, 0, 0, 3, 0, 4, 'e'},
+		"0190a6b2-0000-7000-8000-000000000011": append([]byte{taskrec.CompactClosed, 0, 0, 0, 0xff}, 1, 2, 3),
+		"0190a6b2-0000-7000-8000-000000000012": compactWith(t, []byte{0xff}),
+		"0190a6b2-0000-7000-8000-000000000013": compactWith(t, []byte{1, 9, 0}),
 	}
 	if err := db.Update(context.Background(), func(tx *Tx) error {
 		for id, v := range bad {
@@ -153,9 +163,165 @@ func TestTaskRecordHostile(t *testing.T) {
 	}
 }
 
+// compactWith is a good compact record of a small task with events
+// bytes after it.
+func compactWith(t *testing.T, events []byte) []byte {
+	t.Helper()
+	r, err := EncodeTask(&wire.Task{ID: "x", Type: "echo", Status: wire.StatusPending, History: []wire.Transition{{Status: wire.StatusPending}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := r.Alone()
+	if v[0] != taskrec.CompactClosed {
+		t.Fatalf("EncodeTask wrote marker %d, want the compact layout", v[0])
+	}
+	v[0] = taskrec.Compact
+	return append(v, events...)
+}
+
+// A file of schema 7 (task records of JSON with their events kept, open
+// or closed) opens under schema 8 and reads as it did; a write of a new
+// state turns the record into the compact layout with the events it
+// kept, which read back the same, and Check is clean.
+func TestSchema7FileReads(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	at := time.Date(2026, 11, 30, 12, 0, 0, 123456789, time.UTC)
+	mk := func(id string) (*wire.Task, []*wire.Event) {
+		task := &wire.Task{ID: id, Type: "echo", Status: wire.StatusConfirmed, Payload: wire.JSONValue(`{"a":"<b>"}`),
+			Owner: "admin", CreatedAt: at, UpdatedAt: at, Seq: 2,
+			History: []wire.Transition{{From: wire.StatusIdle, Status: wire.StatusPending, At: wire.Time{Time: at}, Reason: "submitted"},
+				{From: wire.StatusPending, Status: wire.StatusConfirmed, At: wire.Time{Time: at}, Reason: "accepted"}}}
+		var evs []*wire.Event
+		for i, h := range task.History {
+			evs = append(evs, &wire.Event{TaskID: id, Seq: uint64(i + 1), Type: wire.EventStatus, At: h.At,
+				Data: wire.StatusEventJSON(&wire.StatusEventData{From: h.From, Message: h.Reason, Status: h.Status, TaskID: id})})
+		}
+		return task, evs
+	}
+	const open, closed = "0190a6b2-0000-7000-8000-000000000071", "0190a6b2-0000-7000-8000-000000000072"
+	record := func(marker byte, task *wire.Task, evs []*wire.Event) []byte {
+		v := []byte{marker, 0, 0, 0, 0}
+		v, err := wire.AppendTaskJSON(v, task, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		binary.BigEndian.PutUint32(v[1:5], uint32(len(v)-5))
+		v, err = taskrec.AppendEventsJSON(v, evs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	bdb, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = bdb.Update(func(btx *bolt.Tx) error {
+		for _, name := range allBuckets {
+			if _, err := btx.CreateBucketIfNotExists(name); err != nil {
+				return err
+			}
+		}
+		if err := btx.Bucket(bucketMeta).Put(keySchema, binary.BigEndian.AppendUint32(nil, 7)); err != nil {
+			return err
+		}
+		for id, marker := range map[string]byte{open: taskrec.WithEvents, closed: taskrec.KeptClosed} {
+			task, evs := mk(id)
+			if err := btx.Bucket(bucketTasks).Put([]byte(id), record(marker, task, evs)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		err = bdb.Close()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(context.Background(), path, Options{})
+	if err != nil {
+		t.Fatalf("Open of a schema 7 file: %v", err)
+	}
+	defer db.Close(context.Background())
+	read := func(id string) (*wire.Task, []*wire.Event, []byte) {
+		t.Helper()
+		var task *wire.Task
+		var evs []*wire.Event
+		var rec []byte
+		if err := db.View(func(tx *Tx) error {
+			var err error
+			if task, err = tx.Task(id); err != nil {
+				return err
+			}
+			rec = bytes.Clone(tx.b(bucketTasks).Get([]byte(id)))
+			evs, err = tx.Events(id, 0, 0)
+			return err
+		}); err != nil {
+			t.Fatalf("read %s: %v", id, err)
+		}
+		return task, evs, rec
+	}
+	for _, id := range []string{open, closed} {
+		want, wantEvs := mk(id)
+		got, evs, _ := read(id)
+		if w, g := mustJSON(t, want), mustJSON(t, got); g != w {
+			t.Fatalf("task %s\n got %s\nwant %s", id, g, w)
+		}
+		if w, g := mustJSON(t, wantEvs), mustJSON(t, evs); g != w {
+			t.Fatalf("events of %s\n got %s\nwant %s", id, g, w)
+		}
+	}
+	// A new state with its event: the open record takes it, the closed
+	// one sends it to the events bucket; both are compact now.
+	for _, id := range []string{open, closed} {
+		task, evs, _ := read(id)
+		task.History = append(task.History, wire.Transition{From: task.Status, Status: wire.StatusExecuting, At: wire.Time{Time: at.Add(time.Second)}})
+		task.Status, task.UpdatedAt, task.Seq = wire.StatusExecuting, at.Add(time.Second), 3
+		ev := &wire.Event{TaskID: id, Seq: 3, Type: wire.EventStatus, At: wire.Time{Time: at.Add(time.Second)},
+			Data: wire.StatusEventJSON(&wire.StatusEventData{From: wire.StatusConfirmed, Status: wire.StatusExecuting, TaskID: id})}
+		if err := db.Update(context.Background(), func(tx *Tx) error {
+			r, err := EncodeTask(task, []*wire.Event{ev})
+			if err != nil {
+				return err
+			}
+			return tx.PutRecord(r)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		got, gotEvs, rec := read(id)
+		if w, g := mustJSON(t, task), mustJSON(t, got); g != w {
+			t.Fatalf("task %s after the write\n got %s\nwant %s", id, g, w)
+		}
+		if w, g := mustJSON(t, append(evs, ev)), mustJSON(t, gotEvs); g != w {
+			t.Fatalf("events of %s after the write\n got %s\nwant %s", id, g, w)
+		}
+		wantMarker := byte(taskrec.Compact)
+		if id == closed {
+			wantMarker = taskrec.CompactClosed
+		}
+		if rec[0] != wantMarker {
+			t.Errorf("%s: record marker %d, want %d", id, rec[0], wantMarker)
+		}
+	}
+	rep, err := db.Check(context.Background())
+	if err != nil || !rep.OK || rep.SchemaVersion != 8 || rep.Tasks != 2 {
+		t.Fatalf("Check = %+v, %v; want OK, schema 8, 2 tasks", rep, err)
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 // A task created with its events keeps them in its record: the write
 // touches the tasks bucket only (and the retention index when final);
-// later writes' events join them while they fit under keptMax, and once
+// later writes' events join them while they fit under taskrec.KeptMax, and once
 // one does not, its events and all later ones go to the events bucket.
 func TestCreateKeepsEvents(t *testing.T) {
 	db, err := Open(context.Background(), filepath.Join(t.TempDir(), FileName), Options{})
@@ -194,7 +360,7 @@ func TestCreateKeepsEvents(t *testing.T) {
 		db.View(func(tx *Tx) error {
 			evKeys = tx.b(bucketEvents).KeyN()
 			rec := tx.b(bucketTasks).Get([]byte(task.ID))
-			kept = keptMarker(rec)
+			kept = taskrec.Kept(rec)
 			return nil
 		})
 		return evKeys, kept
@@ -208,7 +374,7 @@ func TestCreateKeepsEvents(t *testing.T) {
 		t.Fatalf("after a small update: %d event records, kept in the task %v; want 0, true", n, kept)
 	}
 	big := evs(5, 1)
-	big[0].Data = wire.JSONValue(`{"pad":"` + strings.Repeat("x", keptMax) + `"}`)
+	big[0].Data = wire.JSONValue(`{"pad":"` + strings.Repeat("x", taskrec.KeptMax) + `"}`)
 	write(false, big) // does not fit: to the events bucket, and so are later ones
 	task.Status = wire.StatusCompleted
 	task.History = append(task.History, wire.Transition{From: wire.StatusExecuting, Status: wire.StatusCompleted, At: wire.Time{Time: now}})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/store/kv"
+	"github.com/synapse-edge/synapse/store/taskrec"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -78,19 +79,10 @@ func (tx *Tx) Task(id string) (*wire.Task, error) {
 		return nil, ErrNotFound
 	}
 	t := new(wire.Task)
-	if err := decodeTask(raw, t); err != nil {
+	if err := decodeTask(id, raw, t); err != nil {
 		return nil, fmt.Errorf("decode task %q: %w", id, err)
 	}
 	return t, nil
-}
-
-// decodeTask decodes the task of a task record into v.
-func decodeTask(rec []byte, v any) error {
-	raw, _, err := splitTaskRecord(rec)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(raw, v)
 }
 
 // TaskFilter selects tasks in ListTasks.
@@ -127,7 +119,7 @@ func (tx *Tx) ListTasks(f TaskFilter) ([]*wire.Task, string, error) {
 	var out []*wire.Task
 	for ; k != nil; k, v = c.Prev() {
 		t := new(wire.Task)
-		if err := decodeTask(v, t); err != nil {
+		if err := decodeTask(string(k), v, t); err != nil {
 			return nil, "", fmt.Errorf("decode task %q: %w", k, err)
 		}
 		if f.Status != "" && t.Status != f.Status {
@@ -153,15 +145,12 @@ func (tx *Tx) CountTasks() int { return tx.b(bucketTasks).KeyN() }
 // CountTasksByStatus counts the task records by status.
 func (tx *Tx) CountTasksByStatus() (map[wire.Status]int, error) {
 	out := map[wire.Status]int{}
-	var t struct {
-		Status wire.Status `json:"status"`
-	}
 	err := tx.b(bucketTasks).ForEach(func(k, v []byte) error {
-		t.Status = ""
-		if err := decodeTask(v, &t); err != nil {
+		st, err := taskrec.Status(string(k), v)
+		if err != nil {
 			return fmt.Errorf("decode task %q: %w", k, err)
 		}
-		out[t.Status]++
+		out[st]++
 		return nil
 	})
 	return out, err
@@ -184,10 +173,8 @@ func (tx *Tx) AppendEvent(e *wire.Event) error {
 		return fmt.Errorf("encode event %s/%d: %w", e.TaskID, e.Seq, err)
 	}
 	tasks := tx.b(bucketTasks)
-	if rec := tasks.Get([]byte(e.TaskID)); len(rec) > 0 && rec[0] == recWithEvents {
-		closed := bytes.Clone(rec)
-		closed[0] = recKeptClosed
-		if err := tasks.Put([]byte(e.TaskID), closed); err != nil {
+	if rec := tasks.Get([]byte(e.TaskID)); taskrec.Open(rec) {
+		if err := tasks.Put([]byte(e.TaskID), taskrec.Closed(rec)); err != nil {
 			return err
 		}
 	}
@@ -203,17 +190,12 @@ func (tx *Tx) Events(taskID string, after uint64, limit int) ([]*wire.Event, err
 	var out []*wire.Event
 	full := func() bool { return limit > 0 && len(out) >= limit }
 	if rec := tx.b(bucketTasks).Get([]byte(taskID)); rec != nil {
-		_, kept, err := splitTaskRecord(rec)
-		if err != nil {
+		var err error
+		if out, err = taskrec.KeptEvents(taskID, rec, after, limit, out); err != nil {
 			return nil, fmt.Errorf("decode task %q: %w", taskID, err)
 		}
-		if len(kept) > 0 {
-			if out, err = appendEvents(out, []byte(taskID), kept, after, limit); err != nil {
-				return nil, err
-			}
-			if full() {
-				return out, nil
-			}
+		if full() {
+			return out, nil
 		}
 	}
 	prefix := append([]byte(taskID), 0)

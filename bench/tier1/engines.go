@@ -37,6 +37,7 @@ type runStats struct {
 	CommitSecs  float64 `json:"commit_seconds,omitempty"`
 	MaxRSS      int64   `json:"max_rss_bytes,omitempty"`
 	CPU         float64 `json:"cpu_seconds,omitempty"`
+	DiskBytes   int64   `json:"disk_bytes,omitempty"`
 	FramesPerS  float64 `json:"frames_per_second"`
 	FramesAcked int     `json:"frames_acked"`
 }

@@ -287,7 +287,7 @@ func (b *bench) runOnce(ctx context.Context, e engine, round, frames int) (runSt
 	if err != nil {
 		return runStats{}, err
 	}
-	st.MaxRSS, st.CPU = rss, cpu.Seconds()
+	st.MaxRSS, st.CPU, st.DiskBytes = rss, cpu.Seconds(), s.written()
 	if st.Elapsed > 0 {
 		st.FramesPerS = float64(st.Frames) / st.Elapsed.Seconds()
 	}

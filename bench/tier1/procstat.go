@@ -65,11 +65,29 @@ func procCPU(pid int) (time.Duration, error) {
 	return time.Duration(ut+st) * time.Second / userHZ, nil
 }
 
+// procWriteBytes is what pid has caused to be written to storage
+// (write_bytes of /proc/PID/io: the page cache's dirtied pages, whole
+// pages, as they are dirtied).
+func procWriteBytes(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", errNoProc, err)
+	}
+	for line := range bytes.Lines(b) {
+		if rest, ok := bytes.CutPrefix(line, []byte("write_bytes:")); ok {
+			return strconv.ParseInt(strings.TrimSpace(string(rest)), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("%w: no write_bytes line for pid %d", errNoProc, pid)
+}
+
 // sampler records the largest RSS of a process every 100 ms, and its CPU
-// time between start and stop.
+// time and bytes written between start and stop.
 type sampler struct {
 	pid     int
 	cpu0    time.Duration
+	wb0     int64 // -1: unknown
+	wb      int64
 	maxRSS  int64
 	stopped chan struct{}
 	done    chan struct{}
@@ -84,6 +102,10 @@ func sample(pid int) *sampler {
 	}
 	s.cpu0, _ = procCPU(pid)
 	s.maxRSS, _ = procRSS(pid)
+	var err error
+	if s.wb0, err = procWriteBytes(pid); err != nil {
+		s.wb0 = -1
+	}
 	go func() {
 		defer close(s.done)
 		t := time.NewTicker(100 * time.Millisecond)
@@ -116,5 +138,13 @@ func (s *sampler) stop() (maxRSS int64, cpu time.Duration) {
 	if c, err := procCPU(s.pid); err == nil {
 		cpu = c - s.cpu0
 	}
+	if wb, err := procWriteBytes(s.pid); err == nil && s.wb0 >= 0 {
+		s.wb = wb - s.wb0
+	}
 	return s.maxRSS, cpu
 }
+
+// written is what the process wrote between sample and stop (0 when it
+// could not be read). A write the process makes after the run (the
+// agent's next checkpoint) is not in it.
+func (s *sampler) written() int64 { return s.wb }

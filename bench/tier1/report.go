@@ -49,6 +49,9 @@ type engineResult struct {
 	MaxRSS int64   `json:"max_rss_bytes,omitempty"`
 	// CPUPerFrame is the server process's CPU time per frame, median run.
 	CPUPerFrame time.Duration `json:"cpu_per_frame_ns,omitempty"`
+	// DiskPerFrame is what the server process wrote to storage per
+	// frame (write_bytes), median run.
+	DiskPerFrame float64 `json:"disk_bytes_per_frame,omitempty"`
 }
 
 // target is one of the goals the issue sets, checked against the medians.
@@ -77,15 +80,17 @@ func (r *results) summarize() {
 	ref := map[string]float64{} // group → synapse median
 	for i := range r.Engines {
 		e := &r.Engines[i]
-		rates, cpus := make([]float64, len(e.Runs)), make([]float64, len(e.Runs))
+		rates, cpus, disk := make([]float64, len(e.Runs)), make([]float64, len(e.Runs)), make([]float64, len(e.Runs))
 		for j, st := range e.Runs {
 			rates[j] = st.FramesPerS
 			cpus[j] = st.CPU / float64(max(st.Frames, 1))
+			disk[j] = float64(st.DiskBytes) / float64(max(st.Frames, 1))
 			e.MaxRSS = max(e.MaxRSS, st.MaxRSS)
 		}
 		e.Median = median(rates)
 		if e.Pid > 0 {
 			e.CPUPerFrame = time.Duration(median(cpus) * 1e9)
+			e.DiskPerFrame = median(disk)
 		}
 		if e.Synapse {
 			ref[e.Group] = e.Median
@@ -130,8 +135,8 @@ func (r *results) writeTable(w io.Writer) {
 	c := r.Config
 	fmt.Fprintf(w, "\n## Tier-1 ingest, one connection, %d rounds interleaved (%s/%s, %d CPUs, %s)\n\n",
 		c.Rounds, r.GOOS, r.GOARCH, r.CPUs, r.Started.Format("2006-01-02 15:04 UTC"))
-	fmt.Fprintln(w, "| engine | message | acked on | median frames/s | synapse ÷ engine | runs (frames/s) | server CPU/frame | server max RSS |")
-	fmt.Fprintln(w, "|---|---|---|--:|--:|---|--:|--:|")
+	fmt.Fprintln(w, "| engine | message | acked on | median frames/s | synapse ÷ engine | runs (frames/s) | server CPU/frame | server bytes written/frame | server max RSS |")
+	fmt.Fprintln(w, "|---|---|---|--:|--:|---|--:|--:|--:|")
 	for _, e := range r.Engines {
 		runs := make([]string, len(e.Runs))
 		for i, st := range e.Runs {
@@ -141,17 +146,20 @@ func (r *results) writeTable(w io.Writer) {
 		if e.Ratio > 0 {
 			ratio = fmt.Sprintf("%.2f×", e.Ratio)
 		}
-		cpu, rss := "—", "—"
+		cpu, rss, disk := "—", "—", "—"
 		if e.Pid > 0 {
+			disk = fmt.Sprintf("%.0f B", e.DiskPerFrame)
 			cpu = fmt.Sprintf("%.2f µs", float64(e.CPUPerFrame)/1e3)
 			if e.CPUPerFrame == 0 { // under one clock tick for the run
 				cpu = fmt.Sprintf("< %.2f µs", 1e6/userHZ/float64(max(e.Frames, 1)))
 			}
 			rss = fmt.Sprintf("%.0f MiB", float64(e.MaxRSS)/(1<<20))
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s |\n", e.Name, e.Unit, e.Ack, human(e.Median), ratio,
-			strings.Join(runs, ", "), cpu, rss)
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", e.Name, e.Unit, e.Ack, human(e.Median), ratio,
+			strings.Join(runs, ", "), cpu, disk, rss)
 	}
+	fmt.Fprintln(w, "\nServer bytes written/frame: the server process's write_bytes (/proc/PID/io: whole pages, as the page cache dirties them) "+
+		"over the run, per frame, median run; what it writes after the run (the agent's next checkpoint, within a second) is not in it.")
 	fmt.Fprintf(w, "\nFrames per run: %d in messages of %d frames (the MQTT and NATS payload is the same encoded tier-1 batch), "+
 		"%d in one-frame messages (MQTT/NATS payload: one encoded frame; synapse: a one-frame batch). "+
 		"Ratios compare with the synapse row of the same message size; bbolt compares with the batched synapse row. "+
