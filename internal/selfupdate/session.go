@@ -63,7 +63,8 @@ func Executable() (string, error) {
 // Begin settles the state file at the start of serve. A binary whose
 // earlier trial start died is rolled back here: Restarting is then true
 // and End starts the previous binary. A state file that cannot be read
-// is logged and ignored (it never stops an agent from serving).
+// or written is logged and the binary serves: an update's bookkeeping
+// never stops an agent from serving (and a failure there never loops).
 func Begin(o Options) (*Session, error) {
 	s := &Session{argv: o.Argv, mode: o.Config.RestartMode(), log: o.Log, start: time.Now()}
 	if s.log == nil {
@@ -94,18 +95,24 @@ func Begin(o Options) (*Session, error) {
 	}
 	sum, err := fileSHA256(s.bin)
 	if err != nil {
-		return s, fmt.Errorf("update: hash the running binary: %w", err)
+		s.log.Error("update: cannot hash the running binary; no trial", "err", err)
+		return s, nil
 	}
 	if sum != st.SHA256 {
 		st.State, st.FinishedAt = StateAborted, time.Now().UTC()
 		st.Reason = "the swap did not finish: the binary in place is not the update's"
 		s.log.Warn("update: aborted", "reason", st.Reason, "version", o.Version)
-		return s, writeState(s.bin, st)
+		if err := writeState(s.bin, st); err != nil {
+			s.log.Error("update: write the state file", "err", err)
+		}
+		return s, nil
 	}
 	if st.Attempts >= 1 {
 		reason := fmt.Sprintf("version %s did not report SERVING: its start %d ended (it exited, crashed or was killed) before it did", st.Version, st.Attempts)
 		if err := restore(s.bin, st, reason); err != nil {
-			return s, err
+			// Serving the new binary beats a restart loop.
+			s.log.Error("update: cannot roll back; serving the new binary", "version", st.Version, "reason", reason, "err", err)
+			return s, nil
 		}
 		s.log.Error("update: rolled back", "version", st.Version, "to_version", st.FromVersion, "reason", reason)
 		s.restart = "rollback to " + st.FromVersion
@@ -114,7 +121,11 @@ func Begin(o Options) (*Session, error) {
 	}
 	st.Attempts++
 	if err := writeState(s.bin, st); err != nil {
-		return s, fmt.Errorf("update: record the trial start: %w", err)
+		// Without the count a crash could not be told from a first
+		// start: no trial (README: Updating, the directory must be the
+		// agent's to write).
+		s.log.Error("update: cannot record the trial start, so no rollback is possible; serving", "version", st.Version, "err", err)
+		return s, nil
 	}
 	s.trial = st
 	s.log.Info("update: on trial", "version", st.Version, "from_version", st.FromVersion, "health_timeout", time.Duration(st.HealthTimeoutSeconds)*time.Second)
