@@ -174,6 +174,12 @@ func serve(ctx context.Context, sio *command.IO, log *slog.Logger, file config.F
 		_ = a.Close(context.Background())
 		return err
 	}
+	stopUpdates, err := startRemoteUpdate(ctx, a, mq, file, up, log)
+	if err != nil {
+		_ = a.Close(context.Background())
+		return err
+	}
+	defer stopUpdates()
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		_ = a.Close(context.Background())

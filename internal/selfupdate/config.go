@@ -1,6 +1,8 @@
 package selfupdate
 
 import (
+	"crypto/ed25519"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"os"
@@ -47,6 +49,10 @@ type Config struct {
 	Restart string `json:"restart,omitempty"`
 	// MaxBytes caps a download; 0 means 256 MiB.
 	MaxBytes int64 `json:"max_bytes,omitempty"`
+	// OperatorKeys are the Ed25519 public keys (base64 of the 32 bytes)
+	// one of which must sign an update command from the broker
+	// (cli/remoteupdate); none: the agent takes no update command.
+	OperatorKeys []string `json:"operator_keys,omitempty"`
 
 	// dir is the config file's directory, for ReleaseKeysFile.
 	dir string
@@ -79,6 +85,11 @@ func (c *Config) Validate() error {
 	case "", RestartExec, RestartExit:
 	default:
 		errs = append(errs, fmt.Errorf("update.restart: %q is not exec or exit", c.Restart))
+	}
+	for i, k := range c.OperatorKeys {
+		if b, err := base64.StdEncoding.DecodeString(k); err != nil || len(b) != ed25519.PublicKeySize {
+			errs = append(errs, fmt.Errorf("update.operator_keys[%d]: not base64 of a 32-byte Ed25519 public key", i))
+		}
 	}
 	if c.MaxBytes < 0 {
 		errs = append(errs, fmt.Errorf("update.max_bytes: %d is negative", c.MaxBytes))
@@ -144,4 +155,18 @@ func (c *Config) Keys() ([]PublicKey, error) {
 		return nil, errors.New("no release key: set update.release_keys or update.release_keys_file in the config")
 	}
 	return keys, nil
+}
+
+// Operators returns the operator keys decoded (Validate checked them).
+func (c *Config) Operators() []ed25519.PublicKey {
+	if c == nil {
+		return nil
+	}
+	var keys []ed25519.PublicKey
+	for _, k := range c.OperatorKeys {
+		if b, err := base64.StdEncoding.DecodeString(k); err == nil && len(b) == ed25519.PublicKeySize {
+			keys = append(keys, ed25519.PublicKey(b))
+		}
+	}
+	return keys
 }

@@ -49,6 +49,24 @@ type Session struct {
 	restart string // why a restart is wanted; "" none
 	cancel  context.CancelFunc
 	stopSig func()
+	settled func(State) // OnSettled's
+}
+
+// OnSettled sets f to be called (once, from the watch) when the trial of
+// this binary ends: committed or rolled back.
+func (s *Session) OnSettled(f func(State)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.settled = f
+}
+
+// Current is the state file as this start left it (nil: none).
+func (s *Session) Current() *State {
+	if s.bin == "" {
+		return nil
+	}
+	st, _ := ReadState(s.bin)
+	return st
 }
 
 // Executable is the running binary's path, its symbolic links resolved.
@@ -230,6 +248,12 @@ func (s *Session) settle(f func(*State) error) bool {
 	}
 	if err := f(st); err != nil {
 		s.log.Error("update: write the state file", "err", err)
+	}
+	s.mu.Lock()
+	cb := s.settled
+	s.mu.Unlock()
+	if cb != nil && st.State != StateTrial {
+		cb(*st)
 	}
 	return true
 }
