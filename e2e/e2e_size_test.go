@@ -76,14 +76,16 @@ var maxBinary = map[string]int64{
 // and the issue 33 targets likewise. The reload of the config file
 // (issue 32, package cli/reload: about 44 KiB on amd64) moved the MIPS
 // -grpc binaries a 64 KiB step up, from 16,974,017 to 17,105,089 B:
-// their ceiling is 64 KiB higher since.
+// their ceiling is 64 KiB higher since. Self-update (see maxBinary) took
+// amd64 -grpc to 16,220,322 B (32,930 over) and the MIPS -grpc pair to
+// 17,563,841 B (193 over): their ceilings are 64 KiB higher.
 var maxBinaryGRPC = map[string]int64{
-	"amd64":   15<<20 + 448<<10,
+	"amd64":   15<<20 + 512<<10,
 	"arm64":   14<<20 + 320<<10,
 	"arm":     14<<20 + 768<<10,
 	"armv6":   14<<20 + 832<<10,
-	"mipsle":  16<<20 + 768<<10,
-	"mips":    16<<20 + 768<<10,
+	"mipsle":  16<<20 + 832<<10,
+	"mips":    16<<20 + 832<<10,
 	"riscv64": 13<<20 + 768<<10,
 }
 

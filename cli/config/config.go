@@ -101,7 +101,6 @@ func LoadHashed(path string, getenv func(string) string) (File, string, error) {
 		if err := decodeFile(&f, path, raw); err != nil {
 			return f, hash, err
 		}
-		f.Update.SetDir(filepath.Dir(path))
 	}
 	if err := LoadEnv(&f, getenv); err != nil {
 		return f, hash, err
@@ -131,6 +130,7 @@ func decodeFile(f *File, path string, raw []byte) error {
 	}
 	// Relative command paths and dirs are relative to the config file.
 	base := filepath.Dir(path)
+	f.Update.SetDir(base)
 	for i := range f.Commands {
 		h := &f.Commands[i]
 		if len(h.Command) > 0 && strings.Contains(h.Command[0], "/") && !filepath.IsAbs(h.Command[0]) {

@@ -125,7 +125,7 @@ func (m *Manager) Start(ctx context.Context) error {
 	m.o.Session.OnSettled(func(st selfupdate.State) {
 		r := m.stateReport()
 		r.Result, r.Reason, r.Update, r.FromVersion = st.State, st.Reason, st.Version, st.FromVersion
-		m.publish(r)
+		go m.publish(r) // a rollback's restart does not wait for the broker
 	})
 	if rep.DesiredVersion > 0 {
 		go m.publish(rep)

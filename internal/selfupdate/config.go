@@ -66,8 +66,7 @@ func (c *Config) SetDir(dir string) {
 	}
 }
 
-// Validate checks the section's values (not the keys' files, which Keys
-// reads).
+// Validate checks the section's values and reads release_keys_file.
 func (c *Config) Validate() error {
 	if c == nil {
 		return nil
@@ -76,6 +75,11 @@ func (c *Config) Validate() error {
 	for i, k := range c.ReleaseKeys {
 		if _, err := ParsePublicKey(k); err != nil {
 			errs = append(errs, fmt.Errorf("update.release_keys[%d]: %w", i, err))
+		}
+	}
+	if c.ReleaseKeysFile != "" {
+		if _, err := (&Config{ReleaseKeysFile: c.ReleaseKeysFile, dir: c.dir}).Keys(); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if c.HealthTimeoutSeconds < 0 || c.HealthTimeoutSeconds > 3600 {

@@ -287,8 +287,13 @@ func TestConfig(t *testing.T) {
 	if _, err := (*Config)(nil).Keys(); err == nil {
 		t.Fatal("no section gave keys")
 	}
-	bad := &Config{ReleaseKeys: []string{"nope"}, HealthTimeoutSeconds: -1, Restart: "reboot", MaxBytes: -1}
-	if err := bad.Validate(); err == nil || strings.Count(err.Error(), "update.") != 4 {
+	if err := c.Validate(); err != nil {
+		t.Fatalf("validate: %v", err)
+	}
+	bad := &Config{ReleaseKeys: []string{"nope"}, HealthTimeoutSeconds: -1, Restart: "reboot", MaxBytes: -1,
+		ReleaseKeysFile: "missing.pub", OperatorKeys: []string{"AAAA"}}
+	bad.SetDir(dir)
+	if err := bad.Validate(); err == nil || strings.Count(err.Error(), "update.") != 6 {
 		t.Fatalf("validate: %v", err)
 	}
 	if (*Config)(nil).HealthTimeout() != DefaultHealthTimeout || (*Config)(nil).RestartMode() != RestartExec {
