@@ -57,14 +57,14 @@ var onlyImporters = []onlyImporter{
 	{"github.com/eclipse/paho.mqtt.golang", []string{"transport/mqtt"}, "transport/mqtt is the one MQTT client"},
 	// The engine starts no processes: the configured commands are package
 	// handlers' job.
-	{"os/exec", []string{"handlers", "client/agenttest", "transport/mqtt/mqtttest"},
-		"handlers runs the configured commands; the test harnesses start the agent and the broker"},
+	{"os/exec", []string{"handlers", "client/agenttest", "transport/mqtt/mqtttest", "internal/selfupdate"},
+		"handlers runs the configured commands; the test harnesses start the agent and the broker; internal/selfupdate runs a new release's --version before it swaps it in"},
 	// So agent, tier1, negotiate, hil, group (and every other package of
 	// the engine, the seam and the APIs) import no net/http.
-	{"net/http", []string{"transport/httptransport", "transport/wstransport", "transport/a2aclient", "client", "client/agenttest", "internal/testutil/hooktest", "cli/command", "grpcapi"},
+	{"net/http", []string{"transport/httptransport", "transport/wstransport", "transport/a2aclient", "client", "client/agenttest", "internal/testutil/hooktest", "cli/command", "grpcapi", "internal/selfupdate"},
 		"bytes go out through the transport seam's wires (HTTP, WebSocket, A2A); client is the Go client of the REST API, " +
 			"client/agenttest its test harness, internal/testutil/hooktest the webhook of the tests, cli/command the command line's requests that client has no method for, " +
-			"grpcapi maps the registry's HTTP statuses onto gRPC codes"},
+			"grpcapi maps the registry's HTTP statuses onto gRPC codes, internal/selfupdate downloads a release (synapse update --url, the broker's update command)"},
 }
 
 // leafPackages import no package of the module: every other package may
@@ -168,7 +168,7 @@ func TestImportRulesCatch(t *testing.T) {
 	got := strings.Join(checkRules(bad), "\n")
 	for _, want := range []string{
 		"tier1 imports go.etcd.io/bbolt (uplink.go); only store, store/kv may: store owns the file format; store/kv is its layered view over the file",
-		"tier1 imports net/http (uplink.go); only transport/httptransport, transport/wstransport, transport/a2aclient, client, client/agenttest, internal/testutil/hooktest, cli/command, grpcapi may",
+		"tier1 imports net/http (uplink.go); only transport/httptransport, transport/wstransport, transport/a2aclient, client, client/agenttest, internal/testutil/hooktest, cli/command, grpcapi, internal/selfupdate may",
 		"cli imports github.com/fasthttp/websocket (send.go); only httpapi, client, transport/wstransport may",
 		"cli imports github.com/valyala/fasthttp/fasthttputil (send.go); only httpapi, a2a/a2ahttp, internal/sse, transport/httptransport may",
 		"grpcapi imports store (tasks.go): API packages",

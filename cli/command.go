@@ -14,6 +14,7 @@ import (
 	"github.com/synapse-edge/synapse/cli/peercmd"
 	"github.com/synapse-edge/synapse/cli/taskcmd"
 	"github.com/synapse-edge/synapse/cli/tier1cmd"
+	"github.com/synapse-edge/synapse/cli/updatecmd"
 )
 
 // commands returns the command table in the order of the main usage.
@@ -38,6 +39,7 @@ func commands() []*command.Command {
 		{Name: "contract", Summary: "protocol contracts with peers: list, show, revoke", Verbs: peercmd.ContractVerbs()},
 		{Name: "cert", Summary: "the agent's TLS certificate: init writes a self-signed one", Verbs: certVerbs()},
 		{Name: "audit", Summary: "the hash-chained audit log of security events: list, verify", Verbs: admincmd.AuditVerbs()},
+		leaf("update", updatecmd.UpdateVerb(Version)),
 		leaf("version", versionVerb()),
 		{Name: "help", Summary: "show help for a command or verb"},
 	}

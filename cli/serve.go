@@ -20,6 +20,7 @@ import (
 	"github.com/synapse-edge/synapse/handlers"
 	"github.com/synapse-edge/synapse/hil"
 	"github.com/synapse-edge/synapse/httpapi"
+	"github.com/synapse-edge/synapse/internal/selfupdate"
 	"github.com/synapse-edge/synapse/internal/startpages"
 	"github.com/synapse-edge/synapse/internal/tlscert"
 	"github.com/synapse-edge/synapse/peer"
@@ -40,7 +41,8 @@ SIGTERM or SIGINT stops accepting requests, lets running tasks finish for
 --grace, closes streams and the store, and exits 0. SIGHUP (or POST
 /admin/reload) reads the config file again: a good file's live fields take
 effect at once, a bad one changes nothing (README: Reloading without a
-restart).
+restart). SIGUSR2 restarts into the binary in place (after synapse update;
+README: Updating).
 
 Examples:
   synapse serve
@@ -115,12 +117,12 @@ func runServe(ctx context.Context, sio *command.IO, args []string) error {
 	if *configFile != "" {
 		rl = &reload.Options{Path: *configFile, Hash: hash, Running: file, Flags: flags, Level: level, LevelFlag: levelFlag}
 	}
-	return serve(ctx, sio, log, file, *grace, extra, rl)
+	return serveUpdating(ctx, sio, log, file, *grace, extra, rl)
 }
 
 // serve runs the agent of the configuration file: each package gets its
 // own section.
-func serve(ctx context.Context, sio *command.IO, log *slog.Logger, file config.File, grace time.Duration, extra *extraServers, ropts *reload.Options) error {
+func serve(ctx context.Context, sio *command.IO, log *slog.Logger, file config.File, grace time.Duration, extra *extraServers, ropts *reload.Options, up *selfupdate.Session) error {
 	cfg := file.Config
 	var tlsSrv *tlscert.Server
 	if file.TLS.Enabled() {
@@ -172,6 +174,12 @@ func serve(ctx context.Context, sio *command.IO, log *slog.Logger, file config.F
 		_ = a.Close(context.Background())
 		return err
 	}
+	stopUpdates, err := startRemoteUpdate(ctx, a, mq, file, up, log)
+	if err != nil {
+		_ = a.Close(context.Background())
+		return err
+	}
+	defer stopUpdates()
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		_ = a.Close(context.Background())
@@ -213,6 +221,7 @@ func serve(ctx context.Context, sio *command.IO, log *slog.Logger, file config.F
 	srv := httpapi.New(a, hopts)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
+	up.Watch(ctx, a.Serving) // a binary on trial: SERVING in time, or rolled back
 	stopHUP := reload.WatchSIGHUP(ctx, rl, log)
 	defer stopHUP()
 

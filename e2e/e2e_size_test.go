@@ -54,13 +54,20 @@ const (
 // package, config reload (cli/reload), TLS pinning of peers, seed-003
 // SendMessage and the peer refusals: amd64 12,247,202 → 12,570,786 B,
 // mips 13,697,217 B; the margin left is 128 to 200 KiB.
+//
+// Self-update (issue 32: internal/selfupdate, cli/updatecmd,
+// cli/remoteupdate and x/crypto/blake2b for minisign's prehashed
+// signatures) added 184 KiB on amd64 (12,583,074 -> 12,771,490 B), 192 on
+// armv7 (11,993,250 -> 12,189,858) and 128 on mips (13,697,217 ->
+// 13,828,289): armv7 and the MIPS pair passed their ceilings by under
+// 200 bytes, so theirs are 64 KiB (one step of their size) higher.
 var maxBinary = map[string]int64{
 	"amd64":   12<<20 + 192<<10,
 	"arm64":   11<<20 + 256<<10,
-	"arm":     11<<20 + 640<<10,
+	"arm":     11<<20 + 704<<10,
 	"armv6":   11<<20 + 704<<10,
-	"mipsle":  13<<20 + 192<<10,
-	"mips":    13<<20 + 192<<10,
+	"mipsle":  13<<20 + 256<<10,
+	"mips":    13<<20 + 256<<10,
 	"riscv64": 10<<20 + 832<<10,
 }
 
@@ -69,14 +76,16 @@ var maxBinary = map[string]int64{
 // and the issue 33 targets likewise. The reload of the config file
 // (issue 32, package cli/reload: about 44 KiB on amd64) moved the MIPS
 // -grpc binaries a 64 KiB step up, from 16,974,017 to 17,105,089 B:
-// their ceiling is 64 KiB higher since.
+// their ceiling is 64 KiB higher since. Self-update (see maxBinary) took
+// amd64 -grpc to 16,220,322 B (32,930 over) and the MIPS -grpc pair to
+// 17,563,841 B (193 over): their ceilings are 64 KiB higher.
 var maxBinaryGRPC = map[string]int64{
-	"amd64":   15<<20 + 448<<10,
+	"amd64":   15<<20 + 512<<10,
 	"arm64":   14<<20 + 320<<10,
 	"arm":     14<<20 + 768<<10,
 	"armv6":   14<<20 + 832<<10,
-	"mipsle":  16<<20 + 768<<10,
-	"mips":    16<<20 + 768<<10,
+	"mipsle":  16<<20 + 832<<10,
+	"mips":    16<<20 + 832<<10,
 	"riscv64": 13<<20 + 768<<10,
 }
 

@@ -3,7 +3,9 @@
 # into a temporary directory, then checks it as a user would: sha256sum -c
 # of SHA256SUMS, minisign -V of its signature (and that a changed SHA256SUMS
 # fails it), each tarball's files, and that the amd64 binary's --version is
-# the VERSION it was built as; then the packages (scripts/test-packages.sh:
+# the VERSION it was built as; each bare binary's .minisig by minisign -V,
+# and the amd64 one taken by synapse update (the release key in a config);
+# then the packages (scripts/test-packages.sh:
 # lintian, dpkg -i, systemd-analyze verify, purge, the .ipk's control and
 # init script, the OCI layout by skopeo). Without minisign: skipped, or a
 # failure when CI=true (scripts/ci-deps.sh installs it).
@@ -52,6 +54,19 @@ case $got in
 "synapse $version linux/amd64 "*) echo "test-dist: $got" ;;
 *) echo "test-dist: --version printed '$got', want 'synapse $version linux/amd64 ...'" >&2; exit 1 ;;
 esac
-echo "test-dist: $n tarballs, SHA256SUMS and its signature verified"
+nbin=0
+for bin in synapse-"$version"-*; do
+	case $bin in *.tar.gz | *-oci.tar | *.minisig) continue ;; esac
+	minisign -q -H -Vm "$bin" -p "$tmp/test.pub"
+	nbin=$((nbin + 1))
+done
+[ "$nbin" -eq "$targets" ] || { echo "test-dist: $nbin signed binaries for $targets targets" >&2; exit 1; }
+mkdir -p "$tmp/gw"
+cp "$tmp/synapse-$version-linux-amd64/synapse" "$tmp/gw/synapse"
+cp "$tmp/test.pub" "$tmp/gw/release.pub"
+echo '{"update": {"release_keys_file": "release.pub"}}' >"$tmp/gw/config.json"
+"$tmp/gw/synapse" update --config "$tmp/gw/config.json" --file "synapse-$version-linux-amd64"
+[ -f "$tmp/gw/synapse.prev" ] || { echo "test-dist: synapse update kept no previous binary" >&2; exit 1; }
+echo "test-dist: $n tarballs, $nbin signed binaries (one taken by synapse update), SHA256SUMS and its signature verified"
 cd "$OLDPWD"
 VERSION="$version" TARGETS="${TARGETS:-build/targets.txt}" scripts/test-packages.sh "$tmp/dist"

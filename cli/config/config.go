@@ -25,6 +25,7 @@ import (
 	"github.com/synapse-edge/synapse/handlers"
 	"github.com/synapse-edge/synapse/hil"
 	"github.com/synapse-edge/synapse/httpapi"
+	"github.com/synapse-edge/synapse/internal/selfupdate"
 	"github.com/synapse-edge/synapse/internal/tlscert"
 	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/transport/a2aclient"
@@ -51,6 +52,9 @@ type File struct {
 	// TLS, if set with a cert_file, serves the HTTP API (and the gRPC
 	// one) over TLS.
 	TLS *tlscert.Config `json:"tls,omitempty"`
+	// Update, if set, names the release keys self-update trusts
+	// (internal/selfupdate).
+	Update *selfupdate.Config `json:"update,omitempty"`
 }
 
 // Handlers is the handlers' part of the file (its top-level keys
@@ -71,7 +75,7 @@ func (f *File) Validate() error {
 // sections checks the sections of the packages other than agent.
 func (f *File) sections() error {
 	return errors.Join(f.checkLogLevel(), f.Handlers.Validate(), f.HTTP.Validate(), f.HIL.Validate(), f.A2A.Validate(), f.checkMQTT(),
-		f.P2P.Validate(), f.Registry.Validate(), f.TLS.Validate())
+		f.P2P.Validate(), f.Registry.Validate(), f.TLS.Validate(), f.Update.Validate())
 }
 
 // Load returns the configuration of the file at path (none when path is
@@ -126,6 +130,7 @@ func decodeFile(f *File, path string, raw []byte) error {
 	}
 	// Relative command paths and dirs are relative to the config file.
 	base := filepath.Dir(path)
+	f.Update.SetDir(base)
 	for i := range f.Commands {
 		h := &f.Commands[i]
 		if len(h.Command) > 0 && strings.Contains(h.Command[0], "/") && !filepath.IsAbs(h.Command[0]) {

@@ -38,3 +38,23 @@ func (t Topics) Inbox(agentID string) (string, error) {
 	}
 	return t.Prefix + "/agents/" + agentID + "/inbox", nil
 }
+
+// Self-update through the broker (package cli/remoteupdate).
+
+// UpdateDesired is {prefix}/agents/{agent_id}/update/desired: the
+// retained, operator-signed update command for the agent.
+func (t Topics) UpdateDesired(agentID string) (string, error) {
+	if !validLevel(agentID) {
+		return "", fmt.Errorf("mqtt: agent_id %q cannot be a topic level", agentID)
+	}
+	return t.Prefix + "/agents/" + agentID + "/update/desired", nil
+}
+
+// UpdateReported is {prefix}/agents/{agent_id}/update/reported: the
+// agent's retained, signed account of its last update command.
+func (t Topics) UpdateReported(agentID string) (string, error) {
+	if !validLevel(agentID) {
+		return "", fmt.Errorf("mqtt: agent_id %q cannot be a topic level", agentID)
+	}
+	return t.Prefix + "/agents/" + agentID + "/update/reported", nil
+}
