@@ -2116,11 +2116,13 @@ func (x *ListGroupMembersResponse) GetMembers() []*GroupMember {
 }
 
 type GroupMember struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	AgentId       string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
-	Role          string                 `protobuf:"bytes,2,opt,name=role,proto3" json:"role,omitempty"`
-	JoinedAt      string                 `protobuf:"bytes,3,opt,name=joined_at,json=joinedAt,proto3" json:"joined_at,omitempty"`
-	Weight        float64                `protobuf:"fixed64,4,opt,name=weight,proto3" json:"weight,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	AgentId  string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	Role     string                 `protobuf:"bytes,2,opt,name=role,proto3" json:"role,omitempty"`
+	JoinedAt string                 `protobuf:"bytes,3,opt,name=joined_at,json=joinedAt,proto3" json:"joined_at,omitempty"`
+	Weight   float64                `protobuf:"fixed64,4,opt,name=weight,proto3" json:"weight,omitempty"`
+	// The task types the member declared when it joined.
+	TaskTypes     []string `protobuf:"bytes,5,rep,name=task_types,json=taskTypes,proto3" json:"task_types,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2181,6 +2183,13 @@ func (x *GroupMember) GetWeight() float64 {
 		return x.Weight
 	}
 	return 0
+}
+
+func (x *GroupMember) GetTaskTypes() []string {
+	if x != nil {
+		return x.TaskTypes
+	}
+	return nil
 }
 
 type HealthCheckResponse struct {
@@ -2427,12 +2436,14 @@ const file_synapse_proto_rawDesc = "" +
 	"\bgroup_id\x18\x01 \x01(\tR\agroupId\"h\n" +
 	"\x18ListGroupMembersResponse\x12\x19\n" +
 	"\bgroup_id\x18\x01 \x01(\tR\agroupId\x121\n" +
-	"\amembers\x18\x02 \x03(\v2\x17.synapse.v1.GroupMemberR\amembers\"q\n" +
+	"\amembers\x18\x02 \x03(\v2\x17.synapse.v1.GroupMemberR\amembers\"\x90\x01\n" +
 	"\vGroupMember\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x12\n" +
 	"\x04role\x18\x02 \x01(\tR\x04role\x12\x1b\n" +
 	"\tjoined_at\x18\x03 \x01(\tR\bjoinedAt\x12\x16\n" +
-	"\x06weight\x18\x04 \x01(\x01R\x06weight\"n\n" +
+	"\x06weight\x18\x04 \x01(\x01R\x06weight\x12\x1d\n" +
+	"\n" +
+	"task_types\x18\x05 \x03(\tR\ttaskTypes\"n\n" +
 	"\x13HealthCheckResponse\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\tR\x06status\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12%\n" +
