@@ -1236,8 +1236,22 @@ type CapabilitiesResponse struct {
 	SystemId              string                 `protobuf:"bytes,11,opt,name=system_id,json=systemId,proto3" json:"system_id,omitempty"`
 	// The full AgentCapabilities document (GET /capabilities) as JSON.
 	CapabilitiesJson string `protobuf:"bytes,12,opt,name=capabilities_json,json=capabilitiesJson,proto3" json:"capabilities_json,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// QueryAgent of a paired peer: its record, as GET /agents/{agent_id}
+	// has it beside the capabilities (empty otherwise).
+	Endpoint       string `protobuf:"bytes,13,opt,name=endpoint,proto3" json:"endpoint,omitempty"`
+	PublicKey      string `protobuf:"bytes,14,opt,name=public_key,json=publicKey,proto3" json:"public_key,omitempty"`
+	TlsFingerprint string `protobuf:"bytes,15,opt,name=tls_fingerprint,json=tlsFingerprint,proto3" json:"tls_fingerprint,omitempty"`
+	Status         string `protobuf:"bytes,16,opt,name=status,proto3" json:"status,omitempty"`
+	LastSeen       string `protobuf:"bytes,17,opt,name=last_seen,json=lastSeen,proto3" json:"last_seen,omitempty"`
+	AddedAt        string `protobuf:"bytes,18,opt,name=added_at,json=addedAt,proto3" json:"added_at,omitempty"`
+	ActiveTasks    int32  `protobuf:"varint,19,opt,name=active_tasks,json=activeTasks,proto3" json:"active_tasks,omitempty"`
+	MaxTasks       int32  `protobuf:"varint,20,opt,name=max_tasks,json=maxTasks,proto3" json:"max_tasks,omitempty"`
+	CapabilitiesAt string `protobuf:"bytes,21,opt,name=capabilities_at,json=capabilitiesAt,proto3" json:"capabilities_at,omitempty"`
+	// QueryAgent: the whole answer of GET /agents/{agent_id} as JSON
+	// (agent_capabilities, interfaces, compliance...).
+	DetailsJson   string `protobuf:"bytes,22,opt,name=details_json,json=detailsJson,proto3" json:"details_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CapabilitiesResponse) Reset() {
@@ -1354,6 +1368,76 @@ func (x *CapabilitiesResponse) GetCapabilitiesJson() string {
 	return ""
 }
 
+func (x *CapabilitiesResponse) GetEndpoint() string {
+	if x != nil {
+		return x.Endpoint
+	}
+	return ""
+}
+
+func (x *CapabilitiesResponse) GetPublicKey() string {
+	if x != nil {
+		return x.PublicKey
+	}
+	return ""
+}
+
+func (x *CapabilitiesResponse) GetTlsFingerprint() string {
+	if x != nil {
+		return x.TlsFingerprint
+	}
+	return ""
+}
+
+func (x *CapabilitiesResponse) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *CapabilitiesResponse) GetLastSeen() string {
+	if x != nil {
+		return x.LastSeen
+	}
+	return ""
+}
+
+func (x *CapabilitiesResponse) GetAddedAt() string {
+	if x != nil {
+		return x.AddedAt
+	}
+	return ""
+}
+
+func (x *CapabilitiesResponse) GetActiveTasks() int32 {
+	if x != nil {
+		return x.ActiveTasks
+	}
+	return 0
+}
+
+func (x *CapabilitiesResponse) GetMaxTasks() int32 {
+	if x != nil {
+		return x.MaxTasks
+	}
+	return 0
+}
+
+func (x *CapabilitiesResponse) GetCapabilitiesAt() string {
+	if x != nil {
+		return x.CapabilitiesAt
+	}
+	return ""
+}
+
+func (x *CapabilitiesResponse) GetDetailsJson() string {
+	if x != nil {
+		return x.DetailsJson
+	}
+	return ""
+}
+
 type QueryAgentRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	AgentId       string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
@@ -1451,12 +1535,24 @@ func (x *ListAgentsResponse) GetTotal() int32 {
 }
 
 type AgentInfo struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	AgentId       string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
-	AgentName     string                 `protobuf:"bytes,2,opt,name=agent_name,json=agentName,proto3" json:"agent_name,omitempty"`
-	Endpoint      string                 `protobuf:"bytes,3,opt,name=endpoint,proto3" json:"endpoint,omitempty"`
-	Capabilities  []string               `protobuf:"bytes,4,rep,name=capabilities,proto3" json:"capabilities,omitempty"`
-	Status        string                 `protobuf:"bytes,5,opt,name=status,proto3" json:"status,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	AgentId      string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	AgentName    string                 `protobuf:"bytes,2,opt,name=agent_name,json=agentName,proto3" json:"agent_name,omitempty"`
+	Endpoint     string                 `protobuf:"bytes,3,opt,name=endpoint,proto3" json:"endpoint,omitempty"`
+	Capabilities []string               `protobuf:"bytes,4,rep,name=capabilities,proto3" json:"capabilities,omitempty"`
+	Status       string                 `protobuf:"bytes,5,opt,name=status,proto3" json:"status,omitempty"`
+	// The rest of the peer's record, as GET /agents lists it.
+	SystemId       string `protobuf:"bytes,6,opt,name=system_id,json=systemId,proto3" json:"system_id,omitempty"`
+	PublicKey      string `protobuf:"bytes,7,opt,name=public_key,json=publicKey,proto3" json:"public_key,omitempty"`
+	TlsFingerprint string `protobuf:"bytes,8,opt,name=tls_fingerprint,json=tlsFingerprint,proto3" json:"tls_fingerprint,omitempty"`
+	LastSeen       string `protobuf:"bytes,9,opt,name=last_seen,json=lastSeen,proto3" json:"last_seen,omitempty"`
+	AddedAt        string `protobuf:"bytes,10,opt,name=added_at,json=addedAt,proto3" json:"added_at,omitempty"`
+	ActiveTasks    int32  `protobuf:"varint,11,opt,name=active_tasks,json=activeTasks,proto3" json:"active_tasks,omitempty"`
+	MaxTasks       int32  `protobuf:"varint,12,opt,name=max_tasks,json=maxTasks,proto3" json:"max_tasks,omitempty"`
+	CapabilitiesAt string `protobuf:"bytes,13,opt,name=capabilities_at,json=capabilitiesAt,proto3" json:"capabilities_at,omitempty"`
+	// The whole entry of GET /agents as JSON (agent_capabilities,
+	// interfaces, compliance).
+	DetailsJson   string `protobuf:"bytes,14,opt,name=details_json,json=detailsJson,proto3" json:"details_json,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1522,6 +1618,69 @@ func (x *AgentInfo) GetCapabilities() []string {
 func (x *AgentInfo) GetStatus() string {
 	if x != nil {
 		return x.Status
+	}
+	return ""
+}
+
+func (x *AgentInfo) GetSystemId() string {
+	if x != nil {
+		return x.SystemId
+	}
+	return ""
+}
+
+func (x *AgentInfo) GetPublicKey() string {
+	if x != nil {
+		return x.PublicKey
+	}
+	return ""
+}
+
+func (x *AgentInfo) GetTlsFingerprint() string {
+	if x != nil {
+		return x.TlsFingerprint
+	}
+	return ""
+}
+
+func (x *AgentInfo) GetLastSeen() string {
+	if x != nil {
+		return x.LastSeen
+	}
+	return ""
+}
+
+func (x *AgentInfo) GetAddedAt() string {
+	if x != nil {
+		return x.AddedAt
+	}
+	return ""
+}
+
+func (x *AgentInfo) GetActiveTasks() int32 {
+	if x != nil {
+		return x.ActiveTasks
+	}
+	return 0
+}
+
+func (x *AgentInfo) GetMaxTasks() int32 {
+	if x != nil {
+		return x.MaxTasks
+	}
+	return 0
+}
+
+func (x *AgentInfo) GetCapabilitiesAt() string {
+	if x != nil {
+		return x.CapabilitiesAt
+	}
+	return ""
+}
+
+func (x *AgentInfo) GetDetailsJson() string {
+	if x != nil {
+		return x.DetailsJson
 	}
 	return ""
 }
@@ -2366,7 +2525,7 @@ const file_synapse_proto_rawDesc = "" +
 	"\amsgpack\x18\v \x01(\bR\amsgpack\x12\x1d\n" +
 	"\n" +
 	"error_json\x18\f \x01(\tR\terrorJson\x12\x10\n" +
-	"\x03seq\x18\r \x01(\x04R\x03seq\"\xfa\x03\n" +
+	"\x03seq\x18\r \x01(\x04R\x03seq\"\xba\x06\n" +
 	"\x14CapabilitiesResponse\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x1d\n" +
 	"\n" +
@@ -2382,19 +2541,41 @@ const file_synapse_proto_rawDesc = "" +
 	"\x0esupport_groups\x18\n" +
 	" \x01(\bR\rsupportGroups\x12\x1b\n" +
 	"\tsystem_id\x18\v \x01(\tR\bsystemId\x12+\n" +
-	"\x11capabilities_json\x18\f \x01(\tR\x10capabilitiesJson\".\n" +
+	"\x11capabilities_json\x18\f \x01(\tR\x10capabilitiesJson\x12\x1a\n" +
+	"\bendpoint\x18\r \x01(\tR\bendpoint\x12\x1d\n" +
+	"\n" +
+	"public_key\x18\x0e \x01(\tR\tpublicKey\x12'\n" +
+	"\x0ftls_fingerprint\x18\x0f \x01(\tR\x0etlsFingerprint\x12\x16\n" +
+	"\x06status\x18\x10 \x01(\tR\x06status\x12\x1b\n" +
+	"\tlast_seen\x18\x11 \x01(\tR\blastSeen\x12\x19\n" +
+	"\badded_at\x18\x12 \x01(\tR\aaddedAt\x12!\n" +
+	"\factive_tasks\x18\x13 \x01(\x05R\vactiveTasks\x12\x1b\n" +
+	"\tmax_tasks\x18\x14 \x01(\x05R\bmaxTasks\x12'\n" +
+	"\x0fcapabilities_at\x18\x15 \x01(\tR\x0ecapabilitiesAt\x12!\n" +
+	"\fdetails_json\x18\x16 \x01(\tR\vdetailsJson\".\n" +
 	"\x11QueryAgentRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\"Y\n" +
 	"\x12ListAgentsResponse\x12-\n" +
 	"\x06agents\x18\x01 \x03(\v2\x15.synapse.v1.AgentInfoR\x06agents\x12\x14\n" +
-	"\x05total\x18\x02 \x01(\x05R\x05total\"\x9d\x01\n" +
+	"\x05total\x18\x02 \x01(\x05R\x05total\"\xc6\x03\n" +
 	"\tAgentInfo\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x1d\n" +
 	"\n" +
 	"agent_name\x18\x02 \x01(\tR\tagentName\x12\x1a\n" +
 	"\bendpoint\x18\x03 \x01(\tR\bendpoint\x12\"\n" +
 	"\fcapabilities\x18\x04 \x03(\tR\fcapabilities\x12\x16\n" +
-	"\x06status\x18\x05 \x01(\tR\x06status\"\x9c\x01\n" +
+	"\x06status\x18\x05 \x01(\tR\x06status\x12\x1b\n" +
+	"\tsystem_id\x18\x06 \x01(\tR\bsystemId\x12\x1d\n" +
+	"\n" +
+	"public_key\x18\a \x01(\tR\tpublicKey\x12'\n" +
+	"\x0ftls_fingerprint\x18\b \x01(\tR\x0etlsFingerprint\x12\x1b\n" +
+	"\tlast_seen\x18\t \x01(\tR\blastSeen\x12\x19\n" +
+	"\badded_at\x18\n" +
+	" \x01(\tR\aaddedAt\x12!\n" +
+	"\factive_tasks\x18\v \x01(\x05R\vactiveTasks\x12\x1b\n" +
+	"\tmax_tasks\x18\f \x01(\x05R\bmaxTasks\x12'\n" +
+	"\x0fcapabilities_at\x18\r \x01(\tR\x0ecapabilitiesAt\x12!\n" +
+	"\fdetails_json\x18\x0e \x01(\tR\vdetailsJson\"\x9c\x01\n" +
 	"\x12CreateGroupRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12'\n" +
