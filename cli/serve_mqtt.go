@@ -128,7 +128,7 @@ func directoryOf(list []mqtt.Listed) []peer.DirectoryEntry {
 		}
 		out = append(out, peer.DirectoryEntry{AgentID: l.AgentID, SystemID: l.SystemID, Endpoint: l.Card.Endpoint,
 			PublicKey: l.Card.PublicKey, Status: status, RegisteredAt: wire.FormatTime(l.SignedAt),
-			LastSeen: wire.FormatTime(l.Seen), Capabilities: caps, Compliance: wire.ComplianceEvaluation{AgentID: l.AgentID}})
+			LastSeen: wire.FormatTime(l.Seen), AgentCapabilities: caps, Compliance: wire.ComplianceEvaluation{AgentID: l.AgentID}})
 	}
 	return out
 }

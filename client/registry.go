@@ -1,7 +1,9 @@
 package client
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -71,24 +73,59 @@ type Compliance struct {
 // DirectoryEntry is an agent registered with a registry agent. Status is
 // online, busy or offline; times are RFC 3339 text.
 type DirectoryEntry struct {
-	AgentID                  string        `json:"agent_id"`
-	AgentName                string        `json:"agent_name,omitempty"`
-	SystemID                 string        `json:"system_id,omitempty"`
-	Endpoint                 string        `json:"endpoint"`
-	PublicKey                string        `json:"public_key"`
-	ProtocolVersion          string        `json:"protocol_version,omitempty"`
-	Status                   string        `json:"status"`
-	ActiveTasks              int           `json:"active_tasks"`
-	MaxTasks                 int           `json:"max_tasks"`
-	HeartbeatIntervalSeconds int           `json:"heartbeat_interval_seconds"`
-	RegisteredAt             string        `json:"registered_at"`
-	LastSeen                 string        `json:"last_seen"`
-	Capabilities             *Capabilities `json:"capabilities"`
-	Interfaces               []Interface   `json:"interfaces"`
-	Compliance               Compliance    `json:"compliance"`
+	AgentID                  string `json:"agent_id"`
+	AgentName                string `json:"agent_name,omitempty"`
+	SystemID                 string `json:"system_id,omitempty"`
+	Endpoint                 string `json:"endpoint"`
+	PublicKey                string `json:"public_key"`
+	ProtocolVersion          string `json:"protocol_version,omitempty"`
+	Status                   string `json:"status"`
+	ActiveTasks              int    `json:"active_tasks"`
+	MaxTasks                 int    `json:"max_tasks"`
+	HeartbeatIntervalSeconds int    `json:"heartbeat_interval_seconds"`
+	RegisteredAt             string `json:"registered_at"`
+	LastSeen                 string `json:"last_seen"`
+	// Capabilities are the task types the agent declares (seed 003
+	// §4.3); AgentCapabilities is its whole declaration.
+	Capabilities      []string      `json:"capabilities"`
+	AgentCapabilities *Capabilities `json:"agent_capabilities"`
+	Interfaces        []Interface   `json:"interfaces"`
+	Compliance        Compliance    `json:"compliance"`
 	// Source is where the agent knows the entry from: "registry"
 	// (registered with it) or "mqtt" (a presence card on its broker).
 	Source string `json:"source,omitempty"`
+}
+
+// UnmarshalJSON also reads the entries of agents older than seed 003's
+// listing shape, whose capabilities is the whole declaration.
+func (e *DirectoryEntry) UnmarshalJSON(b []byte) error {
+	type plain DirectoryEntry
+	var raw struct {
+		plain
+		Capabilities json.RawMessage `json:"capabilities"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	*e = DirectoryEntry(raw.plain)
+	c := bytes.TrimSpace(raw.Capabilities)
+	switch {
+	case len(c) > 0 && c[0] == '{':
+		if e.AgentCapabilities == nil {
+			if err := json.Unmarshal(c, &e.AgentCapabilities); err != nil {
+				return fmt.Errorf("capabilities: %w", err)
+			}
+		}
+		e.Capabilities = nil
+		for _, t := range e.AgentCapabilities.SupportedTaskTypes {
+			e.Capabilities = append(e.Capabilities, t.Type)
+		}
+	case len(c) > 0:
+		if err := json.Unmarshal(c, &e.Capabilities); err != nil {
+			return fmt.Errorf("capabilities: %w", err)
+		}
+	}
+	return nil
 }
 
 // DirectoryQuery selects registered agents; empty fields match all.

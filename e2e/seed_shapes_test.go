@@ -19,11 +19,13 @@ import (
 // QueryAgent, capability_lacking as 403, and every task type with a name
 // and an estimated_time (issue 30's rows 5, 6, 8 and 9).
 func TestSeedRESTShapes(t *testing.T) {
+	a := startAgent(t, agentOpts{})
+	// B registers with A too: A's directory lists it (GET /registry/agents).
 	cfg := filepath.Join(t.TempDir(), "handlers.json")
 	writeJSON(t, cfg, map[string]any{"max_task_duration_seconds": 900,
-		"handlers": []any{map[string]any{"task_type": "resize_image", "command": []string{"cat"}}}})
-	a := startAgent(t, agentOpts{})
-	b := startAgent(t, agentOpts{args: []string{"--config", cfg}})
+		"handlers": []any{map[string]any{"task_type": "resize_image", "command": []string{"cat"}}},
+		"registry": map[string]any{"url": a.url(), "token_env": "B_REGISTRY_TOKEN", "heartbeat_interval_seconds": 1}})
+	b := startAgent(t, agentOpts{args: []string{"--config", cfg}, env: []string{"B_REGISTRY_TOKEN=" + a.token}})
 	bID, bKey := identityOf(t, b)
 	pairBoth(t, a, b)
 
@@ -44,6 +46,49 @@ func TestSeedRESTShapes(t *testing.T) {
 		})
 		if g := list.Agents[0]; list.Total != 1 || g.AgentID != bID || g.Endpoint != b.url() || g.Status == "" {
 			t.Errorf("GET /agents = %+v, want B, total 1", list)
+		}
+	})
+
+	// Every route that lists agents answers ListAgents' shape: the paired
+	// peers (GET /agents), the directory queried by capability or task
+	// type (GET /agents?capability=), and the directory of the agents
+	// registered here (GET /registry/agents): {agents, total}, each
+	// agent's capabilities its task types as strings, its whole
+	// declaration as agent_capabilities.
+	t.Run("ListAgents on every listing route", func(t *testing.T) {
+		for _, route := range []string{"/agents", "/agents?capability=resize_image", "/agents?task_type=resize_image",
+			"/registry/agents", "/registry/agents?capability=resize_image", "/registry/agents?status=online"} {
+			var list struct {
+				Agents []struct {
+					AgentID           string   `json:"agent_id"`
+					Capabilities      []string `json:"capabilities"`
+					AgentCapabilities *struct {
+						AgentID            string `json:"agent_id"`
+						SupportedTaskTypes []struct {
+							Type string `json:"type"`
+						} `json:"supported_task_types"`
+					} `json:"agent_capabilities"`
+				} `json:"agents"`
+				Total *int `json:"total"`
+			}
+			var r response
+			testutil.Eventually(t, 20*time.Second, "B listed by "+route, func() bool {
+				r = a.call(http.MethodGet, prefix+route, nil)
+				if r.status != http.StatusOK {
+					t.Fatalf("GET %s = %s", route, r)
+				}
+				if err := json.Unmarshal(r.body, &list); err != nil {
+					t.Fatalf("GET %s = %s: %v; want capabilities a list of strings", route, r, err)
+				}
+				return len(list.Agents) == 1
+			})
+			g := list.Agents[0]
+			if list.Total == nil || *list.Total != 1 || g.AgentID != bID || !slices.Contains(g.Capabilities, "resize_image") {
+				t.Errorf("GET %s = %s, want B with its task types, total 1", route, r)
+			}
+			if g.AgentCapabilities == nil || g.AgentCapabilities.AgentID != bID || len(g.AgentCapabilities.SupportedTaskTypes) != len(g.Capabilities) {
+				t.Errorf("GET %s = %s, want B's declaration as agent_capabilities", route, r)
+			}
 		}
 	})
 

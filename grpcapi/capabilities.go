@@ -36,7 +36,20 @@ func (s *Server) QueryAgent(_ context.Context, in *pb.QueryAgentRequest) (*pb.Ca
 	return &pb.CapabilitiesResponse{AgentId: d.AgentID, AgentName: d.AgentName, ProtocolVersion: d.ProtocolVersion,
 		SupportedTaskTypes: d.SupportedTaskTypes, SupportedContentTypes: d.SupportedContentTypes, MaxFileSize: d.MaxFileSize,
 		MaxConcurrentTasks: int32(d.MaxConcurrentTasks), SupportStreaming: d.SupportStreaming, SupportHil: d.SupportHiL,
-		SupportGroups: d.SupportGroups, SystemId: d.SystemID, CapabilitiesJson: d.CapabilitiesJSON}, nil
+		SupportGroups: d.SupportGroups, SystemId: d.SystemID, CapabilitiesJson: d.CapabilitiesJSON,
+		Endpoint: d.Endpoint, PublicKey: d.PublicKey, TlsFingerprint: d.TLSFingerprint, Status: d.Status, LastSeen: d.LastSeen,
+		AddedAt: d.AddedAt, ActiveTasks: int32(d.ActiveTasks), MaxTasks: int32(d.MaxTasks), CapabilitiesAt: d.CapabilitiesAt,
+		DetailsJson: jsonText(d)}, nil
+}
+
+// jsonText is v as JSON text, the details_json of an answer: what REST
+// answers.
+func jsonText(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return ""
+	}
+	return string(b)
 }
 
 func capabilitiesResponse(c *wire.AgentCapabilities) *pb.CapabilitiesResponse {
@@ -62,7 +75,9 @@ func (s *Server) ListAgents(context.Context, *emptypb.Empty) (*pb.ListAgentsResp
 	out := &pb.ListAgentsResponse{Agents: make([]*pb.AgentInfo, 0, len(l.Agents)), Total: int32(l.Total)}
 	for _, p := range l.Agents {
 		out.Agents = append(out.Agents, &pb.AgentInfo{AgentId: p.AgentID, AgentName: p.AgentName, Endpoint: p.Endpoint,
-			Status: p.Status, Capabilities: p.Capabilities})
+			Status: p.Status, Capabilities: p.Capabilities, SystemId: p.SystemID, PublicKey: p.PublicKey,
+			TlsFingerprint: p.TLSFingerprint, LastSeen: p.LastSeen, AddedAt: p.AddedAt, ActiveTasks: int32(p.ActiveTasks),
+			MaxTasks: int32(p.MaxTasks), CapabilitiesAt: p.CapabilitiesAt, DetailsJson: jsonText(&p)})
 	}
 	return out, nil
 }

@@ -75,7 +75,9 @@ type door struct {
 
 // TestOneReceiverAllDoors: the same hostile envelopes through POST
 // /message, POST /message/batch, the WebSocket stream, gRPC SendMessage
-// and StreamMessages, and MQTT get the same answers; the WebSocket and
+// and StreamMessages, and MQTT get the same answers, and so do
+// synapse:message envelopes (seed 003's SendMessage between agents), good
+// and hostile; the WebSocket and
 // gRPC doors check the HMAC and the sender's order as POST /message does,
 // and an illegal transition (a cancel of, or information for, a completed
 // task) is refused with 409 everywhere.
@@ -261,6 +263,22 @@ func TestOneReceiverAllDoors(t *testing.T) {
 		return out
 	}
 	heartbeat := &wire.HeartbeatPayload{Status: "online"}
+	// synapse:message, seed 003 §4.2's SendMessage between agents.
+	message := &wire.MessagePayload{ContentType: wire.MessageJSON, Payload: wire.JSONValue(`{"receiver_id":"` + bID + `","n":1}`)}
+	// withoutVersion is a signed envelope without tp_version: its
+	// payload names receiver_id, which a SendMessageRequest has.
+	withoutVersion := func(from *node, typ wire.MessageType, payload any) []byte {
+		var obj map[string]any
+		if err := json.Unmarshal(signed(from, typ, payload, nil), &obj); err != nil {
+			t.Fatal(err)
+		}
+		delete(obj, "tp_version")
+		out, err := json.Marshal(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
 
 	// A task A asked B for and B completed: a cancel of it is an illegal
 	// transition (seed 004 §3.2), refused as POST /task/{id}/cancel refuses it.
@@ -304,6 +322,18 @@ func TestOneReceiverAllDoors(t *testing.T) {
 	cases := func(i int) []hostile {
 		base := uint64(1_000_000 * (i + 1))
 		return []hostile{
+			{name: "message", env: signed(a, wire.MsgSynapseMessage, message, nil), want: doorAnswer{202, ""}},
+			{name: "message, unsigned", env: signed(a, wire.MsgSynapseMessage, message, func(m *wire.UnifiedSynapseMessage) { m.Signature = "" }),
+				want: doorAnswer{401, string(wire.CodeIDUnknownSender)}},
+			{name: "message, HMAC missing", env: signed(hs, wire.MsgSynapseMessage, message, nil), want: doorAnswer{401, string(wire.CodeIDUnknownSender)}},
+			{name: "message, bad content_type", env: signed(a, wire.MsgSynapseMessage, &wire.MessagePayload{ContentType: "video", Payload: wire.JSONValue(`"x"`)}, nil),
+				want: doorAnswer{400, string(wire.CodeMessageFormatInvalid)}},
+			{name: "message, no payload", env: signed(a, wire.MsgSynapseMessage, &wire.MessagePayload{ContentType: wire.MessageText}, nil),
+				want: doorAnswer{400, string(wire.CodeMessageFormatInvalid)}},
+			// POST /message took it for a SendMessageRequest (401 without a
+			// token): its "receiver_id" was all it looked for.
+			{name: "message, no tp_version", env: withoutVersion(a, wire.MsgSynapseMessage, message),
+				want: doorAnswer{400, string(wire.CodeMessageFormatInvalid)}},
 			{name: "unsigned", env: signed(a, wire.MsgHeartbeat, heartbeat, func(m *wire.UnifiedSynapseMessage) { m.Signature = "" }),
 				want: doorAnswer{401, string(wire.CodeIDUnknownSender)}},
 			{name: "forged", env: signed(a, wire.MsgHeartbeat, heartbeat, func(m *wire.UnifiedSynapseMessage) {
@@ -340,13 +370,32 @@ func TestOneReceiverAllDoors(t *testing.T) {
 			}
 		})
 	}
-	// With its HMAC, the secret-sharing sender's envelope is taken by
+	// With its HMAC, the secret-sharing sender's envelopes are taken by
 	// every door.
+	// every door; its synapse:message passes the HMAC to be refused for
+	// want of a contract, which it has not negotiated.
 	for _, d := range doors {
 		env := signed(hs, wire.MsgHeartbeat, heartbeat, nil)
 		if got := d.send(t, env, map[string]string{wire.HeaderSignature: hmacHeader(time.Now(), env, "shared-secret")}); got.Status != http.StatusAccepted {
 			t.Errorf("%s: the signed envelope of the HMAC peer: %v, want 202", d.name, got)
 		}
+		env = signed(hs, wire.MsgSynapseMessage, message, nil)
+		want := doorAnswer{428, string(wire.CodeNegContractMissing)}
+		if got := d.send(t, env, map[string]string{wire.HeaderSignature: hmacHeader(time.Now(), env, "shared-secret")}); got != want {
+			t.Errorf("%s: the HMAC peer's synapse:message: %v, want %v", d.name, got, want)
+		}
+	}
+	// Each accepted synapse:message is on B's message feed once: A's, one
+	// per door.
+	kept, _ := b.net.Messages().Since(0)
+	from := map[string]int{}
+	for _, m := range kept {
+		if m.Type == wire.MsgSynapseMessage {
+			from[m.From]++
+		}
+	}
+	if from[a.a.Identity().AgentID] != len(doors) || len(from) != 1 {
+		t.Errorf("synapse:message on B's feed by sender: %v, want %d from A", from, len(doors))
 	}
 }
 

@@ -7,10 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/protoadapt"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -61,9 +64,11 @@ func Code(httpStatus int, retriable bool) codes.Code {
 }
 
 // toStatus turns an error of the service layer into a gRPC status error.
-// A *wire.Error keeps its message and carries its code and details in an
-// ErrorInfo; context errors become Canceled or DeadlineExceeded; anything
-// else is Internal without its cause.
+// A *wire.Error keeps its message and carries its code, details and
+// correlation_id in an ErrorInfo and, when retriable, a RetryInfo (with
+// REST's Retry-After of 1 s where REST sends one); context errors become
+// Canceled or DeadlineExceeded; anything else is Internal without its
+// cause.
 func toStatus(err error) error {
 	if err == nil {
 		return nil
@@ -83,7 +88,19 @@ func toStatus(err error) error {
 	for k, v := range e.Details {
 		info.Metadata[k] = fmt.Sprint(v)
 	}
-	if withInfo, derr := st.WithDetails(info); derr == nil {
+	if e.CorrelationID != "" {
+		info.Metadata["correlation_id"] = e.CorrelationID
+	}
+	details := []protoadapt.MessageV1{info}
+	if e.Retriable {
+		// REST's "retriable": true, and its Retry-After where it sends one.
+		ri := &errdetails.RetryInfo{}
+		if wire.RetryAfter(e.Code) {
+			ri.RetryDelay = durationpb.New(time.Second)
+		}
+		details = append(details, ri)
+	}
+	if withInfo, derr := st.WithDetails(details...); derr == nil {
 		st = withInfo
 	}
 	return st.Err()

@@ -155,7 +155,7 @@ func (s *Server) ListGroupMembers(_ context.Context, in *pb.ListGroupMembersRequ
 	out := &pb.ListGroupMembersResponse{GroupId: in.GetGroupId(), Members: make([]*pb.GroupMember, 0, len(list))}
 	for _, m := range list {
 		out.Members = append(out.Members, &pb.GroupMember{AgentId: m.AgentID, Role: string(m.Role),
-			JoinedAt: wire.FormatTime(m.JoinedAt.Time), Weight: m.Weight})
+			JoinedAt: wire.FormatTime(m.JoinedAt.Time), Weight: m.Weight, TaskTypes: m.TaskTypes})
 	}
 	return out, nil
 }

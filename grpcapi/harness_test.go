@@ -53,6 +53,12 @@ type nodeOpt func(*nodeOptions)
 type nodeOptions struct {
 	noGroups bool
 	peer     peer.Options
+	config   []func(*agent.Config)
+}
+
+// withAgentConfig tweaks the node's agent configuration.
+func withAgentConfig(f func(*agent.Config)) nodeOpt {
+	return func(o *nodeOptions) { o.config = append(o.config, f) }
 }
 
 func withoutGroups(o *nodeOptions) { o.noGroups = true }
@@ -69,7 +75,7 @@ func startNode(t *testing.T, name string, opts ...nodeOpt) *node {
 	for _, f := range opts {
 		f(&o)
 	}
-	pn := peernode.Start(t, peernode.Options{Name: name, AdminToken: adminToken, Groups: !o.noGroups, Peer: o.peer})
+	pn := peernode.Start(t, peernode.Options{Name: name, AdminToken: adminToken, Groups: !o.noGroups, Peer: o.peer, Config: o.config})
 	n := &node{cfg: pn.Config, a: pn.Agent, net: pn.Network, gm: pn.Groups, base: pn.URL()}
 	gln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

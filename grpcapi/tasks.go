@@ -121,7 +121,8 @@ func (s *Server) task(id string) (*wire.Task, error) {
 func statusResponse(r *wire.TaskStatusResponse) *pb.TaskStatusResponse {
 	out := &pb.TaskStatusResponse{TaskId: r.TaskID, Status: string(r.Status), Progress: int32(r.Progress),
 		ErrorMessage: r.ErrorMessage, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt, Etag: r.ETag,
-		TaskType: r.TaskType, ErrorCode: string(r.ErrorCode)}
+		TaskType: r.TaskType, ErrorCode: string(r.ErrorCode), NumericCode: int32(r.NumericCode), Recoverable: r.Recoverable,
+		Target: r.Target, Deadline: r.Deadline}
 	if r.ResultJSON != nil {
 		out.ResultJson = *r.ResultJSON
 	}
@@ -146,7 +147,7 @@ func (s *Server) ListTasks(_ context.Context, in *pb.ListTasksRequest) (*pb.List
 	return out, nil
 }
 
-// CancelTask is POST /task/{id}/cancel.
+// CancelTask is POST /task/{id}/cancel; task is that route's answer.
 func (s *Server) CancelTask(ctx context.Context, in *pb.CancelTaskRequest) (*pb.CancelTaskResponse, error) {
 	if in.GetTaskId() == "" {
 		return nil, wire.Errorf(wire.CodeInvalidParams, "task_id is required").With("field", "task_id")
@@ -155,5 +156,6 @@ func (s *Server) CancelTask(ctx context.Context, in *pb.CancelTaskRequest) (*pb.
 	if err != nil {
 		return nil, err
 	}
-	return &pb.CancelTaskResponse{TaskId: t.ID, Status: string(t.Status), Message: "task " + string(t.Status)}, nil
+	return &pb.CancelTaskResponse{TaskId: t.ID, Status: string(t.Status), Message: "task " + string(t.Status),
+		Task: statusResponse(t.StatusResponse(false))}, nil
 }

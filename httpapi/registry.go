@@ -7,6 +7,7 @@ import (
 
 	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/peer"
+	"github.com/synapse-edge/synapse/registry"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -48,13 +49,14 @@ func directoryQuery(ctx *fasthttp.RequestCtx) (q peer.DirectoryQuery, ok bool) {
 	return q, args.Has("capability") || args.Has("task_type") || args.Has("status")
 }
 
-// findAgents answers FindByCapability as {"agents":[...]}.
+// findAgents answers FindByCapability as seed 003's ListAgentsResponse,
+// {"agents":[...],"total":n}, like GET /agents.
 func (s *Server) findAgents(ctx *fasthttp.RequestCtx, q peer.DirectoryQuery) error {
 	list, err := s.net.FindByCapability(q)
 	if err != nil {
 		return err
 	}
-	write(ctx, fasthttp.StatusOK, map[string]any{"agents": list})
+	write(ctx, fasthttp.StatusOK, registry.Listing(list))
 	return nil
 }
 

@@ -181,7 +181,7 @@ func TestRegistryRoutes(t *testing.T) {
 			t.Fatal(err)
 		}
 		if e.Endpoint != "http://127.0.0.1:9" || e.HeartbeatIntervalSeconds != 5 || !e.Compliance.Compliant || len(e.Interfaces) != 18 ||
-			e.Capabilities.SupportedTaskTypes[0].Type != "ocr" || e.PublicKey != base64.StdEncoding.EncodeToString(key.Public().(ed25519.PublicKey)) {
+			e.AgentCapabilities.SupportedTaskTypes[0].Type != "ocr" || !slices.Equal(e.Capabilities, []string{"ocr"}) || e.PublicKey != base64.StdEncoding.EncodeToString(key.Public().(ed25519.PublicKey)) {
 			t.Errorf("entry = %s", r.body)
 		}
 		ts.do(t, "DELETE", api("/registry/agents/sys_ocr_1"), nil, withToken(reader.Token)).wantError(t, http.StatusForbidden, wire.CodePermissionDenied)

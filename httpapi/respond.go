@@ -88,7 +88,7 @@ func writeError(ctx *fasthttp.RequestCtx, err error) {
 		// keep the cause out of the answer but not out of sight
 		ctx.Response.Header.Set("X-Synapse-Error", "internal")
 	}
-	if e.Code == wire.CodeRateLimited || e.Code == wire.CodeSysOverloaded || e.Code == wire.CodeTooManyConnections || e.Code == wire.CodeCommitUnknown {
+	if wire.RetryAfter(e.Code) {
 		ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, "1")
 	} else if e.Code == wire.CodeStorageQuota { // space comes back with retention, not in a second
 		ctx.Response.Header.Set(fasthttp.HeaderRetryAfter, "30")

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"encoding/json"
 
 	"github.com/valyala/fasthttp"
 
@@ -21,15 +22,33 @@ func (s *Server) message(ctx *fasthttp.RequestCtx, p auth.Principal, args []stri
 }
 
 // isSendMessage reports whether a POST /message body is a
-// SendMessageRequest: JSON that names receiver_id and not tp_version,
-// which every envelope carries (an envelope names its receiver in
-// receiver.agent_id).
+// SendMessageRequest: a JSON object with receiver_id and none of the keys
+// of an envelope (which names its receiver in receiver.agent_id). Bodies
+// that hold "tp_version" anywhere, every envelope, are decided by that
+// scan alone; the others, where "receiver_id" appears, by their top-level
+// keys, so that an envelope stripped of its tp_version whose payload
+// names receiver_id is refused as an envelope, as every door refuses it.
 func isSendMessage(ctx *fasthttp.RequestCtx) bool {
 	if c, err := requestCodec(ctx); err != nil || c != wire.JSON {
 		return false
 	}
 	b := ctx.PostBody()
-	return !bytes.Contains(b, []byte(`"tp_version"`)) && bytes.Contains(b, []byte(`"receiver_id"`))
+	if bytes.Contains(b, []byte(`"tp_version"`)) || !bytes.Contains(b, []byte(`"receiver_id"`)) {
+		return false
+	}
+	var top struct {
+		ReceiverID  json.RawMessage `json:"receiver_id"`
+		MessageID   json.RawMessage `json:"message_id"`
+		MessageType json.RawMessage `json:"message_type"`
+		Sender      json.RawMessage `json:"sender"`
+		Receiver    json.RawMessage `json:"receiver"`
+		Signature   json.RawMessage `json:"signature"`
+	}
+	if json.Unmarshal(b, &top) != nil {
+		return false
+	}
+	return top.ReceiverID != nil && top.MessageID == nil && top.MessageType == nil && top.Sender == nil &&
+		top.Receiver == nil && top.Signature == nil
 }
 
 // sendMessage is SendMessage: {receiver_id, content_type, payload_json,

@@ -118,6 +118,17 @@ func TestSendMessage(t *testing.T) {
 		if got := b.postEnvelope(t, envelopeJSON(t, m)); got.status != http.StatusAccepted || got.object(t)["accepted"] != true {
 			t.Errorf("an envelope naming receiver_id: %d %s, want 202 accepted", got.status, got.body)
 		}
+		// Without its tp_version it is a bad envelope, not a
+		// SendMessageRequest (which would want a token): 400, as every
+		// door answers it.
+		var obj map[string]any
+		if err := json.Unmarshal(envelopeJSON(t, envelopeFrom(t, a, b, wire.MsgSynapseMessage,
+			map[string]any{"content_type": "json", "payload": map[string]any{"receiver_id": bID}}, nil)), &obj); err != nil {
+			t.Fatal(err)
+		}
+		delete(obj, "tp_version")
+		stripped, _ := json.Marshal(obj)
+		b.do(t, "POST", api("/message"), stripped, withToken("")).wantError(t, http.StatusBadRequest, wire.CodeMessageFormatInvalid)
 		for _, pl := range []any{
 			map[string]any{"content_type": "video", "payload": "x"},
 			map[string]any{"content_type": "text"},

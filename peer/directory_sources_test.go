@@ -18,7 +18,7 @@ func TestDirectorySources(t *testing.T) {
 	idB := b.a.Identity()
 	entry := func(id, key, status string, caps ...string) peer.DirectoryEntry {
 		return peer.DirectoryEntry{AgentID: id, PublicKey: key, Status: status, Endpoint: "mqtt:///" + id,
-			Capabilities: &wire.AgentCapabilities{AgentID: id, SupportedTaskTypes: []wire.SupportedTaskType{{Type: "scan", Capabilities: caps}}}}
+			AgentCapabilities: &wire.AgentCapabilities{AgentID: id, SupportedTaskTypes: []wire.SupportedTaskType{{Type: "scan", Capabilities: caps}}}}
 	}
 	var listed []peer.DirectoryEntry
 	a.a.AddDirectorySource("mqtt", func() []peer.DirectoryEntry { return listed })

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/synapse-edge/synapse/registry"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -135,6 +136,6 @@ func learnt(pi *PeerInfo, rec *store.Peer) {
 	}
 	ce := wire.EvaluateCompliance(rec.AgentID, rec.Interfaces)
 	pi.AgentCapabilities, pi.Interfaces, pi.Compliance = rec.Capabilities, rec.Interfaces, &ce
-	pi.Capabilities = TaskTypes(rec.Capabilities)
+	pi.Capabilities = registry.TaskTypes(rec.Capabilities)
 	pi.CapabilitiesAt = wire.FormatTime(rec.CapabilitiesAt)
 }

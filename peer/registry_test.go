@@ -316,7 +316,7 @@ func TestRegistryThreeAgents(t *testing.T) {
 			t.Fatal(err)
 		}
 		if e.Endpoint != b.url() || e.Status != peer.PeerOnline || !e.Compliance.Compliant || e.HeartbeatIntervalSeconds != interval ||
-			e.Capabilities.MaxConcurrentTasks != 10 || !slices.Equal(interfaceNames(b.a), names(e.Interfaces)) {
+			e.AgentCapabilities.MaxConcurrentTasks != 10 || len(e.Capabilities) == 0 || !slices.Equal(interfaceNames(b.a), names(e.Interfaces)) {
 			t.Errorf("B's entry = %+v", e)
 		}
 	})

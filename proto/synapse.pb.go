@@ -400,7 +400,17 @@ type TaskStatusResponse struct {
 	ErrorCode    string                 `protobuf:"bytes,10,opt,name=error_code,json=errorCode,proto3" json:"error_code,omitempty"`
 	// The whole answer of the REST route, as JSON (missing_fields, human,
 	// origin, history...).
-	DetailsJson   string `protobuf:"bytes,11,opt,name=details_json,json=detailsJson,proto3" json:"details_json,omitempty"`
+	DetailsJson string `protobuf:"bytes,11,opt,name=details_json,json=detailsJson,proto3" json:"details_json,omitempty"`
+	// error_code's seed-000 numeric code (2004 execution_timeout, 4004
+	// rate_limited), 0 when it has none; REST's numeric_code.
+	NumericCode int32 `protobuf:"varint,12,opt,name=numeric_code,json=numericCode,proto3" json:"numeric_code,omitempty"`
+	// Whether a failed task may succeed if submitted again.
+	Recoverable bool `protobuf:"varint,13,opt,name=recoverable,proto3" json:"recoverable,omitempty"`
+	// The peer a delegated task was sent to (its agent_id).
+	Target string `protobuf:"bytes,14,opt,name=target,proto3" json:"target,omitempty"`
+	// When a delegated task ends failed with execution_timeout if it is
+	// not final (RFC 3339).
+	Deadline      string `protobuf:"bytes,15,opt,name=deadline,proto3" json:"deadline,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -508,6 +518,34 @@ func (x *TaskStatusResponse) GetErrorCode() string {
 func (x *TaskStatusResponse) GetDetailsJson() string {
 	if x != nil {
 		return x.DetailsJson
+	}
+	return ""
+}
+
+func (x *TaskStatusResponse) GetNumericCode() int32 {
+	if x != nil {
+		return x.NumericCode
+	}
+	return 0
+}
+
+func (x *TaskStatusResponse) GetRecoverable() bool {
+	if x != nil {
+		return x.Recoverable
+	}
+	return false
+}
+
+func (x *TaskStatusResponse) GetTarget() string {
+	if x != nil {
+		return x.Target
+	}
+	return ""
+}
+
+func (x *TaskStatusResponse) GetDeadline() string {
+	if x != nil {
+		return x.Deadline
 	}
 	return ""
 }
@@ -677,10 +715,13 @@ func (x *CancelTaskRequest) GetTaskId() string {
 }
 
 type CancelTaskResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	Status        string                 `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
-	Message       string                 `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	TaskId  string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Status  string                 `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	Message string                 `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	// The task after the cancel, as REST's POST /task/{id}/cancel answers
+	// it (GetTaskStatus's fields).
+	Task          *TaskStatusResponse `protobuf:"bytes,4,opt,name=task,proto3" json:"task,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -734,6 +775,13 @@ func (x *CancelTaskResponse) GetMessage() string {
 		return x.Message
 	}
 	return ""
+}
+
+func (x *CancelTaskResponse) GetTask() *TaskStatusResponse {
+	if x != nil {
+		return x.Task
+	}
+	return nil
 }
 
 type TaskStatusStreamRequest struct {
@@ -1188,8 +1236,22 @@ type CapabilitiesResponse struct {
 	SystemId              string                 `protobuf:"bytes,11,opt,name=system_id,json=systemId,proto3" json:"system_id,omitempty"`
 	// The full AgentCapabilities document (GET /capabilities) as JSON.
 	CapabilitiesJson string `protobuf:"bytes,12,opt,name=capabilities_json,json=capabilitiesJson,proto3" json:"capabilities_json,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// QueryAgent of a paired peer: its record, as GET /agents/{agent_id}
+	// has it beside the capabilities (empty otherwise).
+	Endpoint       string `protobuf:"bytes,13,opt,name=endpoint,proto3" json:"endpoint,omitempty"`
+	PublicKey      string `protobuf:"bytes,14,opt,name=public_key,json=publicKey,proto3" json:"public_key,omitempty"`
+	TlsFingerprint string `protobuf:"bytes,15,opt,name=tls_fingerprint,json=tlsFingerprint,proto3" json:"tls_fingerprint,omitempty"`
+	Status         string `protobuf:"bytes,16,opt,name=status,proto3" json:"status,omitempty"`
+	LastSeen       string `protobuf:"bytes,17,opt,name=last_seen,json=lastSeen,proto3" json:"last_seen,omitempty"`
+	AddedAt        string `protobuf:"bytes,18,opt,name=added_at,json=addedAt,proto3" json:"added_at,omitempty"`
+	ActiveTasks    int32  `protobuf:"varint,19,opt,name=active_tasks,json=activeTasks,proto3" json:"active_tasks,omitempty"`
+	MaxTasks       int32  `protobuf:"varint,20,opt,name=max_tasks,json=maxTasks,proto3" json:"max_tasks,omitempty"`
+	CapabilitiesAt string `protobuf:"bytes,21,opt,name=capabilities_at,json=capabilitiesAt,proto3" json:"capabilities_at,omitempty"`
+	// QueryAgent: the whole answer of GET /agents/{agent_id} as JSON
+	// (agent_capabilities, interfaces, compliance...).
+	DetailsJson   string `protobuf:"bytes,22,opt,name=details_json,json=detailsJson,proto3" json:"details_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CapabilitiesResponse) Reset() {
@@ -1306,6 +1368,76 @@ func (x *CapabilitiesResponse) GetCapabilitiesJson() string {
 	return ""
 }
 
+func (x *CapabilitiesResponse) GetEndpoint() string {
+	if x != nil {
+		return x.Endpoint
+	}
+	return ""
+}
+
+func (x *CapabilitiesResponse) GetPublicKey() string {
+	if x != nil {
+		return x.PublicKey
+	}
+	return ""
+}
+
+func (x *CapabilitiesResponse) GetTlsFingerprint() string {
+	if x != nil {
+		return x.TlsFingerprint
+	}
+	return ""
+}
+
+func (x *CapabilitiesResponse) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *CapabilitiesResponse) GetLastSeen() string {
+	if x != nil {
+		return x.LastSeen
+	}
+	return ""
+}
+
+func (x *CapabilitiesResponse) GetAddedAt() string {
+	if x != nil {
+		return x.AddedAt
+	}
+	return ""
+}
+
+func (x *CapabilitiesResponse) GetActiveTasks() int32 {
+	if x != nil {
+		return x.ActiveTasks
+	}
+	return 0
+}
+
+func (x *CapabilitiesResponse) GetMaxTasks() int32 {
+	if x != nil {
+		return x.MaxTasks
+	}
+	return 0
+}
+
+func (x *CapabilitiesResponse) GetCapabilitiesAt() string {
+	if x != nil {
+		return x.CapabilitiesAt
+	}
+	return ""
+}
+
+func (x *CapabilitiesResponse) GetDetailsJson() string {
+	if x != nil {
+		return x.DetailsJson
+	}
+	return ""
+}
+
 type QueryAgentRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	AgentId       string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
@@ -1403,12 +1535,24 @@ func (x *ListAgentsResponse) GetTotal() int32 {
 }
 
 type AgentInfo struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	AgentId       string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
-	AgentName     string                 `protobuf:"bytes,2,opt,name=agent_name,json=agentName,proto3" json:"agent_name,omitempty"`
-	Endpoint      string                 `protobuf:"bytes,3,opt,name=endpoint,proto3" json:"endpoint,omitempty"`
-	Capabilities  []string               `protobuf:"bytes,4,rep,name=capabilities,proto3" json:"capabilities,omitempty"`
-	Status        string                 `protobuf:"bytes,5,opt,name=status,proto3" json:"status,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	AgentId      string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	AgentName    string                 `protobuf:"bytes,2,opt,name=agent_name,json=agentName,proto3" json:"agent_name,omitempty"`
+	Endpoint     string                 `protobuf:"bytes,3,opt,name=endpoint,proto3" json:"endpoint,omitempty"`
+	Capabilities []string               `protobuf:"bytes,4,rep,name=capabilities,proto3" json:"capabilities,omitempty"`
+	Status       string                 `protobuf:"bytes,5,opt,name=status,proto3" json:"status,omitempty"`
+	// The rest of the peer's record, as GET /agents lists it.
+	SystemId       string `protobuf:"bytes,6,opt,name=system_id,json=systemId,proto3" json:"system_id,omitempty"`
+	PublicKey      string `protobuf:"bytes,7,opt,name=public_key,json=publicKey,proto3" json:"public_key,omitempty"`
+	TlsFingerprint string `protobuf:"bytes,8,opt,name=tls_fingerprint,json=tlsFingerprint,proto3" json:"tls_fingerprint,omitempty"`
+	LastSeen       string `protobuf:"bytes,9,opt,name=last_seen,json=lastSeen,proto3" json:"last_seen,omitempty"`
+	AddedAt        string `protobuf:"bytes,10,opt,name=added_at,json=addedAt,proto3" json:"added_at,omitempty"`
+	ActiveTasks    int32  `protobuf:"varint,11,opt,name=active_tasks,json=activeTasks,proto3" json:"active_tasks,omitempty"`
+	MaxTasks       int32  `protobuf:"varint,12,opt,name=max_tasks,json=maxTasks,proto3" json:"max_tasks,omitempty"`
+	CapabilitiesAt string `protobuf:"bytes,13,opt,name=capabilities_at,json=capabilitiesAt,proto3" json:"capabilities_at,omitempty"`
+	// The whole entry of GET /agents as JSON (agent_capabilities,
+	// interfaces, compliance).
+	DetailsJson   string `protobuf:"bytes,14,opt,name=details_json,json=detailsJson,proto3" json:"details_json,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1474,6 +1618,69 @@ func (x *AgentInfo) GetCapabilities() []string {
 func (x *AgentInfo) GetStatus() string {
 	if x != nil {
 		return x.Status
+	}
+	return ""
+}
+
+func (x *AgentInfo) GetSystemId() string {
+	if x != nil {
+		return x.SystemId
+	}
+	return ""
+}
+
+func (x *AgentInfo) GetPublicKey() string {
+	if x != nil {
+		return x.PublicKey
+	}
+	return ""
+}
+
+func (x *AgentInfo) GetTlsFingerprint() string {
+	if x != nil {
+		return x.TlsFingerprint
+	}
+	return ""
+}
+
+func (x *AgentInfo) GetLastSeen() string {
+	if x != nil {
+		return x.LastSeen
+	}
+	return ""
+}
+
+func (x *AgentInfo) GetAddedAt() string {
+	if x != nil {
+		return x.AddedAt
+	}
+	return ""
+}
+
+func (x *AgentInfo) GetActiveTasks() int32 {
+	if x != nil {
+		return x.ActiveTasks
+	}
+	return 0
+}
+
+func (x *AgentInfo) GetMaxTasks() int32 {
+	if x != nil {
+		return x.MaxTasks
+	}
+	return 0
+}
+
+func (x *AgentInfo) GetCapabilitiesAt() string {
+	if x != nil {
+		return x.CapabilitiesAt
+	}
+	return ""
+}
+
+func (x *AgentInfo) GetDetailsJson() string {
+	if x != nil {
+		return x.DetailsJson
 	}
 	return ""
 }
@@ -2068,11 +2275,13 @@ func (x *ListGroupMembersResponse) GetMembers() []*GroupMember {
 }
 
 type GroupMember struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	AgentId       string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
-	Role          string                 `protobuf:"bytes,2,opt,name=role,proto3" json:"role,omitempty"`
-	JoinedAt      string                 `protobuf:"bytes,3,opt,name=joined_at,json=joinedAt,proto3" json:"joined_at,omitempty"`
-	Weight        float64                `protobuf:"fixed64,4,opt,name=weight,proto3" json:"weight,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	AgentId  string                 `protobuf:"bytes,1,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	Role     string                 `protobuf:"bytes,2,opt,name=role,proto3" json:"role,omitempty"`
+	JoinedAt string                 `protobuf:"bytes,3,opt,name=joined_at,json=joinedAt,proto3" json:"joined_at,omitempty"`
+	Weight   float64                `protobuf:"fixed64,4,opt,name=weight,proto3" json:"weight,omitempty"`
+	// The task types the member declared when it joined.
+	TaskTypes     []string `protobuf:"bytes,5,rep,name=task_types,json=taskTypes,proto3" json:"task_types,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2133,6 +2342,13 @@ func (x *GroupMember) GetWeight() float64 {
 		return x.Weight
 	}
 	return 0
+}
+
+func (x *GroupMember) GetTaskTypes() []string {
+	if x != nil {
+		return x.TaskTypes
+	}
+	return nil
 }
 
 type HealthCheckResponse struct {
@@ -2230,7 +2446,7 @@ const file_synapse_proto_rawDesc = "" +
 	"\x05files\x18\x06 \x03(\v2\x16.synapse.v1.FileUploadR\x05files\x12\x1a\n" +
 	"\bpriority\x18\a \x01(\tR\bpriority\")\n" +
 	"\x0eGetTaskRequest\x12\x17\n" +
-	"\atask_id\x18\x01 \x01(\tR\x06taskId\"\xd8\x02\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\"\xd1\x03\n" +
 	"\x12TaskStatusResponse\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
 	"\x06status\x18\x02 \x01(\tR\x06status\x12\x1a\n" +
@@ -2247,7 +2463,11 @@ const file_synapse_proto_rawDesc = "" +
 	"\n" +
 	"error_code\x18\n" +
 	" \x01(\tR\terrorCode\x12!\n" +
-	"\fdetails_json\x18\v \x01(\tR\vdetailsJson\"\x83\x01\n" +
+	"\fdetails_json\x18\v \x01(\tR\vdetailsJson\x12!\n" +
+	"\fnumeric_code\x18\f \x01(\x05R\vnumericCode\x12 \n" +
+	"\vrecoverable\x18\r \x01(\bR\vrecoverable\x12\x16\n" +
+	"\x06target\x18\x0e \x01(\tR\x06target\x12\x1a\n" +
+	"\bdeadline\x18\x0f \x01(\tR\bdeadline\"\x83\x01\n" +
 	"\x10ListTasksRequest\x12\x1b\n" +
 	"\tpage_size\x18\x01 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
@@ -2258,11 +2478,12 @@ const file_synapse_proto_rawDesc = "" +
 	"\x05tasks\x18\x01 \x03(\v2\x1e.synapse.v1.TaskStatusResponseR\x05tasks\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\",\n" +
 	"\x11CancelTaskRequest\x12\x17\n" +
-	"\atask_id\x18\x01 \x01(\tR\x06taskId\"_\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\"\x93\x01\n" +
 	"\x12CancelTaskResponse\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
 	"\x06status\x18\x02 \x01(\tR\x06status\x12\x18\n" +
-	"\amessage\x18\x03 \x01(\tR\amessage\"M\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\x122\n" +
+	"\x04task\x18\x04 \x01(\v2\x1e.synapse.v1.TaskStatusResponseR\x04task\"M\n" +
 	"\x17TaskStatusStreamRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x19\n" +
 	"\blast_seq\x18\x02 \x01(\x04R\alastSeq\"\x89\x01\n" +
@@ -2304,7 +2525,7 @@ const file_synapse_proto_rawDesc = "" +
 	"\amsgpack\x18\v \x01(\bR\amsgpack\x12\x1d\n" +
 	"\n" +
 	"error_json\x18\f \x01(\tR\terrorJson\x12\x10\n" +
-	"\x03seq\x18\r \x01(\x04R\x03seq\"\xfa\x03\n" +
+	"\x03seq\x18\r \x01(\x04R\x03seq\"\xba\x06\n" +
 	"\x14CapabilitiesResponse\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x1d\n" +
 	"\n" +
@@ -2320,19 +2541,41 @@ const file_synapse_proto_rawDesc = "" +
 	"\x0esupport_groups\x18\n" +
 	" \x01(\bR\rsupportGroups\x12\x1b\n" +
 	"\tsystem_id\x18\v \x01(\tR\bsystemId\x12+\n" +
-	"\x11capabilities_json\x18\f \x01(\tR\x10capabilitiesJson\".\n" +
+	"\x11capabilities_json\x18\f \x01(\tR\x10capabilitiesJson\x12\x1a\n" +
+	"\bendpoint\x18\r \x01(\tR\bendpoint\x12\x1d\n" +
+	"\n" +
+	"public_key\x18\x0e \x01(\tR\tpublicKey\x12'\n" +
+	"\x0ftls_fingerprint\x18\x0f \x01(\tR\x0etlsFingerprint\x12\x16\n" +
+	"\x06status\x18\x10 \x01(\tR\x06status\x12\x1b\n" +
+	"\tlast_seen\x18\x11 \x01(\tR\blastSeen\x12\x19\n" +
+	"\badded_at\x18\x12 \x01(\tR\aaddedAt\x12!\n" +
+	"\factive_tasks\x18\x13 \x01(\x05R\vactiveTasks\x12\x1b\n" +
+	"\tmax_tasks\x18\x14 \x01(\x05R\bmaxTasks\x12'\n" +
+	"\x0fcapabilities_at\x18\x15 \x01(\tR\x0ecapabilitiesAt\x12!\n" +
+	"\fdetails_json\x18\x16 \x01(\tR\vdetailsJson\".\n" +
 	"\x11QueryAgentRequest\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\"Y\n" +
 	"\x12ListAgentsResponse\x12-\n" +
 	"\x06agents\x18\x01 \x03(\v2\x15.synapse.v1.AgentInfoR\x06agents\x12\x14\n" +
-	"\x05total\x18\x02 \x01(\x05R\x05total\"\x9d\x01\n" +
+	"\x05total\x18\x02 \x01(\x05R\x05total\"\xc6\x03\n" +
 	"\tAgentInfo\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x1d\n" +
 	"\n" +
 	"agent_name\x18\x02 \x01(\tR\tagentName\x12\x1a\n" +
 	"\bendpoint\x18\x03 \x01(\tR\bendpoint\x12\"\n" +
 	"\fcapabilities\x18\x04 \x03(\tR\fcapabilities\x12\x16\n" +
-	"\x06status\x18\x05 \x01(\tR\x06status\"\x9c\x01\n" +
+	"\x06status\x18\x05 \x01(\tR\x06status\x12\x1b\n" +
+	"\tsystem_id\x18\x06 \x01(\tR\bsystemId\x12\x1d\n" +
+	"\n" +
+	"public_key\x18\a \x01(\tR\tpublicKey\x12'\n" +
+	"\x0ftls_fingerprint\x18\b \x01(\tR\x0etlsFingerprint\x12\x1b\n" +
+	"\tlast_seen\x18\t \x01(\tR\blastSeen\x12\x19\n" +
+	"\badded_at\x18\n" +
+	" \x01(\tR\aaddedAt\x12!\n" +
+	"\factive_tasks\x18\v \x01(\x05R\vactiveTasks\x12\x1b\n" +
+	"\tmax_tasks\x18\f \x01(\x05R\bmaxTasks\x12'\n" +
+	"\x0fcapabilities_at\x18\r \x01(\tR\x0ecapabilitiesAt\x12!\n" +
+	"\fdetails_json\x18\x0e \x01(\tR\vdetailsJson\"\x9c\x01\n" +
 	"\x12CreateGroupRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12'\n" +
@@ -2374,12 +2617,14 @@ const file_synapse_proto_rawDesc = "" +
 	"\bgroup_id\x18\x01 \x01(\tR\agroupId\"h\n" +
 	"\x18ListGroupMembersResponse\x12\x19\n" +
 	"\bgroup_id\x18\x01 \x01(\tR\agroupId\x121\n" +
-	"\amembers\x18\x02 \x03(\v2\x17.synapse.v1.GroupMemberR\amembers\"q\n" +
+	"\amembers\x18\x02 \x03(\v2\x17.synapse.v1.GroupMemberR\amembers\"\x90\x01\n" +
 	"\vGroupMember\x12\x19\n" +
 	"\bagent_id\x18\x01 \x01(\tR\aagentId\x12\x12\n" +
 	"\x04role\x18\x02 \x01(\tR\x04role\x12\x1b\n" +
 	"\tjoined_at\x18\x03 \x01(\tR\bjoinedAt\x12\x16\n" +
-	"\x06weight\x18\x04 \x01(\x01R\x06weight\"n\n" +
+	"\x06weight\x18\x04 \x01(\x01R\x06weight\x12\x1d\n" +
+	"\n" +
+	"task_types\x18\x05 \x03(\tR\ttaskTypes\"n\n" +
 	"\x13HealthCheckResponse\x12\x16\n" +
 	"\x06status\x18\x01 \x01(\tR\x06status\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12%\n" +
@@ -2465,53 +2710,54 @@ var file_synapse_proto_goTypes = []any{
 var file_synapse_proto_depIdxs = []int32{
 	2,  // 0: synapse.v1.SubmitTaskWithFilesRequest.files:type_name -> synapse.v1.FileUpload
 	5,  // 1: synapse.v1.ListTasksResponse.tasks:type_name -> synapse.v1.TaskStatusResponse
-	18, // 2: synapse.v1.ListAgentsResponse.agents:type_name -> synapse.v1.AgentInfo
-	29, // 3: synapse.v1.ListGroupMembersResponse.members:type_name -> synapse.v1.GroupMember
-	0,  // 4: synapse.v1.TaskService.SubmitTask:input_type -> synapse.v1.SubmitTaskRequest
-	3,  // 5: synapse.v1.TaskService.SubmitTaskWithFiles:input_type -> synapse.v1.SubmitTaskWithFilesRequest
-	4,  // 6: synapse.v1.TaskService.GetTask:input_type -> synapse.v1.GetTaskRequest
-	4,  // 7: synapse.v1.TaskService.GetTaskStatus:input_type -> synapse.v1.GetTaskRequest
-	6,  // 8: synapse.v1.TaskService.ListTasks:input_type -> synapse.v1.ListTasksRequest
-	8,  // 9: synapse.v1.TaskService.CancelTask:input_type -> synapse.v1.CancelTaskRequest
-	10, // 10: synapse.v1.TaskService.StreamTaskStatus:input_type -> synapse.v1.TaskStatusStreamRequest
-	12, // 11: synapse.v1.SynapseMessageService.SendMessage:input_type -> synapse.v1.SendMessageRequest
-	14, // 12: synapse.v1.SynapseMessageService.StreamMessages:input_type -> synapse.v1.SynapseMessage
-	31, // 13: synapse.v1.SynapseMessageService.ReceiveCallback:input_type -> google.protobuf.Empty
-	31, // 14: synapse.v1.CapabilitiesService.GetCapabilities:input_type -> google.protobuf.Empty
-	16, // 15: synapse.v1.CapabilitiesService.QueryAgent:input_type -> synapse.v1.QueryAgentRequest
-	31, // 16: synapse.v1.CapabilitiesService.ListAgents:input_type -> google.protobuf.Empty
-	19, // 17: synapse.v1.GroupService.CreateGroup:input_type -> synapse.v1.CreateGroupRequest
-	21, // 18: synapse.v1.GroupService.JoinGroup:input_type -> synapse.v1.JoinGroupRequest
-	23, // 19: synapse.v1.GroupService.LeaveGroup:input_type -> synapse.v1.LeaveGroupRequest
-	25, // 20: synapse.v1.GroupService.DisbandGroup:input_type -> synapse.v1.DisbandGroupRequest
-	27, // 21: synapse.v1.GroupService.ListGroupMembers:input_type -> synapse.v1.ListGroupMembersRequest
-	14, // 22: synapse.v1.GroupService.StreamGroupMessages:input_type -> synapse.v1.SynapseMessage
-	31, // 23: synapse.v1.HealthService.HealthCheck:input_type -> google.protobuf.Empty
-	1,  // 24: synapse.v1.TaskService.SubmitTask:output_type -> synapse.v1.SubmitTaskResponse
-	1,  // 25: synapse.v1.TaskService.SubmitTaskWithFiles:output_type -> synapse.v1.SubmitTaskResponse
-	5,  // 26: synapse.v1.TaskService.GetTask:output_type -> synapse.v1.TaskStatusResponse
-	5,  // 27: synapse.v1.TaskService.GetTaskStatus:output_type -> synapse.v1.TaskStatusResponse
-	7,  // 28: synapse.v1.TaskService.ListTasks:output_type -> synapse.v1.ListTasksResponse
-	9,  // 29: synapse.v1.TaskService.CancelTask:output_type -> synapse.v1.CancelTaskResponse
-	11, // 30: synapse.v1.TaskService.StreamTaskStatus:output_type -> synapse.v1.TaskStatusUpdate
-	13, // 31: synapse.v1.SynapseMessageService.SendMessage:output_type -> synapse.v1.SendMessageResponse
-	14, // 32: synapse.v1.SynapseMessageService.StreamMessages:output_type -> synapse.v1.SynapseMessage
-	14, // 33: synapse.v1.SynapseMessageService.ReceiveCallback:output_type -> synapse.v1.SynapseMessage
-	15, // 34: synapse.v1.CapabilitiesService.GetCapabilities:output_type -> synapse.v1.CapabilitiesResponse
-	15, // 35: synapse.v1.CapabilitiesService.QueryAgent:output_type -> synapse.v1.CapabilitiesResponse
-	17, // 36: synapse.v1.CapabilitiesService.ListAgents:output_type -> synapse.v1.ListAgentsResponse
-	20, // 37: synapse.v1.GroupService.CreateGroup:output_type -> synapse.v1.CreateGroupResponse
-	22, // 38: synapse.v1.GroupService.JoinGroup:output_type -> synapse.v1.JoinGroupResponse
-	24, // 39: synapse.v1.GroupService.LeaveGroup:output_type -> synapse.v1.LeaveGroupResponse
-	26, // 40: synapse.v1.GroupService.DisbandGroup:output_type -> synapse.v1.DisbandGroupResponse
-	28, // 41: synapse.v1.GroupService.ListGroupMembers:output_type -> synapse.v1.ListGroupMembersResponse
-	14, // 42: synapse.v1.GroupService.StreamGroupMessages:output_type -> synapse.v1.SynapseMessage
-	30, // 43: synapse.v1.HealthService.HealthCheck:output_type -> synapse.v1.HealthCheckResponse
-	24, // [24:44] is the sub-list for method output_type
-	4,  // [4:24] is the sub-list for method input_type
-	4,  // [4:4] is the sub-list for extension type_name
-	4,  // [4:4] is the sub-list for extension extendee
-	0,  // [0:4] is the sub-list for field type_name
+	5,  // 2: synapse.v1.CancelTaskResponse.task:type_name -> synapse.v1.TaskStatusResponse
+	18, // 3: synapse.v1.ListAgentsResponse.agents:type_name -> synapse.v1.AgentInfo
+	29, // 4: synapse.v1.ListGroupMembersResponse.members:type_name -> synapse.v1.GroupMember
+	0,  // 5: synapse.v1.TaskService.SubmitTask:input_type -> synapse.v1.SubmitTaskRequest
+	3,  // 6: synapse.v1.TaskService.SubmitTaskWithFiles:input_type -> synapse.v1.SubmitTaskWithFilesRequest
+	4,  // 7: synapse.v1.TaskService.GetTask:input_type -> synapse.v1.GetTaskRequest
+	4,  // 8: synapse.v1.TaskService.GetTaskStatus:input_type -> synapse.v1.GetTaskRequest
+	6,  // 9: synapse.v1.TaskService.ListTasks:input_type -> synapse.v1.ListTasksRequest
+	8,  // 10: synapse.v1.TaskService.CancelTask:input_type -> synapse.v1.CancelTaskRequest
+	10, // 11: synapse.v1.TaskService.StreamTaskStatus:input_type -> synapse.v1.TaskStatusStreamRequest
+	12, // 12: synapse.v1.SynapseMessageService.SendMessage:input_type -> synapse.v1.SendMessageRequest
+	14, // 13: synapse.v1.SynapseMessageService.StreamMessages:input_type -> synapse.v1.SynapseMessage
+	31, // 14: synapse.v1.SynapseMessageService.ReceiveCallback:input_type -> google.protobuf.Empty
+	31, // 15: synapse.v1.CapabilitiesService.GetCapabilities:input_type -> google.protobuf.Empty
+	16, // 16: synapse.v1.CapabilitiesService.QueryAgent:input_type -> synapse.v1.QueryAgentRequest
+	31, // 17: synapse.v1.CapabilitiesService.ListAgents:input_type -> google.protobuf.Empty
+	19, // 18: synapse.v1.GroupService.CreateGroup:input_type -> synapse.v1.CreateGroupRequest
+	21, // 19: synapse.v1.GroupService.JoinGroup:input_type -> synapse.v1.JoinGroupRequest
+	23, // 20: synapse.v1.GroupService.LeaveGroup:input_type -> synapse.v1.LeaveGroupRequest
+	25, // 21: synapse.v1.GroupService.DisbandGroup:input_type -> synapse.v1.DisbandGroupRequest
+	27, // 22: synapse.v1.GroupService.ListGroupMembers:input_type -> synapse.v1.ListGroupMembersRequest
+	14, // 23: synapse.v1.GroupService.StreamGroupMessages:input_type -> synapse.v1.SynapseMessage
+	31, // 24: synapse.v1.HealthService.HealthCheck:input_type -> google.protobuf.Empty
+	1,  // 25: synapse.v1.TaskService.SubmitTask:output_type -> synapse.v1.SubmitTaskResponse
+	1,  // 26: synapse.v1.TaskService.SubmitTaskWithFiles:output_type -> synapse.v1.SubmitTaskResponse
+	5,  // 27: synapse.v1.TaskService.GetTask:output_type -> synapse.v1.TaskStatusResponse
+	5,  // 28: synapse.v1.TaskService.GetTaskStatus:output_type -> synapse.v1.TaskStatusResponse
+	7,  // 29: synapse.v1.TaskService.ListTasks:output_type -> synapse.v1.ListTasksResponse
+	9,  // 30: synapse.v1.TaskService.CancelTask:output_type -> synapse.v1.CancelTaskResponse
+	11, // 31: synapse.v1.TaskService.StreamTaskStatus:output_type -> synapse.v1.TaskStatusUpdate
+	13, // 32: synapse.v1.SynapseMessageService.SendMessage:output_type -> synapse.v1.SendMessageResponse
+	14, // 33: synapse.v1.SynapseMessageService.StreamMessages:output_type -> synapse.v1.SynapseMessage
+	14, // 34: synapse.v1.SynapseMessageService.ReceiveCallback:output_type -> synapse.v1.SynapseMessage
+	15, // 35: synapse.v1.CapabilitiesService.GetCapabilities:output_type -> synapse.v1.CapabilitiesResponse
+	15, // 36: synapse.v1.CapabilitiesService.QueryAgent:output_type -> synapse.v1.CapabilitiesResponse
+	17, // 37: synapse.v1.CapabilitiesService.ListAgents:output_type -> synapse.v1.ListAgentsResponse
+	20, // 38: synapse.v1.GroupService.CreateGroup:output_type -> synapse.v1.CreateGroupResponse
+	22, // 39: synapse.v1.GroupService.JoinGroup:output_type -> synapse.v1.JoinGroupResponse
+	24, // 40: synapse.v1.GroupService.LeaveGroup:output_type -> synapse.v1.LeaveGroupResponse
+	26, // 41: synapse.v1.GroupService.DisbandGroup:output_type -> synapse.v1.DisbandGroupResponse
+	28, // 42: synapse.v1.GroupService.ListGroupMembers:output_type -> synapse.v1.ListGroupMembersResponse
+	14, // 43: synapse.v1.GroupService.StreamGroupMessages:output_type -> synapse.v1.SynapseMessage
+	30, // 44: synapse.v1.HealthService.HealthCheck:output_type -> synapse.v1.HealthCheckResponse
+	25, // [25:45] is the sub-list for method output_type
+	5,  // [5:25] is the sub-list for method input_type
+	5,  // [5:5] is the sub-list for extension type_name
+	5,  // [5:5] is the sub-list for extension extendee
+	0,  // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_synapse_proto_init() }

@@ -113,15 +113,19 @@ type Entry struct {
 	PublicKey       string `json:"public_key" msgpack:"public_key"`
 	ProtocolVersion string `json:"protocol_version,omitempty" msgpack:"protocol_version,omitempty"`
 	// Status is online, busy or offline.
-	Status                   string                      `json:"status" msgpack:"status"`
-	ActiveTasks              int                         `json:"active_tasks" msgpack:"active_tasks"`
-	MaxTasks                 int                         `json:"max_tasks" msgpack:"max_tasks"`
-	HeartbeatIntervalSeconds int                         `json:"heartbeat_interval_seconds" msgpack:"heartbeat_interval_seconds"`
-	RegisteredAt             string                      `json:"registered_at" msgpack:"registered_at"`
-	LastSeen                 string                      `json:"last_seen" msgpack:"last_seen"`
-	Capabilities             *wire.AgentCapabilities     `json:"capabilities" msgpack:"capabilities"`
-	Interfaces               []wire.ImplementedInterface `json:"interfaces" msgpack:"interfaces"`
-	Compliance               wire.ComplianceEvaluation   `json:"compliance" msgpack:"compliance"`
+	Status                   string `json:"status" msgpack:"status"`
+	ActiveTasks              int    `json:"active_tasks" msgpack:"active_tasks"`
+	MaxTasks                 int    `json:"max_tasks" msgpack:"max_tasks"`
+	HeartbeatIntervalSeconds int    `json:"heartbeat_interval_seconds" msgpack:"heartbeat_interval_seconds"`
+	RegisteredAt             string `json:"registered_at" msgpack:"registered_at"`
+	LastSeen                 string `json:"last_seen" msgpack:"last_seen"`
+	// Capabilities are the task types the agent declares, as seed 003
+	// §4.3's AgentInfo lists them (a list of strings); AgentCapabilities
+	// is the whole declaration, as GET /agents names it.
+	Capabilities      []string                    `json:"capabilities" msgpack:"capabilities"`
+	AgentCapabilities *wire.AgentCapabilities     `json:"agent_capabilities" msgpack:"agent_capabilities"`
+	Interfaces        []wire.ImplementedInterface `json:"interfaces" msgpack:"interfaces"`
+	Compliance        wire.ComplianceEvaluation   `json:"compliance" msgpack:"compliance"`
 	// Source is where the entry comes from: SourceRegistry, or the name of
 	// a directory source (sources.go), e.g. "mqtt".
 	Source string `json:"source" msgpack:"source"`
@@ -160,7 +164,7 @@ func (q Query) matches(e *Entry) bool {
 		return true
 	}
 	_, predefined := wire.LookupTaskType(q.TaskType)
-	for _, t := range e.Capabilities.SupportedTaskTypes {
+	for _, t := range e.AgentCapabilities.SupportedTaskTypes {
 		// A predefined id (seed 000 §3.3) is also matched by the task
 		// types that declare it among their capabilities.
 		if q.TaskType != "" && t.Type != q.TaskType && !(predefined && t.Declares(q.TaskType)) {
@@ -350,8 +354,36 @@ func entry(e *store.RegistryEntry, now time.Time) Entry {
 		PublicKey: e.PublicKey, ProtocolVersion: e.ProtocolVersion, Status: status,
 		ActiveTasks: e.ActiveTasks, MaxTasks: e.MaxTasks, HeartbeatIntervalSeconds: e.HeartbeatIntervalSeconds,
 		RegisteredAt: wire.FormatTime(e.RegisteredAt), LastSeen: wire.FormatTime(e.LastSeen),
-		Capabilities: &caps, Interfaces: e.Interfaces, Compliance: wire.EvaluateCompliance(e.AgentID, e.Interfaces),
+		Capabilities: TaskTypes(&caps), AgentCapabilities: &caps, Interfaces: e.Interfaces, Compliance: wire.EvaluateCompliance(e.AgentID, e.Interfaces),
 		Source: SourceRegistry}
+}
+
+// List is a directory listing as seed 003 §4.3's ListAgentsResponse: the
+// entries and their number (GET /registry/agents, GET /agents?capability=).
+type List struct {
+	Agents []Entry `json:"agents" msgpack:"agents"`
+	Total  int     `json:"total" msgpack:"total"`
+}
+
+// Listing is the List of entries (never a null agents).
+func Listing(entries []Entry) List {
+	if entries == nil {
+		entries = []Entry{}
+	}
+	return List{Agents: entries, Total: len(entries)}
+}
+
+// TaskTypes are the task types caps declares, never nil: an agent's
+// capabilities as seed 003 §4.3's AgentInfo lists them.
+func TaskTypes(caps *wire.AgentCapabilities) []string {
+	out := []string{}
+	if caps == nil {
+		return out
+	}
+	for _, t := range caps.SupportedTaskTypes {
+		out = append(out, t.Type)
+	}
+	return out
 }
 
 // FindByCapability lists the registered agents q selects, by agent_id,

@@ -151,11 +151,11 @@ func TestSources(t *testing.T) {
 	}
 	d.AddSource("mqtt", func() []registry.Entry {
 		return []registry.Entry{
-			{AgentID: "gw-1", PublicKey: "b3RoZXI=", Status: registry.Online, Capabilities: caps("gw-1")},
-			{AgentID: "paired", PublicKey: "a2V5", Status: registry.Online, Capabilities: caps("paired")},
-			{AgentID: "paired", PublicKey: "bm90IGl0", Status: registry.Online, Capabilities: caps("paired")},
+			{AgentID: "gw-1", PublicKey: "b3RoZXI=", Status: registry.Online, AgentCapabilities: caps("gw-1")},
+			{AgentID: "paired", PublicKey: "a2V5", Status: registry.Online, AgentCapabilities: caps("paired")},
+			{AgentID: "paired", PublicKey: "bm90IGl0", Status: registry.Online, AgentCapabilities: caps("paired")},
 			{AgentID: "gw-2", Status: registry.Online},
-			{AgentID: "bad/id", Status: registry.Online, Capabilities: caps("bad/id")},
+			{AgentID: "bad/id", Status: registry.Online, AgentCapabilities: caps("bad/id")},
 		}
 	})
 	list, err := d.FindByCapability(registry.Query{Capability: "imaging"})

@@ -51,13 +51,13 @@ func (d *Directory) fromSources(q Query, out []Entry) []Entry {
 	d.sources.mu.Unlock()
 	for _, s := range srcs {
 		for _, e := range s.list() {
-			if e.Capabilities == nil || agentid.Check(e.AgentID) != nil {
+			if e.AgentCapabilities == nil || agentid.Check(e.AgentID) != nil {
 				continue
 			}
 			if key, ok := d.o.PinnedKey(e.AgentID); ok && key != e.PublicKey {
 				continue
 			}
-			e.Source = s.name
+			e.Source, e.Capabilities = s.name, TaskTypes(e.AgentCapabilities)
 			if q.matches(&e) {
 				out = append(out, e)
 			}

@@ -187,6 +187,16 @@ func withoutPaths(err error) string {
 // execution_timeout, 4004 for rate_limited, ...), or 0 when it has none.
 func NumericCode(code ErrorCode) int { return registry[code].Numeric }
 
+// RetryAfter reports whether a refusal with code asks the client to wait
+// a second before it retries (HTTP Retry-After: 1).
+func RetryAfter(code ErrorCode) bool {
+	switch code {
+	case CodeRateLimited, CodeSysOverloaded, CodeTooManyConnections, CodeCommitUnknown:
+		return true
+	}
+	return false
+}
+
 // NumericDetails is the details object {"numeric_code": n} of code, where
 // a TPError carries it, or nil when code has no numeric code.
 func NumericDetails(code ErrorCode) map[string]any {

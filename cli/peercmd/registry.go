@@ -254,14 +254,8 @@ func printDirectory(s *command.Session, list []client.DirectoryEntry) error {
 	tw := tabwriter.NewWriter(s.IO.Out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "AGENT ID\tSTATUS\tENDPOINT\tTASK TYPES\tCOMPLIANT\tLAST SEEN\tSOURCE")
 	for _, e := range list {
-		var types []string
-		if e.Capabilities != nil {
-			for _, t := range e.Capabilities.SupportedTaskTypes {
-				types = append(types, t.Type)
-			}
-		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.AgentID, command.OrDash(e.Status), e.Endpoint,
-			command.OrDash(strings.Join(types, ",")), yesNo(e.Compliance.Compliant), command.OrDash(timeText(e.LastSeen)), command.OrDash(e.Source))
+			command.OrDash(strings.Join(e.Capabilities, ",")), yesNo(e.Compliance.Compliant), command.OrDash(timeText(e.LastSeen)), command.OrDash(e.Source))
 	}
 	return tw.Flush()
 }

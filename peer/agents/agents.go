@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 
 	"github.com/synapse-edge/synapse/peer"
+	"github.com/synapse-edge/synapse/registry"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -71,8 +72,8 @@ func List(n Network) AgentList {
 	for i := range peers {
 		p := &peers[i]
 		if p.AgentCapabilities == nil {
-			if e, err := n.Registration(p.AgentID); err == nil && e.Capabilities != nil {
-				p.Capabilities = peer.TaskTypes(e.Capabilities)
+			if e, err := n.Registration(p.AgentID); err == nil && e.AgentCapabilities != nil {
+				p.Capabilities = e.Capabilities
 			}
 		}
 	}
@@ -97,7 +98,7 @@ func Query(n Network, self *wire.AgentCapabilities, id string) (*AgentDescriptio
 	}
 	if caps == nil {
 		if e, err := n.Registration(id); err == nil {
-			caps = e.Capabilities
+			caps = e.AgentCapabilities
 		}
 	}
 	if caps == nil && p == nil {
@@ -112,7 +113,7 @@ func describe(caps *wire.AgentCapabilities, p *peer.PeerInfo) *AgentDescription 
 	d := &AgentDescription{SupportedTaskTypes: []string{}, SupportedContentTypes: []string{}}
 	if caps != nil {
 		d.AgentID, d.AgentName, d.SystemID, d.ProtocolVersion = caps.AgentID, caps.AgentName, caps.SystemID, caps.ProtocolVersion
-		d.SupportedTaskTypes = peer.TaskTypes(caps)
+		d.SupportedTaskTypes = registry.TaskTypes(caps)
 		if caps.SupportedContentTypes != nil {
 			d.SupportedContentTypes = caps.SupportedContentTypes
 		}
