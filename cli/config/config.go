@@ -51,6 +51,9 @@ type File struct {
 	// TLS, if set with a cert_file, serves the HTTP API (and the gRPC
 	// one) over TLS.
 	TLS *tlscert.Config `json:"tls,omitempty"`
+	// RemoteConfig, if set, takes signed config fragments from the
+	// broker (package cli/remoteconfig; needs the mqtt section).
+	RemoteConfig *RemoteConfig `json:"remote_config,omitempty"`
 }
 
 // Handlers is the handlers' part of the file (its top-level keys
@@ -71,7 +74,7 @@ func (f *File) Validate() error {
 // sections checks the sections of the packages other than agent.
 func (f *File) sections() error {
 	return errors.Join(f.checkLogLevel(), f.Handlers.Validate(), f.HTTP.Validate(), f.HIL.Validate(), f.A2A.Validate(), f.checkMQTT(),
-		f.P2P.Validate(), f.Registry.Validate(), f.TLS.Validate())
+		f.P2P.Validate(), f.Registry.Validate(), f.TLS.Validate(), f.checkRemote())
 }
 
 // Load returns the configuration of the file at path (none when path is
@@ -86,6 +89,13 @@ func Load(path string, getenv func(string) string) (File, error) {
 // LoadHashed is Load that also returns the SHA-256 (hex) of the file's
 // bytes it read (empty without a file).
 func LoadHashed(path string, getenv func(string) string) (File, string, error) {
+	return LoadOverlaid(path, nil, getenv)
+}
+
+// LoadOverlaid is LoadHashed with a remote config fragment (nil: none)
+// decoded over the file (decodeOverlay); the hash is then
+// OverlaidHash's.
+func LoadOverlaid(path string, overlay []byte, getenv func(string) string) (File, string, error) {
 	f := Defaults()
 	var hash string
 	if path != "" {
@@ -93,8 +103,11 @@ func LoadHashed(path string, getenv func(string) string) (File, string, error) {
 		if err != nil {
 			return f, "", err
 		}
-		hash = hashOf(raw)
+		hash = OverlaidHash(raw, overlay)
 		if err := decodeFile(&f, path, raw); err != nil {
+			return f, hash, err
+		}
+		if err := decodeOverlay(&f, path, overlay); err != nil {
 			return f, hash, err
 		}
 	}
@@ -124,6 +137,13 @@ func decodeFile(f *File, path string, raw []byte) error {
 	if d.More() {
 		return fmt.Errorf("config %s: more than one JSON value (a file holds one object)", path)
 	}
+	resolvePaths(f, path)
+	return nil
+}
+
+// resolvePaths makes the relative paths of f relative to the directory of
+// the config file at path.
+func resolvePaths(f *File, path string) {
 	// Relative command paths and dirs are relative to the config file.
 	base := filepath.Dir(path)
 	for i := range f.Commands {
@@ -149,7 +169,6 @@ func decodeFile(f *File, path string, raw []byte) error {
 			}
 		}
 	}
-	return nil
 }
 
 // LoadEnv applies SYNAPSE_* environment variables, and the variables the
