@@ -39,6 +39,10 @@ const (
 	ReasonStoreFailed   = "store_failed"   // the document could not be kept on disk
 )
 
+// Reasons are every Reason, in the order of the README's table.
+var Reasons = []string{ReasonMalformed, ReasonUnsigned, ReasonUnknownKey, ReasonBadSignature, ReasonWrongAgent,
+	ReasonStaleVersion, ReasonLockedField, ReasonInvalidConfig, ReasonStoreFailed}
+
 // Refusal is why a desired document was refused; nothing changed.
 type Refusal struct {
 	Reason string

@@ -295,3 +295,32 @@ func BenchmarkDecodeVerify(b *testing.B) {
 		}
 	}
 }
+
+// TestREADMEReasons: the README's table of refusal reasons names exactly
+// Reasons, in order.
+func TestREADMEReasons(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(raw), "### Remote configuration\n")
+	if !ok {
+		t.Fatal("README.md has no Remote configuration section")
+	}
+	sec, _, _ = strings.Cut(sec, "\n### ")
+	_, table, ok := strings.Cut(sec, "| reason | the document |\n|---|---|\n")
+	if !ok {
+		t.Fatal("the Remote configuration section has no table of reasons")
+	}
+	var got []string
+	for _, line := range strings.Split(table, "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) < 3 {
+			break
+		}
+		got = append(got, strings.Trim(strings.TrimSpace(cells[1]), "`"))
+	}
+	if strings.Join(got, ",") != strings.Join(desired.Reasons, ",") {
+		t.Errorf("README reasons %v, want %v", got, desired.Reasons)
+	}
+}
