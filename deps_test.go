@@ -81,6 +81,8 @@ var notImporting = []struct {
 }{
 	{"registry", []string{"agent", "peer", "contracts"},
 		"the directory needs only the store, the agent's id, its clock and the pinned keys (registry.Options); peer serves it"},
+	{"cli/remoteconfig/desired", []string{"agent", "store", "transport", "cli/config", "cli/reload", "peer", "httpapi"},
+		"the remote config documents are a wire format the command line shares: the agent's side is cli/remoteconfig"},
 }
 
 // apiPackages are the API layers (REST, gRPC, the A2A methods and their
@@ -104,17 +106,18 @@ var commandPackages = []string{"cli/command", "cli/taskcmd", "cli/admincmd", "cl
 
 // commandImports are the module packages a command package may import, with why.
 var commandImports = map[string]string{
-	"cli/command":         "the framework of the command line",
-	"cli/config":          "config check reads the file as serve does",
-	"client":              "the Go client of the REST API",
-	"client/tier1export":  "tier1 export writes the frames",
-	"client/tier1load":    "tier1 send generates the load",
-	"internal/atomicfile": "db backup and tier1 export write their file whole or not at all",
-	"internal/tlscert":    "--cacert and --fingerprint make the client's TLS configuration (pinned or from a CA file)",
-	"wire":                "the API prefix and the token scopes",
-	"store":               "db and audit open the data file when no agent serves it",
-	"negotiate":           "negotiate parses tiers, transports and security levels",
-	"group":               "group and vote decode the agent's group types",
+	"cli/command":              "the framework of the command line",
+	"cli/config":               "config check reads the file as serve does",
+	"cli/remoteconfig/desired": "config keygen and sign make operator keys and the desired documents the agent takes",
+	"client":                   "the Go client of the REST API",
+	"client/tier1export":       "tier1 export writes the frames",
+	"client/tier1load":         "tier1 send generates the load",
+	"internal/atomicfile":      "db backup and tier1 export write their file whole or not at all",
+	"internal/tlscert":         "--cacert and --fingerprint make the client's TLS configuration (pinned or from a CA file)",
+	"wire":                     "the API prefix and the token scopes",
+	"store":                    "db and audit open the data file when no agent serves it",
+	"negotiate":                "negotiate parses tiers, transports and security levels",
+	"group":                    "group and vote decode the agent's group types",
 }
 
 func TestImportRules(t *testing.T) {

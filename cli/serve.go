@@ -16,6 +16,7 @@ import (
 	"github.com/synapse-edge/synapse/cli/command"
 	"github.com/synapse-edge/synapse/cli/config"
 	"github.com/synapse-edge/synapse/cli/reload"
+	"github.com/synapse-edge/synapse/cli/remoteconfig"
 	"github.com/synapse-edge/synapse/group"
 	"github.com/synapse-edge/synapse/handlers"
 	"github.com/synapse-edge/synapse/hil"
@@ -110,12 +111,15 @@ func runServe(ctx context.Context, sio *command.IO, args []string) error {
 		}
 	}
 	flags(&file)
+	st := remoteconfig.AtStart(*configFile, file, hash, flags, os.Getenv, log)
+	file, hash = st.File, st.Hash
 	if lv, ok := file.Level(); ok && !levelFlag {
 		level.Set(lv)
 	}
 	var rl *reload.Options
 	if *configFile != "" {
-		rl = &reload.Options{Path: *configFile, Hash: hash, Running: file, Flags: flags, Level: level, LevelFlag: levelFlag}
+		rl = &reload.Options{Path: *configFile, Hash: hash, Running: file, Flags: flags, Level: level, LevelFlag: levelFlag,
+			Overlay: st.Overlay, OverlayVersion: st.Version}
 	}
 	return serveUpdating(ctx, sio, log, file, *grace, extra, rl)
 }
@@ -217,6 +221,18 @@ func serve(ctx context.Context, sio *command.IO, log *slog.Logger, file config.F
 	if ropts != nil {
 		rl = reload.New(a, log, *ropts)
 		hopts.Reloader = rl
+	}
+	if file.RemoteConfig != nil && rl != nil && mq != nil {
+		rc, err := remoteconfig.New(remoteconfig.Options{Agent: a, Reloader: rl, Transport: mq, Config: file.RemoteConfig, DataDir: cfg.DataDir, Logger: log})
+		if err == nil {
+			err = rc.Start(ctx)
+		}
+		if err != nil {
+			_, _, _ = stopExtra(context.Background()), gm.Close(context.Background()), hm.Close(context.Background())
+			_, _ = ln.Close(), a.Close(context.Background())
+			return err
+		}
+		defer rc.Close(context.Background()) // before the transport's Close
 	}
 	srv := httpapi.New(a, hopts)
 	served := make(chan error, 1)

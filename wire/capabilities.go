@@ -95,8 +95,12 @@ type ConfigStatus struct {
 	// File is the file's path, as given to serve.
 	File string `json:"file" msgpack:"file"`
 	// Hash is the SHA-256 (hex) of the file's bytes the agent last
-	// applied, at start or by a reload.
+	// applied, at start or by a reload (with a remote config:
+	// config.OverlaidHash).
 	Hash string `json:"hash" msgpack:"hash"`
+	// RemoteVersion is the version of the remote config in force over
+	// the file (cli/remoteconfig); absent: none.
+	RemoteVersion uint64 `json:"remote_version,omitempty" msgpack:"remote_version,omitempty"`
 	// LastReload is the last reload's outcome; absent before the first.
 	LastReload *ReloadResult `json:"last_reload,omitempty" msgpack:"last_reload,omitempty"`
 }

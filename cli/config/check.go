@@ -31,13 +31,22 @@ func Check(path string, getenv func(string) string) []error {
 // read). The configuration is good only when there are no problems: a
 // reload applies nothing of it otherwise.
 func Read(path string, getenv func(string) string) (File, string, []error) {
+	return ReadOverlaid(path, nil, getenv)
+}
+
+// ReadOverlaid is Read with a remote config fragment (nil: none) decoded
+// over the file, as LoadOverlaid does; the hash is OverlaidHash's.
+func ReadOverlaid(path string, overlay []byte, getenv func(string) string) (File, string, []error) {
 	f := Defaults()
 	raw, err := readFile(path)
 	if err != nil {
 		return f, "", []error{err}
 	}
-	hash := hashOf(raw)
+	hash := OverlaidHash(raw, overlay)
 	if err := decodeFile(&f, path, raw); err != nil {
+		return f, hash, []error{err}
+	}
+	if err := decodeOverlay(&f, path, overlay); err != nil {
 		return f, hash, []error{err}
 	}
 	if err := LoadEnv(&f, getenv); err != nil {

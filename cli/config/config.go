@@ -55,6 +55,9 @@ type File struct {
 	// Update, if set, names the release keys self-update trusts
 	// (internal/selfupdate).
 	Update *selfupdate.Config `json:"update,omitempty"`
+	// RemoteConfig, if set, takes signed config fragments from the
+	// broker (package cli/remoteconfig; needs the mqtt section).
+	RemoteConfig *RemoteConfig `json:"remote_config,omitempty"`
 }
 
 // Handlers is the handlers' part of the file (its top-level keys
@@ -75,7 +78,7 @@ func (f *File) Validate() error {
 // sections checks the sections of the packages other than agent.
 func (f *File) sections() error {
 	return errors.Join(f.checkLogLevel(), f.Handlers.Validate(), f.HTTP.Validate(), f.HIL.Validate(), f.A2A.Validate(), f.checkMQTT(),
-		f.P2P.Validate(), f.Registry.Validate(), f.TLS.Validate(), f.Update.Validate())
+		f.P2P.Validate(), f.Registry.Validate(), f.TLS.Validate(), f.Update.Validate(), f.checkRemote())
 }
 
 // Load returns the configuration of the file at path (none when path is
@@ -90,6 +93,13 @@ func Load(path string, getenv func(string) string) (File, error) {
 // LoadHashed is Load that also returns the SHA-256 (hex) of the file's
 // bytes it read (empty without a file).
 func LoadHashed(path string, getenv func(string) string) (File, string, error) {
+	return LoadOverlaid(path, nil, getenv)
+}
+
+// LoadOverlaid is LoadHashed with a remote config fragment (nil: none)
+// decoded over the file (decodeOverlay); the hash is then
+// OverlaidHash's.
+func LoadOverlaid(path string, overlay []byte, getenv func(string) string) (File, string, error) {
 	f := Defaults()
 	var hash string
 	if path != "" {
@@ -97,8 +107,11 @@ func LoadHashed(path string, getenv func(string) string) (File, string, error) {
 		if err != nil {
 			return f, "", err
 		}
-		hash = hashOf(raw)
+		hash = OverlaidHash(raw, overlay)
 		if err := decodeFile(&f, path, raw); err != nil {
+			return f, hash, err
+		}
+		if err := decodeOverlay(&f, path, overlay); err != nil {
 			return f, hash, err
 		}
 	}
@@ -128,6 +141,13 @@ func decodeFile(f *File, path string, raw []byte) error {
 	if d.More() {
 		return fmt.Errorf("config %s: more than one JSON value (a file holds one object)", path)
 	}
+	resolvePaths(f, path)
+	return nil
+}
+
+// resolvePaths makes the relative paths of f relative to the directory of
+// the config file at path.
+func resolvePaths(f *File, path string) {
 	// Relative command paths and dirs are relative to the config file.
 	base := filepath.Dir(path)
 	f.Update.SetDir(base)
@@ -154,7 +174,6 @@ func decodeFile(f *File, path string, raw []byte) error {
 			}
 		}
 	}
-	return nil
 }
 
 // LoadEnv applies SYNAPSE_* environment variables, and the variables the

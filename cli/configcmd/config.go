@@ -16,7 +16,9 @@ import (
 )
 
 // ConfigVerbs returns the verbs of the config command.
-func ConfigVerbs() []*command.Verb { return []*command.Verb{checkVerb(), reloadVerb()} }
+func ConfigVerbs() []*command.Verb {
+	return []*command.Verb{checkVerb(), reloadVerb(), keygenVerb(), signVerb()}
+}
 
 // checkResult is the output of config check.
 type checkResult struct {

@@ -60,6 +60,11 @@ type Options struct {
 	LevelFlag bool
 	// Getenv reads the environment, as at start; nil: os.Getenv.
 	Getenv func(string) string
+	// Overlay is the remote config fragment serve started with, decoded
+	// over the file at each reload (config.ReadOverlaid); nil: none.
+	// OverlayVersion is its version, shown in Status.
+	Overlay        []byte
+	OverlayVersion uint64
 }
 
 // Reloader owns the config file of a running serve. Its methods are
@@ -78,6 +83,8 @@ type Reloader struct {
 	mu      sync.Mutex // serialises reloads; guards what follows
 	running config.File
 	hash    string
+	overlay []byte
+	version uint64 // the overlay's
 	last    *wire.ReloadResult
 }
 
@@ -92,7 +99,7 @@ type reloadMetrics struct {
 // gets a line for every reload.
 func New(a *agent.Agent, log *slog.Logger, opts Options) *Reloader {
 	r := &Reloader{path: opts.Path, hash: opts.Hash, running: opts.Running, flags: opts.Flags, level: opts.Level,
-		levelFlag: opts.LevelFlag, getenv: opts.Getenv, a: a, log: log.With("component", "config")}
+		levelFlag: opts.LevelFlag, getenv: opts.Getenv, overlay: opts.Overlay, version: opts.OverlayVersion, a: a, log: log.With("component", "config")}
 	if r.flags == nil {
 		r.flags = func(*config.File) {}
 	}
@@ -116,7 +123,7 @@ func New(a *agent.Agent, log *slog.Logger, opts Options) *Reloader {
 func (r *Reloader) Status() *wire.ConfigStatus {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	st := &wire.ConfigStatus{File: r.path, Hash: r.hash}
+	st := &wire.ConfigStatus{File: r.path, Hash: r.hash, RemoteVersion: r.version}
 	if r.last != nil {
 		last := *r.last
 		st.LastReload = &last
@@ -129,7 +136,27 @@ func (r *Reloader) Status() *wire.ConfigStatus {
 func (r *Reloader) Reload(_ context.Context, trigger string) wire.ReloadResult {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	res := r.reload(trigger)
+	return r.finish(r.reload(trigger, r.overlay, nil))
+}
+
+// Overlay reloads the file with fragment, a remote config fragment of
+// the version given,
+// decoded over it in place of the one in force (Options.Overlay): when
+// the whole is good, commit runs (it stores the fragment), then the live
+// values are applied and the fragment is the one every later reload
+// decodes over the file. A bad whole, or commit's error, changes nothing.
+func (r *Reloader) Overlay(_ context.Context, trigger string, version uint64, fragment []byte, commit func() error) wire.ReloadResult {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	res := r.reload(trigger, fragment, commit)
+	if res.Result == wire.ReloadOK {
+		r.overlay, r.version = fragment, version
+	}
+	return r.finish(res)
+}
+
+// finish records res, the outcome of a reload, with r.mu held.
+func (r *Reloader) finish(res wire.ReloadResult) wire.ReloadResult {
 	r.last = &res
 	r.m.total.With(res.Result).Add(1)
 	if res.Result == wire.ReloadOK {
@@ -139,10 +166,11 @@ func (r *Reloader) Reload(_ context.Context, trigger string) wire.ReloadResult {
 	return res
 }
 
-// reload is Reload with r.mu held.
-func (r *Reloader) reload(trigger string) wire.ReloadResult {
+// reload reads the file with overlay over it, with r.mu held; commit
+// (nil: none) runs once the whole is known good, before it is applied.
+func (r *Reloader) reload(trigger string, overlay []byte, commit func() error) wire.ReloadResult {
 	res := wire.ReloadResult{Time: time.Now().UTC(), Trigger: trigger, Problems: []string{}, Applied: []string{}, RestartRequired: []string{}}
-	next, hash, errs := config.Read(r.path, r.getenv)
+	next, hash, errs := config.ReadOverlaid(r.path, overlay, r.getenv)
 	res.ConfigHash = hash
 	refuse := func(errs ...error) wire.ReloadResult {
 		res.Result = wire.ReloadInvalid
@@ -169,6 +197,11 @@ func (r *Reloader) reload(trigger string) wire.ReloadResult {
 	changed, err := config.ChangedFields(r.running, applied)
 	if err != nil {
 		return refuse(err)
+	}
+	if commit != nil {
+		if err := commit(); err != nil {
+			return refuse(err)
+		}
 	}
 	// The agent runs with its own copy: the running values (serve set
 	// some of them, such as the endpoint under TLS), the live ones of

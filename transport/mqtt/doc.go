@@ -35,6 +35,9 @@
 //	                                                        Last Will turns it offline (presence.go)
 //	{prefix}/agents/+/card                                  read by a Directory: the agents on the
 //	                                                        broker, signatures checked (directory.go)
+//	{prefix}/agents/{agent_id}/config/desired               a signed config fragment for the agent,
+//	                                                        retained (package cli/remoteconfig)
+//	{prefix}/agents/{agent_id}/config/reported              the agent's signed answer, retained
 //
 // Every level that comes from an id is checked: a '/', '+', '#' or NUL in
 // it would address another topic, and is refused.

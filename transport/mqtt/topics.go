@@ -39,22 +39,38 @@ func (t Topics) Inbox(agentID string) (string, error) {
 	return t.Prefix + "/agents/" + agentID + "/inbox", nil
 }
 
+// Remote configuration (package cli/remoteconfig).
+
+// ConfigDesired is {prefix}/agents/{agent_id}/config/desired: the
+// retained desired document an operator publishes for the agent.
+func (t Topics) ConfigDesired(agentID string) (string, error) {
+	return t.agentTopic(agentID, "config/desired")
+}
+
+// ConfigReported is {prefix}/agents/{agent_id}/config/reported: the
+// agent's retained, signed answer to the last desired document.
+func (t Topics) ConfigReported(agentID string) (string, error) {
+	return t.agentTopic(agentID, "config/reported")
+}
+
 // Self-update through the broker (package cli/remoteupdate).
 
 // UpdateDesired is {prefix}/agents/{agent_id}/update/desired: the
 // retained, operator-signed update command for the agent.
 func (t Topics) UpdateDesired(agentID string) (string, error) {
-	if !validLevel(agentID) {
-		return "", fmt.Errorf("mqtt: agent_id %q cannot be a topic level", agentID)
-	}
-	return t.Prefix + "/agents/" + agentID + "/update/desired", nil
+	return t.agentTopic(agentID, "update/desired")
 }
 
 // UpdateReported is {prefix}/agents/{agent_id}/update/reported: the
 // agent's retained, signed account of its last update command.
 func (t Topics) UpdateReported(agentID string) (string, error) {
+	return t.agentTopic(agentID, "update/reported")
+}
+
+// agentTopic is {prefix}/agents/{agent_id}/{rest}.
+func (t Topics) agentTopic(agentID, rest string) (string, error) {
 	if !validLevel(agentID) {
 		return "", fmt.Errorf("mqtt: agent_id %q cannot be a topic level", agentID)
 	}
-	return t.Prefix + "/agents/" + agentID + "/update/reported", nil
+	return t.Prefix + "/agents/" + agentID + "/" + rest, nil
 }
