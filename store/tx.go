@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/store/kv"
+	"github.com/synapse-edge/synapse/store/taskpeek"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -126,6 +127,9 @@ func (tx *Tx) ListTasks(f TaskFilter) ([]*wire.Task, string, error) {
 	}
 	var out []*wire.Task
 	for ; k != nil; k, v = c.Prev() {
+		if f.NonTerminal && finalRecord(v) {
+			continue // the start's scan of every task: no decode
+		}
 		t := new(wire.Task)
 		if err := decodeTask(v, t); err != nil {
 			return nil, "", fmt.Errorf("decode task %q: %w", k, err)
@@ -145,6 +149,14 @@ func (tx *Tx) ListTasks(f TaskFilter) ([]*wire.Task, string, error) {
 		out = append(out, t)
 	}
 	return out, "", nil
+}
+
+// finalRecord tells, without decoding it, that a task record is of a
+// final task (false when it cannot tell).
+func finalRecord(v []byte) bool {
+	raw, _, err := splitTaskRecord(v)
+	st, ok := taskpeek.Status(raw)
+	return err == nil && ok && wire.Status(st).Terminal()
 }
 
 // CountTasks counts all task records.
