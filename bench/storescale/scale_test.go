@@ -387,7 +387,7 @@ func dirSize(t *testing.T, dir string) int64 {
 // checkOffline runs db check on the file and returns its task count.
 func checkOffline(t *testing.T, bin, dir string) int {
 	t.Helper()
-	out, err := exec.Command(bin, "db", "check", "--offline", "--json", "--data", dir).Output()
+	out, err := exec.Command(bin, "db", "check", "--offline", "--json", "--timeout", "20m", "--data", dir).Output()
 	if err != nil {
 		t.Fatalf("db check: %v\n%s", err, out)
 	}
