@@ -44,7 +44,7 @@ type onlyImporter struct {
 }
 
 var onlyImporters = []onlyImporter{
-	{"go.etcd.io/bbolt", []string{"store", "store/kv"}, "store owns the file format; store/kv is its layered view over the file"},
+	{"go.etcd.io/bbolt", []string{"store", "store/kv", "store/compact"}, "store owns the file format; store/kv is its layered view over the file; store/compact rewrites a stopped agent's file"},
 	{"github.com/vmihailenco/msgpack/v5", []string{"wire"}, "wire owns the codecs"},
 	{"golang.org/x/crypto/chacha20poly1305", []string{"wire/encrypt"}, "wire/encrypt owns payload encryption"},
 	{"github.com/valyala/fasthttp", []string{"httpapi", "a2a/a2ahttp", "internal/sse", "transport/httptransport"},
@@ -116,6 +116,7 @@ var commandImports = map[string]string{
 	"internal/tlscert":         "--cacert and --fingerprint make the client's TLS configuration (pinned or from a CA file)",
 	"wire":                     "the API prefix and the token scopes",
 	"store":                    "db and audit open the data file when no agent serves it",
+	"store/compact":            "db compact rewrites a stopped agent's file",
 	"negotiate":                "negotiate parses tiers, transports and security levels",
 	"group":                    "group and vote decode the agent's group types",
 }
@@ -170,7 +171,7 @@ func TestImportRulesCatch(t *testing.T) {
 	}
 	got := strings.Join(checkRules(bad), "\n")
 	for _, want := range []string{
-		"tier1 imports go.etcd.io/bbolt (uplink.go); only store, store/kv may: store owns the file format; store/kv is its layered view over the file",
+		"tier1 imports go.etcd.io/bbolt (uplink.go); only store, store/kv, store/compact may: store owns the file format; store/kv is its layered view over the file; store/compact rewrites a stopped agent's file",
 		"tier1 imports net/http (uplink.go); only transport/httptransport, transport/wstransport, transport/a2aclient, client, client/agenttest, internal/testutil/hooktest, cli/command, grpcapi, internal/selfupdate may",
 		"cli imports github.com/fasthttp/websocket (send.go); only httpapi, client, transport/wstransport may",
 		"cli imports github.com/valyala/fasthttp/fasthttputil (send.go); only httpapi, a2a/a2ahttp, internal/sse, transport/httptransport may",

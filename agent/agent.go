@@ -318,10 +318,10 @@ func (a *Agent) Subscribe(id string) *Subscription { return a.eng.hub.subscribe(
 // Done returns a channel closed when the agent is shutting down.
 func (a *Agent) Done() <-chan struct{} { return a.sweepStop }
 
-// Pruning runs every sweepEvery; each pass deletes at most pruneBatch records
-// per transaction so it never holds the writer for long.
+// Pruning runs every sweepEvery (a burst grows the file by seconds of writes), deleting
+// at most pruneBatch records per transaction so it never holds the writer for long.
 const (
-	sweepEvery = time.Minute
+	sweepEvery = 5 * time.Second
 	pruneBatch = 1000
 	idemTTL    = 24 * time.Hour
 )

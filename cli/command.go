@@ -23,7 +23,7 @@ func commands() []*command.Command {
 		{Name: "serve", Summary: "run the agent (HTTP API, task engine, store)"},
 		{Name: "task", Summary: "submit, follow and manage tasks", Verbs: taskcmd.TaskVerbs()},
 		{Name: "token", Summary: "manage API tokens (admin)", Verbs: admincmd.TokenVerbs()},
-		{Name: "db", Summary: "check, back up and count the writes of the database", Verbs: admincmd.DBVerbs()},
+		{Name: "db", Summary: "check, back up, compact and count the writes of the database", Verbs: admincmd.DBVerbs()},
 		{Name: "config", Summary: "check a config file before serving on it; sign remote config", Verbs: configcmd.ConfigVerbs()},
 		{Name: "tier1", Summary: "tier-1 routines: list, load-test ingest, export frames", Verbs: tier1cmd.Tier1Verbs()},
 		{Name: "peer", Summary: "pair with other agents, accept their pair requests, list them", Verbs: peercmd.PeerVerbs()},

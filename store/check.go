@@ -125,6 +125,10 @@ func check(ctx context.Context, btx *bolt.Tx, tx *Tx) CheckReport {
 			}
 			return nil
 		})
+		if err := ctx.Err(); err != nil {
+			// Not "ok" with a part of the tasks counted.
+			add("check stopped after %d tasks: %v", rep.Tasks, err)
+		}
 	}
 	checkT1Seen(tx, add)
 	rep.OK = len(rep.Errors) == 0

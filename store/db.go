@@ -307,16 +307,37 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	return db, nil
 }
 
-func openBolt(path string, lock time.Duration) (*bolt.DB, error) {
-	return bolt.Open(path, 0o600, &bolt.Options{
-		Timeout:        lock,
-		NoFreelistSync: true,
-		FreelistType:   bolt.FreelistMapType,
-		// Nothing reads bolt's DB.Stats; without them no transaction
-		// takes the statistics lock.
-		NoStatistics: true,
-	})
+// openBolt opens the file with its freelist kept in the file: the open
+// reads it instead of every page (NoFreelistSync rebuilt it from all of
+// them, so a restart read, and kept resident, the whole file), and only
+// checkpoints commit, so writing it costs a page or a few a second. A
+// file whose freelist was never written gets it in one commit at its
+// first open; on a full disk that commit fails and the file is opened as
+// it was written. The file grows allocStep at a time past 4 MiB (bbolt's
+// default is 16 MiB).
+// A file replaced while the open waited for its lock (db compact renames
+// its copy over it) is opened again: the lock was the old file's.
+func openBolt(path string, lock time.Duration) (b *bolt.DB, err error) {
+	o := &bolt.Options{Timeout: lock, FreelistType: bolt.FreelistMapType, NoStatistics: true}
+	for i := 0; ; i++ {
+		before, _ := os.Stat(path)
+		if b, err = bolt.Open(path, 0o600, o); err != nil && diskFull(err) {
+			o.NoFreelistSync = true
+			b, err = bolt.Open(path, 0o600, o)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if now, serr := os.Stat(path); i == 2 || before == nil || serr != nil || os.SameFile(before, now) {
+			break
+		}
+		b.Close()
+	}
+	b.AllocSize = allocStep
+	return b, nil
 }
+
+const allocStep = 4 << 20
 
 // reopenBolt closes and opens the file again after a failed checkpoint:
 // bbolt's pages in memory (its freelist, its meta) may then disagree

@@ -1,6 +1,7 @@
 // Package store keeps everything an agent persists in one bbolt file and
 // the commit log beside it. With store/kv, its layered view of the file,
-// it is the only package that imports bbolt.
+// it is the only package that imports bbolt (and store/compact, which
+// rewrites a stopped agent's file).
 //
 // # Writes and durability
 //

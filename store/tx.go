@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/store/kv"
+	"github.com/synapse-edge/synapse/store/taskpeek"
 	"github.com/synapse-edge/synapse/store/taskrec"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -118,6 +119,9 @@ func (tx *Tx) ListTasks(f TaskFilter) ([]*wire.Task, string, error) {
 	}
 	var out []*wire.Task
 	for ; k != nil; k, v = c.Prev() {
+		if f.NonTerminal && finalRecord(v) {
+			continue // the start's scan of every task: no decode
+		}
 		t := new(wire.Task)
 		if err := decodeTask(string(k), v, t); err != nil {
 			return nil, "", fmt.Errorf("decode task %q: %w", k, err)
@@ -137,6 +141,20 @@ func (tx *Tx) ListTasks(f TaskFilter) ([]*wire.Task, string, error) {
 		out = append(out, t)
 	}
 	return out, "", nil
+}
+
+// finalRecord tells, without decoding it, that a task record is of a
+// final task (false when it cannot tell): a JSON record (schema ≤ 7) by a
+// peek at its status, a compact one by decoding it.
+func finalRecord(v []byte) bool {
+	if len(v) > 0 && (v[0] == taskrec.Compact || v[0] == taskrec.CompactClosed) {
+		// The compact layout decodes without reflection or a JSON scan.
+		st, err := taskrec.Status("", v)
+		return err == nil && st.Terminal()
+	}
+	raw, _, err := taskrec.Split(v)
+	st, ok := taskpeek.Status(raw)
+	return err == nil && ok && wire.Status(st).Terminal()
 }
 
 // CountTasks counts all task records.

@@ -31,7 +31,9 @@ const probeTimeout = 2 * time.Second
 const defaultBackupTimeout = 10 * time.Minute
 
 // DBVerbs returns the verbs of synapse db.
-func DBVerbs() []*command.Verb { return []*command.Verb{dbCheckVerb(), dbBackupVerb(), dbStatsVerb()} }
+func DBVerbs() []*command.Verb {
+	return []*command.Verb{dbCheckVerb(), dbBackupVerb(), dbStatsVerb(), dbCompactVerb()}
+}
 
 const dbAbout = `When an agent answers at --agent the work is done by that agent over its admin
 API (an admin token is needed); otherwise, or with --offline, the file

@@ -257,8 +257,16 @@ func boltParentOf(btx *bolt.Tx, path string) (boltParent, []byte, error) {
 // parent before its children), then the records put (a bucket deleted,
 // then its name put as a key). Each is the final state, so applying l
 // twice leaves what applying it once does.
-func (l *Layer) ApplyTo(btx *bolt.Tx) error {
-	if err := l.applyRecs(btx, true); err != nil {
+func (l *Layer) ApplyTo(btx *bolt.Tx) error { return l.ApplyToFill(btx, nil) }
+
+// ApplyToFill is ApplyTo with the fill factor of each bucket it writes
+// to: fill(names) (the bucket's path from the top; 0 keeps bbolt's
+// default, half a page) is set as the bucket's FillPercent, how full
+// bbolt packs a page before it splits it. A bucket whose keys are mostly
+// appended (ids in creation order) wastes half of each page at bbolt's
+// default.
+func (l *Layer) ApplyToFill(btx *bolt.Tx, fill func(names [][]byte) float64) error {
+	if err := l.applyRecs(btx, true, fill); err != nil {
 		return err
 	}
 	var err error
@@ -269,11 +277,11 @@ func (l *Layer) ApplyTo(btx *bolt.Tx) error {
 	if err != nil {
 		return err
 	}
-	return l.applyRecs(btx, false)
+	return l.applyRecs(btx, false, fill)
 }
 
 // applyRecs writes the deletions (dels) or the puts of l into btx.
-func (l *Layer) applyRecs(btx *bolt.Tx, dels bool) error {
+func (l *Layer) applyRecs(btx *bolt.Tx, dels bool, fill func(names [][]byte) float64) error {
 	var err error
 	var path string
 	var b *bolt.Bucket
@@ -286,6 +294,13 @@ func (l *Layer) applyRecs(btx *bolt.Tx, dels bool) error {
 			if b == nil {
 				err = fmt.Errorf("bucket %s of a record is missing", printPath(r.path))
 				return false
+			}
+			if fill != nil {
+				if names, perr := pathNames(r.path); perr == nil {
+					if f := fill(names); f > 0 {
+						b.FillPercent = f
+					}
+				}
 			}
 		}
 		if dels {
