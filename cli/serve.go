@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -21,8 +22,8 @@ import (
 	"github.com/synapse-edge/synapse/handlers"
 	"github.com/synapse-edge/synapse/hil"
 	"github.com/synapse-edge/synapse/httpapi"
+	"github.com/synapse-edge/synapse/internal/memlimit"
 	"github.com/synapse-edge/synapse/internal/selfupdate"
-	"github.com/synapse-edge/synapse/internal/startpages"
 	"github.com/synapse-edge/synapse/internal/tlscert"
 	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/store"
@@ -127,6 +128,8 @@ func runServe(ctx context.Context, sio *command.IO, args []string) error {
 // serve runs the agent of the configuration file: each package gets its
 // own section.
 func serve(ctx context.Context, sio *command.IO, log *slog.Logger, file config.File, grace time.Duration, extra *extraServers, ropts *reload.Options, up *selfupdate.Session) error {
+	budgets, undoLimit := applyMemoryBudget(&file, log)
+	defer undoLimit()
 	cfg := file.Config
 	var tlsSrv *tlscert.Server
 	if file.TLS.Enabled() {
@@ -208,7 +211,8 @@ func serve(ctx context.Context, sio *command.IO, log *slog.Logger, file config.F
 		_ = a.Close(context.Background())
 		return err
 	}
-	hopts := httpapi.Options{Logger: log, Version: Version, HIL: hm, Groups: gm, Network: nw, Limits: file.HTTP}
+	hopts := httpapi.Options{Logger: log, Version: Version, HIL: hm, Groups: gm, Network: nw, Limits: file.HTTP,
+		Tier1ReadAhead: budgets.Tier1ReadAhead}
 	scheme := "http"
 	if tlsSrv != nil {
 		hopts.TLS = tlsSrv.TLS
@@ -252,13 +256,9 @@ func serve(ctx context.Context, sio *command.IO, log *slog.Logger, file config.F
 			"not_after", leaf.NotAfter.UTC().Format(time.RFC3339), "client_auth", file.TLS.ClientAuth)
 	}
 	log.Info("serving", "agent_id", id.AgentID, "scheme", scheme, "listen", ln.Addr().String(), "data", cfg.DataDir, "admin_token", tokenHint)
-	// Start-up is over: the pages of the binary it touched need not stay
-	// mapped (package startpages; issue 13's idle RSS).
-	if n, err := startpages.Release(); err != nil {
-		log.Debug("release start-up pages", "err", err)
-	} else {
-		log.Debug("released start-up pages", "bytes", n)
-	}
+	trim := memlimit.NewTrimmer(memlimit.TrimOptions{})
+	trim.Start(ctx)
+	defer trim.Close(context.Background())
 
 	var serveErr error
 	select {
@@ -293,6 +293,17 @@ func serve(ctx context.Context, sio *command.IO, log *slog.Logger, file config.F
 	}
 	log.Info("stopped")
 	return serveErr
+}
+
+// applyMemoryBudget sets the runtime's soft memory limit from the memory
+// budget (unless a lower one is set: GOMEMLIMIT) until undo, and returns
+// the budgets it derives.
+func applyMemoryBudget(file *config.File, log *slog.Logger) (memlimit.Budgets, func()) {
+	b := file.Limits.Budgets()
+	undo := memlimit.Apply(b)
+	log.Debug("memory budget", "memory_mb", file.Limits.MB(), "soft_limit_bytes", debug.SetMemoryLimit(-1),
+		"tier1_inflight_bytes", file.Tier1.MaxInflightBytes, "tier1_read_ahead", b.Tier1ReadAhead)
+	return b, undo
 }
 
 // readableDuration writes a duration in the JSON log as the text log

@@ -2,8 +2,9 @@ package e2e_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
-	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,23 +16,12 @@ import (
 )
 
 // The footprint goal (issue 13) is a release binary of at most 8 MiB on
-// arm64 and armv7 and an idle agent of at most 8 MB RSS, 2 MB of it
-// anonymous. The guards below are ceilings that catch creep (a dependency
-// that bloats the edge binary, tables built at start); where the goal is
-// not met yet the test logs the distance to it.
-const (
-	goalBinary = 8 << 20
-	// maxIdleAnon is the goal for the anonymous part (heap, stacks,
-	// tables built at start).
-	maxIdleAnon = 2 << 20
-	// maxIdleRSS is the goal for the whole idle RSS, 8,000 kB (mosquitto:
-	// about 8,500 kB measured the same way). Most of it is pages of the
-	// binary: the agent drops those its start touched once it serves
-	// (internal/startpages), so what stays is what the idle agent runs.
-	maxIdleRSS = 8000 << 10
-	// idleFor is how long the agent idles before it is measured.
-	idleFor = 10 * time.Second
-)
+// arm64 and armv7; the guards below are ceilings that catch creep (a
+// dependency that bloats the edge binary). Memory is judged by what a
+// device pays for (issue 29): the anonymous memory the agent holds after
+// work, not its idle file pages (the binary's own, clean and shared,
+// which the kernel drops under pressure).
+const goalBinary = 8 << 20
 
 // maxBinary is the ceiling per GOARCH of the release binary: the size
 // with TLS serving (issue 34), 2026-12-01 (amd64 12,198,050 B = 11.63 MiB,
@@ -202,61 +192,75 @@ func TestBinarySize(t *testing.T) {
 	}
 }
 
-// TestIdleMemory starts the native release binary on an empty data
-// directory, lets it idle, and reads /proc/PID/smaps_rollup: the anonymous
-// memory (heap, stacks, tables built at start) and the whole RSS.
-func TestIdleMemory(t *testing.T) {
+// maxAnonAfterWork is the most anonymous memory (smaps_rollup
+// Anonymous: heap, stacks, the runtime's tables) an agent may hold once
+// it is quiet after workOps echo round trips: 5 MiB (issue 29; 2026-12-02,
+// amd64: 3.7 to 4.0 MB, and 7.5 to 11.4 MB before the agent gave memory
+// back).
+const (
+	maxAnonAfterWork = 5 << 20
+	workOps          = 1000
+)
+
+// TestMemoryAfterWork starts the native release binary, has it run
+// workOps echo tasks one after another over one connection (the workload
+// of scripts/idle-rss.sh), and then waits for the agent to give back what
+// the work grew: its anonymous memory must come down to maxAnonAfterWork
+// (the trimmer of internal/memlimit acts after some quiet seconds). The
+// measure is of counts (operations done, kB held), the wait a deadline.
+func TestMemoryAfterWork(t *testing.T) {
 	if testing.Short() {
-		t.Skip("idles an agent for 10s; skipped with -short")
+		t.Skip("builds the release binary and runs 1000 tasks; skipped with -short")
 	}
 	if runtime.GOOS != "linux" {
 		t.Skip("reads /proc/PID/smaps_rollup: Linux only")
+	}
+	if why := crossRun(); why != "" {
+		t.Skip(why)
 	}
 	root, err := moduleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
 	bin := releaseBuild(t, root, t.TempDir(), runtime.GOOS, runtime.GOARCH, "", false)
-	// Started by hand, not with startAgent: the agent is measured as it is
-	// after start, before any request (startAgent asks /health and
-	// /metrics). Ready is when its port accepts a connection.
-	addr := freeAddr(t)
-	cmd := exec.Command(bin, "serve", "--data", t.TempDir(), "--listen", addr, "--log-level", "warn")
-	cmd.Env = append(cleanEnv(), "SYNAPSE_ADMIN_TOKEN="+randomToken(t))
-	logs := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	deadline := time.Now().Add(healthTimeout)
-	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			break
+	a := startAgent(t, agentOpts{bin: bin, args: []string{"--log-level", "warn"}})
+	anon := func() int64 {
+		t.Helper()
+		m, err := smapsRollup(a.pid())
+		if err != nil {
+			t.Fatal(err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the agent does not listen on %s after %s: %v\n%s", addr, healthTimeout, err, logs.String())
+		return m["Anonymous"]
+	}
+	before := anon()
+	hc := newClient(1, requestTimeout)
+	defer hc.CloseIdleConnections()
+	done := 0
+	for i := range workOps {
+		r, err := a.send(context.Background(), hc, http.MethodPost, prefix+"/task?wait=10",
+			fmt.Appendf(nil, `{"task_type":"echo","payload":{"n":%d}}`, i))
+		if err != nil {
+			t.Fatalf("task %d: %v", i, err)
 		}
-		time.Sleep(pollEvery)
+		if r.status == http.StatusOK {
+			done++
+		}
 	}
-	time.Sleep(idleFor) // the measure is of an idle agent: nothing to wait for
-	m, err := smapsRollup(cmd.Process.Pid)
-	if err != nil {
-		t.Fatal(err)
+	if done != workOps {
+		t.Fatalf("%d of %d echo round trips answered 200", done, workOps)
 	}
-	rss, anon, file := m["Rss"], m["Anonymous"], m["Pss_File"]
-	t.Logf("idle %s: Rss %d kB = Pss_File %d kB (the binary's pages) + Anonymous %d kB; ceiling Rss %d kB, Anonymous %d kB",
-		idleFor, rss>>10, file>>10, anon>>10, maxIdleRSS>>10, maxIdleAnon>>10)
-	if anon > maxIdleAnon {
-		t.Errorf("idle anonymous memory %d kB, over %d kB", anon>>10, maxIdleAnon>>10)
+	after := anon()
+	deadline := time.Now().Add(60 * time.Second)
+	held := after
+	for held > maxAnonAfterWork && time.Now().Before(deadline) {
+		time.Sleep(250 * time.Millisecond)
+		held = anon()
 	}
-	if rss > maxIdleRSS {
-		t.Errorf("idle RSS %d kB, over %d kB", rss>>10, maxIdleRSS>>10)
+	t.Logf("anonymous memory: %d kB before, %d kB after %d tasks, %d kB once quiet (ceiling %d kB)",
+		before>>10, after>>10, workOps, held>>10, maxAnonAfterWork>>10)
+	if held > maxAnonAfterWork {
+		t.Errorf("the agent holds %d kB of anonymous memory 60 s after %d tasks, over %d kB: the work's heap was not given back",
+			held>>10, workOps, maxAnonAfterWork>>10)
 	}
 }
 

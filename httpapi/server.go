@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -59,6 +60,7 @@ type Server struct {
 	tls                  *tls.Config
 	certs                CertPrincipals
 	reloader             Reloader
+	tier1Window          int // Options.Tier1ReadAhead
 	// msgBufs lends WebSocket message buffers (msgbuf.go).
 	msgBufs *msgBufs
 }
@@ -91,6 +93,10 @@ type Options struct {
 	// configuration's status to /health. Without it the route answers
 	// 503.
 	Reloader Reloader
+	// Tier1ReadAhead is how many batches of one tier-1 stream may wait
+	// for their answers before the server stops reading it (the command
+	// derives it from limits.memory_mb). Default 4096.
+	Tier1ReadAhead int
 }
 
 // Reloader reads the agent's configuration file again and applies it
@@ -124,6 +130,7 @@ func New(a *agent.Agent, opts Options) *Server {
 		a: a, log: opts.Logger.With("component", "http"), version: opts.Version,
 		streamsDone: make(chan struct{}), hil: opts.HIL, groups: opts.Groups, net: opts.Network,
 		limits: opts.Limits, tls: opts.TLS, certs: opts.ClientCerts, reloader: opts.Reloader,
+		tier1Window: cmp.Or(opts.Tier1ReadAhead, tier1Window),
 	}
 	s.bg, s.cancelBg = context.WithCancel(context.Background())
 	s.msgBufs = newMsgBufs(s.bg.Done())

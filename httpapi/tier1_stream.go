@@ -14,14 +14,15 @@ import (
 )
 
 // tier1Window is how many batches of one stream may wait for their
-// answers; beyond that the server stops reading the connection.
+// answers by default (Options.Tier1ReadAhead); beyond that the server
+// stops reading the connection.
 const tier1Window = 4096
 
 // tier1Stream serves GET /tier1/stream: each binary message is one batch;
 // each is answered, in order, by a msgpack map {"ok":true,"accepted":N,
 // "batch_id":...} once durable, or {"ok":false,"error":{...}}. Up to
-// tier1Window batches may wait for their answers; beyond that the server
-// stops reading.
+// Options.Tier1ReadAhead batches may wait for their answers; beyond that
+// the server stops reading.
 //
 // The handler reads and decodes the batches (tier1.Ingestor.Prepare); a
 // pump goroutine hands them to the store and writes the answers
@@ -43,7 +44,7 @@ func (s *Server) tier1Stream(ctx *fasthttp.RequestCtx, p auth.Principal, _ []str
 		defer stop()
 
 		in := s.a.Tier1()
-		st := in.NewStream(tier1Window)
+		st := in.NewStream(s.tier1Window)
 		pumped := make(chan struct{})
 		go func() {
 			defer close(pumped)

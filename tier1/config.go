@@ -15,9 +15,12 @@ type Config struct {
 	// MaxBatchBytes bounds one batch (HTTP body or WebSocket message).
 	// Default 4 MiB.
 	MaxBatchBytes int `json:"max_batch_bytes,omitempty"`
-	// MaxInflightBytes bounds batch bytes waiting for the disk; senders
-	// wait beyond it. Default 16 MiB (decoded, a batch takes about 2.5
-	// times its size in memory).
+	// MaxInflightBytes bounds the memory of the decoded batches waiting
+	// for the disk (each counted at its decoded cost); senders wait
+	// beyond it. A batch larger than the whole budget waits until nothing
+	// else is in flight. The command derives it from limits.memory_mb
+	// when the file does not set it (package internal/memlimit); the
+	// default here, for programs that embed the agent, is 16 MiB.
 	MaxInflightBytes int64 `json:"max_inflight_bytes,omitempty"`
 	// RetentionHours drops frames older than this (by their ts). Default
 	// 720 (30 days).
@@ -59,6 +62,9 @@ const (
 	OverflowRejectNew = "reject_new"
 )
 
+// MinInflightBytes is the least max_inflight_bytes.
+const MinInflightBytes = 64 << 10
+
 // DefaultConfig is the tier1 section when nothing is set.
 func DefaultConfig() Config {
 	return Config{MaxBatchBytes: 4 << 20, MaxInflightBytes: 16 << 20, RetentionHours: 720, MaxBytesPerRoutine: 1 << 30}
@@ -73,8 +79,8 @@ func (c *Config) Check(bad func(field, format string, args ...any)) {
 	if c.MaxBatchBytes < 1 {
 		bad("max_batch_bytes", "must be at least 1")
 	}
-	if c.MaxInflightBytes < int64(c.MaxBatchBytes) {
-		bad("max_inflight_bytes", "must be at least tier1.max_batch_bytes")
+	if c.MaxInflightBytes < MinInflightBytes {
+		bad("max_inflight_bytes", "must be at least %d (64 KiB)", MinInflightBytes)
 	}
 	if c.RetentionHours < 1 {
 		bad("retention_hours", "must be at least 1")

@@ -14,10 +14,10 @@ import (
 // IngestConfig configures an Ingestor.
 type IngestConfig struct {
 	Limits Limits
-	// MaxInflightBytes bounds the batch bytes decoded and waiting for the
-	// disk at once, counting at least 512 bytes per batch (a small batch
-	// decoded takes a few times its size); senders wait beyond it
-	// (back-pressure). Default 16 MiB.
+	// MaxInflightBytes bounds the memory of the batches decoded and
+	// waiting for the disk at once, each counted at what it holds decoded
+	// (at least 512 bytes; about 4.5 times its size for a batch of many
+	// frames); senders wait beyond it (back-pressure). Default 16 MiB.
 	MaxInflightBytes int64
 	// Uplink queues every stored batch for forwarding upstream.
 	Uplink bool
@@ -185,6 +185,20 @@ func (b *byteBudget) acquire(ctx context.Context, n int64) error {
 		b.cond.Wait()
 	}
 	b.free -= n
+	return nil
+}
+
+// resize changes a holding of from bytes to to bytes: it gives back the
+// difference, or takes it, waiting (a holding larger than the budget is
+// the whole budget). On an error the holding is still from bytes.
+func (b *byteBudget) resize(ctx context.Context, from, to int64) error {
+	from, to = min(from, b.limit), min(to, b.limit)
+	switch {
+	case to < from:
+		b.release(from - to)
+	case to > from:
+		return b.acquire(ctx, to-from)
+	}
 	return nil
 }
 

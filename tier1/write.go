@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
@@ -20,9 +21,32 @@ import (
 // store's per-write costs once per group, not once per batch. The
 // acknowledgement of every batch still waits for the commit that holds it.
 
-// pendingCost is the least a Pending takes of the in-flight budget: a
-// small batch decoded and waiting takes a few times its encoded size.
-const pendingCost = 512
+// The in-flight budget counts a batch at what it holds decoded (measured
+// in cost_internal_test.go): a Pending (pendingCost, the frame and values
+// of a one-frame batch inline), the frames and values of a larger batch,
+// the strings copied out of the body (at most the body's size, and their
+// allocations round that up) and, for
+// a batch of ownBlocks frames or more, the blocks Prepare encodes (up to
+// twice the body, and a little per frame). Before the decode it is charged an estimate,
+// bodyFactor times its size; the charge is set right once it is decoded.
+const (
+	pendingCost = 512
+	bodyFactor  = 5
+	frameCost   = int64(unsafe.Sizeof(Frame(nil)))
+	valueCost   = int64(unsafe.Sizeof(Value{}))
+)
+
+// decodedCost is what batch b, decoded from a body of n bytes, holds.
+func decodedCost(b *Batch, n int) int64 {
+	c := int64(pendingCost + n + n/2) // a string takes a little more than its bytes
+	if f := len(b.Frames); f > 1 {
+		c += int64(f) * (frameCost + valueCost*int64(len(b.Desc.Fields)) + 16) // 16: the allocations' rounding
+	}
+	if f := len(b.Frames); f >= ownBlocks {
+		c += 2*int64(n) + 16*int64(f)
+	}
+	return c
+}
 
 // Pending is a batch decoded by Prepare and waiting for Store. Once Store's
 // done runs, Result and Err are its outcome.
@@ -50,7 +74,7 @@ type Pending struct {
 // the routine the batch must be for. An error is the refusal to send the
 // sender; nothing is held then.
 func (in *Ingestor) Prepare(ctx context.Context, scope, wantID string, body []byte) (*Pending, error) {
-	n := max(int64(len(body)), pendingCost)
+	n := max(int64(len(body))*bodyFactor, pendingCost)
 	if err := in.budget.acquire(ctx, n); err != nil {
 		return nil, err
 	}
@@ -61,11 +85,18 @@ func (in *Ingestor) Prepare(ctx context.Context, scope, wantID string, body []by
 		err = wire.Errorf(wire.CodeInvalidParams, "the batch is for routine %q but was sent to %q", b.CapabilityID, wantID).
 			With("capability_id", b.CapabilityID)
 	}
+	if err == nil {
+		if c := decodedCost(b, len(body)); c != n {
+			if err = in.budget.resize(ctx, n, c); err == nil {
+				p.size = c
+			}
+		}
+	}
 	if err == nil && in.disk != nil {
 		p.room, err = in.disk.admit(b.CapabilityID, b.BatchID, int64(len(body)))
 	}
 	if err != nil {
-		in.budget.release(n)
+		in.budget.release(p.size)
 		in.C.Refused.Add(1)
 		return nil, refusal(err)
 	}

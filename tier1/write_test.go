@@ -205,8 +205,9 @@ func TestStoreGroup(t *testing.T) {
 func TestStoreFailure(t *testing.T) {
 	now := time.Unix(1_790_000_000, 0)
 	var fail atomic.Bool
-	// The budget holds four one-frame batches (512 bytes each at least).
-	in, db := groupIngestor(t, now, 4*512, &fail)
+	// The budget holds four one-frame batches (charged 512 bytes and
+	// 1.5 times their size each: less than 1 KiB).
+	in, db := groupIngestor(t, now, 4<<10, &fail)
 	for round := range 3 {
 		fail.Store(round < 2)
 		var ps []*tier1.Pending

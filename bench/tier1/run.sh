@@ -18,6 +18,8 @@
 #
 # SYNAPSE_BIN=path runs that agent binary instead of building one (the
 # harness is still built from this tree): before/after pairs.
+# SYNAPSE_CONFIG=file starts the agent with that config file (a memory
+# budget, say: {"limits": {"memory_mb": 32}}).
 #
 # BENCH_FLEET=1 (make bench-mqtt) runs the harness's fleet mode instead:
 # MQTT vs HTTP between agent processes and a mosquitto the harness starts
@@ -144,7 +146,9 @@ VERSIONS="synapse=$(cd "$ROOT" && git describe --tags --always --dirty 2>/dev/nu
 
 SYNAPSE_ADMIN_TOKEN="bench-$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
 export SYNAPSE_ADMIN_TOKEN
-"$WORK/synapse" serve --data "$WORK/synapse-data" --listen "127.0.0.1:$SYN_PORT" --log-level warn \
+SYN_CONFIG=()
+if [ -n "${SYNAPSE_CONFIG:-}" ]; then SYN_CONFIG=(--config "$SYNAPSE_CONFIG"); fi
+"$WORK/synapse" serve --data "$WORK/synapse-data" --listen "127.0.0.1:$SYN_PORT" --log-level warn "${SYN_CONFIG[@]}" \
   >"$WORK/synapse.log" 2>&1 &
 PIDS+=("$!")
 ARGS+=(-synapse "127.0.0.1:$SYN_PORT" -synapse-pid "$!")

@@ -6,8 +6,9 @@
 // (agent.Config, at the top level; checked by agent.New) and the
 // sections of the others — handlers (disable_builtins, handlers), http
 // (httpapi.Limits), hil, a2a (transport/a2aclient), mqtt
-// (transport/mqtt), p2p and registry (peer), tls (internal/tlscert) —
-// which Load checks, with the rules that tie a section to the agent's values (File.checkMQTT).
+// (transport/mqtt), p2p and registry (peer), tls (internal/tlscert),
+// limits (internal/memlimit, whose memory budget also gives
+// tier1.max_inflight_bytes its default) — which Load checks, with the rules that tie a section to the agent's values (File.checkMQTT).
 // Where the values come from is the command's business, not the
 // libraries'.
 package config
@@ -25,6 +26,7 @@ import (
 	"github.com/synapse-edge/synapse/handlers"
 	"github.com/synapse-edge/synapse/hil"
 	"github.com/synapse-edge/synapse/httpapi"
+	"github.com/synapse-edge/synapse/internal/memlimit"
 	"github.com/synapse-edge/synapse/internal/selfupdate"
 	"github.com/synapse-edge/synapse/internal/tlscert"
 	"github.com/synapse-edge/synapse/peer"
@@ -58,6 +60,8 @@ type File struct {
 	// RemoteConfig, if set, takes signed config fragments from the
 	// broker (package cli/remoteconfig; needs the mqtt section).
 	RemoteConfig *RemoteConfig `json:"remote_config,omitempty"`
+	// Limits is the agent's memory budget (package internal/memlimit).
+	Limits memlimit.Config `json:"limits"`
 }
 
 // Handlers is the handlers' part of the file (its top-level keys
@@ -66,7 +70,9 @@ type Handlers = handlers.Config
 
 // Defaults returns the configuration used when nothing is set.
 func Defaults() File {
-	return File{Config: agent.Defaults(), HTTP: httpapi.DefaultLimits(), P2P: peer.DefaultConfig()}
+	f := File{Config: agent.Defaults(), HTTP: httpapi.DefaultLimits(), P2P: peer.DefaultConfig()}
+	f.Tier1.MaxInflightBytes = f.Limits.Budgets().Tier1Inflight
+	return f
 }
 
 // Validate checks every section: the agent's values (as agent.New does),
@@ -77,7 +83,7 @@ func (f *File) Validate() error {
 
 // sections checks the sections of the packages other than agent.
 func (f *File) sections() error {
-	return errors.Join(f.checkLogLevel(), f.Handlers.Validate(), f.HTTP.Validate(), f.HIL.Validate(), f.A2A.Validate(), f.checkMQTT(),
+	return errors.Join(f.checkLogLevel(), f.Limits.Validate(), f.Handlers.Validate(), f.HTTP.Validate(), f.HIL.Validate(), f.A2A.Validate(), f.checkMQTT(),
 		f.P2P.Validate(), f.Registry.Validate(), f.TLS.Validate(), f.Update.Validate(), f.checkRemote())
 }
 
@@ -135,8 +141,18 @@ func LoadFile(f *File, path string) error {
 func decodeFile(f *File, path string, raw []byte) error {
 	d := json.NewDecoder(strings.NewReader(string(raw)))
 	d.DisallowUnknownFields()
+	// tier1.max_inflight_bytes, unless the file sets it, is the memory
+	// budget's (limits.memory_mb).
+	f.Tier1.MaxInflightBytes = 0
 	if err := d.Decode(f); err != nil {
 		return decodeError(path, raw, d.InputOffset(), err)
+	}
+	if f.Tier1.MaxInflightBytes == 0 {
+		lim := f.Limits
+		if lim.Validate() != nil { // reported by Validate; the default meanwhile
+			lim = memlimit.Config{}
+		}
+		f.Tier1.MaxInflightBytes = lim.Budgets().Tier1Inflight
 	}
 	if d.More() {
 		return fmt.Errorf("config %s: more than one JSON value (a file holds one object)", path)

@@ -1,5 +1,0 @@
-//go:build !linux
-
-package startpages
-
-func release() (int64, error) { return 0, nil }
