@@ -208,30 +208,39 @@ func (c *Client) onConnect(pc paho.Client) {
 	}
 }
 
-// askAgain subscribes to the filters again, retainedAgain after a
-// connection, unless the link dropped or the client closed first (the
-// next connection asks again). A broker answers a subscription with the
-// retained messages it holds; a cluster's nodes learn each other's
-// retained messages and subscriptions a little late (NATS: a card
-// published on one node while a subscription was made on another reached
-// neither the subscriber's node's retained set nor the subscriber), so
-// the second answer brings what the first missed.
+// askAgain subscribes to the filters again at each of retainedAgain
+// after a connection, unless the link dropped or the client closed first
+// (the next connection asks again). A broker answers a subscription with
+// the retained messages it holds; a cluster's nodes learn each other's
+// retained messages and subscriptions late, the later the busier the
+// cluster (NATS: a card published on one node while a subscription was
+// made on another reached neither the subscriber's node's retained set
+// nor the subscriber), so a later answer brings what the first missed.
 func (c *Client) askAgain(pc paho.Client, filters map[string]paho.MessageHandler, down <-chan struct{}) {
-	t := time.NewTimer(retainedAgain)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-down:
-		return
-	case <-c.stop:
-		return
-	}
-	for f, h := range filters {
-		if !c.subscribeUntilGranted(pc, f, h) {
+	start := time.Now()
+	for _, at := range retainedAgain {
+		t := time.NewTimer(time.Until(start.Add(at)))
+		select {
+		case <-t.C:
+		case <-down:
+			t.Stop()
 			return
+		case <-c.stop:
+			t.Stop()
+			return
+		}
+		for f, h := range filters {
+			if !c.subscribeUntilGranted(pc, f, h) {
+				return
+			}
 		}
 	}
 }
+
+// retainedAgain are the times after each connection at which the filters
+// of SubscribeRetained are subscribed to again: each brings every
+// retained message once more (a fleet of N agents: N cards to each).
+var retainedAgain = [...]time.Duration{5 * time.Second, 30 * time.Second, 2 * time.Minute}
 
 // subscribeUntilGranted subscribes to f until the broker grants it,
 // backing off from 200 ms to 5 s, and reports false if the link dropped
@@ -279,10 +288,6 @@ func granted(tok paho.Token, f string) error {
 	}
 	return nil
 }
-
-// retainedAgain is how long after each connection the filters of
-// SubscribeRetained are subscribed to again.
-const retainedAgain = 5 * time.Second
 
 func (c *Client) onLost(_ paho.Client, err error) {
 	c.Drops.Add(1)
@@ -391,8 +396,9 @@ func (c *Client) Subscribe(ctx context.Context, filter string, h Handler) error 
 
 // SubscribeRetained is Subscribe for a filter whose retained messages
 // are a catalogue (the agents' cards): a while after each connection the
-// client subscribes again, so that the broker sends again the retained
-// messages it holds (askAgain says why). h must take a message twice.
+// client subscribes again (three times: 5 s, 30 s and 2 min after it), so
+// that the broker sends again the retained messages it holds (askAgain
+// says why). h must take a message twice.
 func (c *Client) SubscribeRetained(ctx context.Context, filter string, h Handler) error {
 	c.mu.Lock()
 	c.again[filter] = true
