@@ -49,6 +49,7 @@ type Server struct {
 	table    []route
 	a2a      *a2ahttp.Handler
 	hil      *hil.Manager
+	exports  Exports
 	groups   *group.Manager
 	requests *metrics.CounterVec
 	panics   *metrics.Counter
@@ -91,6 +92,8 @@ type Options struct {
 	// configuration's status to /health. Without it the route answers
 	// 503.
 	Reloader Reloader
+	// Exports, if set, are served at /tier1/exports; without, none.
+	Exports Exports
 }
 
 // Reloader reads the agent's configuration file again and applies it
@@ -123,7 +126,7 @@ func New(a *agent.Agent, opts Options) *Server {
 	s := &Server{
 		a: a, log: opts.Logger.With("component", "http"), version: opts.Version,
 		streamsDone: make(chan struct{}), hil: opts.HIL, groups: opts.Groups, net: opts.Network,
-		limits: opts.Limits, tls: opts.TLS, certs: opts.ClientCerts, reloader: opts.Reloader,
+		limits: opts.Limits, tls: opts.TLS, certs: opts.ClientCerts, reloader: opts.Reloader, exports: opts.Exports,
 	}
 	s.bg, s.cancelBg = context.WithCancel(context.Background())
 	s.msgBufs = newMsgBufs(s.bg.Done())

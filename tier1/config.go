@@ -25,6 +25,9 @@ type Config struct {
 	// MaxBytesPerRoutine drops a routine's oldest frames beyond this size.
 	// Default 1 GiB.
 	MaxBytesPerRoutine int64 `json:"max_bytes_per_routine,omitempty"`
+	// ExportBandwidthBytesPerS caps the bytes all exports together put on
+	// the wire per second (package tier1/export); 0: no cap.
+	ExportBandwidthBytesPerS int64 `json:"export_bandwidth_bytes_per_s,omitempty"`
 }
 
 // DefaultConfig is the tier1 section when nothing is set.
