@@ -120,6 +120,10 @@ bench-tier1: ## tier-1 ingest vs mosquitto QoS1, NATS JetStream, bbolt, bare Web
 bench-mqtt: ## MQTT vs HTTP between agent processes: northbound tier-1 frames/s, P2P delegations/s (BENCH_ARGS="-rounds 5 -nb-batch 100 -clients 1")
 	@GO="$(GO)" BENCH_FLEET=1 BENCH_ARGS="$(BENCH_ARGS)" bench/tier1/run.sh
 
+.PHONY: bench-exports
+bench-exports: ## issue 29's outage at a million frames: live lag, drain rate vs cap, kill -9 mid-drain (EXPORT_FRAMES=1000000 EXPORT_CAP=500000)
+	SYNAPSE_EXPORT_FRAMES=$${EXPORT_FRAMES:-1000000} SYNAPSE_EXPORT_CAP=$${EXPORT_CAP:-500000} $(GO) test -count=1 -timeout 20m -run '^TestExportOutageLiveFirst$$' -v ./e2e | grep -E 'exports_test|^(ok|FAIL|---)'
+
 .PHONY: bench-a2a
 bench-a2a: build ## a2a-go's client vs Synapse (durable), a2a-go's and the JS SDK's servers (in memory), interleaved (BENCH_A2A_ARGS="-rounds 5 -round 2s -clients 1,16 -rss-tasks 100000")
 	cd e2e/a2asdk/js && npm ci --no-audit --no-fund --loglevel=error

@@ -48,7 +48,9 @@ type Export struct {
 	ownMu    sync.Mutex
 	own      *bucket
 	rate     rate
-	Failures atomic.Uint64
+	// Since start, for the uplink's series: batches delivered, refused
+	// for good, and failed attempts.
+	sentBatches, refusedBatches, Failures atomic.Uint64
 }
 
 // lane is where a window was read: the backlog (or the single lane) or
@@ -273,9 +275,11 @@ func (e *Export) settle(ctx context.Context, ln lane, start pos, win []entry, ou
 		dropped += w.h.CumFrames - p.Frames // pruned before this export sent them
 		switch o.Class {
 		case transport.Delivered:
+			e.sentBatches.Add(1)
 			sent += uint64(w.h.Frames)
 			sentBytes += uint64(len(w.batch))
 		case transport.Permanent, transport.Negotiable:
+			e.refusedBatches.Add(1)
 			dropped += uint64(w.h.Frames)
 			e.set.log.Error("export: upstream refused a batch for good; dropping it", "export", e.cfg.Name, "seq", w.seq, "err", o.Err)
 		default:

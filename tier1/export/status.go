@@ -141,6 +141,31 @@ func (s *Set) RegisterMetrics(r *metrics.Registry) {
 		}
 		return 0
 	}))
+	// The uplink's series (before exports), over all exports.
+	sum := func(f func(e *Export) uint64) func() float64 {
+		return func() float64 {
+			var n uint64
+			for _, e := range s.list {
+				n += f(e)
+			}
+			return float64(n)
+		}
+	}
+	r.CounterFunc("synapse_tier1_uplink_sent_batches_total", "Batches the upstreams acknowledged (all exports, since start).", sum(func(e *Export) uint64 { return e.sentBatches.Load() }))
+	r.CounterFunc("synapse_tier1_uplink_failures_total", "Failed attempts to reach the upstreams (all exports, since start).", sum(func(e *Export) uint64 { return e.Failures.Load() }))
+	r.CounterFunc("synapse_tier1_uplink_dropped_batches_total", "Batches an upstream refused for good (all exports, since start).", sum(func(e *Export) uint64 { return e.refusedBatches.Load() }))
+	r.GaugeFunc("synapse_tier1_uplink_pending_batches", "Batches in the export log (some export still needs them).", func() float64 {
+		n := 0
+		_ = s.db.View(func(tx *store.Tx) error { n = tx.T1OutboxLen(); return nil })
+		return float64(n)
+	})
+	r.GaugeFunc("synapse_tier1_uplink_lag_seconds", "How long the oldest batch waiting for any export has waited.", func() float64 {
+		lag := 0.0
+		for _, st := range s.Status().Exports {
+			lag = max(lag, st.LagSeconds)
+		}
+		return lag
+	})
 	r.CounterVecFunc("synapse_tier1_export_failures_total", "Failed attempts to reach the export's upstream.", "export", func() map[string]float64 {
 		m := map[string]float64{}
 		for _, e := range s.list {
