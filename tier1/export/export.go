@@ -45,9 +45,9 @@ type Export struct {
 	ok      bool // the last send reached the upstream
 	resume  chan struct{}
 
-	ownMu    sync.Mutex
-	own      *bucket
-	rate     rate
+	ownMu sync.Mutex
+	own   *bucket
+	rate  rate
 	// Since start, for the uplink's series: batches delivered, refused
 	// for good, and failed attempts.
 	sentBatches, refusedBatches, Failures atomic.Uint64
@@ -204,13 +204,15 @@ func (e *Export) next(ctx context.Context) (lane, pos, []entry, error) {
 }
 
 // windowBytes bounds the batch bytes of one window: maxWindowBytes, and
-// under a cap a second's worth (a window is one take of the buckets: so
-// a 10 s window of the wire stays within the cap plus a tenth).
+// under a cap half a second's worth. A window is one take of the
+// buckets, so a 10 s window of the wire stays within the cap plus a
+// twentieth, and a live batch waits behind at most one backlog window
+// and the half second of debt it leaves.
 func (e *Export) windowBytes() int {
 	n := maxWindowBytes
 	for _, c := range []int64{e.cfg.BandwidthBytesPerS, e.set.globalRate} {
 		if c > 0 {
-			n = min(n, int(c))
+			n = min(n, int(c/2))
 		}
 	}
 	return n
@@ -375,11 +377,15 @@ func (e *Export) send(ctx context.Context, win []entry) ([]transport.Outcome, er
 	if err := e.set.global.take(ctx, e.cfg.Priority, bytes); err != nil {
 		return nil, err
 	}
-	e.rate.add(e.set.now(), bytes)
 	got := e.transmit(ctx, ms)
+	delivered := 0
 	for j, o := range got {
 		outs[idx[j]] = o
+		if o.Class == transport.Delivered {
+			delivered += wireBytes(ms[j], e.wireOverhead())
+		}
 	}
+	e.rate.add(e.set.now(), delivered)     // what reached the upstream
 	for j := len(got); j < len(idx); j++ { // not tried: after a failure
 		outs[idx[j]] = transport.Unreachable(fmt.Errorf("export: not sent after a failure"))
 	}
