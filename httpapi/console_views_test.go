@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -22,6 +23,7 @@ import (
 	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/internal/testutil/peernode"
 	"github.com/synapse-edge/synapse/tier1"
+	"github.com/synapse-edge/synapse/tier1/export"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -240,6 +242,14 @@ func TestConsoleViews(t *testing.T) {
 		if strings.Contains(text, "Contractnone") {
 			t.Errorf("peer card shows no contract: %q", text)
 		}
+		// The exports panel: both backing off with the frames ingested
+		// above waiting; pause one from its card.
+		br.waitJS("the exports with their backlog", `document.querySelectorAll("#x-list .export").length === 2 &&
+			document.querySelector('#x-list .export[data-name="cloud"]').textContent.includes("backing off") &&
+			!document.querySelector('#x-list .export[data-name="cloud"]').textContent.includes("Backlog0 frames") &&
+			!document.querySelector("#x-charts").hidden`)
+		br.click(`#x-list .export[data-name="site"] button.pause`)
+		br.waitJS("site paused", `document.querySelector('#x-list .export[data-name="site"]').textContent.includes("paused")`)
 		narrow(t)
 		shoot(t, "peers")
 
@@ -437,6 +447,22 @@ func (b *browser) screenshotFull(path string, width int) {
 func startConsoleServer(t *testing.T, path string) *testServer {
 	t.Helper()
 	return startWiredServer(t, "gateway-a", true, func(o *peernode.Options) {
+		o.Exports = func(a *agent.Agent) httpapi.Exports {
+			// Two exports to upstreams that are down: a backlog and a lag.
+			s := export.New([]export.Config{
+				{Name: "cloud", Endpoint: "http://127.0.0.1:1", Priority: 1, BandwidthBytesPerS: 50000, MaxBackoffMS: 500},
+				{Name: "site", Endpoint: "ws://127.0.0.1:1", Priority: 5, Start: "all", Order: "fifo", MaxBackoffMS: 500},
+			}, export.Options{Ingestor: a.Tier1(), DB: a.Store(), Transport: a.Transport(), Source: a.Identity().AgentID})
+			if err := s.Open(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			s.RegisterMetrics(a.Metrics())
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { defer close(done); s.Run(ctx) }()
+			t.Cleanup(func() { cancel(); <-done })
+			return s
+		}
 		o.Reloader = func(a *agent.Agent) httpapi.Reloader {
 			flags := func(f *config.File) {
 				c := a.Config()
