@@ -28,7 +28,9 @@ func TestLiveFirst(t *testing.T) {
 			up.mu.Lock()
 			up.down, up.delay = false, 20*time.Millisecond
 			up.mu.Unlock()
-			testutil.Eventually(t, 10*time.Second, "the upstream back", func() bool { return len(up.ids(to)) > 0 })
+			// Three sent: the runner saw the upstream back and (live_first)
+			// split the lanes after the first.
+			testutil.Eventually(t, 10*time.Second, "the upstream back", func() bool { return len(up.ids(to)) >= 3 })
 			a.ingest("live", 1, 5) // u61
 			testutil.Eventually(t, 20*time.Second, "drained", func() bool { return status(s, "x").BacklogFrames == 0 })
 			stop()

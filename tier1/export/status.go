@@ -121,21 +121,21 @@ func (s *Set) RegisterMetrics(r *metrics.Registry) {
 			return m
 		}
 	}
-	r.GaugeVecFunc("synapse_tier1_export_backlog_frames", "Frames waiting to go to the export.", "export", vec(func(st *ExportStatus) float64 { return float64(st.BacklogFrames) }))
-	r.GaugeVecFunc("synapse_tier1_export_backlog_bytes", "Batch bytes waiting to go to the export.", "export", vec(func(st *ExportStatus) float64 { return float64(st.BacklogBytes) }))
-	r.GaugeVecFunc("synapse_tier1_export_lag_seconds", "How long the oldest batch waiting for the export has waited.", "export", vec(func(st *ExportStatus) float64 { return st.LagSeconds }))
-	r.CounterVecFunc("synapse_tier1_export_sent_frames_total", "Frames the export's upstream acknowledged.", "export", vec(func(st *ExportStatus) float64 { return float64(st.SentFrames) }))
-	r.CounterVecFunc("synapse_tier1_export_sent_bytes_total", "Batch bytes the export's upstream acknowledged.", "export", vec(func(st *ExportStatus) float64 { return float64(st.SentBytes) }))
-	r.CounterVecFunc("synapse_tier1_export_dropped_frames_total", "Frames dropped before the export sent them (pruned, or refused by the upstream).", "export", vec(func(st *ExportStatus) float64 { return float64(st.DroppedFrames) }))
-	r.GaugeVecFunc("synapse_tier1_export_rate_bytes_per_second", "Bytes the export put on the wire per second over the last 10 s.", "export", vec(func(st *ExportStatus) float64 { return st.RateBytesPerS }))
-	r.GaugeVecFunc("synapse_tier1_export_bandwidth_bytes_per_second", "The export's bandwidth cap (0: none).", "export", vec(func(st *ExportStatus) float64 { return float64(st.BandwidthBytesPerS) }))
-	r.GaugeVecFunc("synapse_tier1_export_up", "1 while the export is connected, 0 backing off or paused.", "export", vec(func(st *ExportStatus) float64 {
+	r.GaugeVecFunc("synapse_tier1_export_backlog_frames", "Frames waiting.", "export", vec(func(st *ExportStatus) float64 { return float64(st.BacklogFrames) }))
+	r.GaugeVecFunc("synapse_tier1_export_backlog_bytes", "Batch bytes waiting.", "export", vec(func(st *ExportStatus) float64 { return float64(st.BacklogBytes) }))
+	r.GaugeVecFunc("synapse_tier1_export_lag_seconds", "Age of the oldest batch waiting.", "export", vec(func(st *ExportStatus) float64 { return st.LagSeconds }))
+	r.CounterVecFunc("synapse_tier1_export_sent_frames_total", "Frames acknowledged.", "export", vec(func(st *ExportStatus) float64 { return float64(st.SentFrames) }))
+	r.CounterVecFunc("synapse_tier1_export_sent_bytes_total", "Batch bytes acknowledged.", "export", vec(func(st *ExportStatus) float64 { return float64(st.SentBytes) }))
+	r.CounterVecFunc("synapse_tier1_export_dropped_frames_total", "Frames pruned or refused before they were sent.", "export", vec(func(st *ExportStatus) float64 { return float64(st.DroppedFrames) }))
+	r.GaugeVecFunc("synapse_tier1_export_rate_bytes_per_second", "Wire bytes per second, last 10 s.", "export", vec(func(st *ExportStatus) float64 { return st.RateBytesPerS }))
+	r.GaugeVecFunc("synapse_tier1_export_bandwidth_bytes_per_second", "Bandwidth cap (0: none).", "export", vec(func(st *ExportStatus) float64 { return float64(st.BandwidthBytesPerS) }))
+	r.GaugeVecFunc("synapse_tier1_export_up", "1 while connected.", "export", vec(func(st *ExportStatus) float64 {
 		if st.State == StateConnected {
 			return 1
 		}
 		return 0
 	}))
-	r.GaugeVecFunc("synapse_tier1_export_paused", "1 while the export is paused.", "export", vec(func(st *ExportStatus) float64 {
+	r.GaugeVecFunc("synapse_tier1_export_paused", "1 while paused.", "export", vec(func(st *ExportStatus) float64 {
 		if st.State == StatePaused {
 			return 1
 		}
@@ -151,22 +151,22 @@ func (s *Set) RegisterMetrics(r *metrics.Registry) {
 			return float64(n)
 		}
 	}
-	r.CounterFunc("synapse_tier1_uplink_sent_batches_total", "Batches the upstreams acknowledged (all exports, since start).", sum(func(e *Export) uint64 { return e.sentBatches.Load() }))
-	r.CounterFunc("synapse_tier1_uplink_failures_total", "Failed attempts to reach the upstreams (all exports, since start).", sum(func(e *Export) uint64 { return e.Failures.Load() }))
-	r.CounterFunc("synapse_tier1_uplink_dropped_batches_total", "Batches an upstream refused for good (all exports, since start).", sum(func(e *Export) uint64 { return e.refusedBatches.Load() }))
-	r.GaugeFunc("synapse_tier1_uplink_pending_batches", "Batches in the export log (some export still needs them).", func() float64 {
+	r.CounterFunc("synapse_tier1_uplink_sent_batches_total", "Batches acknowledged (all exports).", sum(func(e *Export) uint64 { return e.sentBatches.Load() }))
+	r.CounterFunc("synapse_tier1_uplink_failures_total", "Failed attempts (all exports).", sum(func(e *Export) uint64 { return e.Failures.Load() }))
+	r.CounterFunc("synapse_tier1_uplink_dropped_batches_total", "Batches refused for good (all exports).", sum(func(e *Export) uint64 { return e.refusedBatches.Load() }))
+	r.GaugeFunc("synapse_tier1_uplink_pending_batches", "Batches in the export log.", func() float64 {
 		n := 0
 		_ = s.db.View(func(tx *store.Tx) error { n = tx.T1OutboxLen(); return nil })
 		return float64(n)
 	})
-	r.GaugeFunc("synapse_tier1_uplink_lag_seconds", "How long the oldest batch waiting for any export has waited.", func() float64 {
+	r.GaugeFunc("synapse_tier1_uplink_lag_seconds", "Age of the oldest batch waiting (all exports).", func() float64 {
 		lag := 0.0
 		for _, st := range s.Status().Exports {
 			lag = max(lag, st.LagSeconds)
 		}
 		return lag
 	})
-	r.CounterVecFunc("synapse_tier1_export_failures_total", "Failed attempts to reach the export's upstream.", "export", func() map[string]float64 {
+	r.CounterVecFunc("synapse_tier1_export_failures_total", "Failed attempts.", "export", func() map[string]float64 {
 		m := map[string]float64{}
 		for _, e := range s.list {
 			m[e.cfg.Name] = float64(e.Failures.Load())
