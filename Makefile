@@ -127,6 +127,10 @@ bench-fleet: ## a fleet of FLEET=200 agent processes on a three-node NATS cluste
 	@if [ "$${CI:-}" = "true" ]; then scripts/ci-deps.sh; fi
 	ulimit -n 65536 2>/dev/null || true; $(GO) test ./e2e -run '^TestFleet$$' -count=1 -v -timeout 60m -fleet.agents=$(FLEET) -fleet.delegations=$(FLEET_DELEGATIONS) | grep -E 'fleet_test.go|^(---|ok|FAIL|PASS)'
 
+.PHONY: bench-exports
+bench-exports: ## issue 29's outage at a million frames: live lag, drain rate vs cap, kill -9 mid-drain (EXPORT_FRAMES=1000000 EXPORT_CAP=500000)
+	SYNAPSE_EXPORT_FRAMES=$${EXPORT_FRAMES:-1000000} SYNAPSE_EXPORT_CAP=$${EXPORT_CAP:-500000} $(GO) test -count=1 -timeout 20m -run '^TestExportOutageLiveFirst$$' -v ./e2e | grep -E 'exports_test|^(ok|FAIL|---)'
+
 .PHONY: bench-a2a
 bench-a2a: build ## a2a-go's client vs Synapse (durable), a2a-go's and the JS SDK's servers (in memory), interleaved (BENCH_A2A_ARGS="-rounds 5 -round 2s -clients 1,16 -rss-tasks 100000")
 	cd e2e/a2asdk/js && npm ci --no-audit --no-fund --loglevel=error

@@ -40,11 +40,8 @@ type Agent struct {
 	eng      *engine
 	started  time.Time
 	// net is the attached peer network, nil without one (network.go).
-	net    Network
-	t1     *tier1.Ingestor
-	uplink *tier1.Uplink
-	stopBg context.CancelFunc
-	bgDone chan struct{}
+	net Network
+	t1  *tier1.Ingestor
 	// outbound is the policy of client-given URLs (package outbound).
 	outbound *outbound.Policy
 	// transport sends what the agent sends (transport.go); ownTransport
@@ -198,14 +195,6 @@ func (a *Agent) Open(ctx context.Context) error {
 	a.started = a.clock.Now()
 	a.sweepStop, a.sweepDone = make(chan struct{}), make(chan struct{})
 	go a.sweep()
-	bg, stop := context.WithCancel(context.Background())
-	a.stopBg, a.bgDone = stop, make(chan struct{})
-	go func() {
-		defer close(a.bgDone)
-		if a.uplink != nil {
-			a.uplink.Run(bg)
-		}
-	}()
 	a.log.Info("agent open", "agent_id", a.identity.AgentID, "data", a.cfg.Load().DataDir)
 	return nil
 }
@@ -223,8 +212,6 @@ func (a *Agent) Close(ctx context.Context) error {
 		if a.net != nil {
 			a.net.Close(ctx)
 		}
-		a.stopBg()
-		<-a.bgDone
 		close(a.sweepStop)
 		<-a.sweepDone
 		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

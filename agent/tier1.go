@@ -3,13 +3,12 @@ package agent
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/synapse-edge/synapse/tier1"
 )
 
-// openTier1 builds the routine registry, the ingestor and, when configured,
-// the uplink.
+// openTier1 builds the routine registry and the ingestor (the command
+// builds the exports, package tier1/export).
 func (a *Agent) openTier1() error {
 	ds := append([]tier1.Descriptor{tier1.Telemetry()}, a.cfg.Load().Tier1.Routines...)
 	reg, err := tier1.NewRegistry(ds...)
@@ -24,13 +23,6 @@ func (a *Agent) openTier1() error {
 	a.t1.RegisterMetrics(a.metrics)
 	if err := a.t1.UseDisk(func() *tier1.Config { return &a.cfg.Load().Tier1 }, a.db.Path(), a.log.With("component", "tier1"), a.metrics); err != nil {
 		return fmt.Errorf("tier1 disk budget: %w", err)
-	}
-	if u := a.cfg.Load().Uplink; u != nil {
-		a.uplink = tier1.NewUplink(a.t1, a.db, a.transport, u.Endpoint, u.Token, a.identity.AgentID, a.log.With("component", "uplink"))
-		if u.MaxBackoffMS > 0 {
-			a.uplink.MaxBackoff = time.Duration(u.MaxBackoffMS) * time.Millisecond
-		}
-		a.uplink.RegisterMetrics(a.metrics)
 	}
 	return nil
 }

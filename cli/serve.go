@@ -173,11 +173,19 @@ func serve(ctx context.Context, sio *command.IO, log *slog.Logger, file config.F
 		}
 		return err
 	}
+	exports, err := openExports(ctx, a, file, log)
+	if err != nil {
+		_ = a.Close(context.Background())
+		return err
+	}
+	stopExports := runExports(exports)
 	if err := a2aw.Start(ctx, a.Store()); err != nil {
+		stopExports()
 		_ = a.Close(context.Background())
 		return err
 	}
 	if err := startMQTT(ctx, a, nw, mq, file.MQTT); err != nil {
+		stopExports()
 		_ = a.Close(context.Background())
 		return err
 	}
@@ -189,12 +197,14 @@ func serve(ctx context.Context, sio *command.IO, log *slog.Logger, file config.F
 	defer stopUpdates()
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
+		stopExports()
 		_ = a.Close(context.Background())
 		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
 	hm := hil.New(a, hil.Options{Logger: log, Config: file.HIL, CallbackSecret: file.P2P.CallbackSecret})
 	if err := hm.Start(ctx); err != nil {
 		_ = ln.Close()
+		stopExports()
 		_ = a.Close(context.Background())
 		return fmt.Errorf("start human-in-the-loop: %w", err)
 	}
@@ -202,17 +212,22 @@ func serve(ctx context.Context, sio *command.IO, log *slog.Logger, file config.F
 	if err := gm.Start(ctx); err != nil {
 		_ = hm.Close(context.Background())
 		_ = ln.Close()
+		stopExports()
 		_ = a.Close(context.Background())
 		return fmt.Errorf("start groups: %w", err)
 	}
 	stopExtra, err := extra.start(ctx, a, nw, gm, tlsSrv, log)
 	if err != nil {
 		_, _, _ = gm.Close(context.Background()), hm.Close(context.Background()), ln.Close()
+		stopExports()
 		_ = a.Close(context.Background())
 		return err
 	}
 	hopts := httpapi.Options{Logger: log, Version: Version, HIL: hm, Groups: gm, Network: nw, Limits: file.HTTP,
 		Tier1ReadAhead: budgets.Tier1ReadAhead}
+	if exports != nil {
+		hopts.Exports = exports
+	}
 	scheme := "http"
 	if tlsSrv != nil {
 		hopts.TLS = tlsSrv.TLS
@@ -288,6 +303,7 @@ func serve(ctx context.Context, sio *command.IO, log *slog.Logger, file config.F
 	if err := a2aw.Close(sctx); err != nil {
 		log.Warn("a2a wire shutdown", "err", err)
 	}
+	stopExports()
 	if err := a.Close(sctx); err != nil {
 		return fmt.Errorf("close agent: %w", err)
 	}

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -22,6 +23,7 @@ import (
 	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/internal/testutil/peernode"
 	"github.com/synapse-edge/synapse/tier1"
+	"github.com/synapse-edge/synapse/tier1/export"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -287,6 +289,16 @@ func TestConsoleViews(t *testing.T) {
 		t.Cleanup(sc.b.stop)
 		a.waitStatus(t, sc.task, wire.StatusCompleted)
 		br.waitJS("the empty dead-letter list", `!document.querySelector("#p-deadlist .dead")`)
+
+		// The exports panel (after the dead letters: its cards and charts
+		// move the list below them as they fill in): both backing off
+		// with the frames ingested above waiting; pause one from its card.
+		br.waitJS("the exports with their backlog", `document.querySelectorAll("#x-list .export").length === 2 &&
+			document.querySelector('#x-list .export[data-name="cloud"]').textContent.includes("backing off") &&
+			!document.querySelector('#x-list .export[data-name="cloud"]').textContent.includes("Backlog0 frames") &&
+			!document.querySelector("#x-charts").hidden`)
+		br.click(`#x-list .export[data-name="site"] button.pause`)
+		br.waitJS("site paused", `document.querySelector('#x-list .export[data-name="site"]').textContent.includes("paused")`)
 	})
 
 	t.Run("groups", func(t *testing.T) {
@@ -322,7 +334,7 @@ func TestConsoleViews(t *testing.T) {
 		var s struct{ Status, Tasks string }
 		br.eval(`({Status: document.querySelector("#h-status").textContent, Tasks: document.querySelector("#h-tasks").textContent})`, &s)
 		if want := fmt.Sprintf("completed%d", sum.ByStatus["completed"]); s.Status != "SERVING" || !strings.Contains(s.Tasks, want) || sum.ByStatus["completed"] < 4 {
-			t.Errorf("health: status %q, tasks %q (want SERVING and %s)", s.Status, s.Tasks, want)
+			t.Errorf("health: status %q, tasks %q (want SERVING and %s; the summary: %v)", s.Status, s.Tasks, want, sum.ByStatus)
 		}
 		br.waitJS("growth measured", `document.querySelector("#h-growth").textContent.includes("/min")`)
 		br.waitJS("the config file, not reloaded yet", `document.querySelector("#h-config").textContent.includes("none since start")`)
@@ -437,6 +449,22 @@ func (b *browser) screenshotFull(path string, width int) {
 func startConsoleServer(t *testing.T, path string) *testServer {
 	t.Helper()
 	return startWiredServer(t, "gateway-a", true, func(o *peernode.Options) {
+		o.Exports = func(a *agent.Agent) httpapi.Exports {
+			// Two exports to upstreams that are down: a backlog and a lag.
+			s := export.New([]export.Config{
+				{Name: "cloud", Endpoint: "http://127.0.0.1:1", Priority: 1, BandwidthBytesPerS: 50000, MaxBackoffMS: 500},
+				{Name: "site", Endpoint: "ws://127.0.0.1:1", Priority: 5, Start: "all", Order: "fifo", MaxBackoffMS: 500},
+			}, export.Options{Ingestor: a.Tier1(), DB: a.Store(), Transport: a.Transport(), Source: a.Identity().AgentID})
+			if err := s.Open(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			s.RegisterMetrics(a.Metrics())
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { defer close(done); s.Run(ctx) }()
+			t.Cleanup(func() { cancel(); <-done })
+			return s
+		}
 		o.Reloader = func(a *agent.Agent) httpapi.Reloader {
 			flags := func(f *config.File) {
 				c := a.Config()

@@ -40,6 +40,9 @@ func (s *Server) routes() []route {
 		{"GET", seg("task/*/stream"), auth.ScopeTasksRead, s.streamTask},
 
 		{"GET", seg("tier1/routines"), auth.ScopeTier1Read, s.tier1Routines},
+		{"GET", seg("tier1/exports"), auth.ScopeTier1Read, s.tier1Exports},
+		{"POST", seg("tier1/exports/*/pause"), auth.ScopeAdmin, s.tier1Exports},
+		{"POST", seg("tier1/exports/*/resume"), auth.ScopeAdmin, s.tier1Exports},
 		{"GET", seg("tier1/stream"), auth.ScopeTier1Write, s.tier1Stream},
 		{"POST", seg("tier1/*"), auth.ScopeTier1Write, s.ingestTier1},
 		{"GET", seg("tier1/*/frames"), auth.ScopeTier1Read, s.tier1Frames},

@@ -50,6 +50,7 @@ type Server struct {
 	table    []route
 	a2a      *a2ahttp.Handler
 	hil      *hil.Manager
+	exports  Exports
 	groups   *group.Manager
 	requests *metrics.CounterVec
 	panics   *metrics.Counter
@@ -97,6 +98,8 @@ type Options struct {
 	// for their answers before the server stops reading it (the command
 	// derives it from limits.memory_mb). Default 4096.
 	Tier1ReadAhead int
+	// Exports, if set, are served at /tier1/exports; without, none.
+	Exports Exports
 }
 
 // Reloader reads the agent's configuration file again and applies it
@@ -129,7 +132,7 @@ func New(a *agent.Agent, opts Options) *Server {
 	s := &Server{
 		a: a, log: opts.Logger.With("component", "http"), version: opts.Version,
 		streamsDone: make(chan struct{}), hil: opts.HIL, groups: opts.Groups, net: opts.Network,
-		limits: opts.Limits, tls: opts.TLS, certs: opts.ClientCerts, reloader: opts.Reloader,
+		limits: opts.Limits, tls: opts.TLS, certs: opts.ClientCerts, reloader: opts.Reloader, exports: opts.Exports,
 		tier1Window: cmp.Or(opts.Tier1ReadAhead, tier1Window),
 	}
 	s.bg, s.cancelBg = context.WithCancel(context.Background())

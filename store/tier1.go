@@ -447,3 +447,46 @@ func (tx *Tx) T1Ack(seq uint64) error {
 	}
 	return b.Delete(binary.BigEndian.AppendUint64(nil, seq))
 }
+
+// T1OutboxFrom returns the queued batches from seq from on, in order
+// (copies): at most max, and past the first at most maxBytes in all.
+func (tx *Tx) T1OutboxFrom(from uint64, max, maxBytes int) (seqs []uint64, batches [][]byte) {
+	b := tx.root(bucketT1Out)
+	if b == nil {
+		return nil, nil
+	}
+	c, n := b.Cursor(), 0
+	for k, v := c.Seek(binary.BigEndian.AppendUint64(nil, from)); k != nil && len(seqs) < max && (n == 0 || n+len(v) <= maxBytes); k, v = c.Next() {
+		seqs, batches, n = append(seqs, binary.BigEndian.Uint64(k)), append(batches, append([]byte(nil), v...)), n+len(v)
+	}
+	return seqs, batches
+}
+
+// T1OutboxPut replaces the queued batch seq (an upgrade's rewrite).
+func (tx *Tx) T1OutboxPut(seq uint64, v []byte) error {
+	b, err := tx.createRoot(bucketT1Out)
+	if err != nil {
+		return err
+	}
+	return b.Put(binary.BigEndian.AppendUint64(nil, seq), v)
+}
+
+// T1AckBefore removes up to max queued batches before seq, oldest first,
+// and returns how many it removed.
+func (tx *Tx) T1AckBefore(seq uint64, max int) (int, error) {
+	b := tx.root(bucketT1Out)
+	if b == nil {
+		return 0, nil
+	}
+	var keys [][]byte
+	c := b.Cursor()
+	for k, _ := c.First(); k != nil && len(keys) < max && binary.BigEndian.Uint64(k) < seq; k, _ = c.Next() {
+		keys = append(keys, append([]byte(nil), k...))
+	}
+	for _, k := range keys {
+		if err := b.Delete(k); err != nil {
+			return 0, err
+		}
+	}
+	return len(keys), nil
+}

@@ -38,6 +38,9 @@ type Config struct {
 	// Quotas set a routine's own byte limit and overflow policy; a routine
 	// without one has MaxBytesPerRoutine and drop_oldest.
 	Quotas []Quota `json:"quotas,omitempty"`
+	// ExportBandwidthBytesPerS caps the bytes all exports together put on
+	// the wire per second (package tier1/export); 0: no cap.
+	ExportBandwidthBytesPerS int64 `json:"export_bandwidth_bytes_per_s,omitempty"`
 }
 
 // Quota is one entry of tier1.quotas.

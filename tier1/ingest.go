@@ -19,7 +19,8 @@ type IngestConfig struct {
 	// (at least 512 bytes; about 4.5 times its size for a batch of many
 	// frames); senders wait beyond it (back-pressure). Default 16 MiB.
 	MaxInflightBytes int64
-	// Uplink queues every stored batch for forwarding upstream.
+	// Uplink queues every stored batch in the export log (outbox.go), as
+	// EnableOutbox does.
 	Uplink bool
 	// Now is the clock; default time.Now.
 	Now func() time.Time
@@ -49,8 +50,9 @@ type Ingestor struct {
 	C      Counters
 	// queued is poked when a batch is queued for the uplink.
 	queued chan struct{}
-	watch  watchers // live views (watch.go)
-	disk   *disk    // the disk budget, once UseDisk (disk.go)
+	outbox atomic.Bool // queue stored batches in the export log
+	watch  watchers    // live views (watch.go)
+	disk   *disk       // the disk budget, once UseDisk (disk.go)
 }
 
 // keyFields are the positions of the fields that order a routine's frames.
@@ -66,6 +68,7 @@ func NewIngestor(reg *Registry, db *store.DB, cfg IngestConfig) *Ingestor {
 	}
 	in := &Ingestor{reg: reg, db: db, cfg: cfg, budget: newByteBudget(cfg.MaxInflightBytes),
 		keys: map[string]keyFields{}, queued: make(chan struct{}, 1)}
+	in.outbox.Store(cfg.Uplink)
 	for _, d := range reg.List() {
 		k := keyFields{ts: -1, device: -1}
 		for i, f := range d.Fields {
@@ -83,6 +86,11 @@ func NewIngestor(reg *Registry, db *store.DB, cfg IngestConfig) *Ingestor {
 
 // Registry is the ingestor's routines.
 func (in *Ingestor) Registry() *Registry { return in.reg }
+
+// EnableOutbox queues every batch stored from now on in the export log
+// for the exports (package tier1/export), which call it before ingest
+// starts.
+func (in *Ingestor) EnableOutbox() { in.outbox.Store(true) }
 
 // Queued is poked (without blocking) whenever a batch is queued upstream.
 func (in *Ingestor) Queued() <-chan struct{} { return in.queued }

@@ -85,12 +85,3 @@ func (in *Ingestor) RegisterMetrics(r *metrics.Registry) {
 	r.CounterFunc("synapse_tier1_bytes_total", "Bytes of tier-1 batches stored.", func() float64 { return float64(c.Bytes.Load()) })
 	r.CounterFunc("synapse_tier1_retention_dropped_frames_total", "Tier-1 frames deleted by retention (age or size).", func() float64 { return float64(c.Pruned.Load()) })
 }
-
-// RegisterMetrics adds the uplink's counters and gauges to r.
-func (u *Uplink) RegisterMetrics(r *metrics.Registry) {
-	r.CounterFunc("synapse_tier1_uplink_sent_batches_total", "Batches the upstream acknowledged.", func() float64 { return float64(u.Sent.Load()) })
-	r.CounterFunc("synapse_tier1_uplink_failures_total", "Failed attempts to reach the upstream.", func() float64 { return float64(u.Failures.Load()) })
-	r.CounterFunc("synapse_tier1_uplink_dropped_batches_total", "Batches the upstream refused for good.", func() float64 { return float64(u.Dropped.Load()) })
-	r.GaugeFunc("synapse_tier1_uplink_pending_batches", "Batches waiting to go upstream.", func() float64 { return float64(u.Pending()) })
-	r.GaugeFunc("synapse_tier1_uplink_lag_seconds", "Age of the oldest frame waiting to go upstream (by its ts).", func() float64 { return u.Lag().Seconds() })
-}

@@ -2,7 +2,6 @@ package tier1_test
 
 import (
 	"context"
-	"log/slog"
 	"path/filepath"
 	"testing"
 	"time"
@@ -103,21 +102,4 @@ func TestWatch(t *testing.T) {
 			t.Errorf("after Release: %d frames", l.Frames)
 		}
 	})
-}
-
-func TestUplinkLag(t *testing.T) {
-	now := time.Unix(1_790_000_000, 0)
-	in, db := openIngestor(t, now)
-	up := tier1.NewUplink(in, db, nil, "http://127.0.0.1:1", "", "src", slog.New(slog.DiscardHandler))
-	if up.Lag() != 0 || up.Pending() != 0 {
-		t.Errorf("empty outbox: lag %s, pending %d", up.Lag(), up.Pending())
-	}
-	for i, age := range []time.Duration{90 * time.Second, 30 * time.Second} {
-		if _, err := in.Ingest(context.Background(), "s", "", batchAt("", "d", uint64(i*10), now.Add(-age), 3)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if got, want := up.Lag(), 90*time.Second; got != want || up.Pending() != 2 {
-		t.Errorf("lag %s, pending %d; want %s (the oldest frame waiting), 2", got, up.Pending(), want)
-	}
 }

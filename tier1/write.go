@@ -246,8 +246,8 @@ func (w *write) put(tx *store.Tx, r *routineWrite) error {
 			return err
 		}
 	}
-	if w.in.cfg.Uplink {
-		if err := enqueueUplink(tx, r); err != nil {
+	if w.in.outbox.Load() {
+		if err := enqueueUplink(tx, r, w.in.cfg.Now().UnixNano()); err != nil {
 			return err
 		}
 	}
@@ -264,20 +264,29 @@ const (
 	uplinkMergeFrames = 4096
 )
 
-// enqueueUplink queues the new batches of r for the uplink.
-func enqueueUplink(tx *store.Tx, r *routineWrite) error {
+// enqueueUplink queues the new batches of r in the export log (outbox.go)
+// at time at.
+func enqueueUplink(tx *store.Tx, r *routineWrite, at int64) error {
 	var frames []Frame
 	bytes := 0
+	cumF, cumB, _ := OutboxTotals(tx)
 	flush := func() error {
 		if len(frames) == 0 {
 			return nil
 		}
 		d := r.d
-		_, err := tx.T1Enqueue(func(seq uint64) []byte {
-			return AppendBatch(make([]byte, 0, bytes+64), d.CapabilityID, d.Version, fmt.Sprintf("u%d", seq), frames, d)
+		seq, err := tx.T1Enqueue(func(seq uint64) []byte {
+			e := OutboxEntry{Frames: uint32(len(frames)), CumFrames: cumF, CumBytes: cumB, At: at}
+			b := AppendBatch(make([]byte, OutboxHeaderLen, OutboxHeaderLen+bytes+64), d.CapabilityID, d.Version, fmt.Sprintf("u%d", seq), frames, d)
+			cumF, cumB = cumF+uint64(len(frames)), cumB+uint64(len(b)-OutboxHeaderLen)
+			AppendOutboxHeader(b[:0], e) // in place
+			return b
 		})
 		frames, bytes = frames[:0], 0
-		return err
+		if err != nil {
+			return err
+		}
+		return PutOutboxTotals(tx, cumF, cumB, seq+1)
 	}
 	for _, p := range r.ps {
 		if p.dup {

@@ -164,7 +164,14 @@ func TestStoreGroup(t *testing.T) {
 		id   string
 		seqs []uint64
 	}{{tier1.Telemetry().CapabilityID, []uint64{0}}, {tier1.Telemetry().CapabilityID, wantSeqs}, {m.CapabilityID, nil}} {
-		b, err := tier1.DecodeBatch(queued[i], reg, tier1.Limits{})
+		h, raw, ok := tier1.ParseOutboxEntry(queued[i])
+		if !ok {
+			t.Fatalf("queued batch %d has no log header", i)
+		}
+		b, err := tier1.DecodeBatch(raw, reg, tier1.Limits{})
+		if err == nil && int(h.Frames) != len(b.Frames) {
+			t.Errorf("queued batch %d: header says %d frames, the batch has %d", i, h.Frames, len(b.Frames))
+		}
 		if err != nil || b.CapabilityID != want.id || b.BatchID == "" {
 			t.Fatalf("queued batch %d: %+v, %v", i, b, err)
 		}
@@ -319,8 +326,14 @@ func TestStoreUplinkSplit(t *testing.T) {
 	reg, _ := tier1.NewRegistry(tier1.Telemetry())
 	var sizes []int
 	next := uint64(0)
+	var cum uint64
 	for i, q := range queued {
-		b, err := tier1.DecodeBatch(q, reg, tier1.Limits{})
+		h, raw, _ := tier1.ParseOutboxEntry(q)
+		if h.CumFrames != cum {
+			t.Errorf("queued batch %d: cum_frames %d, want %d", i, h.CumFrames, cum)
+		}
+		cum += uint64(h.Frames)
+		b, err := tier1.DecodeBatch(raw, reg, tier1.Limits{})
 		if err != nil {
 			t.Fatalf("queued batch %d: %v", i, err)
 		}

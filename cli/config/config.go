@@ -30,6 +30,7 @@ import (
 	"github.com/synapse-edge/synapse/internal/selfupdate"
 	"github.com/synapse-edge/synapse/internal/tlscert"
 	"github.com/synapse-edge/synapse/peer"
+	"github.com/synapse-edge/synapse/tier1/export"
 	"github.com/synapse-edge/synapse/transport/a2aclient"
 	"github.com/synapse-edge/synapse/transport/mqtt"
 )
@@ -62,6 +63,9 @@ type File struct {
 	RemoteConfig *RemoteConfig `json:"remote_config,omitempty"`
 	// Limits is the agent's memory budget (package internal/memlimit).
 	Limits memlimit.Config `json:"limits"`
+	// Exports are where stored tier-1 batches go (package tier1/export);
+	// "uplink" is the shorthand for one, named uplink.
+	Exports []export.Config `json:"exports,omitempty"`
 }
 
 // Handlers is the handlers' part of the file (its top-level keys
@@ -84,7 +88,29 @@ func (f *File) Validate() error {
 // sections checks the sections of the packages other than agent.
 func (f *File) sections() error {
 	return errors.Join(f.checkLogLevel(), f.Limits.Validate(), f.Handlers.Validate(), f.HTTP.Validate(), f.HIL.Validate(), f.A2A.Validate(), f.checkMQTT(),
-		f.P2P.Validate(), f.Registry.Validate(), f.TLS.Validate(), f.Update.Validate(), f.checkRemote())
+		f.P2P.Validate(), f.Registry.Validate(), f.TLS.Validate(), f.Update.Validate(), f.checkRemote(), f.checkExports())
+}
+
+// checkExports checks the exports list, with the uplink shorthand's name
+// and the mqtt section an mqtt:// export needs.
+func (f *File) checkExports() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("config: %s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	export.Check(f.Exports, bad)
+	for i, e := range f.Exports {
+		if f.Uplink != nil && e.Name == export.UplinkName {
+			bad(fmt.Sprintf("exports[%d].name", i), "%q is the uplink section's export; name this one otherwise", e.Name)
+		}
+		if strings.HasPrefix(e.Endpoint, "mqtt") && (f.MQTT == nil || e.Endpoint != mqtt.UplinkToBroker) {
+			bad(fmt.Sprintf("exports[%d].endpoint", i), "%q: an export to the broker is %q, with the mqtt section (the broker's address goes in mqtt.url)", e.Endpoint, mqtt.UplinkToBroker)
+		}
+	}
+	if f.Tier1.ExportBandwidthBytesPerS < 0 {
+		bad("tier1.export_bandwidth_bytes_per_s", "must not be negative")
+	}
+	return errors.Join(errs...)
 }
 
 // Load returns the configuration of the file at path (none when path is
@@ -213,6 +239,11 @@ func LoadEnv(f *File, getenv func(string) string) error {
 	}
 	if c.Uplink != nil && c.Uplink.TokenEnv != "" {
 		c.Uplink.Token = getenv(c.Uplink.TokenEnv)
+	}
+	for i := range f.Exports {
+		if env := f.Exports[i].TokenEnv; env != "" {
+			f.Exports[i].Token = getenv(env)
+		}
 	}
 	for i := range f.A2A.Peers {
 		if env := f.A2A.Peers[i].TokenEnv; env != "" {

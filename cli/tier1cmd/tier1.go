@@ -31,7 +31,7 @@ const maxExportPages = 1_000_000
 
 // Tier1Verbs returns the verbs of synapse tier1.
 func Tier1Verbs() []*command.Verb {
-	return []*command.Verb{tier1RoutinesVerb(), tier1SendVerb(), tier1ExportVerb()}
+	return []*command.Verb{tier1RoutinesVerb(), tier1SendVerb(), tier1ExportVerb(), tier1ExportsVerb()}
 }
 
 func tier1RoutinesVerb() *command.Verb {

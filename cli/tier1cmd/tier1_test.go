@@ -20,7 +20,7 @@ import (
 
 // p2pTier1Verbs are the verbs of the tier1, peer and outbox commands.
 var p2pTier1Verbs = []string{
-	"tier1 routines", "tier1 send", "tier1 export",
+	"tier1 routines", "tier1 send", "tier1 export", "tier1 exports",
 	"peer add", "peer list", "peer remove",
 	"outbox list", "outbox retry", "outbox drop",
 }
@@ -48,7 +48,7 @@ func TestTier1PeerOutboxHelp(t *testing.T) {
 		})
 	}
 	for _, c := range []struct{ cmd, verbs string }{
-		{"tier1", "routines send export"},
+		{"tier1", "routines send export exports"},
 		{"peer", "add list remove"},
 		{"outbox", "list retry drop"},
 	} {

@@ -101,11 +101,75 @@
     if (!dead.length) ul.append(el('li', 'muted', 'No dead letters.'));
   }
 
+  // ---------------- Tier-1 exports (in the Peers view) ----------------
+  const XWINDOW = 10 * 60 * 1000;
+  const xsamples = new Map(); // export name → [{t, backlog, lag}]
+  let xcharts = null;
+  const bytes = (b) => (b >= 1e9 ? (b / 1e9).toFixed(1) + ' GB' : b >= 1e6 ? (b / 1e6).toFixed(1) + ' MB' : b >= 1e3 ? (b / 1e3).toFixed(1) + ' kB' : b + ' B');
+
+  async function exportsPanel() {
+    const r = await api('GET', '/tier1/exports');
+    const list = $('#x-list');
+    if (r.status !== 200) { list.replaceChildren(el('p', 'muted', denied(r, 'tier1:read'))); return; }
+    const now = SY.now();
+    list.replaceChildren();
+    for (const x of r.body.exports) {
+      const s = xsamples.get(x.name) || [];
+      s.push({ t: now, backlog: x.backlog_frames, lag: x.lag_seconds });
+      while (s.length && s[0].t < now - XWINDOW) s.shift();
+      xsamples.set(x.name, s);
+      const card = el('article', 'card export');
+      card.dataset.name = x.name;
+      const head = el('div', 'row-head');
+      head.append(el('h3', '', x.name), el('span', 'st ' + (x.state === 'connected' ? 'online' : 'offline'), x.state.replace('_', ' ')));
+      const eta = x.eta_seconds === null ? (x.backlog_bytes ? 'stalled' : '') : x.eta_seconds > 0 ? fmtAge(x.eta_seconds * 1000) : 'none';
+      card.append(head, kv([
+        ['Endpoint', x.endpoint],
+        ['Priority', String(x.priority) + ' · ' + x.order.replace('_', ' ')],
+        ['Backlog', x.backlog_frames.toLocaleString() + ' frames · ' + bytes(x.backlog_bytes)],
+        ['Lag', x.lag_seconds > 0 ? fmtAge(x.lag_seconds * 1000) : 'none'],
+        ['Rate', bytes(Math.round(x.rate_bytes_per_s)) + '/s' + (x.bandwidth_bytes_per_s ? ' of ' + bytes(x.bandwidth_bytes_per_s) + '/s' : '')],
+        ['ETA', eta],
+        ['Sent', x.sent_frames.toLocaleString() + ' frames'],
+        ['Dropped', x.dropped_frames.toLocaleString() + ' frames'],
+        ['Error', x.error || ''],
+      ]));
+      const act = el('div', 'acts');
+      const verb = x.state === 'paused' ? 'resume' : 'pause';
+      act.append(button(verb === 'pause' ? 'Pause' : 'Resume', verb, async () => {
+        const pr = await api('POST', '/tier1/exports/' + encodeURIComponent(x.name) + '/' + verb, {});
+        toast(pr.status === 200 ? x.name + ': ' + verb + 'd' : errText(pr));
+        exportsPanel();
+      }));
+      card.append(act);
+      list.append(card);
+    }
+    if (!r.body.exports.length) list.append(el('p', 'muted', 'No exports: add an "exports" list (or "uplink") to the config file.'));
+    $('#x-charts').hidden = !r.body.exports.length;
+    if (!r.body.exports.length) return;
+    xcharts = xcharts || { backlog: SY.chart($('#x-backlog')), lag: SY.chart($('#x-lag')) };
+    xdraw();
+  }
+
+  // xdraw draws the exports' backlog and lag over the last 10 minutes.
+  function xdraw() {
+    if (!xcharts || $('#x-charts').hidden) return;
+    const now = SY.now();
+    const names = [...xsamples.keys()];
+    $('#x-legend').replaceChildren(...names.map((n, i) => { const sp = el('span', '', '● ' + n + '  '); sp.style.color = SY.palette[i % SY.palette.length]; return sp; }));
+    for (const k of ['backlog', 'lag']) {
+      xcharts[k].draw(names.map((n, i) => ({ color: SY.palette[i % SY.palette.length], pts: xsamples.get(n).map((p) => [p.t, p[k]]) })), now - XWINDOW, now);
+    }
+  }
+
+  window.addEventListener('resize', xdraw);
+
   SY.view('peers', {
     show() {
       note('peers', '');
       peers();
-      ptimer = setInterval(() => { if (SY.visible('peers')) peers(); }, 3000);
+      exportsPanel();
+      ptimer = setInterval(() => { if (SY.visible('peers')) { peers(); exportsPanel(); } }, 3000);
     },
     hide() { clearInterval(ptimer); },
   });

@@ -223,3 +223,34 @@ func (m *Info) write(w io.Writer) {
 	}
 	fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s gauge\n%s{%s=\"%s\"} 1\n", m.n, m.help, m.n, m.n, m.label, escapeLabel(*v))
 }
+
+// VecFunc is a family of values of one label computed at scrape time.
+type VecFunc struct {
+	n, help, typ, label string
+	f                   func() map[string]float64
+}
+
+// GaugeVecFunc registers a gauge family whose values (label value →
+// value) f computes at scrape time; CounterVecFunc a counter family.
+func (r *Registry) GaugeVecFunc(name, help, label string, f func() map[string]float64) {
+	r.add(&VecFunc{n: name, help: help, typ: "gauge", label: label, f: f})
+}
+
+// CounterVecFunc registers a counter family computed at scrape time.
+func (r *Registry) CounterVecFunc(name, help, label string, f func() map[string]float64) {
+	r.add(&VecFunc{n: name, help: help, typ: "counter", label: label, f: f})
+}
+
+func (m *VecFunc) name() string { return m.n }
+func (m *VecFunc) write(w io.Writer) {
+	fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", m.n, m.help, m.n, m.typ)
+	vals := m.f()
+	keys := make([]string, 0, len(vals))
+	for k := range vals {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		fmt.Fprintf(w, "%s{%s=\"%s\"} %s\n", m.n, m.label, escapeLabel(k), formatFloat(vals[k]))
+	}
+}

@@ -67,6 +67,9 @@ type Options struct {
 	// Reloader, if set, builds the server's reloader of a config file
 	// for the agent (package cli/reload), at each start.
 	Reloader func(a *agent.Agent) httpapi.Reloader
+	// Exports, if set, builds the server's tier-1 exports once the agent
+	// is open.
+	Exports func(a *agent.Agent) httpapi.Exports
 }
 
 // Node is an agent served over HTTP. Agent, Groups and Server are new
@@ -186,6 +189,9 @@ func (n *Node) Open() {
 	}
 	n.Agent, n.Network, n.Groups, n.HIL = a, nw, gm, hm
 	hopts := httpapi.Options{Version: "test", Groups: gm, HIL: hm, Network: nw}
+	if n.opts.Exports != nil {
+		hopts.Exports = n.opts.Exports(a)
+	}
 	if n.opts.Reloader != nil {
 		hopts.Reloader = n.opts.Reloader(a)
 	}
