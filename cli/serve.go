@@ -238,7 +238,11 @@ func serve(ctx context.Context, sio *command.IO, log *slog.Logger, file config.F
 	}
 	var rl *reload.Reloader
 	if ropts != nil {
-		rl = reload.New(a, log, *ropts)
+		o := *ropts
+		if exports != nil {
+			o.SetExportCaps = exports.SetCaps
+		}
+		rl = reload.New(a, log, o)
 		hopts.Reloader = rl
 	}
 	if file.RemoteConfig != nil && rl != nil && mq != nil {

@@ -135,14 +135,15 @@ func (a *agentProc) maxBytes() int64 {
 	return v.Routines[0].Stored.MaxBytes
 }
 
-// TestReloadLive changes max_concurrent_tasks, the log level and tier-1's
-// cap per routine of a running agent, with SIGHUP and then with the API:
-// a task over the old limit now runs, debug lines appear and stop, the
-// cap is the new one. A field that needs a restart is named and not
+// TestReloadLive changes max_concurrent_tasks, the log level, tier-1's
+// cap per routine and an export's bandwidth cap (and the global one) of a
+// running agent, with SIGHUP and then with the API: a task over the old
+// limit now runs, debug lines appear and stop, the caps are the new ones. A field that needs a restart is named and not
 // applied.
 func TestReloadLive(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "synapse.json")
-	hash0 := writeConfig(t, cfg, `{"max_concurrent_tasks": 1, "log_level": "info", "tier1": {"max_bytes_per_routine": 1000000}}`)
+	hash0 := writeConfig(t, cfg, `{"max_concurrent_tasks": 1, "log_level": "info", "tier1": {"max_bytes_per_routine": 1000000, "export_bandwidth_bytes_per_s": 5000},
+		"exports": [{"name": "cloud", "endpoint": "http://127.0.0.1:1", "bandwidth_bytes_per_s": 1000}]}`)
 	a := startAgent(t, agentOpts{args: []string{"--config", cfg, "--grace", "1s"}})
 
 	h := a.health()
@@ -151,6 +152,9 @@ func TestReloadLive(t *testing.T) {
 	}
 	if got := metricValue(t, a, `synapse_config_info{hash="`+hash0+`"}`); got != 1 {
 		t.Errorf("synapse_config_info of the start file = %v, want 1", got)
+	}
+	if got := a.exportCap("cloud"); got != 1000 {
+		t.Fatalf("export cloud's bandwidth_bytes_per_s = %d at start, want 1000", got)
 	}
 	// The admin scope only.
 	tok := a.call(http.MethodPost, prefix+"/tokens", []byte(`{"name":"ops","scopes":["tasks:read","tasks:write","metrics"]}`))
@@ -178,10 +182,11 @@ func TestReloadLive(t *testing.T) {
 	}
 
 	t.Run("sighup", func(t *testing.T) {
-		hash1 := writeConfig(t, cfg, `{"max_concurrent_tasks": 2, "log_level": "debug", "tier1": {"max_bytes_per_routine": 2000000}}`)
+		hash1 := writeConfig(t, cfg, `{"max_concurrent_tasks": 2, "log_level": "debug", "tier1": {"max_bytes_per_routine": 2000000, "export_bandwidth_bytes_per_s": 6000},
+			"exports": [{"name": "cloud", "endpoint": "http://127.0.0.1:1", "bandwidth_bytes_per_s": 2000}]}`)
 		before := time.Now()
 		r := a.sighup(before.Add(-time.Second))
-		want := []string{"log_level", "max_concurrent_tasks", "tier1.max_bytes_per_routine"}
+		want := []string{"exports", "log_level", "max_concurrent_tasks", "tier1.export_bandwidth_bytes_per_s", "tier1.max_bytes_per_routine"}
 		if r.Result != "ok" || r.Trigger != "sighup" || r.ConfigHash != hash1 || !slices.Equal(r.Applied, want) || len(r.RestartRequired) != 0 {
 			t.Fatalf("reload by SIGHUP: %+v, want ok, hash %s, applied %v, nothing to restart", r, hash1, want)
 		}
@@ -193,6 +198,9 @@ func TestReloadLive(t *testing.T) {
 		}
 		if got := a.maxBytes(); got != 2000000 {
 			t.Errorf("tier-1 max_bytes = %d, want 2000000", got)
+		}
+		if got := a.exportCap("cloud"); got != 2000 {
+			t.Errorf("export cloud's bandwidth_bytes_per_s = %d after the reload, want 2000", got)
 		}
 		if h := a.health(); h.Config.Hash != hash1 {
 			t.Errorf("health hash %s, want %s", h.Config.Hash, hash1)
@@ -211,7 +219,8 @@ func TestReloadLive(t *testing.T) {
 	t.Run("api", func(t *testing.T) {
 		// max_file_size needs a restart (the HTTP server's body limit is
 		// set when it starts): reported, not applied.
-		hash2 := writeConfig(t, cfg, `{"max_concurrent_tasks": 3, "log_level": "warn", "max_file_size": 5000000, "tier1": {"max_bytes_per_routine": 2000000}}`)
+		hash2 := writeConfig(t, cfg, `{"max_concurrent_tasks": 3, "log_level": "warn", "max_file_size": 5000000, "tier1": {"max_bytes_per_routine": 2000000, "export_bandwidth_bytes_per_s": 6000},
+			"exports": [{"name": "cloud", "endpoint": "http://127.0.0.1:1", "bandwidth_bytes_per_s": 2000}]}`)
 		r := a.apiReload(http.StatusOK)
 		if r.Result != "ok" || r.Trigger != "api" || r.ConfigHash != hash2 || !slices.Equal(r.Applied, []string{"log_level", "max_concurrent_tasks"}) ||
 			!slices.Equal(r.RestartRequired, []string{"max_file_size"}) {
@@ -315,4 +324,26 @@ func TestReloadWithoutFile(t *testing.T) {
 	if h := a.health(); h.Status != "SERVING" || h.Config != nil {
 		t.Errorf("health after SIGHUP: %+v, want SERVING without config", h)
 	}
+}
+
+// exportCap is the bandwidth_bytes_per_s GET /tier1/exports shows for the
+// export name (-1 when it is not listed).
+func (a *agentProc) exportCap(name string) int64 {
+	a.t.Helper()
+	var body struct {
+		Exports []struct {
+			Name string `json:"name"`
+			Cap  int64  `json:"bandwidth_bytes_per_s"`
+		} `json:"exports"`
+	}
+	r := a.call(http.MethodGet, prefix+"/tier1/exports", nil)
+	if err := json.Unmarshal(r.body, &body); err != nil {
+		a.t.Fatalf("GET /tier1/exports: %v in %s", err, r)
+	}
+	for _, e := range body.Exports {
+		if e.Name == name {
+			return e.Cap
+		}
+	}
+	return -1
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/cli/config"
 	"github.com/synapse-edge/synapse/internal/metrics"
+	"github.com/synapse-edge/synapse/tier1/export"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -27,6 +28,7 @@ import (
 var LiveFields = []string{
 	"log_level", "max_concurrent_tasks", "max_task_duration_seconds", "max_parked_tasks", "approvals",
 	"tier1.retention_hours", "tier1.max_bytes_per_routine",
+	"tier1.export_bandwidth_bytes_per_s", "exports[].bandwidth_bytes_per_s",
 }
 
 // live returns cur with the live values of next (LiveFields but
@@ -38,7 +40,23 @@ func live(cur, next agent.Config) agent.Config {
 	cur.Approvals = slices.Clone(next.Approvals)
 	cur.Tier1.RetentionHours = next.Tier1.RetentionHours
 	cur.Tier1.MaxBytesPerRoutine = next.Tier1.MaxBytesPerRoutine
+	cur.Tier1.ExportBandwidthBytesPerS = next.Tier1.ExportBandwidthBytesPerS
 	return cur
+}
+
+// liveExports is cur with the caps (bandwidth_bytes_per_s) of next's
+// exports of the same name; an export added, removed or otherwise
+// changed is a difference that needs a restart.
+func liveExports(cur, next []export.Config) []export.Config {
+	out := slices.Clone(cur)
+	for i := range out {
+		for _, n := range next {
+			if n.Name == out[i].Name {
+				out[i].BandwidthBytesPerS = n.BandwidthBytesPerS
+			}
+		}
+	}
+	return out
 }
 
 // Options are what a Reloader is built with.
@@ -65,6 +83,9 @@ type Options struct {
 	// OverlayVersion is its version, shown in Status.
 	Overlay        []byte
 	OverlayVersion uint64
+	// SetExportCaps, if set, applies the exports' bandwidth caps
+	// (export.Set.SetCaps): the global one and each export's by name.
+	SetExportCaps func(global int64, caps map[string]int64)
 }
 
 // Reloader owns the config file of a running serve. Its methods are
@@ -75,6 +96,7 @@ type Reloader struct {
 	level     *slog.LevelVar
 	levelFlag bool
 	getenv    func(string) string
+	caps      func(global int64, caps map[string]int64)
 
 	a   *agent.Agent
 	log *slog.Logger
@@ -99,7 +121,7 @@ type reloadMetrics struct {
 // gets a line for every reload.
 func New(a *agent.Agent, log *slog.Logger, opts Options) *Reloader {
 	r := &Reloader{path: opts.Path, hash: opts.Hash, running: opts.Running, flags: opts.Flags, level: opts.Level,
-		levelFlag: opts.LevelFlag, getenv: opts.Getenv, overlay: opts.Overlay, version: opts.OverlayVersion, a: a, log: log.With("component", "config")}
+		levelFlag: opts.LevelFlag, getenv: opts.Getenv, caps: opts.SetExportCaps, overlay: opts.Overlay, version: opts.OverlayVersion, a: a, log: log.With("component", "config")}
 	if r.flags == nil {
 		r.flags = func(*config.File) {}
 	}
@@ -190,6 +212,7 @@ func (r *Reloader) reload(trigger string, overlay []byte, commit func() error) w
 	applied := r.running
 	applied.Config = live(r.running.Config, next.Config)
 	applied.LogLevel = next.LogLevel
+	applied.Exports = liveExports(r.running.Exports, next.Exports)
 	restart, err := config.ChangedFields(applied, next)
 	if err != nil {
 		return refuse(err)
@@ -207,6 +230,13 @@ func (r *Reloader) reload(trigger string, overlay []byte, commit func() error) w
 	// some of them, such as the endpoint under TLS), the live ones of
 	// the file.
 	r.a.Reconfigure(live(r.a.Config(), next.Config))
+	if r.caps != nil {
+		caps := map[string]int64{}
+		for _, e := range applied.Exports {
+			caps[e.Name] = e.BandwidthBytesPerS
+		}
+		r.caps(applied.Tier1.ExportBandwidthBytesPerS, caps)
+	}
 	if lv, ok := next.Level(); !r.levelFlag {
 		if !ok {
 			lv = slog.LevelInfo

@@ -122,7 +122,7 @@ func TestREADMETable(t *testing.T) {
 		t.Fatal("README has no section Reloading without a restart")
 	}
 	var live []string
-	name := regexp.MustCompile("^`([a-z0-9_.]+)`")
+	name := regexp.MustCompile("^`([a-z0-9_.\\[\\]]+)`")
 	for _, line := range strings.Split(section, "\n") {
 		cells := strings.Split(line, "|")
 		if len(cells) < 3 || !strings.HasPrefix(strings.TrimSpace(cells[2]), "live") {

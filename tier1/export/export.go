@@ -45,9 +45,10 @@ type Export struct {
 	ok      bool // the last send reached the upstream
 	resume  chan struct{}
 
-	ownMu sync.Mutex
-	own   *bucket
-	rate  rate
+	ownMu  sync.Mutex
+	own    *bucket
+	capBPS atomic.Int64 // the cap in force (cfg's, or a reload's)
+	rate   rate
 	// Since start, for the uplink's series: batches delivered, refused
 	// for good, and failed attempts.
 	sentBatches, refusedBatches, Failures atomic.Uint64
@@ -210,7 +211,7 @@ func (e *Export) next(ctx context.Context) (lane, pos, []entry, error) {
 // and the half second of debt it leaves.
 func (e *Export) windowBytes() int {
 	n := maxWindowBytes
-	for _, c := range []int64{e.cfg.BandwidthBytesPerS, e.set.globalRate} {
+	for _, c := range []int64{e.capBPS.Load(), e.set.globalRate.Load()} {
 		if c > 0 {
 			n = min(n, int(c/2))
 		}
@@ -371,7 +372,7 @@ func (e *Export) send(ctx context.Context, win []entry) ([]transport.Outcome, er
 	if len(ms) == 0 {
 		return outs, nil
 	}
-	if err := own(ctx, e.own, &e.ownMu, e.set.now, bytes); err != nil {
+	if err := own(ctx, &e.own, &e.ownMu, e.set.now, bytes); err != nil {
 		return nil, err
 	}
 	if err := e.set.global.take(ctx, e.cfg.Priority, bytes); err != nil {

@@ -75,10 +75,11 @@ func (w *waiter) effective(now time.Time) time.Duration {
 
 // take waits until n bytes at priority prio may go (or ctx is done).
 func (l *limiter) take(ctx context.Context, prio int, n int) error {
+	l.mu.Lock()
 	if l.b == nil {
+		l.mu.Unlock()
 		return nil
 	}
-	l.mu.Lock()
 	w := &waiter{prio: prio, since: l.now()}
 	l.waiting[w] = struct{}{}
 	defer func() {
@@ -97,6 +98,9 @@ func (l *limiter) take(ctx context.Context, prio int, n int) error {
 			}
 		}
 		var d time.Duration
+		if l.b == nil { // the cap was lifted while this waited
+			return nil
+		}
 		if first {
 			if d = l.b.wait(now); d == 0 {
 				l.b.tokens -= float64(n)
@@ -121,16 +125,40 @@ func (l *limiter) take(ctx context.Context, prio int, n int) error {
 	}
 }
 
-// own waits out an export's own bucket and takes n bytes from it.
-func own(ctx context.Context, b *bucket, mu *sync.Mutex, now func() time.Time, n int) error {
-	if b == nil {
-		return nil
+// setRate changes the cap to rate bytes per second (0: none) at once; a
+// take waiting sees it at its next look.
+func (l *limiter) setRate(rate int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b = retune(l.b, rate, l.now())
+	close(l.changed)
+	l.changed = make(chan struct{})
+}
+
+// retune is b with the cap rate (0: none), its debt kept up to a second
+// of the new rate (a window taken at a high cap does not stall a lowered
+// one for long).
+func retune(b *bucket, rate int64, now time.Time) *bucket {
+	nb := newBucket(rate, now)
+	if b != nil && nb != nil {
+		b.refill(now)
+		nb.tokens = max(min(b.tokens, nb.burst), -nb.rate)
 	}
+	return nb
+}
+
+// own waits out an export's own bucket (*b, nil: no cap; a reload may
+// change it, under mu) and takes n bytes from it.
+func own(ctx context.Context, b **bucket, mu *sync.Mutex, now func() time.Time, n int) error {
 	for {
 		mu.Lock()
-		d := b.wait(now())
+		if *b == nil {
+			mu.Unlock()
+			return nil
+		}
+		d := (*b).wait(now())
 		if d == 0 {
-			b.tokens -= float64(n)
+			(*b).tokens -= float64(n)
 			mu.Unlock()
 			return nil
 		}

@@ -41,3 +41,45 @@ func TestGlobalCapPriority(t *testing.T) {
 	}
 	t.Logf("%.1f s: hi %d B, lo %d B (cap %d B/s)", el, hi.SentBytes, lo.SentBytes, capBps)
 }
+
+// TestSetCapsLive: a reload's caps take effect on a running export: a
+// backlog held to 5 kB/s by its own cap and the global one goes much
+// faster once both are raised, and slow again once its own is lowered
+// (after the one window read under the fast cap); the status shows the
+// cap in force.
+func TestSetCapsLive(t *testing.T) {
+	a := openAgent(t, "")
+	defer a.close()
+	up := newUpstream()
+	a.in.EnableOutbox()
+	for i := range 400 {
+		a.ingest("d", uint64(i*100), 50) // ~2 kB a batch
+	}
+	s, stop := a.start(up, 5_000, export.Config{Name: "x", Endpoint: "http://127.0.0.1:1", BandwidthBytesPerS: 5_000, Start: "all"})
+	defer stop()
+	sentIn := func(d time.Duration) uint64 {
+		before := status(s, "x").SentBytes
+		time.Sleep(d)
+		return status(s, "x").SentBytes - before
+	}
+	slow := sentIn(2 * time.Second)
+	s.SetCaps(200_000, map[string]int64{"x": 100_000})
+	if st := status(s, "x"); st.BandwidthBytesPerS != 100_000 {
+		t.Errorf("status shows a cap of %d after SetCaps, want 100000", st.BandwidthBytesPerS)
+	}
+	fast := sentIn(2 * time.Second)
+	s.SetCaps(0, map[string]int64{"x": 2_000})
+	again := sentIn(4 * time.Second)
+	t.Logf("%d B in 2 s at 5 kB/s, %d B in 2 s at 100 kB/s, %d B in 4 s at 2 kB/s", slow, fast, again)
+	if slow > 5_000*2*1.1+5_000 {
+		t.Errorf("%d B in 2 s under a cap of 5 kB/s", slow)
+	}
+	if fast < 4*slow {
+		t.Errorf("%d B in 2 s after raising the caps twentyfold, %d before: the new cap is not in force", fast, slow)
+	}
+	// A window read under the fast cap (half a second of it) still goes;
+	// then the lowered cap holds.
+	if again > 50_000+2_000*4*1.1+2_000 {
+		t.Errorf("%d B in 4 s after lowering the cap to 2 kB/s", again)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/bits"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/synapse-edge/synapse/store"
@@ -39,7 +40,7 @@ type Set struct {
 	log        *slog.Logger
 	now        func() time.Time
 	global     *limiter
-	globalRate int64
+	globalRate atomic.Int64
 	list       []*Export
 	byName     map[string]*Export
 	poke       chan struct{}
@@ -60,8 +61,9 @@ func New(list []Config, o Options) *Set {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Set{in: o.Ingestor, db: o.DB, t: o.Transport, source: o.Source, log: o.Logger, now: o.Now,
-		global: newLimiter(o.BandwidthBytesPerS, o.Now), globalRate: o.BandwidthBytesPerS, byName: map[string]*Export{},
+		global: newLimiter(o.BandwidthBytesPerS, o.Now), byName: map[string]*Export{},
 		poke: make(chan struct{}, 1), drops: map[string]uint64{}}
+	s.globalRate.Store(o.BandwidthBytesPerS)
 	for _, c := range list {
 		c = c.withDefaults()
 		e := &Export{cfg: c, set: s, state: StateConnected, resume: make(chan struct{}), own: newBucket(c.BandwidthBytesPerS, o.Now())}
@@ -71,10 +73,33 @@ func New(list []Config, o Options) *Set {
 				e.routines[r] = true
 			}
 		}
+		e.capBPS.Store(c.BandwidthBytesPerS)
 		s.list = append(s.list, e)
 		s.byName[c.Name] = e
 	}
 	return s
+}
+
+// SetCaps changes the bandwidth caps at once, as a reload of the config
+// file does: global is tier1.export_bandwidth_bytes_per_s, caps an
+// export's bandwidth_bytes_per_s by name (0: no cap); an export not named
+// keeps its cap. A window already read (half a second of the old cap at
+// most) still goes whole; the next is cut to the new cap, and a debt of
+// the old one is kept up to a second of the new.
+func (s *Set) SetCaps(global int64, caps map[string]int64) {
+	s.globalRate.Store(global)
+	s.global.setRate(global)
+	for name, c := range caps {
+		e := s.byName[name]
+		if e == nil {
+			continue
+		}
+		e.ownMu.Lock()
+		e.own = retune(e.own, c, s.now())
+		e.ownMu.Unlock()
+		e.capBPS.Store(c)
+	}
+	s.log.Info("export: bandwidth caps changed", "global", global, "exports", len(caps))
 }
 
 // Open turns the ingestor's export log on, brings an older file's queue

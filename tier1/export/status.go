@@ -59,7 +59,7 @@ func (e *Export) status(now time.Time) ExportStatus {
 	c, state, lastErr := e.cur, e.state, e.lastErr
 	e.mu.Unlock()
 	st := ExportStatus{Name: e.cfg.Name, Endpoint: e.cfg.Endpoint, State: state, Priority: e.cfg.Priority,
-		BandwidthBytesPerS: e.cfg.BandwidthBytesPerS, Order: e.cfg.Order, Routines: e.cfg.Routines,
+		BandwidthBytesPerS: e.capBPS.Load(), Order: e.cfg.Order, Routines: e.cfg.Routines,
 		SkippedFrames: c.Skipped, Error: lastErr}
 	var endp pos
 	var gapF, gapB uint64
