@@ -63,18 +63,20 @@ func (db *DB) Check(ctx context.Context) (CheckReport, error) {
 	}
 	defer func() { _ = btx.Rollback() }()
 	rep := check(ctx, btx, &Tx{v: kv.NewView(l, btx, false)})
-	checkLog(&rep, LogDir(db.path), db.applied, db.opts.logFS, nil)
+	checkLog(&rep, LogDir(db.path), db.applied, db.logLast.Load(), db.opts.logFS, nil)
 	return rep, nil
 }
 
 // checkLog verifies the log in dir against the checkpoint, calling fn
 // with each record after it, and adds what it found to rep.
-func checkLog(rep *CheckReport, dir string, checkpoint uint64, fsys commitlog.FS, fn func(uint64, []byte) error) {
+// upTo (0: all) bounds the records verified: a live check stops at the
+// last one the writer has finished.
+func checkLog(rep *CheckReport, dir string, checkpoint, upTo uint64, fsys commitlog.FS, fn func(uint64, []byte) error) {
 	rep.Log = LogReport{Checkpoint: checkpoint}
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) && fsys == nil {
 		return // a file of schema 6 or before, never opened since
 	}
-	lr, err := commitlog.Scan(dir, checkpoint, fsys, fn)
+	lr, err := commitlog.ScanUpTo(dir, checkpoint, upTo, fsys, fn)
 	if err != nil {
 		rep.Errors = append(rep.Errors, fmt.Sprintf("commit log: %v", err))
 		rep.OK = false
@@ -234,7 +236,7 @@ func viewFile(path string, fn func(fileView) error) error {
 		}
 		l := kv.NewLayer()
 		var logRep CheckReport
-		checkLog(&logRep, LogDir(path), applied, nil, func(seq uint64, p []byte) error {
+		checkLog(&logRep, LogDir(path), applied, 0, nil, func(seq uint64, p []byte) error {
 			if err := l.Replay(p); err != nil {
 				return fmt.Errorf("record %d: %w", seq, err)
 			}

@@ -127,6 +127,7 @@ func (db *DB) openLog() (*commitlog.Log, *kv.Layer, error) {
 		clog.Close()
 		return nil, nil, err
 	}
+	db.logLast.Store(clog.Next() - 1)
 	return clog, l, nil
 }
 

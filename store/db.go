@@ -137,7 +137,11 @@ type DB struct {
 	// The commit path (checkpoint.go). Only the writer touches clog,
 	// cur, wbase and the stale flags; applied changes under ckMu held
 	// exclusively (a checkpoint), so Check reads it holding ckMu.
-	clog    *commitlog.Log
+	clog *commitlog.Log
+	// logLast is the seq of the last record the log holds whole (written
+	// and synced): a live Check verifies the log up to it, since the
+	// writer may be halfway through the next.
+	logLast atomic.Uint64
 	applied uint64    // the last log record the file holds
 	cur     *kv.Layer // what the log holds over the file
 	wbase   *bolt.Tx

@@ -247,7 +247,11 @@ func (db *DB) appendGroup(ws []byte) error {
 	}
 	if err == nil && len(ws) > 1 {
 		bytes0, syncs0 := db.clog.Stats().Bytes.Load(), db.clog.Stats().Syncs.Load()
-		_, err = db.clog.Append([][]byte{ws})
+		var seq uint64
+		seq, err = db.clog.Append([][]byte{ws})
+		if err == nil {
+			db.logLast.Store(seq)
+		}
 		db.stats.LogBytes.Add(db.clog.Stats().Bytes.Load() - bytes0)
 		db.stats.LogSyncs.Add(db.clog.Stats().Syncs.Load() - syncs0)
 	}

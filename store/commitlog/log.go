@@ -92,7 +92,7 @@ func Open(dir string, opts Options) (*Log, error) {
 	if err := opts.FS.MkdirAll(dir); err != nil {
 		return nil, fmt.Errorf("commitlog: %w", err)
 	}
-	lay, err := inspect(opts.FS, dir, opts.Checkpoint)
+	lay, err := inspect(opts.FS, dir, opts.Checkpoint, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -315,7 +315,7 @@ func (l *Log) Replay(after uint64, fn func(seq uint64, payload []byte) error) er
 		if int64(len(data)) < s.end {
 			return &CorruptError{Segment: s.name, Offset: int64(len(data)), Reason: "segment shorter than at open"}
 		}
-		_, end, _, err := scanRecords(data[:s.end], s.first, func(r Record) error {
+		_, end, _, err := scanRecords(data[:s.end], s.first, 0, func(r Record) error {
 			if r.Seq <= after {
 				return nil
 			}
@@ -372,10 +372,17 @@ func Check(dir string, checkpoint uint64, fsys FS) (Report, error) {
 // changing the log: a torn tail is left out, as Open would cut it. The
 // payload is valid only during the call.
 func Scan(dir string, checkpoint uint64, fsys FS, fn func(seq uint64, payload []byte) error) (Report, error) {
+	return ScanUpTo(dir, checkpoint, 0, fsys, fn)
+}
+
+// ScanUpTo is Scan of the records up to seq upTo (0: all), for a check of
+// a log that is being written: what follows upTo is left out, whole or
+// half written.
+func ScanUpTo(dir string, checkpoint, upTo uint64, fsys FS, fn func(seq uint64, payload []byte) error) (Report, error) {
 	if fsys == nil {
 		fsys = OS
 	}
-	lay, err := inspect(fsys, dir, checkpoint)
+	lay, err := inspect(fsys, dir, checkpoint, upTo)
 	if err != nil {
 		return Report{}, err
 	}
@@ -391,7 +398,7 @@ func Scan(dir string, checkpoint uint64, fsys FS, fn func(seq uint64, payload []
 			if int64(len(data)) < s.end {
 				return Report{}, &CorruptError{Segment: s.name, Offset: int64(len(data)), Reason: "segment shorter than when it was scanned"}
 			}
-			_, _, _, err = scanRecords(data[:s.end], s.first, func(r Record) error {
+			_, _, _, err = scanRecords(data[:s.end], s.first, upTo, func(r Record) error {
 				if r.Seq <= checkpoint {
 					return nil
 				}

@@ -2,6 +2,7 @@ package commitlog_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"os"
@@ -190,6 +191,27 @@ func TestCorruption(t *testing.T) {
 		}
 		if _, err := commitlog.Check(dir, 0, nil); !errors.Is(err, commitlog.ErrCorrupt) {
 			t.Errorf("check: %v", err)
+		}
+	})
+	t.Run("beyond a live check's bound", func(t *testing.T) {
+		// A live check reads while the writer appends: record 3 half
+		// written with record 5 already after it is what it may see. Up to
+		// record 2 the log is whole; Scan of all of it is corrupt.
+		dir, raw := build(t)
+		first := commitlog.SegmentHeaderSize
+		n1 := int(binary.BigEndian.Uint32(raw[first:])) + commitlog.RecordHeaderSize
+		n2 := int(binary.BigEndian.Uint32(raw[first+n1:])) + commitlog.RecordHeaderSize
+		raw[first+n1+n2+30] ^= 0x40 // in record 3, the second group's first
+		if err := os.WriteFile(filepath.Join(dir, "0000000000000001.log"), raw, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := commitlog.Scan(dir, 0, nil, nil); !errors.Is(err, commitlog.ErrCorrupt) {
+			t.Fatalf("scan of the whole log: %v, want corrupt", err)
+		}
+		var seqs []uint64
+		rep, err := commitlog.ScanUpTo(dir, 0, 2, nil, func(seq uint64, _ []byte) error { seqs = append(seqs, seq); return nil })
+		if err != nil || rep.Last != 2 || len(seqs) != 2 {
+			t.Fatalf("scan up to record 2: %+v, %v, records %v; want records 1 and 2, no error", rep, err, seqs)
 		}
 	})
 	t.Run("torn tail", func(t *testing.T) {

@@ -60,7 +60,7 @@ type layout struct {
 
 // inspect scans every segment in dir and checks it against checkpoint;
 // it changes nothing.
-func inspect(fsys FS, dir string, checkpoint uint64) (*layout, error) {
+func inspect(fsys FS, dir string, checkpoint, upTo uint64) (*layout, error) {
 	names, err := fsys.List(dir)
 	if err != nil {
 		return nil, fmt.Errorf("commitlog: list %s: %w", filepath.Base(dir), err)
@@ -77,6 +77,16 @@ func inspect(fsys FS, dir string, checkpoint uint64) (*layout, error) {
 	for len(segs) > 1 && segs[1].first <= checkpoint+1 {
 		lay.stale = append(lay.stale, segs[0].name)
 		segs = segs[1:]
+	}
+	if upTo > 0 {
+		// A live check: segments begun after the records it verifies
+		// are the writer's, not yet its.
+		for i := range segs {
+			if i > 0 && segs[i].first > upTo {
+				segs = segs[:i]
+				break
+			}
+		}
 	}
 	for i := range segs {
 		last := i == len(segs)-1
@@ -103,7 +113,7 @@ func inspect(fsys FS, dir string, checkpoint uint64) (*layout, error) {
 		if i > 0 && segs[i-1].next != s.first {
 			return nil, &CorruptError{Segment: s.name, Reason: fmt.Sprintf("sequence gap: segment %s ends before %d, this one starts at %d", segs[i-1].name, segs[i-1].next, s.first)}
 		}
-		next, end, tail, err := scanRecords(data, first, nil)
+		next, end, tail, err := scanRecords(data, first, upTo, nil)
 		if err == nil && tail > 0 && !last {
 			err = &CorruptError{Offset: int64(end), Reason: "damaged record in a segment that is not the last"}
 		}
@@ -134,10 +144,15 @@ func inspect(fsys FS, dir string, checkpoint uint64) (*layout, error) {
 // It returns the seq after the last record, the offset after it, and
 // the end of the damaged bytes that follow (0 when the records end
 // cleanly in zeros). Damage with a record of a later group after it is
-// a *CorruptError (Segment unset).
-func scanRecords(data []byte, first uint64, visit func(Record) error) (next uint64, end, tail int, err error) {
+// a *CorruptError (Segment unset). upTo, when not 0, ends the records at
+// that seq: a live check reads a log the writer appends to, and a record
+// after upTo may be half written while one after it is already there.
+func scanRecords(data []byte, first, upTo uint64, visit func(Record) error) (next uint64, end, tail int, err error) {
 	off, expect := SegmentHeaderSize, first
 	for {
+		if upTo > 0 && expect > upTo {
+			return expect, off, 0, nil
+		}
 		rec, n, rerr := ReadRecord(data[off:])
 		if rerr == nil && rec.Seq == expect {
 			if visit != nil {
