@@ -75,7 +75,12 @@ type Manager struct {
 
 	mu      sync.Mutex
 	pending map[string]*entry
-	closed  bool
+	// ended are the waits whose request was decided or closed here, by
+	// task id: its entered_at. A Sync that still sees such a task waiting
+	// (its new state not yet in the agent's view) makes no new request;
+	// an entry goes once the task is seen not waiting.
+	ended  map[string]time.Time
+	closed bool
 
 	wg        sync.WaitGroup
 	notifying chan struct{} // semaphore of notifications in flight
@@ -115,8 +120,8 @@ func New(a *agent.Agent, opts Options) *Manager {
 		maxAge: time.Duration(cfg.Retention.MaxAgeHours) * time.Hour,
 		opts:   opts, t: t,
 		// Ids start above those of earlier processes (see Event).
-		feed:      newFeed(uint64(max(a.Clock().Now().UnixMilli(), 0)) * 1000),
-		pending:   map[string]*entry{},
+		feed:    newFeed(uint64(max(a.Clock().Now().UnixMilli(), 0)) * 1000),
+		pending: map[string]*entry{}, ended: map[string]time.Time{},
 		notifying: make(chan struct{}, MaxNotifyInFlight),
 		stop:      make(chan struct{}),
 	}

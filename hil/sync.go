@@ -46,10 +46,17 @@ func (m *Manager) Sync(ctx context.Context) error {
 			continue // a decision is being applied
 		case e != nil && e.rec.EnteredAt.Equal(entered):
 			continue // known
+		case e == nil && m.ended[t.ID].Equal(entered):
+			continue // decided or closed; the task's new state is on its way
 		case e != nil:
 			changes = append(changes, m.closeChange(e.rec, now, "the task asked a person again"))
 		}
 		changes = append(changes, m.createChange(t, entered, now))
+	}
+	for id := range m.ended {
+		if !seen[id] {
+			delete(m.ended, id)
+		}
 	}
 	for id, e := range m.pending {
 		if seen[id] || e.busy {
@@ -179,6 +186,7 @@ func (m *Manager) install(c change) {
 			e.timer.Stop()
 		}
 		delete(m.pending, id)
+		m.ended[id] = c.rec.EnteredAt
 	}
 	var ev Event
 	if c.event != "" {

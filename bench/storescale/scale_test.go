@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -196,7 +195,7 @@ func TestScale(t *testing.T) {
 	burst := fileSize(t, dir)
 	add(fmt.Sprintf("file after a burst of %d, pruned to %d", n/2, n), "%s (%.2f× the file at the limit)", mib(burst), float64(burst)/float64(fileAtLimit))
 	start = time.Now()
-	out, err := exec.Command(bin, "db", "compact", "--data", dir).CombinedOutput()
+	out, err := agenttest.Command(bin, "db", "compact", "--data", dir).CombinedOutput()
 	if err != nil {
 		t.Fatalf("db compact: %v\n%s", err, out)
 	}
@@ -207,7 +206,11 @@ func TestScale(t *testing.T) {
 	add("tasks after compaction (db check)", "%d", tasks)
 
 	// The limits.
-	if peak.PssAnon > maxAnon || after.PssAnon > maxAnon {
+	// Under an emulator (make test-arm64, test-arm) the process measured
+	// is qemu's, which holds tens of MiB of its own: the memory is shown,
+	// not held to the device's limit; the sizes and counts still are.
+	emulated := os.Getenv(agenttest.EmulatorEnv) != ""
+	if !emulated && (peak.PssAnon > maxAnon || after.PssAnon > maxAnon) {
 		t.Errorf("anonymous memory %s in the fill, %s after a restart: over %s", mib(peak.PssAnon), mib(after.PssAnon), mib(maxAnon))
 	}
 	// The record is another's (store/record.go): what the layout adds
@@ -387,7 +390,7 @@ func dirSize(t *testing.T, dir string) int64 {
 // checkOffline runs db check on the file and returns its task count.
 func checkOffline(t *testing.T, bin, dir string) int {
 	t.Helper()
-	out, err := exec.Command(bin, "db", "check", "--offline", "--json", "--timeout", "20m", "--data", dir).Output()
+	out, err := agenttest.Command(bin, "db", "check", "--offline", "--json", "--timeout", "20m", "--data", dir).Output()
 	if err != nil {
 		t.Fatalf("db check: %v\n%s", err, out)
 	}

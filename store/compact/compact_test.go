@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -16,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/synapse-edge/synapse/client/agenttest"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -246,7 +246,7 @@ func TestCompactKill9(t *testing.T) {
 	want, _ := dump(t, path)
 	// The first run, whole, tells how long a compaction takes here.
 	start := time.Now()
-	cmd := exec.Command(os.Args[0], "-test.run", "^TestCompactKill9$")
+	cmd := agenttest.Command(os.Args[0], "-test.run", "^TestCompactKill9$") // under the emulator on a cross run
 	cmd.Env = append(os.Environ(), "COMPACT_CHILD="+path)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("compaction process: %v\n%s", err, out)
@@ -256,7 +256,7 @@ func TestCompactKill9(t *testing.T) {
 	same(t, got, want)
 	killed := 0
 	for i := range 8 {
-		cmd := exec.Command(os.Args[0], "-test.run", "^TestCompactKill9$")
+		cmd := agenttest.Command(os.Args[0], "-test.run", "^TestCompactKill9$") // under the emulator on a cross run
 		cmd.Env = append(os.Environ(), "COMPACT_CHILD="+path)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
