@@ -15,6 +15,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/synapse-edge/synapse/cli/remoteconfig/desired"
 	"github.com/synapse-edge/synapse/internal/selfupdate"
 )
 
@@ -54,7 +55,7 @@ func Decode(raw []byte) (*Document, error) {
 	if !utf8.Valid(raw) {
 		return nil, errors.New("document is not UTF-8")
 	}
-	if err := onceEach(raw); err != nil {
+	if err := desired.OnceEach(raw, members); err != nil {
 		return nil, err
 	}
 	var d Document
@@ -90,35 +91,6 @@ func Decode(raw []byte) (*Document, error) {
 func isHex(s string) bool {
 	_, err := hex.DecodeString(s)
 	return err == nil
-}
-
-// onceEach checks that raw is an object whose members are a document's,
-// each at most once (encoding/json would take the last of two).
-func onceEach(raw []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return errors.New("a document is a JSON object")
-	}
-	seen := map[string]bool{}
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		k, _ := t.(string)
-		if !members[k] {
-			return fmt.Errorf("unknown member %q", k)
-		}
-		if seen[k] {
-			return fmt.Errorf("member %q twice", k)
-		}
-		seen[k] = true
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // Verify checks that d is for agentID and signed by one of keys.

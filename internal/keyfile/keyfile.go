@@ -18,24 +18,30 @@ import (
 	"github.com/synapse-edge/synapse/internal/atomicfile"
 )
 
+// DecodeKey decodes the Ed25519 key of a PKCS #8 PEM file's bytes raw;
+// its errors name the key as what, in the file at path.
+func DecodeKey(raw []byte, path, what string) (ed25519.PrivateKey, error) {
+	blk, _ := pem.Decode(raw)
+	if blk == nil {
+		return nil, fmt.Errorf("%s %s: not a PEM file", what, path)
+	}
+	k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", what, path, err)
+	}
+	ek, ok := k.(ed25519.PrivateKey)
+	if !ok {
+		return nil, fmt.Errorf("%s %s: not an Ed25519 key", what, path)
+	}
+	return ek, nil
+}
+
 // LoadOrCreateKey reads the Ed25519 key of the PKCS #8 PEM file at path,
 // or creates the key and the file (mode 0600) when there is none.
 func LoadOrCreateKey(path string) (ed25519.PrivateKey, error) {
 	raw, err := os.ReadFile(path)
 	if err == nil {
-		blk, _ := pem.Decode(raw)
-		if blk == nil {
-			return nil, fmt.Errorf("identity key %s: not a PEM file", path)
-		}
-		k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
-		if err != nil {
-			return nil, fmt.Errorf("identity key %s: %w", path, err)
-		}
-		ek, ok := k.(ed25519.PrivateKey)
-		if !ok {
-			return nil, fmt.Errorf("identity key %s: not an Ed25519 key", path)
-		}
-		return ek, nil
+		return DecodeKey(raw, path, "identity key")
 	}
 	if !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("identity key: %w", err)

@@ -76,7 +76,7 @@ func Decode(raw []byte) (*Document, error) {
 	if len(raw) > MaxDocument {
 		return nil, Refuse(ReasonMalformed, "document of %d bytes, more than %d", len(raw), MaxDocument)
 	}
-	if err := onceEach(raw); err != nil {
+	if err := OnceEach(raw, members); err != nil {
 		return nil, Refuse(ReasonMalformed, "%v", err)
 	}
 	var d Document
@@ -101,10 +101,10 @@ func Decode(raw []byte) (*Document, error) {
 	return &d, nil
 }
 
-// onceEach checks that raw is a JSON object whose members are a
-// document's, each at most once (encoding/json would take the last of
-// two).
-func onceEach(raw []byte) error {
+// OnceEach checks that raw is a JSON object whose members are among
+// members, each at most once (encoding/json would take the last of two).
+// The update commands of cli/remoteupdate are checked with it too.
+func OnceEach(raw []byte, members map[string]bool) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return errors.New("a document is a JSON object")

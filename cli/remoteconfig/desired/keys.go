@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+
+	"github.com/synapse-edge/synapse/internal/keyfile"
 )
 
 // An operator key is kept as the agent's own key is: an Ed25519 private
@@ -49,17 +51,5 @@ func ReadKey(path string) (ed25519.PrivateKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("operator key: %w", err)
 	}
-	blk, _ := pem.Decode(raw)
-	if blk == nil {
-		return nil, fmt.Errorf("operator key %s: not a PEM file", path)
-	}
-	k, err := x509.ParsePKCS8PrivateKey(blk.Bytes)
-	if err != nil {
-		return nil, fmt.Errorf("operator key %s: %w", path, err)
-	}
-	ek, ok := k.(ed25519.PrivateKey)
-	if !ok {
-		return nil, fmt.Errorf("operator key %s: not an Ed25519 key", path)
-	}
-	return ek, nil
+	return keyfile.DecodeKey(raw, path, "operator key")
 }

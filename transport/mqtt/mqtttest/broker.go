@@ -74,15 +74,23 @@ func (b *Broker) URL() string {
 // when there is none.
 func Binary(t testing.TB) string {
 	t.Helper()
-	for _, p := range []string{"mosquitto", "/usr/sbin/mosquitto", "/usr/local/sbin/mosquitto"} {
+	return lookBinary(t, "mosquitto", "/usr/sbin/mosquitto", "/usr/local/sbin/mosquitto")
+}
+
+// lookBinary returns the first of paths (the first a name looked up in
+// PATH) that exists, or skips t (fails under CI=true, where
+// scripts/ci-deps.sh installs the Debian package of that name).
+func lookBinary(t testing.TB, paths ...string) string {
+	t.Helper()
+	for _, p := range paths {
 		if path, err := exec.LookPath(p); err == nil {
 			return path
 		}
 	}
 	if os.Getenv("CI") == "true" {
-		t.Fatal("mosquitto is not installed; CI must have it (scripts/ci-deps.sh installs it)")
+		t.Fatalf("%s is not installed; CI must have it (scripts/ci-deps.sh installs it)", paths[0])
 	}
-	t.Skip("mosquitto is not installed (scripts/ci-deps.sh --install installs it); skipping the tests against a real broker")
+	t.Skipf("%s is not installed (scripts/ci-deps.sh --install installs it); skipping the tests against it", paths[0])
 	return ""
 }
 

@@ -45,16 +45,7 @@ type Node struct {
 // CI=true, where scripts/ci-deps.sh installs Debian's nats-server).
 func NATSBinary(t testing.TB) string {
 	t.Helper()
-	for _, p := range []string{"nats-server", "/usr/sbin/nats-server", "/usr/local/bin/nats-server"} {
-		if path, err := exec.LookPath(p); err == nil {
-			return path
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("nats-server is not installed; CI must have it (scripts/ci-deps.sh installs it)")
-	}
-	t.Skip("nats-server is not installed (scripts/ci-deps.sh --install installs it); skipping the tests against a NATS cluster")
-	return ""
+	return lookBinary(t, "nats-server", "/usr/sbin/nats-server", "/usr/local/bin/nats-server")
 }
 
 // ClusterOptions shape a Cluster.
