@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/synapse-edge/synapse/client/agenttest"
 	"github.com/synapse-edge/synapse/wire"
 	"golang.org/x/crypto/blake2b"
 )
@@ -228,6 +229,7 @@ func (s *updateSite) serve(t *testing.T, supervised bool) *served {
 	p := &served{t: t, site: s, addr: freeAddr(t), stopc: make(chan struct{}), done: make(chan struct{}), starts: make(chan int, 16)}
 	start := func() (*exec.Cmd, error) {
 		cmd := exec.Command(s.bin, "serve", "--data", s.data, "--listen", p.addr, "--config", s.config, "--grace", "2s")
+		agenttest.DieWithParent(cmd)
 		cmd.Env = append(cleanEnv(), "SYNAPSE_ADMIN_TOKEN="+s.token)
 		cmd.Stdout, cmd.Stderr = &p.logs, &p.logs
 		if err := cmd.Start(); err != nil {

@@ -126,10 +126,14 @@ const EmulatorEnv = "SYNAPSE_TEST_EMULATOR"
 // Command is exec.Command(bin, args...), run under the emulator of
 // EmulatorEnv when it is set.
 func Command(bin string, args ...string) *exec.Cmd {
+	var cmd *exec.Cmd
 	if emu := os.Getenv(EmulatorEnv); emu != "" {
-		return exec.Command(emu, append([]string{bin}, args...)...)
+		cmd = exec.Command(emu, append([]string{bin}, args...)...)
+	} else {
+		cmd = exec.Command(bin, args...)
 	}
-	return exec.Command(bin, args...)
+	DieWithParent(cmd)
+	return cmd
 }
 
 // CrossSkipReason says why a test that starts the agent binary cannot run

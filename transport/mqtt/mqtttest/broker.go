@@ -24,6 +24,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/synapse-edge/synapse/client/agenttest"
 )
 
 // Options shape the broker.
@@ -173,6 +175,7 @@ func (b *Broker) start() {
 	defer b.mu.Unlock()
 	b.log = &syncBuffer{}
 	cmd := exec.Command(b.bin, "-c", b.conf)
+	agenttest.DieWithParent(cmd)
 	cmd.Stdout, cmd.Stderr = b.log, b.log
 	if err := cmd.Start(); err != nil {
 		b.t.Fatalf("start mosquitto: %v", err)

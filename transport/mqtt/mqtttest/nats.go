@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/synapse-edge/synapse/client/agenttest"
 )
 
 // A Cluster is a NATS cluster with MQTT enabled: each node a nats-server
@@ -148,6 +150,7 @@ func (nd *Node) start() {
 	defer nd.mu.Unlock()
 	nd.log = &syncBuffer{}
 	cmd := exec.Command(nd.c.bin, "-c", nd.conf)
+	agenttest.DieWithParent(cmd)
 	cmd.Stdout, cmd.Stderr = nd.log, nd.log
 	if err := cmd.Start(); err != nil {
 		nd.c.t.Fatalf("start nats-server %s: %v", nd.Name, err)
