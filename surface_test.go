@@ -9,10 +9,12 @@ import (
 	"go/token"
 	"go/types"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -51,7 +53,7 @@ var surfaceExcess = map[string]struct {
 	count int
 	who   string
 }{
-	"store.Tx":       {120, "the domains' records (s-store), outbox (15) and registry (5) (s-outbox), idempotency (3) (s-api) move out; tier-1 (15) stays until its move"},
+	"store.Tx":       {113, "the domains' records (s-store), outbox (15) and registry (5) (s-outbox), idempotency (3) (s-api) move out; tier-1 (15) stays until its move"},
 	"httpapi.Server": {118, "one handler adapter and one Submit (s-api)"},
 	"peer.Network":   {95, "the outbox and the registry leave peer (s-outbox)"},
 }
@@ -78,11 +80,9 @@ func TestTypeSizes(t *testing.T) {
 	for _, v := range surfaceProblems(counts) {
 		t.Error(v)
 	}
-	for _, l := range surfaceLimits {
-		key := l.pkg + "." + l.typ
-		if x, ok := surfaceExcess[key]; ok {
-			t.Logf("known excess: %s has %d methods (held at %d), over its limit %d: %s", key, counts[key], x.count, l.max, x.who)
-		}
+	for _, key := range slices.Sorted(maps.Keys(surfaceExcess)) {
+		x := surfaceExcess[key]
+		t.Logf("known excess: %s has %d methods (held at %d): %s", key, counts[key], x.count, x.who)
 	}
 	n := exportedSurface(pkgs["agent"])
 	t.Logf("agent: exported surface %d (held at %d)", n, agentExportedMax)

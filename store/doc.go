@@ -33,7 +33,8 @@
 //	tokens      token_id → Token JSON
 //	token_hash  sha256(token) → token_id
 //
-// Created on first use (older files open unchanged):
+// Created on first use (older files open unchanged); the domain records
+// among them are kept by the package named, through [Records]:
 //
 //	t1, t1_stats, t1_seen_g, t1_outbox tier-1 frames (see tier1.go; t1_seen of schema 2)
 //	peers                              agent_id → pinned peer JSON
@@ -41,7 +42,7 @@
 //	outbox, outbox_dead, outbox_id     messages to peers and webhooks, dead letters
 //	contracts, contracts_peer          negotiated protocol contracts, by id and by peer
 //	registry                           the directory of agents registered here
-//	hil (requests, steps, closed)      human-in-the-loop escalation state and audit
+//	hil (requests, steps, closed)      human-in-the-loop escalation state and audit (hil/hildb)
 //	groups, group_votes, group_tasks,
 //	group_events, group_event_ids      groups, their votes, tasks and event log
 //	a2a_push                           A2A push-notification configs
