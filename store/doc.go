@@ -44,7 +44,7 @@
 //	registry                           the directory of agents registered here
 //	hil (requests, steps, closed)      human-in-the-loop escalation state and audit (hil/hildb)
 //	groups, group_votes, group_tasks,
-//	group_events, group_event_ids      groups, their votes, tasks and event log
+//	group_events, group_event_ids      groups, their votes, tasks and event log (group/groupdb)
 //	a2a_push                           A2A push-notification configs
 //
 // The schema version is checked on open; a file written by a newer schema is
