@@ -40,7 +40,7 @@
 //	peers                              agent_id → pinned peer JSON
 //	p2p_seen, p2p_seen_at              received message ids, for replay protection
 //	outbox, outbox_dead, outbox_id     messages to peers and webhooks, dead letters
-//	contracts, contracts_peer          negotiated protocol contracts, by id and by peer
+//	contracts, contracts_peer          negotiated protocol contracts, by id and by peer (contracts/contractdb)
 //	registry                           the directory of agents registered here
 //	hil (requests, steps, closed)      human-in-the-loop escalation state and audit (hil/hildb)
 //	groups, group_votes, group_tasks,
