@@ -37,8 +37,8 @@
 // among them are kept by the package named, through [Records]:
 //
 //	t1, t1_stats, t1_seen_g, t1_outbox tier-1 frames (see tier1.go; t1_seen of schema 2)
-//	peers                              agent_id → pinned peer JSON
-//	p2p_seen, p2p_seen_at              received message ids, for replay protection
+//	peers                              agent_id → pinned peer JSON (peer/peerdb)
+//	p2p_seen, p2p_seen_at              received message ids, for replay protection (peer/peerdb)
 //	outbox, outbox_dead, outbox_id     messages to peers and webhooks, dead letters
 //	contracts, contracts_peer          negotiated protocol contracts, by id and by peer (contracts/contractdb)
 //	registry                           the directory of agents registered here
