@@ -30,8 +30,8 @@
 //	finished    finished_at(unix ns, uint64 BE) task_id → empty (retention index)
 //	idem        scope 0x00 key → IdemRecord JSON
 //	idem_exp    created(unix ns, uint64 BE) scope 0x00 key → empty (expiry index)
-//	tokens      token_id → Token JSON
-//	token_hash  sha256(token) → token_id
+//	tokens      token_id → Token JSON (auth/tokendb)
+//	token_hash  sha256(token) → token_id (auth/tokendb)
 //
 // Created on first use (older files open unchanged); the domain records
 // among them are kept by the package named, through [Records]:
