@@ -122,6 +122,7 @@ var commandImports = map[string]string{
 	"wire":                     "the API prefix and the token scopes",
 	"store":                    "db and audit open the data file when no agent serves it",
 	"store/compact":            "db compact rewrites a stopped agent's file",
+	"agent/auditdb":            "db audit verifies the audit chain of a file no agent serves",
 	"negotiate":                "negotiate parses tiers, transports and security levels",
 	"group":                    "group and vote decode the agent's group types",
 }

@@ -53,7 +53,7 @@ var surfaceExcess = map[string]struct {
 	count int
 	who   string
 }{
-	"store.Tx":       {77, "the domains' records (s-store), outbox (15) and registry (5) (s-outbox), idempotency (3) (s-api) move out; tier-1 (15) stays until its move"},
+	"store.Tx":       {74, "the domains' records (s-store), outbox (15) and registry (5) (s-outbox), idempotency (3) (s-api) move out; tier-1 (15) stays until its move"},
 	"httpapi.Server": {118, "one handler adapter and one Submit (s-api)"},
 	"peer.Network":   {95, "the outbox and the registry leave peer (s-outbox)"},
 }

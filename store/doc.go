@@ -46,6 +46,7 @@
 //	groups, group_votes, group_tasks,
 //	group_events, group_event_ids      groups, their votes, tasks and event log (group/groupdb)
 //	a2a_push                           A2A push-notification configs
+//	audit                              the hash-chained log of security events (agent/auditdb)
 //
 // The schema version is checked on open; a file written by a newer schema is
 // refused rather than misread.
