@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 
+	"github.com/synapse-edge/synapse/agent/auditdb"
 	"github.com/synapse-edge/synapse/store"
 )
 
@@ -19,7 +20,7 @@ const (
 // auditIn appends a record inside tx, so that it is in the log exactly when
 // the event it records is stored.
 func (a *Agent) auditIn(tx *store.Tx, kind, peer string, detail map[string]any) error {
-	return tx.AppendAudit(&store.AuditRecord{At: a.clock.Now().UTC(), Kind: kind, Peer: peer, Detail: detail})
+	return auditdb.Append(tx, &auditdb.Record{At: a.clock.Now().UTC(), Kind: kind, Peer: peer, Detail: detail})
 }
 
 // audit appends a record of an event that stores nothing else (a refused
@@ -33,23 +34,23 @@ func (a *Agent) audit(kind, peer string, detail map[string]any) {
 }
 
 // AuditLog returns up to limit audit records after seq after.
-func (a *Agent) AuditLog(after uint64, limit int) ([]*store.AuditRecord, error) {
-	var out []*store.AuditRecord
+func (a *Agent) AuditLog(after uint64, limit int) ([]*auditdb.Record, error) {
+	var out []*auditdb.Record
 	err := a.db.View(func(tx *store.Tx) (err error) {
-		out, err = tx.Audit(after, limit)
+		out, err = auditdb.List(tx, after, limit)
 		return err
 	})
 	if out == nil && err == nil {
-		out = []*store.AuditRecord{} // an empty log is an empty list
+		out = []*auditdb.Record{} // an empty log is an empty list
 	}
 	return out, err
 }
 
 // VerifyAudit checks the whole hash chain.
-func (a *Agent) VerifyAudit(ctx context.Context) (store.AuditReport, error) {
-	var rep store.AuditReport
+func (a *Agent) VerifyAudit(ctx context.Context) (auditdb.Report, error) {
+	var rep auditdb.Report
 	err := a.db.View(func(tx *store.Tx) error {
-		rep = tx.VerifyAudit()
+		rep = auditdb.Verify(tx)
 		return ctx.Err()
 	})
 	return rep, err

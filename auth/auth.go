@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/synapse-edge/synapse/auth/tokendb"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -116,7 +117,7 @@ func (ts *Tokens) Load(db *store.DB, admin string, now func() time.Time) error {
 	ts.adminHash = sha256.Sum256([]byte(admin))
 	ts.byHash = map[[32]byte]Principal{}
 	return db.View(func(tx *store.Tx) error {
-		list, err := tx.Tokens()
+		list, err := tokendb.List(tx)
 		for _, t := range list {
 			var h [32]byte
 			copy(h[:], t.Hash)
@@ -177,8 +178,8 @@ func (ts *Tokens) Create(ctx context.Context, name string, scopes []Scope) (*Tok
 	}
 	tok := "syn_" + base64.RawURLEncoding.EncodeToString(secret[:])
 	h := sha256.Sum256([]byte(tok))
-	rec := &store.Token{ID: "tok_" + hex.EncodeToString(idb[:6]), Name: name, Scopes: scopeStrings(scopes), Hash: h[:], CreatedAt: ts.now().UTC()}
-	if err := ts.db.Update(ctx, func(tx *store.Tx) error { return tx.PutToken(rec) }); err != nil {
+	rec := &tokendb.Token{ID: "tok_" + hex.EncodeToString(idb[:6]), Name: name, Scopes: scopeStrings(scopes), Hash: h[:], CreatedAt: ts.now().UTC()}
+	if err := ts.db.Update(ctx, func(tx *store.Tx) error { return tokendb.Put(tx, rec) }); err != nil {
 		return nil, fmt.Errorf("create token: %w", err)
 	}
 	ts.mu.Lock()
@@ -191,7 +192,7 @@ func (ts *Tokens) Create(ctx context.Context, name string, scopes []Scope) (*Tok
 func (ts *Tokens) List() ([]TokenInfo, error) {
 	var out []TokenInfo
 	err := ts.db.View(func(tx *store.Tx) error {
-		list, err := tx.Tokens()
+		list, err := tokendb.List(tx)
 		for _, t := range list {
 			out = append(out, TokenInfo{ID: t.ID, Name: t.Name, Scopes: scopesOf(t.Scopes), CreatedAt: wire.FormatTime(t.CreatedAt)})
 		}
@@ -202,7 +203,7 @@ func (ts *Tokens) List() ([]TokenInfo, error) {
 
 // Revoke deletes a token; it stops working at once.
 func (ts *Tokens) Revoke(ctx context.Context, id string) error {
-	err := ts.db.Update(ctx, func(tx *store.Tx) error { return tx.DeleteToken(id) })
+	err := ts.db.Update(ctx, func(tx *store.Tx) error { return tokendb.Delete(tx, id) })
 	if errors.Is(err, store.ErrNotFound) {
 		return wire.Errorf(wire.CodeNotFound, "no token with id %q", id)
 	}

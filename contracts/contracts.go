@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/contracts/contractdb"
 	"github.com/synapse-edge/synapse/negotiate"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/transport"
@@ -85,27 +86,27 @@ type Manager struct {
 type recordCache struct {
 	mu  sync.Mutex
 	gen uint64
-	m   map[string]*store.ContractRecord
+	m   map[string]*contractdb.Record
 }
 
 // recordCacheSize bounds the records kept.
 const recordCacheSize = 256
 
-func (rc *recordCache) get(id string) (*store.ContractRecord, uint64) {
+func (rc *recordCache) get(id string) (*contractdb.Record, uint64) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	return rc.m[id], rc.gen
 }
 
 // put keeps rec unless the cache was dropped since gen.
-func (rc *recordCache) put(rec *store.ContractRecord, gen uint64) {
+func (rc *recordCache) put(rec *contractdb.Record, gen uint64) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	if rc.gen != gen {
 		return
 	}
 	if rc.m == nil || len(rc.m) >= recordCacheSize {
-		rc.m = map[string]*store.ContractRecord{} // bounded: start again
+		rc.m = map[string]*contractdb.Record{} // bounded: start again
 	}
 	rc.m[rec.ID] = rec
 }
@@ -148,7 +149,7 @@ type Info struct {
 // once and never rewritten: store/contracts.go); the cached value is
 // shared and must not be changed. A cached entry is used only for the
 // very bytes it was decoded from.
-func terms(rec *store.ContractRecord) (*negotiate.Contract, error) {
+func terms(rec *contractdb.Record) (*negotiate.Contract, error) {
 	termsCache.Lock()
 	e, ok := termsCache.m[rec.ID]
 	termsCache.Unlock()
@@ -181,7 +182,7 @@ var termsCache struct {
 	m map[string]cachedTerms
 }
 
-func (cm *Manager) info(rec *store.ContractRecord) (*Info, error) {
+func (cm *Manager) info(rec *contractdb.Record) (*Info, error) {
 	c, err := terms(rec)
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeSysStorage, "%v", err)
@@ -199,10 +200,10 @@ func (cm *Manager) info(rec *store.ContractRecord) (*Info, error) {
 // revoked at now; nil when there is none. any tells whether there is any
 // contract with peer at all (this agent negotiated with it before).
 func (cm *Manager) active(peer string, now time.Time) (c *negotiate.Contract, any bool, err error) {
-	var recs []*store.ContractRecord
+	var recs []*contractdb.Record
 	if err := cm.a.Store().View(func(tx *store.Tx) error {
 		var err error
-		recs, err = tx.PeerContracts(peer, peerContractScan)
+		recs, err = contractdb.OfPeer(tx, peer, peerContractScan)
 		return err
 	}); err != nil {
 		return nil, false, wire.Errorf(wire.CodeSysStorage, "read contracts: %v", err)
@@ -223,7 +224,7 @@ func (cm *Manager) active(peer string, now time.Time) (c *negotiate.Contract, an
 // ActiveIn is the active contract with peer read inside tx; nil when there
 // is none or it cannot be read.
 func ActiveIn(tx *store.Tx, peer string, now time.Time) *negotiate.Contract {
-	recs, err := tx.PeerContracts(peer, peerContractScan)
+	recs, err := contractdb.OfPeer(tx, peer, peerContractScan)
 	if err != nil {
 		return nil
 	}
@@ -260,22 +261,22 @@ func (cm *Manager) PersonalDataRefusal(peer, taskType string) *wire.Error {
 }
 
 // save stores a new contract and drops contracts long expired.
-func (cm *Manager) save(ctx context.Context, peer, role string, c *negotiate.Contract, raw []byte) (*store.ContractRecord, error) {
+func (cm *Manager) save(ctx context.Context, peer, role string, c *negotiate.Contract, raw []byte) (*contractdb.Record, error) {
 	exp, err := c.Expires()
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeMessageFormatInvalid, "contract_expiration: %v", err)
 	}
 	now := cm.clock.Now().UTC()
-	rec := &store.ContractRecord{ID: c.ContractID, Peer: peer, Role: role, Contract: raw, ExpiresAt: exp.UTC(), CreatedAt: now}
+	rec := &contractdb.Record{ID: c.ContractID, Peer: peer, Role: role, Contract: raw, ExpiresAt: exp.UTC(), CreatedAt: now}
 	err = cm.a.Store().Update(ctx, func(tx *store.Tx) error {
-		if err := tx.PutContract(rec); err != nil {
+		if err := contractdb.Put(tx, rec); err != nil {
 			return err
 		}
 		if err := cm.a.AuditIn(tx, agent.AuditContractMade, peer, map[string]any{"contract_id": c.ContractID, "role": role,
 			"expires_at": rec.ExpiresAt, "contract_sha256": sha256Hex(raw)}); err != nil {
 			return err
 		}
-		_, err := tx.PruneContracts(now.Add(-contractKeep), 100)
+		_, err := contractdb.Prune(tx, now.Add(-contractKeep), 100)
 		return err
 	})
 	switch {
@@ -301,15 +302,15 @@ func (cm *Manager) List(q Query) ([]Info, string, error) {
 	if q.Limit <= 0 || q.Limit > 1000 {
 		q.Limit = 100
 	}
-	var recs []*store.ContractRecord
+	var recs []*contractdb.Record
 	var next string
 	err := cm.a.Store().View(func(tx *store.Tx) error {
 		var err error
 		if q.Peer != "" {
-			recs, err = tx.PeerContracts(q.Peer, q.Limit)
+			recs, err = contractdb.OfPeer(tx, q.Peer, q.Limit)
 			return err
 		}
-		recs, next, err = tx.Contracts(q.After, q.Limit)
+		recs, next, err = contractdb.List(tx, q.After, q.Limit)
 		return err
 	})
 	if err != nil {
@@ -336,14 +337,14 @@ func (cm *Manager) Get(id string) (*Info, error) {
 }
 
 // record reads contract id (shared: not to be changed).
-func (cm *Manager) record(id string) (*store.ContractRecord, error) {
+func (cm *Manager) record(id string) (*contractdb.Record, error) {
 	rec, gen := cm.records.get(id)
 	if rec != nil {
 		return rec, nil
 	}
 	err := cm.a.Store().View(func(tx *store.Tx) error {
 		var err error
-		rec, err = tx.Contract(id)
+		rec, err = contractdb.Get(tx, id)
 		return err
 	})
 	switch {
@@ -369,7 +370,7 @@ func (cm *Manager) Revoke(ctx context.Context, id string) (*Info, error) {
 	}
 	err = cm.a.Store().Update(ctx, func(tx *store.Tx) error {
 		var err error
-		if rec, err = tx.RevokeContract(id, cm.clock.Now(), "local"); err != nil {
+		if rec, err = contractdb.Revoke(tx, id, cm.clock.Now(), "local"); err != nil {
 			return err
 		}
 		tx.OnCommit(cm.records.drop)
@@ -392,16 +393,16 @@ func (cm *Manager) Revoke(ctx context.Context, id string) (*Info, error) {
 // RevokedByPeer records the peer's revocation of one of its contracts
 // with this agent (TP-NEG011 for a contract it does not share).
 func (cm *Manager) RevokedByPeer(ctx context.Context, peer, id string) error {
-	var rec *store.ContractRecord
+	var rec *contractdb.Record
 	err := cm.a.Store().Update(ctx, func(tx *store.Tx) error {
-		r, err := tx.Contract(id)
+		r, err := contractdb.Get(tx, id)
 		if err != nil {
 			return err
 		}
 		if r.Peer != peer {
 			return store.ErrNotFound
 		}
-		if rec, err = tx.RevokeContract(id, cm.clock.Now(), peer); err != nil {
+		if rec, err = contractdb.Revoke(tx, id, cm.clock.Now(), peer); err != nil {
 			return err
 		}
 		tx.OnCommit(cm.records.drop)

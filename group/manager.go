@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/group/groupdb"
 	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
@@ -198,11 +199,11 @@ func (m *Manager) view(fn func(tx *store.Tx) error) error {
 }
 
 func getGroup(tx *store.Tx, id string) (*Group, error) {
-	return getDoc[Group]("group", id, func() ([]byte, error) { return tx.Group(id) })
+	return getDoc[Group]("group", id, func() ([]byte, error) { return groupdb.Get(tx, id) })
 }
 
 func putGroup(tx *store.Tx, g *Group) error {
-	return putDoc("group", g.GroupID, g, func(doc []byte) error { return tx.PutGroup(g.GroupID, doc) })
+	return putDoc("group", g.GroupID, g, func(doc []byte) error { return groupdb.Put(tx, g.GroupID, doc) })
 }
 
 // getDoc reads a JSON record with read; a missing one is notFound(kind, id).
@@ -246,7 +247,7 @@ func (m *Manager) Group(id string) (*Group, error) {
 func (m *Manager) Groups() ([]*Group, error) {
 	out := []*Group{}
 	err := m.view(func(tx *store.Tx) error {
-		return tx.Groups(func(id string, doc []byte) error {
+		return groupdb.Each(tx, func(id string, doc []byte) error {
 			g := new(Group)
 			if err := json.Unmarshal(doc, g); err != nil {
 				return fmt.Errorf("decode group %s: %w", id, err)
@@ -322,7 +323,7 @@ func (m *Manager) recordNew(tx *store.Tx, groupID, eventID string, typ wire.Mess
 		return false, fmt.Errorf("encode %s event: %w", typ, err)
 	}
 	ev := Event{EventID: eventID, GroupID: groupID, Type: typ, From: from, At: wire.Time{Time: m.now()}, Payload: raw}
-	_, dup, err = tx.AppendGroupEvent(groupID, eventID, m.keep, func(seq uint64) ([]byte, error) {
+	_, dup, err = groupdb.AppendEvent(tx, groupID, eventID, m.keep, func(seq uint64) ([]byte, error) {
 		ev.Seq = seq
 		return json.Marshal(&ev)
 	})
@@ -338,10 +339,10 @@ func (m *Manager) Events(groupID string, after uint64, limit int) ([]Event, erro
 	if _, err := m.Group(groupID); err != nil {
 		return nil, err
 	}
-	var recs []store.GroupEvent
+	var recs []groupdb.Event
 	if err := m.view(func(tx *store.Tx) error {
 		var err error
-		recs, err = tx.GroupEvents(groupID, after, limit)
+		recs, err = groupdb.Events(tx, groupID, after, limit)
 		return err
 	}); err != nil {
 		return nil, err
@@ -497,7 +498,7 @@ func fromOwner(g *Group, from string, msgType wire.MessageType) error {
 func (m *Manager) LastEvent(groupID string) uint64 {
 	var n uint64
 	_ = m.db.View(func(tx *store.Tx) error {
-		n = tx.LastGroupEvent(groupID)
+		n = groupdb.LastEvent(tx, groupID)
 		return nil
 	})
 	return n

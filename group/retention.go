@@ -6,6 +6,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/synapse-edge/synapse/group/groupdb"
 	"github.com/synapse-edge/synapse/store"
 )
 
@@ -65,7 +66,7 @@ func pruneOnce(tx *store.Tx, cutoff time.Time) (int, error) {
 	var groups []string
 	var votes, tasks []key
 	n := 0
-	err := tx.Groups(func(id string, doc []byte) error {
+	err := groupdb.Each(tx, func(id string, doc []byte) error {
 		var g Group
 		if json.Unmarshal(doc, &g) != nil {
 			return nil
@@ -79,7 +80,7 @@ func pruneOnce(tx *store.Tx, cutoff time.Time) (int, error) {
 		return nil
 	})
 	if err == nil {
-		err = tx.GroupVotes("", func(groupID, voteID string, doc []byte) error {
+		err = groupdb.Votes(tx, "", func(groupID, voteID string, doc []byte) error {
 			var v Vote
 			if json.Unmarshal(doc, &v) == nil && v.Status == VoteClosed && v.ClosedAt.Before(cutoff) {
 				votes = append(votes, key{groupID, voteID})
@@ -91,7 +92,7 @@ func pruneOnce(tx *store.Tx, cutoff time.Time) (int, error) {
 		})
 	}
 	if err == nil {
-		err = tx.GroupTasks("", func(groupID, taskID string, doc []byte) error {
+		err = groupdb.Tasks(tx, "", func(groupID, taskID string, doc []byte) error {
 			var t Task
 			if json.Unmarshal(doc, &t) == nil && t.final() && t.FinishedAt.Before(cutoff) {
 				tasks = append(tasks, key{groupID, taskID})
@@ -106,17 +107,17 @@ func pruneOnce(tx *store.Tx, cutoff time.Time) (int, error) {
 		return 0, err
 	}
 	for _, id := range groups {
-		if err := tx.DeleteGroup(id); err != nil {
+		if err := groupdb.Delete(tx, id); err != nil {
 			return 0, err
 		}
 	}
 	for _, k := range votes {
-		if err := tx.DeleteGroupVote(k.group, k.id); err != nil {
+		if err := groupdb.DeleteVote(tx, k.group, k.id); err != nil {
 			return 0, err
 		}
 	}
 	for _, k := range tasks {
-		if err := tx.DeleteGroupTask(k.group, k.id); err != nil {
+		if err := groupdb.DeleteTask(tx, k.group, k.id); err != nil {
 			return 0, err
 		}
 	}

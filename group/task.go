@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/synapse-edge/synapse/group/groupdb"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -204,11 +205,11 @@ func checkTask(t *Task) error {
 }
 
 func getTask(tx *store.Tx, groupID, taskID string) (*Task, error) {
-	return getDoc[Task]("group_task", taskID, func() ([]byte, error) { return tx.GroupTask(groupID, taskID) })
+	return getDoc[Task]("group_task", taskID, func() ([]byte, error) { return groupdb.Task(tx, groupID, taskID) })
 }
 
 func putTask(tx *store.Tx, t *Task) error {
-	return putDoc("group task", t.TaskID, t, func(doc []byte) error { return tx.PutGroupTask(t.GroupID, t.TaskID, doc) })
+	return putDoc("group task", t.TaskID, t, func(doc []byte) error { return groupdb.PutTask(tx, t.GroupID, t.TaskID, doc) })
 }
 
 // RunTask distributes a task to a group's members; any member may ask. On

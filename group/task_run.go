@@ -10,6 +10,7 @@ import (
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/auth"
+	"github.com/synapse-edge/synapse/group/groupdb"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -355,7 +356,7 @@ func (m *Manager) finished(t *Task, cancel []string) {
 func (m *Manager) resumeTasks(ctx context.Context) error {
 	var running []*Task
 	err := m.view(func(tx *store.Tx) error {
-		return tx.GroupTasks("", func(groupID, taskID string, doc []byte) error {
+		return groupdb.Tasks(tx, "", func(groupID, taskID string, doc []byte) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/synapse-edge/synapse/group/groupdb"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -72,11 +73,11 @@ func checkVote(v *Vote) error {
 }
 
 func getVote(tx *store.Tx, groupID, voteID string) (*Vote, error) {
-	return getDoc[Vote]("vote", voteID, func() ([]byte, error) { return tx.GroupVote(groupID, voteID) })
+	return getDoc[Vote]("vote", voteID, func() ([]byte, error) { return groupdb.Vote(tx, groupID, voteID) })
 }
 
 func putVote(tx *store.Tx, v *Vote) error {
-	return putDoc("vote", v.VoteID, v, func(doc []byte) error { return tx.PutGroupVote(v.GroupID, v.VoteID, doc) })
+	return putDoc("vote", v.VoteID, v, func(doc []byte) error { return groupdb.PutVote(tx, v.GroupID, v.VoteID, doc) })
 }
 
 // OpenVote puts a proposal to a group; any member may. On the owner's
@@ -337,7 +338,7 @@ func (m *Manager) stopTimers(keys []string) {
 // returns their timer keys.
 func (m *Manager) cancelVotes(tx *store.Tx, groupID string) ([]string, error) {
 	var open []*Vote
-	err := tx.GroupVotes(groupID, func(_, voteID string, doc []byte) error {
+	err := groupdb.Votes(tx, groupID, func(_, voteID string, doc []byte) error {
 		v := new(Vote)
 		if err := json.Unmarshal(doc, v); err != nil {
 			return fmt.Errorf("decode vote %s: %w", voteID, err)
@@ -369,7 +370,7 @@ func (m *Manager) resumeVotes(ctx context.Context) error {
 	var open []*Vote
 	err := m.view(func(tx *store.Tx) error {
 		owners := map[string]string{}
-		return tx.GroupVotes("", func(groupID, voteID string, doc []byte) error {
+		return groupdb.Votes(tx, "", func(groupID, voteID string, doc []byte) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -423,7 +424,7 @@ func (m *Manager) Votes(groupID string) ([]*Vote, error) {
 		if _, err := getGroup(tx, groupID); err != nil {
 			return err
 		}
-		return tx.GroupVotes(groupID, func(_, voteID string, doc []byte) error {
+		return groupdb.Votes(tx, groupID, func(_, voteID string, doc []byte) error {
 			v := new(Vote)
 			if err := json.Unmarshal(doc, v); err != nil {
 				return fmt.Errorf("decode vote %s: %w", voteID, err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/auth"
+	"github.com/synapse-edge/synapse/hil/hildb"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -96,10 +97,10 @@ func (m *Manager) handOver(ctx context.Context, e *entry, p auth.Principal, req 
 
 // notPending explains why a task has no pending request.
 func (m *Manager) notPending(id string) error {
-	var rec *store.HILRequest
+	var rec *hildb.Request
 	err := m.db.View(func(tx *store.Tx) error {
 		var err error
-		rec, err = tx.HILRequest(id)
+		rec, err = hildb.GetRequest(tx, id)
 		return err
 	})
 	switch {
@@ -138,8 +139,8 @@ func (m *Manager) apply(ctx context.Context, e *entry, p auth.Principal, req age
 	defer m.mu.Unlock()
 	e.busy = false
 	if derr != nil {
-		step := &store.HILStep{TaskID: id, At: now, Step: StepDecisionFailed, Level: level, Actor: p.ID, Action: req.Action, Detail: derr.Error()}
-		if err := m.save(m.bg, change{steps: []*store.HILStep{step}}); err != nil {
+		step := &hildb.Step{TaskID: id, At: now, Step: StepDecisionFailed, Level: level, Actor: p.ID, Action: req.Action, Detail: derr.Error()}
+		if err := m.save(m.bg, change{steps: []*hildb.Step{step}}); err != nil {
 			m.log.Error("record failed decision", "task_id", id, "err", err)
 		}
 		m.a.NoteTask(id, "hil: the decision was not applied: "+derr.Error())
@@ -153,8 +154,8 @@ func (m *Manager) apply(ctx context.Context, e *entry, p auth.Principal, req age
 		return nil, derr
 	}
 	rec := *e.rec
-	rec.State, rec.ClosedAt = store.HILDecided, now
-	rec.Decision = &store.HILDecision{
+	rec.State, rec.ClosedAt = hildb.Decided, now
+	rec.Decision = &hildb.Decision{
 		Action: req.Action, DecidedBy: p.ID, DecidedByName: p.Name, Level: level,
 		ApprovedFields: maps.Clone(req.ApprovedFields), RejectionReason: req.RejectionReason, Notes: req.Notes,
 		At: now, TaskStatus: t.Status,
@@ -165,7 +166,7 @@ func (m *Manager) apply(ctx context.Context, e *entry, p auth.Principal, req age
 	}
 	c := change{
 		rec:   &rec,
-		steps: []*store.HILStep{{TaskID: id, At: now, Step: step, Level: level, Actor: p.ID, Action: req.Action, Detail: decisionDetail(req)}},
+		steps: []*hildb.Step{{TaskID: id, At: now, Step: step, Level: level, Actor: p.ID, Action: req.Action, Detail: decisionDetail(req)}},
 		event: ChangeDecided,
 	}
 	if err := m.save(m.bg, c); err != nil {

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
-	"github.com/synapse-edge/synapse/store"
+	"github.com/synapse-edge/synapse/hil/hildb"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -59,7 +59,7 @@ func (m *Manager) escalate(e *entry, now time.Time) {
 	detail := fmt.Sprintf("no decision by the deadline of level %d; reviewers %s, deadline %s", rec.Level-1, lv.ReviewersScope, wire.FormatTime(rec.Deadline))
 	c := change{
 		rec:    &rec,
-		steps:  []*store.HILStep{{TaskID: rec.TaskID, At: now, Step: StepEscalated, Level: rec.Level, Actor: SystemActor, Detail: detail}},
+		steps:  []*hildb.Step{{TaskID: rec.TaskID, At: now, Step: StepEscalated, Level: rec.Level, Actor: SystemActor, Detail: detail}},
 		event:  ChangeEscalated,
 		note:   fmt.Sprintf("hil: escalated to level %d of %d (%s)", rec.Level, len(m.levels), detail),
 		notify: rec.Level,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/auth"
+	"github.com/synapse-edge/synapse/hil/hildb"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/transport"
 	"github.com/synapse-edge/synapse/wire"
@@ -93,7 +94,7 @@ type Manager struct {
 
 // entry is a pending request in memory.
 type entry struct {
-	rec   *store.HILRequest // replaced, never mutated in place
+	rec   *hildb.Request // replaced, never mutated in place
 	timer agent.Timer
 	// busy is set while a decision is being applied.
 	busy bool
@@ -161,11 +162,11 @@ func (m *Manager) Start(ctx context.Context) error {
 func (m *Manager) load() error {
 	after := ""
 	for range 10_000 { // pages of 1000: bounded
-		var page []*store.HILRequest
+		var page []*hildb.Request
 		var next string
 		err := m.db.View(func(tx *store.Tx) error {
 			var err error
-			page, next, err = tx.HILRequests(true, after, 1000)
+			page, next, err = hildb.Requests(tx, true, after, 1000)
 			return err
 		})
 		if err != nil {
@@ -213,7 +214,7 @@ func (m *Manager) prune() {
 		var n int
 		err := m.db.Update(m.bg, func(tx *store.Tx) error {
 			var err error
-			n, err = tx.PruneHIL(cut, KeepClosed, pruneBatch)
+			n, err = hildb.Prune(tx, cut, KeepClosed, pruneBatch)
 			return err
 		})
 		if err != nil {
@@ -279,12 +280,12 @@ func (m *Manager) CanView(p auth.Principal) bool {
 // Pending returns the pending requests, the most urgent deadline first.
 func (m *Manager) Pending() []*Request {
 	m.mu.Lock()
-	recs := make([]*store.HILRequest, 0, len(m.pending))
+	recs := make([]*hildb.Request, 0, len(m.pending))
 	for _, e := range m.pending {
 		recs = append(recs, e.rec)
 	}
 	m.mu.Unlock()
-	slices.SortFunc(recs, func(x, y *store.HILRequest) int {
+	slices.SortFunc(recs, func(x, y *hildb.Request) int {
 		if c := x.Deadline.Compare(y.Deadline); c != 0 {
 			return c
 		}
@@ -301,10 +302,10 @@ func (m *Manager) Pending() []*Request {
 // limit, continuing after the task id after; next is the id to continue
 // after ("" at the end).
 func (m *Manager) List(after string, limit int) (reqs []*Request, next string, err error) {
-	var recs []*store.HILRequest
+	var recs []*hildb.Request
 	err = m.db.View(func(tx *store.Tx) error {
 		var err error
-		recs, next, err = tx.HILRequests(false, after, limit)
+		recs, next, err = hildb.Requests(tx, false, after, limit)
 		return err
 	})
 	if err != nil {
@@ -329,14 +330,14 @@ func (m *Manager) Get(ctx context.Context, id string) (*Request, error) {
 	if err := m.Sync(ctx); err != nil {
 		return nil, err
 	}
-	var rec *store.HILRequest
-	var steps []*store.HILStep
+	var rec *hildb.Request
+	var steps []*hildb.Step
 	err := m.db.View(func(tx *store.Tx) error {
 		var err error
-		if rec, err = tx.HILRequest(id); err != nil {
+		if rec, err = hildb.GetRequest(tx, id); err != nil {
 			return err
 		}
-		steps, err = tx.HILSteps(id)
+		steps, err = hildb.Steps(tx, id)
 		return err
 	})
 	if errors.Is(err, store.ErrNotFound) {

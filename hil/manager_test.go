@@ -12,8 +12,8 @@ import (
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/hil"
+	"github.com/synapse-edge/synapse/hil/hildb"
 	"github.com/synapse-edge/synapse/internal/testutil"
-	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -73,7 +73,7 @@ func TestEscalationToDefaultAction(t *testing.T) {
 			if wantAction == "" {
 				wantAction = agent.ActionReject
 			}
-			if got.State != store.HILDecided || got.Decision == nil || got.Decision.Action != wantAction ||
+			if got.State != hildb.Decided || got.Decision == nil || got.Decision.Action != wantAction ||
 				got.Decision.DecidedBy != "system:escalation" || got.Decision.Level != 3 || got.Decision.TaskStatus == "" {
 				t.Errorf("request after the default = state %s decision %+v; want decided, %s by system:escalation at level 3", got.State, got.Decision, wantAction)
 			}
@@ -140,7 +140,7 @@ func TestDecideScopes(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Decide: %v", err)
 		}
-		if r.State != store.HILDecided || r.Decision.DecidedBy != reviewL2.ID || r.Decision.Level != 2 || r.Decision.RejectionReason != "valve is stuck" {
+		if r.State != hildb.Decided || r.Decision.DecidedBy != reviewL2.ID || r.Decision.Level != 2 || r.Decision.RejectionReason != "valve is stuck" {
 			t.Errorf("answer = %+v / %+v", r, r.Decision)
 		}
 		e.waitStatus(id, wire.StatusRejected)
@@ -241,14 +241,14 @@ func TestClosedWhenTheTaskStopsWaiting(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Get: %v", err)
 	}
-	if r.State != store.HILClosed || !strings.Contains(r.Note, "cancelled") {
+	if r.State != hildb.Closed || !strings.Contains(r.Note, "cancelled") {
 		t.Errorf("request = state %s note %q, want closed, cancelled", r.State, r.Note)
 	}
 	_, err = e.m.Decide(context.Background(), admin, id, agent.DecisionRequest{Action: agent.ActionApprove})
 	wantCode(t, err, wire.CodeInvalidStateChange, http.StatusConflict)
 	// The deadline passing later changes nothing.
 	e.clock.Advance(time.Hour)
-	if got, _ := e.m.Get(context.Background(), id); got.State != store.HILClosed || len(got.Steps) != 2 {
+	if got, _ := e.m.Get(context.Background(), id); got.State != hildb.Closed || len(got.Steps) != 2 {
 		t.Errorf("after the deadline: state %s steps %v", got.State, stepNames(got))
 	}
 }

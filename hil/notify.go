@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/synapse-edge/synapse/store"
+	"github.com/synapse-edge/synapse/hil/hildb"
 	"github.com/synapse-edge/synapse/transport"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -113,8 +113,8 @@ func (m *Manager) wait(d time.Duration) bool {
 // recordNotify writes the outcome of a notification into the audit trail
 // and the task's events.
 func (m *Manager) recordNotify(ev Event, level int, step, detail string) {
-	s := &store.HILStep{TaskID: ev.TaskID, At: m.clock.Now(), Step: step, Level: level, Detail: detail}
-	if err := m.save(m.bg, change{steps: []*store.HILStep{s}}); err != nil {
+	s := &hildb.Step{TaskID: ev.TaskID, At: m.clock.Now(), Step: step, Level: level, Detail: detail}
+	if err := m.save(m.bg, change{steps: []*hildb.Step{s}}); err != nil {
 		m.log.Error("record notification", "task_id", ev.TaskID, "err", err)
 	}
 	if step == StepNotified {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/synapse-edge/synapse/hil/hildb"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -12,8 +13,8 @@ import (
 // A change the manager makes: the new record, its audit steps, and what
 // to do once they are durable.
 type change struct {
-	rec   *store.HILRequest
-	steps []*store.HILStep
+	rec   *hildb.Request
+	steps []*hildb.Step
 	// what the feed reports ("" for nothing)
 	event string
 	// note is written into the task's events.
@@ -116,15 +117,15 @@ func (m *Manager) createChange(t *wire.Task, entered, now time.Time) change {
 			deadline = d
 		}
 	}
-	rec := &store.HILRequest{
+	rec := &hildb.Request{
 		TaskID: t.ID, TaskType: t.Type, Target: t.Target, EnteredAt: entered, Request: h,
-		Level: level, Deadline: deadline, CreatedAt: now, State: store.HILPending,
+		Level: level, Deadline: deadline, CreatedAt: now, State: hildb.Pending,
 	}
 	lv := m.levels[level-1]
 	detail := fmt.Sprintf("%s: %s", h.Reason.Code, h.Reason.Message)
 	return change{
 		rec:    rec,
-		steps:  []*store.HILStep{{TaskID: t.ID, At: now, Step: StepCreated, Level: level, Detail: detail}},
+		steps:  []*hildb.Step{{TaskID: t.ID, At: now, Step: StepCreated, Level: level, Detail: detail}},
 		event:  ChangeCreated,
 		note:   fmt.Sprintf("hil: request created at level %d of %d (reviewers %s, deadline %s)", level, len(m.levels), lv.ReviewersScope, wire.FormatTime(deadline)),
 		notify: level,
@@ -132,12 +133,12 @@ func (m *Manager) createChange(t *wire.Task, entered, now time.Time) change {
 }
 
 // closeChange closes a request whose task stopped waiting.
-func (m *Manager) closeChange(prev *store.HILRequest, now time.Time, why string) change {
+func (m *Manager) closeChange(prev *hildb.Request, now time.Time, why string) change {
 	rec := *prev
-	rec.State, rec.ClosedAt, rec.Note = store.HILClosed, now, why
+	rec.State, rec.ClosedAt, rec.Note = hildb.Closed, now, why
 	return change{
 		rec:   &rec,
-		steps: []*store.HILStep{{TaskID: rec.TaskID, At: now, Step: StepClosed, Level: rec.Level, Detail: why}},
+		steps: []*hildb.Step{{TaskID: rec.TaskID, At: now, Step: StepClosed, Level: rec.Level, Detail: why}},
 		event: ChangeClosed,
 		note:  "hil: request closed: " + why,
 	}
@@ -148,12 +149,12 @@ func (m *Manager) save(ctx context.Context, changes ...change) error {
 	err := m.db.Update(ctx, func(tx *store.Tx) error {
 		for _, c := range changes {
 			if c.rec != nil {
-				if err := tx.PutHILRequest(c.rec); err != nil {
+				if err := hildb.PutRequest(tx, c.rec); err != nil {
 					return err
 				}
 			}
 			for _, s := range c.steps {
-				if err := tx.AppendHILStep(s); err != nil {
+				if err := hildb.AppendStep(tx, s); err != nil {
 					return err
 				}
 			}
@@ -170,7 +171,7 @@ func (m *Manager) save(ctx context.Context, changes ...change) error {
 // held.
 func (m *Manager) install(c change) {
 	id := c.rec.TaskID
-	if c.rec.State == store.HILPending {
+	if c.rec.State == hildb.Pending {
 		e := m.pending[id]
 		if e == nil || !e.rec.EnteredAt.Equal(c.rec.EnteredAt) {
 			if e != nil && e.timer != nil {

@@ -4,7 +4,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/auth"
-	"github.com/synapse-edge/synapse/store"
+	"github.com/synapse-edge/synapse/hil/hildb"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -104,7 +104,7 @@ func formatTime(t time.Time) string {
 }
 
 // view renders a stored request with the levels it was escalated through.
-func view(r *store.HILRequest, levels []Level) *Request {
+func view(r *hildb.Request, levels []Level) *Request {
 	v := &Request{
 		TaskID: r.TaskID, TaskType: r.TaskType, Target: r.Target, State: r.State,
 		EscalationLevel: r.Level, Levels: len(levels),
@@ -127,6 +127,6 @@ func view(r *store.HILRequest, levels []Level) *Request {
 	return v
 }
 
-func viewStep(s *store.HILStep) Step {
+func viewStep(s *hildb.Step) Step {
 	return Step{Seq: s.Seq, At: formatTime(s.At), Step: s.Step, Level: s.Level, Actor: s.Actor, Action: s.Action, Detail: s.Detail}
 }

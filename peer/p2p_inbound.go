@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/peer/peerdb"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -159,7 +160,7 @@ func (n *Network) apply(ctx context.Context, p *peer, m, dm *wire.UnifiedSynapse
 	var marked atomic.Bool
 	ctx = agent.WithWrite(ctx, func(tx *store.Tx) error {
 		tx.OnCommit(func() { marked.Store(true) })
-		return tx.MarkSeen(m.MessageID, at)
+		return peerdb.MarkSeen(tx, m.MessageID, at)
 	})
 	reply, err := n.dispatch(ctx, p, dm, msgpack)
 	done(err == nil, marked.Load())
@@ -332,7 +333,7 @@ func (in *inflight) begin(ctx context.Context, db *store.DB, id string, now time
 		close(ch)
 	}
 	seen := false
-	if err := db.View(func(tx *store.Tx) error { seen = tx.SeenMessage(id); return nil }); err != nil {
+	if err := db.View(func(tx *store.Tx) error { seen = peerdb.Seen(tx, id); return nil }); err != nil {
 		release(false)
 		return nil, false, wire.Errorf(wire.CodeSysStorage, "read seen messages: %v", err)
 	}
@@ -347,7 +348,7 @@ func (in *inflight) begin(ctx context.Context, db *store.DB, id string, now time
 		}
 		// Recorded without waiting, with the next commit: until the record
 		// is durable, recent answers for it.
-		db.UpdateLazy(func(tx *store.Tx) error { return tx.MarkSeen(id, now) }, func(error) {
+		db.UpdateLazy(func(tx *store.Tx) error { return peerdb.MarkSeen(tx, id, now) }, func(error) {
 			in.mu.Lock()
 			delete(in.recent, id)
 			in.mu.Unlock()
@@ -366,7 +367,7 @@ func (n *Network) Prune(ctx context.Context) error {
 		var k int
 		err := n.db.Update(ctx, func(tx *store.Tx) error {
 			var err error
-			k, err = tx.PruneSeen(cutoff, pruneBatch)
+			k, err = peerdb.PruneSeen(tx, cutoff, pruneBatch)
 			return err
 		})
 		if err != nil || k < pruneBatch {

@@ -14,6 +14,7 @@ import (
 	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/internal/testutil/tasktest"
 	"github.com/synapse-edge/synapse/peer"
+	"github.com/synapse-edge/synapse/peer/peerdb"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -215,7 +216,7 @@ func TestSeenMessagesExpire(t *testing.T) {
 	}
 	seen := func() bool {
 		var ok bool
-		_ = a.a.Store().View(func(tx *store.Tx) error { ok = tx.SeenMessage(m.MessageID); return nil })
+		_ = a.a.Store().View(func(tx *store.Tx) error { ok = peerdb.Seen(tx, m.MessageID); return nil })
 		return ok
 	}
 	testutil.Eventually(t, 10*time.Second, "the message id to be recorded", seen)

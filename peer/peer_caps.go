@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/synapse-edge/synapse/peer/peerdb"
 	"github.com/synapse-edge/synapse/registry"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
@@ -103,10 +104,10 @@ func (n *Network) learnCapabilitiesOnce(peerID string) error {
 	rec := cur.rec
 	ps.mu.Unlock()
 	if err := n.db.Update(ctx, func(tx *store.Tx) error {
-		if _, err := tx.Peer(peerID); err != nil {
+		if _, err := peerdb.Get(tx, peerID); err != nil {
 			return nil
 		}
-		return tx.PutPeer(&rec)
+		return peerdb.Put(tx, &rec)
 	}); err != nil {
 		n.log.Warn("store the peer's capabilities", "peer", peerID, "err", err)
 		return nil
@@ -130,7 +131,7 @@ func (n *Network) getJSON(ctx context.Context, url string, v any) error {
 }
 
 // learnt adds rec's learnt documents to pi.
-func learnt(pi *PeerInfo, rec *store.Peer) {
+func learnt(pi *PeerInfo, rec *peerdb.Peer) {
 	if rec.Capabilities == nil {
 		return
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/internal/agentid"
+	"github.com/synapse-edge/synapse/peer/peerdb"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/transport"
 	"github.com/synapse-edge/synapse/wire"
@@ -56,7 +57,7 @@ type PeerInfo struct {
 
 // peer is the live state of one paired agent.
 type peer struct {
-	rec         store.Peer
+	rec         peerdb.Peer
 	pub         ed25519.PublicKey
 	active, max int
 }
@@ -81,7 +82,7 @@ type peerSet struct {
 func (ps *peerSet) load(db *store.DB) error {
 	ps.m = map[string]*peer{}
 	return db.View(func(tx *store.Tx) error {
-		list, err := tx.Peers()
+		list, err := peerdb.List(tx)
 		for _, r := range list {
 			pub, kerr := agentid.DecodePublicKey(r.PublicKey)
 			if kerr != nil {
@@ -174,7 +175,7 @@ func (n *Network) AddPeerWith(ctx context.Context, endpoint string, o PairOption
 				With("agent_id", p.rec.AgentID).With("reason", "public_key_changed")
 		}
 	}
-	rec := store.Peer{AgentID: id.AgentID, AgentName: id.AgentName, SystemID: id.SystemID, Endpoint: endpoint,
+	rec := peerdb.Peer{AgentID: id.AgentID, AgentName: id.AgentName, SystemID: id.SystemID, Endpoint: endpoint,
 		PublicKey: id.PublicKey, Status: PeerOnline, LastSeen: now, AddedAt: now, TLSFingerprint: o.TLSFingerprint}
 	p := &peer{rec: rec, pub: pub}
 	if old != nil {
@@ -184,7 +185,7 @@ func (n *Network) AddPeerWith(ctx context.Context, endpoint string, o PairOption
 		}
 	}
 	repinned := old != nil && old.rec.TLSFingerprint != "" && old.rec.TLSFingerprint != p.rec.TLSFingerprint
-	if err := n.db.Update(ctx, func(tx *store.Tx) error { return tx.PutPeer(&p.rec) }); err != nil {
+	if err := n.db.Update(ctx, func(tx *store.Tx) error { return peerdb.Put(tx, &p.rec) }); err != nil {
 		return nil, false, wire.Errorf(wire.CodeSysStorage, "store peer: %v", err)
 	}
 	ps.m[id.AgentID] = p
@@ -257,7 +258,7 @@ func (n *Network) RemovePeer(ctx context.Context, id string) error {
 	if _, ok := ps.m[id]; !ok {
 		return errNoPeer(id)
 	}
-	err := n.db.Update(ctx, func(tx *store.Tx) error { return tx.DeletePeer(id) })
+	err := n.db.Update(ctx, func(tx *store.Tx) error { return peerdb.Delete(tx, id) })
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return wire.Errorf(wire.CodeSysStorage, "remove peer: %v", err)
 	}
@@ -305,18 +306,18 @@ func (n *Network) heard(id string, hb *wire.HeartbeatPayload) (wasOffline bool) 
 
 // savePeer persists a status change without waiting; a peer removed
 // meanwhile is not written back.
-func (n *Network) savePeer(rec store.Peer) {
+func (n *Network) savePeer(rec peerdb.Peer) {
 	n.db.UpdateAsync(func(tx *store.Tx) error {
-		if _, err := tx.Peer(rec.AgentID); err != nil {
+		if _, err := peerdb.Get(tx, rec.AgentID); err != nil {
 			return nil
 		}
-		return tx.PutPeer(&rec)
+		return peerdb.Put(tx, &rec)
 	}, nil)
 }
 
 // markSilent makes offline the peers not heard from since cutoff.
 func (n *Network) markSilent(cutoff time.Time) {
-	var changed []store.Peer
+	var changed []peerdb.Peer
 	ps := &n.peers
 	ps.mu.Lock()
 	for _, p := range ps.m {

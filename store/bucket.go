@@ -30,3 +30,12 @@ func (tx *Tx) OnCommit(fn func()) {
 		tx.onCommit = append(tx.onCommit, fn)
 	}
 }
+
+// bucket returns the named bucket, creating it in a write transaction; in
+// a read transaction a missing bucket is nil.
+func (tx *Tx) bucket(name []byte) (*bucket, error) {
+	if tx.writable() {
+		return tx.createRoot(name)
+	}
+	return tx.root(name), nil
+}

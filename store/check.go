@@ -318,3 +318,19 @@ func applyToFile(path string, l *kv.Layer, through uint64) error {
 	}
 	return err
 }
+
+// ViewFile runs fn in a read transaction of a data file that no process
+// is serving, over what its commit log holds beyond the checkpoint
+// (read, not changed): how a domain reads its records of a stopped
+// agent's file (synapse db audit).
+func ViewFile(ctx context.Context, path string, fn func(*Tx) error) error {
+	if _, err := os.Stat(path); err != nil {
+		return err
+	}
+	return viewFile(path, func(fv fileView) error {
+		if err := fn(fv.tx); err != nil {
+			return err
+		}
+		return ctx.Err()
+	})
+}

@@ -30,21 +30,23 @@
 //	finished    finished_at(unix ns, uint64 BE) task_id → empty (retention index)
 //	idem        scope 0x00 key → IdemRecord JSON
 //	idem_exp    created(unix ns, uint64 BE) scope 0x00 key → empty (expiry index)
-//	tokens      token_id → Token JSON
-//	token_hash  sha256(token) → token_id
+//	tokens      token_id → Token JSON (auth/tokendb)
+//	token_hash  sha256(token) → token_id (auth/tokendb)
 //
-// Created on first use (older files open unchanged):
+// Created on first use (older files open unchanged); the domain records
+// among them are kept by the package named, through [Records]:
 //
 //	t1, t1_stats, t1_seen_g, t1_outbox tier-1 frames (see tier1.go; t1_seen of schema 2)
-//	peers                              agent_id → pinned peer JSON
-//	p2p_seen, p2p_seen_at              received message ids, for replay protection
+//	peers                              agent_id → pinned peer JSON (peer/peerdb)
+//	p2p_seen, p2p_seen_at              received message ids, for replay protection (peer/peerdb)
 //	outbox, outbox_dead, outbox_id     messages to peers and webhooks, dead letters
-//	contracts, contracts_peer          negotiated protocol contracts, by id and by peer
+//	contracts, contracts_peer          negotiated protocol contracts, by id and by peer (contracts/contractdb)
 //	registry                           the directory of agents registered here
-//	hil (requests, steps, closed)      human-in-the-loop escalation state and audit
+//	hil (requests, steps, closed)      human-in-the-loop escalation state and audit (hil/hildb)
 //	groups, group_votes, group_tasks,
-//	group_events, group_event_ids      groups, their votes, tasks and event log
+//	group_events, group_event_ids      groups, their votes, tasks and event log (group/groupdb)
 //	a2a_push                           A2A push-notification configs
+//	audit                              the hash-chained log of security events (agent/auditdb)
 //
 // The schema version is checked on open; a file written by a newer schema is
 // refused rather than misread.

@@ -27,7 +27,7 @@ func TestHealth(t *testing.T) {
 		t.Fatal(err)
 	}
 	put := func(id string) error {
-		return db.Update(context.Background(), func(tx *store.Tx) error { return tx.PutGroup(id, []byte(`{}`)) })
+		return db.Update(context.Background(), func(tx *store.Tx) error { return putDoc(tx, id, []byte(`{}`)) })
 	}
 	if err := db.Health(); err != nil {
 		t.Fatalf("Health of a fresh store = %v", err)
@@ -47,10 +47,10 @@ func TestHealth(t *testing.T) {
 		t.Errorf("Health after a good commit = %v", err)
 	}
 	_ = db.View(func(tx *store.Tx) error {
-		if _, err := tx.Group("lost"); err == nil {
+		if _, err := getDoc(tx, "lost"); err == nil {
 			t.Error("the failed transaction's write is there")
 		}
-		if _, err := tx.Group("kept"); err != nil {
+		if _, err := getDoc(tx, "kept"); err != nil {
 			t.Errorf("the good write is missing: %v", err)
 		}
 		return nil

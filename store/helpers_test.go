@@ -100,3 +100,17 @@ func taskExists(tb testing.TB, db *store.DB, id string) bool {
 	})
 	return found
 }
+
+// docs are records of no domain, for the tests of the store's own
+// machinery (outcomes, health) that need a write of some record.
+var docs = store.RawRecords("test_docs")
+
+func putDoc(tx *store.Tx, id string, doc []byte) error { return docs.Put(tx, []byte(id), &doc) }
+
+func getDoc(tx *store.Tx, id string) ([]byte, error) {
+	v, err := docs.Get(tx, []byte(id))
+	if err != nil {
+		return nil, err
+	}
+	return *v, nil
+}

@@ -32,7 +32,7 @@ func TestOutcomeUnknown(t *testing.T) {
 		t.Fatal(err)
 	}
 	put := func(id string) error {
-		return db.Update(context.Background(), func(tx *store.Tx) error { return tx.PutGroup(id, []byte(`{}`)) })
+		return db.Update(context.Background(), func(tx *store.Tx) error { return putDoc(tx, id, []byte(`{}`)) })
 	}
 	fail.Store(true)
 	err = put("phantom")
@@ -42,7 +42,7 @@ func TestOutcomeUnknown(t *testing.T) {
 	if err := db.Health(); err == nil {
 		t.Error("Health after a failed sync is nil")
 	}
-	if err := db.View(func(tx *store.Tx) error { _, err := tx.Group("phantom"); return err }); err != nil {
+	if err := db.View(func(tx *store.Tx) error { _, err := getDoc(tx, "phantom"); return err }); err != nil {
 		t.Errorf("the write of unknown outcome is in the file yet not read: %v", err)
 	}
 	fail.Store(false)
@@ -65,7 +65,7 @@ func TestOutcomeUnknown(t *testing.T) {
 	}
 	defer db.Close(context.Background())
 	for _, id := range []string{"phantom", "after"} {
-		if err := db.View(func(tx *store.Tx) error { _, err := tx.Group(id); return err }); err != nil {
+		if err := db.View(func(tx *store.Tx) error { _, err := getDoc(tx, id); return err }); err != nil {
 			t.Errorf("group %s after a reopen: %v", id, err)
 		}
 	}

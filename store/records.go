@@ -274,3 +274,34 @@ func (r Records[T]) scan(tx *Tx, from []byte, back bool, fn func(key []byte, v *
 	}
 	return nil
 }
+
+// In declares the records of the bucket name nested in r's bucket (one
+// bucket per owner, as a group's event log), with r's codec.
+func (r Records[T]) In(name string) Records[T] {
+	if name == "" {
+		panic("store: Records.In with an empty bucket name")
+	}
+	p := make([][]byte, len(r.path), len(r.path)+1)
+	copy(p, r.path)
+	return Records[T]{path: append(p, []byte(name)), encode: r.encode, decode: r.decode}
+}
+
+// Drop deletes the records' bucket with all it holds (nested buckets
+// included); a missing bucket is no error.
+func (r Records[T]) Drop(tx *Tx) error {
+	if r.bucket(tx) == nil {
+		return nil
+	}
+	if !tx.writable() {
+		return fmt.Errorf("store: drop %s in a read transaction", r.Path())
+	}
+	last := r.path[len(r.path)-1]
+	if len(r.path) == 1 {
+		return tx.deleteRoot(last)
+	}
+	parent, err := Records[T]{path: r.path[:len(r.path)-1]}.create(tx)
+	if err != nil {
+		return err
+	}
+	return parent.DeleteBucket(last)
+}

@@ -133,3 +133,36 @@ func TestRecordsBadRecord(t *testing.T) {
 		return nil
 	})
 }
+
+// TestRecordsInDrop: In reaches a nested bucket per owner, Drop deletes
+// one with all it holds and leaves its siblings.
+func TestRecordsInDrop(t *testing.T) {
+	db := openDB(t, tempPath(t), store.Options{})
+	logs := store.RawRecords("logs")
+	update(t, db, func(tx *store.Tx) error {
+		for _, owner := range []string{"a", "b"} {
+			v := []byte(owner)
+			if err := logs.In(owner).Put(tx, []byte("k"), &v); err != nil {
+				return err
+			}
+		}
+		if got := logs.In("a").Path(); got != "logs/a" {
+			t.Errorf("Path = %q", got)
+		}
+		return nil
+	})
+	update(t, db, func(tx *store.Tx) error { return logs.In("a").Drop(tx) })
+	update(t, db, func(tx *store.Tx) error { return logs.In("never").Drop(tx) })
+	view(t, db, func(tx *store.Tx) error {
+		if logs.In("a").Has(tx, []byte("k")) {
+			t.Error("logs/a still holds its record after Drop")
+		}
+		if !logs.In("b").Has(tx, []byte("k")) {
+			t.Error("Drop of logs/a took logs/b's record")
+		}
+		return nil
+	})
+	if err := db.View(func(tx *store.Tx) error { return logs.In("b").Drop(tx) }); err == nil {
+		t.Error("Drop in a read transaction: no error")
+	}
+}

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/synapse-edge/synapse/agent/auditdb"
 	"github.com/synapse-edge/synapse/cli/command"
 	"github.com/synapse-edge/synapse/client"
-	"github.com/synapse-edge/synapse/store"
 )
 
 const auditAbout = `The audit log holds the agent's security events (contracts made and
@@ -88,7 +88,7 @@ func auditVerifyVerb() *command.Verb {
 					if err != nil {
 						return err
 					}
-					r, err := store.VerifyAuditFile(ctx, path)
+					r, err := auditdb.VerifyFile(ctx, path)
 					if err != nil {
 						return l.lockedHint(err, *offline)
 					}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/synapse-edge/synapse/agent/auditdb"
 	"github.com/synapse-edge/synapse/cli/internal/clitest"
 	"github.com/synapse-edge/synapse/store"
 )
@@ -26,7 +27,7 @@ func TestAuditVerifyOffline(t *testing.T) {
 	}
 	for i := range 3 {
 		if err := db.Update(context.Background(), func(tx *store.Tx) error {
-			return tx.AppendAudit(&store.AuditRecord{At: time.Unix(int64(i), 0).UTC(), Kind: "contract_made",
+			return auditdb.Append(tx, &auditdb.Record{At: time.Unix(int64(i), 0).UTC(), Kind: "contract_made",
 				Peer: fmt.Sprintf("peer-%d", i), Detail: map[string]any{"contract_id": fmt.Sprintf("contract-%04d", i)}})
 		}); err != nil {
 			t.Fatal(err)

@@ -1,4 +1,4 @@
-package store_test
+package auditdb_test
 
 import (
 	"context"
@@ -13,7 +13,9 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/synapse-edge/synapse/agent/auditdb"
 	"github.com/synapse-edge/synapse/store"
+	"github.com/synapse-edge/synapse/store/storetest"
 )
 
 // writeAudit stores n records in a fresh file and closes it.
@@ -26,7 +28,7 @@ func writeAudit(t *testing.T, n int) string {
 	}
 	for i := range n {
 		err := db.Update(context.Background(), func(tx *store.Tx) error {
-			return tx.AppendAudit(&store.AuditRecord{At: time.Unix(int64(i), 0).UTC(), Kind: "contract_made", Peer: "p",
+			return auditdb.Append(tx, &auditdb.Record{At: time.Unix(int64(i), 0).UTC(), Kind: "contract_made", Peer: "p",
 				Detail: map[string]any{"contract_id": fmt.Sprintf("c-%d", i)}})
 		})
 		if err != nil {
@@ -58,15 +60,15 @@ func seqKey(n uint64) []byte { return binary.BigEndian.AppendUint64(nil, n) }
 func TestAuditChain(t *testing.T) {
 	const n = 5
 	path := writeAudit(t, n)
-	rep, err := store.VerifyAuditFile(context.Background(), path)
+	rep, err := auditdb.VerifyFile(context.Background(), path)
 	if err != nil || !rep.OK || rep.Records != n || rep.Last == "" {
 		t.Fatalf("intact chain: %+v, %v", rep, err)
 	}
-	db := openDB(t, path, store.Options{})
-	var recs []*store.AuditRecord
+	db := storetest.OpenPath(t, path)
+	var recs []*auditdb.Record
 	if err := db.View(func(tx *store.Tx) error {
 		var err error
-		recs, err = tx.Audit(0, 100)
+		recs, err = auditdb.List(tx, 0, 100)
 		return err
 	}); err != nil || len(recs) != n {
 		t.Fatalf("Audit: %d records, %v", len(recs), err)
@@ -92,7 +94,7 @@ func TestAuditChain(t *testing.T) {
 				raw, _ := json.Marshal(r)
 				return b.Put(seqKey(seq), raw)
 			})
-			rep, err := store.VerifyAuditFile(context.Background(), p)
+			rep, err := auditdb.VerifyFile(context.Background(), p)
 			if err != nil || rep.OK || rep.BadSeq != seq {
 				t.Errorf("after editing %d: %+v, %v; want the chain broken at %d", seq, rep, err, seq)
 			}
@@ -101,14 +103,14 @@ func TestAuditChain(t *testing.T) {
 	t.Run("removing a record in the middle breaks the chain", func(t *testing.T) {
 		p := writeAudit(t, n)
 		rawEdit(t, p, func(b *bolt.Bucket) error { return b.Delete(seqKey(3)) })
-		if rep, _ := store.VerifyAuditFile(context.Background(), p); rep.OK || rep.BadSeq != 4 {
+		if rep, _ := auditdb.VerifyFile(context.Background(), p); rep.OK || rep.BadSeq != 4 {
 			t.Errorf("after removing 3: %+v, want broken at 4", rep)
 		}
 	})
 	t.Run("recomputing a hash does not hide an edit", func(t *testing.T) {
 		p := writeAudit(t, n)
 		rawEdit(t, p, func(b *bolt.Bucket) error {
-			var r store.AuditRecord
+			var r auditdb.Record
 			if err := json.Unmarshal(b.Get(seqKey(2)), &r); err != nil {
 				return err
 			}
@@ -121,7 +123,7 @@ func TestAuditChain(t *testing.T) {
 			raw, _ := json.Marshal(&r)
 			return b.Put(seqKey(2), raw)
 		})
-		if rep, _ := store.VerifyAuditFile(context.Background(), p); rep.OK || rep.BadSeq != 3 {
+		if rep, _ := auditdb.VerifyFile(context.Background(), p); rep.OK || rep.BadSeq != 3 {
 			t.Errorf("after rewriting record 2 with a fresh hash: %+v, want broken at 3", rep)
 		}
 	})
