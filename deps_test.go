@@ -86,6 +86,8 @@ var notImporting = []struct {
 }{
 	{"registry", []string{"agent", "peer", "contracts"},
 		"the directory needs only the store, the agent's id, its clock and the pinned keys (registry.Options); peer serves it"},
+	{"outbox", []string{"agent", "peer", "contracts"},
+		"the outbox's records and queue serve peers, webhooks and A2A push alike: it knows the store, the transport and the wire, not who sends"},
 	{"cli/remoteconfig/desired", []string{"agent", "store", "transport", "cli/config", "cli/reload", "peer", "httpapi"},
 		"the remote config documents are a wire format the command line shares: the agent's side is cli/remoteconfig"},
 }
@@ -179,6 +181,9 @@ func TestImportRulesCatch(t *testing.T) {
 		module + "/registry": {ImportPath: module + "/registry", Dir: dir,
 			Imports: []string{module + "/peer", module + "/store"},
 			GoFiles: []string{write("dir.go", "package registry\nimport \""+module+"/peer\"\nimport \""+module+"/store\"\n")}},
+		module + "/outbox": {ImportPath: module + "/outbox", Dir: dir,
+			Imports: []string{module + "/contracts", module + "/store"},
+			GoFiles: []string{write("deliver.go", "package outbox\nimport \""+module+"/contracts\"\nimport \""+module+"/store\"\n")}},
 		module + "/cli/hilcmd": {ImportPath: module + "/cli/hilcmd", Dir: dir,
 			Imports: []string{module + "/client", module + "/hil"},
 			GoFiles: []string{write("hil.go", "package hilcmd\nimport \""+module+"/hil\"\nimport \""+module+"/client\"\n")}},
@@ -195,6 +200,7 @@ func TestImportRulesCatch(t *testing.T) {
 		"cli/hilcmd imports hil (hil.go): a command package talks to agents through client",
 		"wire imports wire/encrypt (seal.go): wire is a leaf of the module",
 		"registry imports peer (dir.go): the directory needs only the store",
+		"outbox imports contracts (deliver.go): the outbox's records and queue serve peers, webhooks and A2A push alike",
 		"wire imports golang.org/x/crypto/chacha20poly1305 (seal.go); only wire/encrypt may: wire/encrypt owns payload encryption",
 	} {
 		if !strings.Contains(got, want) {

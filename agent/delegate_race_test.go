@@ -9,7 +9,7 @@ import (
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/internal/testutil/peernode"
 	"github.com/synapse-edge/synapse/internal/testutil/tasktest"
-	"github.com/synapse-edge/synapse/store"
+	"github.com/synapse-edge/synapse/outbox"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -39,7 +39,7 @@ func TestReportsBeforeTheDelegationIsLive(t *testing.T) {
 		for time.Now().Before(deadline) {
 			task, err := b.Agent.Task(id)
 			if err == nil && task.Status == wire.StatusCompleted &&
-				len(tasktest.Outbox(t, b.Network, store.OutboxPending)) == 0 {
+				len(tasktest.Outbox(t, b.Network, outbox.Pending)) == 0 {
 				return
 			}
 			time.Sleep(5 * time.Millisecond) // the poll interval

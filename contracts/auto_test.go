@@ -49,7 +49,7 @@ func TestAutoNegotiation(t *testing.T) {
 	if cs[1].Status != negotiate.StatusRevoked || cs[1].RevokedBy != b.id() {
 		t.Errorf("the refused contract is %s by %q, want revoked by the executor", cs[1].Status, cs[1].RevokedBy)
 	}
-	if dead := outbox(t, a.a, "dead"); len(dead) != 0 {
+	if dead := outboxOf(t, a.a, "dead"); len(dead) != 0 {
 		t.Errorf("dead letters: %+v", dead)
 	}
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/synapse-edge/synapse/internal/clocktest"
 	"github.com/synapse-edge/synapse/internal/testutil/peernode"
 	"github.com/synapse-edge/synapse/internal/testutil/tasktest"
+	"github.com/synapse-edge/synapse/outbox"
 	"github.com/synapse-edge/synapse/peer"
-	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -120,7 +120,7 @@ func peerKey(t *testing.T, n *peerNode) ed25519.PrivateKey {
 }
 
 // outbox lists every item of one state (pending or dead).
-func outbox(t testing.TB, a *node, state store.OutboxState) []peer.OutboxEntry {
+func outboxOf(t testing.TB, a *node, state outbox.State) []peer.OutboxEntry {
 	t.Helper()
 	return tasktest.Outbox(t, a.Network, state)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/synapse-edge/synapse/a2a"
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/outbox"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/transport"
 	"github.com/synapse-edge/synapse/wire"
@@ -151,7 +152,7 @@ func authorization(raw json.RawMessage) string {
 
 // deliverA2APush sends a stored notification to its URL (a Callback: the
 // HTTP transport dials it through the outbound policy).
-func (o *outbox) deliverA2APush(ctx context.Context, it *store.OutboxItem) *deliveryError {
+func (o *queue) deliverA2APush(ctx context.Context, it *outbox.Item) *deliveryError {
 	var item a2aPushItem
 	if err := json.Unmarshal(it.Payload, &item); err != nil {
 		return &deliveryError{err: fmt.Errorf("stored a2a push: %w", err), permanent: true}

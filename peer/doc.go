@@ -44,7 +44,8 @@
 //     envelopes (both ways), transport signatures, group routing;
 //   - remote.go: the messages a change of a delegated task announces;
 //   - p2p_outbox.go, p2p_outbox_admin.go, a2a_push.go, disclose.go: the
-//     durable outbox, its administration, A2A push notifications
+//     delivery of the durable outbox (lanes, rounds, retries; its records
+//     are package outbox's), its administration, A2A push notifications
 //     (rendered and delivered), selective disclosure of results;
 //   - registry.go, registrar.go: the registry this agent may be (package
 //     registry's Directory, with the keys pinned here), and the

@@ -11,8 +11,8 @@ import (
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/handlers"
 	"github.com/synapse-edge/synapse/internal/testutil"
+	"github.com/synapse-edge/synapse/outbox"
 	"github.com/synapse-edge/synapse/peer"
-	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/transport"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -97,7 +97,7 @@ func TestOutboxFakeTransport(t *testing.T) {
 		waitFinal(t, a, task.ID)
 		return url
 	}
-	entry := func(url string, state store.OutboxState) *peer.OutboxEntry {
+	entry := func(url string, state outbox.State) *peer.OutboxEntry {
 		t.Helper()
 		items, _, err := a.Outbox(peer.OutboxQuery{State: string(state), URL: url})
 		if err != nil {
@@ -122,7 +122,7 @@ func TestOutboxFakeTransport(t *testing.T) {
 		url := hook("/retried")
 		waitSends(1)
 		var e *peer.OutboxEntry
-		testutil.Eventually(t, 10*time.Second, "the first failure to be recorded", func() bool { e = entry(url, store.OutboxPending); return e != nil && e.Attempts == 1 })
+		testutil.Eventually(t, 10*time.Second, "the first failure to be recorded", func() bool { e = entry(url, outbox.Pending); return e != nil && e.Attempts == 1 })
 		next, err := time.Parse(time.RFC3339Nano, e.NextAttemptAt)
 		if err != nil {
 			t.Fatal(err)
@@ -138,8 +138,8 @@ func TestOutboxFakeTransport(t *testing.T) {
 			clock.Advance(2 * time.Hour)
 			waitSends(n)
 		}
-		testutil.Eventually(t, 10*time.Second, "a dead letter after max_retries", func() bool { return entry(url, store.OutboxDead) != nil })
-		d := entry(url, store.OutboxDead)
+		testutil.Eventually(t, 10*time.Second, "a dead letter after max_retries", func() bool { return entry(url, outbox.Dead) != nil })
+		d := entry(url, outbox.Dead)
 		if d.Attempts != 3 || !strings.Contains(d.LastError, "scripted retry") {
 			t.Errorf("dead letter: %d attempts, last error %q; want 3 and the transport's error", d.Attempts, d.LastError)
 		}
@@ -153,7 +153,7 @@ func TestOutboxFakeTransport(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitSends(4)
-		testutil.Eventually(t, 10*time.Second, "delivered after the requeue", func() bool { return entry(url, store.OutboxPending) == nil && entry(url, store.OutboxDead) == nil })
+		testutil.Eventually(t, 10*time.Second, "delivered after the requeue", func() bool { return entry(url, outbox.Pending) == nil && entry(url, outbox.Dead) == nil })
 	})
 
 	t.Run("permanent: dead at once", func(t *testing.T) {
@@ -161,8 +161,8 @@ func TestOutboxFakeTransport(t *testing.T) {
 		fake.add(transport.Outcome{Class: transport.Permanent, Status: 410})
 		url := hook("/gone")
 		waitSends(before + 1)
-		testutil.Eventually(t, 10*time.Second, "a dead letter after one refusal", func() bool { return entry(url, store.OutboxDead) != nil })
-		if d := entry(url, store.OutboxDead); d.Attempts != 1 {
+		testutil.Eventually(t, 10*time.Second, "a dead letter after one refusal", func() bool { return entry(url, outbox.Dead) != nil })
+		if d := entry(url, outbox.Dead); d.Attempts != 1 {
 			t.Errorf("%d attempts, want 1", d.Attempts)
 		}
 	})

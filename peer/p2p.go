@@ -13,6 +13,7 @@ import (
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/contracts"
 	"github.com/synapse-edge/synapse/internal/metrics"
+	"github.com/synapse-edge/synapse/outbox"
 	"github.com/synapse-edge/synapse/peer/pins"
 	"github.com/synapse-edge/synapse/registry"
 	"github.com/synapse-edge/synapse/store"
@@ -85,7 +86,7 @@ type Network struct {
 	// pins are the TLS certificates pinned at pairing, by endpoint
 	// (tlspin.go).
 	pins pins.Table
-	out  *outbox
+	out  *queue
 	// contracts makes and enforces the contracts with peers (contracts.go).
 	contracts *contracts.Manager
 	hmac      hmacGuard
@@ -182,7 +183,7 @@ func (n *Network) Open(ctx context.Context) error {
 		return fmt.Errorf("load peers: %w", err)
 	}
 	n.setPins(n.peers.m)
-	n.out = newOutbox(n)
+	n.out = newQueue(n)
 	r := n.a.Metrics()
 	n.m = p2pMetrics{
 		queued:      r.Counter("synapse_outbox_queued_total", "Messages and callbacks written to the outbox."),
@@ -195,8 +196,8 @@ func (n *Network) Open(ctx context.Context) error {
 		received:    r.CounterVec("synapse_p2p_received_total", "Envelopes accepted from peers, by message type.", "type"),
 		refused:     r.CounterVec("synapse_p2p_refused_total", "Envelopes refused, by error code.", "code"),
 	}
-	r.GaugeFunc("synapse_outbox_pending", "Messages waiting in the outbox.", func() float64 { return float64(n.out.count(store.OutboxPending)) })
-	r.GaugeFunc("synapse_outbox_dead_letters", "Messages on the dead-letter list.", func() float64 { return float64(n.out.count(store.OutboxDead)) })
+	r.GaugeFunc("synapse_outbox_pending", "Messages waiting in the outbox.", func() float64 { return float64(n.out.count(outbox.Pending)) })
+	r.GaugeFunc("synapse_outbox_dead_letters", "Messages on the dead-letter list.", func() float64 { return float64(n.out.count(outbox.Dead)) })
 	r.GaugeFunc("synapse_peers", "Paired peers.", func() float64 { return float64(n.peers.len()) })
 	n.opened.Store(true)
 	return nil

@@ -12,8 +12,8 @@ import (
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/contracts"
 	"github.com/synapse-edge/synapse/negotiate"
+	"github.com/synapse-edge/synapse/outbox"
 	"github.com/synapse-edge/synapse/peer/batch"
-	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/transport"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -224,7 +224,7 @@ func batchResult(a transport.Answer) BatchResult {
 
 // batchable tells whether a round to dest may go as batches, and how many
 // envelopes one may hold (0: not).
-func (o *outbox) batchable(dest string, p *peer) int {
+func (o *queue) batchable(dest string, p *peer) int {
 	o.mu.Lock()
 	max := o.batches[dest].max
 	o.mu.Unlock()
@@ -239,7 +239,7 @@ func (o *outbox) batchable(dest string, p *peer) int {
 
 // heardAnswer records what an answer of dest announced: ordering, and
 // batches (their absence turns batches off).
-func (o *outbox) heardAnswer(dest string, out transport.Outcome) {
+func (o *queue) heardAnswer(dest string, out transport.Outcome) {
 	if out.Status == 0 {
 		return
 	}
@@ -272,7 +272,7 @@ type batchTerms struct {
 const batchOffFor = 10 * time.Minute
 
 // batchOff stops batches to dest for batchOffFor.
-func (o *outbox) batchOff(dest string) {
+func (o *queue) batchOff(dest string) {
 	o.mu.Lock()
 	delete(o.batches, dest)
 	o.batchesOff[dest] = o.n.clock.Now()
@@ -283,7 +283,7 @@ func (o *outbox) batchOff(dest string) {
 // sendBatches sends the items of a round (in queue order, the head first)
 // as batches of at most max envelopes, at once, chained by their
 // sequence numbers, and returns their outcomes in order.
-func (o *outbox) sendBatches(dest string, p *peer, items []*store.OutboxItem, max int) []*deliveryError {
+func (o *queue) sendBatches(dest string, p *peer, items []*outbox.Item, max int) []*deliveryError {
 	out := make([]*deliveryError, len(items))
 	var wg sync.WaitGroup
 	for start := 0; start < len(items); {
@@ -312,7 +312,7 @@ var errBatchAnswer = errors.New("the peer's batch answer does not match the batc
 // When the peer refused the contract (and renegotiate is set), the
 // messages from the first refused one on are sent once more, under a new
 // contract.
-func (o *outbox) deliverBatch(dest string, p *peer, items []*store.OutboxItem, prev uint64, renegotiate bool) []*deliveryError {
+func (o *queue) deliverBatch(dest string, p *peer, items []*outbox.Item, prev uint64, renegotiate bool) []*deliveryError {
 	out := o.deliverBatchOnce(dest, p, items, prev)
 	for k, d := range out {
 		if d == nil {
@@ -330,7 +330,7 @@ func (o *outbox) deliverBatch(dest string, p *peer, items []*store.OutboxItem, p
 }
 
 // deliverBatchOnce is one try of deliverBatch.
-func (o *outbox) deliverBatchOnce(dest string, p *peer, items []*store.OutboxItem, prev uint64) []*deliveryError {
+func (o *queue) deliverBatchOnce(dest string, p *peer, items []*outbox.Item, prev uint64) []*deliveryError {
 	out := make([]*deliveryError, len(items))
 	fill := func(from int, derr *deliveryError) {
 		for i := from; i < len(out); i++ {
@@ -352,7 +352,7 @@ func (o *outbox) deliverBatchOnce(dest string, p *peer, items []*store.OutboxIte
 			break
 		}
 	}
-	under := func(it *store.OutboxItem) *negotiate.Contract {
+	under := func(it *outbox.Item) *negotiate.Contract {
 		if contracts.Exempt(wire.MessageType(it.Type)) {
 			return nil
 		}
@@ -441,7 +441,7 @@ func failedAt(out []*deliveryError) bool {
 // its answer.
 // cid is the contract they were sent under ("": none); signed: the
 // envelopes are unsigned and the batch is signed as a whole.
-func (o *outbox) postBatch(ctx context.Context, dest string, p *peer, cid string, signed bool, req *BatchRequest, out []*deliveryError) {
+func (o *queue) postBatch(ctx context.Context, dest string, p *peer, cid string, signed bool, req *BatchRequest, out []*deliveryError) {
 	if len(req.Messages) == 0 {
 		return
 	}

@@ -18,8 +18,8 @@ import (
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/internal/testutil"
+	"github.com/synapse-edge/synapse/outbox"
 	"github.com/synapse-edge/synapse/peer"
-	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -378,9 +378,9 @@ func testBatchDelivery(t *testing.T, hmac bool) {
 		t.Error("no round to the executor filled its window")
 	}
 	testutil.Eventually(t, 30*time.Second, "empty outboxes", func() bool {
-		return len(outbox(t, req.a, store.OutboxPending))+len(outbox(t, exe.a, store.OutboxPending)) == 0
+		return len(outboxOf(t, req.a, outbox.Pending))+len(outboxOf(t, exe.a, outbox.Pending)) == 0
 	})
-	if d := len(outbox(t, req.a, store.OutboxDead)) + len(outbox(t, exe.a, store.OutboxDead)); d != 0 {
+	if d := len(outboxOf(t, req.a, outbox.Dead)) + len(outboxOf(t, exe.a, outbox.Dead)); d != 0 {
 		t.Errorf("%d dead letters", d)
 	}
 	if hmac {
@@ -472,7 +472,7 @@ func TestBatchesNeedAnnouncement(t *testing.T) {
 					t.Fatalf("task %s: %s", id, describe(task))
 				}
 			}
-			if d := len(outbox(t, req.a, store.OutboxDead)); d != 0 {
+			if d := len(outboxOf(t, req.a, outbox.Dead)); d != 0 {
 				t.Errorf("%d dead letters", d)
 			}
 			switch got := batchPosts.Load(); {

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
-	"github.com/synapse-edge/synapse/store"
+	"github.com/synapse-edge/synapse/outbox"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -127,7 +127,7 @@ func BenchmarkOutboxDrain(b *testing.B) {
 	if b.Failed() {
 		return
 	}
-	if got := len(outbox(b, req.a, store.OutboxPending)); got != b.N {
+	if got := len(outboxOf(b, req.a, outbox.Pending)); got != b.N {
 		b.Fatalf("%d messages queued, want %d", got, b.N)
 	}
 	delivered0 := counter(req.a, "synapse_outbox_delivered_total")

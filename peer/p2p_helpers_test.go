@@ -6,8 +6,8 @@ import (
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/internal/testutil/peernode"
 	"github.com/synapse-edge/synapse/internal/testutil/tasktest"
+	"github.com/synapse-edge/synapse/outbox"
 	"github.com/synapse-edge/synapse/peer"
-	"github.com/synapse-edge/synapse/store"
 )
 
 // peerToken is the admin token of the agents startPeer runs.
@@ -73,7 +73,7 @@ func pair(t testing.TB, a, b *peerNode) {
 }
 
 // outbox lists every item of one state (pending or dead).
-func outbox(t testing.TB, a *node, state store.OutboxState) []peer.OutboxEntry {
+func outboxOf(t testing.TB, a *node, state outbox.State) []peer.OutboxEntry {
 	t.Helper()
 	return tasktest.Outbox(t, a.Network, state)
 }

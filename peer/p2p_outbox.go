@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/outbox"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/transport"
 	"github.com/synapse-edge/synapse/wire"
@@ -81,7 +82,7 @@ const (
 	maxBackoff = time.Hour
 )
 
-type outbox struct {
+type queue struct {
 	n   *Network
 	db  *store.DB
 	log *slog.Logger
@@ -114,20 +115,20 @@ type lane struct {
 	timer   agent.Timer // wakes the lane for its head's next attempt
 }
 
-func newOutbox(n *Network) *outbox {
-	return &outbox{n: n, db: n.db, log: n.log.With("component", "outbox"),
+func newQueue(n *Network) *queue {
+	return &queue{n: n, db: n.db, log: n.log.With("component", "outbox"),
 		peerSlots: make(chan struct{}, maxDelivering), hookSlots: make(chan struct{}, maxDelivering),
 		lanes: map[string]*lane{}, deleting: map[uint64]bool{}, ordered: map[string]bool{}, batches: map[string]batchTerms{}, batchesOff: map[string]time.Time{}, quiet: make(chan struct{})}
 }
 
 // enqueue writes m in tx; its lane is poked when tx commits.
-func (o *outbox) enqueue(tx *store.Tx, m agent.Outgoing) error {
+func (o *queue) enqueue(tx *store.Tx, m agent.Outgoing) error {
 	_, err := o.add(tx, m)
 	return err
 }
 
 // add is enqueue; it returns the message's id, its envelope's message_id.
-func (o *outbox) add(tx *store.Tx, m agent.Outgoing) (string, error) {
+func (o *queue) add(tx *store.Tx, m agent.Outgoing) (string, error) {
 	if m.Type == "" {
 		return "", errors.New("outbox: message without a type")
 	}
@@ -140,12 +141,12 @@ func (o *outbox) add(tx *store.Tx, m agent.Outgoing) (string, error) {
 		return "", fmt.Errorf("outbox: %s: %w", m.Type, err)
 	}
 	now := o.n.clock.Now().UTC()
-	it := &store.OutboxItem{ID: id.String(), Peer: m.Peer, URL: m.URL, Type: string(m.Type), CorrelationID: m.CorrelationID,
+	it := &outbox.Item{ID: id.String(), Peer: m.Peer, URL: m.URL, Type: string(m.Type), CorrelationID: m.CorrelationID,
 		Payload: payload.Bytes(), CreatedAt: now, NextAttempt: now}
 	if it.URL != "" {
 		it.Peer = ""
 	}
-	if err := tx.Enqueue(it); err != nil {
+	if err := outbox.Put(tx, it); err != nil {
 		return "", fmt.Errorf("outbox: queue %s: %w", m.Type, err)
 	}
 	dest := it.Dest()
@@ -157,14 +158,14 @@ func (o *outbox) add(tx *store.Tx, m agent.Outgoing) (string, error) {
 }
 
 // start pokes every destination with queued messages.
-func (o *outbox) start() {
+func (o *queue) start() {
 	o.mu.Lock()
 	o.started = true
 	o.mu.Unlock()
 	var dests []string
 	if err := o.db.View(func(tx *store.Tx) error {
 		var err error
-		dests, err = tx.OutboxDests()
+		dests, err = outbox.Dests(tx)
 		return err
 	}); err != nil {
 		o.log.Error("read outbox", "err", err)
@@ -176,7 +177,7 @@ func (o *outbox) start() {
 
 // drain waits until no lane is delivering (lanes waiting for a retry do
 // not count), or ctx is done: what can be sent now goes before shutdown.
-func (o *outbox) drain(ctx context.Context) {
+func (o *queue) drain(ctx context.Context) {
 	for { // each wait ends when a lane stops
 		o.mu.Lock()
 		busy := false
@@ -197,7 +198,7 @@ func (o *outbox) drain(ctx context.Context) {
 }
 
 // close stops the timers; delivering lanes end with the node's context.
-func (o *outbox) close() {
+func (o *queue) close() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.closed = true
@@ -212,7 +213,7 @@ func (o *outbox) close() {
 // poke makes dest's lane look at its queue now; with urgent its head is
 // sent even if it waits for a retry. It never blocks (the store's writer
 // calls it).
-func (o *outbox) poke(dest string, urgent bool) {
+func (o *queue) poke(dest string, urgent bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if !o.started || o.closed {
@@ -238,7 +239,7 @@ func (o *outbox) poke(dest string, urgent bool) {
 
 // run delivers dest's queue until it is empty, its head must wait, or the
 // agent closes.
-func (o *outbox) run(dest string, l *lane) {
+func (o *queue) run(dest string, l *lane) {
 	// Each round delivers or gives up at least one message, or ends the
 	// loop: it is bounded by the queue.
 	for {
@@ -259,7 +260,7 @@ func (o *outbox) run(dest string, l *lane) {
 // idle ends a lane's goroutine unless it was poked meanwhile (then it
 // reports false and the lane goes on). wait > 0 arms the timer of the
 // head's next attempt.
-func (o *outbox) idle(dest string, l *lane, wait time.Duration) bool {
+func (o *queue) idle(dest string, l *lane, wait time.Duration) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if l.again && !o.closed {
@@ -280,7 +281,7 @@ func (o *outbox) idle(dest string, l *lane, wait time.Duration) bool {
 // round reads the head of dest's queue and delivers what is due. stop is
 // true when the lane has nothing to do now, wait then being the time until
 // its head is due (0: the queue is empty).
-func (o *outbox) round(dest string, l *lane) (stop bool, wait time.Duration) {
+func (o *queue) round(dest string, l *lane) (stop bool, wait time.Duration) {
 	// Messages delivered whose deletion is not committed are passed over
 	// without being decoded.
 	deleting := func(seq uint64) bool {
@@ -288,10 +289,10 @@ func (o *outbox) round(dest string, l *lane) (stop bool, wait time.Duration) {
 		defer o.mu.Unlock()
 		return o.deleting[seq]
 	}
-	var batch []*store.OutboxItem
+	var batch []*outbox.Item
 	err := o.db.View(func(tx *store.Tx) error {
 		var err error
-		batch, err = tx.OutboxBatchSkip(dest, o.readAhead(dest), deleting)
+		batch, err = outbox.Batch(tx, dest, o.readAhead(dest), deleting)
 		return err
 	})
 	if err != nil {
@@ -317,8 +318,8 @@ func (o *outbox) round(dest string, l *lane) (stop bool, wait time.Duration) {
 	items, concurrent := o.window(dest, batch, now)
 	results := o.send(dest, items, concurrent)
 	release()
-	var delivered []*store.OutboxItem
-	var failed *store.OutboxItem
+	var delivered []*outbox.Item
+	var failed *outbox.Item
 	dead := false
 	for i, derr := range results {
 		it := batch[i]
@@ -340,15 +341,15 @@ func (o *outbox) round(dest string, l *lane) (stop bool, wait time.Duration) {
 	}
 	err = o.db.Update(context.Background(), func(tx *store.Tx) error {
 		for _, it := range delivered {
-			if err := tx.OutboxDelivered(it.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
+			if err := outbox.Delivered(tx, it.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
 				return err
 			}
 		}
 		var err error
 		if dead {
-			err = tx.OutboxKill(failed)
+			err = outbox.Kill(tx, failed)
 		} else {
-			err = tx.OutboxRetryLater(failed)
+			err = outbox.RetryLater(tx, failed)
 		}
 		if errors.Is(err, store.ErrNotFound) {
 			return nil // dropped meanwhile
@@ -380,7 +381,7 @@ func (o *outbox) round(dest string, l *lane) (stop bool, wait time.Duration) {
 // skip them until then. A crash before that sends them again, and the
 // receiver answers them as duplicates; a failed deletion sends them again
 // now.
-func (o *outbox) forget(dest string, items []*store.OutboxItem) {
+func (o *queue) forget(dest string, items []*outbox.Item) {
 	if len(items) == 0 {
 		return
 	}
@@ -393,7 +394,7 @@ func (o *outbox) forget(dest string, items []*store.OutboxItem) {
 	o.mu.Unlock()
 	o.db.UpdateLazy(func(tx *store.Tx) error {
 		for _, id := range ids {
-			if err := tx.OutboxDelivered(id); err != nil && !errors.Is(err, store.ErrNotFound) {
+			if err := outbox.Delivered(tx, id); err != nil && !errors.Is(err, store.ErrNotFound) {
 				return err
 			}
 		}
@@ -432,7 +433,7 @@ type deliveryError struct {
 func (e *deliveryError) Error() string { return e.err.Error() }
 
 // failed records a failed attempt in it; true means it is now dead.
-func (o *outbox) failed(it *store.OutboxItem, derr *deliveryError, now time.Time) bool {
+func (o *queue) failed(it *outbox.Item, derr *deliveryError, now time.Time) bool {
 	cfg := o.n.p2p
 	it.LastError = derr.Error()
 	it.Attempts++
@@ -460,7 +461,7 @@ const peerPrefix = "peer:"
 // slot takes a delivery slot for a round; release gives it back (once;
 // after slowAfter it is given back by itself). ok is false when the agent
 // is closing.
-func (o *outbox) slot(peer bool) (release func(), ok bool) {
+func (o *queue) slot(peer bool) (release func(), ok bool) {
 	slots := o.hookSlots
 	if peer {
 		slots = o.peerSlots
@@ -480,7 +481,7 @@ func (o *outbox) slot(peer bool) (release func(), ok bool) {
 }
 
 // readAhead is how many items a round of dest reads.
-func (o *outbox) readAhead(dest string) int {
+func (o *queue) readAhead(dest string) int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.batches[dest].max > 0 {
@@ -493,7 +494,7 @@ func (o *outbox) readAhead(dest string) int {
 // and the due items behind it, up to peerWindow (batchWindow to a peer
 // that takes batches); concurrent tells whether they go at once (a peer
 // that orders its messages) or one after another.
-func (o *outbox) window(dest string, batch []*store.OutboxItem, now time.Time) (items []*store.OutboxItem, concurrent bool) {
+func (o *queue) window(dest string, batch []*outbox.Item, now time.Time) (items []*outbox.Item, concurrent bool) {
 	size := 1
 	if strings.HasPrefix(dest, peerPrefix) {
 		o.mu.Lock()
@@ -524,7 +525,7 @@ var errNotSent = &deliveryError{err: errors.New("not sent: an earlier message fa
 // order. Each peer message carries its sequence number and its
 // predecessor's in the round (the head has none: everything before it was
 // delivered or given up).
-func (o *outbox) send(dest string, items []*store.OutboxItem, concurrent bool) []*deliveryError {
+func (o *queue) send(dest string, items []*outbox.Item, concurrent bool) []*deliveryError {
 	out := make([]*deliveryError, len(items))
 	var p *peer
 	if items[0].Peer != "" {
@@ -571,7 +572,7 @@ func (o *outbox) send(dest string, items []*store.OutboxItem, concurrent bool) [
 
 // ready is called before a round sends to a peer: the peer must still be
 // paired. What must hold before anything is sent to a peer is checked here.
-func (o *outbox) ready(peerID string) (*peer, *deliveryError) {
+func (o *queue) ready(peerID string) (*peer, *deliveryError) {
 	p := o.n.peers.get(peerID)
 	if p == nil {
 		return nil, &deliveryError{err: fmt.Errorf("%s is not a paired peer", peerID), permanent: true}
@@ -580,7 +581,7 @@ func (o *outbox) ready(peerID string) (*peer, *deliveryError) {
 }
 
 // deliverPeer sends one message to a peer, with its sequence.
-func (o *outbox) deliverPeer(dest string, p *peer, it *store.OutboxItem, s Sequence) *deliveryError {
+func (o *queue) deliverPeer(dest string, p *peer, it *outbox.Item, s Sequence) *deliveryError {
 	ctx, cancel := context.WithTimeout(o.n.ctx, deliveryTimeout)
 	defer cancel()
 	pl, err := wire.RawJSONPayload(it.Payload)
@@ -620,7 +621,7 @@ func stateRefusal(code wire.ErrorCode) bool {
 }
 
 // deliverHook sends one callback to a plain webhook or an A2A push.
-func (o *outbox) deliverHook(it *store.OutboxItem) *deliveryError {
+func (o *queue) deliverHook(it *outbox.Item) *deliveryError {
 	ctx, cancel := context.WithTimeout(o.n.ctx, deliveryTimeout)
 	defer cancel()
 	if it.Type == A2APushType {
@@ -656,18 +657,18 @@ func failure(out transport.Outcome) *deliveryError {
 // wake is called when a peer is heard from: its dead letters that gave up
 // for want of a connection are requeued, in their original order ahead of
 // newer messages, and its head is sent now.
-func (o *outbox) wake(peer string) {
-	dest := store.PeerDest(peer)
+func (o *queue) wake(peer string) {
+	dest := outbox.PeerDest(peer)
 	has := false
 	_ = o.db.View(func(tx *store.Tx) error {
-		has = tx.OutboxHasDead(dest, true)
+		has = outbox.HasDead(tx, dest, true)
 		return nil
 	})
 	if has {
 		var n int
 		err := o.db.Update(o.n.ctx, func(tx *store.Tx) error {
 			var err error
-			n, err = tx.OutboxReviveDest(dest, true, o.n.clock.Now().UTC(), maxRevive)
+			n, err = outbox.ReviveDest(tx, dest, true, o.n.clock.Now().UTC(), maxRevive)
 			return err
 		})
 		if err != nil {
@@ -679,10 +680,10 @@ func (o *outbox) wake(peer string) {
 	o.poke(dest, true)
 }
 
-func (o *outbox) count(s store.OutboxState) int {
+func (o *queue) count(s outbox.State) int {
 	n := 0
 	_ = o.db.View(func(tx *store.Tx) error {
-		n = tx.OutboxCount(s)
+		n = outbox.Count(tx, s)
 		return nil
 	})
 	return n

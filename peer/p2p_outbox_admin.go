@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/synapse-edge/synapse/outbox"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -27,11 +28,11 @@ type OutboxEntry struct {
 	DeadAt        string `json:"dead_at,omitempty" msgpack:"dead_at,omitempty"`
 }
 
-func outboxEntry(it *store.OutboxItem, s store.OutboxState) OutboxEntry {
+func outboxEntry(it *outbox.Item, s outbox.State) OutboxEntry {
 	e := OutboxEntry{ID: it.ID, State: string(s), Peer: it.Peer, URL: it.URL, Type: it.Type,
 		CorrelationID: it.CorrelationID, Attempts: it.Attempts, LastError: it.LastError,
 		CreatedAt: wire.FormatTime(it.CreatedAt)}
-	if s == store.OutboxPending {
+	if s == outbox.Pending {
 		e.NextAttemptAt = wire.FormatTime(it.NextAttempt)
 	} else if !it.DeadAt.IsZero() {
 		e.DeadAt = wire.FormatTime(it.DeadAt)
@@ -53,28 +54,28 @@ type OutboxQuery struct {
 // Outbox lists queued or dead messages in delivery order and returns the
 // next page token ("" at the end).
 func (n *Network) Outbox(q OutboxQuery) ([]OutboxEntry, string, error) {
-	state := store.OutboxPending
+	state := outbox.Pending
 	switch q.State {
-	case "", string(store.OutboxPending):
-	case string(store.OutboxDead):
-		state = store.OutboxDead
+	case "", string(outbox.Pending):
+	case string(outbox.Dead):
+		state = outbox.Dead
 	default:
 		return nil, "", wire.Errorf(wire.CodeInvalidParams, "state must be pending or dead").With("field", "state")
 	}
-	f := store.OutboxFilter{State: state, After: q.After, Limit: q.Limit}
+	f := outbox.Filter{State: state, After: q.After, Limit: q.Limit}
 	switch {
 	case q.Peer != "" && q.URL != "":
 		return nil, "", wire.Errorf(wire.CodeInvalidParams, "give peer or url, not both")
 	case q.Peer != "":
-		f.Dest = store.PeerDest(q.Peer)
+		f.Dest = outbox.PeerDest(q.Peer)
 	case q.URL != "":
-		f.Dest = store.URLDest(q.URL)
+		f.Dest = outbox.URLDest(q.URL)
 	}
-	var items []*store.OutboxItem
+	var items []*outbox.Item
 	var next string
 	err := n.db.View(func(tx *store.Tx) error {
 		var err error
-		items, next, err = tx.OutboxList(f)
+		items, next, err = outbox.List(tx, f)
 		return err
 	})
 	if errors.Is(err, store.ErrNotFound) {
@@ -94,17 +95,17 @@ func (n *Network) Outbox(q OutboxQuery) ([]OutboxEntry, string, error) {
 // reset) or makes a pending message due now.
 func (n *Network) RetryOutbox(ctx context.Context, id string) (*OutboxEntry, error) {
 	o := n.out
-	var it *store.OutboxItem
+	var it *outbox.Item
 	err := n.db.Update(ctx, func(tx *store.Tx) error {
-		cur, state, err := tx.OutboxGet(id)
+		cur, state, err := outbox.Get(tx, id)
 		if err != nil {
 			return err
 		}
-		if state == store.OutboxPending {
+		if state == outbox.Pending {
 			it = cur
 			return nil
 		}
-		it, err = tx.OutboxRevive(id, n.clock.Now().UTC())
+		it, err = outbox.Revive(tx, id, n.clock.Now().UTC())
 		return err
 	})
 	if errors.Is(err, store.ErrNotFound) {
@@ -114,7 +115,7 @@ func (n *Network) RetryOutbox(ctx context.Context, id string) (*OutboxEntry, err
 		return nil, wire.Errorf(wire.CodeSysStorage, "retry outbox message: %v", err)
 	}
 	o.poke(it.Dest(), true)
-	e := outboxEntry(it, store.OutboxPending)
+	e := outboxEntry(it, outbox.Pending)
 	return &e, nil
 }
 
@@ -126,14 +127,14 @@ func (n *Network) RetryDeadLetters(ctx context.Context, peer, url string) (int, 
 	case (peer == "") == (url == ""):
 		return 0, wire.Errorf(wire.CodeInvalidParams, "give peer or url (one of them)")
 	case peer != "":
-		dest = store.PeerDest(peer)
+		dest = outbox.PeerDest(peer)
 	default:
-		dest = store.URLDest(url)
+		dest = outbox.URLDest(url)
 	}
 	var k int
 	err := n.db.Update(ctx, func(tx *store.Tx) error {
 		var err error
-		k, err = tx.OutboxReviveDest(dest, false, n.clock.Now().UTC(), maxRevive)
+		k, err = outbox.ReviveDest(tx, dest, false, n.clock.Now().UTC(), maxRevive)
 		return err
 	})
 	if err != nil {
@@ -145,7 +146,7 @@ func (n *Network) RetryDeadLetters(ctx context.Context, peer, url string) (int, 
 
 // DropOutbox deletes a queued or dead message for good.
 func (n *Network) DropOutbox(ctx context.Context, id string) error {
-	err := n.db.Update(ctx, func(tx *store.Tx) error { return tx.OutboxDrop(id) })
+	err := n.db.Update(ctx, func(tx *store.Tx) error { return outbox.Drop(tx, id) })
 	if errors.Is(err, store.ErrNotFound) {
 		return wire.Errorf(wire.CodeNotFound, "no outbox message %q", id).With("id", id)
 	}

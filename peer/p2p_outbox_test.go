@@ -10,8 +10,8 @@ import (
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/internal/testutil"
+	"github.com/synapse-edge/synapse/outbox"
 	"github.com/synapse-edge/synapse/peer"
-	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -63,7 +63,7 @@ func TestStoreAndForward(t *testing.T) {
 
 	var dead []peer.OutboxEntry
 	testutil.Eventually(t, 10*time.Second, "every request to become a dead letter", func() bool {
-		dead = outbox(t, a.a, store.OutboxDead)
+		dead = outboxOf(t, a.a, outbox.Dead)
 		return len(dead) == n
 	})
 	t.Run("dead letters", func(t *testing.T) {
@@ -72,7 +72,7 @@ func TestStoreAndForward(t *testing.T) {
 				t.Errorf("dead letter %d = %+v, want a task request to %s after 3 attempts with its last error", i, d, b.id())
 			}
 		}
-		if p := outbox(t, a.a, store.OutboxPending); len(p) != 0 {
+		if p := outboxOf(t, a.a, outbox.Pending); len(p) != 0 {
 			t.Errorf("pending = %+v, want none", p)
 		}
 		if got := metric(t, a.a, "synapse_outbox_retries_total"); got < 2*n {
@@ -111,7 +111,7 @@ func TestStoreAndForward(t *testing.T) {
 			}
 		}
 		testutil.Eventually(t, 10*time.Second, "the requester's outbox to be empty", func() bool {
-			return len(outbox(t, a.a, store.OutboxPending))+len(outbox(t, a.a, store.OutboxDead)) == 0
+			return len(outboxOf(t, a.a, outbox.Pending))+len(outboxOf(t, a.a, outbox.Dead)) == 0
 		})
 		if p, err := a.a.Peer(b.id()); err != nil || p.Status != peer.PeerOnline {
 			t.Errorf("executor's status = %+v (%v), want online", p, err)
@@ -131,7 +131,7 @@ func TestOutboxAdministration(t *testing.T) {
 	second := submitTo(t, a, b, "echo", `{"n":2}`)
 	var dead []peer.OutboxEntry
 	testutil.Eventually(t, 10*time.Second, "the requests to become dead letters", func() bool {
-		dead = outbox(t, a.a, store.OutboxDead)
+		dead = outboxOf(t, a.a, outbox.Dead)
 		return len(dead) == 2
 	})
 
@@ -169,7 +169,7 @@ func TestOutboxAdministration(t *testing.T) {
 	})
 	deadCancel := func(errPart string) func() bool {
 		return func() bool {
-			for _, d := range outbox(t, a.a, store.OutboxDead) {
+			for _, d := range outboxOf(t, a.a, outbox.Dead) {
 				if d.Type == string(wire.MsgTaskCancel) && d.Attempts == 1 && strings.Contains(d.LastError, errPart) {
 					return true
 				}

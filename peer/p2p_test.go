@@ -13,6 +13,7 @@ import (
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/internal/testutil/tasktest"
+	"github.com/synapse-edge/synapse/outbox"
 	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/peer/peerdb"
 	"github.com/synapse-edge/synapse/store"
@@ -171,9 +172,9 @@ func TestDelegation(t *testing.T) {
 	t.Run("outboxes drain", func(t *testing.T) {
 		for _, n := range []*peerNode{a, b} {
 			testutil.Eventually(t, 10*time.Second, n.cfg.AgentName+"'s outbox to drain", func() bool {
-				return len(outbox(t, n.a, store.OutboxPending)) == 0
+				return len(outboxOf(t, n.a, outbox.Pending)) == 0
 			})
-			if dead := outbox(t, n.a, store.OutboxDead); len(dead) != 0 {
+			if dead := outboxOf(t, n.a, outbox.Dead); len(dead) != 0 {
 				t.Errorf("%s has dead letters: %+v", n.cfg.AgentName, dead)
 			}
 		}

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/internal/testutil"
+	"github.com/synapse-edge/synapse/outbox"
 	"github.com/synapse-edge/synapse/peer"
-	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -77,7 +77,7 @@ func TestPairingIsMutual(t *testing.T) {
 	if n := len(b.a.PairRequests()); n != 0 {
 		t.Errorf("%d pair requests left after accepting", n)
 	}
-	if dead := outbox(t, a.a, store.OutboxDead); len(dead) != 0 {
+	if dead := outboxOf(t, a.a, outbox.Dead); len(dead) != 0 {
 		t.Errorf("dead letters on the requester: %+v", dead)
 	}
 }
@@ -193,7 +193,7 @@ func TestPairingAcceptedLate(t *testing.T) {
 		t.Fatalf("%d pair requests listed right after Pair, want 1", n)
 	}
 	task := submitTo(t, a, b, "echo", `{"late":true}`)
-	testutil.Eventually(t, 10*time.Second, "the refused request to become a dead letter", func() bool { return len(outbox(t, a.a, store.OutboxDead)) > 0 })
+	testutil.Eventually(t, 10*time.Second, "the refused request to become a dead letter", func() bool { return len(outboxOf(t, a.a, outbox.Dead)) > 0 })
 	if _, err := b.a.AcceptPeer(context.Background(), a.id(), peer.PairOptions{}); err != nil {
 		t.Fatalf("AcceptPeer: %v", err)
 	}

@@ -225,15 +225,11 @@ func (d *Directory) Register(ctx context.Context, m *wire.UnifiedSynapseMessage)
 		OfflineAt: wire.FormatTime(now.Add(offlineAfter * time.Duration(interval) * time.Second))}
 	err = d.db.Update(ctx, func(tx *store.Tx) error { // may run more than once
 		ans.Created, ans.Duplicate = false, false
-		old, err := tx.RegistryEntry(id)
+		old, err := getRecord(tx, id)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			old = nil
-			n, err := tx.RegistrySize()
-			if err != nil {
-				return err
-			}
-			if n >= MaxEntries {
+			if countRecords(tx) >= MaxEntries {
 				return wire.Errorf(wire.CodeSysOverloaded, "the directory is full (%d agents)", MaxEntries)
 			}
 		case err != nil:
@@ -244,7 +240,7 @@ func (d *Directory) Register(ctx context.Context, m *wire.UnifiedSynapseMessage)
 			ans.Duplicate = true
 			return nil
 		}
-		e := &store.RegistryEntry{AgentID: id, AgentName: reg.Identity.AgentName, SystemID: reg.Identity.SystemID,
+		e := &record{AgentID: id, AgentName: reg.Identity.AgentName, SystemID: reg.Identity.SystemID,
 			Endpoint: reg.Identity.Endpoint, PublicKey: pub, ProtocolVersion: reg.Capabilities.ProtocolVersion,
 			Capabilities: *reg.Capabilities, Interfaces: reg.Interfaces, Status: status,
 			ActiveTasks: reg.ActiveTasks, MaxTasks: reg.MaxTasks, HeartbeatIntervalSeconds: interval,
@@ -253,7 +249,7 @@ func (d *Directory) Register(ctx context.Context, m *wire.UnifiedSynapseMessage)
 			e.RegisteredAt = old.RegisteredAt
 		}
 		ans.Created = old == nil
-		return tx.PutRegistryEntry(e)
+		return putRecord(tx, e)
 	})
 	if err != nil {
 		var we *wire.Error
@@ -343,7 +339,7 @@ func (d *Directory) check(m *wire.UnifiedSynapseMessage) (*wire.Registration, st
 }
 
 // entry is the API view of a stored entry at time now.
-func entry(e *store.RegistryEntry, now time.Time) Entry {
+func entry(e *record, now time.Time) Entry {
 	status := e.Status
 	ttl := offlineAfter * time.Duration(e.HeartbeatIntervalSeconds) * time.Second
 	if now.Sub(e.LastSeen) > ttl {
@@ -395,7 +391,7 @@ func (d *Directory) FindByCapability(q Query) ([]Entry, error) {
 	now := d.o.Now()
 	out := []Entry{}
 	err := d.db.View(func(tx *store.Tx) error {
-		return tx.ForEachRegistryEntry(func(e *store.RegistryEntry) error {
+		return forEachRecord(tx, func(e *record) error {
 			if v := entry(e, now); q.matches(&v) {
 				out = append(out, v)
 			}
@@ -412,14 +408,14 @@ func (d *Directory) FindByCapability(q Query) ([]Entry, error) {
 func (d *Directory) Registration(agentID string) (*Entry, error) {
 	var v Entry
 	err := d.db.View(func(tx *store.Tx) error {
-		e, err := tx.RegistryEntry(agentID)
+		e, err := getRecord(tx, agentID)
 		if err == nil {
 			v = entry(e, d.o.Now())
 		}
 		return err
 	})
 	switch {
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrBadRegistryKey):
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, errBadKey):
 		return nil, errNotRegistered(agentID)
 	case err != nil:
 		return nil, wire.Errorf(wire.CodeSysStorage, "read the directory: %v", err)
@@ -429,9 +425,9 @@ func (d *Directory) Registration(agentID string) (*Entry, error) {
 
 // Unregister removes an agent from the directory, and so its pinned key.
 func (d *Directory) Unregister(ctx context.Context, agentID string) error {
-	err := d.db.Update(ctx, func(tx *store.Tx) error { return tx.DeleteRegistryEntry(agentID) })
+	err := d.db.Update(ctx, func(tx *store.Tx) error { return deleteRecord(tx, agentID) })
 	switch {
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrBadRegistryKey):
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, errBadKey):
 		return errNotRegistered(agentID)
 	case err != nil:
 		return wire.Errorf(wire.CodeSysStorage, "remove registration: %v", err)

@@ -39,9 +39,9 @@
 //	t1, t1_stats, t1_seen_g, t1_outbox tier-1 frames (see tier1.go; t1_seen of schema 2)
 //	peers                              agent_id → pinned peer JSON (peer/peerdb)
 //	p2p_seen, p2p_seen_at              received message ids, for replay protection (peer/peerdb)
-//	outbox, outbox_dead, outbox_id     messages to peers and webhooks, dead letters
+//	outbox, outbox_dead, outbox_id     messages to peers and webhooks, dead letters (outbox)
 //	contracts, contracts_peer          negotiated protocol contracts, by id and by peer (contracts/contractdb)
-//	registry                           the directory of agents registered here
+//	registry                           the directory of agents registered here (registry)
 //	hil (requests, steps, closed)      human-in-the-loop escalation state and audit (hil/hildb)
 //	groups, group_votes, group_tasks,
 //	group_events, group_event_ids      groups, their votes, tasks and event log (group/groupdb)

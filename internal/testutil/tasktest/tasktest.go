@@ -25,8 +25,8 @@ import (
 	"github.com/synapse-edge/synapse/internal/clocktest"
 	"github.com/synapse-edge/synapse/internal/keyfile"
 	"github.com/synapse-edge/synapse/internal/testutil"
+	"github.com/synapse-edge/synapse/outbox"
 	"github.com/synapse-edge/synapse/peer"
-	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -211,7 +211,7 @@ func Key(t testing.TB, dataDir string) ed25519.PrivateKey {
 
 // Outbox lists every item of one state (pending or dead) of a network's
 // outbox, page by page.
-func Outbox(t testing.TB, n *peer.Network, state store.OutboxState) []peer.OutboxEntry {
+func Outbox(t testing.TB, n *peer.Network, state outbox.State) []peer.OutboxEntry {
 	t.Helper()
 	var all []peer.OutboxEntry
 	after := ""

@@ -1,8 +1,9 @@
-package store_test
+package registry
 
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -10,8 +11,8 @@ import (
 	"github.com/synapse-edge/synapse/wire"
 )
 
-func TestRegistryEntries(t *testing.T) {
-	path := tempPath(t)
+func TestRecords(t *testing.T) {
+	path := filepath.Join(t.TempDir(), store.FileName)
 	db, err := store.Open(context.Background(), path, store.Options{})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
@@ -20,16 +21,15 @@ func TestRegistryEntries(t *testing.T) {
 
 	t.Run("empty file", func(t *testing.T) {
 		view(t, db, func(tx *store.Tx) error {
-			if _, err := tx.RegistryEntry("nobody"); !errors.Is(err, store.ErrNotFound) {
+			if _, err := getRecord(tx, "nobody"); !errors.Is(err, store.ErrNotFound) {
 				t.Errorf("RegistryEntry on an empty file: %v, want ErrNotFound", err)
 			}
-			n, err := tx.RegistrySize()
-			if err != nil || n != 0 {
-				t.Errorf("RegistrySize = %d, %v; want 0", n, err)
+			if n := countRecords(tx); n != 0 {
+				t.Errorf("countRecords = %d; want 0", n)
 			}
 			calls := 0
-			if err := tx.ForEachRegistryEntry(func(*store.RegistryEntry) error { calls++; return nil }); err != nil || calls != 0 {
-				t.Errorf("ForEachRegistryEntry: %d calls, %v", calls, err)
+			if err := forEachRecord(tx, func(*record) error { calls++; return nil }); err != nil || calls != 0 {
+				t.Errorf("forEachRecord: %d calls, %v", calls, err)
 			}
 			return nil
 		})
@@ -38,19 +38,19 @@ func TestRegistryEntries(t *testing.T) {
 	caps := wire.DefaultAgentCapabilities()
 	caps.SupportedTaskTypes = []wire.SupportedTaskType{{Type: "echo", Name: "Echo", Capabilities: []string{"diagnostics"}}}
 	for _, id := range []string{"b_agent", "a_agent"} {
-		e := &store.RegistryEntry{AgentID: id, Endpoint: "http://127.0.0.1:1", PublicKey: "key-" + id,
+		e := &record{AgentID: id, Endpoint: "http://127.0.0.1:1", PublicKey: "key-" + id,
 			Capabilities: *caps, Interfaces: wire.StandardInterfaces[:3], Status: "online",
 			HeartbeatIntervalSeconds: 30, RegisteredAt: at, LastSeen: at, SignedAt: at}
-		update(t, db, func(tx *store.Tx) error { return tx.PutRegistryEntry(e) })
+		update(t, db, func(tx *store.Tx) error { return putRecord(tx, e) })
 	}
 
 	t.Run("bad keys", func(t *testing.T) {
 		for _, id := range []string{"", "a\x00b"} {
 			err := db.Update(context.Background(), func(tx *store.Tx) error {
-				return tx.PutRegistryEntry(&store.RegistryEntry{AgentID: id})
+				return putRecord(tx, &record{AgentID: id})
 			})
-			if !errors.Is(err, store.ErrBadRegistryKey) {
-				t.Errorf("PutRegistryEntry(%q) = %v, want ErrBadRegistryKey", id, err)
+			if !errors.Is(err, errBadKey) {
+				t.Errorf("putRecord(%q) = %v, want errBadKey", id, err)
 			}
 		}
 	})
@@ -59,11 +59,15 @@ func TestRegistryEntries(t *testing.T) {
 	if err := db.Close(context.Background()); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	db = openDB(t, path, store.Options{})
+	db, err = store.Open(context.Background(), path, store.Options{})
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	t.Cleanup(func() { _ = db.Close(context.Background()) })
 	t.Run("after reopen", func(t *testing.T) {
 		var ids []string
 		view(t, db, func(tx *store.Tx) error {
-			return tx.ForEachRegistryEntry(func(e *store.RegistryEntry) error {
+			return forEachRecord(tx, func(e *record) error {
 				ids = append(ids, e.AgentID)
 				return nil
 			})
@@ -72,7 +76,7 @@ func TestRegistryEntries(t *testing.T) {
 			t.Fatalf("entries = %v, want [a_agent b_agent]", ids)
 		}
 		view(t, db, func(tx *store.Tx) error {
-			e, err := tx.RegistryEntry("b_agent")
+			e, err := getRecord(tx, "b_agent")
 			if err != nil {
 				t.Fatalf("RegistryEntry: %v", err)
 			}
@@ -82,22 +86,21 @@ func TestRegistryEntries(t *testing.T) {
 			if !e.LastSeen.Equal(at) || len(e.Interfaces) != 3 || e.Capabilities.SupportedTaskTypes[0].Capabilities[0] != "diagnostics" {
 				t.Errorf("entry read back as %+v", e)
 			}
-			n, err := tx.RegistrySize()
-			if err != nil || n != 2 {
-				t.Errorf("RegistrySize = %d, %v; want 2", n, err)
+			if n := countRecords(tx); n != 2 {
+				t.Errorf("countRecords = %d; want 2", n)
 			}
 			return nil
 		})
 	})
 
 	t.Run("delete", func(t *testing.T) {
-		update(t, db, func(tx *store.Tx) error { return tx.DeleteRegistryEntry("a_agent") })
-		err := db.Update(context.Background(), func(tx *store.Tx) error { return tx.DeleteRegistryEntry("a_agent") })
+		update(t, db, func(tx *store.Tx) error { return deleteRecord(tx, "a_agent") })
+		err := db.Update(context.Background(), func(tx *store.Tx) error { return deleteRecord(tx, "a_agent") })
 		if !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("second delete: %v, want ErrNotFound", err)
 		}
 		view(t, db, func(tx *store.Tx) error {
-			if _, err := tx.RegistryEntry("a_agent"); !errors.Is(err, store.ErrNotFound) {
+			if _, err := getRecord(tx, "a_agent"); !errors.Is(err, store.ErrNotFound) {
 				t.Errorf("deleted entry read: %v", err)
 			}
 			return nil
@@ -109,11 +112,25 @@ func TestRegistryEntries(t *testing.T) {
 		calls := 0
 		var err error
 		view(t, db, func(tx *store.Tx) error {
-			err = tx.ForEachRegistryEntry(func(*store.RegistryEntry) error { calls++; return stop })
+			err = forEachRecord(tx, func(*record) error { calls++; return stop })
 			return nil
 		})
 		if !errors.Is(err, stop) || calls != 1 {
-			t.Errorf("ForEachRegistryEntry returned %v after %d calls, want stop after 1", err, calls)
+			t.Errorf("forEachRecord returned %v after %d calls, want stop after 1", err, calls)
 		}
 	})
+}
+
+func update(tb testing.TB, db *store.DB, fn func(*store.Tx) error) {
+	tb.Helper()
+	if err := db.Update(context.Background(), fn); err != nil {
+		tb.Fatalf("Update: %v", err)
+	}
+}
+
+func view(tb testing.TB, db *store.DB, fn func(*store.Tx) error) {
+	tb.Helper()
+	if err := db.View(fn); err != nil {
+		tb.Fatalf("View: %v", err)
+	}
 }
