@@ -257,18 +257,47 @@ func (a *Agent) Store() *store.DB { return a.db }
 // SupportsTaskType reports whether a handler is registered for taskType.
 func (a *Agent) SupportsTaskType(taskType string) bool { return a.handlers.get(taskType) != nil }
 
-// Submit validates and stores a task and starts it. A payload that lacks
-// required fields is stored in info_needed. idem, if not nil, is stored in
-// the same transaction.
-func (a *Agent) Submit(ctx context.Context, p auth.Principal, req *wire.SubmitRequest, idem *IdemWrite) (*wire.Task, error) {
-	return a.eng.submit(ctx, p, req, idem)
+// SubmitOptions are how Submit answers a request.
+type SubmitOptions struct {
+	// Wait, when above zero, is the sync mode: Submit returns the task
+	// once it is final, or after Wait. For idempotent handlers that finish
+	// at once the task is stored only once, already final (see inline.go).
+	Wait time.Duration
+	// Idempotency, when not nil, is the request's idempotency key
+	// (idempotency.go): the task is stored with its key in one
+	// transaction, and a request made again with the key is answered by
+	// the task as the first request was.
+	Idempotency *IdemRequest
 }
 
-// SubmitWait is Submit for the sync mode: it returns the task once it is
-// final, or after wait. For idempotent handlers that finish at once the
-// task is stored only once, already final (see inline.go).
-func (a *Agent) SubmitWait(ctx context.Context, p auth.Principal, req *wire.SubmitRequest, idem *IdemWrite, wait time.Duration) (*wire.Task, error) {
-	return a.eng.submitWait(ctx, p, req, idem, wait)
+// Submitted is what Submit answers: the task, as the request is to be
+// answered.
+type Submitted struct {
+	// Task is the task: after the wait in the sync mode; with a key, the
+	// task as it was stored with the key (after the wait when it was then
+	// final), for a replay the first request's. Nil only when Sent is set.
+	*wire.Task
+	// Replayed is true when the key's answer was stored before: no task
+	// was created.
+	Replayed bool
+	// Sent is set instead of Task for a replay of a key stored before
+	// the store kept submits' tasks: the answer as it was sent, which the
+	// API sends again as it is (such records expire after IdempotencyTTL).
+	Sent *IdemAnswer
+}
+
+// Submit validates and stores a task and starts it; the one submit of
+// every API (REST, gRPC, A2A, group parts). A payload that lacks required
+// fields is stored in info_needed.
+func (a *Agent) Submit(ctx context.Context, p auth.Principal, req *wire.SubmitRequest, o SubmitOptions) (*Submitted, error) {
+	if o.Idempotency != nil {
+		return a.submitIdempotent(ctx, p, req, *o.Idempotency, o.Wait)
+	}
+	t, err := a.eng.submitWith(ctx, p, req, nil, o.Wait)
+	if err != nil {
+		return nil, err
+	}
+	return &Submitted{Task: t}, nil
 }
 
 // Task reads a task.
@@ -364,7 +393,7 @@ func (a *Agent) Prune(ctx context.Context) (int, error) {
 	for {
 		var n int
 		err := a.db.Update(ctx, func(tx *store.Tx) (err error) {
-			n, err = tx.PruneIdem(now.Add(-idemTTL), pruneBatch)
+			n, err = pruneIdem(tx, now.Add(-idemTTL), pruneBatch)
 			return err
 		})
 		if err != nil || n < pruneBatch {

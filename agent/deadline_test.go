@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"github.com/synapse-edge/synapse/agent"
 	"testing"
 	"time"
 
@@ -56,7 +57,7 @@ func TestTTLWhileRunning(t *testing.T) {
 	clock := newFakeClock()
 	started := make(chan string, 1)
 	a := openAgent(t, cfg, clock, blockHandler("block", false, started))
-	task, err := a.Submit(context.Background(), admin, &wire.SubmitRequest{TaskType: "block", TTLSeconds: 2}, nil)
+	task, err := a.Submit(context.Background(), admin, &wire.SubmitRequest{TaskType: "block", TTLSeconds: 2}, agent.SubmitOptions{})
 	if err != nil {
 		t.Fatalf("Submit: %v", err)
 	}
@@ -71,7 +72,7 @@ func TestTTLWhileRunning(t *testing.T) {
 func TestTTLWhileWaitingForInfo(t *testing.T) {
 	clock := newFakeClock()
 	a := openAgent(t, testConfig(t), clock)
-	task, err := a.Submit(context.Background(), admin, &wire.SubmitRequest{TaskType: "sleep", Payload: wire.JSONValue(`{}`), TTLSeconds: 2}, nil)
+	task, err := a.Submit(context.Background(), admin, &wire.SubmitRequest{TaskType: "sleep", Payload: wire.JSONValue(`{}`), TTLSeconds: 2}, agent.SubmitOptions{})
 	if err != nil {
 		t.Fatalf("Submit: %v", err)
 	}
@@ -109,7 +110,7 @@ func TestTTLWhileWaitingForInfo(t *testing.T) {
 func TestTTLStoppedByInfo(t *testing.T) {
 	clock := newFakeClock()
 	a := openAgent(t, testConfig(t), clock)
-	task, err := a.Submit(context.Background(), admin, &wire.SubmitRequest{TaskType: "sleep", Payload: wire.JSONValue(`{}`), TTLSeconds: 60}, nil)
+	task, err := a.Submit(context.Background(), admin, &wire.SubmitRequest{TaskType: "sleep", Payload: wire.JSONValue(`{}`), TTLSeconds: 60}, agent.SubmitOptions{})
 	if err != nil {
 		t.Fatalf("Submit: %v", err)
 	}

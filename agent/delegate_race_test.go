@@ -48,7 +48,7 @@ func TestReportsBeforeTheDelegationIsLive(t *testing.T) {
 	t.Cleanup(func() { agent.SetAfterDelegate(nil) })
 
 	task, err := a.Agent.Submit(context.Background(), admin, &wire.SubmitRequest{TaskType: "echo",
-		Payload: wire.JSONValue(`{"n":1}`), Target: b.ID()}, nil)
+		Payload: wire.JSONValue(`{"n":1}`), Target: b.ID()}, agent.SubmitOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -108,13 +108,6 @@ func newEngine(a *Agent) *engine {
 		runs: map[string]*run{}, base: base, cancelBase: cancel, stopping: make(chan struct{})}
 }
 
-// IdemWrite asks Submit to store an idempotency record in the same
-// transaction as the task, with the response Render makes of it.
-type IdemWrite struct {
-	Scope, Key, RequestHash string
-	Render                  func(t *wire.Task) (status int, contentType string, body []byte)
-}
-
 // ---- transitions ----
 
 func (e *engine) newEvent(t *wire.Task, typ wire.EventType, now time.Time, data any) *wire.Event {
@@ -366,7 +359,15 @@ func (e *engine) acquireWait(ctx context.Context) error {
 
 // ---- submit ----
 
-func (e *engine) submit(ctx context.Context, p auth.Principal, req *wire.SubmitRequest, idem *IdemWrite) (*wire.Task, error) {
+// submitWith is submit, or submitWait when wait is above zero.
+func (e *engine) submitWith(ctx context.Context, p auth.Principal, req *wire.SubmitRequest, idem *idemWrite, wait time.Duration) (*wire.Task, error) {
+	if wait > 0 {
+		return e.submitWait(ctx, p, req, idem, wait)
+	}
+	return e.submit(ctx, p, req, idem)
+}
+
+func (e *engine) submit(ctx context.Context, p auth.Principal, req *wire.SubmitRequest, idem *idemWrite) (*wire.Task, error) {
 	if err := e.check(ctx, req); err != nil {
 		return nil, err
 	}
@@ -481,9 +482,6 @@ func (e *engine) admit() error {
 // errIdemRace is returned when another request stored the same idempotency
 // key between the caller's check and the write.
 var errIdemRace = errors.New("idempotency key stored concurrently")
-
-// ErrIdemRace reports whether err is that race; the caller replays the record.
-func ErrIdemRace(err error) bool { return errors.Is(err, errIdemRace) }
 
 // track registers a live task and starts or parks it according to its state.
 func (e *engine) track(r *run) {

@@ -138,7 +138,7 @@ func TestSubmitRefusals(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := a.Submit(context.Background(), admin, &tt.req, nil)
+			_, err := a.Submit(context.Background(), admin, &tt.req, agent.SubmitOptions{})
 			wantCode(t, err, tt.code)
 		})
 	}
@@ -233,7 +233,7 @@ func TestMaxConcurrentTasks(t *testing.T) {
 	first := submit(t, a, "sleep", `{"ms":3600000}`)
 	second := submit(t, a, "sleep", `{"ms":3600000}`)
 
-	_, err := a.Submit(context.Background(), admin, &wire.SubmitRequest{TaskType: "sleep", Payload: wire.JSONValue(`{"ms":1}`)}, nil)
+	_, err := a.Submit(context.Background(), admin, &wire.SubmitRequest{TaskType: "sleep", Payload: wire.JSONValue(`{"ms":1}`)}, agent.SubmitOptions{})
 	we := wantCode(t, err, wire.CodeRateLimited)
 	if got := we.Details["numeric_code"]; got != wire.NumericTooManyTasks {
 		t.Errorf("details.numeric_code = %v, want %d", got, wire.NumericTooManyTasks)
@@ -267,7 +267,7 @@ func TestMaxConcurrentTasks(t *testing.T) {
 	if third.Status != wire.StatusConfirmed {
 		t.Errorf("submit after a cancel: %s, want confirmed", third.Status)
 	}
-	_, err = a.Submit(context.Background(), admin, &wire.SubmitRequest{TaskType: "echo"}, nil)
+	_, err = a.Submit(context.Background(), admin, &wire.SubmitRequest{TaskType: "echo"}, agent.SubmitOptions{})
 	wantCode(t, err, wire.CodeRateLimited)
 	for _, id := range []string{second.ID, third.ID, parked.ID} {
 		if _, err := a.Cancel(context.Background(), id); err != nil {

@@ -70,7 +70,7 @@ func TestGoHandlerSchema(t *testing.T) {
 		}
 	})
 	t.Run("violations", func(t *testing.T) {
-		_, err := a.Submit(context.Background(), admin, &wire.SubmitRequest{TaskType: "resize", Payload: wire.JSONValue(`{"w":0,"h":2,"d":1}`)}, nil)
+		_, err := a.Submit(context.Background(), admin, &wire.SubmitRequest{TaskType: "resize", Payload: wire.JSONValue(`{"w":0,"h":2,"d":1}`)}, agent.SubmitOptions{})
 		we := wantCode(t, err, wire.CodeValSchema)
 		v, _ := we.Details["violations"].([]string)
 		if len(v) != 2 || !strings.Contains(we.Message, "/w") || !strings.Contains(we.Message, "/d") {

@@ -50,9 +50,9 @@ func TestFinishedTasksLeaveMemory(t *testing.T) {
 			defer wg.Done()
 			for i := range jobs {
 				payload := wire.JSONValue(`{"i":` + strconv.Itoa(i) + `,"pad":"................................................................"}`)
-				task, err := a.Submit(context.Background(), admin, &wire.SubmitRequest{TaskType: "echo", Payload: payload}, nil)
+				task, err := a.Submit(context.Background(), admin, &wire.SubmitRequest{TaskType: "echo", Payload: payload}, agent.SubmitOptions{})
 				if err == nil {
-					task, err = a.Wait(context.Background(), task.ID, 10*time.Second)
+					task.Task, err = a.Wait(context.Background(), task.ID, 10*time.Second)
 				}
 				if err == nil && task.Status != wire.StatusCompleted {
 					err = fmt.Errorf("task %s is %s", task.ID, task.Status)
@@ -129,11 +129,11 @@ func BenchmarkSubmitEcho(b *testing.B) {
 	st := a.Store().Stats()
 	commits, writes, pages, bytes := st.Commits.Load(), st.Writes.Load(), st.Pages.Load(), st.BytesWritten()
 	for b.Loop() {
-		task, err := a.Submit(ctx, admin, req(), nil)
+		task, err := a.Submit(ctx, admin, req(), agent.SubmitOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}
-		if task, err = a.Wait(ctx, task.ID, 10*time.Second); err != nil || task.Status != wire.StatusCompleted {
+		if task.Task, err = a.Wait(ctx, task.ID, 10*time.Second); err != nil || task.Status != wire.StatusCompleted {
 			b.Fatalf("Wait: %v %v", task, err)
 		}
 	}
@@ -154,7 +154,7 @@ func BenchmarkSubmitWaitEcho(b *testing.B) {
 	commits, pages, bytes := st.Commits.Load(), st.Pages.Load(), st.BytesWritten()
 	for b.Loop() {
 		req := &wire.SubmitRequest{TaskType: "echo", Payload: wire.JSONValue(`{"msg":"hello"}`)}
-		task, err := a.SubmitWait(ctx, admin, req, nil, 10*time.Second)
+		task, err := a.Submit(ctx, admin, req, agent.SubmitOptions{Wait: 10 * time.Second})
 		if err != nil || task.Status != wire.StatusCompleted {
 			b.Fatalf("SubmitWait: %v %v", task, err)
 		}

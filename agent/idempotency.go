@@ -2,7 +2,9 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -22,11 +24,15 @@ import (
 // can be retried with its key.
 //
 // The API layer says what "the same request" is (IdemRequest.Hash: a
-// fingerprint of what it decoded) and what its answer looks like
-// (IdemAnswer: status, content type and body as it sends them); the agent
-// does the rest: ClaimIdempotency for the checks, Idempotent for an
-// operation whose answer is stored after it succeeded, SubmitIdempotent
-// for a task whose answer is stored with it.
+// fingerprint of what it decoded); the agent does the rest. A submit
+// (Submit with SubmitOptions.Idempotency) stores its domain answer, the
+// task as the request was answered, in the task's own transaction, and a
+// replay gives the API that task to render again as it rendered the
+// first answer: no HTTP status or body bytes are stored for it, and
+// nothing is encoded on the store's writer (idemrecords.go). The other
+// creating routes (Idempotent) still store their answer as sent
+// (IdemAnswer), as do submits' records written before; those replay as
+// they are until they expire.
 
 // MaxIdempotencyKey bounds the length of an idempotency key, in bytes.
 const MaxIdempotencyKey = 255
@@ -42,7 +48,9 @@ type IdemRequest struct {
 	Hash string
 }
 
-// IdemAnswer is the stored answer of a request, replayed as it is.
+// IdemAnswer is an answer kept as it was sent, replayed as it is: the
+// answer of a creating route other than a submit (Idempotent), or of a
+// submit stored before its records held the task (until they expire).
 type IdemAnswer struct {
 	Status      int
 	ContentType string
@@ -66,59 +74,59 @@ func CheckIdempotencyKey(key string) error {
 	return nil
 }
 
-// IdemClaim is held by the one request being answered under a key, from
-// ClaimIdempotency until Release.
-type IdemClaim struct {
+// idemClaim is held by the one request being answered under a key, from
+// claim until release.
+type idemClaim struct {
 	a    *Agent
 	req  IdemRequest
 	once sync.Once
 }
 
-// ClaimIdempotency begins a request made with an idempotency key. It
-// checks the key, then:
+// claim begins a request made with an idempotency key. It checks the
+// key, then:
 //   - another request with the key is being answered:
 //     idempotency_key_in_flight;
 //   - an answer is stored for the same request: that answer, and no claim;
 //   - an answer is stored for another request: idempotency_key_reused;
 //   - otherwise a claim on the key: the caller answers the request, stores
-//     the answer (IdemClaim.Store, or IdemClaim.TaskWrite with a task),
-//     and releases the claim.
+//     the answer (with the task, or idemClaim.store), and releases the
+//     claim.
 //
 // A record older than IdempotencyTTL counts as none; it is deleted here
 // so that the key can be stored again.
-func (a *Agent) ClaimIdempotency(ctx context.Context, r IdemRequest) (*IdemClaim, *IdemAnswer, error) {
+func (a *Agent) claim(ctx context.Context, r IdemRequest) (*idemClaim, *idemAnswer, error) {
 	if err := CheckIdempotencyKey(r.Key); err != nil {
 		return nil, nil, err
 	}
 	if !a.idem.begin(r.Scope, r.Key) {
 		return nil, nil, wire.Errorf(wire.CodeIdempotencyInFlight, "").With("idempotency_key", r.Key)
 	}
-	c := &IdemClaim{a: a, req: r}
+	c := &idemClaim{a: a, req: r}
 	ans, err := c.stored(ctx)
 	if ans != nil || err != nil {
-		c.Release()
+		c.release()
 		return nil, ans, err
 	}
 	return c, nil, nil
 }
 
-// Release ends the claim: the key may be used again. It is safe to call
+// release ends the claim: the key may be used again. It is safe to call
 // more than once.
-func (c *IdemClaim) Release() {
+func (c *idemClaim) release() {
 	c.once.Do(func() { c.a.idem.end(c.req.Scope, c.req.Key) })
 }
 
 // stored reads the answer stored for the claim's key: nil when there is
 // none (or only an expired one, which it deletes), idempotency_key_reused
 // when it answered another request.
-func (c *IdemClaim) stored(ctx context.Context) (*IdemAnswer, error) {
+func (c *idemClaim) stored(ctx context.Context) (*idemAnswer, error) {
 	a, r := c.a, c.req
-	var rec *store.IdemRecord
+	var rec *idemRecord
 	// A keyed retry after commit_outcome_unknown comes while the store
 	// may still be reopening its file: it waits for the file's answer.
 	settled(a.db)
 	err := viewSettled(a.db, func(tx *store.Tx) (err error) {
-		rec, err = tx.Idem(r.Scope, r.Key)
+		rec, err = getIdem(tx, r.Scope, r.Key)
 		return err
 	})
 	if errors.Is(err, store.ErrNotFound) {
@@ -131,7 +139,7 @@ func (c *IdemClaim) stored(ctx context.Context) (*IdemAnswer, error) {
 		// Expired: retention deletes it within a minute, but the task
 		// write refuses a key that has a record, so delete it now.
 		err := a.db.Update(ctx, func(tx *store.Tx) error {
-			_, err := tx.PruneIdem(now.Add(-IdempotencyTTL), pruneBatch)
+			_, err := pruneIdem(tx, now.Add(-IdempotencyTTL), pruneBatch)
 			return err
 		})
 		if err != nil {
@@ -142,23 +150,41 @@ func (c *IdemClaim) stored(ctx context.Context) (*IdemAnswer, error) {
 	if rec.RequestHash != r.Hash {
 		return nil, wire.Errorf(wire.CodeIdempotencyMismatch, "").With("idempotency_key", r.Key)
 	}
-	return &IdemAnswer{Status: rec.Status, ContentType: rec.ContentType, Body: rec.Body, TaskID: rec.TaskID}, nil
+	return rec.answer(), nil
 }
 
-// Store stores ans as the answer of the claim's request, or replaces the
-// answer stored before (the record keeps its creation time).
-func (c *IdemClaim) Store(ctx context.Context, ans *IdemAnswer) error {
+// store stores rec (its hash set here, its creation time when it has
+// none) as the answer
+// of the claim's request, or replaces the answer stored before (the
+// record keeps its creation time). The record is encoded before the
+// write.
+func (c *idemClaim) store(ctx context.Context, rec idemRecord) error {
 	r := c.req
-	err := c.a.db.Update(ctx, func(tx *store.Tx) error {
-		rec, err := tx.Idem(r.Scope, r.Key)
-		if errors.Is(err, store.ErrNotFound) {
-			rec, err = &store.IdemRecord{RequestHash: r.Hash, CreatedAt: c.a.clock.Now()}, nil
-		}
-		if err != nil {
+	rec.RequestHash = r.Hash
+	if rec.CreatedAt.IsZero() {
+		rec.CreatedAt = c.a.clock.Now()
+	}
+	raw, err := encodeIdem(&rec)
+	if err != nil {
+		return wire.Errorf(wire.CodeSysStorage, "store idempotency record: %v", err)
+	}
+	err = c.a.db.Update(ctx, func(tx *store.Tx) error {
+		old, err := getIdem(tx, r.Scope, r.Key)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return putIdem(tx, r.Scope, r.Key, rec.CreatedAt, raw)
+		case err != nil:
 			return err
+		case !old.CreatedAt.Equal(rec.CreatedAt):
+			// An overwrite keeps the first creation time, which the
+			// expiry index holds: encoded again with it (rare: a sync
+			// submit whose task became final after it was stored).
+			rec.CreatedAt = old.CreatedAt
+			if raw, err = encodeIdem(&rec); err != nil {
+				return err
+			}
 		}
-		rec.Status, rec.ContentType, rec.Body, rec.TaskID = ans.Status, ans.ContentType, ans.Body, ans.TaskID
-		return tx.PutIdem(r.Scope, r.Key, rec)
+		return putIdem(tx, r.Scope, r.Key, rec.CreatedAt, raw)
 	})
 	if err != nil {
 		return wire.Errorf(wire.CodeSysStorage, "store idempotency record: %v", err)
@@ -166,88 +192,141 @@ func (c *IdemClaim) Store(ctx context.Context, ans *IdemAnswer) error {
 	return nil
 }
 
-// TaskWrite asks Submit to store the claim's answer in the task's own
-// transaction: render makes it from the task as stored.
-func (c *IdemClaim) TaskWrite(render func(t *wire.Task) *IdemAnswer) *IdemWrite {
-	return &IdemWrite{Scope: c.req.Scope, Key: c.req.Key, RequestHash: c.req.Hash,
-		Render: func(t *wire.Task) (int, string, []byte) {
-			ans := render(t)
-			return ans.Status, ans.ContentType, ans.Body
-		}}
+// write is the claim's record to store with the task, in the task's own
+// transaction: the task as it is stored is the answer.
+func (c *idemClaim) write() *idemWrite {
+	return &idemWrite{scope: c.req.Scope, key: c.req.Key, hash: c.req.Hash}
+}
+
+// idemWrite asks the task's write to store an idempotency record in the
+// same transaction, with the task as it is stored as the answer.
+type idemWrite struct {
+	scope, key, hash string
+	// stored is the task as the write stored it with the key.
+	stored *wire.Task
+}
+
+// record encodes the record of t for the task's write, before it, and
+// keeps the answer: t as a replay reads it back, so that the first
+// answer and its replays are rendered from the same task.
+func (w *idemWrite) record(t *wire.Task) ([]byte, error) {
+	raw, err := encodeIdem(&idemRecord{RequestHash: w.hash, TaskID: t.ID, CreatedAt: t.CreatedAt, Task: snapshotOf(t)})
+	if err != nil {
+		return nil, err
+	}
+	var back idemRecord
+	if err := json.Unmarshal(raw, &back); err != nil || back.Task == nil {
+		return nil, fmt.Errorf("idempotency record of task %s does not read back: %v", t.ID, err)
+	}
+	w.stored = back.Task.task()
+	return raw, nil
 }
 
 // Idempotent answers a request made with an idempotency key: the first
 // time by running fn and storing its answer (in a transaction of its own,
 // after fn succeeded; a failure to store is logged and the answer still
 // given), later by the stored answer (replayed is true). An error of fn
-// stores nothing.
+// stores nothing. It serves the creating routes other than a submit
+// (Submit takes its key in SubmitOptions).
 func (a *Agent) Idempotent(ctx context.Context, r IdemRequest, fn func() (*IdemAnswer, error)) (ans *IdemAnswer, replayed bool, err error) {
-	c, ans, err := a.ClaimIdempotency(ctx, r)
+	c, stored, err := a.claim(ctx, r)
 	if c == nil {
-		return ans, ans != nil, err
+		if err != nil {
+			return nil, false, err
+		}
+		if stored.sent == nil {
+			// A submit's key given to another route: not the same request.
+			return nil, false, wire.Errorf(wire.CodeIdempotencyMismatch, "").With("idempotency_key", r.Key)
+		}
+		return stored.sent, true, nil
 	}
-	defer c.Release()
+	defer c.release()
 	ans, err = fn()
 	if err != nil {
 		return nil, false, err
 	}
-	if err := c.Store(ctx, ans); err != nil {
+	if err := c.store(ctx, idemRecord{Status: ans.Status, ContentType: ans.ContentType, Body: ans.Body, TaskID: ans.TaskID}); err != nil {
 		a.log.Warn("store idempotency record", "err", err)
 	}
 	return ans, false, nil
 }
 
-// SubmitIdempotent is Submit (wait 0) or SubmitWait under an idempotency
-// key. render makes the request's answer from the task; it is stored in
-// the task's transaction, so the task and its answer exist together or
-// not at all. When the task was stored before it was final and SubmitWait
-// returns it final, the stored answer is replaced by render's answer for
-// the final task: a replay gives what the first request was answered
-// (or, when that replacement fails, the answer stored with the task).
-// ans is the answer to send; replayed is true when it is a stored one
-// (t is then nil).
-func (a *Agent) SubmitIdempotent(ctx context.Context, p auth.Principal, req *wire.SubmitRequest, r IdemRequest, wait time.Duration,
-	render func(t *wire.Task) *IdemAnswer) (t *wire.Task, ans *IdemAnswer, replayed bool, err error) {
-	c, ans, err := a.ClaimIdempotency(ctx, r)
-	if c == nil {
-		return nil, ans, ans != nil, err
-	}
-	defer c.Release()
-	var renderedFinal bool
-	w := c.TaskWrite(func(t *wire.Task) *IdemAnswer {
-		ans = render(t)
-		ans.TaskID = t.ID
-		renderedFinal = t.Status.Terminal()
-		return ans
+// IdempotentTask is the id of the task stored under (scope, key), "" when
+// none is.
+func (a *Agent) IdempotentTask(scope, key string) string {
+	id := ""
+	_ = a.db.View(func(tx *store.Tx) error {
+		if r, err := getIdem(tx, scope, key); err == nil {
+			id = r.TaskID
+		}
+		return nil
 	})
-	if wait > 0 {
-		t, err = a.SubmitWait(ctx, p, req, w, wait)
-	} else {
-		t, err = a.Submit(ctx, p, req, w)
+	return id
+}
+
+// submitIdempotent is Submit under an idempotency key: the task is
+// stored with its record in one transaction, so the two exist together
+// or not at all. When the task was stored before it was final and the
+// sync mode's wait returns it final, the record's task is replaced by the
+// final one: a replay answers what the first request was answered (or,
+// when that replacement fails, the task stored with the key).
+func (a *Agent) submitIdempotent(ctx context.Context, p auth.Principal, req *wire.SubmitRequest, r IdemRequest, wait time.Duration) (*Submitted, error) {
+	c, stored, err := a.claim(ctx, r)
+	if c == nil {
+		if err != nil {
+			return nil, err
+		}
+		return replay(stored), nil
 	}
-	if ErrIdemRace(err) {
-		// Stored meanwhile by a request that did not claim the key (not
-		// one of the APIs): answer as it was answered.
-		ans, err = c.stored(ctx)
-		if err == nil && ans == nil {
+	defer c.release()
+	w := c.write()
+	t, err := a.eng.submitWith(ctx, p, req, w, wait)
+	if errors.Is(err, errIdemRace) {
+		// Stored meanwhile by a write that did not claim the key:
+		// answer as it was answered.
+		stored, err = c.stored(ctx)
+		if err == nil && stored == nil {
 			err = wire.Errorf(wire.CodeSysStorage, "the idempotency record of key %q vanished", r.Key)
 		}
-		return nil, ans, err == nil, err
+		if err != nil {
+			return nil, err
+		}
+		return replay(stored), nil
 	}
 	if err != nil {
-		return nil, nil, false, err
+		return nil, err
 	}
-	if wait > 0 && t.Status.Terminal() && !renderedFinal {
-		ans = render(t)
-		ans.TaskID = t.ID
-		if err := c.Store(ctx, ans); err != nil {
+	answered := w.stored
+	if wait > 0 && t.Status.Terminal() && !answered.Status.Terminal() {
+		if answered, err = readBack(t); err != nil {
+			answered = t
+		}
+		if err := c.store(ctx, idemRecord{TaskID: t.ID, CreatedAt: t.CreatedAt, Task: snapshotOf(t)}); err != nil {
 			// The task is stored final, so the answer is true: refusing
 			// it would tell a stored task not stored. A keyed replay
-			// gives the answer stored with the task (issue #28).
+			// answers the task stored with the key (issue #28).
 			a.log.Warn("store idempotency record", "err", err)
 		}
 	}
-	return t, ans, false, nil
+	return &Submitted{Task: answered}, nil
+}
+
+// readBack is t as a replay of its record reads it back.
+func readBack(t *wire.Task) (*wire.Task, error) {
+	raw, err := json.Marshal(snapshotOf(t))
+	if err != nil {
+		return nil, err
+	}
+	var s idemTask
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, err
+	}
+	return s.task(), nil
+}
+
+// replay is the Submitted of a stored answer.
+func replay(ans *idemAnswer) *Submitted {
+	return &Submitted{Task: ans.task, Sent: ans.sent, Replayed: true}
 }
 
 // idemFlights tracks the keys whose first request is being answered.

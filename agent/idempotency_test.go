@@ -12,67 +12,38 @@ import (
 	"github.com/synapse-edge/synapse/wire"
 )
 
-// answerOf is a test rendering of a task as an idempotent answer.
-func answerOf(t *wire.Task) *agent.IdemAnswer {
-	return &agent.IdemAnswer{Status: 201, ContentType: wire.ContentJSON, Body: []byte(`{"task_id":"` + t.ID + `","status":"` + string(t.Status) + `"}`)}
-}
-
-func TestClaimIdempotency(t *testing.T) {
+// TestIdempotencyKeys: a key is scoped, refused for another request,
+// replayed for the same, and checked.
+func TestIdempotencyKeys(t *testing.T) {
 	ctx := context.Background()
 	a := openAgent(t, testConfig(t), newFakeClock())
 	r := agent.IdemRequest{Scope: "admin", Key: "k", Hash: "h1"}
-
-	c, ans, err := a.ClaimIdempotency(ctx, r)
-	if err != nil || ans != nil || c == nil {
-		t.Fatalf("first claim = %v, %v, %v; want a claim", c, ans, err)
+	want := &agent.IdemAnswer{Status: 201, ContentType: "application/json", Body: []byte(`{"x":1}`)}
+	fn := func() (*agent.IdemAnswer, error) { return want, nil }
+	if _, replayed, err := a.Idempotent(ctx, r, fn); err != nil || replayed {
+		t.Fatalf("first = %v, %v", replayed, err)
 	}
-	t.Run("in flight", func(t *testing.T) {
-		for _, h := range []string{"h1", "h2"} {
-			_, _, err := a.ClaimIdempotency(ctx, agent.IdemRequest{Scope: "admin", Key: "k", Hash: h})
-			if we := wantCode(t, err, wire.CodeIdempotencyInFlight); !we.Retriable || we.Status() != 409 {
-				t.Errorf("in flight error = %+v (status %d), want retriable 409", we, we.Status())
-			}
+	t.Run("same request replays", func(t *testing.T) {
+		ans, replayed, err := a.Idempotent(ctx, r, fn)
+		if err != nil || !replayed || ans.Status != want.Status || ans.ContentType != want.ContentType || string(ans.Body) != string(want.Body) {
+			t.Errorf("replayed answer = %+v, %v, %v; want %+v", ans, replayed, err, want)
 		}
 	})
 	t.Run("another scope is another key", func(t *testing.T) {
-		c2, _, err := a.ClaimIdempotency(ctx, agent.IdemRequest{Scope: "other", Key: "k", Hash: "h1"})
-		if err != nil || c2 == nil {
-			t.Fatalf("claim in another scope = %v, %v", c2, err)
-		}
-		c2.Release()
-	})
-	want := &agent.IdemAnswer{Status: 201, ContentType: "application/json", Body: []byte(`{"x":1}`)}
-	if err := c.Store(ctx, want); err != nil {
-		t.Fatal(err)
-	}
-	c.Release()
-	c.Release() // safe twice
-
-	t.Run("same request replays", func(t *testing.T) {
-		c, ans, err := a.ClaimIdempotency(ctx, r)
-		if err != nil || c != nil || ans == nil {
-			t.Fatalf("claim after the answer = %v, %v, %v; want the stored answer", c, ans, err)
-		}
-		if ans.Status != want.Status || ans.ContentType != want.ContentType || string(ans.Body) != string(want.Body) {
-			t.Errorf("replayed answer = %+v, want %+v", ans, want)
+		if _, replayed, err := a.Idempotent(ctx, agent.IdemRequest{Scope: "other", Key: "k", Hash: "h1"}, fn); err != nil || replayed {
+			t.Fatalf("in another scope = %v, %v", replayed, err)
 		}
 	})
 	t.Run("another request is refused", func(t *testing.T) {
-		_, _, err := a.ClaimIdempotency(ctx, agent.IdemRequest{Scope: "admin", Key: "k", Hash: "h2"})
+		_, _, err := a.Idempotent(ctx, agent.IdemRequest{Scope: "admin", Key: "k", Hash: "h2"}, fn)
 		if we := wantCode(t, err, wire.CodeIdempotencyMismatch); we.Details["idempotency_key"] != "k" {
 			t.Errorf("details = %v, want idempotency_key k", we.Details)
-		}
-	})
-	t.Run("a replay holds no claim", func(t *testing.T) {
-		// The replays above released the key: a replay right after works.
-		if _, ans, err := a.ClaimIdempotency(ctx, r); err != nil || ans == nil {
-			t.Errorf("second replay = %v, %v", ans, err)
 		}
 	})
 	t.Run("bad keys", func(t *testing.T) {
 		for name, key := range map[string]string{"too long": strings.Repeat("k", agent.MaxIdempotencyKey+1),
 			"tab": "a\tb", "non-ASCII": "a\xffb", "DEL": "a\x7fb"} {
-			_, _, err := a.ClaimIdempotency(ctx, agent.IdemRequest{Scope: "admin", Key: key, Hash: "h"})
+			_, _, err := a.Idempotent(ctx, agent.IdemRequest{Scope: "admin", Key: key, Hash: "h"}, fn)
 			if we := wantCode(t, err, wire.CodeInvalidParams); we.Details["field"] != "idempotency_key" {
 				t.Errorf("%s: details = %v, want field idempotency_key", name, we.Details)
 			}
@@ -83,6 +54,10 @@ func TestClaimIdempotency(t *testing.T) {
 	})
 }
 
+func keyed(r agent.IdemRequest, wait time.Duration) agent.SubmitOptions {
+	return agent.SubmitOptions{Wait: wait, Idempotency: &r}
+}
+
 // TestIdempotencyExpiry: after IdempotencyTTL a key is free again, also
 // for a task (whose write refuses a key that has a record) before
 // retention has deleted the old record.
@@ -91,18 +66,18 @@ func TestIdempotencyExpiry(t *testing.T) {
 	clock := newFakeClock()
 	a := openAgent(t, testConfig(t), clock)
 	r := agent.IdemRequest{Scope: "admin", Key: "daily", Hash: "h"}
-	first, ans, replayed, err := a.SubmitIdempotent(ctx, admin, &wire.SubmitRequest{TaskType: "echo"}, r, 0, answerOf)
-	if err != nil || replayed || first == nil || ans.TaskID != first.ID {
-		t.Fatalf("first submit = %v, %+v, %v, %v", first, ans, replayed, err)
+	first, err := a.Submit(ctx, admin, &wire.SubmitRequest{TaskType: "echo"}, keyed(r, 0))
+	if err != nil || first.Replayed {
+		t.Fatalf("first submit = %+v, %v", first, err)
 	}
 	clock.Advance(agent.IdempotencyTTL - time.Second)
-	if _, ans, replayed, err := a.SubmitIdempotent(ctx, admin, &wire.SubmitRequest{TaskType: "echo"}, r, 0, answerOf); err != nil || !replayed || ans.TaskID != first.ID {
-		t.Fatalf("within the TTL = %+v, replayed %v, %v; want the first task replayed", ans, replayed, err)
+	if sub, err := a.Submit(ctx, admin, &wire.SubmitRequest{TaskType: "echo"}, keyed(r, 0)); err != nil || !sub.Replayed || sub.ID != first.ID || sub.Status != first.Status {
+		t.Fatalf("within the TTL = %+v, %v; want the first task replayed", sub, err)
 	}
 	clock.Advance(2 * time.Second)
-	again, ans, replayed, err := a.SubmitIdempotent(ctx, admin, &wire.SubmitRequest{TaskType: "echo"}, r, 0, answerOf)
-	if err != nil || replayed || again == nil || again.ID == first.ID || ans.TaskID != again.ID {
-		t.Fatalf("after the TTL = %v, %+v, replayed %v, %v; want a new task", again, ans, replayed, err)
+	again, err := a.Submit(ctx, admin, &wire.SubmitRequest{TaskType: "echo"}, keyed(r, 0))
+	if err != nil || again.Replayed || again.ID == first.ID {
+		t.Fatalf("after the TTL = %+v, %v; want a new task", again, err)
 	}
 	if got := listIDs(t, a); len(got) != 2 {
 		t.Errorf("tasks = %v, want two", got)
@@ -147,42 +122,33 @@ func TestSubmitIdempotentWait(t *testing.T) {
 	started := make(chan string, 1)
 	a := openAgent(t, testConfig(t), nil, blockHandler("block", false, started))
 	r := agent.IdemRequest{Scope: "admin", Key: "sync", Hash: "h"}
-	render := func(t *wire.Task) *agent.IdemAnswer {
-		ans := answerOf(t)
-		if t.Status.Terminal() {
-			ans.Status = 200
-		}
-		return ans
-	}
 	type result struct {
-		t        *wire.Task
-		ans      *agent.IdemAnswer
-		replayed bool
-		err      error
+		sub *agent.Submitted
+		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		t, ans, replayed, err := a.SubmitIdempotent(ctx, admin, &wire.SubmitRequest{TaskType: "block"}, r, 30*time.Second, render)
-		done <- result{t, ans, replayed, err}
+		sub, err := a.Submit(ctx, admin, &wire.SubmitRequest{TaskType: "block"}, keyed(r, 30*time.Second))
+		done <- result{sub, err}
 	}()
 	id := <-started
-	_, _, err := a.ClaimIdempotency(ctx, r)
+	_, err := a.Submit(ctx, admin, &wire.SubmitRequest{TaskType: "block"}, keyed(r, 30*time.Second))
 	wantCode(t, err, wire.CodeIdempotencyInFlight)
 	if _, err := a.Cancel(ctx, id); err != nil {
 		t.Fatal(err)
 	}
 	res := <-done
-	if res.err != nil || res.replayed || res.ans.Status != 200 || res.t.Status != wire.StatusCancelled {
-		t.Fatalf("first = %+v, %v; want 200 with the cancelled task", res, res.err)
+	if res.err != nil || res.sub.Replayed || res.sub.Status != wire.StatusCancelled {
+		t.Fatalf("first = %+v, %v; want the cancelled task", res.sub, res.err)
 	}
-	_, ans, replayed, err := a.SubmitIdempotent(ctx, admin, &wire.SubmitRequest{TaskType: "block"}, r, 30*time.Second, render)
-	if err != nil || !replayed || ans.Status != 200 || string(ans.Body) != string(res.ans.Body) || ans.TaskID != id {
-		t.Errorf("replay = %+v, %v, %v; want the final answer %s of task %s", ans, replayed, err, res.ans.Body, id)
+	sub, err := a.Submit(ctx, admin, &wire.SubmitRequest{TaskType: "block"}, keyed(r, 30*time.Second))
+	if err != nil || !sub.Replayed || sub.ID != id || sub.Status != wire.StatusCancelled || sub.ETag() != res.sub.ETag() {
+		t.Errorf("replay = %+v, %v; want the final task %s as first answered", sub, err, id)
 	}
 }
 
 // BenchmarkSubmitIdempotent is the cost of an idempotency key on a durable
-// submit (no wait): "none" is Submit, "key" SubmitIdempotent with a new
+// submit (no wait): "none" is Submit, "key" Submit with a new
 // key each time (a read of the key, the record written with the task),
 // "replay" a repeated request answered from its record.
 func BenchmarkSubmitIdempotent(b *testing.B) {
@@ -195,7 +161,7 @@ func BenchmarkSubmitIdempotent(b *testing.B) {
 	b.Run("none", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := a.Submit(ctx, admin, req(), nil); err != nil {
+			if _, err := a.Submit(ctx, admin, req(), agent.SubmitOptions{}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -205,20 +171,20 @@ func BenchmarkSubmitIdempotent(b *testing.B) {
 		for b.Loop() {
 			n++
 			r := agent.IdemRequest{Scope: "admin", Key: "k-" + strconv.Itoa(n), Hash: "h"}
-			if _, _, _, err := a.SubmitIdempotent(ctx, admin, req(), r, 0, answerOf); err != nil {
+			if _, err := a.Submit(ctx, admin, req(), keyed(r, 0)); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("replay", func(b *testing.B) {
 		r := agent.IdemRequest{Scope: "admin", Key: "replayed", Hash: "h"}
-		if _, _, _, err := a.SubmitIdempotent(ctx, admin, req(), r, 0, answerOf); err != nil {
+		if _, err := a.Submit(ctx, admin, req(), keyed(r, 0)); err != nil {
 			b.Fatal(err)
 		}
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, _, replayed, err := a.SubmitIdempotent(ctx, admin, req(), r, 0, answerOf); err != nil || !replayed {
-				b.Fatal(replayed, err)
+			if sub, err := a.Submit(ctx, admin, req(), keyed(r, 0)); err != nil || !sub.Replayed {
+				b.Fatal(sub, err)
 			}
 		}
 	})

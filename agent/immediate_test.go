@@ -25,7 +25,7 @@ func TestImmediateHandlerSameEvents(t *testing.T) {
 	a := openAgent(t, testConfig(t), newFakeClock(), handler("now", true), handler("later", false))
 	shape := func(typ string) []string {
 		t.Helper()
-		task, err := a.SubmitWait(context.Background(), admin, &wire.SubmitRequest{TaskType: typ, Payload: wire.JSONValue(`{"x":1}`)}, nil, 5*time.Second)
+		task, err := a.Submit(context.Background(), admin, &wire.SubmitRequest{TaskType: typ, Payload: wire.JSONValue(`{"x":1}`)}, agent.SubmitOptions{Wait: 5 * time.Second})
 		if err != nil || task.Status != wire.StatusCompleted || string(task.Result) != `{"x":1}` {
 			t.Fatalf("SubmitWait(%s) = %+v, %v; want completed with the payload", typ, task, err)
 		}

@@ -98,7 +98,7 @@ type handlerOut struct {
 
 // submitWait is the sync mode: it returns the task once final, or after
 // wait.
-func (e *engine) submitWait(ctx context.Context, p auth.Principal, req *wire.SubmitRequest, idem *IdemWrite, wait time.Duration) (*wire.Task, error) {
+func (e *engine) submitWait(ctx context.Context, p auth.Principal, req *wire.SubmitRequest, idem *idemWrite, wait time.Duration) (*wire.Task, error) {
 	if err := e.check(ctx, req); err != nil {
 		return nil, err
 	}
@@ -184,7 +184,7 @@ func (e *engine) submitWait(ctx context.Context, p auth.Principal, req *wire.Sub
 
 // storeFinished stores a task whose handler finished within the budget, in
 // its final state, in one transaction.
-func (e *engine) storeFinished(ctx context.Context, r *run, buf *inlineBuf, evs []*wire.Event, idem *IdemWrite, hctx context.Context, out handlerOut) (*wire.Task, error) {
+func (e *engine) storeFinished(ctx context.Context, r *run, buf *inlineBuf, evs []*wire.Event, idem *idemWrite, hctx context.Context, out handlerOut) (*wire.Task, error) {
 	t := r.task
 	defer func() {
 		r.mu.Lock()
@@ -237,7 +237,7 @@ func (e *engine) admitted(t *wire.Task, now time.Time) []*wire.Event {
 }
 
 // submitThenWait is the sync mode of everything but the inline case.
-func (e *engine) submitThenWait(ctx context.Context, p auth.Principal, req *wire.SubmitRequest, idem *IdemWrite, wait time.Duration) (*wire.Task, error) {
+func (e *engine) submitThenWait(ctx context.Context, p auth.Principal, req *wire.SubmitRequest, idem *idemWrite, wait time.Duration) (*wire.Task, error) {
 	t, err := e.submit(ctx, p, req, idem)
 	if err != nil {
 		return nil, err

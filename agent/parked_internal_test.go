@@ -124,7 +124,7 @@ func TestParkedInfoNeededResumesFromDisk(t *testing.T) {
 	a := openParked(t, parkedConfig(t))
 	defer closeParked(t, a)
 	const n = 200 << 10
-	task, err := a.Submit(context.Background(), parkedAdmin, &wire.SubmitRequest{TaskType: "keep", Payload: wire.JSONValue(bigPayload(n))}, nil)
+	task, err := a.Submit(context.Background(), parkedAdmin, &wire.SubmitRequest{TaskType: "keep", Payload: wire.JSONValue(bigPayload(n))}, SubmitOptions{})
 	if err != nil {
 		t.Fatalf("Submit: %v", err)
 	}
@@ -165,12 +165,12 @@ func TestParkedResumeAfterRestart(t *testing.T) {
 	cfg.Approvals = []ApprovalRule{{TaskType: "keep", Field: "ask", Equals: json.RawMessage(`true`)}}
 	a := openParked(t, cfg)
 	const n = 100 << 10
-	info, err := a.Submit(context.Background(), parkedAdmin, &wire.SubmitRequest{TaskType: "keep", Payload: wire.JSONValue(bigPayload(n))}, nil)
+	info, err := a.Submit(context.Background(), parkedAdmin, &wire.SubmitRequest{TaskType: "keep", Payload: wire.JSONValue(bigPayload(n))}, SubmitOptions{})
 	if err != nil {
 		t.Fatalf("Submit: %v", err)
 	}
 	held, err := a.Submit(context.Background(), parkedAdmin, &wire.SubmitRequest{TaskType: "keep",
-		Payload: wire.JSONValue(`{"ask":true,"go":1,` + bigPayload(n)[1:])}, nil)
+		Payload: wire.JSONValue(`{"ask":true,"go":1,` + bigPayload(n)[1:])}, SubmitOptions{})
 	if err != nil {
 		t.Fatalf("Submit: %v", err)
 	}
@@ -180,7 +180,7 @@ func TestParkedResumeAfterRestart(t *testing.T) {
 	if s := held.Human.Context.TaskSummary; len(s) > 1024 {
 		t.Errorf("the request's summary quotes %d bytes of payload", len(s))
 	}
-	cancelled, err := a.Submit(context.Background(), parkedAdmin, &wire.SubmitRequest{TaskType: "keep", Payload: wire.JSONValue(bigPayload(n))}, nil)
+	cancelled, err := a.Submit(context.Background(), parkedAdmin, &wire.SubmitRequest{TaskType: "keep", Payload: wire.JSONValue(bigPayload(n))}, SubmitOptions{})
 	if err != nil {
 		t.Fatalf("Submit: %v", err)
 	}
@@ -221,13 +221,13 @@ func TestParkedBound(t *testing.T) {
 	defer closeParked(t, a)
 	var ids []string
 	for range 2 {
-		task, err := a.Submit(context.Background(), parkedAdmin, &wire.SubmitRequest{TaskType: "keep", Payload: wire.JSONValue(`{}`)}, nil)
+		task, err := a.Submit(context.Background(), parkedAdmin, &wire.SubmitRequest{TaskType: "keep", Payload: wire.JSONValue(`{}`)}, SubmitOptions{})
 		if err != nil {
 			t.Fatalf("Submit: %v", err)
 		}
 		ids = append(ids, task.ID)
 	}
-	_, err := a.Submit(context.Background(), parkedAdmin, &wire.SubmitRequest{TaskType: "keep", Payload: wire.JSONValue(`{}`)}, nil)
+	_, err := a.Submit(context.Background(), parkedAdmin, &wire.SubmitRequest{TaskType: "keep", Payload: wire.JSONValue(`{}`)}, SubmitOptions{})
 	var we *wire.Error
 	if !errors.As(err, &we) || we.Code != wire.CodeTooManyParked || we.Status() != 429 {
 		t.Fatalf("third parked Submit = %v, want 429 %s", err, wire.CodeTooManyParked)
@@ -236,13 +236,13 @@ func TestParkedBound(t *testing.T) {
 		t.Errorf("message %q does not name the limit", we.Message)
 	}
 	// A task that runs at once is not parked and is accepted.
-	if _, err := a.Submit(context.Background(), parkedAdmin, &wire.SubmitRequest{TaskType: "keep", Payload: wire.JSONValue(`{"go":1}`)}, nil); err != nil {
+	if _, err := a.Submit(context.Background(), parkedAdmin, &wire.SubmitRequest{TaskType: "keep", Payload: wire.JSONValue(`{"go":1}`)}, SubmitOptions{}); err != nil {
 		t.Fatalf("Submit of a runnable task: %v", err)
 	}
 	if _, err := a.Cancel(context.Background(), ids[0]); err != nil {
 		t.Fatalf("Cancel: %v", err)
 	}
-	if _, err := a.Submit(context.Background(), parkedAdmin, &wire.SubmitRequest{TaskType: "keep", Payload: wire.JSONValue(`{}`)}, nil); err != nil {
+	if _, err := a.Submit(context.Background(), parkedAdmin, &wire.SubmitRequest{TaskType: "keep", Payload: wire.JSONValue(`{}`)}, SubmitOptions{}); err != nil {
 		t.Fatalf("Submit after a parked task was cancelled: %v", err)
 	}
 }

@@ -17,7 +17,7 @@ func TestReconfigure(t *testing.T) {
 	cfg.MaxConcurrentTasks = 1
 	a := openAgent(t, cfg, newFakeClock())
 	first := submit(t, a, "sleep", `{"ms":3600000}`)
-	_, err := a.Submit(context.Background(), admin, &wire.SubmitRequest{TaskType: "sleep", Payload: wire.JSONValue(`{"ms":3600000}`)}, nil)
+	_, err := a.Submit(context.Background(), admin, &wire.SubmitRequest{TaskType: "sleep", Payload: wire.JSONValue(`{"ms":3600000}`)}, agent.SubmitOptions{})
 	wantCode(t, err, wire.CodeRateLimited)
 
 	next := a.Config()

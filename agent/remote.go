@@ -63,7 +63,7 @@ func (e *engine) walk(t *wire.Task, to wire.Status, now time.Time, reason string
 }
 
 // submitRemote stores a task to be run by a peer and queues its request.
-func (e *engine) submitRemote(ctx context.Context, p auth.Principal, req *wire.SubmitRequest, idem *IdemWrite) (*wire.Task, error) {
+func (e *engine) submitRemote(ctx context.Context, p auth.Principal, req *wire.SubmitRequest, idem *idemWrite) (*wire.Task, error) {
 	if e.a.net == nil || !e.a.net.Known(req.Target) {
 		return nil, wire.Errorf(wire.CodeInvalidParams, "target %q is not a paired peer (POST /agents to pair it)", req.Target).With("field", "target")
 	}
@@ -362,21 +362,23 @@ const slowFor = 10 * time.Second
 
 // create stores a new task, its events, its outgoing messages and an
 // idempotency record in one transaction.
-func (e *engine) create(ctx context.Context, t *wire.Task, evs []*wire.Event, out []Outgoing, idem *IdemWrite) error {
+func (e *engine) create(ctx context.Context, t *wire.Task, evs []*wire.Event, out []Outgoing, idem *idemWrite) error {
 	return storeErr(e.db.Update(ctx, e.withPush(ctx, t, e.createFn(t, evs, out, idem))))
 }
 
 // createFn is the write of create.
-func (e *engine) createFn(t *wire.Task, evs []*wire.Event, out []Outgoing, idem *IdemWrite) func(*store.Tx) error {
+func (e *engine) createFn(t *wire.Task, evs []*wire.Event, out []Outgoing, idem *idemWrite) func(*store.Tx) error {
 	rec, encErr := store.EncodeTask(t, evs) // outside the store's writer
+	var idemRaw []byte
+	if idem != nil && encErr == nil {
+		idemRaw, encErr = idem.record(t) // so is the idempotency record
+	}
 	return func(tx *store.Tx) error {
 		if encErr != nil {
 			return encErr
 		}
-		if idem != nil {
-			if _, err := tx.Idem(idem.Scope, idem.Key); err == nil {
-				return errIdemRace
-			}
+		if idem != nil && idemRecords.Has(tx, idemKeyOf(idem.scope, idem.key)) {
+			return errIdemRace
 		}
 		if err := tx.CreateRecord(rec); err != nil {
 			return err
@@ -388,11 +390,7 @@ func (e *engine) createFn(t *wire.Task, evs []*wire.Event, out []Outgoing, idem 
 			return err
 		}
 		if idem != nil {
-			status, ct, body := idem.Render(t)
-			return tx.PutIdem(idem.Scope, idem.Key, &store.IdemRecord{
-				RequestHash: idem.RequestHash, Status: status, ContentType: ct, Body: body,
-				TaskID: t.ID, CreatedAt: t.CreatedAt,
-			})
+			return putIdem(tx, idem.scope, idem.key, t.CreatedAt, idemRaw)
 		}
 		return nil
 	}

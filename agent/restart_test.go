@@ -193,6 +193,6 @@ func TestCloseIsIdempotentAndRefusesWork(t *testing.T) {
 	default:
 		t.Error("Done() is not closed after Close")
 	}
-	_, err := a.Submit(context.Background(), admin, &wire.SubmitRequest{TaskType: "echo"}, nil)
+	_, err := a.Submit(context.Background(), admin, &wire.SubmitRequest{TaskType: "echo"}, agent.SubmitOptions{})
 	wantCode(t, err, wire.CodeAgentNotReady)
 }

@@ -2,13 +2,11 @@ package agent_test
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
-	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -103,37 +101,24 @@ func TestRetentionMaxAge(t *testing.T) {
 	}
 }
 
+// TestIdempotentSubmit: a keyed submit's record holds the task (the
+// domain answer, no HTTP bytes), replays it, and is pruned after 24 h.
 func TestIdempotentSubmit(t *testing.T) {
 	clock := newFakeClock()
 	a := openAgent(t, testConfig(t), clock)
-	idem := &agent.IdemWrite{Scope: "admin", Key: "k1", RequestHash: "h1",
-		Render: func(task *wire.Task) (int, string, []byte) {
-			return 201, "application/json", []byte(`{"task_id":"` + task.ID + `"}`)
-		}}
-	task, err := a.Submit(context.Background(), admin, &wire.SubmitRequest{TaskType: "echo"}, idem)
+	r := agent.IdemRequest{Scope: "admin", Key: "k1", Hash: "h1"}
+	o := agent.SubmitOptions{Idempotency: &r}
+	task, err := a.Submit(context.Background(), admin, &wire.SubmitRequest{TaskType: "echo"}, o)
 	if err != nil {
 		t.Fatalf("Submit: %v", err)
 	}
-	readIdem := func() (*store.IdemRecord, error) {
-		var r *store.IdemRecord
-		err := a.Store().View(func(tx *store.Tx) error {
-			var err error
-			r, err = tx.Idem("admin", "k1")
-			return err
-		})
-		return r, err
+	stored := func() string { return a.IdempotentTask("admin", "k1") }
+	if got := stored(); got != task.ID {
+		t.Errorf("task of the key = %q, want %s", got, task.ID)
 	}
-	rec, err := readIdem()
-	if err != nil {
-		t.Fatalf("idempotency record: %v", err)
-	}
-	if rec.TaskID != task.ID || rec.Status != 201 || rec.RequestHash != "h1" || string(rec.Body) != `{"task_id":"`+task.ID+`"}` {
-		t.Errorf("idempotency record = %+v", rec)
-	}
-
-	_, err = a.Submit(context.Background(), admin, &wire.SubmitRequest{TaskType: "echo"}, idem)
-	if !agent.ErrIdemRace(err) {
-		t.Errorf("second Submit with a stored key = %v, want the idempotency race error", err)
+	again, err := a.Submit(context.Background(), admin, &wire.SubmitRequest{TaskType: "echo"}, o)
+	if err != nil || !again.Replayed || again.ID != task.ID || again.Status != task.Status || again.Sent != nil {
+		t.Errorf("second Submit with the key = %+v, %v; want the first task replayed", again, err)
 	}
 	if got := listIDs(t, a); len(got) != 1 {
 		t.Errorf("%d tasks stored, want 1 (the key's effect happens once)", len(got))
@@ -143,14 +128,14 @@ func TestIdempotentSubmit(t *testing.T) {
 	if _, err := a.Prune(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := readIdem(); err != nil {
-		t.Errorf("record pruned before 24 h: %v", err)
+	if stored() == "" {
+		t.Errorf("record pruned before 24 h")
 	}
 	clock.Advance(2 * time.Minute)
 	if _, err := a.Prune(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := readIdem(); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("record after 24 h = %v, want ErrNotFound", err)
+	if got := stored(); got != "" {
+		t.Errorf("record after 24 h names task %q, want none", got)
 	}
 }

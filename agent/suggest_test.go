@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"github.com/synapse-edge/synapse/agent"
 	"strings"
 	"testing"
 
@@ -14,7 +15,7 @@ func TestUnknownTaskTypeSuggests(t *testing.T) {
 	a := openAgent(t, testConfig(t), nil)
 	for _, c := range []struct{ typ, suggestion string }{{"ecoh", "echo"}, {"Sleeep", "sleep"}, {"resize_image", ""}} {
 		t.Run(c.typ, func(t *testing.T) {
-			_, err := a.Submit(context.Background(), admin, &wire.SubmitRequest{TaskType: c.typ, Payload: wire.JSONValue(`{}`)}, nil)
+			_, err := a.Submit(context.Background(), admin, &wire.SubmitRequest{TaskType: c.typ, Payload: wire.JSONValue(`{}`)}, agent.SubmitOptions{})
 			we := wantCode(t, err, wire.CodeCapabilityLacking)
 			if got, _ := we.Details["suggestion"].(string); got != c.suggestion {
 				t.Errorf("suggestion = %q, want %q (%s)", got, c.suggestion, we.Message)

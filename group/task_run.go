@@ -114,13 +114,9 @@ func (m *Manager) submitPart(ctx context.Context, t *Task, p Part) (string, erro
 	if p.Member != m.me {
 		req.Target = p.Member
 	}
-	idem := &agent.IdemWrite{Scope: idemScope, Key: key, RequestHash: key,
-		Render: func(x *wire.Task) (int, string, []byte) {
-			b, _ := json.Marshal(map[string]string{"task_id": x.ID})
-			return 201, wire.ContentJSON, b
-		}}
+	idem := &agent.IdemRequest{Scope: idemScope, Key: key, Hash: key}
 	who := auth.Principal{ID: "group:" + t.GroupID, Name: "group task " + t.TaskID, Scopes: []auth.Scope{auth.ScopeTasksWrite}}
-	sub, err := m.a.Submit(ctx, who, req, idem)
+	sub, err := m.a.Submit(ctx, who, req, agent.SubmitOptions{Idempotency: idem})
 	if err != nil {
 		if id := m.submitted(key); id != "" { // submitted meanwhile
 			return id, nil
@@ -133,14 +129,7 @@ func (m *Manager) submitPart(ctx context.Context, t *Task, p Part) (string, erro
 // submitted is the task id a part was submitted as, from its idempotency
 // record ("" when it was not submitted).
 func (m *Manager) submitted(key string) string {
-	id := ""
-	_ = m.db.View(func(tx *store.Tx) error {
-		if r, err := tx.Idem(idemScope, key); err == nil {
-			id = r.TaskID
-		}
-		return nil
-	})
-	return id
+	return m.a.IdempotentTask(idemScope, key)
 }
 
 // partStarted records a part's task id; false when the group task ended

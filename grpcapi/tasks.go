@@ -22,35 +22,32 @@ func (s *Server) SubmitTask(ctx context.Context, in *pb.SubmitTaskRequest) (*pb.
 	return s.submit(ctx, req, in)
 }
 
-// submit runs the submit flow of both submit RPCs: with an idempotency
-// key, agent.SubmitIdempotent (keys are scoped by token like the REST
+// submit runs the submit flow of both submit RPCs: agent.Submit, with
+// the idempotency key when there is one (keys are scoped by token like the REST
 // ones, the same in-flight, replay and reuse rules; a request is "the
-// same" when its message is), else agent.Submit.
+// same" when its message is).
 func (s *Server) submit(ctx context.Context, req *wire.SubmitRequest, in proto.Message) (*pb.SubmitTaskResponse, error) {
-	p := principal(ctx)
-	if req.IdempotencyKey == "" {
-		t, err := s.a.Submit(ctx, p, req, nil)
+	var o agent.SubmitOptions
+	if req.IdempotencyKey != "" {
+		r, err := idemRequest(ctx, req.IdempotencyKey, in)
 		if err != nil {
 			return nil, err
 		}
-		return submitPB(submitResponse(t)), nil
+		o.Idempotency = &r
 	}
-	r, err := idemRequest(ctx, req.IdempotencyKey, in)
+	sub, err := s.a.Submit(ctx, principal(ctx), req, o)
 	if err != nil {
 		return nil, err
 	}
-	_, ans, _, err := s.a.SubmitIdempotent(ctx, p, req, r, 0, func(t *wire.Task) *agent.IdemAnswer {
-		b, _ := json.Marshal(submitResponse(t))
-		return &agent.IdemAnswer{Status: 201, ContentType: wire.ContentJSON, Body: b}
-	})
-	if err != nil {
-		return nil, err
+	if sub.Sent != nil {
+		// Stored as it was sent, before the store kept the task.
+		var out wire.SubmitResponse
+		if err := json.Unmarshal(sub.Sent.Body, &out); err != nil {
+			return nil, wire.Errorf(wire.CodeSysStorage, "idempotency record: %v", err)
+		}
+		return submitPB(&out), nil
 	}
-	var out wire.SubmitResponse
-	if err := json.Unmarshal(ans.Body, &out); err != nil {
-		return nil, wire.Errorf(wire.CodeSysStorage, "idempotency record: %v", err)
-	}
-	return submitPB(&out), nil
+	return submitPB(submitResponse(sub.Task)), nil
 }
 
 func submitPB(r *wire.SubmitResponse) *pb.SubmitTaskResponse {

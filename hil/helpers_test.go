@@ -134,7 +134,7 @@ func (e *env) confirm(question string, options ...wire.HumanOption) string {
 	t := e.t
 	t.Helper()
 	payload, _ := json.Marshal(map[string]any{"question": question, "options": options})
-	task, err := e.a.Submit(context.Background(), admin, &wire.SubmitRequest{TaskType: "confirm", Payload: payload}, nil)
+	task, err := e.a.Submit(context.Background(), admin, &wire.SubmitRequest{TaskType: "confirm", Payload: payload}, agent.SubmitOptions{})
 	if err != nil {
 		t.Fatalf("Submit: %v", err)
 	}

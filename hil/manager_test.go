@@ -213,7 +213,7 @@ func TestDecideActions(t *testing.T) {
 		wantCode(t, err, wire.CodeTaskNotFound, http.StatusNotFound)
 	})
 	t.Run("task that never asked", func(t *testing.T) {
-		task, err := e.a.Submit(context.Background(), admin, &wire.SubmitRequest{TaskType: "echo", Payload: wire.JSONValue(`{}`)}, nil)
+		task, err := e.a.Submit(context.Background(), admin, &wire.SubmitRequest{TaskType: "echo", Payload: wire.JSONValue(`{}`)}, agent.SubmitOptions{})
 		if err != nil {
 			t.Fatalf("Submit: %v", err)
 		}
@@ -313,7 +313,7 @@ func TestLevelsAndPayloadDeadline(t *testing.T) {
 	})
 	t.Run("payload deadline", func(t *testing.T) {
 		deadline = e.clock.Now().Add(30 * time.Second)
-		task, err := e.a.Submit(context.Background(), admin, &wire.SubmitRequest{TaskType: "ask-by", Payload: wire.JSONValue(`{}`)}, nil)
+		task, err := e.a.Submit(context.Background(), admin, &wire.SubmitRequest{TaskType: "ask-by", Payload: wire.JSONValue(`{}`)}, agent.SubmitOptions{})
 		if err != nil {
 			t.Fatalf("Submit: %v", err)
 		}

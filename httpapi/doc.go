@@ -9,7 +9,7 @@
 // A route decodes its request, calls one method of the agent or of the
 // packages beside it (tier1, hil, group) and encodes the answer; what
 // every API shares lives there, once: idempotency keys
-// (agent.ClaimIdempotency, Idempotent, SubmitIdempotent: the key is the
+// (agent.Submit with SubmitOptions.Idempotency, Idempotent: the key is the
 // Idempotency-Key header or the body's idempotency_key, a replay carries
 // Idempotent-Replayed: true), task pages (agent.TaskPage), tier-1 frame
 // queries with their opaque page tokens (tier1.Ingestor.Frames). Only the

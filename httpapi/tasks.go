@@ -31,54 +31,40 @@ func (s *Server) submitRequest(ctx *fasthttp.RequestCtx, p auth.Principal, req *
 	if err != nil {
 		return err
 	}
-	d := time.Duration(wait) * time.Second
-	// answer is what a request gets for t: 200 with the final task in the
-	// sync mode, else 201.
-	answer := func(t *wire.Task) (int, any) {
-		if wait > 0 && t.Status.Terminal() {
-			return fasthttp.StatusOK, t.StatusResponse(true)
-		}
-		return fasthttp.StatusCreated, submitResponse(t)
-	}
-	var t *wire.Task
-	var ans *agent.IdemAnswer
+	o := agent.SubmitOptions{Wait: time.Duration(wait) * time.Second}
 	if key := idemKey(ctx, req.IdempotencyKey); key != "" {
-		var replayed bool
-		t, ans, replayed, err = s.a.SubmitIdempotent(ctx, p, req, idemRequest(ctx, p, key), d, func(t *wire.Task) *agent.IdemAnswer {
-			status, v := answer(t)
-			ct, body, _ := encode(ctx, v)
-			return &agent.IdemAnswer{Status: status, ContentType: ct, Body: body}
-		})
-		if err != nil {
-			return err
-		}
-		if replayed {
-			writeAnswer(ctx, ans, true)
-			return nil
-		}
-	} else {
-		if wait > 0 {
-			t, err = s.a.SubmitWait(ctx, p, req, nil, d)
-		} else {
-			t, err = s.a.Submit(ctx, p, req, nil)
-		}
-		if err != nil {
-			return err
-		}
-		status, v := answer(t)
-		if ans, err = encodeAnswer(ctx, status, v); err != nil {
-			return err
-		}
+		r := idemRequest(ctx, p, key)
+		o.Idempotency = &r
 	}
+	sub, err := s.a.Submit(ctx, p, req, o)
+	if err != nil {
+		return err
+	}
+	if sub.Sent != nil {
+		// Stored as it was sent, before the store kept the task.
+		writeAnswer(ctx, sub.Sent, true)
+		return nil
+	}
+	t := sub.Task
+	// The answer: 200 with the final task in the sync mode, else 201.
+	status, v := fasthttp.StatusCreated, any(submitResponse(t))
 	if wait > 0 && t.Status.Terminal() {
+		status, v = fasthttp.StatusOK, t.StatusResponse(true)
+	}
+	ans, err := encodeAnswer(ctx, status, v)
+	if err != nil {
+		return err
+	}
+	ans.TaskID = t.ID
+	if wait > 0 && t.Status.Terminal() && !sub.Replayed {
 		ctx.Response.Header.Set(fasthttp.HeaderETag, t.ETag())
-	} else {
+	} else if !sub.Replayed {
 		ctx.Response.Header.Set(fasthttp.HeaderLocation, wire.APIPrefix+"/task/"+t.ID)
 	}
-	if s.log.Enabled(ctx, slog.LevelDebug) {
+	if s.log.Enabled(ctx, slog.LevelDebug) && !sub.Replayed {
 		s.log.Debug("task submitted", "task_id", t.ID, "task_type", t.Type, "status", t.Status, "principal", p.Name)
 	}
-	writeAnswer(ctx, ans, false)
+	writeAnswer(ctx, ans, sub.Replayed)
 	return nil
 }
 

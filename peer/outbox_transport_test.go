@@ -90,7 +90,7 @@ func TestOutboxFakeTransport(t *testing.T) {
 	hook := func(path string) string {
 		t.Helper()
 		url := "http://192.0.2.10" + path // TEST-NET-1: never dialled
-		task, err := a.Submit(ctx, admin, &wire.SubmitRequest{TaskType: "echo", Payload: wire.JSONValue(`{}`), CallbackURL: url}, nil)
+		task, err := a.Submit(ctx, admin, &wire.SubmitRequest{TaskType: "echo", Payload: wire.JSONValue(`{}`), CallbackURL: url}, agent.SubmitOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

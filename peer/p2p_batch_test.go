@@ -343,7 +343,7 @@ func testBatchDelivery(t *testing.T, hmac bool) {
 	const n = 200
 	ids := make([]string, n)
 	for i := range ids {
-		task, err := req.a.Submit(context.Background(), admin, &wire.SubmitRequest{TaskType: "echo", Payload: wire.JSONValue(`{}`), Target: exe.id()}, nil)
+		task, err := req.a.Submit(context.Background(), admin, &wire.SubmitRequest{TaskType: "echo", Payload: wire.JSONValue(`{}`), Target: exe.id()}, agent.SubmitOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -455,7 +455,7 @@ func TestBatchesNeedAnnouncement(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					task, err := req.a.Submit(context.Background(), admin, &wire.SubmitRequest{TaskType: "echo", Payload: wire.JSONValue(`{}`), Target: exe.id()}, nil)
+					task, err := req.a.Submit(context.Background(), admin, &wire.SubmitRequest{TaskType: "echo", Payload: wire.JSONValue(`{}`), Target: exe.id()}, agent.SubmitOptions{})
 					if err != nil {
 						t.Error(err)
 						return

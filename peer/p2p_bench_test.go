@@ -114,7 +114,7 @@ func BenchmarkOutboxDrain(b *testing.B) {
 		go func() {
 			defer wg.Done()
 			for i := next.Add(1) - 1; i < int64(b.N); i = next.Add(1) - 1 {
-				t, err := req.a.Submit(ctx, admin, &wire.SubmitRequest{TaskType: "echo", Payload: wire.JSONValue(`{}`), Target: exe.id()}, nil)
+				t, err := req.a.Submit(ctx, admin, &wire.SubmitRequest{TaskType: "echo", Payload: wire.JSONValue(`{}`), Target: exe.id()}, agent.SubmitOptions{})
 				if err != nil {
 					b.Errorf("Submit: %v", err)
 					return

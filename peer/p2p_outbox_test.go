@@ -192,7 +192,7 @@ func TestOutboxAdministration(t *testing.T) {
 			t.Fatalf("RemovePeer: %v", err)
 		}
 		wantCode(t, a.a.RemovePeer(ctx, b.id()), wire.CodeNotFound)
-		_, err := a.a.Submit(ctx, admin, &wire.SubmitRequest{TaskType: "echo", Target: b.id()}, nil)
+		_, err := a.a.Submit(ctx, admin, &wire.SubmitRequest{TaskType: "echo", Target: b.id()}, agent.SubmitOptions{})
 		wantCode(t, err, wire.CodeInvalidParams)
 		n, err := a.a.RetryDeadLetters(ctx, b.id(), "")
 		if err != nil || n != 1 {

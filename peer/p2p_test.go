@@ -23,14 +23,14 @@ import (
 // submitTo submits a task on a with b as its target.
 func submitTo(t *testing.T, a, b *peerNode, taskType, payload string) *wire.Task {
 	t.Helper()
-	task, err := a.a.Submit(context.Background(), admin, &wire.SubmitRequest{TaskType: taskType, Payload: wire.JSONValue(payload), Target: b.id()}, nil)
+	task, err := a.a.Submit(context.Background(), admin, &wire.SubmitRequest{TaskType: taskType, Payload: wire.JSONValue(payload), Target: b.id()}, agent.SubmitOptions{})
 	if err != nil {
 		t.Fatalf("Submit(%s → %s): %v", taskType, b.cfg.AgentName, err)
 	}
 	if task.Status != wire.StatusPending || task.Target != b.id() {
 		t.Fatalf("submitted task is %s for %q, want pending for %s", task.Status, task.Target, b.id())
 	}
-	return task
+	return task.Task
 }
 
 // resultJSON is the result_json field of the task's full answer.

@@ -151,7 +151,7 @@ func TestStreamChunks(t *testing.T) {
 		return "done", nil
 	}})
 	queued := submit(t, a, "words", `{}`).ID
-	inline, err := a.SubmitWait(context.Background(), admin, &wire.SubmitRequest{TaskType: "words", Payload: wire.JSONValue(`{}`)}, nil, 5*time.Second)
+	inline, err := a.Submit(context.Background(), admin, &wire.SubmitRequest{TaskType: "words", Payload: wire.JSONValue(`{}`)}, agent.SubmitOptions{Wait: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func TestSeedListTasksPages(t *testing.T) {
 		Func: func(ctx context.Context, r *agent.Run) (any, error) { return nil, nil }})
 	const n = 501 // one more than a page
 	for i := 0; i < n; i++ {
-		if _, err := a.SubmitWait(context.Background(), admin, &wire.SubmitRequest{TaskType: "nop", Payload: wire.JSONValue(`{}`)}, nil, 5*time.Second); err != nil {
+		if _, err := a.Submit(context.Background(), admin, &wire.SubmitRequest{TaskType: "nop", Payload: wire.JSONValue(`{}`)}, agent.SubmitOptions{Wait: 5 * time.Second}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -28,7 +28,7 @@
 //	events      task_id 0x00 seq(uint64 BE) → Event JSON, or a JSON array
 //	            of the consecutive events of one write from seq on
 //	finished    finished_at(unix ns, uint64 BE) task_id → empty (retention index)
-//	idem        scope 0x00 key → IdemRecord JSON
+//	idem        scope 0x00 key → an idempotency record of package agent (JSON)
 //	idem_exp    created(unix ns, uint64 BE) scope 0x00 key → empty (expiry index)
 //	tokens      token_id → Token JSON (auth/tokendb)
 //	token_hash  sha256(token) → token_id (auth/tokendb)

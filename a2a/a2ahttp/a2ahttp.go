@@ -13,7 +13,7 @@
 // Retry-After, as on every route, but with a JSON-RPC error body (-31401,
 // -31403, -32603 RATE_LIMITED) that the SDKs decode. SendMessage honours
 // an Idempotency-Key header as every creating route does (see
-// sendIdempotent). Push notification configs are delivered as A2A events
+// idemRequest). Push notification configs are delivered as A2A events
 // by the agent (agent/a2a_push.go, queued and sent by the peer network).
 //
 // The HTTP server (package httpapi) mounts the binding: its router hands
@@ -25,7 +25,6 @@ package a2ahttp
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -189,55 +188,33 @@ func (h *Handler) rpc(ctx *fasthttp.RequestCtx, p auth.Principal) error {
 		}
 		return nil
 	}
+	var idem *agent.IdemRequest
 	if key := ctx.Request.Header.Peek("Idempotency-Key"); len(key) > 0 && op == a2a.OpSend {
-		return h.sendIdempotent(ctx, p, v, &req, string(key))
+		idem = idemRequest(p, &req, string(key))
 	}
-	res, err := h.srv.Call(ctx, p, op, v, req.Params)
+	res, replayed, err := h.srv.Call(ctx, p, op, v, req.Params, idem)
 	if err != nil {
 		writeRPC(ctx, a2a.NewErrorResponse(req.ID, a2a.ErrorFrom(err)))
 		return nil
+	}
+	if replayed {
+		ctx.Response.Header.Set("Idempotent-Replayed", "true")
 	}
 	writeRPC(ctx, a2a.NewResponse(req.ID, res))
 	return nil
 }
 
-// sendIdempotent is SendMessage with an Idempotency-Key header, under
-// the rules of every route (agent/idempotency.go): the same key with the
-// same method and params (the JSON-RPC id may differ) answers the stored
+// idemRequest names SendMessage with an Idempotency-Key header, under the
+// rules of every route (agent/idempotency.go): the same key with the same
+// method and params (the JSON-RPC id may differ) answers the stored
 // result again, with Idempotent-Replayed: true, and creates no second
 // task; with other params it is idempotency_key_reused; while the first is
 // in flight, a conflict. A message for an existing task (taskId) does not
 // create one: the key is not kept for it.
-func (h *Handler) sendIdempotent(ctx *fasthttp.RequestCtx, p auth.Principal, v a2a.Version, req *a2a.Request, key string) error {
-	var sp a2a.SendParams
-	if err := a2asrv.Params(req.Params, &sp); err != nil {
-		writeRPC(ctx, a2a.NewErrorResponse(req.ID, a2a.ErrorFrom(err)))
-		return nil
-	}
+func idemRequest(p auth.Principal, req *a2a.Request, key string) *agent.IdemRequest {
 	sum := sha256.New()
 	sum.Write([]byte(req.Method))
 	sum.Write([]byte{0})
 	sum.Write(req.Params)
-	ir := agent.IdemRequest{Scope: p.ID, Key: key, Hash: hex.EncodeToString(sum.Sum(nil))}
-	var replayed []byte
-	t, err := h.srv.Send(ctx, p, v, &sp, func(ctx context.Context, sr *wire.SubmitRequest, wait time.Duration) (*wire.Task, error) {
-		t, ans, again, err := h.a.SubmitIdempotent(ctx, p, sr, ir, wait, func(t *wire.Task) *agent.IdemAnswer {
-			b, _ := json.Marshal(a2asrv.SendResult(t, v, &sp))
-			return &agent.IdemAnswer{Status: fasthttp.StatusOK, ContentType: wire.ContentJSON, Body: b}
-		})
-		if again {
-			replayed = ans.Body
-		}
-		return t, err
-	})
-	switch {
-	case err != nil:
-		writeRPC(ctx, a2a.NewErrorResponse(req.ID, a2a.ErrorFrom(err)))
-	case replayed != nil:
-		ctx.Response.Header.Set("Idempotent-Replayed", "true")
-		writeRPC(ctx, a2a.NewResponse(req.ID, json.RawMessage(replayed)))
-	default:
-		writeRPC(ctx, a2a.NewResponse(req.ID, a2asrv.SendResult(t, v, &sp)))
-	}
-	return nil
+	return &agent.IdemRequest{Scope: p.ID, Key: key, Hash: hex.EncodeToString(sum.Sum(nil))}
 }

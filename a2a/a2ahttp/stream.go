@@ -46,11 +46,11 @@ func (h *Handler) startStream(ctx *fasthttp.RequestCtx, p auth.Principal, op a2a
 		} else {
 			sp.Configuration = &a2a.SendConfiguration{ReturnImmediately: true}
 		}
-		t, err := h.srv.Send(ctx, p, v, &sp, nil)
+		sub, err := h.srv.Send(ctx, p, v, &sp, nil)
 		if err != nil {
 			return err
 		}
-		id = t.ID
+		id = sub.ID
 	} else {
 		var ip a2a.TaskIDParams
 		if err := a2asrv.Params(req.Params, &ip); err != nil {

@@ -50,19 +50,32 @@ func Params(raw json.RawMessage, v any) error {
 }
 
 // Call runs a method that answers once (not a stream); raw are its
-// params.
-func (s *Server) Call(ctx context.Context, p auth.Principal, op a2a.Op, v a2a.Version, raw json.RawMessage) (any, error) {
-	switch op {
-	case a2a.OpSend:
+// params. idem, when not nil, is SendMessage's idempotency key (the
+// other methods create nothing): replayed is then true when the result
+// is the key's stored one, rendered again from the task it answered.
+func (s *Server) Call(ctx context.Context, p auth.Principal, op a2a.Op, v a2a.Version, raw json.RawMessage, idem *agent.IdemRequest) (res any, replayed bool, err error) {
+	if op == a2a.OpSend {
 		var sp a2a.SendParams
 		if err := Params(raw, &sp); err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		t, err := s.Send(ctx, p, v, &sp, nil)
-		if err != nil {
-			return nil, err
+		sub, err := s.Send(ctx, p, v, &sp, idem)
+		switch {
+		case err != nil:
+			return nil, false, err
+		case sub.Sent != nil:
+			// Stored as it was sent, before the store kept the task.
+			return json.RawMessage(sub.Sent.Body), true, nil
 		}
-		return SendResult(t, v, &sp), nil
+		return SendResult(sub.Task, v, &sp), sub.Replayed, nil
+	}
+	res, err = s.call(ctx, p, op, v, raw)
+	return res, false, err
+}
+
+// call runs a method that answers once, SendMessage aside.
+func (s *Server) call(ctx context.Context, p auth.Principal, op a2a.Op, v a2a.Version, raw json.RawMessage) (any, error) {
+	switch op {
 	case a2a.OpGet, a2a.OpCancel:
 		var ip a2a.TaskIDParams
 		if err := Params(raw, &ip); err != nil {
@@ -109,14 +122,12 @@ func SendResult(t *wire.Task, v a2a.Version, sp *a2a.SendParams) any {
 	return a2a.Wrap(a2a.FromTask(t, v, hl), v)
 }
 
-// SubmitFunc submits a task, waiting up to wait for its outcome.
-type SubmitFunc func(ctx context.Context, req *wire.SubmitRequest, wait time.Duration) (*wire.Task, error)
-
-// Send submits a message as a task (through submit when not nil), or
-// gives a task waiting for information the message's data. A push config
-// given with the message is stored with the task, in the task's own
+// Send submits a message as a task (under the idempotency key idem when
+// not nil), or gives a task waiting for information the message's data
+// (no task is created: the key is not kept for it). A push config given
+// with the message is stored with the task, in the task's own
 // transaction.
-func (s *Server) Send(ctx context.Context, p auth.Principal, v a2a.Version, sp *a2a.SendParams, submit SubmitFunc) (*wire.Task, error) {
+func (s *Server) Send(ctx context.Context, p auth.Principal, v a2a.Version, sp *a2a.SendParams, idem *agent.IdemRequest) (*agent.Submitted, error) {
 	taskType, payload, err := a2a.Submission(sp.Message)
 	if err != nil {
 		return nil, err
@@ -132,7 +143,11 @@ func (s *Server) Send(ctx context.Context, p auth.Principal, v a2a.Version, sp *
 		wait = 0
 	}
 	if id := sp.Message.TaskID; id != "" {
-		return s.cont(ctx, id, payload, push, wait)
+		t, err := s.cont(ctx, id, payload, push, wait)
+		if err != nil {
+			return nil, err
+		}
+		return &agent.Submitted{Task: t}, nil
 	}
 	if !s.a.SupportsTaskType(taskType) {
 		return nil, a2a.Errorf(a2a.CodeUnsupportedOperation, "this agent has no handler for task type %q", taskType)
@@ -144,13 +159,7 @@ func (s *Server) Send(ctx context.Context, p auth.Principal, v a2a.Version, sp *
 	if push != nil {
 		ctx = agent.WithPushConfig(ctx, push)
 	}
-	if submit != nil {
-		return submit(ctx, req, wait)
-	}
-	if wait > 0 {
-		return s.a.SubmitWait(ctx, p, req, nil, wait)
-	}
-	return s.a.Submit(ctx, p, req, nil)
+	return s.a.Submit(ctx, p, req, agent.SubmitOptions{Wait: wait, Idempotency: idem})
 }
 
 // cont answers a message for an existing task: only a task in

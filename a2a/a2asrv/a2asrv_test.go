@@ -35,7 +35,7 @@ func TestCall(t *testing.T) {
 	p := auth.Principal{ID: "admin", Scopes: []auth.Scope{auth.ScopeAdmin}}
 	call := func(op a2a.Op, params string) (map[string]any, error) {
 		t.Helper()
-		res, err := s.Call(ctx, p, op, a2a.V10, json.RawMessage(params))
+		res, _, err := s.Call(ctx, p, op, a2a.V10, json.RawMessage(params), nil)
 		if err != nil {
 			return nil, err
 		}

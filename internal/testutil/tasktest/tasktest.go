@@ -56,11 +56,11 @@ func NewClock() *clocktest.Clock {
 // Submit submits a task as p and fails the test if it is refused.
 func Submit(t testing.TB, a *agent.Agent, p auth.Principal, taskType, payload string) *wire.Task {
 	t.Helper()
-	task, err := a.Submit(context.Background(), p, &wire.SubmitRequest{TaskType: taskType, Payload: wire.JSONValue(payload)}, nil)
+	task, err := a.Submit(context.Background(), p, &wire.SubmitRequest{TaskType: taskType, Payload: wire.JSONValue(payload)}, agent.SubmitOptions{})
 	if err != nil {
 		t.Fatalf("Submit(%s, %s): %v", taskType, payload, err)
 	}
-	return task
+	return task.Task
 }
 
 // WaitFinal waits until the task is in a final state.
