@@ -3,14 +3,17 @@ package client
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/fasthttp/websocket"
@@ -159,10 +162,13 @@ const tier1StreamBuffer = 64 << 10
 // byte budget, 16 MiB by default), so a sender need not wait for one answer
 // before sending the next batch.
 //
-// One goroutine may Send while another Receives; Close may be called from
-// any goroutine and unblocks both.
+// One goroutine may Send (or Queue and Flush) while another Receives;
+// Close may be called from any goroutine and unblocks both.
 type Tier1Stream struct {
-	conn *websocket.Conn
+	conn   *websocket.Conn
+	buf    []byte        // frames Queue buffered, not written yet
+	rng    *rand.ChaCha8 // the masking keys of Queue's frames
+	closed atomic.Bool   // Close was called
 }
 
 // ErrTier1StreamClosing is in Send's error when a close frame was already
@@ -212,15 +218,98 @@ func (c *Client) DialTier1Stream(ctx context.Context) (*Tier1Stream, error) {
 		}
 		return nil, fmt.Errorf("tier-1 stream: %w", err)
 	}
-	return &Tier1Stream{conn: conn}, nil
+	var seed [32]byte
+	for i := 0; i < len(seed); i += 8 {
+		binary.LittleEndian.PutUint64(seed[i:], rand.Uint64())
+	}
+	return &Tier1Stream{conn: conn, rng: rand.NewChaCha8(seed)}, nil
 }
 
-// Send writes one batch as one binary message.
+// Send writes one batch as one binary message (one write to the
+// connection; Queue and Flush share writes between batches). Batches
+// Queue buffered are written first.
 func (s *Tier1Stream) Send(batch []byte) error {
+	if err := s.Flush(); err != nil {
+		return err
+	}
 	if err := s.conn.WriteMessage(websocket.BinaryMessage, batch); err != nil {
 		return fmt.Errorf("tier-1 stream: send batch: %w", err)
 	}
 	return nil
+}
+
+// Queue appends batch to the stream's send buffer as one binary message;
+// the buffer is written when the next batch would not fit (64 KiB) and by
+// Flush. A sender of many small batches so makes one write for many of
+// them, as a device library buffers its publishes; it must Flush before
+// it waits for answers, or the batches still buffered are never sent.
+// Queue keeps nothing of batch once it returns.
+//
+// Each batch is one final, masked binary frame (RFC 6455 §5.2) with a
+// fresh masking key (§5.3), written to the connection in one Write of
+// whole frames: it does not interleave with the library's control frames
+// (the reader's pongs, Close), each a single Write too.
+func (s *Tier1Stream) Queue(batch []byte) error {
+	if s.closed.Load() {
+		return fmt.Errorf("tier-1 stream: send batch: %w", ErrTier1StreamClosing)
+	}
+	if len(s.buf) > 0 && len(s.buf)+len(batch)+14 > tier1StreamBuffer {
+		if err := s.Flush(); err != nil {
+			return err
+		}
+	}
+	if s.buf == nil {
+		s.buf = make([]byte, 0, tier1StreamBuffer)
+	}
+	s.buf = appendMaskedFrame(s.buf, websocket.BinaryMessage, batch, uint32(s.rng.Uint64()))
+	return nil
+}
+
+// Flush writes the batches Queue buffered.
+func (s *Tier1Stream) Flush() error {
+	if len(s.buf) == 0 {
+		return nil
+	}
+	if s.closed.Load() {
+		return fmt.Errorf("tier-1 stream: send batch: %w", ErrTier1StreamClosing)
+	}
+	_, err := s.conn.UnderlyingConn().Write(s.buf)
+	s.buf = s.buf[:0]
+	if err != nil {
+		return fmt.Errorf("tier-1 stream: send batches: %w", err)
+	}
+	return nil
+}
+
+// appendMaskedFrame appends payload as one final client frame of type op,
+// masked with key.
+func appendMaskedFrame(dst []byte, op int, payload []byte, key uint32) []byte {
+	dst = append(dst, 0x80|byte(op))
+	switch n := len(payload); {
+	case n < 126:
+		dst = append(dst, 0x80|byte(n))
+	case n <= 0xffff:
+		dst = append(dst, 0x80|126, byte(n>>8), byte(n))
+	default:
+		dst = binary.BigEndian.AppendUint64(append(dst, 0x80|127), uint64(n))
+	}
+	var k [4]byte
+	binary.LittleEndian.PutUint32(k[:], key)
+	dst = append(dst, k[:]...)
+	off := len(dst)
+	dst = append(dst, payload...)
+	m := dst[off:]
+	i := 0
+	if len(m) >= 8 {
+		k8 := uint64(key) | uint64(key)<<32
+		for ; i+8 <= len(m); i += 8 {
+			binary.LittleEndian.PutUint64(m[i:], binary.LittleEndian.Uint64(m[i:])^k8)
+		}
+	}
+	for ; i < len(m); i++ {
+		m[i] ^= k[i&3]
+	}
+	return dst
 }
 
 // Receive returns the next acknowledgement, the msgpack bytes of a map
@@ -253,7 +342,97 @@ func WebSocketOverhead(n int) int {
 // Close sends a normal closure, when it can within a second, and closes
 // the connection. It is safe to call more than once.
 func (s *Tier1Stream) Close() error {
+	s.closed.Store(true)
 	_ = s.conn.WriteControl(websocket.CloseMessage,
 		websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
 	return s.conn.Close()
+}
+
+// DecodeTier1Ack decodes an acknowledgement Receive returned into ack. The
+// answers of stored batches (a map of ok, accepted, batch_id and
+// duplicate, as the agent writes them) are read without reflection or
+// allocation beyond the batch id; anything else, a refusal with its error
+// say, goes through the msgpack decoder.
+func DecodeTier1Ack(data []byte, ack *Tier1Ack) error {
+	if decodeTier1AckFast(data, ack) {
+		return nil
+	}
+	*ack = Tier1Ack{}
+	return wire.Msgpack.Unmarshal(data, ack)
+}
+
+// decodeTier1AckFast reads data as a fixmap of short string keys ok,
+// accepted, batch_id and duplicate with bool, non-negative int and string
+// values; it reports false for anything else.
+func decodeTier1AckFast(data []byte, ack *Tier1Ack) bool {
+	if len(data) == 0 || data[0]&0xf0 != 0x80 {
+		return false
+	}
+	*ack = Tier1Ack{}
+	n, i := int(data[0]&0x0f), 1
+	for range n {
+		if i >= len(data) || data[i]&0xe0 != 0xa0 {
+			return false
+		}
+		kl := int(data[i] & 0x1f)
+		if i+1+kl >= len(data) {
+			return false
+		}
+		key := data[i+1 : i+1+kl]
+		i += 1 + kl
+		c := data[i]
+		switch string(key) {
+		case "ok", "duplicate":
+			if c != 0xc2 && c != 0xc3 {
+				return false
+			}
+			if key[0] == 'o' {
+				ack.OK = c == 0xc3
+			} else {
+				ack.Duplicate = c == 0xc3
+			}
+			i++
+		case "accepted":
+			v, w, ok := msgpackUint(data[i:])
+			if !ok || v > 1<<31 {
+				return false
+			}
+			ack.Accepted, i = int(v), i+w
+		case "batch_id":
+			var l, h int
+			switch {
+			case c&0xe0 == 0xa0:
+				l, h = int(c&0x1f), 1
+			case c == 0xd9 && i+1 < len(data):
+				l, h = int(data[i+1]), 2
+			case c == 0xda && i+2 < len(data):
+				l, h = int(binary.BigEndian.Uint16(data[i+1:])), 3
+			default:
+				return false
+			}
+			if i+h+l > len(data) {
+				return false
+			}
+			ack.BatchID, i = string(data[i+h:i+h+l]), i+h+l
+		default:
+			return false
+		}
+	}
+	return i == len(data)
+}
+
+// msgpackUint reads a non-negative msgpack integer from the start of b
+// and its width.
+func msgpackUint(b []byte) (uint64, int, bool) {
+	switch c := b[0]; {
+	case c < 0x80:
+		return uint64(c), 1, true
+	case c == 0xcc && len(b) >= 2:
+		return uint64(b[1]), 2, true
+	case c == 0xcd && len(b) >= 3:
+		return uint64(binary.BigEndian.Uint16(b[1:])), 3, true
+	case c == 0xce && len(b) >= 5:
+		return uint64(binary.BigEndian.Uint32(b[1:])), 5, true
+	}
+	return 0, 0, false
 }

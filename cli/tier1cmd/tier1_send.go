@@ -17,8 +17,13 @@ func tier1SendVerb() *command.Verb {
 		Summary: "generate synapse.telemetry load and measure the acknowledged rate",
 		About: `Sends synthetic synapse.telemetry frames over the tier-1 WebSocket (or with
 --http as POSTed batches) and counts the agent's acknowledgements, each sent
-only once its batch is durable. Batches are pipelined: up to 32 wait for
-their acknowledgement at a time. Devices are named dev-0001, dev-0002, ...;
+only once its batch is durable. Batches are pipelined: up to --window (1024)
+wait for their acknowledgement at a time, and the sender writes many of them
+to the connection at once. A stream's rate is at most its window over the
+time one group commit takes (about a millisecond with its fdatasync): a
+window of 32 holds one-frame batches near 16k frames/s whatever the agent
+does. The agent reads up to 4096 batches ahead within its in-flight budget
+and stops reading beyond it; a larger window only adds latency. Devices are named dev-0001, dev-0002, ...;
 each device's seq counts up from 1 and ts is the time of sending in unix
 nanoseconds. Batch ids are HOSTNAME-PID-RUN-N, with RUN random per run (the
 agent drops a batch whose id it has stored before).
@@ -35,6 +40,7 @@ acknowledged.`,
 		Examples: []string{
 			"synapse tier1 send",
 			"synapse tier1 send --frames 1000000 --batch 500 --devices 100",
+			"synapse tier1 send --batch 1 --window 4096 --duration 30s",
 			"synapse tier1 send --rate 5000 --duration 1m --metric humidity --unit %",
 			"synapse tier1 send --http --frames 10000 --json",
 		},
@@ -42,6 +48,7 @@ acknowledged.`,
 			var cfg tier1load.Config
 			fs.IntVar(&cfg.Rate, "rate", 0, "send `N` frames per second (0: as fast as acknowledgements allow)")
 			fs.IntVar(&cfg.Batch, "batch", 100, "`N` frames per batch")
+			fs.IntVar(&cfg.Window, "window", tier1load.DefaultWindow, "up to `N` batches wait for their acknowledgement at once (WebSocket)")
 			fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "stop after `DURATION` (0: no limit)")
 			fs.Int64Var(&cfg.Frames, "frames", 0, "stop after `N` frames (0: no limit)")
 			fs.IntVar(&cfg.Devices, "devices", 10, "spread the frames over `N` devices")
@@ -86,6 +93,8 @@ func validateSend(c *tier1load.Config) error {
 		return command.UsageErrorf("--rate %d: must not be negative", c.Rate)
 	case c.Batch < 1 || c.Batch > tier1load.MaxBatch:
 		return command.UsageErrorf("--batch %d: must be between 1 and %d", c.Batch, tier1load.MaxBatch)
+	case c.Window < 1 || c.Window > tier1load.MaxWindow:
+		return command.UsageErrorf("--window %d: must be between 1 and %d", c.Window, tier1load.MaxWindow)
 	case c.Duration < 0:
 		return command.UsageErrorf("--duration %s: must not be negative", c.Duration)
 	case c.Frames < 0:

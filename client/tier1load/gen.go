@@ -15,9 +15,21 @@ import (
 
 // Limits of a run.
 const (
-	// Window is how many batches may wait for their acknowledgement on a
-	// stream: the agent reads that many ahead of its answers.
-	Window = 32
+	// DefaultWindow is how many batches may wait for their
+	// acknowledgement on a stream unless Config.Window says otherwise.
+	// A stream's rate is at most its window over the time a batch takes
+	// to be answered (one group commit and its fdatasync, about a
+	// millisecond here under load): 32 would cap one-frame batches near
+	// 16k frames/s however fast the agent is, 1024 leaves room for a
+	// million. The agent reads up to 4096 ahead (Tier1ReadAhead), each
+	// batch charged at least 512 bytes of its 16 MiB in-flight budget, so
+	// 1024 one-frame batches hold 512 KiB of it; an acknowledgement then
+	// waits about 10 ms at 100k frames/s.
+	DefaultWindow = 1024
+	// MaxWindow bounds Config.Window. Beyond the agent's read-ahead the
+	// batches wait in the connection's buffers (the agent stops reading,
+	// its back-pressure), costing latency and buying nothing.
+	MaxWindow = 65536
 	// HTTPSenders is how many batches a run over HTTP keeps in flight.
 	HTTPSenders = 8
 	// MaxBatch is the most frames per batch (the agent's default limit).
@@ -33,6 +45,7 @@ const (
 type Config struct {
 	Rate     int           // frames per second; 0: as fast as acknowledgements allow
 	Batch    int           // frames per batch
+	Window   int           // batches awaiting their acknowledgement at once (WebSocket); 0: DefaultWindow
 	Duration time.Duration // 0: no time limit
 	Frames   int64         // 0: no frame limit
 	Devices  int
@@ -116,6 +129,12 @@ var ErrStop = errors.New("stop sending")
 // until a limit is reached, ctx is cancelled or send returns an error;
 // ErrStop from send ends it quietly. It reports whether ctx ended it.
 func Produce(ctx context.Context, cfg Config, g *Gen, send func(*Batch) error) (interrupted bool, err error) {
+	return produce(ctx, cfg, g, send, nil)
+}
+
+// produce is Produce calling flush, when not nil, before it waits for a
+// batch's time (a paced run): what send buffered goes out on time.
+func produce(ctx context.Context, cfg Config, g *Gen, send func(*Batch) error, flush func() error) (interrupted bool, err error) {
 	start := time.Now()
 	var deadline time.Time
 	if cfg.Duration > 0 {
@@ -141,6 +160,12 @@ func Produce(ctx context.Context, cfg Config, g *Gen, send func(*Batch) error) (
 				return false, nil
 			}
 			if wait := time.Until(due); wait > 0 {
+				if flush != nil {
+					if err := flush(); err != nil {
+						return false, err
+					}
+					wait = time.Until(due)
+				}
 				if timer == nil {
 					timer = time.NewTimer(wait)
 				} else {

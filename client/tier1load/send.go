@@ -10,7 +10,6 @@ import (
 
 	"github.com/synapse-edge/synapse/client"
 	"github.com/synapse-edge/synapse/tier1"
-	"github.com/synapse-edge/synapse/wire"
 )
 
 // Target is the agent a run sends to.
@@ -42,42 +41,65 @@ func drainFor(ctx context.Context, cfg Config) time.Duration {
 }
 
 // runWebSocket pipelines the batches over one tier-1 stream: this
-// goroutine sends, a reader matches the in-order acknowledgements.
+// goroutine sends, a reader matches the in-order acknowledgements. Up to
+// the window's batches wait for their answers; the sender buffers them
+// (Tier1Stream.Queue) and writes when its buffer is full, when the window
+// is, and before it waits for a paced batch's time, so that a run of small
+// batches costs one write for many of them, not one each.
 func runWebSocket(ctx context.Context, cfg Config, dial func(context.Context) (*client.Tier1Stream, error), g *Gen, st *Stats) error {
 	stream, err := dial(ctx)
 	if err != nil {
 		return err
 	}
 	defer stream.Close()
+	size := int64(cfg.Window)
+	if size <= 0 {
+		size = DefaultWindow
+	}
 	r := &ackReader{
 		stream:   stream,
-		slots:    make(chan struct{}, Window),
-		inflight: make(chan *Batch, Window),
+		size:     size,
+		wake:     make(chan struct{}, 1),
+		inflight: make(chan *Batch, size),
 		done:     make(chan struct{}),
 		st:       st,
 	}
 	go r.run()
-	interrupted, sendErr := Produce(ctx, cfg, g, func(b *Batch) error {
-		select {
-		case r.slots <- struct{}{}:
-		case <-r.done:
-			return ErrStop
-		case <-ctx.Done():
-			return ErrStop
+	var sent int64
+	interrupted, sendErr := produce(ctx, cfg, g, func(b *Batch) error {
+		if sent-r.answered.Load() >= size {
+			if err := stream.Flush(); err != nil {
+				return err
+			}
+			// Wait for a quarter of the window: woken for each answer,
+			// the sender would write one batch at a time.
+			if !r.waitUntil(sent, size-max(size/4, 1), ctx.Done(), nil) {
+				return ErrStop
+			}
 		}
 		b.SentAt = time.Now()
 		st.Sent(b, len(b.Data)+client.WebSocketOverhead(len(b.Data)))
-		r.inflight <- b // never blocks: a slot is held for it
-		return stream.Send(b.Data)
-	})
-	st.Stopped(interrupted)
-	if errors.Is(sendErr, client.ErrTier1StreamClosing) {
-		// Only the reader answering the agent's close frame sends one
-		// before us, and its Receive returns right after: wait for it, so
-		// the agent's reason (1009, message too big) is what is reported.
-		<-r.done
+		r.inflight <- b // never blocks: at most size are in flight
+		sent++
+		r.sent.Store(sent)
+		return stream.Queue(b.Data)
+	}, stream.Flush)
+	if sendErr == nil {
+		sendErr = stream.Flush()
 	}
-	// Every slot free again means every batch sent was answered.
+	st.Stopped(interrupted)
+	if sendErr != nil {
+		// The agent may have closed the stream (1009, message too big):
+		// give the reader a moment to read why, so that its reason is
+		// what is reported.
+		t := time.NewTimer(time.Second)
+		select {
+		case <-r.done:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	// Wait for every batch sent to be answered.
 	if sendErr == nil {
 		var timeout <-chan time.Time
 		if d := drainFor(ctx, cfg); d > 0 {
@@ -85,16 +107,7 @@ func runWebSocket(ctx context.Context, cfg Config, dial func(context.Context) (*
 			defer t.Stop()
 			timeout = t.C
 		}
-	wait:
-		for range Window {
-			select {
-			case r.slots <- struct{}{}:
-			case <-r.done:
-				break wait
-			case <-timeout:
-				break wait
-			}
-		}
+		r.waitUntil(sent, 0, nil, timeout)
 	}
 	r.closing.Store(true)
 	stream.Close()
@@ -116,7 +129,11 @@ func runWebSocket(ctx context.Context, cfg Config, dial func(context.Context) (*
 // ackReader reads the acknowledgements of a tier-1 stream in order.
 type ackReader struct {
 	stream   *client.Tier1Stream
-	slots    chan struct{} // one per batch awaiting its answer
+	size     int64         // the window
+	sent     atomic.Int64  // batches sent, stored by the sender
+	answered atomic.Int64  // batches answered, stored by the reader
+	waiting  atomic.Int64  // the sender sleeps on wake until sent-answered is at most waiting-1 (0: it does not)
+	wake     chan struct{} // poked by the reader when the sender may go on
 	inflight chan *Batch   // the batches in the order sent
 	done     chan struct{} // closed when run returns
 	closing  atomic.Bool   // set before the sender closes the stream
@@ -127,9 +144,32 @@ type ackReader struct {
 	st         *Stats
 }
 
+// waitUntil waits until at most limit of the sent batches are
+// unanswered, the reader ends, stop is closed or timeout fires; it
+// reports whether the batches were answered.
+func (r *ackReader) waitUntil(sent, limit int64, stop <-chan struct{}, timeout <-chan time.Time) bool {
+	defer r.waiting.Store(0)
+	for {
+		r.waiting.Store(limit + 1)
+		if sent-r.answered.Load() <= limit {
+			return true
+		}
+		select {
+		case <-r.wake:
+		case <-r.done:
+			return sent-r.answered.Load() <= limit
+		case <-stop:
+			return false
+		case <-timeout:
+			return false
+		}
+	}
+}
+
 func (r *ackReader) run() {
 	defer close(r.done)
 	defer func() { r.brokeFirst = r.err != nil && !r.closing.Load() }()
+	var ack client.Tier1Ack
 	for {
 		data, err := r.stream.Receive()
 		if err != nil {
@@ -144,8 +184,7 @@ func (r *ackReader) run() {
 			r.err = errors.New("tier-1 stream: an acknowledgement came for no batch")
 			return
 		}
-		var ack client.Tier1Ack
-		if err := wire.Msgpack.Unmarshal(data, &ack); err != nil {
+		if err := client.DecodeTier1Ack(data, &ack); err != nil {
 			r.err = fmt.Errorf("tier-1 stream: decode the acknowledgement of batch %s: %w", b.ID, err)
 			return
 		}
@@ -154,7 +193,13 @@ func (r *ackReader) run() {
 			return
 		}
 		r.st.Answer(b, &ack, now)
-		<-r.slots
+		answered := r.answered.Add(1)
+		if w := r.waiting.Load(); w > 0 && r.sent.Load()-answered < w {
+			select {
+			case r.wake <- struct{}{}:
+			default:
+			}
+		}
 	}
 }
 
