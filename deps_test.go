@@ -207,8 +207,8 @@ func TestImportRulesCatch(t *testing.T) {
 			t.Errorf("no violation %q in:\n%s", want, got)
 		}
 	}
-	if n := strings.Count(got, "\n") + 1; n != 11 {
-		t.Errorf("%d violations, want 11:\n%s", n, got)
+	if n := strings.Count(got, "\n") + 1; n != 12 {
+		t.Errorf("%d violations, want 12:\n%s", n, got)
 	}
 }
 

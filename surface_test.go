@@ -53,15 +53,16 @@ var surfaceExcess = map[string]struct {
 	count int
 	who   string
 }{
-	"store.Tx":       {74, "the domains' records (s-store), outbox (15) and registry (5) (s-outbox), idempotency (3) (s-api) move out; tier-1 (15) stays until its move"},
-	"httpapi.Server": {118, "one handler adapter and one Submit (s-api)"},
-	"peer.Network":   {95, "the outbox and the registry leave peer (s-outbox)"},
+	"store.Tx":       {51, "tier-1's records (15) and A2A's (10) are still the store's: A2A's wait for a hook that deletes a task's push configs with it"},
+	"httpapi.Server": {118, "the handler prologue's adapter and the service logic out of the Server"},
+	"peer.Network":   {95, "the outbox's queue, the registrar and the contracts filter leave peer"},
 }
 
-// agentExportedMax is agent's exported surface today (issue 31: no larger
-// than today's): its exported package-level names plus the exported
-// methods of its exported types.
-const agentExportedMax = 145
+// agentExportedMax is agent's exported surface (issue 31: no larger
+// than it was, 145, when the issue was filed; 137 since one Submit): its
+// exported package-level names plus the exported methods of its exported
+// types.
+const agentExportedMax = 137
 
 // TestTypeSizes holds the named types under their method limits and agent
 // under its exported surface.

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/synapse-edge/synapse/agent/idemdb"
 	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/internal/metrics"
 	"github.com/synapse-edge/synapse/store"
@@ -61,7 +62,7 @@ type Agent struct {
 	// storeFault is Options.StoreFault.
 	storeFault, storeSyncFault func() error
 	// idem holds the idempotency keys being answered (idempotency.go).
-	idem idemFlights
+	idem idemdb.Flights
 }
 
 type agentMetrics struct {
@@ -329,7 +330,7 @@ func (a *Agent) Events(id string, after uint64) ([]*wire.Event, error) {
 }
 
 // Subscribe delivers a task's future events; combine with Events to resume.
-func (a *Agent) Subscribe(id string) *Subscription { return a.eng.hub.subscribe(id) }
+func (a *Agent) Subscribe(id string) *Subscription { return a.eng.hub.Subscribe(id) }
 
 // Done returns a channel closed when the agent is shutting down.
 func (a *Agent) Done() <-chan struct{} { return a.sweepStop }
@@ -393,7 +394,7 @@ func (a *Agent) Prune(ctx context.Context) (int, error) {
 	for {
 		var n int
 		err := a.db.Update(ctx, func(tx *store.Tx) (err error) {
-			n, err = pruneIdem(tx, now.Add(-idemTTL), pruneBatch)
+			n, err = idemdb.Prune(tx, now.Add(-idemTTL), pruneBatch)
 			return err
 		})
 		if err != nil || n < pruneBatch {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/synapse-edge/synapse/agent/eventhub"
 	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
@@ -33,7 +34,7 @@ type engine struct {
 	a   *Agent
 	db  *store.DB
 	log *slog.Logger
-	hub hub
+	hub eventhub.Hub
 	// human wakes package hil at changes into or out of need_human and
 	// human_deciding (human_queue.go).
 	human signal
@@ -240,7 +241,7 @@ func (e *engine) applyOutCtx(ctx context.Context, r *run, wait bool, mut func(t 
 		return e.pushOut(tx, prev, snap)
 	}), func(err error) {
 		if err == nil {
-			e.hub.publish(snap.ID, evs)
+			e.hub.Publish(snap.ID, evs)
 			e.humanChange(prev.Status, snap)
 			if !snap.Status.Terminal() && (waiting(snap.Status) || snap.Target != "") {
 				go e.lighten(r, snap) // not from the writer: r.mu may be held by a sender
@@ -429,7 +430,7 @@ func (e *engine) submit(ctx context.Context, p auth.Principal, req *wire.SubmitR
 		return nil, err
 	}
 	e.a.m.submitted.Inc()
-	e.hub.publish(t.ID, evs)
+	e.hub.Publish(t.ID, evs)
 	e.humanChange("", t)
 	e.track(r)
 	return t, nil

@@ -328,5 +328,5 @@ func (e *engine) shutdown(ctx context.Context) {
 		r.mu.Unlock()
 	}
 	e.mu.Unlock()
-	e.hub.closeAll()
+	e.hub.CloseAll()
 }

@@ -194,7 +194,7 @@ func (a *Agent) Decide(ctx context.Context, p auth.Principal, id string, req Dec
 	}
 	// The handler records the outcome; wait briefly (on the task's events)
 	// so that the answer shows it.
-	sub := a.eng.hub.subscribe(id)
+	sub := a.eng.hub.Subscribe(id)
 	defer sub.Close()
 	if err := a.eng.deliverDecision(r, d); err != nil {
 		return nil, err

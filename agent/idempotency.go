@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/synapse-edge/synapse/agent/idemdb"
 	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
@@ -34,9 +35,6 @@ import (
 // (IdemAnswer), as do submits' records written before; those replay as
 // they are until they expire.
 
-// MaxIdempotencyKey bounds the length of an idempotency key, in bytes.
-const MaxIdempotencyKey = 255
-
 // IdemRequest is a request made with an idempotency key.
 type IdemRequest struct {
 	// Scope is whose key it is: the caller's token id.
@@ -57,21 +55,6 @@ type IdemAnswer struct {
 	Body        []byte
 	// TaskID is the task the request created, if it created one.
 	TaskID string
-}
-
-// CheckIdempotencyKey refuses a key longer than MaxIdempotencyKey bytes or
-// with a byte that is not printable ASCII (invalid_params, field
-// idempotency_key).
-func CheckIdempotencyKey(key string) error {
-	if len(key) > MaxIdempotencyKey {
-		return wire.Errorf(wire.CodeInvalidParams, "the idempotency key is longer than %d bytes", MaxIdempotencyKey).With("field", "idempotency_key")
-	}
-	for i := 0; i < len(key); i++ {
-		if key[i] < 0x20 || key[i] > 0x7e {
-			return wire.Errorf(wire.CodeInvalidParams, "the idempotency key must be printable ASCII").With("field", "idempotency_key")
-		}
-	}
-	return nil
 }
 
 // idemClaim is held by the one request being answered under a key, from
@@ -95,10 +78,10 @@ type idemClaim struct {
 // A record older than IdempotencyTTL counts as none; it is deleted here
 // so that the key can be stored again.
 func (a *Agent) claim(ctx context.Context, r IdemRequest) (*idemClaim, *idemAnswer, error) {
-	if err := CheckIdempotencyKey(r.Key); err != nil {
+	if err := idemdb.CheckKey(r.Key); err != nil {
 		return nil, nil, err
 	}
-	if !a.idem.begin(r.Scope, r.Key) {
+	if !a.idem.Begin(r.Scope, r.Key) {
 		return nil, nil, wire.Errorf(wire.CodeIdempotencyInFlight, "").With("idempotency_key", r.Key)
 	}
 	c := &idemClaim{a: a, req: r}
@@ -113,7 +96,7 @@ func (a *Agent) claim(ctx context.Context, r IdemRequest) (*idemClaim, *idemAnsw
 // release ends the claim: the key may be used again. It is safe to call
 // more than once.
 func (c *idemClaim) release() {
-	c.once.Do(func() { c.a.idem.end(c.req.Scope, c.req.Key) })
+	c.once.Do(func() { c.a.idem.End(c.req.Scope, c.req.Key) })
 }
 
 // stored reads the answer stored for the claim's key: nil when there is
@@ -121,12 +104,12 @@ func (c *idemClaim) release() {
 // when it answered another request.
 func (c *idemClaim) stored(ctx context.Context) (*idemAnswer, error) {
 	a, r := c.a, c.req
-	var rec *idemRecord
+	var rec *idemdb.Record
 	// A keyed retry after commit_outcome_unknown comes while the store
 	// may still be reopening its file: it waits for the file's answer.
 	settled(a.db)
 	err := viewSettled(a.db, func(tx *store.Tx) (err error) {
-		rec, err = getIdem(tx, r.Scope, r.Key)
+		rec, err = idemdb.Get(tx, r.Scope, r.Key)
 		return err
 	})
 	if errors.Is(err, store.ErrNotFound) {
@@ -139,7 +122,7 @@ func (c *idemClaim) stored(ctx context.Context) (*idemAnswer, error) {
 		// Expired: retention deletes it within a minute, but the task
 		// write refuses a key that has a record, so delete it now.
 		err := a.db.Update(ctx, func(tx *store.Tx) error {
-			_, err := pruneIdem(tx, now.Add(-IdempotencyTTL), pruneBatch)
+			_, err := idemdb.Prune(tx, now.Add(-IdempotencyTTL), pruneBatch)
 			return err
 		})
 		if err != nil {
@@ -150,7 +133,7 @@ func (c *idemClaim) stored(ctx context.Context) (*idemAnswer, error) {
 	if rec.RequestHash != r.Hash {
 		return nil, wire.Errorf(wire.CodeIdempotencyMismatch, "").With("idempotency_key", r.Key)
 	}
-	return rec.answer(), nil
+	return answerOf(rec), nil
 }
 
 // store stores rec (its hash set here, its creation time when it has
@@ -158,21 +141,21 @@ func (c *idemClaim) stored(ctx context.Context) (*idemAnswer, error) {
 // of the claim's request, or replaces the answer stored before (the
 // record keeps its creation time). The record is encoded before the
 // write.
-func (c *idemClaim) store(ctx context.Context, rec idemRecord) error {
+func (c *idemClaim) store(ctx context.Context, rec idemdb.Record) error {
 	r := c.req
 	rec.RequestHash = r.Hash
 	if rec.CreatedAt.IsZero() {
 		rec.CreatedAt = c.a.clock.Now()
 	}
-	raw, err := encodeIdem(&rec)
+	raw, err := idemdb.Encode(&rec)
 	if err != nil {
 		return wire.Errorf(wire.CodeSysStorage, "store idempotency record: %v", err)
 	}
 	err = c.a.db.Update(ctx, func(tx *store.Tx) error {
-		old, err := getIdem(tx, r.Scope, r.Key)
+		old, err := idemdb.Get(tx, r.Scope, r.Key)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
-			return putIdem(tx, r.Scope, r.Key, rec.CreatedAt, raw)
+			return idemdb.Put(tx, r.Scope, r.Key, rec.CreatedAt, raw)
 		case err != nil:
 			return err
 		case !old.CreatedAt.Equal(rec.CreatedAt):
@@ -180,11 +163,11 @@ func (c *idemClaim) store(ctx context.Context, rec idemRecord) error {
 			// expiry index holds: encoded again with it (rare: a sync
 			// submit whose task became final after it was stored).
 			rec.CreatedAt = old.CreatedAt
-			if raw, err = encodeIdem(&rec); err != nil {
+			if raw, err = idemdb.Encode(&rec); err != nil {
 				return err
 			}
 		}
-		return putIdem(tx, r.Scope, r.Key, rec.CreatedAt, raw)
+		return idemdb.Put(tx, r.Scope, r.Key, rec.CreatedAt, raw)
 	})
 	if err != nil {
 		return wire.Errorf(wire.CodeSysStorage, "store idempotency record: %v", err)
@@ -210,15 +193,15 @@ type idemWrite struct {
 // keeps the answer: t as a replay reads it back, so that the first
 // answer and its replays are rendered from the same task.
 func (w *idemWrite) record(t *wire.Task) ([]byte, error) {
-	raw, err := encodeIdem(&idemRecord{RequestHash: w.hash, TaskID: t.ID, CreatedAt: t.CreatedAt, Task: snapshotOf(t)})
+	raw, err := idemdb.Encode(&idemdb.Record{RequestHash: w.hash, TaskID: t.ID, CreatedAt: t.CreatedAt, Task: idemdb.Snapshot(t)})
 	if err != nil {
 		return nil, err
 	}
-	var back idemRecord
+	var back idemdb.Record
 	if err := json.Unmarshal(raw, &back); err != nil || back.Task == nil {
 		return nil, fmt.Errorf("idempotency record of task %s does not read back: %v", t.ID, err)
 	}
-	w.stored = back.Task.task()
+	w.stored = back.Task.Answered()
 	return raw, nil
 }
 
@@ -245,7 +228,7 @@ func (a *Agent) Idempotent(ctx context.Context, r IdemRequest, fn func() (*IdemA
 	if err != nil {
 		return nil, false, err
 	}
-	if err := c.store(ctx, idemRecord{Status: ans.Status, ContentType: ans.ContentType, Body: ans.Body, TaskID: ans.TaskID}); err != nil {
+	if err := c.store(ctx, idemdb.Record{Status: ans.Status, ContentType: ans.ContentType, Body: ans.Body, TaskID: ans.TaskID}); err != nil {
 		a.log.Warn("store idempotency record", "err", err)
 	}
 	return ans, false, nil
@@ -256,7 +239,7 @@ func (a *Agent) Idempotent(ctx context.Context, r IdemRequest, fn func() (*IdemA
 func (a *Agent) IdempotentTask(scope, key string) string {
 	id := ""
 	_ = a.db.View(func(tx *store.Tx) error {
-		if r, err := getIdem(tx, scope, key); err == nil {
+		if r, err := idemdb.Get(tx, scope, key); err == nil {
 			id = r.TaskID
 		}
 		return nil
@@ -301,7 +284,7 @@ func (a *Agent) submitIdempotent(ctx context.Context, p auth.Principal, req *wir
 		if answered, err = readBack(t); err != nil {
 			answered = t
 		}
-		if err := c.store(ctx, idemRecord{TaskID: t.ID, CreatedAt: t.CreatedAt, Task: snapshotOf(t)}); err != nil {
+		if err := c.store(ctx, idemdb.Record{TaskID: t.ID, CreatedAt: t.CreatedAt, Task: idemdb.Snapshot(t)}); err != nil {
 			// The task is stored final, so the answer is true: refusing
 			// it would tell a stored task not stored. A keyed replay
 			// answers the task stored with the key (issue #28).
@@ -313,44 +296,18 @@ func (a *Agent) submitIdempotent(ctx context.Context, p auth.Principal, req *wir
 
 // readBack is t as a replay of its record reads it back.
 func readBack(t *wire.Task) (*wire.Task, error) {
-	raw, err := json.Marshal(snapshotOf(t))
+	raw, err := json.Marshal(idemdb.Snapshot(t))
 	if err != nil {
 		return nil, err
 	}
-	var s idemTask
+	var s idemdb.Task
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return nil, err
 	}
-	return s.task(), nil
+	return s.Answered(), nil
 }
 
 // replay is the Submitted of a stored answer.
 func replay(ans *idemAnswer) *Submitted {
 	return &Submitted{Task: ans.task, Sent: ans.sent, Replayed: true}
-}
-
-// idemFlights tracks the keys whose first request is being answered.
-type idemFlights struct {
-	mu sync.Mutex
-	m  map[string]struct{}
-}
-
-func (f *idemFlights) begin(scope, key string) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.m == nil {
-		f.m = map[string]struct{}{}
-	}
-	k := scope + "\x00" + key
-	if _, busy := f.m[k]; busy {
-		return false
-	}
-	f.m[k] = struct{}{}
-	return true
-}
-
-func (f *idemFlights) end(scope, key string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	delete(f.m, scope+"\x00"+key)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/agent/idemdb"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -41,14 +42,14 @@ func TestIdempotencyKeys(t *testing.T) {
 		}
 	})
 	t.Run("bad keys", func(t *testing.T) {
-		for name, key := range map[string]string{"too long": strings.Repeat("k", agent.MaxIdempotencyKey+1),
+		for name, key := range map[string]string{"too long": strings.Repeat("k", idemdb.MaxKey+1),
 			"tab": "a\tb", "non-ASCII": "a\xffb", "DEL": "a\x7fb"} {
 			_, _, err := a.Idempotent(ctx, agent.IdemRequest{Scope: "admin", Key: key, Hash: "h"}, fn)
 			if we := wantCode(t, err, wire.CodeInvalidParams); we.Details["field"] != "idempotency_key" {
 				t.Errorf("%s: details = %v, want field idempotency_key", name, we.Details)
 			}
 		}
-		if err := agent.CheckIdempotencyKey(strings.Repeat("k", agent.MaxIdempotencyKey)); err != nil {
+		if err := idemdb.CheckKey(strings.Repeat("k", idemdb.MaxKey)); err != nil {
 			t.Errorf("a key of the longest length: %v", err)
 		}
 	})

@@ -171,7 +171,7 @@ func (e *engine) submitWait(ctx context.Context, p auth.Principal, req *wire.Sub
 		return nil, err
 	}
 	e.a.m.submitted.Inc()
-	e.hub.publish(t.ID, evs)
+	e.hub.Publish(t.ID, evs)
 	e.humanChange("", t)
 	e.wg.Add(1)
 	go func() {
@@ -213,7 +213,7 @@ func (e *engine) storeFinished(ctx context.Context, r *run, buf *inlineBuf, evs 
 	}
 	e.a.m.submitted.Inc()
 	e.a.m.finished.With(string(to)).Add(1)
-	e.hub.publish(t.ID, evs)
+	e.hub.Publish(t.ID, evs)
 	return t, nil
 }
 

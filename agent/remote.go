@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/synapse-edge/synapse/agent/idemdb"
 	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
@@ -94,7 +95,7 @@ func (e *engine) submitRemote(ctx context.Context, p auth.Principal, req *wire.S
 		return nil, err
 	}
 	e.a.m.submitted.Inc()
-	e.hub.publish(t.ID, evs)
+	e.hub.Publish(t.ID, evs)
 	if h := afterDelegate.Load(); h != nil {
 		(*h)(t.ID)
 	}
@@ -225,7 +226,7 @@ func (e *engine) acceptRemote(ctx context.Context, peer, messageID string, req *
 		return err
 	}
 	e.a.m.submitted.Inc()
-	e.hub.publish(t.ID, evs)
+	e.hub.Publish(t.ID, evs)
 	e.humanChange("", t)
 	if t.Status.Terminal() {
 		e.a.m.finished.With(string(t.Status)).Add(1)
@@ -377,7 +378,7 @@ func (e *engine) createFn(t *wire.Task, evs []*wire.Event, out []Outgoing, idem 
 		if encErr != nil {
 			return encErr
 		}
-		if idem != nil && idemRecords.Has(tx, idemKeyOf(idem.scope, idem.key)) {
+		if idem != nil && idemdb.Has(tx, idem.scope, idem.key) {
 			return errIdemRace
 		}
 		if err := tx.CreateRecord(rec); err != nil {
@@ -390,7 +391,7 @@ func (e *engine) createFn(t *wire.Task, evs []*wire.Event, out []Outgoing, idem 
 			return err
 		}
 		if idem != nil {
-			return putIdem(tx, idem.scope, idem.key, t.CreatedAt, idemRaw)
+			return idemdb.Put(tx, idem.scope, idem.key, t.CreatedAt, idemRaw)
 		}
 		return nil
 	}

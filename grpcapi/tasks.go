@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/agent/idemdb"
 	pb "github.com/synapse-edge/synapse/proto"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -58,7 +59,7 @@ func submitPB(r *wire.SubmitResponse) *pb.SubmitTaskResponse {
 // checked first, as REST does, so that a bad key is invalid_params
 // whatever the message.
 func idemRequest(ctx context.Context, key string, m proto.Message) (agent.IdemRequest, error) {
-	if err := agent.CheckIdempotencyKey(key); err != nil {
+	if err := idemdb.CheckKey(key); err != nil {
 		return agent.IdemRequest{}, err
 	}
 	hash, err := requestHash(m)
