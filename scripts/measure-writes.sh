@@ -4,8 +4,10 @@
 # agent process writes (its own write_bytes in /proc/PID/io, read 1.5 s
 # after the load so the last checkpoint is counted) per sync echo task,
 # per async echo task and per tier-1 frame, fsyncs per sync echo task
-# (strace -f -c over the agent's whole run, when strace is installed), and
-# the rates. Every row runs on a fresh data directory; the two binaries
+# (strace -f over the agent, when strace is installed: the fsyncs from
+# just before the measured tasks to 1.5 s after them, so the last
+# checkpoint is counted, and those of the agent's whole run, start, warm-up
+# and close included, both over the measured tasks), and the rates. Every row runs on a fresh data directory; the two binaries
 # take turns, row by row and round by round, so a busy machine weighs on
 # both alike. Prints each run and then the medians.
 #
@@ -64,7 +66,7 @@ start() {
 	tracing=false
 	if [ -n "$trace" ] && $have_strace; then tracing=true; fi
 	if $tracing; then
-		strace -f -c -e trace=fsync,fdatasync -o "$dir.strace" "$bin" serve --data "$dir/data" --listen 127.0.0.1:0 >"$dir.out" 2>&1 &
+		strace -f -e trace=fsync,fdatasync -o "$dir.strace" "$bin" serve --data "$dir/data" --listen 127.0.0.1:0 >"$dir.out" 2>&1 &
 		tracer_pid=$!
 	else
 		"$bin" serve --data "$dir/data" --listen 127.0.0.1:0 >"$dir.out" 2>&1 &
@@ -87,8 +89,13 @@ post() { # post QUERY: one task, one curl
 		-d "$payload" "$url/api/v1/synapse/task$1"
 }
 
-fsyncs() { # fsync + fdatasync calls strace counted for DIR
-	if $have_strace; then awk '$NF=="fsync" || $NF=="fdatasync" {n+=$4} END {print n+0}' "$1.strace"; else echo "-"; fi
+fsyncs() { # fsync + fdatasync calls strace has seen so far for DIR (a call
+	# strace splits in two, "<unfinished ...>" and "<... resumed>", counts once)
+	if $have_strace; then grep -cE '(^|[ ])f(data)?sync\(' "$1.strace" || true; else echo "-"; fi
+}
+
+per_task() { # per_task FSYNCS: FSYNCS over the measured tasks, or "-"
+	awk -v f="$1" -v n="$tasks" 'BEGIN {if (f == "-") print "-"; else printf "%.2f", f / n}'
 }
 
 now() { date +%s.%N; }
@@ -98,15 +105,20 @@ row_sync() {
 	local dir=$work/$1-sync
 	start "$2" "$dir" trace
 	for _ in $(seq 20); do post "?wait=5"; done
-	local w0 t0 t1 w1
-	w0=$(wbytes) t0=$(now)
+	local w0 t0 t1 w1 f0 f1
+	w0=$(wbytes) t0=$(now) f0=$(fsyncs "$dir")
 	for _ in $(seq "$tasks"); do post "?wait=5"; done
 	t1=$(now)
 	sleep 1.5
-	w1=$(wbytes)
+	w1=$(wbytes) f1=$(fsyncs "$dir")
 	stop_agent
 	echo "sync-echo-bytes/task $(((w1 - w0) / tasks))"
-	echo "sync-echo-fsyncs/task $(awk -v f="$(fsyncs "$dir")" -v n="$tasks" 'BEGIN {if (f == "-") print "-"; else printf "%.2f", f / n}')"
+	if [ "$f0" = "-" ]; then
+		echo "sync-echo-fsyncs/task -"
+	else
+		echo "sync-echo-fsyncs/task $(per_task $((f1 - f0)))"
+	fi
+	echo "sync-echo-fsyncs/task(run) $(per_task "$(fsyncs "$dir")")"
 	echo "sync-echo-tasks/s(curl) $(awk -v a="$t0" -v b="$t1" -v n="$tasks" 'BEGIN {printf "%.0f", n / (b - a)}')"
 }
 
