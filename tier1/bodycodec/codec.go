@@ -119,7 +119,7 @@ func corrupt(coding string, err error) error {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return fmt.Errorf("%w: the %s stream ends early (truncated)", ErrCorrupt, coding)
 	}
-	return fmt.Errorf("%w: %s: %v", ErrCorrupt, coding, err)
+	return fmt.Errorf("%w: %v", ErrCorrupt, err)
 }
 
 var gzipReaders = sync.Pool{New: func() any { return new(gzip.Reader) }}
