@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"errors"
 	"net/url"
 	"strconv"
 	"time"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/tier1"
+	"github.com/synapse-edge/synapse/tier1/bodycodec"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -31,8 +33,18 @@ func (s *Server) ingestTier1(ctx *fasthttp.RequestCtx, p auth.Principal, args []
 	if ct := ctx.Request.Header.ContentType(); !wire.IsMsgpack(string(ct)) {
 		return wire.Errorf(wire.CodeUnsupportedMedia, "send the batch as Content-Type: application/msgpack")
 	}
+	// Every answer says which codings the body may come in (RFC 7694):
+	// the exporter of a downstream agent reads it (compression auto).
+	ctx.Response.Header.Set(fasthttp.HeaderAcceptEncoding, bodycodec.Accepted)
 	body := ctx.PostBody()
-	if max := s.a.Config().Tier1.MaxBatchBytes; len(body) > max {
+	max := s.a.Config().Tier1.MaxBatchBytes
+	if coding := string(ctx.Request.Header.Peek(fasthttp.HeaderContentEncoding)); coding != "" {
+		var err error
+		if body, err = bodycodec.Decode(coding, body, max); err != nil {
+			return bodyCodingError(err, max)
+		}
+	}
+	if len(body) > max {
 		return wire.Errorf(wire.CodePayloadTooLarge, "the batch is %d bytes; tier1.max_batch_bytes is %d", len(body), max)
 	}
 	res, err := s.a.Tier1().Ingest(ctx, tier1Scope(ctx, p), capID, body)
@@ -41,6 +53,19 @@ func (s *Server) ingestTier1(ctx *fasthttp.RequestCtx, p auth.Principal, args []
 	}
 	write(ctx, fasthttp.StatusOK, &tier1Ack{OK: true, Accepted: res.Accepted, BatchID: res.BatchID, Duplicate: res.Duplicate})
 	return nil
+}
+
+// bodyCodingError is the refusal of a batch whose Content-Encoding did
+// not decode: 413 past the limit (a bomb is stopped there), 415 for a
+// coding not taken, 400 for a truncated or corrupt stream.
+func bodyCodingError(err error, max int) error {
+	switch {
+	case errors.Is(err, bodycodec.ErrTooLarge):
+		return wire.Errorf(wire.CodePayloadTooLarge, "the batch %v; tier1.max_batch_bytes is %d", err, max).With("limit_bytes", max)
+	case errors.Is(err, bodycodec.ErrUnsupported):
+		return wire.Errorf(wire.CodeUnsupportedMedia, "%v", err)
+	}
+	return wire.Errorf(wire.CodeMessageFormatInvalid, "the batch's Content-Encoding: %v", err)
 }
 
 // tier1Ack answers one batch, over HTTP and WebSocket.

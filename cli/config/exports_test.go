@@ -32,6 +32,9 @@ func TestExportsConfig(t *testing.T) {
 		{`{"exports": [{"name": "x", "endpoint": "http://h:1", "priority": 0.5}]}`, "priority"},
 		{`{"exports": [{"name": "x", "endpoint": "http://h:1", "bandwdith_bytes_per_s": 5}]}`, "bandwdith_bytes_per_s"},
 		{`{"tier1": {"export_bandwidth_bytes_per_s": -1}}`, "tier1.export_bandwidth_bytes_per_s"},
+		{`{"exports": [{"name": "x", "endpoint": "http://h:1", "compression": "brotli"}]}`, `exports[0].compression: "brotli" must be auto, off, gzip or deflate`},
+		{`{"exports": [{"name": "x", "endpoint": "ws://h:1", "compression": "gzip"}]}`, "exports[0].compression"},
+		{`{"exports": [{"name": "x", "endpoint": "http://h:1", "compression": true}]}`, "compression"},
 	} {
 		if _, err := config.Load(writeConfig(t, c.body), env); err == nil || !strings.Contains(err.Error(), c.says) {
 			t.Errorf("%s: %v, want an error naming %s", c.body, err, c.says)

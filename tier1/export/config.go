@@ -41,6 +41,15 @@ type Config struct {
 	// window goes (default 0).
 	BatchSize int `json:"batch_size,omitempty"`
 	LingerMS  int `json:"linger_ms,omitempty"`
+	// Compression is how batches go on the wire: auto (the default:
+	// gzip, else deflate, once the upstream announces it), off, gzip or
+	// deflate (that coding, once the upstream announces it). An HTTP
+	// upstream announces the codings it takes in the Accept-Encoding of
+	// its answers (RFC 7694); a batch is never sent in a coding it did not
+	// announce, so an older upstream gets plain batches. WebSocket and
+	// MQTT batches go plain (doc.go says why): gzip and deflate are for
+	// http(s) endpoints only.
+	Compression string `json:"compression,omitempty"`
 	// MaxBackoffMS caps the wait between attempts while the upstream is
 	// unreachable; default 30000.
 	MaxBackoffMS int `json:"max_backoff_ms,omitempty"`
@@ -53,6 +62,11 @@ const (
 	StartNew       = "new"
 	StartAll       = "all"
 	StartSince     = "since"
+
+	CompressionAuto    = "auto"
+	CompressionOff     = "off"
+	CompressionGzip    = "gzip"
+	CompressionDeflate = "deflate"
 )
 
 // UplinkName is the name the "uplink" shorthand's export gets.
@@ -77,6 +91,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Start == "" {
 		c.Start = StartNew
+	}
+	if c.Compression == "" {
+		c.Compression = CompressionAuto
 	}
 	if c.BatchSize == 0 {
 		c.BatchSize = 32
@@ -129,6 +146,15 @@ func Check(list []Config, bad func(field, format string, args ...any)) {
 			}
 		default:
 			bad(f("start"), "%q must be new, all or since", c.Start)
+		}
+		switch c.Compression {
+		case "", CompressionAuto, CompressionOff:
+		case CompressionGzip, CompressionDeflate:
+			if !strings.HasPrefix(c.Endpoint, "http") {
+				bad(f("compression"), "%q is for http:// and https:// endpoints (WebSocket and MQTT batches go plain); use auto or off", c.Compression)
+			}
+		default:
+			bad(f("compression"), "%q must be auto, off, gzip or deflate", c.Compression)
 		}
 		if c.BatchSize < 0 || c.BatchSize > 1024 {
 			bad(f("batch_size"), "%d must be 1 to 1024", c.BatchSize)

@@ -15,6 +15,16 @@
 // counts as dropped: stored = sent + dropped + queued, per export, always.
 // A log entry is deleted once every configured export is past it.
 //
+// Compression (Config.Compression, default auto): an HTTP upstream
+// announces the codings it takes in the Accept-Encoding of its answers
+// (RFC 7694); the export remembers the last answer's and compresses the
+// next windows in a coding announced (package bodycodec), never in one
+// that was not, so an older upstream gets plain batches. The caps and the
+// rate count the compressed bytes; raw_bytes and wire_bytes in the status
+// give the ratio. WebSocket and MQTT batches go plain: the WebSocket
+// library compresses (permessage-deflate) inside its frame writer, where
+// the caps could not count the bytes, and MQTT has no negotiation.
+//
 // The command builds the Set (cli/serve.go) from the "exports" list and
 // the "uplink" shorthand, and serves its Status through the HTTP API and
 // the CLI.

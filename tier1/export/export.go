@@ -11,6 +11,7 @@ import (
 
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/tier1"
+	"github.com/synapse-edge/synapse/tier1/bodycodec"
 	"github.com/synapse-edge/synapse/transport"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -52,6 +53,11 @@ type Export struct {
 	// Since start, for the uplink's series: batches delivered, refused
 	// for good, and failed attempts.
 	sentBatches, refusedBatches, Failures atomic.Uint64
+	// announced is the Accept-Encoding of the upstream's last answer
+	// (HTTP): the codings it takes. rawBytes and wireBytes count, since
+	// start, the bodies delivered as stored and as they went.
+	announced           atomic.Pointer[string]
+	rawBytes, wireBytes atomic.Uint64
 }
 
 // lane is where a window was read: the backlog (or the single lane) or
@@ -328,6 +334,44 @@ func (e *Export) message(batch []byte) (*transport.Message, string, error) {
 		ContentType: wire.ContentMsgpack, Header: h, MaxReply: 4096}, capID, nil
 }
 
+// coding is the content coding the next batches go in: the export's
+// choice among what the upstream announced (identity: plain).
+func (e *Export) coding() string {
+	if e.cfg.Compression == CompressionOff || !strings.HasPrefix(e.cfg.Endpoint, "http") {
+		return bodycodec.Identity
+	}
+	a := e.announced.Load()
+	if a == nil {
+		return bodycodec.Identity
+	}
+	return bodycodec.Pick(*a, e.cfg.Compression)
+}
+
+// compress puts m's body in coding (not identity).
+func (e *Export) compress(m *transport.Message, coding string) error {
+	z, err := e.set.enc.Encode(nil, coding, m.Body)
+	if err != nil {
+		return err
+	}
+	m.Body = z
+	m.Header[headerContentEncoding] = coding
+	return nil
+}
+
+const headerContentEncoding = "Content-Encoding"
+
+// heard keeps what an answer announced (its Accept-Encoding, or none: an
+// upstream that stops announcing gets plain batches again).
+func (e *Export) heard(o *transport.Outcome) {
+	if o.Status == 0 || !strings.HasPrefix(e.cfg.Endpoint, "http") {
+		return
+	}
+	a := o.ReplyHeader["Accept-Encoding"]
+	if old := e.announced.Load(); old == nil || *old != a {
+		e.announced.Store(&a)
+	}
+}
+
 // wireOverhead estimates the bytes a message costs on the wire beyond its
 // body and headers (request line, framing, the answer).
 func (e *Export) wireOverhead() int {
@@ -356,8 +400,12 @@ func (e *Export) send(ctx context.Context, win []entry) ([]transport.Outcome, er
 	var ms []*transport.Message
 	var idx []int
 	bytes := 0
+	coding := e.coding()
 	for i, w := range win {
 		m, capID, err := e.message(w.batch)
+		if err == nil && coding != bodycodec.Identity {
+			err = e.compress(m, coding)
+		}
 		switch {
 		case err != nil:
 			outs = append(outs, transport.Refused(err))
@@ -382,8 +430,11 @@ func (e *Export) send(ctx context.Context, win []entry) ([]transport.Outcome, er
 	delivered := 0
 	for j, o := range got {
 		outs[idx[j]] = o
+		e.heard(&o)
 		if o.Class == transport.Delivered {
 			delivered += wireBytes(ms[j], e.wireOverhead())
+			e.rawBytes.Add(uint64(len(win[idx[j]].batch)))
+			e.wireBytes.Add(uint64(len(ms[j].Body)))
 		}
 	}
 	e.rate.add(e.set.now(), delivered)     // what reached the upstream

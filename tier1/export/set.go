@@ -12,6 +12,7 @@ import (
 
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/tier1"
+	"github.com/synapse-edge/synapse/tier1/bodycodec"
 	"github.com/synapse-edge/synapse/transport"
 )
 
@@ -44,6 +45,7 @@ type Set struct {
 	list       []*Export
 	byName     map[string]*Export
 	poke       chan struct{}
+	enc        bodycodec.Encoder
 
 	dropMu sync.Mutex
 	drops  map[string]uint64 // dropped frames seen since start, for the log

@@ -42,6 +42,16 @@ type ExportStatus struct {
 	SentBytes     uint64   `json:"sent_bytes"`
 	SkippedFrames uint64   `json:"skipped_frames"`
 	Error         string   `json:"error,omitempty"`
+	// Compression is the export's setting; Coding the content coding
+	// batches go in now (identity: plain). RawBytes and WireBytes are the
+	// bodies delivered since start as stored and as they went (after
+	// compression); CompressionRatio is RawBytes over WireBytes (1 with
+	// none; 0 before a delivery).
+	Compression      string  `json:"compression"`
+	Coding           string  `json:"coding"`
+	RawBytes         uint64  `json:"raw_bytes"`
+	WireBytes        uint64  `json:"wire_bytes"`
+	CompressionRatio float64 `json:"compression_ratio"`
 }
 
 // Status is every export's state now.
@@ -60,7 +70,11 @@ func (e *Export) status(now time.Time) ExportStatus {
 	e.mu.Unlock()
 	st := ExportStatus{Name: e.cfg.Name, Endpoint: e.cfg.Endpoint, State: state, Priority: e.cfg.Priority,
 		BandwidthBytesPerS: e.capBPS.Load(), Order: e.cfg.Order, Routines: e.cfg.Routines,
-		SkippedFrames: c.Skipped, Error: lastErr}
+		SkippedFrames: c.Skipped, Error: lastErr,
+		Compression: e.cfg.Compression, Coding: e.coding(), RawBytes: e.rawBytes.Load(), WireBytes: e.wireBytes.Load()}
+	if st.WireBytes > 0 {
+		st.CompressionRatio = float64(st.RawBytes) / float64(st.WireBytes)
+	}
 	var endp pos
 	var gapF, gapB uint64
 	oldest := int64(0)
@@ -127,6 +141,9 @@ func (s *Set) RegisterMetrics(r *metrics.Registry) {
 	r.CounterVecFunc("synapse_tier1_export_sent_frames_total", "Frames acknowledged.", "export", vec(func(st *ExportStatus) float64 { return float64(st.SentFrames) }))
 	r.CounterVecFunc("synapse_tier1_export_sent_bytes_total", "Batch bytes acknowledged.", "export", vec(func(st *ExportStatus) float64 { return float64(st.SentBytes) }))
 	r.CounterVecFunc("synapse_tier1_export_dropped_frames_total", "Frames pruned or refused before they were sent.", "export", vec(func(st *ExportStatus) float64 { return float64(st.DroppedFrames) }))
+	r.CounterVecFunc("synapse_tier1_export_raw_bytes_total", "Batch bytes delivered as stored, before compression (since start).", "export", vec(func(st *ExportStatus) float64 { return float64(st.RawBytes) }))
+	r.CounterVecFunc("synapse_tier1_export_wire_bytes_total", "Batch bytes delivered as they went on the wire, after compression (since start).", "export", vec(func(st *ExportStatus) float64 { return float64(st.WireBytes) }))
+	r.GaugeVecFunc("synapse_tier1_export_compression_ratio", "Raw over wire bytes delivered since start (1: none).", "export", vec(func(st *ExportStatus) float64 { return st.CompressionRatio }))
 	r.GaugeVecFunc("synapse_tier1_export_rate_bytes_per_second", "Wire bytes per second, last 10 s.", "export", vec(func(st *ExportStatus) float64 { return st.RateBytesPerS }))
 	r.GaugeVecFunc("synapse_tier1_export_bandwidth_bytes_per_second", "Bandwidth cap (0: none).", "export", vec(func(st *ExportStatus) float64 { return float64(st.BandwidthBytesPerS) }))
 	r.GaugeVecFunc("synapse_tier1_export_up", "1 while connected.", "export", vec(func(st *ExportStatus) float64 {

@@ -245,11 +245,13 @@ func (t *Transport) request(ctx context.Context, m *transport.Message) (*http.Re
 	return req, nil
 }
 
-// replyHeader keeps the answer's X-Synapse-* headers.
+// replyHeader keeps the answer's X-Synapse-* headers and its
+// Accept-Encoding (the request codings an upstream takes, RFC 7694, which
+// the tier-1 exporter reads).
 func replyHeader(h http.Header) map[string]string {
 	var out map[string]string
 	for k, v := range h {
-		if len(v) > 0 && strings.HasPrefix(k, "X-Synapse-") {
+		if len(v) > 0 && (strings.HasPrefix(k, "X-Synapse-") || k == "Accept-Encoding") {
 			if out == nil {
 				out = map[string]string{}
 			}
