@@ -61,14 +61,27 @@ const goalBinary = 8 << 20
 // 11,993,250, armv7 to 12,583,074, MIPS to 14,287,041 and riscv64 to
 // 11,600,034 B. Each ceiling is now the size measured then plus 96 to
 // 160 KiB, rounded up to 64 KiB, and the -grpc ones likewise.
+//
+// Stop 38 moved the domains' records out of store.Tx into packages of
+// their own (hil/hildb, group/groupdb, contracts/contractdb, peer/peerdb,
+// auth/tokendb, agent/auditdb, agent/idemdb, outbox) through
+// store.Records, and added the export batches' compression
+// (tier1/bodycodec, compress/gzip and zlib). With Records' methods
+// generic over each record type that was +188 KiB on amd64 (13,148,322
+// -> 13,340,834 B); Records' bodies are untyped since (one copy for all
+// record types, store/records.go), which took 72 KiB of it back
+// (13,267,106 B). What is left put most targets one 64 KiB step of their
+// size past their ceilings, by 160 to 200 bytes (arm64 by 64 KiB): each
+// ceiling that was passed, and amd64's (35 KiB of margin left), is now
+// the size rounded up to 64 KiB plus 64 KiB.
 var maxBinary = map[string]int64{
-	"amd64":   12<<20 + 704<<10,
-	"arm64":   11<<20 + 576<<10,
+	"amd64":   12<<20 + 768<<10,
+	"arm64":   11<<20 + 768<<10,
 	"arm":     12<<20 + 128<<10,
-	"armv6":   12<<20 + 128<<10,
-	"mipsle":  13<<20 + 768<<10,
-	"mips":    13<<20 + 768<<10,
-	"riscv64": 11<<20 + 192<<10,
+	"armv6":   12<<20 + 256<<10,
+	"mipsle":  13<<20 + 896<<10,
+	"mips":    13<<20 + 896<<10,
+	"riscv64": 11<<20 + 320<<10,
 }
 
 // maxBinaryGRPC is the same for the -grpc variant (the Makefile's
@@ -79,14 +92,16 @@ var maxBinary = map[string]int64{
 // their ceiling is 64 KiB higher since. Self-update (see maxBinary) took
 // amd64 -grpc to 16,220,322 B (32,930 over) and the MIPS -grpc pair to
 // 17,563,841 B (193 over): their ceilings are 64 KiB higher.
+// Stop 38 (see maxBinary) took these likewise: each one passed is the
+// size rounded up to 64 KiB plus 64 KiB.
 var maxBinaryGRPC = map[string]int64{
-	"amd64":   15<<20 + 960<<10,
-	"arm64":   14<<20 + 768<<10,
-	"arm":     15<<20 + 192<<10,
+	"amd64":   16<<20 + 64<<10,
+	"arm64":   14<<20 + 896<<10,
+	"arm":     15<<20 + 320<<10,
 	"armv6":   15<<20 + 256<<10,
-	"mipsle":  17<<20 + 320<<10,
-	"mips":    17<<20 + 320<<10,
-	"riscv64": 14<<20 + 192<<10,
+	"mipsle":  17<<20 + 448<<10,
+	"mips":    17<<20 + 448<<10,
+	"riscv64": 14<<20 + 320<<10,
 }
 
 // makeVar returns the words of the Makefile variable name (NAME ?= or

@@ -26,10 +26,23 @@ import (
 //
 // A Records value is immutable and safe to share; declare it as a
 // package variable.
+//
+// The work is done by the untyped records below, once for every record
+// type: Go compiles a generic method once per shape of T, and each
+// struct type is a shape of its own, so the typed methods are kept to a
+// line or two (issue 31 added a dozen record types; with the bodies
+// generic they cost the release binary about 100 KiB).
 type Records[T any] struct {
+	r *records
+}
+
+// records is a bucket path with its codec, over values of any type: the
+// typed Records pass a *T as v.
+type records struct {
 	path   [][]byte
-	encode func(dst []byte, v *T) ([]byte, error)
-	decode func(raw []byte, v *T) error
+	name   string
+	encode func(dst []byte, v any) ([]byte, error)
+	decode func(raw []byte, v any) error
 }
 
 // NewRecords declares the records of the bucket at path (one name or
@@ -37,6 +50,12 @@ type Records[T any] struct {
 // to dst, decode fills v from raw (which is valid only during the call:
 // copy what is kept).
 func NewRecords[T any](encode func(dst []byte, v *T) ([]byte, error), decode func(raw []byte, v *T) error, path ...string) Records[T] {
+	return Records[T]{newRecords(path,
+		func(dst []byte, v any) ([]byte, error) { return encode(dst, v.(*T)) },
+		func(raw []byte, v any) error { return decode(raw, v.(*T)) })}
+}
+
+func newRecords(path []string, encode func([]byte, any) ([]byte, error), decode func([]byte, any) error) *records {
 	if len(path) == 0 {
 		panic("store: NewRecords without a bucket path")
 	}
@@ -47,32 +66,36 @@ func NewRecords[T any](encode func(dst []byte, v *T) ([]byte, error), decode fun
 		}
 		p[i] = []byte(name)
 	}
-	return Records[T]{path: p, encode: encode, decode: decode}
+	r := &records{path: p, encode: encode, decode: decode}
+	r.name = r.pathString()
+	return r
 }
+
+func encodeJSON(dst []byte, v any) ([]byte, error) {
+	raw, err := json.Marshal(v)
+	return append(dst, raw...), err
+}
+
+func decodeJSON(raw []byte, v any) error { return json.Unmarshal(raw, v) }
 
 // JSONRecords declares records kept as JSON (encoding/json) in the bucket
 // at path.
 func JSONRecords[T any](path ...string) Records[T] {
-	return NewRecords(
-		func(dst []byte, v *T) ([]byte, error) {
-			raw, err := json.Marshal(v)
-			return append(dst, raw...), err
-		},
-		func(raw []byte, v *T) error { return json.Unmarshal(raw, v) },
-		path...)
+	return Records[T]{newRecords(path, encodeJSON, decodeJSON)}
 }
 
 // RawRecords declares records whose values are bytes, kept as they are
 // (indexes, markers, values a domain encodes itself).
 func RawRecords(path ...string) Records[[]byte] {
-	return NewRecords(
-		func(dst []byte, v *[]byte) ([]byte, error) { return append(dst, *v...), nil },
-		func(raw []byte, v *[]byte) error { *v = append((*v)[:0], raw...); return nil },
-		path...)
+	return Records[[]byte]{newRecords(path,
+		func(dst []byte, v any) ([]byte, error) { return append(dst, *v.(*[]byte)...), nil },
+		func(raw []byte, v any) error { p := v.(*[]byte); *p = append((*p)[:0], raw...); return nil })}
 }
 
 // Path is the bucket's path, top-level first, for messages.
-func (r Records[T]) Path() string {
+func (r Records[T]) Path() string { return r.r.name }
+
+func (r *records) pathString() string {
 	s := ""
 	for i, name := range r.path {
 		if i > 0 {
@@ -85,7 +108,7 @@ func (r Records[T]) Path() string {
 
 // bucket returns the records' bucket in tx, nil when it (or a bucket on
 // its path) does not exist.
-func (r Records[T]) bucket(tx *Tx) *bucket {
+func (r *records) bucket(tx *Tx) *bucket {
 	b := tx.root(r.path[0])
 	for _, name := range r.path[1:] {
 		if b == nil {
@@ -98,9 +121,9 @@ func (r Records[T]) bucket(tx *Tx) *bucket {
 
 // create returns the records' bucket in tx, creating the buckets of its
 // path that are missing. tx must be a write transaction.
-func (r Records[T]) create(tx *Tx) (*bucket, error) {
+func (r *records) create(tx *Tx) (*bucket, error) {
 	if !tx.writable() {
-		return nil, fmt.Errorf("store: write to %s in a read transaction", r.Path())
+		return nil, fmt.Errorf("store: write to %s in a read transaction", r.name)
 	}
 	b, err := tx.createRoot(r.path[0])
 	for _, name := range r.path[1:] {
@@ -110,14 +133,14 @@ func (r Records[T]) create(tx *Tx) (*bucket, error) {
 		b, err = b.CreateBucketIfNotExists(name)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("store: bucket %s: %w", r.Path(), err)
+		return nil, fmt.Errorf("store: bucket %s: %w", r.name, err)
 	}
 	return b, nil
 }
 
-func (r Records[T]) decodeAt(key, raw []byte, v *T) error {
+func (r *records) decodeAt(key, raw []byte, v any) error {
 	if err := r.decode(raw, v); err != nil {
-		return fmt.Errorf("decode %s record %q: %w", r.Path(), key, err)
+		return fmt.Errorf("decode %s record %q: %w", r.name, key, err)
 	}
 	return nil
 }
@@ -126,14 +149,16 @@ func (r Records[T]) decodeAt(key, raw []byte, v *T) error {
 // is none.
 func (r Records[T]) Get(tx *Tx, key []byte) (*T, error) {
 	v := new(T)
-	if err := r.GetInto(tx, key, v); err != nil {
+	if err := r.r.getInto(tx, key, v); err != nil {
 		return nil, err
 	}
 	return v, nil
 }
 
 // GetInto reads the record of key into v; ErrNotFound when there is none.
-func (r Records[T]) GetInto(tx *Tx, key []byte, v *T) error {
+func (r Records[T]) GetInto(tx *Tx, key []byte, v *T) error { return r.r.getInto(tx, key, v) }
+
+func (r *records) getInto(tx *Tx, key []byte, v any) error {
 	b := r.bucket(tx)
 	if b == nil {
 		return ErrNotFound
@@ -146,20 +171,24 @@ func (r Records[T]) GetInto(tx *Tx, key []byte, v *T) error {
 }
 
 // Has tells whether key has a record.
-func (r Records[T]) Has(tx *Tx, key []byte) bool {
+func (r Records[T]) Has(tx *Tx, key []byte) bool { return r.r.has(tx, key) }
+
+func (r *records) has(tx *Tx, key []byte) bool {
 	b := r.bucket(tx)
 	return b != nil && b.Get(key) != nil
 }
 
 // Put writes v as the record of key.
-func (r Records[T]) Put(tx *Tx, key []byte, v *T) error {
+func (r Records[T]) Put(tx *Tx, key []byte, v *T) error { return r.r.put(tx, key, v) }
+
+func (r *records) put(tx *Tx, key []byte, v any) error {
 	b, err := r.create(tx)
 	if err != nil {
 		return err
 	}
 	raw, err := r.encode(nil, v)
 	if err != nil {
-		return fmt.Errorf("encode %s record %q: %w", r.Path(), key, err)
+		return fmt.Errorf("encode %s record %q: %w", r.name, key, err)
 	}
 	return b.Put(key, raw)
 }
@@ -167,14 +196,16 @@ func (r Records[T]) Put(tx *Tx, key []byte, v *T) error {
 // Create writes v as the record of key and fails with ErrExists when key
 // has one already.
 func (r Records[T]) Create(tx *Tx, key []byte, v *T) error {
-	if r.Has(tx, key) {
-		return fmt.Errorf("%s record %q: %w", r.Path(), key, ErrExists)
+	if r.r.has(tx, key) {
+		return fmt.Errorf("%s record %q: %w", r.r.name, key, ErrExists)
 	}
-	return r.Put(tx, key, v)
+	return r.r.put(tx, key, v)
 }
 
 // Delete removes the record of key; an absent record is no error.
-func (r Records[T]) Delete(tx *Tx, key []byte) error {
+func (r Records[T]) Delete(tx *Tx, key []byte) error { return r.r.delete(tx, key) }
+
+func (r *records) delete(tx *Tx, key []byte) error {
 	if r.bucket(tx) == nil {
 		return nil
 	}
@@ -187,7 +218,7 @@ func (r Records[T]) Delete(tx *Tx, key []byte) error {
 
 // Count is the number of records.
 func (r Records[T]) Count(tx *Tx) int {
-	b := r.bucket(tx)
+	b := r.r.bucket(tx)
 	if b == nil {
 		return 0
 	}
@@ -196,7 +227,9 @@ func (r Records[T]) Count(tx *Tx) int {
 
 // NextSequence increments the bucket's sequence and returns it (1 first),
 // creating the bucket.
-func (r Records[T]) NextSequence(tx *Tx) (uint64, error) {
+func (r Records[T]) NextSequence(tx *Tx) (uint64, error) { return r.r.nextSequence(tx) }
+
+func (r *records) nextSequence(tx *Tx) (uint64, error) {
 	b, err := r.create(tx)
 	if err != nil {
 		return 0, err
@@ -206,7 +239,7 @@ func (r Records[T]) NextSequence(tx *Tx) (uint64, error) {
 
 // Sequence is the bucket's sequence, 0 when the bucket does not exist.
 func (r Records[T]) Sequence(tx *Tx) uint64 {
-	b := r.bucket(tx)
+	b := r.r.bucket(tx)
 	if b == nil {
 		return 0
 	}
@@ -231,6 +264,20 @@ func (r Records[T]) ScanBack(tx *Tx, from []byte, fn func(key []byte, v *T) erro
 }
 
 func (r Records[T]) scan(tx *Tx, from []byte, back bool, fn func(key []byte, v *T) error) error {
+	v := new(T)
+	return r.r.scan(tx, from, back, func(key, raw []byte) error {
+		var zero T
+		*v = zero
+		if err := r.r.decodeAt(key, raw, v); err != nil {
+			return err
+		}
+		return fn(key, v)
+	})
+}
+
+// scan calls fn with each record's key and encoding, in the order Scan
+// or ScanBack gives.
+func (r *records) scan(tx *Tx, from []byte, back bool, fn func(key, raw []byte) error) error {
 	b := r.bucket(tx)
 	if b == nil {
 		return nil
@@ -252,15 +299,9 @@ func (r Records[T]) scan(tx *Tx, from []byte, back bool, fn func(key []byte, v *
 	default:
 		k, raw = c.Seek(from)
 	}
-	v := new(T)
 	for k != nil {
 		// The cursor skips nested buckets: every k here is a record's.
-		var zero T
-		*v = zero
-		if err := r.decodeAt(k, raw, v); err != nil {
-			return err
-		}
-		if err := fn(k, v); err != nil {
+		if err := fn(k, raw); err != nil {
 			if errors.Is(err, ErrStop) {
 				return nil
 			}
@@ -277,31 +318,39 @@ func (r Records[T]) scan(tx *Tx, from []byte, back bool, fn func(key []byte, v *
 
 // In declares the records of the bucket name nested in r's bucket (one
 // bucket per owner, as a group's event log), with r's codec.
-func (r Records[T]) In(name string) Records[T] {
+func (r Records[T]) In(name string) Records[T] { return Records[T]{r.r.in(name)} }
+
+func (r *records) in(name string) *records {
 	if name == "" {
 		panic("store: Records.In with an empty bucket name")
 	}
 	p := make([][]byte, len(r.path), len(r.path)+1)
 	copy(p, r.path)
-	return Records[T]{path: append(p, []byte(name)), encode: r.encode, decode: r.decode}
+	n := &records{path: append(p, []byte(name)), encode: r.encode, decode: r.decode}
+	n.name = n.pathString()
+	return n
 }
 
 // Drop deletes the records' bucket with all it holds (nested buckets
 // included); a missing bucket is no error.
-func (r Records[T]) Drop(tx *Tx) error {
+func (r Records[T]) Drop(tx *Tx) error { return r.r.drop(tx) }
+
+func (r *records) drop(tx *Tx) error {
 	if r.bucket(tx) == nil {
 		return nil
 	}
 	if !tx.writable() {
-		return fmt.Errorf("store: drop %s in a read transaction", r.Path())
+		return fmt.Errorf("store: drop %s in a read transaction", r.name)
 	}
 	last := r.path[len(r.path)-1]
 	if len(r.path) == 1 {
 		return tx.deleteRoot(last)
 	}
-	parent, err := Records[T]{path: r.path[:len(r.path)-1]}.create(tx)
+	parent := &records{path: r.path[:len(r.path)-1]}
+	parent.name = parent.pathString()
+	pb, err := parent.create(tx)
 	if err != nil {
 		return err
 	}
-	return parent.DeleteBucket(last)
+	return pb.DeleteBucket(last)
 }
