@@ -184,7 +184,7 @@ func serve(ctx context.Context, sio *command.IO, log *slog.Logger, file config.F
 		_ = a.Close(context.Background())
 		return err
 	}
-	if err := startMQTT(ctx, a, nw, mq, file.MQTT); err != nil {
+	if err := startMQTT(ctx, a, nw, mq, file.MQTT, log); err != nil {
 		stopExports()
 		_ = a.Close(context.Background())
 		return err

@@ -7,7 +7,9 @@ import (
 	"sync/atomic"
 
 	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/cli/config"
 	"github.com/synapse-edge/synapse/peer"
+	"github.com/synapse-edge/synapse/tier1/southbound"
 	"github.com/synapse-edge/synapse/transport/mqtt"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -17,7 +19,7 @@ import (
 // "mqtt://" then publishes there). Without the section it returns nil.
 // The transport connects once started (startMQTT), after the agent opened
 // and knows its identity.
-func addMQTT(a *agent.Agent, m *mqtt.Config, log *slog.Logger) (*mqtt.Transport, error) {
+func addMQTT(a *agent.Agent, m *config.MQTT, log *slog.Logger) (*mqtt.Transport, error) {
 	if m == nil {
 		return nil, nil
 	}
@@ -36,16 +38,16 @@ func addMQTT(a *agent.Agent, m *mqtt.Config, log *slog.Logger) (*mqtt.Transport,
 // identity, capabilities and interfaces (pairing, the peer's task
 // types) through the broker; the southbound routes of cfg store device
 // messages as tier-1 frames.
-func startMQTT(ctx context.Context, a *agent.Agent, nw *peer.Network, t *mqtt.Transport, m *mqtt.Config) error {
+func startMQTT(ctx context.Context, a *agent.Agent, nw *peer.Network, t *mqtt.Transport, m *config.MQTT, log *slog.Logger) error {
 	if t == nil {
 		return nil
 	}
-	routes, err := m.SouthboundMappings(a.Tier1().Registry())
+	routes, err := southbound.CompileAll(m.Southbound, a.Tier1().Registry())
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
 	if len(routes) > 0 {
-		s, err := t.AddSouthbound(a.Tier1(), routes)
+		s, err := southbound.NewBridge(t.Context(), t, a.Tier1(), routes, log.With("component", "mqtt"))
 		if err != nil {
 			return err
 		}

@@ -30,7 +30,9 @@ import (
 	"github.com/synapse-edge/synapse/internal/selfupdate"
 	"github.com/synapse-edge/synapse/internal/tlscert"
 	"github.com/synapse-edge/synapse/peer"
+	"github.com/synapse-edge/synapse/tier1"
 	"github.com/synapse-edge/synapse/tier1/export"
+	"github.com/synapse-edge/synapse/tier1/southbound"
 	"github.com/synapse-edge/synapse/transport/a2aclient"
 	"github.com/synapse-edge/synapse/transport/mqtt"
 )
@@ -47,8 +49,8 @@ type File struct {
 	HIL      hil.Config       `json:"hil"`
 	A2A      a2aclient.Config `json:"a2a"`
 	// MQTT, if set, connects the agent to a broker.
-	MQTT *mqtt.Config `json:"mqtt,omitempty"`
-	P2P  peer.Config  `json:"p2p"`
+	MQTT *MQTT       `json:"mqtt,omitempty"`
+	P2P  peer.Config `json:"p2p"`
 	// Registry, if set, names the registry agent this agent registers
 	// with.
 	Registry *peer.RegistryConfig `json:"registry,omitempty"`
@@ -89,6 +91,14 @@ func (f *File) Validate() error {
 func (f *File) sections() error {
 	return errors.Join(f.checkLogLevel(), f.Limits.Validate(), f.Handlers.Validate(), f.HTTP.Validate(), f.HIL.Validate(), f.A2A.Validate(), f.checkMQTT(),
 		f.P2P.Validate(), f.Registry.Validate(), f.TLS.Validate(), f.Update.Validate(), f.checkRemote(), f.checkExports())
+}
+
+// MQTT is the "mqtt" section: the broker (transport/mqtt's section) and
+// the southbound routes, which turn device messages on the broker into
+// tier-1 frames (package tier1/southbound: the wire only delivers them).
+type MQTT struct {
+	mqtt.Config
+	Southbound []southbound.Route `json:"southbound,omitempty"`
 }
 
 // checkExports checks the exports list, with the uplink shorthand's name
@@ -329,7 +339,15 @@ func (f *File) checkMQTT() error {
 		}
 		return errors.Join(errs...)
 	}
-	errs = append(errs, m.Validate(f.Tier1.Routines))
+	errs = append(errs, m.Validate())
+	// The southbound routes are compiled against the built-in routine and
+	// the tier1 section's (whose own problems are that section's to report).
+	if reg, err := tier1.NewRegistry(append([]tier1.Descriptor{tier1.Telemetry()}, f.Tier1.Routines...)...); err == nil {
+		if _, err := southbound.CompileAll(m.Southbound, reg); err != nil {
+			field, msg, _ := strings.Cut(err.Error(), ": ")
+			bad(field, "%s", msg)
+		}
+	}
 	// These name topic levels: a wildcard in them would address others.
 	for _, id := range []struct{ field, v string }{{"agent_id", f.AgentID}, {"agent_name", f.AgentName}, {"system_id", f.SystemID}} {
 		if strings.ContainsAny(id.v, "+#") {

@@ -20,7 +20,7 @@ func TestChangedFields(t *testing.T) {
 		{"nothing", func(*config.File) {}, nil},
 		{"top level", func(f *config.File) { f.MaxConcurrentTasks = 3; f.Listen = "127.0.0.1:1" }, []string{"listen", "max_concurrent_tasks"}},
 		{"in a section", func(f *config.File) { f.Tier1.RetentionHours = 1; f.HTTP.MaxBodyBytes = 1 }, []string{"http.max_body_bytes", "tier1.retention_hours"}},
-		{"a section added", func(f *config.File) { f.MQTT = &mqtt.Config{URL: "mqtt://127.0.0.1:1883"} }, []string{"mqtt"}},
+		{"a section added", func(f *config.File) { f.MQTT = &config.MQTT{Config: mqtt.Config{URL: "mqtt://127.0.0.1:1883"}} }, []string{"mqtt"}},
 		{"a list", func(f *config.File) { f.Approvals = []agent.ApprovalRule{{TaskType: "valve"}} }, []string{"approvals"}},
 		{"a secret is not compared", func(f *config.File) { f.AdminToken = "0123456789abcdef0123" }, nil},
 	} {

@@ -22,19 +22,19 @@ func route(t *testing.T, js string) southbound.Route {
 }
 
 func TestMQTTConfigValidate(t *testing.T) {
-	broker := func(c *config.File) { c.MQTT = &mqtt.Config{URL: "mqtt://127.0.0.1:1883"} }
+	broker := func(c *config.File) { c.MQTT = &config.MQTT{Config: mqtt.Config{URL: "mqtt://127.0.0.1:1883"}} }
 	tests := []struct {
 		name, field string
 		mod         func(*config.File)
 	}{
-		{"http url", "mqtt.url", func(c *config.File) { c.MQTT = &mqtt.Config{URL: "http://127.0.0.1:1883"} }},
+		{"http url", "mqtt.url", func(c *config.File) { c.MQTT = &config.MQTT{Config: mqtt.Config{URL: "http://127.0.0.1:1883"}} }},
 		{"cert without key", "mqtt.cert_file", func(c *config.File) { broker(c); c.MQTT.CertFile = "c.pem" }},
 		{"second broker not mqtt", "mqtt.urls[1]", func(c *config.File) {
 			broker(c)
 			c.MQTT.URLs = []string{"mqtt://127.0.0.1:1884", "ws://127.0.0.1:1885"}
 		}},
 		{"second broker without tls", "mqtt.urls[0]", func(c *config.File) {
-			c.MQTT = &mqtt.Config{URL: "mqtts://127.0.0.1:8883", URLs: []string{"mqtt://127.0.0.1:1884"}}
+			c.MQTT = &config.MQTT{Config: mqtt.Config{URL: "mqtts://127.0.0.1:8883", URLs: []string{"mqtt://127.0.0.1:1884"}}}
 		}},
 		{"keepalive", "mqtt.keepalive_seconds", func(c *config.File) { broker(c); c.MQTT.KeepAliveSeconds = 70000 }},
 		{"wildcard in system_id", "system_id", func(c *config.File) { broker(c); c.SystemID = "plant+a" }},

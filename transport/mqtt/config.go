@@ -6,9 +6,6 @@ import (
 	"log/slog"
 	"strings"
 	"time"
-
-	"github.com/synapse-edge/synapse/tier1"
-	"github.com/synapse-edge/synapse/tier1/southbound"
 )
 
 // Config is the "mqtt" section of the config file: the broker the agent
@@ -47,9 +44,6 @@ type Config struct {
 	// TaskEvents publishes each task's status changes as JSON to
 	// {prefix}/{system_id}/{agent_id}/events (best effort: see the README).
 	TaskEvents bool `json:"task_events,omitempty"`
-	// Southbound routes turn device messages on the broker into tier-1
-	// frames (package tier1/southbound).
-	Southbound []southbound.Route `json:"southbound,omitempty"`
 }
 
 // UplinkToBroker is the uplink endpoint that sends tier-1 batches to the
@@ -64,31 +58,11 @@ func (c *Config) Options(log *slog.Logger) Options {
 		MaxReconnectInterval: time.Duration(c.MaxReconnectMS) * time.Millisecond, Logger: log}
 }
 
-// SouthboundMappings compiles the southbound routes against the routines
-// of reg.
-func (c *Config) SouthboundMappings(reg *tier1.Registry) ([]*southbound.Mapping, error) {
-	var out []*southbound.Mapping
-	seen := map[string]bool{}
-	for i, r := range c.Southbound {
-		m, err := southbound.Compile(r, reg)
-		if err != nil {
-			return nil, fmt.Errorf("mqtt.southbound[%d].%w", i, err)
-		}
-		if seen[r.Topic] {
-			return nil, fmt.Errorf("mqtt.southbound[%d].topic: %q is mapped twice", i, r.Topic)
-		}
-		seen[r.Topic] = true
-		out = append(out, m)
-	}
-	return out, nil
-}
-
 // Validate reports every bad field of the section, each as "config:
-// mqtt.FIELD: problem", joined with errors.Join; the southbound routes are
-// compiled against the built-in routine and routines (whose own problems
-// are the tier1 section's to report). The transport checks the rest when
-// it starts.
-func (c *Config) Validate(routines []tier1.Descriptor) error {
+// mqtt.FIELD: problem", joined with errors.Join (the southbound routes,
+// tier-1's, are checked where the section is read: cli/config). The
+// transport checks the rest when it starts.
+func (c *Config) Validate() error {
 	var errs []error
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("config: %s: %s", field, fmt.Sprintf(format, args...)))
@@ -114,12 +88,6 @@ func (c *Config) Validate(routines []tier1.Descriptor) error {
 	}
 	if c.MaxReconnectMS < 0 {
 		bad("mqtt.max_reconnect_ms", "must not be negative")
-	}
-	if reg, err := tier1.NewRegistry(append([]tier1.Descriptor{tier1.Telemetry()}, routines...)...); err == nil {
-		if _, err := c.SouthboundMappings(reg); err != nil {
-			field, msg, _ := strings.Cut(err.Error(), ": ")
-			bad(field, "%s", msg)
-		}
 	}
 	return errors.Join(errs...)
 }

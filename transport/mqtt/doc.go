@@ -80,12 +80,14 @@
 //
 // # Southbound tier-1
 //
-// Southbound (southbound.go) subscribes to device topics, maps each
-// message onto a one-frame batch (package tier1/southbound: the routes and
-// their small expression language, the batch_id derived from topic and
-// payload) and stores it through an Ingester (tier1.Ingestor, the ingest
-// path of the WebSocket). Its subscriptions acknowledge by themselves
-// (Client.SubscribeAck): PUBACK once the batch is fsynced, in arrival
-// order, so the broker delivers again what the agent took but did not
-// store, and the batch_id makes that redelivery a duplicate.
+// The wire only delivers device messages: AddSubscription subscribes a
+// topic filter with a handler that acknowledges each message itself
+// (Client.SubscribeAck), on every connection. The southbound bridge
+// (package tier1/southbound: the routes and their small expression
+// language, the batch_id derived from topic and payload) is one such
+// handler: it maps each message onto a one-frame batch and stores it
+// through the tier-1 ingest, acknowledging (PUBACK) once the batch is
+// fsynced, in arrival order, so the broker delivers again what the agent
+// took but did not store, and the batch_id makes that redelivery a
+// duplicate.
 package mqtt

@@ -38,7 +38,7 @@ type Transport struct {
 	sign     Signer
 	dir      *Directory
 	closed   bool
-	south    []*Southbound
+	subs     []subscription // AddSubscription's, made on every connection
 
 	pmu     sync.Mutex
 	pending map[string]chan *frame // requests waiting for their answer, by frame id
@@ -106,8 +106,8 @@ func (t *Transport) Start(ctx context.Context, systemID, agentID string) error {
 	if err := t.subscribeCards(ctx, c); err != nil {
 		return err
 	}
-	for _, s := range t.south {
-		if err := s.subscribe(ctx, c); err != nil {
+	for _, s := range t.subs {
+		if err := c.SubscribeAck(ctx, s.topic, s.h); err != nil {
 			return err
 		}
 	}
@@ -117,6 +117,30 @@ func (t *Transport) Start(ctx context.Context, systemID, agentID string) error {
 	close(t.started)
 	return nil
 }
+
+// subscription is a topic filter and its handler (AddSubscription).
+type subscription struct {
+	topic string
+	h     AckHandler
+}
+
+// AddSubscription subscribes, from the next Start on (and again on every
+// connection), to topic with h, which acknowledges each message itself
+// (QoS 1, SubscribeAck); the southbound bridge of tier1/southbound is
+// one. Call it before Start.
+func (t *Transport) AddSubscription(topic string, h func(topic string, payload []byte, ack func())) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.c != nil {
+		return errors.New("mqtt: AddSubscription after Start")
+	}
+	t.subs = append(t.subs, subscription{topic: topic, h: h})
+	return nil
+}
+
+// Context is cancelled when the transport closes: work started for a
+// message it delivered (AddSubscription's) is bounded by it.
+func (t *Transport) Context() context.Context { return t.bg }
 
 // Client is the connection (nil before Start).
 func (t *Transport) Client() *Client {
