@@ -100,10 +100,14 @@ var notImporting = []struct {
 		"the outbox's records and queue serve peers, webhooks and A2A push alike: it knows the store, the transport and the wire, not who sends"},
 	// The wires carry bytes (issue 31): what a message becomes is the
 	// domain's (the MQTT southbound mapping is tier1/southbound's, which
-	// subscribes through the transport). transport/a2aclient still reads
-	// the store and the REST client; those two are not in this list yet.
-	{"transport/...", []string{"agent", "tier1", "peer", "contracts", "outbox", "registry", "group", "hil", "httpapi", "grpcapi", "negotiate", "handlers"},
+	// subscribes through the transport), and what a wire must remember is
+	// kept through an interface the command fills (transport/a2aclient's
+	// Ledger: a2a.Ledger over the store). Package a2a, the A2A protocol's
+	// types, is the A2A client's to use, as wire is every wire's.
+	{"transport/...", []string{"agent", "store", "tier1", "peer", "contracts", "outbox", "registry", "group", "hil", "httpapi", "grpcapi", "negotiate", "handlers"},
 		"a wire delivers messages and knows no domain: the domain subscribes or sends through it"},
+	{"transport/a2aclient", []string{"client"},
+		"the A2A client is a wire of the agent, not a user of the REST API: server-sent events are read by internal/eventstream"},
 	{"cli/remoteconfig/desired", []string{"agent", "store", "transport", "cli/config", "cli/reload", "peer", "httpapi"},
 		"the remote config documents are a wire format the command line shares: the agent's side is cli/remoteconfig"},
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/synapse-edge/synapse/a2a"
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/cli/command"
 	"github.com/synapse-edge/synapse/cli/config"
@@ -179,7 +180,7 @@ func serve(ctx context.Context, sio *command.IO, log *slog.Logger, file config.F
 		return err
 	}
 	stopExports := runExports(exports)
-	if err := a2aw.Start(ctx, a.Store()); err != nil {
+	if err := a2aw.Start(ctx, a2a.NewLedger(a.Store())); err != nil {
 		stopExports()
 		_ = a.Close(context.Background())
 		return err

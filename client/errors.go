@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/synapse-edge/synapse/internal/eventstream"
 )
 
 // Sentinel errors of the client.
@@ -22,7 +24,7 @@ var (
 	ErrStreamIncomplete = errors.New("client: stream ended before the complete event")
 	// ErrEventTooLarge is returned when a server-sent line or event exceeds
 	// the reader's limit.
-	ErrEventTooLarge = errors.New("client: server-sent event too large")
+	ErrEventTooLarge = eventstream.ErrTooLarge
 	// ErrResponseTooLarge is returned when a JSON answer exceeds MaxResponseSize.
 	ErrResponseTooLarge = errors.New("client: response too large")
 )

@@ -1,163 +1,21 @@
 package client
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
-	"fmt"
 	"io"
-	"time"
+
+	"github.com/synapse-edge/synapse/internal/eventstream"
 )
 
-// Server-sent events (text/event-stream), as the agent writes them on
-// GET /task/{id}/stream:
-//
-//	event: progress
-//	id: 7
-//	data: {"progress":50}
-//	<blank line>
-//
-// Lines end with LF, CRLF or CR. A line starting with ':' is a comment
-// (keep-alive). A field name is followed by ':' and one optional space.
-// "data" lines of one event are joined with LF; a blank line dispatches
-// the event; a block without data lines dispatches nothing. "id" sets the
-// last event id, which takes effect when the block ends (even one without
-// data) and is kept across events; an id containing NUL is ignored.
-// "retry" sets the reconnection delay in milliseconds. An event not ended
-// by a blank line before the stream ends is dropped. Other fields are
-// ignored.
-
-// Limits of the event reader.
+// Limits of the event reader (package internal/eventstream).
 const (
 	// MaxEventLine is the longest line the reader accepts.
-	MaxEventLine = 1 << 20
+	MaxEventLine = eventstream.MaxLine
 	// MaxEventData is the most data one event may carry.
-	MaxEventData = 4 << 20
+	MaxEventData = eventstream.MaxData
 )
 
 // EventReader reads server-sent events from a byte stream.
-type EventReader struct {
-	sc      *bufio.Scanner
-	first   bool
-	evType  string
-	data    []byte
-	hasData bool
-	idBuf   string // id: of the event being read
-	lastID  string // id of the last ended block
-	retry   time.Duration
-}
+type EventReader = eventstream.Reader
 
 // NewEventReader returns a reader of the events in r.
-func NewEventReader(r io.Reader) *EventReader {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 4096), MaxEventLine)
-	sc.Split(scanEventLines)
-	return &EventReader{sc: sc, first: true}
-}
-
-// LastEventID returns the id to resume after: the last id: field of a
-// block that a blank line ended (an id in a half-read event does not count).
-func (r *EventReader) LastEventID() string { return r.lastID }
-
-// Retry returns the last retry: delay read so far, or 0.
-func (r *EventReader) Retry() time.Duration { return r.retry }
-
-// Next returns the next complete event. At the end of the stream it returns
-// io.EOF; a line longer than MaxEventLine or data over MaxEventData gives an
-// error wrapping ErrEventTooLarge.
-func (r *EventReader) Next() (Event, error) {
-	for r.sc.Scan() {
-		line := r.sc.Bytes()
-		if r.first {
-			line = bytes.TrimPrefix(line, []byte("\xef\xbb\xbf"))
-			r.first = false
-		}
-		if len(line) == 0 {
-			r.lastID = r.idBuf
-			if !r.hasData {
-				r.evType = ""
-				continue
-			}
-			ev := Event{Type: r.evType, ID: r.lastID, Data: bytes.Clone(r.data[:len(r.data)-1])}
-			if ev.Type == "" {
-				ev.Type = "message"
-			}
-			r.evType, r.data, r.hasData = "", r.data[:0], false
-			return ev, nil
-		}
-		if line[0] == ':' {
-			continue
-		}
-		field, value := line, []byte(nil)
-		if i := bytes.IndexByte(line, ':'); i >= 0 {
-			field, value = line[:i], line[i+1:]
-			value = bytes.TrimPrefix(value, []byte(" "))
-		}
-		switch string(field) {
-		case "event":
-			r.evType = string(value)
-		case "data":
-			if len(r.data)+len(value)+1 > MaxEventData {
-				return Event{}, fmt.Errorf("read event: data over %d bytes: %w", MaxEventData, ErrEventTooLarge)
-			}
-			r.data = append(append(r.data, value...), '\n')
-			r.hasData = true
-		case "id":
-			if bytes.IndexByte(value, 0) < 0 {
-				r.idBuf = string(value)
-			}
-		case "retry":
-			if ms, ok := parseDigits(value); ok {
-				r.retry = time.Duration(ms) * time.Millisecond
-			}
-		}
-	}
-	if err := r.sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return Event{}, fmt.Errorf("read event: line over %d bytes: %w", MaxEventLine, ErrEventTooLarge)
-		}
-		return Event{}, fmt.Errorf("read event: %w", err)
-	}
-	return Event{}, io.EOF
-}
-
-// parseDigits parses a non-empty ASCII decimal number of at most 9 digits.
-func parseDigits(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > 9 {
-		return 0, false
-	}
-	var n int64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int64(c-'0')
-	}
-	return n, true
-}
-
-// scanEventLines is a bufio.SplitFunc for lines ending in LF, CRLF or CR.
-func scanEventLines(data []byte, atEOF bool) (int, []byte, error) {
-	if atEOF && len(data) == 0 {
-		return 0, nil, nil
-	}
-	if i := bytes.IndexAny(data, "\r\n"); i >= 0 {
-		if data[i] == '\n' {
-			return i + 1, data[:i], nil
-		}
-		if i+1 < len(data) {
-			if data[i+1] == '\n' {
-				return i + 2, data[:i], nil
-			}
-			return i + 1, data[:i], nil
-		}
-		if atEOF {
-			return i + 1, data[:i], nil
-		}
-		return 0, nil, nil // a CR at the end: wait to see whether LF follows
-	}
-	if atEOF {
-		return len(data), data, nil
-	}
-	return 0, nil, nil
-}
+func NewEventReader(r io.Reader) *EventReader { return eventstream.NewReader(r) }

@@ -2,9 +2,9 @@ package client
 
 import (
 	"encoding/json"
-	"fmt"
 	"time"
 
+	"github.com/synapse-edge/synapse/internal/eventstream"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -159,21 +159,4 @@ const (
 )
 
 // Event is one server-sent event of GET /task/{id}/stream.
-type Event struct {
-	// Type is the event: field (status_update, progress, log, error,
-	// complete); "message" when the event has none.
-	Type string
-	// ID is the last event id seen on the stream when this event ended,
-	// the value to resume from with Last-Event-ID.
-	ID string
-	// Data is the data: lines joined with "\n"; a JSON object for task events.
-	Data []byte
-}
-
-// Decode unmarshals the event's data as JSON into v.
-func (e Event) Decode(v any) error {
-	if err := json.Unmarshal(e.Data, v); err != nil {
-		return fmt.Errorf("decode %s event %q: %w", e.Type, e.ID, err)
-	}
-	return nil
-}
+type Event = eventstream.Event

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	syna2a "github.com/synapse-edge/synapse/a2a"
 	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/transport"
@@ -101,7 +102,7 @@ func newA2AClient(t *testing.T, db *store.DB, rep a2aclient.Reporter, token stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tr.Start(t.Context(), db); err != nil {
+	if err := tr.Start(t.Context(), syna2a.NewLedger(db)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = tr.Close(context.Background()) })
@@ -151,14 +152,10 @@ func request(id, taskType, payload string) *wire.TaskRequestPayload {
 // a2aDest is the transport's destination for a target's A2A endpoint.
 func a2aDest(tg *target) string { return "a2a+" + tg.base + "/a2a" }
 
-func tracked(t *testing.T, db *store.DB) []*store.RemoteA2A {
+func tracked(t *testing.T, db *store.DB) []*syna2a.RemoteTask {
 	t.Helper()
-	var all []*store.RemoteA2A
-	if err := db.View(func(tx *store.Tx) error {
-		var err error
-		all, err = tx.RemoteA2As()
-		return err
-	}); err != nil {
+	all, err := syna2a.NewLedger(db).RemoteTasks()
+	if err != nil {
 		t.Fatal(err)
 	}
 	return all
@@ -299,7 +296,7 @@ func TestA2AClientRestart(t *testing.T) {
 			if o := sendEnv(t, tr, a2aDest(tg), wire.MsgTaskRequest, request("t-early", "echo", `{}`)); o.Class != transport.Retry {
 				t.Errorf("a send before Start: %v, want Retry", o.Class)
 			}
-			if err := tr.Start(t.Context(), db); err != nil {
+			if err := tr.Start(t.Context(), syna2a.NewLedger(db)); err != nil {
 				t.Fatal(err)
 			}
 			if o := sendEnv(t, tr, a2aDest(tg), wire.MsgTaskRequest, request("t-sleep", "sleep", `{"ms":700}`)); !o.Delivered() {
@@ -352,7 +349,7 @@ func TestA2AClientResend(t *testing.T) {
 		return all[0].RemoteID
 	}
 	first := remoteID()
-	if err := db.Update(t.Context(), func(tx *store.Tx) error { return tx.DeleteRemoteA2A("t-once") }); err != nil {
+	if err := syna2a.NewLedger(db).DeleteRemoteTask(t.Context(), "t-once"); err != nil {
 		t.Fatal(err)
 	}
 	if again := remoteID(); again != first {

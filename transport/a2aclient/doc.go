@@ -28,8 +28,9 @@
 // # How results come back
 //
 // A2A servers do not send envelopes back. Once a SendMessage is answered
-// with a task, the pair (local task, remote task) is written to the store
-// (store.RemoteA2A) before Send reports the delivery, and a tracker
+// with a task, the pair (local task, remote task) is written to the
+// agent's store (a2a.RemoteTask, through the Ledger Start is given)
+// before Send reports the delivery, and a tracker
 // follows the remote task until it is final: by subscription
 // (SubscribeToTask, server-sent events; its task, statusUpdate and
 // artifactUpdate events, or v0.3's kinds), reading it (GetTask) again

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/a2a"
-	synclient "github.com/synapse-edge/synapse/client"
+	"github.com/synapse-edge/synapse/internal/eventstream"
 )
 
 // streamMax bounds one subscription: after it the tracker reads the task
@@ -164,7 +164,7 @@ func (t *Transport) follow(url, token string, remoteID string, cur *a2a.Task, on
 		}
 		return followUnsupported
 	}
-	rd := synclient.NewEventReader(resp.Body)
+	rd := eventstream.NewReader(resp.Body)
 	for first := true; ; first = false {
 		ev, err := rd.Next()
 		if err != nil {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/a2a"
-	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -18,7 +17,7 @@ const callTimeout = 30 * time.Second
 // watch tracks r until its remote task is final; first is the task as
 // SendMessage answered it (nil: read it first). A task tracked already is
 // left to its tracker.
-func (t *Transport) watch(r *store.RemoteA2A, first *a2a.Task) {
+func (t *Transport) watch(r *a2a.RemoteTask, first *a2a.Task) {
 	t.mu.Lock()
 	if t.closed || t.watching[r.TaskID] != nil {
 		t.mu.Unlock()
@@ -52,7 +51,7 @@ func (t *Transport) kick(taskID string) {
 
 // track reads the remote task until it is final, reporting each change of
 // its state, then forgets the record.
-func (t *Transport) track(r *store.RemoteA2A, task *a2a.Task, kick <-chan struct{}) {
+func (t *Transport) track(r *a2a.RemoteTask, task *a2a.Task, kick <-chan struct{}) {
 	log := t.log.With("task_id", r.TaskID, "peer", r.Peer, "remote_id", r.RemoteID)
 	url, err := endpoint(r.URL)
 	if err != nil {
@@ -126,7 +125,7 @@ func (t *Transport) track(r *store.RemoteA2A, task *a2a.Task, kick <-chan struct
 
 // read gets the remote task; nil when it could not be read this time. A
 // task the peer no longer knows is reported failed.
-func (t *Transport) read(url string, r *store.RemoteA2A, log *slog.Logger) *a2a.Task {
+func (t *Transport) read(url string, r *a2a.RemoteTask, log *slog.Logger) *a2a.Task {
 	ctx, cancel := context.WithTimeout(t.ctx, callTimeout)
 	defer cancel()
 	var got a2a.Task
@@ -155,13 +154,13 @@ func (t *Transport) bearer(peer string) string {
 }
 
 // forget deletes the record of a task whose tracking ended.
-func (t *Transport) forget(r *store.RemoteA2A) {
+func (t *Transport) forget(r *a2a.RemoteTask) {
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
 	t.mu.Lock()
-	db := t.db
+	l := t.ledger
 	t.mu.Unlock()
-	if err := db.Update(ctx, func(tx *store.Tx) error { return tx.DeleteRemoteA2A(r.TaskID) }); err != nil {
+	if err := l.DeleteRemoteTask(ctx, r.TaskID); err != nil {
 		t.log.Warn("forget a tracked task", "task_id", r.TaskID, "err", err)
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/a2a"
-	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/transport"
 	"github.com/synapse-edge/synapse/transport/httptransport"
 	"github.com/synapse-edge/synapse/wire"
@@ -59,7 +58,7 @@ type Transport struct {
 	log      *slog.Logger
 
 	mu       sync.Mutex
-	db       *store.DB // set by Start
+	ledger   Ledger // set by Start
 	ctx      context.Context
 	cancel   context.CancelFunc
 	closed   bool
@@ -95,23 +94,34 @@ func New(o Options) (*Transport, error) {
 		ctx: ctx, cancel: cancel, watching: map[string]chan struct{}{}}, nil
 }
 
-// Start gives the transport the store where it keeps the remote tasks
+// Ledger keeps, durably, the remote tasks the transport tracks, and
+// reads the local tasks they stand for; the agent's is a2a.Ledger, over
+// its store. What Send reports as delivered is in it first.
+type Ledger interface {
+	// RemoteTasks lists every record.
+	RemoteTasks() ([]*a2a.RemoteTask, error)
+	// RemoteTask reads the record of a local task; nil, nil when none.
+	RemoteTask(taskID string) (*a2a.RemoteTask, error)
+	// PutRemoteTask writes r durably, replacing the record of its task.
+	PutRemoteTask(ctx context.Context, r *a2a.RemoteTask) error
+	// DeleteRemoteTask deletes the record of a local task (none: no error).
+	DeleteRemoteTask(ctx context.Context, taskID string) error
+	// LocalTask reads a local task; nil, nil when there is none.
+	LocalTask(taskID string) (*wire.Task, error)
+}
+
+// Start gives the transport the ledger where it keeps the remote tasks
 // it tracks, and resumes tracking those kept there.
-func (t *Transport) Start(ctx context.Context, db *store.DB) error {
-	if db == nil {
-		return errors.New("a2aclient: Start needs the store")
+func (t *Transport) Start(ctx context.Context, l Ledger) error {
+	if l == nil {
+		return errors.New("a2aclient: Start needs the ledger of the tracked tasks")
 	}
-	var all []*store.RemoteA2A
-	err := db.View(func(tx *store.Tx) error {
-		var err error
-		all, err = tx.RemoteA2As()
-		return err
-	})
+	all, err := l.RemoteTasks()
 	if err != nil {
 		return fmt.Errorf("a2aclient: read the tracked tasks: %w", err)
 	}
 	t.mu.Lock()
-	t.db = db
+	t.ledger = l
 	t.mu.Unlock()
 	for _, r := range all {
 		t.watch(r, nil)
@@ -119,14 +129,14 @@ func (t *Transport) Start(ctx context.Context, db *store.DB) error {
 	return nil
 }
 
-// store is the store given to Start; nil before.
-func (t *Transport) store() *store.DB {
+// tracked is the ledger given to Start; nil before, and once closed.
+func (t *Transport) tracked() Ledger {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
 		return nil
 	}
-	return t.db
+	return t.ledger
 }
 
 // Close stops tracking and waits for the trackers (at most until ctx is
@@ -164,8 +174,8 @@ func (t *Transport) Send(ctx context.Context, m *transport.Message) transport.Ou
 	if strings.HasPrefix(env.ContentType, encrypt.ContentEncrypted) {
 		return transport.Refused(errors.New("a2a_jsonrpc cannot carry an encrypted payload"))
 	}
-	db := t.store()
-	if db == nil {
+	l := t.tracked()
+	if l == nil {
 		return transport.Outcome{Class: transport.Retry, Err: fmt.Errorf("%w: %v", transport.ErrNotDelivered, ErrNotStarted)}
 	}
 	peer := env.Receiver.AgentID
@@ -175,7 +185,7 @@ func (t *Transport) Send(ctx context.Context, m *transport.Message) transport.Ou
 			token = "Bearer " + tk
 		}
 	}
-	d := delivery{t: t, db: db, url: url, to: m.To, token: token, peer: peer, env: env}
+	d := delivery{t: t, ledger: l, url: url, to: m.To, token: token, peer: peer, env: env}
 	switch env.MessageType {
 	case wire.MsgTaskRequest:
 		return d.request(ctx)
@@ -192,7 +202,7 @@ func (t *Transport) Send(ctx context.Context, m *transport.Message) transport.Ou
 // delivery is one envelope being sent.
 type delivery struct {
 	t                    *Transport
-	db                   *store.DB
+	ledger               Ledger
 	url, to, token, peer string
 	env                  *wire.UnifiedSynapseMessage
 }
@@ -202,10 +212,10 @@ func (d *delivery) request(ctx context.Context) transport.Outcome {
 	if err := d.env.Payload.Decode(&p); err != nil || p.Task.ID == "" || p.Task.Type == "" {
 		return transport.Refused(fmt.Errorf("p2p:task_request payload: task.id and task.type are required (%v)", err))
 	}
-	if _, err := d.record(p.Task.ID); err == nil {
-		return transport.Outcome{Class: transport.Delivered} // sent before
-	} else if !errors.Is(err, store.ErrNotFound) {
+	if r, err := d.ledger.RemoteTask(p.Task.ID); err != nil {
 		return transport.Outcome{Class: transport.Retry, Err: fmt.Errorf("%w: %v", transport.ErrNotDelivered, err)}
+	} else if r != nil {
+		return transport.Outcome{Class: transport.Delivered} // sent before
 	}
 	msg := &a2a.Message{MessageID: d.env.MessageID, Role: "ROLE_USER",
 		Parts:    []a2a.Part{a2a.DataPart(object(p.Task.Payload), a2a.V10)},
@@ -218,8 +228,8 @@ func (d *delivery) request(ctx context.Context) transport.Outcome {
 	}
 	switch {
 	case res.Task != nil && res.Task.ID != "":
-		r := &store.RemoteA2A{TaskID: p.Task.ID, Peer: d.peer, URL: d.to, RemoteID: res.Task.ID, CreatedAt: time.Now().UTC()}
-		if err := d.db.Update(ctx, func(tx *store.Tx) error { return tx.PutRemoteA2A(r) }); err != nil {
+		r := &a2a.RemoteTask{TaskID: p.Task.ID, Peer: d.peer, URL: d.to, RemoteID: res.Task.ID, CreatedAt: time.Now().UTC()}
+		if err := d.ledger.PutRemoteTask(ctx, r); err != nil {
 			// The peer runs it; sent again, it may run twice.
 			return transport.Outcome{Class: transport.Retry, Err: fmt.Errorf("%w: keep remote task %s: %v", transport.ErrNotDelivered, res.Task.ID, err)}
 		}
@@ -244,12 +254,12 @@ func (d *delivery) cancelTask(ctx context.Context) transport.Outcome {
 	if err := d.env.Payload.Decode(&p); err != nil || p.TaskID == "" {
 		return transport.Refused(fmt.Errorf("p2p:task_cancel payload: task_id is required (%v)", err))
 	}
-	r, err := d.record(p.TaskID)
-	if errors.Is(err, store.ErrNotFound) {
-		return d.cancelUntracked(p.TaskID)
-	}
+	r, err := d.ledger.RemoteTask(p.TaskID)
 	if err != nil {
 		return transport.Outcome{Class: transport.Retry, Err: fmt.Errorf("%w: %v", transport.ErrNotDelivered, err)}
+	}
+	if r == nil {
+		return d.cancelUntracked(p.TaskID)
 	}
 	o := d.t.c.call(ctx, d.url, d.token, "CancelTask", &a2a.TaskIDParams{ID: r.RemoteID}, nil)
 	if !o.Delivered() && o.Error != nil && o.Status == http.StatusOK {
@@ -270,17 +280,12 @@ func (d *delivery) cancelTask(ctx context.Context) transport.Outcome {
 // answer is the same after a restart: such a cancel is never retried
 // until it is dead-lettered.
 func (d *delivery) cancelUntracked(taskID string) transport.Outcome {
-	var task *wire.Task
-	err := d.db.View(func(tx *store.Tx) error {
-		var err error
-		task, err = tx.Task(taskID)
-		return err
-	})
+	task, err := d.ledger.LocalTask(taskID)
 	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return transport.Outcome{Class: transport.Delivered}
 	case err != nil:
 		return transport.Outcome{Class: transport.Retry, Err: fmt.Errorf("%w: %v", transport.ErrNotDelivered, err)}
+	case task == nil:
+		return transport.Outcome{Class: transport.Delivered}
 	case task.Status.Terminal() || task.Target != d.peer:
 		return transport.Outcome{Class: transport.Delivered}
 	}
@@ -293,12 +298,12 @@ func (d *delivery) infoProvided(ctx context.Context) transport.Outcome {
 	if err := d.env.Payload.Decode(&p); err != nil || p.TaskID == "" {
 		return transport.Refused(fmt.Errorf("p2p:task_info_provided payload: task_id is required (%v)", err))
 	}
-	r, err := d.record(p.TaskID)
+	r, err := d.ledger.RemoteTask(p.TaskID)
 	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return transport.Refused(fmt.Errorf("task %s is not waiting on %s", p.TaskID, d.peer))
-		}
 		return transport.Outcome{Class: transport.Retry, Err: fmt.Errorf("%w: %v", transport.ErrNotDelivered, err)}
+	}
+	if r == nil {
+		return transport.Refused(fmt.Errorf("task %s is not waiting on %s", p.TaskID, d.peer))
 	}
 	msg := &a2a.Message{MessageID: d.env.MessageID, Role: "ROLE_USER", TaskID: r.RemoteID,
 		Parts: []a2a.Part{a2a.DataPart(object(p.Fields), a2a.V10)}}
@@ -319,15 +324,4 @@ func object(v wire.JSONValue) json.RawMessage {
 	}
 	b, _ := json.Marshal(map[string]json.RawMessage{"value": json.RawMessage(v)})
 	return b
-}
-
-// record reads the tracked remote task of a local task.
-func (d *delivery) record(taskID string) (*store.RemoteA2A, error) {
-	var r *store.RemoteA2A
-	err := d.db.View(func(tx *store.Tx) error {
-		var err error
-		r, err = tx.RemoteA2A(taskID)
-		return err
-	})
-	return r, err
 }
