@@ -73,11 +73,14 @@ const goalBinary = 8 << 20
 // (13,267,106 B). What is left put most targets one 64 KiB step of their
 // size past their ceilings, by 160 to 200 bytes (arm64 by 64 KiB): each
 // ceiling that was passed, and amd64's (35 KiB of margin left), is now
-// the size rounded up to 64 KiB plus 64 KiB.
+// the size rounded up to 64 KiB plus 64 KiB. The same stop's wire seams
+// (tier1/southbound's bridge, a2a.Ledger, internal/eventstream: 8 KiB on
+// amd64) took armv7 one step up, 162 bytes over its ceiling (12,648,610
+// -> 12,714,146 B, armv6's size): its ceiling is armv6's since.
 var maxBinary = map[string]int64{
 	"amd64":   12<<20 + 768<<10,
 	"arm64":   11<<20 + 768<<10,
-	"arm":     12<<20 + 128<<10,
+	"arm":     12<<20 + 256<<10,
 	"armv6":   12<<20 + 256<<10,
 	"mipsle":  13<<20 + 896<<10,
 	"mips":    13<<20 + 896<<10,
