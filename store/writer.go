@@ -169,8 +169,10 @@ func (db *DB) commit(batch []*writeReq) {
 	if len(ok) == 0 {
 		return
 	}
-	grp.v = kv.NewView(g.Clone(), base, true)
 	if db.finishedDue(grp) {
+		// Only then a view of its own over what the group wrote:
+		// finishedDue reads grp's queues, not its view.
+		grp.v = kv.NewView(g.Clone(), base, true)
 		if err := grp.flushFinished(); err != nil {
 			db.finish(ok, fmt.Errorf("retention index: %w", err))
 			return
