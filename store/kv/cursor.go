@@ -26,6 +26,8 @@ type Cursor struct {
 	bt        []byte
 	fwd, back bool
 	binf      bool
+	step      []byte // the key a walk past a tombstone searches the checkpoint from
+	next      []byte // the key Next seeks: just after key
 }
 
 // Cursor returns a cursor over the bucket's records.
@@ -56,7 +58,8 @@ func (c *Cursor) Next() (k, v []byte) {
 	if c.key == nil {
 		return nil, nil
 	}
-	return c.seekGE(append(bytes.Clone(c.key), 0))
+	c.next = append(append(c.next[:0], c.key...), 0)
+	return c.seekGE(c.next)
 }
 
 // Prev moves to the previous record.
@@ -87,29 +90,40 @@ func (c *Cursor) seekGE(target []byte) ([]byte, []byte) {
 	if !c.b.fresh() {
 		return c.at(nil, nil)
 	}
-	for {
-		var tr *rec
-		c.b.v.l.recs.AscendGreaterOrEqual(&rec{path: c.b.path, key: target}, func(r *rec) bool {
-			if r.path == c.b.path {
-				tr = r
-			}
+	// One walk of the layer from target: a tombstone hides the
+	// checkpoint's record of its key and is passed over in the same walk
+	// (a run of them, the deleted head of a queue, costs one search, not
+	// one per tombstone).
+	bk, bv := c.baseGE(target)
+	var lk, lv []byte
+	c.b.v.l.recs.AscendGreaterOrEqual(&rec{path: c.b.path, key: target}, func(r *rec) bool {
+		if r.path != c.b.path {
 			return false
-		})
-		bk, bv := c.baseGE(target)
-		switch {
-		case tr != nil && (bk == nil || bytes.Compare(tr.key, bk) <= 0):
-			if tr.val == nil { // a tombstone
-				target = append(bytes.Clone(tr.key), 0)
-				continue
-			}
-			return c.at(tr.key, tr.val)
-		case bk != nil:
-			return c.at(bk, bv)
 		}
-		c.at(nil, nil)
-		c.end = true
-		return nil, nil
+		if bk != nil {
+			switch n := bytes.Compare(bk, r.key); {
+			case n < 0: // the checkpoint's record comes first
+				return false
+			case n == 0: // the layer's record replaces it
+				c.step = append(append(c.step[:0], r.key...), 0)
+				bk, bv = c.baseGE(c.step)
+			}
+		}
+		if r.val != nil {
+			lk, lv = r.key, r.val
+			return false
+		}
+		return true
+	})
+	switch {
+	case lk != nil:
+		return c.at(lk, lv)
+	case bk != nil:
+		return c.at(bk, bv)
 	}
+	c.at(nil, nil)
+	c.end = true
+	return nil, nil
 }
 
 // seekLT moves to the last record before target (inf: the last).
@@ -117,31 +131,37 @@ func (c *Cursor) seekLT(target []byte, inf bool) ([]byte, []byte) {
 	if !c.b.fresh() {
 		return c.at(nil, nil)
 	}
-	for {
-		var tr *rec
-		c.b.v.l.recs.DescendLessOrEqual(&rec{path: c.b.path, key: target, max: inf}, func(r *rec) bool {
-			if r.path != c.b.path {
-				return false
-			}
-			if !inf && bytes.Equal(r.key, target) {
-				return true
-			}
-			tr = r
+	bk, bv := c.baseLT(target, inf)
+	var lk, lv []byte
+	c.b.v.l.recs.DescendLessOrEqual(&rec{path: c.b.path, key: target, max: inf}, func(r *rec) bool {
+		if r.path != c.b.path {
 			return false
-		})
-		bk, bv := c.baseLT(target, inf)
-		switch {
-		case tr != nil && (bk == nil || bytes.Compare(tr.key, bk) >= 0):
-			if tr.val == nil {
-				target, inf = tr.key, false
-				continue
-			}
-			return c.at(tr.key, tr.val)
-		case bk != nil:
-			return c.at(bk, bv)
 		}
-		return c.at(nil, nil)
+		if !inf && bytes.Equal(r.key, target) {
+			return true
+		}
+		if bk != nil {
+			switch n := bytes.Compare(bk, r.key); {
+			case n > 0:
+				return false
+			case n == 0:
+				c.step = append(c.step[:0], r.key...)
+				bk, bv = c.baseLT(c.step, false)
+			}
+		}
+		if r.val != nil {
+			lk, lv = r.key, r.val
+			return false
+		}
+		return true
+	})
+	switch {
+	case lk != nil:
+		return c.at(lk, lv)
+	case bk != nil:
+		return c.at(bk, bv)
 	}
+	return c.at(nil, nil)
 }
 
 // baseGE is the checkpoint's first record at or after target.
