@@ -94,6 +94,11 @@ var notImporting = []struct {
 	deps []string
 	why  string
 }{
+	// agent is the engine (issue 31): the command builds the network
+	// wires and passes them in (agent.Options.Transport), as litestream's
+	// command builds its replica clients.
+	{"agent/...", []string{"transport/httptransport", "transport/wstransport", "transport/netwire", "transport/mqtt", "transport/a2aclient"},
+		"agent is the engine: the command builds the wires (transport/netwire) and passes them in (agent.Options.Transport)"},
 	{"registry", []string{"agent", "peer", "contracts"},
 		"the directory needs only the store, the agent's id, its clock and the pinned keys (registry.Options); peer serves it"},
 	{"outbox", []string{"agent", "peer", "contracts"},
@@ -207,6 +212,9 @@ func TestImportRulesCatch(t *testing.T) {
 		module + "/transport/mqtt": {ImportPath: module + "/transport/mqtt", Dir: dir,
 			Imports: []string{module + "/tier1/southbound", module + "/wire"},
 			GoFiles: []string{write("south.go", "package mqtt\nimport \""+module+"/tier1/southbound\"\nimport \""+module+"/wire\"\n")}},
+		module + "/agent": {ImportPath: module + "/agent", Dir: dir,
+			Imports: []string{module + "/transport", module + "/transport/httptransport"},
+			GoFiles: []string{write("transport.go", "package agent\nimport \""+module+"/transport\"\nimport \""+module+"/transport/httptransport\"\n")}},
 		module + "/cli/hilcmd": {ImportPath: module + "/cli/hilcmd", Dir: dir,
 			Imports: []string{module + "/client", module + "/hil"},
 			GoFiles: []string{write("hil.go", "package hilcmd\nimport \""+module+"/hil\"\nimport \""+module+"/client\"\n")}},
@@ -225,14 +233,15 @@ func TestImportRulesCatch(t *testing.T) {
 		"registry imports peer (dir.go): the directory needs only the store",
 		"outbox imports contracts (deliver.go): the outbox's records and queue serve peers, webhooks and A2A push alike",
 		"transport/mqtt imports tier1/southbound (south.go): a wire delivers messages and knows no domain",
+		"agent imports transport/httptransport (transport.go): agent is the engine",
 		"wire imports golang.org/x/crypto/chacha20poly1305 (seal.go); only wire/encrypt may: wire/encrypt owns payload encryption",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("no violation %q in:\n%s", want, got)
 		}
 	}
-	if n := strings.Count(got, "\n") + 1; n != 13 {
-		t.Errorf("%d violations, want 13:\n%s", n, got)
+	if n := strings.Count(got, "\n") + 1; n != 14 {
+		t.Errorf("%d violations, want 14:\n%s", n, got)
 	}
 }
 

@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"crypto/ed25519"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -83,14 +82,17 @@ type Options struct {
 	Clock Clock
 	// Transport is what the agent and the layers built on it send
 	// through (tier-1 batches, notifications, the peer network's
-	// envelopes); nil: HTTP for http and https destinations, with URLs a
-	// client gave (Callback messages) dialed through the outbound policy.
-	// Add more wires to the default with AddWire.
+	// envelopes): the command's network wires (package
+	// transport/netwire: HTTP and WebSocket). nil: a Mux of the agent's
+	// own with no wire until AddWire adds one; a destination no wire
+	// serves is refused ("no transport for "http" destinations"), so an
+	// agent embedded without wires runs its local tasks and sends
+	// nothing.
 	Transport transport.Transport
-	// PeerRootCAs, if set, are the CAs the default transport verifies
-	// https destinations (peers, the registry, the uplink) against;
-	// nil: the system roots.
-	PeerRootCAs *x509.CertPool
+	// Outbound, if set, is the policy of URLs a client gave (callback
+	// URLs): the one the command's HTTP wire dials them through. nil:
+	// built from the configuration's outbound section.
+	Outbound *outbound.Policy
 	// StoreFault, if set, is called before every commit of the store; an
 	// error from it fails that commit as a failing disk would (fault
 	// injection for tests, like bbolt's failpoints).
@@ -110,8 +112,10 @@ func New(cfg Config, opts Options) (*Agent, error) {
 	a := &Agent{log: slog.New(slog.DiscardHandler), clock: realClock{}, metrics: metrics.New()}
 	a.cfg.Store(&cfg)
 	var err error
-	if a.outbound, err = outbound.New(cfg.Outbound, cfg.Listen); err != nil {
-		return nil, fmt.Errorf("config: outbound.allow: %w", err)
+	if a.outbound = opts.Outbound; a.outbound == nil {
+		if a.outbound, err = outbound.New(cfg.Outbound, cfg.Listen); err != nil {
+			return nil, fmt.Errorf("config: outbound.allow: %w", err)
+		}
 	}
 	if opts.Logger != nil {
 		a.log = opts.Logger
@@ -121,7 +125,7 @@ func New(cfg Config, opts Options) (*Agent, error) {
 	}
 	a.transport, a.storeFault, a.storeSyncFault = opts.Transport, opts.StoreFault, opts.StoreSyncFault
 	if a.transport == nil {
-		a.transport, a.ownTransport = a.defaultTransport(opts.PeerRootCAs), true
+		a.transport, a.ownTransport = transport.NewMux(), true
 	}
 	r := a.metrics
 	a.m = agentMetrics{

@@ -6,12 +6,19 @@
 //
 // # Lifecycle
 //
-//	a, err := agent.New(cfg, agent.Options{Logger: log})
+//	wires := netwire.New(netwire.Options{Guard: pol.DialContext}) // HTTP and WebSocket; pol from package transport/outbound
+//	a, err := agent.New(cfg, agent.Options{Logger: log, Transport: wires, Outbound: pol})
 //	a.Handle(agent.Handler{Type: wire.SupportedTaskType{Type: "resize"}, Func: resize})
 //	err = handlers.Register(a, handlers.Options{}) // optional: echo, sleep, confirm, natural_language
 //	n, err := peer.New(a, peer.Options{Logger: log}) // optional: the peer network
 //	err = a.Open(ctx)   // store, identity, the network's state, recovery of unfinished tasks
 //	defer a.Close(ctx)  // running tasks get until ctx is done
+//
+// The agent sends through the transport.Transport it is given and imports
+// no wire: the command (package cli's serve) builds the network wires
+// (package transport/netwire) and adds MQTT and A2A to them by scheme
+// (AddWire). An agent given none runs its local tasks, and a send is
+// refused with an error that names the scheme.
 //
 // # Tasks
 //

@@ -10,6 +10,7 @@ import (
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/internal/testutil/tasktest"
+	"github.com/synapse-edge/synapse/internal/testutil/wiretest"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -33,7 +34,7 @@ func openAgent(t *testing.T, cfg agent.Config, clock agent.Clock, hs ...agent.Ha
 	if clock != nil {
 		opts.Clock = clock
 	}
-	a, err := agent.New(cfg, opts)
+	a, err := agent.New(cfg, wiretest.Options(t, cfg, opts))
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -28,6 +28,8 @@ import (
 	"github.com/synapse-edge/synapse/internal/tlscert"
 	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/store"
+	"github.com/synapse-edge/synapse/transport/netwire"
+	"github.com/synapse-edge/synapse/transport/outbound"
 )
 
 const serveUsage = `Usage: synapse serve [--data DIR] [--listen HOST:PORT] [--config FILE] [flags]
@@ -146,7 +148,13 @@ func serve(ctx context.Context, sio *command.IO, log *slog.Logger, file config.F
 	if err != nil {
 		return err
 	}
-	a, err := agent.New(cfg, agent.Options{Logger: log, PeerRootCAs: roots})
+	pol, err := outbound.New(cfg.Outbound, cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("config: outbound.allow: %w", err)
+	}
+	wires := netwire.New(netwire.Options{RootCAs: roots, Guard: pol.DialContext})
+	defer wires.Close() // after the agent, which sends through it
+	a, err := agent.New(cfg, agent.Options{Logger: log, Transport: wires, Outbound: pol})
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/handlers"
 	"github.com/synapse-edge/synapse/internal/testutil/tasktest"
+	"github.com/synapse-edge/synapse/internal/testutil/wiretest"
 )
 
 // admin is the principal tests submit as.
@@ -20,7 +21,8 @@ func testConfig(t *testing.T) agent.Config { return tasktest.Config(t) }
 // it is closed when the test ends (running tasks get 100 ms).
 func openAgent(t *testing.T, c handlers.Config) *agent.Agent {
 	t.Helper()
-	a, err := agent.New(testConfig(t), agent.Options{})
+	cfg := testConfig(t)
+	a, err := agent.New(cfg, wiretest.Options(t, cfg, agent.Options{}))
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

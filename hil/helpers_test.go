@@ -16,6 +16,7 @@ import (
 	"github.com/synapse-edge/synapse/hil"
 	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/internal/testutil/tasktest"
+	"github.com/synapse-edge/synapse/internal/testutil/wiretest"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -88,7 +89,7 @@ func newEnvOpts(t *testing.T, clock *fakeClock, hs []agent.Handler, opts hil.Opt
 func (e *env) open() {
 	t := e.t
 	t.Helper()
-	a, err := agent.New(e.cfg, agent.Options{Clock: e.clock})
+	a, err := agent.New(e.cfg, wiretest.Options(t, e.cfg, agent.Options{Clock: e.clock}))
 	if err != nil {
 		t.Fatalf("agent.New: %v", err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/synapse-edge/synapse/httpapi"
 	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/internal/testutil/peernode"
+	"github.com/synapse-edge/synapse/internal/testutil/wiretest"
 	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -81,7 +82,7 @@ func startServerLimits(t *testing.T, limits func(*httpapi.Limits), mutate ...fun
 func (ts *testServer) open() {
 	t := ts.t
 	t.Helper()
-	a, err := agent.New(ts.cfg, ts.opts)
+	a, err := agent.New(ts.cfg, wiretest.Options(t, ts.cfg, ts.opts))
 	if err != nil {
 		t.Fatalf("agent.New: %v", err)
 	}

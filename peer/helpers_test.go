@@ -11,6 +11,7 @@ import (
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/handlers"
 	"github.com/synapse-edge/synapse/internal/testutil/tasktest"
+	"github.com/synapse-edge/synapse/internal/testutil/wiretest"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -54,7 +55,7 @@ func openAgentWith(t *testing.T, cfg agent.Config, hc handlers.Config, clock age
 	if clock != nil {
 		opts.Clock = clock
 	}
-	ag, err := agent.New(cfg, opts)
+	ag, err := agent.New(cfg, wiretest.Options(t, cfg, opts))
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

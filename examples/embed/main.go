@@ -27,6 +27,8 @@ import (
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/httpapi"
 	"github.com/synapse-edge/synapse/peer"
+	"github.com/synapse-edge/synapse/transport/netwire"
+	"github.com/synapse-edge/synapse/transport/outbound"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -72,7 +74,19 @@ func run(ctx context.Context, args []string, ready chan<- string) error {
 	cfg.DataDir = *data
 	cfg.Listen = ln.Addr().String()
 	cfg.Endpoint = "http://" + cfg.Listen
-	a, err := agent.New(cfg, agent.Options{Logger: log})
+	// The network wires (HTTP and WebSocket) are the program's to build,
+	// as synapse serve builds them: peers, webhooks and callbacks go out
+	// through them, callback URLs a client gave dialed through the
+	// outbound policy. An agent given none runs its local tasks and sends
+	// nothing.
+	pol, err := outbound.New(cfg.Outbound, cfg.Listen)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	wires := netwire.New(netwire.Options{Guard: pol.DialContext})
+	defer wires.Close() // after the agent
+	a, err := agent.New(cfg, agent.Options{Logger: log, Transport: wires, Outbound: pol})
 	if err != nil {
 		ln.Close()
 		return err

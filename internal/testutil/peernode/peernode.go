@@ -25,6 +25,7 @@ import (
 	"github.com/synapse-edge/synapse/hil"
 	"github.com/synapse-edge/synapse/httpapi"
 	"github.com/synapse-edge/synapse/internal/testutil"
+	"github.com/synapse-edge/synapse/internal/testutil/wiretest"
 	"github.com/synapse-edge/synapse/peer"
 )
 
@@ -140,7 +141,7 @@ func (n *Node) Open() {
 	})
 	n.addr = ln.Addr().String()
 	n.Config.Listen, n.Config.Endpoint = n.addr, "http://"+n.addr
-	a, err := agent.New(n.Config, n.opts.Agent)
+	a, err := agent.New(n.Config, wiretest.Options(t, n.Config, n.opts.Agent))
 	if err != nil {
 		ln.Close()
 		t.Fatalf("%s: agent.New: %v", n.opts.Name, err)
