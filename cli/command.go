@@ -15,6 +15,7 @@ import (
 	"github.com/synapse-edge/synapse/cli/taskcmd"
 	"github.com/synapse-edge/synapse/cli/tier1cmd"
 	"github.com/synapse-edge/synapse/cli/updatecmd"
+	"github.com/synapse-edge/synapse/tier1"
 )
 
 // commands returns the command table in the order of the main usage.
@@ -23,7 +24,7 @@ func commands() []*command.Command {
 		{Name: "serve", Summary: "run the agent (HTTP API, task engine, store)"},
 		{Name: "task", Summary: "submit, follow and manage tasks", Verbs: taskcmd.TaskVerbs()},
 		{Name: "token", Summary: "manage API tokens (admin)", Verbs: admincmd.TokenVerbs()},
-		{Name: "db", Summary: "check, back up, compact and count the writes of the database", Verbs: admincmd.DBVerbs()},
+		{Name: "db", Summary: "check, back up, compact and count the writes of the database", Verbs: admincmd.DBVerbs(tier1.CheckRecords)},
 		{Name: "config", Summary: "check a config file before serving on it; sign remote config", Verbs: configcmd.ConfigVerbs()},
 		{Name: "tier1", Summary: "tier-1 routines: list, load-test ingest, export frames", Verbs: tier1cmd.Tier1Verbs()},
 		{Name: "peer", Summary: "pair with other agents, accept their pair requests, list them", Verbs: peercmd.PeerVerbs()},

@@ -8,6 +8,7 @@ import (
 
 	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/internal/sse"
+	"github.com/synapse-edge/synapse/tier1"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -114,7 +115,7 @@ func (s *Server) backup(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) 
 }
 
 func (s *Server) checkDB(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
-	rep, err := s.a.Store().Check(ctx)
+	rep, err := s.a.Store().Check(ctx, tier1.CheckRecords)
 	if err != nil {
 		return wire.Errorf(wire.CodeSysStorage, "%v", err)
 	}

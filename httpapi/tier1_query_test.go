@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/synapse-edge/synapse/store"
+	"github.com/synapse-edge/synapse/tier1"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -58,7 +58,7 @@ func TestTier1PageTokens(t *testing.T) {
 		t.Errorf("pages of 4 =\n%s\nwant\n%s", got, want)
 	}
 
-	old := base64.RawURLEncoding.EncodeToString(binary.BigEndian.AppendUint16(store.T1Key(nil, now, "a", 1), 3))
+	old := base64.RawURLEncoding.EncodeToString(binary.BigEndian.AppendUint16(tier1.FrameKey(nil, now, "a", 1), 3))
 	for name, c := range map[string]struct{ tok, want string }{
 		"an older agent's": {old, "older version"},
 		"made up":          {"p1.AAAA", "not one this agent gave"},

@@ -43,18 +43,24 @@ type LogReport struct {
 
 const maxCheckErrors = 100
 
+// CheckFunc is a domain's check of its records (tier1.CheckRecords):
+// it reads them in tx and calls add with each problem it finds, a line
+// of the report. The store checks its own buckets; a domain's records
+// are checked by the domain, passed to [DB.Check] and [CheckFile].
+type CheckFunc func(tx *Tx, add func(format string, args ...any))
+
 // Check verifies the file's page structure (bbolt's own check), that every
 // bucket exists, the commit log (every record's CRC, the sequence numbers
 // continuous, the checkpoint the file names held by the log), and on a
 // snapshot of everything acknowledged that every task record decodes and
-// has a known state and that the tier-1 batch-id table's records are well
-// formed.
+// has a known state, and runs checks (the domains' records) on that
+// snapshot too.
 //
 // It runs on a read snapshot and never holds the writer; checkpoints
 // wait for it (bbolt's page check reads the database's current freelist,
 // so a commit landing meanwhile would show pages of a healthy file as
 // both reachable and freed, or as neither).
-func (db *DB) Check(ctx context.Context) (CheckReport, error) {
+func (db *DB) Check(ctx context.Context, checks ...CheckFunc) (CheckReport, error) {
 	db.ckMu.RLock()
 	defer db.ckMu.RUnlock()
 	btx, l, err := db.snapshot()
@@ -62,7 +68,7 @@ func (db *DB) Check(ctx context.Context) (CheckReport, error) {
 		return CheckReport{}, fmt.Errorf("check: %w", err)
 	}
 	defer func() { _ = btx.Rollback() }()
-	rep := check(ctx, btx, &Tx{v: kv.NewView(l, btx, false)})
+	rep := check(ctx, btx, &Tx{v: kv.NewView(l, btx, false)}, checks)
 	checkLog(&rep, LogDir(db.path), db.applied, db.logLast.Load(), db.opts.logFS, nil)
 	return rep, nil
 }
@@ -85,7 +91,7 @@ func checkLog(rep *CheckReport, dir string, checkpoint, upTo uint64, fsys commit
 	rep.Log.Segments, rep.Log.Records, rep.Log.First, rep.Log.Last, rep.Log.TornBytes = lr.Segments, lr.Records, lr.First, lr.Last, lr.TornBytes
 }
 
-func check(ctx context.Context, btx *bolt.Tx, tx *Tx) CheckReport {
+func check(ctx context.Context, btx *bolt.Tx, tx *Tx, checks []CheckFunc) CheckReport {
 	rep := CheckReport{Errors: []string{}}
 	add := func(format string, args ...any) {
 		if len(rep.Errors) < maxCheckErrors {
@@ -132,7 +138,9 @@ func check(ctx context.Context, btx *bolt.Tx, tx *Tx) CheckReport {
 			add("check stopped after %d tasks: %v", rep.Tasks, err)
 		}
 	}
-	checkT1Seen(tx, add)
+	for _, c := range checks {
+		c(tx, add)
+	}
 	rep.OK = len(rep.Errors) == 0
 	return rep
 }
@@ -180,14 +188,15 @@ func (db *DB) Backup(w io.Writer, size func(int64) error) (int64, error) {
 	return n, nil
 }
 
-// CheckFile checks a data file that no process is serving.
-func CheckFile(ctx context.Context, path string) (CheckReport, error) {
+// CheckFile checks a data file that no process is serving, as
+// [DB.Check] does.
+func CheckFile(ctx context.Context, path string, checks ...CheckFunc) (CheckReport, error) {
 	if _, err := os.Stat(path); err != nil {
 		return CheckReport{}, fmt.Errorf("check %s: %w", path, err)
 	}
 	var rep CheckReport
 	err := viewFile(path, func(fv fileView) error {
-		rep = check(ctx, fv.btx, fv.tx)
+		rep = check(ctx, fv.btx, fv.tx, checks)
 		logRep := fv.log
 		rep.Log = logRep.Log
 		if len(logRep.Errors) > 0 {

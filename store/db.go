@@ -23,7 +23,8 @@ import (
 
 // SchemaVersion is the layout version this code writes. Version 2 may
 // keep the events of one write in one record (a JSON array, Tx.Events);
-// version 3 keeps the tier-1 batch ids in groups (t1_seen_g, tier1.go);
+// version 3 keeps the tier-1 batch ids in groups (t1_seen_g, kept by
+// package tier1: tier1/seen.go);
 // version 4 keeps the events a task is created with in the task's record
 // (record.go); version 5 writes the retention index entries of tasks
 // created final in later commits (finished.go); version 6 adds later

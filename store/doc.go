@@ -34,9 +34,13 @@
 //	token_hash  sha256(token) → token_id (auth/tokendb)
 //
 // Created on first use (older files open unchanged); the domain records
-// among them are kept by the package named, through [Records]:
+// among them are kept by the package named, through [Records] (and its
+// byte door, [RawBucket], for a domain that encodes its own keys and
+// walks nested buckets); a domain that checks its records gives a
+// [CheckFunc] to [DB.Check] and [CheckFile] (tier1.CheckRecords):
 //
-//	t1, t1_stats, t1_seen_g, t1_outbox tier-1 frames (see tier1.go; t1_seen of schema 2)
+//	t1, t1_stats, t1_seen_g,
+//	t1_outbox                          tier-1 frames, their counters, batch ids and export log (tier1; t1_seen of schema 2)
 //	peers                              agent_id → pinned peer JSON (peer/peerdb)
 //	p2p_seen, p2p_seen_at              received message ids, for replay protection (peer/peerdb)
 //	outbox, outbox_dead, outbox_id     messages to peers and webhooks, dead letters (outbox)
@@ -45,7 +49,7 @@
 //	hil (requests, steps, closed)      human-in-the-loop escalation state and audit (hil/hildb)
 //	groups, group_votes, group_tasks,
 //	group_events, group_event_ids      groups, their votes, tasks and event log (group/groupdb)
-//	a2a_push                           A2A push-notification configs
+//	a2a_push                           A2A push-notification configs (the store's own: a2a.go)
 //	audit                              the hash-chained log of security events (agent/auditdb)
 //
 // The schema version is checked on open; a file written by a newer schema is

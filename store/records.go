@@ -282,6 +282,11 @@ func (r *records) scan(tx *Tx, from []byte, back bool, fn func(key, raw []byte) 
 	if b == nil {
 		return nil
 	}
+	return scanBucket(b, from, back, fn)
+}
+
+// scanBucket is records.scan over the bucket b (not nil).
+func scanBucket(b *bucket, from []byte, back bool, fn func(key, raw []byte) error) error {
 	c := b.Cursor()
 	var k, raw []byte
 	switch {

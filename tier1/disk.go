@@ -129,13 +129,13 @@ func (in *Ingestor) UseDisk(conf func() *Config, dbPath string, log *slog.Logger
 		d.routines[desc.CapabilityID] = d.newRoutine(desc.CapabilityID)
 	}
 	err := in.db.View(func(tx *store.Tx) error {
-		for _, id := range tx.T1Routines() {
+		for _, id := range storedRoutines(tx) {
 			if d.routines[id] == nil {
 				d.routines[id] = d.newRoutine(id)
 			}
 		}
 		for id, r := range d.routines {
-			_, size := tx.T1Stats(id)
+			_, size := storedStats(tx, id)
 			r.size.Store(int64(size))
 			d.total.Add(int64(size))
 			if v := tx.Meta(droppedKey(id)); len(v) == 8 {
@@ -286,10 +286,10 @@ type drop struct {
 
 func (rm *room) reset() { rm.sizes, rm.drops = rm.sizes[:0], rm.drops[:0] }
 
-// prune deletes blocks of routine id in tx (T1Prune's before and maxBytes,
+// prune deletes blocks of routine id in tx (pruneFrames' before and maxBytes,
 // at most max), counts them durably and notes them in rm.
 func (d *disk) prune(tx *store.Tx, rm *room, id, reason string, before int64, maxBytes uint64, max int) (blocks int, err error) {
-	frames, blocks, err := tx.T1Prune(id, before, maxBytes, max, BlockLen)
+	frames, blocks, err := pruneFrames(tx, id, before, maxBytes, max, BlockLen)
 	if err != nil || frames == 0 {
 		return blocks, err
 	}
@@ -313,12 +313,12 @@ func (d *disk) makeRoom(tx *store.Tx, rm *room, ids []string, added int64) error
 	c := d.conf()
 	for _, id := range ids {
 		limit, reject := c.quota(id)
-		_, size := tx.T1Stats(id)
+		_, size := storedStats(tx, id)
 		if !reject && limit > 0 && int64(size) > limit {
 			if _, err := d.prune(tx, rm, id, dropQuota, math.MinInt64, uint64(limit), roomBlocks); err != nil {
 				return err
 			}
-			_, size = tx.T1Stats(id)
+			_, size = storedStats(tx, id)
 		}
 		rm.sizes = append(rm.sizes, sized{id, int64(size)})
 	}
@@ -341,11 +341,11 @@ func (d *disk) fitBudget(tx *store.Tx, rm *room, max int) (int, error) {
 	if d.floorCap.Load() == b {
 		reason = dropFloor
 	}
-	ids := tx.T1Routines()
+	ids := storedRoutines(tx)
 	sizes := make([]int64, len(ids))
 	var total int64
 	for i, id := range ids {
-		_, s := tx.T1Stats(id)
+		_, s := storedStats(tx, id)
 		sizes[i] = int64(s)
 		total += int64(s)
 	}
@@ -358,7 +358,7 @@ func (d *disk) fitBudget(tx *store.Tx, rm *room, max int) (int, error) {
 				continue
 			}
 			first := int64(math.MaxInt64)
-			if err := tx.T1Scan(id, nil, nil, func(k, _ []byte) bool { first = store.T1KeyTime(k); return false }); err != nil {
+			if err := scanFrames(tx, id, nil, nil, func(k, _ []byte) bool { first = FrameKeyTime(k); return false }); err != nil {
 				return done, err
 			}
 			if first <= oldest {
@@ -371,13 +371,13 @@ func (d *disk) fitBudget(tx *store.Tx, rm *room, max int) (int, error) {
 		id := ids[pick]
 		keep, before := sizes[pick]-(total-b), int64(math.MinInt64)
 		if keep <= 0 {
-			keep, before = 0, math.MaxInt64 // all of it: T1Prune's 0 is "no size bound"
+			keep, before = 0, math.MaxInt64 // all of it: pruneFrames' 0 is "no size bound"
 		}
 		n, err := d.prune(tx, rm, id, reason, before, uint64(keep), min(16, max-done))
 		if err != nil {
 			return done, err
 		}
-		_, s := tx.T1Stats(id)
+		_, s := storedStats(tx, id)
 		total -= sizes[pick] - int64(s)
 		sizes[pick] = int64(s)
 		rm.sizes = append(rm.sizes, sized{id, int64(s)})

@@ -120,6 +120,16 @@
 // it. Every frame dropped is counted per routine, durably, in the
 // transaction that drops it ([Ingestor.Disk]); disk.go has the rules.
 //
+// # Storage
+//
+// Tier-1's records are this package's, kept in the agent's store through
+// store.Records and its byte door store.RawBucket (records.go has the
+// buckets, keys and values): the frame blocks of each routine in a
+// bucket of its own under t1, their counters (t1_stats), the batch ids
+// seen, for deduplication (t1_seen_g, seen.go), and the export log that
+// tier1/export forwards upstream (t1_outbox, outbox.go). [CheckRecords]
+// is their part of synapse db check.
+//
 // # Example
 //
 // The one-frame telemetry batch ["synapse.telemetry", "1.0.0",

@@ -9,7 +9,7 @@ import (
 	"github.com/synapse-edge/synapse/wire"
 )
 
-// The export log (the store's t1_outbox): each queued batch is kept with
+// The export log (t1_outbox, records.go): each queued batch is kept with
 // a header that lets the exports (package tier1/export) count without
 // decoding,
 //
@@ -103,3 +103,62 @@ func BatchFrames(batch []byte) (int, error) {
 // HeaderSourceAgent names the agent a forwarded batch comes from (the
 // upstream deduplicates batch ids within it).
 const HeaderSourceAgent = transport.HeaderSourceAgent
+
+// The log's records (t1_outbox): seq(uint64 BE) → an entry as above
+// (or an older file's bare batch), seq from the bucket's sequence.
+
+// EnqueueOutbox appends an entry to the export log; build makes it from
+// the entry's seq (so the number can name the batch).
+func EnqueueOutbox(tx *store.Tx, build func(seq uint64) []byte) (uint64, error) {
+	b, err := outboxRecords.CreateRaw(tx)
+	if err != nil {
+		return 0, err
+	}
+	seq, err := b.NextSequence()
+	if err != nil {
+		return 0, err
+	}
+	var key [8]byte
+	binary.BigEndian.PutUint64(key[:], seq)
+	return seq, b.Put(key[:], build(seq))
+}
+
+// OutboxFrom returns the queued entries from seq from on, in order
+// (copies): at most max, and past the first at most maxBytes in all.
+func OutboxFrom(tx *store.Tx, from uint64, max, maxBytes int) (seqs []uint64, entries [][]byte) {
+	n := 0
+	_ = outboxRecords.Raw(tx).Scan(binary.BigEndian.AppendUint64(nil, from), func(k, v []byte) error {
+		if len(seqs) >= max || n > 0 && n+len(v) > maxBytes {
+			return store.ErrStop
+		}
+		seqs, entries, n = append(seqs, binary.BigEndian.Uint64(k)), append(entries, append([]byte(nil), v...)), n+len(v)
+		return nil
+	})
+	return seqs, entries
+}
+
+// OutboxLen counts the queued entries.
+func OutboxLen(tx *store.Tx) int { return outboxRecords.Count(tx) }
+
+// PutOutbox replaces the queued entry seq (an upgrade's rewrite).
+func PutOutbox(tx *store.Tx, seq uint64, v []byte) error {
+	b, err := outboxRecords.CreateRaw(tx)
+	if err != nil {
+		return err
+	}
+	return b.Put(binary.BigEndian.AppendUint64(nil, seq), v)
+}
+
+// AckOutboxBefore removes up to max queued entries before seq, oldest
+// first, and returns how many it removed.
+func AckOutboxBefore(tx *store.Tx, seq uint64, max int) (int, error) {
+	b, n := outboxRecords.Raw(tx), 0
+	err := b.Scan(nil, func(k, _ []byte) error {
+		if n >= max || binary.BigEndian.Uint64(k) >= seq {
+			return store.ErrStop
+		}
+		n++
+		return b.Delete(k)
+	})
+	return n, err
+}

@@ -54,10 +54,10 @@ func (in *Ingestor) Frames(capID string, q FrameQuery) (*FramePage, error) {
 	// BlockSpan, so a scan starts that much before since.
 	var from, to []byte
 	if q.Since != nil {
-		from = store.T1Key(nil, *q.Since-BlockSpan, "", 0)
+		from = FrameKey(nil, *q.Since-BlockSpan, "", 0)
 	}
 	if q.Until != nil {
-		to = store.T1Key(nil, *q.Until, "", 0)
+		to = FrameKey(nil, *q.Until, "", 0)
 	}
 	var afterKey []byte
 	afterIdx := -1
@@ -66,7 +66,7 @@ func (in *Ingestor) Frames(capID string, q FrameQuery) (*FramePage, error) {
 		if err != nil {
 			return nil, err
 		}
-		afterKey, afterIdx = store.T1Key(nil, p.ts, p.device, p.seq), p.index
+		afterKey, afterIdx = FrameKey(nil, p.ts, p.device, p.seq), p.index
 		from = afterKey
 	}
 	kts := tsField(d)
@@ -76,8 +76,8 @@ func (in *Ingestor) Frames(capID string, q FrameQuery) (*FramePage, error) {
 	more := false
 	var scanErr error
 	err := in.db.View(func(tx *store.Tx) error {
-		return tx.T1Scan(capID, from, to, func(k, v []byte) bool {
-			if q.DeviceID != "" && string(store.T1KeyDevice(k)) != q.DeviceID {
+		return scanFrames(tx, capID, from, to, func(k, v []byte) bool {
+			if q.DeviceID != "" && string(FrameKeyDevice(k)) != q.DeviceID {
 				return true
 			}
 			br, err := NewBlockReader(v, d)
@@ -118,8 +118,8 @@ func (in *Ingestor) Frames(capID string, q FrameQuery) (*FramePage, error) {
 		return nil, wire.Errorf(wire.CodeSysStorage, "read frames: %v", err)
 	}
 	if more {
-		page.NextPageToken = encodePageToken(capID, pagePos{ts: store.T1KeyTime(lastKey),
-			device: string(store.T1KeyDevice(lastKey)), seq: store.T1KeySeq(lastKey), index: lastIdx})
+		page.NextPageToken = encodePageToken(capID, pagePos{ts: FrameKeyTime(lastKey),
+			device: string(FrameKeyDevice(lastKey)), seq: FrameKeySeq(lastKey), index: lastIdx})
 	}
 	return page, nil
 }
@@ -137,9 +137,9 @@ type Stored struct {
 func (in *Ingestor) Stored(capID string) (Stored, error) {
 	var st Stored
 	err := in.db.View(func(tx *store.Tx) error {
-		st.Frames, st.Bytes = tx.T1Stats(capID)
-		return tx.T1Scan(capID, nil, nil, func(k, _ []byte) bool {
-			st.OldestTS = store.T1KeyTime(k)
+		st.Frames, st.Bytes = storedStats(tx, capID)
+		return scanFrames(tx, capID, nil, nil, func(k, _ []byte) bool {
+			st.OldestTS = FrameKeyTime(k)
 			return false
 		})
 	})

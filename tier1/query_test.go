@@ -135,7 +135,7 @@ func TestFrames(t *testing.T) {
 		}
 		// The token shows no store key: not the key of the last frame's block.
 		raw, _ := base64.RawURLEncoding.DecodeString(strings.TrimPrefix(p.NextPageToken, "p1."))
-		key := store.T1Key(nil, t0.UnixNano(), "a", 1)
+		key := tier1.FrameKey(nil, t0.UnixNano(), "a", 1)
 		if strings.Contains(string(raw), string(key[:8])) {
 			t.Errorf("token %q holds the store key's time bytes", p.NextPageToken)
 		}

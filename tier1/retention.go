@@ -29,7 +29,7 @@ func (in *Ingestor) Prune(ctx context.Context, now time.Time, c Config, seenBefo
 	}
 	d.refreshFree(true)
 	var routines []string
-	_ = in.db.View(func(tx *store.Tx) error { routines = tx.T1Routines(); return nil })
+	_ = in.db.View(func(tx *store.Tx) error { routines = storedRoutines(tx); return nil })
 	type pass struct {
 		reason   string
 		before   int64
@@ -49,7 +49,7 @@ func (in *Ingestor) Prune(ctx context.Context, now time.Time, c Config, seenBefo
 				err := d.update(in.db, &in.C.Pruned, func(tx *store.Tx, rm *room) error {
 					var err error
 					blocks, err = d.prune(tx, rm, id, p.reason, p.before, p.maxBytes, pruneBatch)
-					_, size := tx.T1Stats(id)
+					_, size := storedStats(tx, id)
 					rm.sizes = append(rm.sizes, sized{id, int64(size)})
 					return err
 				})
@@ -70,7 +70,7 @@ func (in *Ingestor) Prune(ctx context.Context, now time.Time, c Config, seenBefo
 		}
 	}
 	return in.db.Update(ctx, func(tx *store.Tx) error {
-		_, err := tx.T1PruneSeen(seenBefore.UnixNano(), 100_000)
+		_, err := pruneSeen(tx, seenBefore.UnixNano(), 100_000)
 		return err
 	})
 }

@@ -183,7 +183,7 @@ func (w *write) plan() {
 // another write of its transaction fails), so it keeps nothing of a run
 // but in the Pendings' dup flags and the routines' stored blocks.
 func (w *write) apply(tx *store.Tx) error {
-	var seen *store.T1Dedup
+	var seen *dedup
 	dups := false
 	for _, p := range w.ps {
 		p.dup = false
@@ -192,11 +192,11 @@ func (w *write) apply(tx *store.Tx) error {
 		}
 		if seen == nil {
 			var err error
-			if seen, err = tx.T1Dedup(); err != nil {
+			if seen, err = openDedup(tx); err != nil {
 				return err
 			}
 		}
-		dup, err := seen.Seen(p.scope, p.b.BatchID, p.at)
+		dup, err := seen.seen(p.scope, p.b.BatchID, p.at)
 		if err != nil {
 			return err
 		}
@@ -204,7 +204,7 @@ func (w *write) apply(tx *store.Tx) error {
 		dups = dups || dup
 	}
 	if seen != nil {
-		if err := seen.Flush(); err != nil {
+		if err := seen.flush(); err != nil {
 			return err
 		}
 	}
@@ -224,7 +224,7 @@ func (w *write) apply(tx *store.Tx) error {
 // put stores the blocks of one routine, and queues its new batches for the
 // uplink.
 func (w *write) put(tx *store.Tx, r *routineWrite) error {
-	fw, err := tx.T1Writer(r.d.CapabilityID)
+	fw, err := openFrames(tx, r.d.CapabilityID)
 	if err != nil {
 		return err
 	}
@@ -236,13 +236,13 @@ func (w *write) put(tx *store.Tx, r *routineWrite) error {
 	keys := make([]byte, 0, size)
 	for i := range r.stored {
 		blk := &r.stored[i]
-		seq, err := fw.NextSeq()
+		seq, err := fw.nextSeq()
 		if err != nil {
 			return err
 		}
 		off := len(keys)
-		keys = store.T1Key(keys, blk.ts, blk.dev, seq)
-		if err := fw.Put(keys[off:len(keys):len(keys)], blk.data, blk.n); err != nil {
+		keys = FrameKey(keys, blk.ts, blk.dev, seq)
+		if err := fw.put(keys[off:len(keys):len(keys)], blk.data, blk.n); err != nil {
 			return err
 		}
 	}
@@ -251,7 +251,7 @@ func (w *write) put(tx *store.Tx, r *routineWrite) error {
 			return err
 		}
 	}
-	return fw.Done()
+	return fw.done()
 }
 
 // Upstream, the new batches of a write go in order as few batches: those
@@ -275,7 +275,7 @@ func enqueueUplink(tx *store.Tx, r *routineWrite, at int64) error {
 			return nil
 		}
 		d := r.d
-		seq, err := tx.T1Enqueue(func(seq uint64) []byte {
+		seq, err := EnqueueOutbox(tx, func(seq uint64) []byte {
 			e := OutboxEntry{Frames: uint32(len(frames)), CumFrames: cumF, CumBytes: cumB, At: at}
 			b := AppendBatch(make([]byte, OutboxHeaderLen, OutboxHeaderLen+bytes+64), d.CapabilityID, d.Version, fmt.Sprintf("u%d", seq), frames, d)
 			cumF, cumB = cumF+uint64(len(frames)), cumB+uint64(len(b)-OutboxHeaderLen)

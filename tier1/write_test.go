@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -56,7 +57,7 @@ func records(t *testing.T, db *store.DB, capID string) int {
 	t.Helper()
 	n := 0
 	if err := db.View(func(tx *store.Tx) error {
-		return tx.T1Scan(capID, nil, nil, func(_, _ []byte) bool { n++; return true })
+		return store.RawRecords("t1").Raw(tx).Bucket([]byte(capID)).Scan(nil, func(_, _ []byte) error { n++; return nil })
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +147,7 @@ func TestStoreGroup(t *testing.T) {
 	// Upstream: the earlier batch, then the new batches of each routine
 	// as one batch, their frames in the order they came.
 	var queued [][]byte
-	_ = db.View(func(tx *store.Tx) error { _, queued = tx.T1Outbox(10); return nil })
+	_ = db.View(func(tx *store.Tx) error { _, queued = tier1.OutboxFrom(tx, 0, 10, math.MaxInt); return nil })
 	if len(queued) != 3 {
 		t.Fatalf("%d batches queued upstream, want 3", len(queued))
 	}
@@ -322,7 +323,7 @@ func TestStoreUplinkSplit(t *testing.T) {
 	}
 	storeAll(t, in, ps)
 	var queued [][]byte
-	_ = db.View(func(tx *store.Tx) error { _, queued = tx.T1Outbox(10); return nil })
+	_ = db.View(func(tx *store.Tx) error { _, queued = tier1.OutboxFrom(tx, 0, 10, math.MaxInt); return nil })
 	reg, _ := tier1.NewRegistry(tier1.Telemetry())
 	var sizes []int
 	next := uint64(0)

@@ -30,9 +30,11 @@ const probeTimeout = 2 * time.Second
 // defaultBackupTimeout is the default --timeout of db backup.
 const defaultBackupTimeout = 10 * time.Minute
 
-// DBVerbs returns the verbs of synapse db.
-func DBVerbs() []*command.Verb {
-	return []*command.Verb{dbCheckVerb(), dbBackupVerb(), dbStatsVerb(), dbCompactVerb()}
+// DBVerbs returns the verbs of synapse db; db check of a file runs
+// checks, the domains' checks of their records (tier1.CheckRecords), as
+// the agent's admin check does.
+func DBVerbs(checks ...store.CheckFunc) []*command.Verb {
+	return []*command.Verb{dbCheckVerb(checks), dbBackupVerb(), dbStatsVerb(), dbCompactVerb()}
 }
 
 const dbAbout = `When an agent answers at --agent the work is done by that agent over its admin
@@ -135,7 +137,7 @@ type dbCheckResult struct {
 	Tasks         int      `json:"tasks"`
 }
 
-func dbCheckVerb() *command.Verb {
+func dbCheckVerb(checks []store.CheckFunc) *command.Verb {
 	return &command.Verb{
 		Name: "db check", MaxArgs: 0,
 		Summary: "check the database: page structure, buckets, schema version, task records",
@@ -168,7 +170,7 @@ func dbCheckVerb() *command.Verb {
 					if err != nil {
 						return err
 					}
-					rep, err := store.CheckFile(ctx, path)
+					rep, err := store.CheckFile(ctx, path, checks...)
 					if err != nil {
 						return l.lockedHint(err, *offline)
 					}

@@ -73,7 +73,7 @@ func TestCursorsAcrossRestart(t *testing.T) {
 	conserved(t, s, map[string]uint64{"fast": 400, "slow": 400, "all": uint64(50 * len(want["http://127.0.0.1:3"])), "new": 50, "since": 100})
 	// Everyone is past everything: the log is empty.
 	var n int
-	_ = a.db.View(func(tx *store.Tx) error { n = tx.T1OutboxLen(); return nil })
+	_ = a.db.View(func(tx *store.Tx) error { n = tier1.OutboxLen(tx); return nil })
 	if n != 0 {
 		t.Errorf("%d batches left in the log, every export is past them", n)
 	}
@@ -91,7 +91,7 @@ func TestPrunedCountsDropped(t *testing.T) {
 	for i := range 5 {
 		a.ingest("d", uint64(i*10), 3)
 	}
-	if err := a.db.Update(context.Background(), func(tx *store.Tx) error { _, err := tx.T1AckBefore(3, 10); return err }); err != nil {
+	if err := a.db.Update(context.Background(), func(tx *store.Tx) error { _, err := tier1.AckOutboxBefore(tx, 3, 10); return err }); err != nil {
 		t.Fatal(err)
 	}
 	if st := status(s, "x"); st.DroppedFrames != 6 || st.BacklogFrames != 9 {
@@ -155,7 +155,7 @@ func TestMigrateUplinkQueue(t *testing.T) {
 	for i := range 3 {
 		fs := []tier1.Frame{{tier1.Str("d"), tier1.Uint(uint64(i)), tier1.Int(1), tier1.Str("m"), tier1.Float(1), tier1.Str("C")}}
 		err := a.db.Update(context.Background(), func(tx *store.Tx) error {
-			_, err := tx.T1Enqueue(func(seq uint64) []byte {
+			_, err := tier1.EnqueueOutbox(tx, func(seq uint64) []byte {
 				return tier1.AppendBatch(nil, d.CapabilityID, d.Version, "u"+string(rune('0'+seq)), fs, &d)
 			})
 			return err

@@ -166,7 +166,7 @@ func (e *Export) next(ctx context.Context) (lane, pos, []entry, error) {
 	read := func(from uint64, to uint64) (win []entry, endp pos, err error) {
 		err = e.set.db.View(func(tx *store.Tx) error {
 			endp = end(tx)
-			seqs, vals := tx.T1OutboxFrom(from, e.cfg.BatchSize, e.windowBytes())
+			seqs, vals := tier1.OutboxFrom(tx, from, e.cfg.BatchSize, e.windowBytes())
 			for i, v := range vals {
 				if seqs[i] >= to {
 					break
@@ -246,7 +246,7 @@ func (e *Export) commit(ctx context.Context, change func(*cursor), also func(tx 
 			}
 		}
 		swept = e.set.minLow(e, n.Low.Seq)
-		_, err := tx.T1AckBefore(swept, 4096)
+		_, err := tier1.AckOutboxBefore(tx, swept, 4096)
 		return err
 	})
 	if err != nil {
@@ -259,7 +259,7 @@ func (e *Export) commit(ctx context.Context, change func(*cursor), also func(tx 
 	// Another export may have committed beside this one, each seeing the
 	// other's place before it moved: delete what both are past now.
 	if m := e.set.minLow(nil, ^uint64(0)); m > swept {
-		return e.set.db.Update(ctx, func(tx *store.Tx) error { _, err := tx.T1AckBefore(m, 4096); return err })
+		return e.set.db.Update(ctx, func(tx *store.Tx) error { _, err := tier1.AckOutboxBefore(tx, m, 4096); return err })
 	}
 	return nil
 }

@@ -142,7 +142,7 @@ func (s *Set) startPos(tx *store.Tx, c *Config) pos {
 	}
 	since := c.since().UnixNano()
 	for from := uint64(0); ; {
-		seqs, vals := tx.T1OutboxFrom(from, 256, 4<<20)
+		seqs, vals := tier1.OutboxFrom(tx, from, 256, 4<<20)
 		if len(seqs) == 0 {
 			return endp
 		}
@@ -162,7 +162,7 @@ func (s *Set) migrate(ctx context.Context) error {
 	var legacy bool
 	_ = s.db.View(func(tx *store.Tx) error {
 		_, _, next := tier1.OutboxTotals(tx)
-		if seqs, vals := tx.T1OutboxFrom(0, 1, 0); next == 0 && len(seqs) == 1 {
+		if seqs, vals := tier1.OutboxFrom(tx, 0, 1, 0); next == 0 && len(seqs) == 1 {
 			_, _, ok := tier1.ParseOutboxEntry(vals[0])
 			legacy = !ok
 		}
@@ -174,7 +174,7 @@ func (s *Set) migrate(ctx context.Context) error {
 	now := s.now().UnixNano()
 	for from, done := uint64(0), false; !done; {
 		err := s.db.Update(ctx, func(tx *store.Tx) error {
-			seqs, vals := tx.T1OutboxFrom(from, 512, 4<<20)
+			seqs, vals := tier1.OutboxFrom(tx, from, 512, 4<<20)
 			if len(seqs) == 0 {
 				done = true
 				return nil
@@ -186,7 +186,7 @@ func (s *Set) migrate(ctx context.Context) error {
 					return fmt.Errorf("queued batch %d: %w", seqs[i], err)
 				}
 				h := tier1.OutboxEntry{Frames: uint32(n), CumFrames: f, CumBytes: b, At: now}
-				if err := tx.T1OutboxPut(seqs[i], tier1.AppendOutboxEntry(nil, h, v)); err != nil {
+				if err := tier1.PutOutbox(tx, seqs[i], tier1.AppendOutboxEntry(nil, h, v)); err != nil {
 					return err
 				}
 				f, b = f+uint64(n), b+uint64(len(v))
@@ -225,7 +225,7 @@ func (s *Set) sweep(ctx context.Context) error {
 	m := s.minLow(nil, ^uint64(0))
 	for {
 		var n int
-		if err := s.db.Update(ctx, func(tx *store.Tx) (err error) { n, err = tx.T1AckBefore(m, 4096); return err }); err != nil {
+		if err := s.db.Update(ctx, func(tx *store.Tx) (err error) { n, err = tier1.AckOutboxBefore(tx, m, 4096); return err }); err != nil {
 			return err
 		}
 		if n < 4096 {

@@ -84,7 +84,7 @@ func (e *Export) status(now time.Time) ExportStatus {
 		// frames pruned before it (dropped, though the runner has not
 		// passed them yet).
 		lane := func(p, q pos) {
-			seqs, vals := tx.T1OutboxFrom(p.Seq, 1, 0)
+			seqs, vals := tier1.OutboxFrom(tx, p.Seq, 1, 0)
 			if len(seqs) == 0 || seqs[0] >= q.Seq {
 				gapF, gapB = gapF+q.Frames-p.Frames, gapB+q.Bytes-p.Bytes
 				return
@@ -173,7 +173,7 @@ func (s *Set) RegisterMetrics(r *metrics.Registry) {
 	r.CounterFunc("synapse_tier1_uplink_dropped_batches_total", "Batches refused for good (all exports).", sum(func(e *Export) uint64 { return e.refusedBatches.Load() }))
 	r.GaugeFunc("synapse_tier1_uplink_pending_batches", "Batches in the export log.", func() float64 {
 		n := 0
-		_ = s.db.View(func(tx *store.Tx) error { n = tx.T1OutboxLen(); return nil })
+		_ = s.db.View(func(tx *store.Tx) error { n = tier1.OutboxLen(tx); return nil })
 		return float64(n)
 	})
 	r.GaugeFunc("synapse_tier1_uplink_lag_seconds", "Age of the oldest batch waiting (all exports).", func() float64 {

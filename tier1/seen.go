@@ -1,0 +1,215 @@
+package tier1
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"slices"
+
+	"github.com/synapse-edge/synapse/store"
+)
+
+// The batch-id table (schema 3, t1_seen_g) groups the ids of a sender that
+// differ only in their last byte, as the ids of a counting sender do
+// ("gw-7-1230" ... "gw-7-1239"): one record per group,
+//
+//	key:   scope 0x00 batch_id without its last byte
+//	value: seen_at(unix ns, uint64 BE; the newest mark of the group)
+//	       + a 256-bit set of the last bytes seen (32 bytes)
+//
+// so that a write of many small batches reads and puts one record per ten
+// or sixteen of them instead of one each. Files of schema 2 have the
+// table of one record per id (t1_seen: scope 0x00 batch_id → seen_at):
+// it is still looked up, never written, and pruned until it is empty.
+const seenValueLen = 8 + 32
+
+// dedup is the batch-id table inside a write transaction, opened once for
+// the many batches of one write: seen marks in memory, flush puts the
+// groups it changed.
+type dedup struct {
+	b      store.RawBucket
+	legacy store.RawBucket // t1_seen of schema 2, the zero bucket when absent or empty
+	// groups are the records read or changed by this write, in the order
+	// first met; index finds them by key once there are a few.
+	groups []*seenGroup
+	index  map[string]*seenGroup
+	key    []byte // scratch
+	arena  []byte // the groups' keys
+	// The first group, its key and the groups' first slots live here (one
+	// allocation for a write of one batch).
+	first              seenGroup
+	firstUsed          bool
+	slots              [4]*seenGroup
+	keyScratch, keyArr [64]byte
+}
+
+// seenGroup is one record of the table, as this write leaves it.
+type seenGroup struct {
+	key   []byte
+	v     [seenValueLen]byte
+	dirty bool
+}
+
+// openDedup opens (creating) the batch-id table for writing.
+func openDedup(tx *store.Tx) (*dedup, error) {
+	b, err := seenRecords.CreateRaw(tx)
+	if err != nil {
+		return nil, err
+	}
+	d := &dedup{b: b}
+	d.groups, d.key, d.arena = d.slots[:0], d.keyScratch[:0], d.keyArr[:0]
+	if old := seenV2Records.Raw(tx); !isEmpty(old) {
+		d.legacy = old
+	}
+	return d, nil
+}
+
+// isEmpty tells whether b holds no record.
+func isEmpty(b store.RawBucket) bool {
+	empty := true
+	_ = b.Scan(nil, func(_, _ []byte) error { empty = false; return store.ErrStop })
+	return empty
+}
+
+// group returns the record of d.key, read from the table when first met.
+func (d *dedup) group() *seenGroup {
+	if n := len(d.groups); n > 0 && bytes.Equal(d.groups[n-1].key, d.key) {
+		return d.groups[n-1] // the usual case: the same group as the last batch
+	}
+	if d.index != nil {
+		if g := d.index[string(d.key)]; g != nil {
+			return g
+		}
+	} else {
+		for _, g := range d.groups {
+			if bytes.Equal(g.key, d.key) {
+				return g
+			}
+		}
+	}
+	if cap(d.arena)-len(d.arena) < len(d.key) {
+		d.arena = make([]byte, 0, max(len(d.key), 2*cap(d.arena), 128))
+	}
+	d.arena = append(d.arena, d.key...)
+	key := d.arena[len(d.arena)-len(d.key) : len(d.arena) : len(d.arena)]
+	var g *seenGroup
+	if !d.firstUsed {
+		d.firstUsed = true
+		g = &d.first
+		g.key = key
+	} else {
+		g = &seenGroup{key: key}
+	}
+	if v := d.b.Get(d.key); len(v) == seenValueLen {
+		copy(g.v[:], v)
+	}
+	d.groups = append(d.groups, g)
+	switch {
+	case d.index != nil:
+		d.index[string(g.key)] = g
+	case len(d.groups) > 8:
+		d.index = make(map[string]*seenGroup, 2*len(d.groups))
+		for _, g := range d.groups {
+			d.index[string(g.key)] = g
+		}
+	}
+	return g
+}
+
+// seen reports whether (scope, batchID) was stored before (or earlier in
+// this write), and marks it (with time at) when it was not. batchID must
+// not be empty. The mark is stored by flush.
+func (d *dedup) seen(scope, batchID string, at int64) (bool, error) {
+	if batchID == "" {
+		return false, errors.New("t1 dedup: empty batch id")
+	}
+	last := batchID[len(batchID)-1]
+	d.key = append(append(append(d.key[:0], scope...), 0), batchID[:len(batchID)-1]...)
+	g := d.group()
+	bit := &g.v[8+last>>3]
+	if *bit&(1<<(last&7)) != 0 {
+		return true, nil
+	}
+	if d.legacy.Exists() {
+		d.key = append(d.key, last)
+		if d.legacy.Get(d.key) != nil {
+			return true, nil
+		}
+	}
+	*bit |= 1 << (last & 7)
+	if uint64(at) > binary.BigEndian.Uint64(g.v[:8]) {
+		binary.BigEndian.PutUint64(g.v[:8], uint64(at))
+	}
+	g.dirty = true
+	return false, nil
+}
+
+// flush puts the records that seen changed, in key order.
+func (d *dedup) flush() error {
+	dirty := slices.DeleteFunc(d.groups, func(g *seenGroup) bool { return !g.dirty })
+	slices.SortFunc(dirty, func(a, b *seenGroup) int { return bytes.Compare(a.key, b.key) })
+	for _, g := range dirty {
+		if err := d.b.Put(g.key, g.v[:]); err != nil {
+			return err
+		}
+	}
+	d.groups, d.index, d.arena = nil, nil, nil // a later seen reads the records again
+	d.firstUsed = true                         // and puts new groups
+	return nil
+}
+
+// pruneSeen deletes batch-id records older than before (unix ns), at
+// most max of them: the groups whose newest mark is older, and the
+// records of the schema 2 table (dropped once empty).
+func pruneSeen(tx *store.Tx, before int64, max int) (int, error) {
+	n := 0
+	for _, r := range []store.Records[[]byte]{seenRecords, seenV2Records} {
+		b := r.Raw(tx)
+		if !b.Exists() {
+			continue
+		}
+		err := b.Scan(nil, func(k, v []byte) error {
+			if n >= max {
+				return store.ErrStop
+			}
+			if len(v) >= 8 && int64(binary.BigEndian.Uint64(v)) < before {
+				if err := b.Delete(k); err != nil {
+					return err
+				}
+				n++
+			}
+			return nil
+		})
+		if err != nil {
+			return n, err
+		}
+		if r == seenV2Records && isEmpty(b) {
+			if err := r.Drop(tx); err != nil {
+				return n, err
+			}
+		}
+	}
+	return n, nil
+}
+
+// CheckRecords is tier-1's part of synapse db check (a store.CheckFunc):
+// it verifies the batch-id table (t1_seen_g): every key is a scope, a
+// 0x00 and the part of a batch id before its last byte, and every value
+// a mark time and a set with at least one id in it. A record that fails
+// is read as "nothing seen" by the dedup, so a batch sent again would be
+// stored twice: the check names it.
+func CheckRecords(tx *store.Tx, add func(format string, args ...any)) {
+	_ = seenRecords.Raw(tx).Scan(nil, func(k, v []byte) error {
+		switch {
+		case bytes.IndexByte(k, 0) < 0:
+			add("tier-1 batch-id group %q: the key has no scope separator", k)
+		case len(v) != seenValueLen:
+			add("tier-1 batch-id group %q: %d bytes, want %d", k, len(v), seenValueLen)
+		case bytes.Count(v[8:], []byte{0}) == len(v)-8:
+			add("tier-1 batch-id group %q: no id in the set", k)
+		}
+		return nil
+	})
+}
+
+var _ store.CheckFunc = CheckRecords

@@ -1,0 +1,209 @@
+package tier1
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/synapse-edge/synapse/store"
+	"github.com/synapse-edge/synapse/store/storetest"
+)
+
+// markSeen runs seen for each id of scope in one write and returns the
+// answers.
+func markSeen(t *testing.T, db *store.DB, scope string, at int64, ids ...string) []bool {
+	t.Helper()
+	var got []bool
+	storetest.Update(t, db, func(tx *store.Tx) error {
+		got = got[:0]
+		d, err := openDedup(tx)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			s, err := d.seen(scope, id, at)
+			if err != nil {
+				return err
+			}
+			got = append(got, s)
+		}
+		return d.flush()
+	})
+	return got
+}
+
+func TestDedupAcrossWritesAndRestarts(t *testing.T) {
+	path := filepath.Join(t.TempDir(), store.FileName)
+	db, err := store.Open(context.Background(), path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for i := range 40 {
+		ids = append(ids, fmt.Sprintf("gw-%d", i)) // groups "gw-", "gw-1", "gw-2", "gw-3"
+	}
+	ids = append(ids, "x", "y", "\xff", "gw-", "random-5f1c") // one-byte ids, odd bytes, other groups
+	if got := markSeen(t, db, "a", 100, ids...); fmt.Sprint(got) != fmt.Sprint(make([]bool, len(ids))) {
+		t.Fatalf("first write: %v, want all new", got)
+	}
+	// The same ids again in one write, each twice: all seen; another scope: new.
+	again := append(append([]string{}, ids...), ids...)
+	for i, s := range markSeen(t, db, "a", 200, again...) {
+		if !s {
+			t.Fatalf("second write: %q not seen", again[i])
+		}
+	}
+	if got := markSeen(t, db, "b", 200, "gw-1", "gw-1"); !(!got[0] && got[1]) {
+		t.Fatalf("scope b: %v, want new then seen (a repeat within one write)", got)
+	}
+	if got := markSeen(t, db, "a", 300, "gw-40", "gw-41", "gw-4"); got[0] || got[1] || !got[2] {
+		t.Fatalf("neighbours: %v, want new, new, seen", got)
+	}
+	if err := db.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	db = storetest.OpenPath(t, path)
+	if got := markSeen(t, db, "a", 400, "gw-7", "x", "gw-42"); !got[0] || !got[1] || got[2] {
+		t.Fatalf("after reopening: %v, want seen, seen, new", got)
+	}
+}
+
+// A write that fails leaves no mark: the store runs the other writes of
+// its transaction again, and the failed one's ids stay new.
+func TestDedupRolledBack(t *testing.T) {
+	db := storetest.Open(t)
+	err := db.Update(context.Background(), func(tx *store.Tx) error {
+		d, err := openDedup(tx)
+		if err != nil {
+			return err
+		}
+		if _, err := d.seen("a", "b-1", 1); err != nil {
+			return err
+		}
+		if err := d.flush(); err != nil {
+			return err
+		}
+		return fmt.Errorf("refused")
+	})
+	if err == nil {
+		t.Fatal("the failing write succeeded")
+	}
+	if got := markSeen(t, db, "a", 2, "b-1"); got[0] {
+		t.Fatal("a rolled back mark survived")
+	}
+}
+
+func TestPruneSeen(t *testing.T) {
+	db := storetest.Open(t)
+	markSeen(t, db, "a", 100, "old-1", "old-2")
+	markSeen(t, db, "a", 300, "mix-1")
+	markSeen(t, db, "a", 100, "mix-2") // the group's newest mark stays 300
+	var n int
+	storetest.Update(t, db, func(tx *store.Tx) (err error) {
+		n, err = pruneSeen(tx, 200, 100)
+		return err
+	})
+	if n != 1 {
+		t.Fatalf("pruned %d records, want 1 (the group of old-1 and old-2)", n)
+	}
+	if got := markSeen(t, db, "a", 400, "old-1", "mix-1", "mix-2"); got[0] || !got[1] || !got[2] {
+		t.Fatalf("after pruning: %v, want new, seen, seen", got)
+	}
+}
+
+// A file of schema 2 has the batch-id table of one record per id
+// (t1_seen): its ids are still seen, and pruning empties and drops it.
+func TestDedupReadsSchema2Table(t *testing.T) {
+	path := filepath.Join(t.TempDir(), store.FileName)
+	db, err := store.Open(context.Background(), path, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	storetest.Update(t, db, func(tx *store.Tx) error {
+		for id, at := range map[string]uint64{"v2-1": 100, "v2-2": 300} {
+			v := binary.BigEndian.AppendUint64(nil, at)
+			if err := store.RawRecords("t1_seen").Put(tx, []byte("a\x00"+id), &v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	// Closed and opened again, the table is read from the file.
+	if err := db.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	db = storetest.OpenPath(t, path)
+	if got := markSeen(t, db, "a", 400, "v2-1", "v2-2", "v2-3", "v2-1"); !got[0] || !got[1] || got[2] || !got[3] {
+		t.Fatalf("schema 2 ids: %v, want seen, seen, new, seen", got)
+	}
+	prune := func(before int64) {
+		t.Helper()
+		storetest.Update(t, db, func(tx *store.Tx) error {
+			_, err := pruneSeen(tx, before, 100)
+			return err
+		})
+	}
+	prune(200)
+	if got := markSeen(t, db, "a", 400, "v2-1", "v2-2"); got[0] || !got[1] {
+		t.Fatalf("after pruning before 200: %v, want new, seen", got)
+	}
+	prune(1000)
+	if got := markSeen(t, db, "a", 2000, "v2-2"); got[0] {
+		t.Fatal("v2-2 is still seen after every record was pruned")
+	}
+	storetest.View(t, db, func(tx *store.Tx) error {
+		if store.RawRecords("t1_seen").Raw(tx).Exists() {
+			t.Error("the emptied schema 2 table is still there")
+		}
+		return nil
+	})
+}
+
+// TestCheckRecords: db check passes the batch-id groups the ingest writes
+// and names each malformed one (which the dedup would read as "nothing
+// seen").
+func TestCheckRecords(t *testing.T) {
+	ctx := context.Background()
+	db := storetest.Open(t)
+	now := time.Now().UnixNano()
+	markSeen(t, db, "dev", now, "gw-7-10", "gw-7-11", "gw-8-1", "x")
+	rep, err := db.Check(ctx, CheckRecords)
+	if err != nil || !rep.OK {
+		t.Fatalf("Check of healthy groups = %+v, %v", rep, err)
+	}
+
+	bad := map[string][]byte{
+		"no-separator":   make([]byte, seenValueLen),
+		"dev\x00short":   {1, 2, 3},
+		"dev\x00empty-s": append([]byte{0, 0, 0, 0, 0, 0, 0, 1}, make([]byte, 32)...),
+	}
+	bad["no-separator"][8] = 1
+	storetest.Update(t, db, func(tx *store.Tx) error {
+		for k, v := range bad {
+			if err := seenRecords.Put(tx, []byte(k), &v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if rep, err := db.Check(ctx); err != nil || !rep.OK {
+		t.Errorf("Check without tier-1's check = %+v, %v; want OK (the store does not read tier-1's records)", rep, err)
+	}
+	rep, err = db.Check(ctx, CheckRecords)
+	if err != nil || rep.OK {
+		t.Fatalf("Check with malformed groups = %+v, %v; want not OK", rep, err)
+	}
+	all := strings.Join(rep.Errors, "\n")
+	for _, want := range []string{`"no-separator": the key has no scope separator`, `"dev\x00short": 3 bytes, want 40`, `"dev\x00empty-s": no id in the set`} {
+		if !strings.Contains(all, want) {
+			t.Errorf("errors\n%s\nwant one with %s", all, want)
+		}
+	}
+	if len(rep.Errors) != len(bad) {
+		t.Errorf("%d errors, want %d (one per malformed group):\n%s", len(rep.Errors), len(bad), all)
+	}
+}
