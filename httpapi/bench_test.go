@@ -44,7 +44,18 @@ const (
 type benchServer struct {
 	base  string
 	hc    *http.Client
+	a     *agent.Agent
 	close func() // stops the server and the agent; safe to call twice
+}
+
+// checkpoint brings the data file up to date with the commit log (a
+// backup checkpoints first), so the bytes a write costs the file are
+// counted with it.
+func (s *benchServer) checkpoint(b *testing.B) {
+	b.Helper()
+	if _, err := s.a.Store().Backup(io.Discard, nil); err != nil {
+		b.Fatalf("checkpoint: %v", err)
+	}
 }
 
 func startBenchServer(b *testing.B) *benchServer {
@@ -90,6 +101,7 @@ func startBenchServerTLS(b *testing.B, srvTLS, clientTLS *tls.Config) *benchServ
 		scheme = "https://"
 	}
 	s := &benchServer{
+		a:    a,
 		base: scheme + ln.Addr().String(),
 		hc: &http.Client{
 			Timeout: 30 * time.Second,

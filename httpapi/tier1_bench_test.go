@@ -83,6 +83,7 @@ func benchTier1Stream(b *testing.B, per int, wsClient bool) {
 	}
 	nc := c.UnderlyingConn()
 	commits0 := s.metric(b, "synapse_store_commits_total")
+	bytes0, log0 := s.metric(b, "synapse_store_bytes_written_total"), s.metric(b, "synapse_store_log_bytes_total")
 	var ru0, ru1 syscall.Rusage
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -115,6 +116,8 @@ func benchTier1Stream(b *testing.B, per int, wsClient bool) {
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
 	b.StopTimer()
 	commits1 := s.metric(b, "synapse_store_commits_total")
+	s.checkpoint(b)
+	bytes1, log1 := s.metric(b, "synapse_store_bytes_written_total"), s.metric(b, "synapse_store_log_bytes_total")
 
 	cpu := time.Duration(ru1.Utime.Nano()-ru0.Utime.Nano()) + time.Duration(ru1.Stime.Nano()-ru0.Stime.Nano())
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "frames/s")
@@ -122,6 +125,10 @@ func benchTier1Stream(b *testing.B, per int, wsClient bool) {
 	if commits1 > commits0 {
 		b.ReportMetric(float64(b.N)/(commits1-commits0), "frames/commit")
 	}
+	// What a frame costs the disk: the log's record and the data file's
+	// pages at the checkpoint, the one after the run included.
+	b.ReportMetric((bytes1-bytes0)/float64(b.N), "storeB/frame")
+	b.ReportMetric((log1-log0)/float64(b.N), "logB/frame")
 }
 
 // decodeAcks reads n answers as bench/tier1 does, and checks that each
