@@ -101,7 +101,7 @@ func (s *Server) revokeToken(ctx *fasthttp.RequestCtx, _ auth.Principal, args []
 // backup streams a consistent copy of the data file with its exact length;
 // writes go on meanwhile.
 func (s *Server) backup(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
-	s.takeOver(ctx, "", func(w *sse.Writer, _ <-chan struct{}) error {
+	s.streams.takeOver(ctx, "", func(w *sse.Writer, _ <-chan struct{}) error {
 		_, err := s.a.Store().Backup(w, func(size int64) error {
 			_, err := w.WriteString(sse.Header(fasthttp.StatusOK, "application/octet-stream",
 				`Content-Disposition: attachment; filename="synapse.db"`,

@@ -154,7 +154,7 @@ func (s *Server) streamHIL(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []strin
 	sub, replay, ok := s.hil.Subscribe(last, resume)
 	header := sse.Header(fasthttp.StatusOK, "text/event-stream; charset=utf-8",
 		"Cache-Control: no-cache", "X-Accel-Buffering: no")
-	s.takeOver(ctx, header, func(w *sse.Writer, done <-chan struct{}) error {
+	s.streams.takeOver(ctx, header, func(w *sse.Writer, done <-chan struct{}) error {
 		defer func() { sub.Close() }()
 		if !ok {
 			if err := writeHILReset(w); err != nil {

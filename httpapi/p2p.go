@@ -297,7 +297,7 @@ func (s *Server) messageFeed(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []str
 	}
 	header := sse.Header(fasthttp.StatusOK, "text/event-stream; charset=utf-8",
 		"Cache-Control: no-cache", "X-Accel-Buffering: no")
-	s.takeOver(ctx, header, func(w *sse.Writer, done <-chan struct{}) error {
+	s.streams.takeOver(ctx, header, func(w *sse.Writer, done <-chan struct{}) error {
 		return pumpFeed(w, done, feed, last)
 	})
 	return nil

@@ -48,11 +48,11 @@ func (s *Server) messageStream(ctx *fasthttp.RequestCtx, p auth.Principal, _ []s
 	if feed == nil {
 		return wire.Errorf(wire.CodeAgentNotReady, "")
 	}
-	return s.upgrade(ctx, func(c *websocket.Conn) {
+	return s.streams.upgrade(ctx, func(c *websocket.Conn) {
 		c.SetReadLimit(wsMaxEnvelope)
 		done := make(chan struct{})
 		defer close(done)
-		go s.keepAlive(c, done)
+		go s.streams.keepAlive(c, done)
 
 		out := make(chan wsFrame, wsOutQueue)
 		wrote := make(chan struct{})
@@ -105,7 +105,7 @@ func (s *Server) messageStream(ctx *fasthttp.RequestCtx, p auth.Principal, _ []s
 // back in the frame type of the message. A panic while handling it is
 // answered like POST /message's: internal_error, and the stream goes on.
 func (s *Server) wsAnswer(mt int, data []byte) (f wsFrame) {
-	defer s.recoverStream(wire.APIPrefix+"/messages/stream", func() {
+	defer s.streams.recoverStream(wire.APIPrefix+"/messages/stream", func() {
 		f = wsFrame{websocket.TextMessage, []byte(`{"error":{"code":"internal_error","message":"internal error","retriable":true}}`)}
 	})
 	typ, ct := websocket.TextMessage, wire.ContentJSON

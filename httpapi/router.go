@@ -54,7 +54,7 @@ func (s *Server) routes() []route {
 		{"GET", seg("admin/db/backup"), auth.ScopeAdmin, s.backup},
 		{"GET", seg("admin/db/check"), auth.ScopeAdmin, s.checkDB},
 		{"POST", seg("admin/reload"), auth.ScopeAdmin, s.reload},
-	}, append(append(append(append(s.withNet(s.p2pRoutes()), s.hilRoutes()...), s.discoveryRoutes()...), s.groupRoutes()...), append(s.withNet(s.negotiateRoutes()), s.auditRoutes()...)...)...)
+	}, append(append(append(append(s.withNet(s.p2pRoutes()), s.hilRoutes()...), s.discoveryRoutes()...), groupAPI{groups: s.groups, a: s.a, streams: s.streams}.routes()...), append(s.withNet(s.negotiateRoutes()), s.auditRoutes()...)...)...)
 }
 
 func seg(p string) []string { return strings.Split(p, "/") }

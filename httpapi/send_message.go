@@ -70,7 +70,7 @@ func (s *Server) sendMessage(ctx *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	return s.idempotent(ctx, p, func() (int, any, error) {
+	return idempotent(ctx, s.a, p, "", func() (int, any, error) {
 		id, err := s.net.Send(ctx, agent.Outgoing{Peer: req.ReceiverID, Type: wire.MsgSynapseMessage, CorrelationID: req.CorrelationID, Payload: pl})
 		if err != nil {
 			return 0, nil, err
