@@ -8,6 +8,7 @@ import (
 
 	"github.com/synapse-edge/synapse/a2a/a2ahttp"
 	"github.com/synapse-edge/synapse/auth"
+	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -21,7 +22,10 @@ type route struct {
 	h       handlerFunc
 }
 
+// routes is the route table: the Server's own routes and those of the
+// handler types, each given only what it needs.
 func (s *Server) routes() []route {
+	peers := peerAPI{net: s.net, a: s.a, authorize: s.authorize, findAgents: s.findAgents, streams: s.streams}
 	return append([]route{
 		{"GET", seg("health"), "", s.health},
 		{"GET", seg("identity"), "", s.identity},
@@ -54,18 +58,18 @@ func (s *Server) routes() []route {
 		{"GET", seg("admin/db/backup"), auth.ScopeAdmin, s.backup},
 		{"GET", seg("admin/db/check"), auth.ScopeAdmin, s.checkDB},
 		{"POST", seg("admin/reload"), auth.ScopeAdmin, s.reload},
-	}, append(append(append(append(s.withNet(s.p2pRoutes()), s.hilRoutes()...), s.discoveryRoutes()...), groupAPI{groups: s.groups, a: s.a, streams: s.streams}.routes()...), append(s.withNet(s.negotiateRoutes()), s.auditRoutes()...)...)...)
+	}, append(append(append(append(withNet(s.net, peers.routes()), s.hilRoutes()...), s.discoveryRoutes()...), groupAPI{groups: s.groups, a: s.a, streams: s.streams}.routes()...), append(withNet(s.net, s.negotiateRoutes()), s.auditRoutes()...)...)...)
 }
 
 func seg(p string) []string { return strings.Split(p, "/") }
 
 // withNet marks the routes of the peer network: without one they answer
 // 503.
-func (s *Server) withNet(rs []route) []route {
+func withNet(n *peer.Network, rs []route) []route {
 	for i := range rs {
 		h := rs[i].h
 		rs[i].h = func(ctx *fasthttp.RequestCtx, p auth.Principal, args []string) error {
-			if s.net == nil {
+			if n == nil {
 				return wire.Errorf(wire.CodeAgentNotReady, "the peer network is not running on this server")
 			}
 			return h(ctx, p, args)
