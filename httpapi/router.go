@@ -26,6 +26,7 @@ type route struct {
 // handler types, each given only what it needs.
 func (s *Server) routes() []route {
 	peers := peerAPI{net: s.net, a: s.a, authorize: s.authorize, findAgents: s.findAgents, streams: s.streams}
+	hils := hilAPI{hil: s.hil, clock: s.a.Clock(), authorize: s.authorize, streams: s.streams}
 	return append([]route{
 		{"GET", seg("health"), "", s.health},
 		{"GET", seg("identity"), "", s.identity},
@@ -58,7 +59,7 @@ func (s *Server) routes() []route {
 		{"GET", seg("admin/db/backup"), auth.ScopeAdmin, s.backup},
 		{"GET", seg("admin/db/check"), auth.ScopeAdmin, s.checkDB},
 		{"POST", seg("admin/reload"), auth.ScopeAdmin, s.reload},
-	}, append(append(append(append(withNet(s.net, peers.routes()), s.hilRoutes()...), s.discoveryRoutes()...), groupAPI{groups: s.groups, a: s.a, streams: s.streams}.routes()...), append(withNet(s.net, contractAPI{net: s.net}.routes()), s.auditRoutes()...)...)...)
+	}, append(append(append(append(withNet(s.net, peers.routes()), hils.routes()...), s.discoveryRoutes()...), groupAPI{groups: s.groups, a: s.a, streams: s.streams}.routes()...), append(withNet(s.net, contractAPI{net: s.net}.routes()), s.auditRoutes()...)...)...)
 }
 
 func seg(p string) []string { return strings.Split(p, "/") }
