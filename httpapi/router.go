@@ -59,7 +59,7 @@ func (s *Server) routes() []route {
 		{"GET", seg("admin/db/backup"), auth.ScopeAdmin, s.backup},
 		{"GET", seg("admin/db/check"), auth.ScopeAdmin, s.checkDB},
 		{"POST", seg("admin/reload"), auth.ScopeAdmin, s.reload},
-	}, append(append(append(append(withNet(s.net, peers.routes()), hils.routes()...), s.discoveryRoutes()...), groupAPI{groups: s.groups, a: s.a, streams: s.streams}.routes()...), append(withNet(s.net, contractAPI{net: s.net}.routes()), s.auditRoutes()...)...)...)
+	}, append(append(append(append(withNet(s.net, peers.routes()), hils.routes()...), s.discoveryRoutes()...), groupAPI{groups: s.groups, a: s.a, streams: s.streams}.routes()...), append(withNet(s.net, contractAPI{net: s.net}.routes()), auditAPI{a: s.a}.routes()...)...)...)
 }
 
 func seg(p string) []string { return strings.Split(p, "/") }
