@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 
 	"github.com/valyala/fasthttp"
@@ -26,10 +27,12 @@ type route struct {
 // handler types, each given only what it needs.
 func (s *Server) routes() []route {
 	peers := peerAPI{net: s.net, a: s.a, authorize: s.authorize, findAgents: s.findAgents, streams: s.streams}
+	groups := groupAPI{groups: s.groups, a: s.a, streams: s.streams}
 	hils := hilAPI{hil: s.hil, clock: s.a.Clock(), authorize: s.authorize, streams: s.streams}
-	return append([]route{
-		{"GET", seg("health"), "", s.health},
-		{"GET", seg("identity"), "", s.identity},
+	admin := adminAPI{a: s.a, version: s.version, reloader: s.reloader, draining: &s.draining, streams: s.streams}
+	return slices.Concat([]route{
+		{"GET", seg("health"), "", admin.health},
+		{"GET", seg("identity"), "", admin.identity},
 		{"GET", seg("capabilities"), "", s.capabilities},
 		{"GET", seg("capabilities/task-types/*"), "", s.taskTypeCapability},
 
@@ -52,14 +55,8 @@ func (s *Server) routes() []route {
 		{"POST", seg("tier1/*"), auth.ScopeTier1Write, s.ingestTier1},
 		{"GET", seg("tier1/*/frames"), auth.ScopeTier1Read, s.tier1Frames},
 		{"GET", seg("tier1/*/frames/stream"), auth.ScopeTier1Read, s.tier1Live},
-
-		{"POST", seg("tokens"), auth.ScopeAdmin, s.createToken},
-		{"GET", seg("tokens"), auth.ScopeAdmin, s.listTokens},
-		{"DELETE", seg("tokens/*"), auth.ScopeAdmin, s.revokeToken},
-		{"GET", seg("admin/db/backup"), auth.ScopeAdmin, s.backup},
-		{"GET", seg("admin/db/check"), auth.ScopeAdmin, s.checkDB},
-		{"POST", seg("admin/reload"), auth.ScopeAdmin, s.reload},
-	}, append(append(append(append(withNet(s.net, peers.routes()), hils.routes()...), s.discoveryRoutes()...), groupAPI{groups: s.groups, a: s.a, streams: s.streams}.routes()...), append(withNet(s.net, contractAPI{net: s.net}.routes()), auditAPI{a: s.a}.routes()...)...)...)
+	}, admin.routes(), withNet(s.net, peers.routes()), hils.routes(), s.discoveryRoutes(), groups.routes(),
+		withNet(s.net, contractAPI{net: s.net}.routes()), auditAPI{a: s.a}.routes())
 }
 
 func seg(p string) []string { return strings.Split(p, "/") }
@@ -90,7 +87,7 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) error {
 		if _, err := s.authorize(ctx, auth.ScopeMetrics); err != nil {
 			return err
 		}
-		return s.metrics(ctx)
+		return writeMetrics(ctx, s.a.Metrics())
 	}
 	if a2ahttp.Serves(path) {
 		return s.a2a.Serve(ctx, path)
