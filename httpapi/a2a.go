@@ -21,5 +21,5 @@ func (h a2aHost) ReadBody(ctx *fasthttp.RequestCtx) (release func(), err error) 
 }
 
 func (h a2aHost) TakeOver(ctx *fasthttp.RequestCtx, header string, fn func(w *sse.Writer, done <-chan struct{}) error) {
-	h.s.takeOver(ctx, header, fn)
+	h.s.streams.takeOver(ctx, header, fn)
 }

@@ -3,22 +3,50 @@ package httpapi
 import (
 	"bytes"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/auth"
+	"github.com/synapse-edge/synapse/internal/metrics"
 	"github.com/synapse-edge/synapse/internal/sse"
 	"github.com/synapse-edge/synapse/tier1"
 	"github.com/synapse-edge/synapse/wire"
 )
 
+// adminAPI serves the agent's own routes: health, identity, tokens, the
+// database file and the configuration reload. GET /metrics, outside the
+// route table, is writeMetrics.
+type adminAPI struct {
+	a        *agent.Agent
+	version  string
+	reloader Reloader // nil: POST /admin/reload answers 503
+	// draining is the Server's, set when Shutdown begins.
+	draining *atomic.Bool
+	streams  *streamer
+}
+
+// routes are the admin routes of the route table; health and identity,
+// public, are at its head.
+func (ad adminAPI) routes() []route {
+	return []route{
+		{"POST", seg("tokens"), auth.ScopeAdmin, ad.createToken},
+		{"GET", seg("tokens"), auth.ScopeAdmin, ad.listTokens},
+		{"DELETE", seg("tokens/*"), auth.ScopeAdmin, ad.revokeToken},
+		{"GET", seg("admin/db/backup"), auth.ScopeAdmin, ad.backup},
+		{"GET", seg("admin/db/check"), auth.ScopeAdmin, ad.checkDB},
+		{"POST", seg("admin/reload"), auth.ScopeAdmin, ad.reload},
+	}
+}
+
 // health serves GET /health: 200 SERVING, or 503 NOT_SERVING with the
 // reason once shutdown has begun or while the store cannot commit.
-func (s *Server) health(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
-	h := &wire.Health{Status: "SERVING", Version: s.version, UptimeSeconds: int64(s.a.Uptime().Seconds())}
+func (ad adminAPI) health(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
+	h := &wire.Health{Status: "SERVING", Version: ad.version, UptimeSeconds: int64(ad.a.Uptime().Seconds())}
 	status := fasthttp.StatusOK
-	err := s.a.Serving()
-	if err == nil && s.draining.Load() {
+	err := ad.a.Serving()
+	if err == nil && ad.draining.Load() {
 		err = wire.Errorf(wire.CodeAgentNotReady, "shutting down").With("reason", "shutting_down")
 	}
 	if err != nil {
@@ -27,8 +55,8 @@ func (s *Server) health(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) 
 			h.Reason = r
 		}
 	}
-	if s.reloader != nil {
-		h.Config = s.reloader.Status()
+	if ad.reloader != nil {
+		h.Config = ad.reloader.Status()
 	}
 	write(ctx, status, h)
 	return nil
@@ -37,11 +65,11 @@ func (s *Server) health(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) 
 // reload serves POST /admin/reload: the configuration file read again,
 // checked whole and its live values applied; 200 with the result, or 422
 // with every problem when the file is refused (nothing changed).
-func (s *Server) reload(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
-	if s.reloader == nil {
+func (ad adminAPI) reload(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
+	if ad.reloader == nil {
 		return wire.Errorf(wire.CodeAgentNotReady, "this server has no configuration file to reload")
 	}
-	res := s.reloader.Reload(ctx, "api")
+	res := ad.reloader.Reload(ctx, "api")
 	status := fasthttp.StatusOK
 	if res.Result != wire.ReloadOK {
 		status = fasthttp.StatusUnprocessableEntity
@@ -50,20 +78,21 @@ func (s *Server) reload(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) 
 	return nil
 }
 
-func (s *Server) identity(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
-	id := s.a.Identity()
+func (ad adminAPI) identity(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
+	id := ad.a.Identity()
 	write(ctx, fasthttp.StatusOK, &id)
 	return nil
 }
 
-func (s *Server) metrics(ctx *fasthttp.RequestCtx) error {
+// writeMetrics serves GET /metrics (route checks its scope).
+func writeMetrics(ctx *fasthttp.RequestCtx, reg *metrics.Registry) error {
 	var buf bytes.Buffer
-	s.a.Metrics().Write(&buf)
+	reg.Write(&buf)
 	writeRaw(ctx, fasthttp.StatusOK, "text/plain; version=0.0.4; charset=utf-8", buf.Bytes())
 	return nil
 }
 
-func (s *Server) createToken(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
+func (ad adminAPI) createToken(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
 	var req struct {
 		Name   string       `json:"name" msgpack:"name"`
 		Scopes []auth.Scope `json:"scopes" msgpack:"scopes"`
@@ -71,7 +100,7 @@ func (s *Server) createToken(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []str
 	if err := decode(ctx, &req); err != nil {
 		return err
 	}
-	t, err := s.a.Tokens().Create(ctx, req.Name, req.Scopes)
+	t, err := ad.a.Tokens().Create(ctx, req.Name, req.Scopes)
 	if err != nil {
 		return err
 	}
@@ -79,8 +108,8 @@ func (s *Server) createToken(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []str
 	return nil
 }
 
-func (s *Server) listTokens(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
-	list, err := s.a.Tokens().List()
+func (ad adminAPI) listTokens(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
+	list, err := ad.a.Tokens().List()
 	if err != nil {
 		return wire.Errorf(wire.CodeSysStorage, "list tokens: %v", err)
 	}
@@ -91,8 +120,8 @@ func (s *Server) listTokens(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []stri
 	return nil
 }
 
-func (s *Server) revokeToken(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
-	if err := s.a.Tokens().Revoke(ctx, args[0]); err != nil {
+func (ad adminAPI) revokeToken(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
+	if err := ad.a.Tokens().Revoke(ctx, args[0]); err != nil {
 		return err
 	}
 	ctx.SetStatusCode(fasthttp.StatusNoContent)
@@ -101,9 +130,9 @@ func (s *Server) revokeToken(ctx *fasthttp.RequestCtx, _ auth.Principal, args []
 
 // backup streams a consistent copy of the data file with its exact length;
 // writes go on meanwhile.
-func (s *Server) backup(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
-	s.takeOver(ctx, "", func(w *sse.Writer, _ <-chan struct{}) error {
-		_, err := s.a.Store().Backup(w, func(size int64) error {
+func (ad adminAPI) backup(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
+	ad.streams.takeOver(ctx, "", func(w *sse.Writer, _ <-chan struct{}) error {
+		_, err := ad.a.Store().Backup(w, func(size int64) error {
 			_, err := w.WriteString(sse.Header(fasthttp.StatusOK, "application/octet-stream",
 				`Content-Disposition: attachment; filename="synapse.db"`,
 				"Content-Length: "+strconv.FormatInt(size, 10)))
@@ -114,8 +143,8 @@ func (s *Server) backup(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) 
 	return nil
 }
 
-func (s *Server) checkDB(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
-	rep, err := s.a.Store().Check(ctx, tier1.CheckRecords)
+func (ad adminAPI) checkDB(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
+	rep, err := ad.a.Store().Check(ctx, tier1.CheckRecords)
 	if err != nil {
 		return wire.Errorf(wire.CodeSysStorage, "%v", err)
 	}

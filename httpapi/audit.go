@@ -3,19 +3,25 @@ package httpapi
 import (
 	"github.com/valyala/fasthttp"
 
+	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/wire"
 )
 
-func (s *Server) auditRoutes() []route {
+// auditAPI serves the audit log's routes, from the agent.
+type auditAPI struct {
+	a *agent.Agent
+}
+
+func (au auditAPI) routes() []route {
 	return []route{
-		{"GET", seg("audit"), auth.ScopeAdmin, s.auditLog},
-		{"GET", seg("audit/verify"), auth.ScopeAdmin, s.auditVerify},
+		{"GET", seg("audit"), auth.ScopeAdmin, au.log},
+		{"GET", seg("audit/verify"), auth.ScopeAdmin, au.verify},
 	}
 }
 
-// auditLog serves GET /audit?after=&limit=: the security events in order.
-func (s *Server) auditLog(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
+// log serves GET /audit?after=&limit=: the security events in order.
+func (au auditAPI) log(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
 	limit, err := queryInt(ctx, "limit", 100, 1, 1000)
 	if err != nil {
 		return err
@@ -28,7 +34,7 @@ func (s *Server) auditLog(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string
 		}
 		after = n
 	}
-	recs, err := s.a.AuditLog(after, limit)
+	recs, err := au.a.AuditLog(after, limit)
 	if err != nil {
 		return err
 	}
@@ -36,9 +42,9 @@ func (s *Server) auditLog(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string
 	return nil
 }
 
-// auditVerify serves GET /audit/verify: the hash chain checked end to end.
-func (s *Server) auditVerify(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
-	rep, err := s.a.VerifyAudit(ctx)
+// verify serves GET /audit/verify: the hash chain checked end to end.
+func (au auditAPI) verify(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
+	rep, err := au.a.VerifyAudit(ctx)
 	if err != nil {
 		return err
 	}

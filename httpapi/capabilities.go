@@ -28,7 +28,7 @@ import (
 func (s *Server) discoveryRoutes() []route {
 	return append([]route{
 		{"GET", seg("capabilities/interfaces"), "", s.interfaces},
-	}, s.withNet([]route{
+	}, withNet(s.net, []route{
 		{"GET", seg("agents/*/compliance"), auth.ScopeTasksRead, s.compliance},
 		{"POST", seg("registry/agents"), auth.ScopeRegistryWrite, s.register},
 		{"GET", seg("registry/agents"), auth.ScopeTasksRead, s.listDirectory},

@@ -16,6 +16,30 @@
 // admin routes that are about the database file (backup, check) use the
 // store directly. Every route is under [wire.APIPrefix].
 //
+// # Handler types
+//
+// The Server keeps the listener, the route table (router.go), the token
+// check, the body limits and the task, tier-1, capability and registry
+// routes. The other routes are served by small types, each holding only
+// what its routes use (the agent, the peer network, a manager, the
+// streamer) and registered by the route table:
+//
+//   - groupAPI (group.go, group_ws.go): the group routes, behind one
+//     prologue (with: groups running, path arguments unescaped;
+//     withGroupBody also decodes the body)
+//   - peerAPI (p2p.go, p2p_ws.go, pairing.go, send_message.go): envelopes,
+//     peers, pair requests, the outbox, the message streams, SendMessage
+//   - contractAPI (negotiate.go): negotiation and contracts
+//   - hilAPI (hil.go): human-in-the-loop requests and their stream
+//   - auditAPI (audit.go): the audit log
+//   - adminAPI (admin.go): health, identity, tokens, the database file,
+//     the configuration reload
+//
+// Handlers return errors; writeError, called once by the Server, writes
+// them. The streamer (stream.go, websocket.go) runs the connections SSE
+// and WebSocket routes take over, so that Shutdown can end and wait for
+// them.
+//
 // # Requests and answers
 //
 // Bodies are JSON unless the request says Content-Type: application/msgpack;

@@ -40,43 +40,81 @@ import (
 // it); the outcome arrives as an announcement. Reading needs tasks:read,
 // changing tasks:write. POSTs that create something honour
 // Idempotency-Key; POST /group also the body's idempotency_key.
-func (s *Server) groupRoutes() []route {
+func (g groupAPI) routes() []route {
 	r, w := auth.ScopeTasksRead, auth.ScopeTasksWrite
 	return []route{
-		{"POST", seg("group"), w, s.createGroup},
-		{"GET", seg("groups"), r, s.listGroups},
-		{"GET", seg("group/*"), r, s.getGroup},
-		{"POST", seg("group/*/invite"), w, s.inviteGroup},
-		{"POST", seg("group/*/join"), w, s.joinGroup},
-		{"POST", seg("group/*/leave"), w, s.leaveGroup},
-		{"POST", seg("group/*/disband"), w, s.disbandGroup},
-		{"GET", seg("group/*/members"), r, s.groupMembers},
-		{"GET", seg("group/*/messages"), r, s.groupEvents},
-		{"GET", seg("group/*/messages/stream"), r, s.groupStream},
-		{"POST", seg("group/*/message"), w, s.groupMessage},
-		{"POST", seg("group/*/vote"), w, s.openVote},
-		{"GET", seg("group/*/votes"), r, s.listVotes},
-		{"GET", seg("group/*/vote/*"), r, s.getVote},
-		{"POST", seg("group/*/vote/*/ballot"), w, s.castBallot},
-		{"POST", seg("group/*/task"), w, s.groupTask},
-		{"GET", seg("group/*/task/*"), r, s.getGroupTask},
+		{"POST", seg("group"), w, withGroupBody(g, g.create)},
+		{"GET", seg("groups"), r, g.with(g.list)},
+		{"GET", seg("group/*"), r, g.with(g.get)},
+		{"POST", seg("group/*/invite"), w, withGroupBody(g, g.invite)},
+		{"POST", seg("group/*/join"), w, g.withMember(g.join)},
+		{"POST", seg("group/*/leave"), w, g.withMember(g.leave)},
+		{"POST", seg("group/*/disband"), w, g.withMember(g.disband)},
+		{"GET", seg("group/*/members"), r, g.with(g.members)},
+		{"GET", seg("group/*/messages"), r, g.with(g.events)},
+		{"GET", seg("group/*/messages/stream"), r, g.with(g.stream)},
+		{"POST", seg("group/*/message"), w, withGroupBody(g, g.message)},
+		{"POST", seg("group/*/vote"), w, withGroupBody(g, g.openVote)},
+		{"GET", seg("group/*/votes"), r, g.with(g.votes)},
+		{"GET", seg("group/*/vote/*"), r, g.with(g.vote)},
+		{"POST", seg("group/*/vote/*/ballot"), w, withGroupBody(g, g.cast)},
+		{"POST", seg("group/*/task"), w, g.with(g.task)},
+		{"GET", seg("group/*/task/*"), r, g.with(g.getTask)},
 	}
 }
 
-// groupArgs checks that groups run and unescapes the path arguments.
-func (s *Server) groupArgs(args []string) (*group.Manager, []string, error) {
-	if s.groups == nil {
-		return nil, nil, wire.Errorf(wire.CodeAgentNotReady, "groups are not running on this server")
-	}
-	out := make([]string, len(args))
-	for i, a := range args {
-		v, err := pathArg(a, "id")
-		if err != nil {
-			return nil, nil, err
+// groupAPI serves the group routes: what they need of the server is the
+// group manager, the agent (its identity, idempotency keys) and the
+// streams.
+type groupAPI struct {
+	groups  *group.Manager // nil: the routes answer 503
+	a       *agent.Agent
+	streams *streamer
+}
+
+// groupHandler is the body of a group route: args are the path
+// arguments, unescaped.
+type groupHandler func(ctx *fasthttp.RequestCtx, p auth.Principal, args []string) error
+
+// with is the prologue of every group route: groups must run, and the
+// path arguments are unescaped.
+func (g groupAPI) with(h groupHandler) handlerFunc {
+	return func(ctx *fasthttp.RequestCtx, p auth.Principal, args []string) error {
+		if g.groups == nil {
+			return wire.Errorf(wire.CodeAgentNotReady, "groups are not running on this server")
 		}
-		out[i] = v
+		a := make([]string, len(args))
+		for i, arg := range args {
+			v, err := pathArg(arg, "id")
+			if err != nil {
+				return err
+			}
+			a[i] = v
+		}
+		return h(ctx, p, a)
 	}
-	return s.groups, out, nil
+}
+
+// withGroupBody is with, then the request body decoded into a T.
+func withGroupBody[T any](g groupAPI, h func(ctx *fasthttp.RequestCtx, p auth.Principal, args []string, req *T) error) handlerFunc {
+	return g.with(func(ctx *fasthttp.RequestCtx, p auth.Principal, args []string) error {
+		var req T
+		if err := decode(ctx, &req); err != nil {
+			return err
+		}
+		return h(ctx, p, args, &req)
+	})
+}
+
+// withMember is with, then the optional body of join, leave and disband.
+func (g groupAPI) withMember(h func(ctx *fasthttp.RequestCtx, id string, b memberBody) error) handlerFunc {
+	return g.with(func(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
+		b, err := decodeMemberBody(ctx, args[0])
+		if err != nil {
+			return err
+		}
+		return h(ctx, args[0], b)
+	})
 }
 
 // created answers 201 when done here, 202 when sent to the owner's agent.
@@ -95,64 +133,19 @@ func changed(done bool) int {
 	return fasthttp.StatusAccepted
 }
 
-// idempotent runs a creating request under its Idempotency-Key, if any:
-// a repeated request replays the first answer (agent.Idempotent: the
-// record is stored after the request succeeded, in a transaction of its
-// own).
-func (s *Server) idempotent(ctx *fasthttp.RequestCtx, p auth.Principal, run func() (int, any, error)) error {
-	return s.idempotentKey(ctx, p, "", run)
-}
-
-// idempotentKey is idempotent with the body's idempotency_key field as the
-// key when the header is absent (seed 003 §5.3; the header wins).
-func (s *Server) idempotentKey(ctx *fasthttp.RequestCtx, p auth.Principal, bodyKey string, run func() (int, any, error)) error {
-	key := idemKey(ctx, bodyKey)
-	if key == "" {
-		status, v, err := run()
-		if err == nil {
-			write(ctx, status, v)
-		}
-		return err
-	}
-	ans, replayed, err := s.a.Idempotent(ctx, idemRequest(ctx, p, key), func() (*agent.IdemAnswer, error) {
-		status, v, err := run()
-		if err != nil {
-			return nil, err
-		}
-		return encodeAnswer(ctx, status, v)
-	})
-	if err != nil {
-		return err
-	}
-	writeAnswer(ctx, ans, replayed)
-	return nil
-}
-
-func (s *Server) createGroup(ctx *fasthttp.RequestCtx, p auth.Principal, _ []string) error {
-	gm, _, err := s.groupArgs(nil)
-	if err != nil {
-		return err
-	}
-	var req group.CreateRequest
-	if err := decode(ctx, &req); err != nil {
-		return err
-	}
-	return s.idempotentKey(ctx, p, req.IdempotencyKey, func() (int, any, error) {
-		g, err := gm.Create(ctx, req)
+func (g groupAPI) create(ctx *fasthttp.RequestCtx, p auth.Principal, _ []string, req *group.CreateRequest) error {
+	return idempotent(ctx, g.a, p, req.IdempotencyKey, func() (int, any, error) {
+		gr, err := g.groups.Create(ctx, *req)
 		if err != nil {
 			return 0, nil, err
 		}
-		ctx.Response.Header.Set(fasthttp.HeaderLocation, wire.APIPrefix+"/group/"+url.PathEscape(g.GroupID))
-		return fasthttp.StatusCreated, g, nil
+		ctx.Response.Header.Set(fasthttp.HeaderLocation, wire.APIPrefix+"/group/"+url.PathEscape(gr.GroupID))
+		return fasthttp.StatusCreated, gr, nil
 	})
 }
 
-func (s *Server) listGroups(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
-	gm, _, err := s.groupArgs(nil)
-	if err != nil {
-		return err
-	}
-	list, err := gm.Groups()
+func (g groupAPI) list(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
+	list, err := g.groups.Groups()
 	if err != nil {
 		return err
 	}
@@ -160,31 +153,19 @@ func (s *Server) listGroups(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []stri
 	return nil
 }
 
-func (s *Server) getGroup(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
-	gm, a, err := s.groupArgs(args)
+func (g groupAPI) get(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
+	gr, err := g.groups.Group(args[0])
 	if err != nil {
 		return err
 	}
-	g, err := gm.Group(a[0])
-	if err != nil {
-		return err
-	}
-	write(ctx, fasthttp.StatusOK, g)
+	write(ctx, fasthttp.StatusOK, gr)
 	return nil
 }
 
-func (s *Server) inviteGroup(ctx *fasthttp.RequestCtx, p auth.Principal, args []string) error {
-	gm, a, err := s.groupArgs(args)
-	if err != nil {
-		return err
-	}
-	var req group.InviteRequest
-	if err := decode(ctx, &req); err != nil {
-		return err
-	}
-	return s.idempotent(ctx, p, func() (int, any, error) {
-		g, done, err := gm.Invite(ctx, a[0], req)
-		return created(done), g, err
+func (g groupAPI) invite(ctx *fasthttp.RequestCtx, p auth.Principal, args []string, req *group.InviteRequest) error {
+	return idempotent(ctx, g.a, p, "", func() (int, any, error) {
+		gr, done, err := g.groups.Invite(ctx, args[0], *req)
+		return created(done), gr, err
 	})
 }
 
@@ -208,137 +189,94 @@ func decodeMemberBody(ctx *fasthttp.RequestCtx, groupID string) (memberBody, err
 	return b, nil
 }
 
-func (s *Server) joinGroup(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
-	gm, a, err := s.groupArgs(args)
+func (g groupAPI) join(ctx *fasthttp.RequestCtx, id string, b memberBody) error {
+	gr, err := g.groups.Join(ctx, id, b.AgentID)
 	if err != nil {
 		return err
 	}
-	b, err := decodeMemberBody(ctx, a[0])
-	if err != nil {
-		return err
-	}
-	g, err := gm.Join(ctx, a[0], b.AgentID)
-	if err != nil {
-		return err
-	}
-	write(ctx, changed(g.Standing == group.StandingMember), g)
+	write(ctx, changed(gr.Standing == group.StandingMember), gr)
 	return nil
 }
 
-func (s *Server) leaveGroup(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
-	gm, a, err := s.groupArgs(args)
+func (g groupAPI) leave(ctx *fasthttp.RequestCtx, id string, b memberBody) error {
+	gr, done, err := g.groups.Leave(ctx, id, b.AgentID)
 	if err != nil {
 		return err
 	}
-	b, err := decodeMemberBody(ctx, a[0])
-	if err != nil {
-		return err
-	}
-	g, done, err := gm.Leave(ctx, a[0], b.AgentID)
-	if err != nil {
-		return err
-	}
-	write(ctx, changed(done), g)
+	write(ctx, changed(done), gr)
 	return nil
 }
 
-func (s *Server) disbandGroup(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
-	gm, a, err := s.groupArgs(args)
+func (g groupAPI) disband(ctx *fasthttp.RequestCtx, id string, b memberBody) error {
+	if self := g.a.Identity().AgentID; b.AgentID != "" && b.AgentID != self {
+		return wire.Errorf(wire.CodePermissionDenied, "this agent disbands as itself (%s), not as %s", self, b.AgentID)
+	}
+	gr, done, err := g.groups.Disband(ctx, id)
 	if err != nil {
 		return err
 	}
-	b, err := decodeMemberBody(ctx, a[0])
-	if err != nil {
-		return err
-	}
-	if b.AgentID != "" && b.AgentID != s.a.Identity().AgentID {
-		return wire.Errorf(wire.CodePermissionDenied, "this agent disbands as itself (%s), not as %s", s.a.Identity().AgentID, b.AgentID)
-	}
-	g, done, err := gm.Disband(ctx, a[0])
-	if err != nil {
-		return err
-	}
-	write(ctx, changed(done), g)
+	write(ctx, changed(done), gr)
 	return nil
 }
 
-func (s *Server) groupMembers(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
-	gm, a, err := s.groupArgs(args)
+func (g groupAPI) members(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
+	list, err := g.groups.Members(args[0])
 	if err != nil {
 		return err
 	}
-	list, err := gm.Members(a[0])
-	if err != nil {
-		return err
-	}
-	write(ctx, fasthttp.StatusOK, map[string]any{"group_id": a[0], "members": list})
+	write(ctx, fasthttp.StatusOK, map[string]any{"group_id": args[0], "members": list})
 	return nil
 }
 
-func (s *Server) groupEvents(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
-	gm, a, err := s.groupArgs(args)
-	if err != nil {
-		return err
+// afterSeq reads ?after=, an event seq; def when absent.
+func afterSeq(ctx *fasthttp.RequestCtx, def uint64) (uint64, error) {
+	raw := ctx.QueryArgs().Peek("after")
+	if len(raw) == 0 {
+		return def, nil
 	}
+	n, ok := parseUint(raw)
+	if !ok {
+		return 0, wire.Errorf(wire.CodeInvalidParams, "after must be an event seq (a whole number)").With("field", "after")
+	}
+	return n, nil
+}
+
+func (g groupAPI) events(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
 	limit, err := queryInt(ctx, "limit", 100, 1, 1000)
 	if err != nil {
 		return err
 	}
-	var after uint64
-	if raw := ctx.QueryArgs().Peek("after"); len(raw) > 0 {
-		n, ok := parseUint(raw)
-		if !ok {
-			return wire.Errorf(wire.CodeInvalidParams, "after must be an event seq (a whole number)").With("field", "after")
-		}
-		after = n
-	}
-	evs, err := gm.Events(a[0], after, limit)
+	after, err := afterSeq(ctx, 0)
 	if err != nil {
 		return err
 	}
-	write(ctx, fasthttp.StatusOK, map[string]any{"events": evs, "last_seq": gm.LastEvent(a[0])})
+	evs, err := g.groups.Events(args[0], after, limit)
+	if err != nil {
+		return err
+	}
+	write(ctx, fasthttp.StatusOK, map[string]any{"events": evs, "last_seq": g.groups.LastEvent(args[0])})
 	return nil
 }
 
-func (s *Server) groupMessage(ctx *fasthttp.RequestCtx, p auth.Principal, args []string) error {
-	gm, a, err := s.groupArgs(args)
-	if err != nil {
-		return err
-	}
-	var req group.MessageRequest
-	if err := decode(ctx, &req); err != nil {
-		return err
-	}
-	return s.idempotent(ctx, p, func() (int, any, error) {
-		msg, err := gm.Send(ctx, a[0], req)
+func (g groupAPI) message(ctx *fasthttp.RequestCtx, p auth.Principal, args []string, req *group.MessageRequest) error {
+	return idempotent(ctx, g.a, p, "", func() (int, any, error) {
+		msg, err := g.groups.Send(ctx, args[0], *req)
 		return fasthttp.StatusCreated, msg, err
 	})
 }
 
-func (s *Server) openVote(ctx *fasthttp.RequestCtx, p auth.Principal, args []string) error {
-	gm, a, err := s.groupArgs(args)
-	if err != nil {
-		return err
-	}
-	var req group.VoteRequest
-	if err := decode(ctx, &req); err != nil {
-		return err
-	}
-	return s.idempotent(ctx, p, func() (int, any, error) {
-		v, opened, err := gm.OpenVote(ctx, a[0], req)
+func (g groupAPI) openVote(ctx *fasthttp.RequestCtx, p auth.Principal, args []string, req *group.VoteRequest) error {
+	return idempotent(ctx, g.a, p, "", func() (int, any, error) {
+		v, opened, err := g.groups.OpenVote(ctx, args[0], *req)
 		if err == nil {
-			ctx.Response.Header.Set(fasthttp.HeaderLocation, wire.APIPrefix+"/group/"+url.PathEscape(a[0])+"/vote/"+url.PathEscape(v.VoteID))
+			ctx.Response.Header.Set(fasthttp.HeaderLocation, wire.APIPrefix+"/group/"+url.PathEscape(args[0])+"/vote/"+url.PathEscape(v.VoteID))
 		}
 		return created(opened), v, err
 	})
 }
 
-func (s *Server) listVotes(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
-	gm, a, err := s.groupArgs(args)
-	if err != nil {
-		return err
-	}
-	list, err := gm.Votes(a[0])
+func (g groupAPI) votes(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
+	list, err := g.groups.Votes(args[0])
 	if err != nil {
 		return err
 	}
@@ -346,12 +284,8 @@ func (s *Server) listVotes(ctx *fasthttp.RequestCtx, _ auth.Principal, args []st
 	return nil
 }
 
-func (s *Server) getVote(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
-	gm, a, err := s.groupArgs(args)
-	if err != nil {
-		return err
-	}
-	v, err := gm.Vote(a[0], a[1])
+func (g groupAPI) vote(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
+	v, err := g.groups.Vote(args[0], args[1])
 	if err != nil {
 		return err
 	}
@@ -359,16 +293,8 @@ func (s *Server) getVote(ctx *fasthttp.RequestCtx, _ auth.Principal, args []stri
 	return nil
 }
 
-func (s *Server) castBallot(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
-	gm, a, err := s.groupArgs(args)
-	if err != nil {
-		return err
-	}
-	var req group.BallotRequest
-	if err := decode(ctx, &req); err != nil {
-		return err
-	}
-	v, counted, err := gm.Cast(ctx, a[0], a[1], req)
+func (g groupAPI) cast(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string, req *group.BallotRequest) error {
+	v, counted, err := g.groups.Cast(ctx, args[0], args[1], *req)
 	if err != nil {
 		return err
 	}
@@ -376,11 +302,8 @@ func (s *Server) castBallot(ctx *fasthttp.RequestCtx, _ auth.Principal, args []s
 	return nil
 }
 
-func (s *Server) groupTask(ctx *fasthttp.RequestCtx, p auth.Principal, args []string) error {
-	gm, a, err := s.groupArgs(args)
-	if err != nil {
-		return err
-	}
+// task reads ?wait= before the body, so it decodes the body itself.
+func (g groupAPI) task(ctx *fasthttp.RequestCtx, p auth.Principal, args []string) error {
 	wait, err := queryInt(ctx, "wait", 0, 0, maxWait)
 	if err != nil {
 		return err
@@ -389,19 +312,19 @@ func (s *Server) groupTask(ctx *fasthttp.RequestCtx, p auth.Principal, args []st
 	if err := decode(ctx, &req); err != nil {
 		return err
 	}
-	return s.idempotent(ctx, p, func() (int, any, error) {
-		t, started, err := gm.RunTask(ctx, a[0], req)
+	return idempotent(ctx, g.a, p, "", func() (int, any, error) {
+		t, started, err := g.groups.RunTask(ctx, args[0], req)
 		if err != nil {
 			return 0, nil, err
 		}
-		ctx.Response.Header.Set(fasthttp.HeaderLocation, wire.APIPrefix+"/group/"+url.PathEscape(a[0])+"/task/"+url.PathEscape(t.TaskID))
+		ctx.Response.Header.Set(fasthttp.HeaderLocation, wire.APIPrefix+"/group/"+url.PathEscape(args[0])+"/task/"+url.PathEscape(t.TaskID))
 		if !started {
 			return fasthttp.StatusAccepted, t, nil
 		}
 		if wait > 0 {
-			wctx, cancel := context.WithCancel(s.bg)
+			wctx, cancel := context.WithCancel(g.streams.bg)
 			defer cancel()
-			if f, err := gm.WaitTask(wctx, a[0], t.TaskID, time.Duration(wait)*time.Second); err == nil {
+			if f, err := g.groups.WaitTask(wctx, args[0], t.TaskID, time.Duration(wait)*time.Second); err == nil {
 				t = f
 			}
 			if t.Status != group.TaskRunning {
@@ -412,12 +335,8 @@ func (s *Server) groupTask(ctx *fasthttp.RequestCtx, p auth.Principal, args []st
 	})
 }
 
-func (s *Server) getGroupTask(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
-	gm, a, err := s.groupArgs(args)
-	if err != nil {
-		return err
-	}
-	t, err := gm.Task(a[0], a[1])
+func (g groupAPI) getTask(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
+	t, err := g.groups.Task(args[0], args[1])
 	if err != nil {
 		return err
 	}

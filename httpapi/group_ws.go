@@ -12,7 +12,7 @@ import (
 	"github.com/synapse-edge/synapse/wire"
 )
 
-// groupStream serves GET /group/{id}/messages/stream, a WebSocket for the
+// stream serves GET /group/{id}/messages/stream, a WebSocket for the
 // group's members and observers (seed 003 StreamGroupMessages). Every event
 // of the group this agent records (messages, joins and leaves, votes
 // opened and closed, group tasks) is pushed as a text message holding the
@@ -26,27 +26,19 @@ import (
 // (POST /group/{id}/message) and answered with {"sent":{message}} or
 // {"error":{...}}; its event then comes like any other. Keep-alive and
 // limits are those of GET /messages/stream.
-func (s *Server) groupStream(ctx *fasthttp.RequestCtx, p auth.Principal, args []string) error {
-	gm, a, err := s.groupArgs(args)
+func (g groupAPI) stream(ctx *fasthttp.RequestCtx, p auth.Principal, args []string) error {
+	id := args[0]
+	if _, err := g.groups.Group(id); err != nil {
+		return err
+	}
+	after, err := afterSeq(ctx, g.groups.LastEvent(id))
 	if err != nil {
 		return err
 	}
-	id := a[0]
-	if _, err := gm.Group(id); err != nil {
-		return err
-	}
-	after := gm.LastEvent(id)
-	if raw := ctx.QueryArgs().Peek("after"); len(raw) > 0 {
-		n, ok := parseUint(raw)
-		if !ok {
-			return wire.Errorf(wire.CodeInvalidParams, "after must be an event seq (a whole number)").With("field", "after")
-		}
-		after = n
-	}
 	canSend := p.Can(auth.ScopeTasksWrite)
-	return s.upgrade(ctx, func(c *websocket.Conn) {
+	return g.streams.upgrade(ctx, func(c *websocket.Conn) {
 		c.SetReadLimit(wsMaxEnvelope)
-		stop := s.startKeepAlive(c)
+		stop := g.streams.startKeepAlive(c)
 		defer stop()
 
 		out := make(chan []byte, wsOutQueue)
@@ -66,14 +58,14 @@ func (s *Server) groupStream(ctx *fasthttp.RequestCtx, p auth.Principal, args []
 		pushed := make(chan struct{})
 		go func() {
 			defer close(pushed)
-			s.pushGroupEvents(gm, id, after, out, quit)
+			g.pushEvents(id, after, out, quit)
 		}()
 		for {
 			_, data, err := c.ReadMessage()
 			if err != nil {
 				break
 			}
-			out <- s.groupStreamSend(gm, id, canSend, data)
+			out <- g.streamSend(id, canSend, data)
 		}
 		close(quit)
 		<-pushed
@@ -82,9 +74,9 @@ func (s *Server) groupStream(ctx *fasthttp.RequestCtx, p auth.Principal, args []
 	})
 }
 
-// pushGroupEvents sends the group's events after last to out until quit
-// is closed or the manager closes.
-func (s *Server) pushGroupEvents(gm *group.Manager, id string, last uint64, out chan<- []byte, quit <-chan struct{}) {
+// pushEvents sends the group's events after last to out until quit is
+// closed or the manager closes.
+func (g groupAPI) pushEvents(id string, last uint64, out chan<- []byte, quit <-chan struct{}) {
 	send := func(ev group.Event) bool {
 		b, err := json.Marshal(ev)
 		if err != nil {
@@ -98,9 +90,9 @@ func (s *Server) pushGroupEvents(gm *group.Manager, id string, last uint64, out 
 		}
 	}
 	for range 1_000_000 { // a new subscription only after lagging
-		sub := gm.Subscribe(id)
+		sub := g.groups.Subscribe(id)
 		for range 1000 { // catch up page by page; the log keeps a bounded number
-			evs, err := gm.Events(id, last, 1000)
+			evs, err := g.groups.Events(id, last, 1000)
 			if err != nil {
 				sub.Close()
 				return
@@ -143,8 +135,8 @@ func (s *Server) pushGroupEvents(gm *group.Manager, id string, last uint64, out 
 	}
 }
 
-// groupStreamSend handles a message a client sent on the stream.
-func (s *Server) groupStreamSend(gm *group.Manager, id string, canSend bool, data []byte) []byte {
+// streamSend handles a message a client sent on the stream.
+func (g groupAPI) streamSend(id string, canSend bool, data []byte) []byte {
 	fail := func(err error) []byte {
 		b, _ := json.Marshal(wire.ErrorBody{Error: wire.AsError(err)})
 		return b
@@ -159,7 +151,7 @@ func (s *Server) groupStreamSend(gm *group.Manager, id string, canSend bool, dat
 	if err := json.Unmarshal(data, &req); err != nil {
 		return fail(wire.Errorf(wire.CodeMessageFormatInvalid, "send {\"text\":...} or {\"body\":{...}}: %v", err))
 	}
-	msg, err := gm.Send(s.bg, id, req)
+	msg, err := g.groups.Send(g.streams.bg, id, req)
 	if err != nil {
 		return fail(err)
 	}

@@ -32,12 +32,22 @@ import (
 // Reading needs tasks:read or a reviewers scope of some level; deciding
 // needs the reviewers scope of the request's current level (or admin).
 
-func (s *Server) hilRoutes() []route {
+// hilAPI serves the human-in-the-loop routes. They need no token scope of
+// the route table: viewer checks the token against the manager's levels.
+type hilAPI struct {
+	hil   *hil.Manager // nil: the routes answer 503
+	clock agent.Clock
+	// authorize is the server's token check.
+	authorize func(ctx *fasthttp.RequestCtx, scope auth.Scope) (auth.Principal, error)
+	streams   *streamer
+}
+
+func (h hilAPI) routes() []route {
 	return []route{
-		{"GET", seg("hil"), "", s.listHIL},
-		{"GET", seg("hil/stream"), "", s.streamHIL},
-		{"GET", seg("hil/*"), "", s.getHIL},
-		{"POST", seg("hil/*/decision"), "", s.decideHIL},
+		{"GET", seg("hil"), "", h.list},
+		{"GET", seg("hil/stream"), "", h.stream},
+		{"GET", seg("hil/*"), "", h.get},
+		{"POST", seg("hil/*/decision"), "", h.decide},
 	}
 }
 
@@ -49,41 +59,41 @@ type hilList struct {
 	ServerTime string `json:"server_time" msgpack:"server_time"`
 }
 
-// hilViewer authenticates a request that reads requests.
-func (s *Server) hilViewer(ctx *fasthttp.RequestCtx) (auth.Principal, error) {
-	if s.hil == nil {
+// viewer authenticates a request that reads requests.
+func (h hilAPI) viewer(ctx *fasthttp.RequestCtx) (auth.Principal, error) {
+	if h.hil == nil {
 		return auth.Principal{}, wire.Errorf(wire.CodeAgentNotReady, "human-in-the-loop is not running on this server")
 	}
 	// authorize answers the principal along with a permission error, so a
 	// reviewer without tasks:read still gets here.
-	p, err := s.authorize(ctx, auth.ScopeTasksRead)
+	p, err := h.authorize(ctx, auth.ScopeTasksRead)
 	if err != nil && wire.AsError(err).Code != wire.CodePermissionDenied {
 		return p, err
 	}
-	if !s.hil.CanView(p) {
+	if !h.hil.CanView(p) {
 		return p, wire.Errorf(wire.CodePermissionDenied, "reading requests needs tasks:read or a reviewers scope (hil:l1, hil:l2, hil:l3)")
 	}
 	return p, nil
 }
 
-func (s *Server) listHIL(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
-	if _, err := s.hilViewer(ctx); err != nil {
+func (h hilAPI) list(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
+	if _, err := h.viewer(ctx); err != nil {
 		return err
 	}
 	out := hilList{Requests: []*hil.Request{}}
 	all := string(ctx.QueryArgs().Peek("all"))
 	switch all {
 	case "", "false", "0":
-		if err := s.hil.Sync(ctx); err != nil {
+		if err := h.hil.Sync(ctx); err != nil {
 			return err
 		}
-		out.Requests = s.hil.Pending()
+		out.Requests = h.hil.Pending()
 	case "true", "1":
 		size, err := queryInt(ctx, "page_size", 50, 1, 1000)
 		if err != nil {
 			return err
 		}
-		reqs, next, err := s.hil.List(string(ctx.QueryArgs().Peek("page_token")), size)
+		reqs, next, err := h.hil.List(string(ctx.QueryArgs().Peek("page_token")), size)
 		if err != nil {
 			return err
 		}
@@ -94,20 +104,20 @@ func (s *Server) listHIL(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string)
 	default:
 		return wire.Errorf(wire.CodeInvalidParams, "all must be true or false").With("field", "all")
 	}
-	out.ServerTime = wire.FormatTime(s.a.Clock().Now())
+	out.ServerTime = wire.FormatTime(h.clock.Now())
 	write(ctx, fasthttp.StatusOK, out)
 	return nil
 }
 
-func (s *Server) getHIL(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
-	if _, err := s.hilViewer(ctx); err != nil {
+func (h hilAPI) get(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
+	if _, err := h.viewer(ctx); err != nil {
 		return err
 	}
 	id, err := url.PathUnescape(args[0])
 	if err != nil {
 		return wire.Errorf(wire.CodeInvalidParams, "bad task id in path")
 	}
-	r, err := s.hil.Get(ctx, id)
+	r, err := h.hil.Get(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -115,10 +125,10 @@ func (s *Server) getHIL(ctx *fasthttp.RequestCtx, _ auth.Principal, args []strin
 	return nil
 }
 
-func (s *Server) decideHIL(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
+func (h hilAPI) decide(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
 	// A principal that may not read holds none of the levels' scopes:
 	// Decide refuses it, naming the scope the request's level needs.
-	p, err := s.hilViewer(ctx)
+	p, err := h.viewer(ctx)
 	if err != nil && wire.AsError(err).Code != wire.CodePermissionDenied {
 		return err
 	}
@@ -130,7 +140,7 @@ func (s *Server) decideHIL(ctx *fasthttp.RequestCtx, _ auth.Principal, args []st
 	if err := decode(ctx, &req); err != nil {
 		return err
 	}
-	r, err := s.hil.Decide(ctx, p, id, req)
+	r, err := h.hil.Decide(ctx, p, id, req)
 	if err != nil {
 		return err
 	}
@@ -138,11 +148,11 @@ func (s *Server) decideHIL(ctx *fasthttp.RequestCtx, _ auth.Principal, args []st
 	return nil
 }
 
-// streamHIL serves GET /hil/stream. Last-Event-ID (or last_event_id)
+// stream serves GET /hil/stream. Last-Event-ID (or last_event_id)
 // resumes after that event from the manager's memory; when that is no
 // longer possible the stream starts with "event: reset".
-func (s *Server) streamHIL(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
-	if _, err := s.hilViewer(ctx); err != nil {
+func (h hilAPI) stream(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
+	if _, err := h.viewer(ctx); err != nil {
 		return err
 	}
 	last, resume, err := sse.Resume(ctx, true)
@@ -151,10 +161,10 @@ func (s *Server) streamHIL(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []strin
 	}
 	// Subscribe before answering so that nothing falls between the
 	// answer and a list the client loads once it has it.
-	sub, replay, ok := s.hil.Subscribe(last, resume)
+	sub, replay, ok := h.hil.Subscribe(last, resume)
 	header := sse.Header(fasthttp.StatusOK, "text/event-stream; charset=utf-8",
 		"Cache-Control: no-cache", "X-Accel-Buffering: no")
-	s.takeOver(ctx, header, func(w *sse.Writer, done <-chan struct{}) error {
+	h.streams.takeOver(ctx, header, func(w *sse.Writer, done <-chan struct{}) error {
 		defer func() { sub.Close() }()
 		if !ok {
 			if err := writeHILReset(w); err != nil {
@@ -171,12 +181,12 @@ func (s *Server) streamHIL(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []strin
 			return err
 		}
 		for range 1_000_000 { // a new subscription only after lagging
-			lagged, err := s.followHIL(w, done, sub, &last)
+			lagged, err := h.follow(w, done, sub, &last)
 			if !lagged || err != nil {
 				return err
 			}
 			sub.Close()
-			sub, replay, ok = s.hil.Subscribe(last, true)
+			sub, replay, ok = h.hil.Subscribe(last, true)
 			if !ok {
 				if err := writeHILReset(w); err != nil {
 					return err
@@ -194,9 +204,9 @@ func (s *Server) streamHIL(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []strin
 	return nil
 }
 
-// followHIL writes events until shutdown, the manager closing, or the
+// follow writes events until shutdown, the manager closing, or the
 // subscription lagging (then lagged is true).
-func (s *Server) followHIL(w *sse.Writer, done <-chan struct{}, sub *hil.Subscription, last *uint64) (lagged bool, err error) {
+func (h hilAPI) follow(w *sse.Writer, done <-chan struct{}, sub *hil.Subscription, last *uint64) (lagged bool, err error) {
 	return sse.Follow(w, done, sub.C, sub.Lagged, func(ev hil.Event) (bool, error) {
 		if err := writeHILEvent(w, ev); err != nil {
 			return false, err

@@ -63,3 +63,32 @@ func writeAnswer(ctx *fasthttp.RequestCtx, ans *agent.IdemAnswer, replayed bool)
 	}
 	writeRaw(ctx, ans.Status, ans.ContentType, ans.Body)
 }
+
+// idempotent runs a creating request under its Idempotency-Key, else
+// bodyKey (the body's idempotency_key field, seed 003 §5.3; the header
+// wins), if any: a repeated request replays the first answer
+// (agent.Idempotent: the record is stored after the request succeeded, in
+// a transaction of its own). Without a key, run's answer is written as it
+// is.
+func idempotent(ctx *fasthttp.RequestCtx, a *agent.Agent, p auth.Principal, bodyKey string, run func() (int, any, error)) error {
+	key := idemKey(ctx, bodyKey)
+	if key == "" {
+		status, v, err := run()
+		if err == nil {
+			write(ctx, status, v)
+		}
+		return err
+	}
+	ans, replayed, err := a.Idempotent(ctx, idemRequest(ctx, p, key), func() (*agent.IdemAnswer, error) {
+		status, v, err := run()
+		if err != nil {
+			return nil, err
+		}
+		return encodeAnswer(ctx, status, v)
+	})
+	if err != nil {
+		return err
+	}
+	writeAnswer(ctx, ans, replayed)
+	return nil
+}

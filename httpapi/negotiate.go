@@ -12,6 +12,7 @@ import (
 	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/contracts"
 	"github.com/synapse-edge/synapse/negotiate"
+	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -30,13 +31,19 @@ import (
 // "next_page_token"}: one peer's newest first, or all in creation order.
 // GET /contracts/{id} (TP-NEG011 when unknown). POST /contracts/{id}/revoke
 // (admin): revoked here and the peer told; revoking again changes nothing.
-func (s *Server) negotiateRoutes() []route {
+func (c contractAPI) routes() []route {
 	return []route{
-		{"POST", seg("negotiate"), auth.ScopeAdmin, s.negotiate},
-		{"GET", seg("contracts"), auth.ScopeTasksRead, s.listContracts},
-		{"GET", seg("contracts/*"), auth.ScopeTasksRead, s.getContract},
-		{"POST", seg("contracts/*/revoke"), auth.ScopeAdmin, s.revokeContract},
+		{"POST", seg("negotiate"), auth.ScopeAdmin, c.negotiate},
+		{"GET", seg("contracts"), auth.ScopeTasksRead, c.listContracts},
+		{"GET", seg("contracts/*"), auth.ScopeTasksRead, c.getContract},
+		{"POST", seg("contracts/*/revoke"), auth.ScopeAdmin, c.revokeContract},
 	}
+}
+
+// contractAPI serves the negotiation and contract routes, from the peer
+// network's contracts.
+type contractAPI struct {
+	net *peer.Network // nil: the routes answer 503 (withNet)
 }
 
 // negotiateFields are the fields of POST /negotiate's body.
@@ -74,7 +81,7 @@ type negotiateBody struct {
 	negotiate.Request
 }
 
-func (s *Server) negotiate(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
+func (c contractAPI) negotiate(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
 	var b negotiateBody
 	if err := decodeNegotiate(ctx, &b); err != nil {
 		return err
@@ -82,7 +89,7 @@ func (s *Server) negotiate(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []strin
 	if b.Peer == "" {
 		return wire.Errorf(wire.CodeInvalidParams, `name the agent to negotiate with: {"peer": "<agent_id>", ...}`).With("field", "peer")
 	}
-	ci, err := s.net.Contracts().Negotiate(ctx, b.Peer, b.Request)
+	ci, err := c.net.Contracts().Negotiate(ctx, b.Peer, b.Request)
 	if err != nil {
 		return err
 	}
@@ -91,13 +98,13 @@ func (s *Server) negotiate(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []strin
 	return nil
 }
 
-func (s *Server) listContracts(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
+func (c contractAPI) listContracts(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
 	limit, err := queryInt(ctx, "limit", 100, 1, 1000)
 	if err != nil {
 		return err
 	}
 	q := ctx.QueryArgs()
-	list, next, err := s.net.Contracts().List(contracts.Query{Peer: string(q.Peek("peer")), After: string(q.Peek("page_token")), Limit: limit})
+	list, next, err := c.net.Contracts().List(contracts.Query{Peer: string(q.Peek("peer")), After: string(q.Peek("page_token")), Limit: limit})
 	if err != nil {
 		return err
 	}
@@ -105,12 +112,12 @@ func (s *Server) listContracts(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []s
 	return nil
 }
 
-func (s *Server) getContract(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
+func (c contractAPI) getContract(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
 	id, err := pathArg(args[0], "contract id")
 	if err != nil {
 		return err
 	}
-	ci, err := s.net.Contracts().Get(id)
+	ci, err := c.net.Contracts().Get(id)
 	if err != nil {
 		return err
 	}
@@ -118,12 +125,12 @@ func (s *Server) getContract(ctx *fasthttp.RequestCtx, _ auth.Principal, args []
 	return nil
 }
 
-func (s *Server) revokeContract(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
+func (c contractAPI) revokeContract(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
 	id, err := pathArg(args[0], "contract id")
 	if err != nil {
 		return err
 	}
-	ci, err := s.net.Contracts().Revoke(ctx, id)
+	ci, err := c.net.Contracts().Revoke(ctx, id)
 	if err != nil {
 		return err
 	}

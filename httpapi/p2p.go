@@ -8,6 +8,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/internal/sse"
 	"github.com/synapse-edge/synapse/peer"
@@ -41,33 +42,47 @@ import (
 //
 // Streams: GET /messages/stream (WebSocket, p2p_ws.go) and
 // GET /messages/callback (SSE of received envelopes).
-func (s *Server) p2pRoutes() []route {
+func (pa peerAPI) routes() []route {
 	return []route{
-		{"POST", seg("message"), "", s.message}, // envelopes, and SendMessage (send_message.go)
-		{"POST", seg("message/batch"), "", s.receiveBatch},
-		{"POST", seg("callback"), "", s.receiveMessage},
-		{"GET", seg("messages/stream"), auth.ScopeTasksWrite, s.messageStream},
-		{"GET", seg("messages/callback"), auth.ScopeTasksRead, s.messageFeed},
+		{"POST", seg("message"), "", pa.message}, // envelopes, and SendMessage (send_message.go)
+		{"POST", seg("message/batch"), "", pa.receiveBatch},
+		{"POST", seg("callback"), "", pa.receiveMessage},
+		{"GET", seg("messages/stream"), auth.ScopeTasksWrite, pa.messageStream},
+		{"GET", seg("messages/callback"), auth.ScopeTasksRead, pa.messageFeed},
 
-		{"POST", seg("agents"), auth.ScopeAdmin, s.addPeer},
-		{"GET", seg("agents"), auth.ScopeTasksRead, s.listPeers},
-		{"GET", seg("agents/*"), auth.ScopeTasksRead, s.getPeer},
-		{"DELETE", seg("agents/*"), auth.ScopeAdmin, s.removePeer},
-		{"GET", seg("pairing"), auth.ScopeAdmin, s.listPairRequests},
-		{"POST", seg("pairing/*/accept"), auth.ScopeAdmin, s.acceptPeer},
-		{"DELETE", seg("pairing/*"), auth.ScopeAdmin, s.declinePeer},
+		{"POST", seg("agents"), auth.ScopeAdmin, pa.addPeer},
+		{"GET", seg("agents"), auth.ScopeTasksRead, pa.listPeers},
+		{"GET", seg("agents/*"), auth.ScopeTasksRead, pa.getPeer},
+		{"DELETE", seg("agents/*"), auth.ScopeAdmin, pa.removePeer},
+		{"GET", seg("pairing"), auth.ScopeAdmin, pa.listPairRequests},
+		{"POST", seg("pairing/*/accept"), auth.ScopeAdmin, pa.acceptPeer},
+		{"DELETE", seg("pairing/*"), auth.ScopeAdmin, pa.declinePeer},
 
-		{"GET", seg("outbox"), auth.ScopeAdmin, s.listOutbox},
-		{"POST", seg("outbox/retry"), auth.ScopeAdmin, s.retryDeadLetters},
-		{"POST", seg("outbox/*/retry"), auth.ScopeAdmin, s.retryOutbox},
-		{"DELETE", seg("outbox/*"), auth.ScopeAdmin, s.dropOutbox},
+		{"GET", seg("outbox"), auth.ScopeAdmin, pa.listOutbox},
+		{"POST", seg("outbox/retry"), auth.ScopeAdmin, pa.retryDeadLetters},
+		{"POST", seg("outbox/*/retry"), auth.ScopeAdmin, pa.retryOutbox},
+		{"DELETE", seg("outbox/*"), auth.ScopeAdmin, pa.dropOutbox},
 	}
+}
+
+// peerAPI serves the peer network's routes: the envelopes of peers,
+// paired agents and pair requests, the outbox, the streams of received
+// envelopes, and SendMessage.
+type peerAPI struct {
+	net *peer.Network // nil: the routes answer 503 (withNet)
+	a   *agent.Agent
+	// authorize is the server's token check, for POST /message, whose
+	// route needs none but whose SendMessage does.
+	authorize func(ctx *fasthttp.RequestCtx, scope auth.Scope) (auth.Principal, error)
+	// findAgents answers GET /agents with a directory query (registry.go).
+	findAgents func(ctx *fasthttp.RequestCtx, q peer.DirectoryQuery) error
+	streams    *streamer
 }
 
 // receiveMessage serves POST /message and POST /callback: the request's
 // body and headers go to the one receiver (peer.Network.Deliver), whose
 // answer is written as it is.
-func (s *Server) receiveMessage(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
+func (pa peerAPI) receiveMessage(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
 	c, err := requestCodec(ctx)
 	if err != nil {
 		return err
@@ -81,7 +96,7 @@ func (s *Server) receiveMessage(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []
 	if len(h.Peek(fasthttp.HeaderAccept)) > 0 {
 		header[peer.HeaderAccept] = responseCodec(ctx).ContentType()
 	}
-	a, _ := s.net.Deliver(ctx, &transport.Inbound{Kind: transport.Envelope, Body: bytes.Clone(ctx.PostBody()),
+	a, _ := pa.net.Deliver(ctx, &transport.Inbound{Kind: transport.Envelope, Body: bytes.Clone(ctx.PostBody()),
 		ContentType: c.ContentType(), Header: header})
 	if a.Error != nil && c == wire.Msgpack && len(h.Peek(fasthttp.HeaderAccept)) == 0 {
 		// A refusal over HTTP is in the codec Accept names, JSON by
@@ -117,7 +132,7 @@ var maxBatch = strconv.Itoa(peer.MaxBatch)
 
 // receiveBatch serves POST /message/batch: many envelopes of one sender in
 // one request (peer/p2p_batch.go), answered once all are durable.
-func (s *Server) receiveBatch(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
+func (pa peerAPI) receiveBatch(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
 	if c, err := requestCodec(ctx); err != nil {
 		return err
 	} else if c != wire.JSON {
@@ -126,7 +141,7 @@ func (s *Server) receiveBatch(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []st
 	ctx.Response.Header.Set(peer.HeaderOrdering, peer.OrderingPerSender)
 	ctx.Response.Header.Set(peer.HeaderBatch, maxBatch)
 	ctx.Response.Header.Set(peer.HeaderBatchSigning, peer.BatchSigningEd25519)
-	ans, err := s.net.ReceiveBatch(ctx, ctx.PostBody(), string(ctx.Request.Header.Peek(wire.HeaderSignature)),
+	ans, err := pa.net.ReceiveBatch(ctx, ctx.PostBody(), string(ctx.Request.Header.Peek(wire.HeaderSignature)),
 		string(ctx.Request.Header.Peek(peer.HeaderBatchSignature)))
 	if err != nil {
 		return err
@@ -158,7 +173,7 @@ func encodeEnvelope(m *wire.UnifiedSynapseMessage, msgpack bool) (string, []byte
 
 // ---- peers ----
 
-func (s *Server) addPeer(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
+func (pa peerAPI) addPeer(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
 	var req struct {
 		Endpoint string `json:"endpoint" msgpack:"endpoint"`
 		peer.PairOptions
@@ -166,7 +181,7 @@ func (s *Server) addPeer(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string)
 	if err := decode(ctx, &req); err != nil {
 		return err
 	}
-	p, created, err := s.net.Pair(ctx, req.Endpoint, req.PairOptions)
+	p, created, err := pa.net.Pair(ctx, req.Endpoint, req.PairOptions)
 	if err != nil {
 		return err
 	}
@@ -179,11 +194,11 @@ func (s *Server) addPeer(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string)
 	return nil
 }
 
-func (s *Server) listPeers(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
+func (pa peerAPI) listPeers(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
 	if q, ok := directoryQuery(ctx); ok { // FindByCapability (registry.go)
-		return s.findAgents(ctx, q)
+		return pa.findAgents(ctx, q)
 	}
-	write(ctx, fasthttp.StatusOK, agents.List(s.net))
+	write(ctx, fasthttp.StatusOK, agents.List(pa.net))
 	return nil
 }
 
@@ -195,12 +210,12 @@ func pathArg(arg, what string) (string, error) {
 	return v, nil
 }
 
-func (s *Server) getPeer(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
+func (pa peerAPI) getPeer(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
 	id, err := pathArg(args[0], "agent_id")
 	if err != nil {
 		return err
 	}
-	d, err := agents.Query(s.net, s.a.Capabilities(), id)
+	d, err := agents.Query(pa.net, pa.a.Capabilities(), id)
 	if err != nil {
 		return err
 	}
@@ -208,12 +223,12 @@ func (s *Server) getPeer(ctx *fasthttp.RequestCtx, _ auth.Principal, args []stri
 	return nil
 }
 
-func (s *Server) removePeer(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
+func (pa peerAPI) removePeer(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
 	id, err := pathArg(args[0], "agent_id")
 	if err != nil {
 		return err
 	}
-	if err := s.net.RemovePeer(ctx, id); err != nil {
+	if err := pa.net.RemovePeer(ctx, id); err != nil {
 		return err
 	}
 	ctx.SetStatusCode(fasthttp.StatusNoContent)
@@ -222,13 +237,13 @@ func (s *Server) removePeer(ctx *fasthttp.RequestCtx, _ auth.Principal, args []s
 
 // ---- outbox ----
 
-func (s *Server) listOutbox(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
+func (pa peerAPI) listOutbox(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
 	limit, err := queryInt(ctx, "limit", 100, 1, 1000)
 	if err != nil {
 		return err
 	}
 	q := ctx.QueryArgs()
-	items, next, err := s.net.Outbox(peer.OutboxQuery{
+	items, next, err := pa.net.Outbox(peer.OutboxQuery{
 		State: string(q.Peek("state")), Peer: string(q.Peek("peer")), URL: string(q.Peek("url")),
 		After: string(q.Peek("page_token")), Limit: limit,
 	})
@@ -242,12 +257,12 @@ func (s *Server) listOutbox(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []stri
 	return nil
 }
 
-func (s *Server) retryOutbox(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
+func (pa peerAPI) retryOutbox(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
 	id, err := pathArg(args[0], "id")
 	if err != nil {
 		return err
 	}
-	e, err := s.net.RetryOutbox(ctx, id)
+	e, err := pa.net.RetryOutbox(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -255,9 +270,9 @@ func (s *Server) retryOutbox(ctx *fasthttp.RequestCtx, _ auth.Principal, args []
 	return nil
 }
 
-func (s *Server) retryDeadLetters(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
+func (pa peerAPI) retryDeadLetters(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
 	q := ctx.QueryArgs()
-	n, err := s.net.RetryDeadLetters(ctx, string(q.Peek("peer")), string(q.Peek("url")))
+	n, err := pa.net.RetryDeadLetters(ctx, string(q.Peek("peer")), string(q.Peek("url")))
 	if err != nil {
 		return err
 	}
@@ -265,12 +280,12 @@ func (s *Server) retryDeadLetters(ctx *fasthttp.RequestCtx, _ auth.Principal, _ 
 	return nil
 }
 
-func (s *Server) dropOutbox(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
+func (pa peerAPI) dropOutbox(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
 	id, err := pathArg(args[0], "id")
 	if err != nil {
 		return err
 	}
-	if err := s.net.DropOutbox(ctx, id); err != nil {
+	if err := pa.net.DropOutbox(ctx, id); err != nil {
 		return err
 	}
 	ctx.SetStatusCode(fasthttp.StatusNoContent)
@@ -284,8 +299,8 @@ func (s *Server) dropOutbox(ctx *fasthttp.RequestCtx, _ auth.Principal, args []s
 // whose id increases by one per envelope. Last-Event-ID (or the
 // last_event_id query parameter) resumes after that id while it is among
 // the last 1,000 kept in memory; older ones are gone.
-func (s *Server) messageFeed(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
-	feed := s.net.Messages()
+func (pa peerAPI) messageFeed(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
+	feed := pa.net.Messages()
 	if feed == nil {
 		return wire.Errorf(wire.CodeAgentNotReady, "")
 	}
@@ -297,7 +312,7 @@ func (s *Server) messageFeed(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []str
 	}
 	header := sse.Header(fasthttp.StatusOK, "text/event-stream; charset=utf-8",
 		"Cache-Control: no-cache", "X-Accel-Buffering: no")
-	s.takeOver(ctx, header, func(w *sse.Writer, done <-chan struct{}) error {
+	pa.streams.takeOver(ctx, header, func(w *sse.Writer, done <-chan struct{}) error {
 		return pumpFeed(w, done, feed, last)
 	})
 	return nil

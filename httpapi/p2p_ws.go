@@ -42,17 +42,17 @@ type wsFrame struct {
 // to it as received, JSON as text and msgpack as binary. A ping goes every
 // 30 s and a pong must come within 10 s; a message over 1 MiB closes the
 // connection with 1009; a foreign Origin is refused with 403.
-func (s *Server) messageStream(ctx *fasthttp.RequestCtx, p auth.Principal, _ []string) error {
+func (pa peerAPI) messageStream(ctx *fasthttp.RequestCtx, p auth.Principal, _ []string) error {
 	observer := p.Can(auth.ScopeAdmin)
-	feed := s.net.Messages()
+	feed := pa.net.Messages()
 	if feed == nil {
 		return wire.Errorf(wire.CodeAgentNotReady, "")
 	}
-	return s.upgrade(ctx, func(c *websocket.Conn) {
+	return pa.streams.upgrade(ctx, func(c *websocket.Conn) {
 		c.SetReadLimit(wsMaxEnvelope)
 		done := make(chan struct{})
 		defer close(done)
-		go s.keepAlive(c, done)
+		go pa.streams.keepAlive(c, done)
 
 		out := make(chan wsFrame, wsOutQueue)
 		wrote := make(chan struct{})
@@ -88,7 +88,7 @@ func (s *Server) messageStream(ctx *fasthttp.RequestCtx, p auth.Principal, _ []s
 			if err != nil {
 				break
 			}
-			out <- s.wsAnswer(mt, data)
+			out <- pa.wsAnswer(mt, data)
 		}
 		if sub != nil {
 			sub.Close()
@@ -104,8 +104,8 @@ func (s *Server) messageStream(ctx *fasthttp.RequestCtx, p auth.Principal, _ []s
 // of POST /message) handed to the one receiver, whose answer body goes
 // back in the frame type of the message. A panic while handling it is
 // answered like POST /message's: internal_error, and the stream goes on.
-func (s *Server) wsAnswer(mt int, data []byte) (f wsFrame) {
-	defer s.recoverStream(wire.APIPrefix+"/messages/stream", func() {
+func (pa peerAPI) wsAnswer(mt int, data []byte) (f wsFrame) {
+	defer pa.streams.recoverStream(wire.APIPrefix+"/messages/stream", func() {
 		f = wsFrame{websocket.TextMessage, []byte(`{"error":{"code":"internal_error","message":"internal error","retriable":true}}`)}
 	})
 	typ, ct := websocket.TextMessage, wire.ContentJSON
@@ -117,7 +117,7 @@ func (s *Server) wsAnswer(mt int, data []byte) (f wsFrame) {
 		b, _ := wire.CodecFor(ct).Marshal(wire.ErrorBody{Error: wire.AsError(err)})
 		return wsFrame{typ, b}
 	}
-	a, _ := s.net.Deliver(s.bg, &transport.Inbound{Kind: transport.Envelope, Body: body, ContentType: ct, Header: header})
+	a, _ := pa.net.Deliver(pa.streams.bg, &transport.Inbound{Kind: transport.Envelope, Body: body, ContentType: ct, Header: header})
 	if len(a.Body) == 0 {
 		return wsFrame{websocket.TextMessage, []byte(`{"error":{"code":"internal_error","message":"internal error","retriable":true}}`)}
 	}

@@ -13,12 +13,12 @@ import (
 // Pair requests (peer/pairing.go): agents that paired this one and wait
 // for an operator to accept them.
 
-func (s *Server) listPairRequests(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
-	write(ctx, fasthttp.StatusOK, map[string]any{"pending": s.net.PairRequests()})
+func (pa peerAPI) listPairRequests(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
+	write(ctx, fasthttp.StatusOK, map[string]any{"pending": pa.net.PairRequests()})
 	return nil
 }
 
-func (s *Server) acceptPeer(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
+func (pa peerAPI) acceptPeer(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
 	id, err := pathArg(args[0], "agent_id")
 	if err != nil {
 		return err
@@ -29,7 +29,7 @@ func (s *Server) acceptPeer(ctx *fasthttp.RequestCtx, _ auth.Principal, args []s
 			return err
 		}
 	}
-	p, err := s.net.AcceptPeer(ctx, id, o)
+	p, err := pa.net.AcceptPeer(ctx, id, o)
 	if err != nil {
 		return err
 	}
@@ -38,12 +38,12 @@ func (s *Server) acceptPeer(ctx *fasthttp.RequestCtx, _ auth.Principal, args []s
 	return nil
 }
 
-func (s *Server) declinePeer(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
+func (pa peerAPI) declinePeer(ctx *fasthttp.RequestCtx, _ auth.Principal, args []string) error {
 	id, err := pathArg(args[0], "agent_id")
 	if err != nil {
 		return err
 	}
-	if err := s.net.DeclinePeer(id); err != nil {
+	if err := pa.net.DeclinePeer(id); err != nil {
 		return err
 	}
 	ctx.SetStatusCode(fasthttp.StatusNoContent)

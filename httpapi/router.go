@@ -2,12 +2,14 @@ package httpapi
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 
 	"github.com/valyala/fasthttp"
 
 	"github.com/synapse-edge/synapse/a2a/a2ahttp"
 	"github.com/synapse-edge/synapse/auth"
+	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -21,10 +23,16 @@ type route struct {
 	h       handlerFunc
 }
 
+// routes is the route table: the Server's own routes and those of the
+// handler types, each given only what it needs.
 func (s *Server) routes() []route {
-	return append([]route{
-		{"GET", seg("health"), "", s.health},
-		{"GET", seg("identity"), "", s.identity},
+	peers := peerAPI{net: s.net, a: s.a, authorize: s.authorize, findAgents: s.findAgents, streams: s.streams}
+	groups := groupAPI{groups: s.groups, a: s.a, streams: s.streams}
+	hils := hilAPI{hil: s.hil, clock: s.a.Clock(), authorize: s.authorize, streams: s.streams}
+	admin := adminAPI{a: s.a, version: s.version, reloader: s.reloader, draining: &s.draining, streams: s.streams}
+	return slices.Concat([]route{
+		{"GET", seg("health"), "", admin.health},
+		{"GET", seg("identity"), "", admin.identity},
 		{"GET", seg("capabilities"), "", s.capabilities},
 		{"GET", seg("capabilities/task-types/*"), "", s.taskTypeCapability},
 
@@ -47,25 +55,19 @@ func (s *Server) routes() []route {
 		{"POST", seg("tier1/*"), auth.ScopeTier1Write, s.ingestTier1},
 		{"GET", seg("tier1/*/frames"), auth.ScopeTier1Read, s.tier1Frames},
 		{"GET", seg("tier1/*/frames/stream"), auth.ScopeTier1Read, s.tier1Live},
-
-		{"POST", seg("tokens"), auth.ScopeAdmin, s.createToken},
-		{"GET", seg("tokens"), auth.ScopeAdmin, s.listTokens},
-		{"DELETE", seg("tokens/*"), auth.ScopeAdmin, s.revokeToken},
-		{"GET", seg("admin/db/backup"), auth.ScopeAdmin, s.backup},
-		{"GET", seg("admin/db/check"), auth.ScopeAdmin, s.checkDB},
-		{"POST", seg("admin/reload"), auth.ScopeAdmin, s.reload},
-	}, append(append(append(append(s.withNet(s.p2pRoutes()), s.hilRoutes()...), s.discoveryRoutes()...), s.groupRoutes()...), append(s.withNet(s.negotiateRoutes()), s.auditRoutes()...)...)...)
+	}, admin.routes(), withNet(s.net, peers.routes()), hils.routes(), s.discoveryRoutes(), groups.routes(),
+		withNet(s.net, contractAPI{net: s.net}.routes()), auditAPI{a: s.a}.routes())
 }
 
 func seg(p string) []string { return strings.Split(p, "/") }
 
 // withNet marks the routes of the peer network: without one they answer
 // 503.
-func (s *Server) withNet(rs []route) []route {
+func withNet(n *peer.Network, rs []route) []route {
 	for i := range rs {
 		h := rs[i].h
 		rs[i].h = func(ctx *fasthttp.RequestCtx, p auth.Principal, args []string) error {
-			if s.net == nil {
+			if n == nil {
 				return wire.Errorf(wire.CodeAgentNotReady, "the peer network is not running on this server")
 			}
 			return h(ctx, p, args)
@@ -85,7 +87,7 @@ func (s *Server) route(ctx *fasthttp.RequestCtx) error {
 		if _, err := s.authorize(ctx, auth.ScopeMetrics); err != nil {
 			return err
 		}
-		return s.metrics(ctx)
+		return writeMetrics(ctx, s.a.Metrics())
 	}
 	if a2ahttp.Serves(path) {
 		return s.a2a.Serve(ctx, path)

@@ -14,11 +14,11 @@ import (
 // message serves POST /message: a peer's signed envelope goes to the one
 // receiver (receiveMessage); a client's SendMessageRequest of seed 003
 // §4.2, which is not an envelope, is sent (sendMessage).
-func (s *Server) message(ctx *fasthttp.RequestCtx, p auth.Principal, args []string) error {
+func (pa peerAPI) message(ctx *fasthttp.RequestCtx, p auth.Principal, args []string) error {
 	if isSendMessage(ctx) {
-		return s.sendMessage(ctx)
+		return pa.sendMessage(ctx)
 	}
-	return s.receiveMessage(ctx, p, args)
+	return pa.receiveMessage(ctx, p, args)
 }
 
 // isSendMessage reports whether a POST /message body is a
@@ -57,8 +57,8 @@ func isSendMessage(ctx *fasthttp.RequestCtx) bool {
 // delivered through its outbox (in order, with retries). It needs a token
 // with tasks:write and honours Idempotency-Key; the answer is 202
 // {message_id, status: "queued"}, message_id the envelope's.
-func (s *Server) sendMessage(ctx *fasthttp.RequestCtx) error {
-	p, err := s.authorize(ctx, auth.ScopeTasksWrite)
+func (pa peerAPI) sendMessage(ctx *fasthttp.RequestCtx) error {
+	p, err := pa.authorize(ctx, auth.ScopeTasksWrite)
 	if err != nil {
 		return err
 	}
@@ -70,8 +70,8 @@ func (s *Server) sendMessage(ctx *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	return s.idempotent(ctx, p, func() (int, any, error) {
-		id, err := s.net.Send(ctx, agent.Outgoing{Peer: req.ReceiverID, Type: wire.MsgSynapseMessage, CorrelationID: req.CorrelationID, Payload: pl})
+	return idempotent(ctx, pa.a, p, "", func() (int, any, error) {
+		id, err := pa.net.Send(ctx, agent.Outgoing{Peer: req.ReceiverID, Type: wire.MsgSynapseMessage, CorrelationID: req.CorrelationID, Payload: pl})
 		if err != nil {
 			return 0, nil, err
 		}

@@ -33,8 +33,8 @@ type Server struct {
 	version string
 	srv     *fasthttp.Server
 
-	streams     sync.WaitGroup
-	streamsDone chan struct{}
+	// streams runs the SSE and WebSocket connections (stream.go).
+	streams *streamer
 	// bg is cancelled when shutdown starts; work a stream queues uses it.
 	bg        context.Context
 	cancelBg  context.CancelFunc
@@ -131,18 +131,20 @@ func New(a *agent.Agent, opts Options) *Server {
 	}
 	s := &Server{
 		a: a, log: opts.Logger.With("component", "http"), version: opts.Version,
-		streamsDone: make(chan struct{}), hil: opts.HIL, groups: opts.Groups, net: opts.Network,
+		hil: opts.HIL, groups: opts.Groups, net: opts.Network,
 		limits: opts.Limits, tls: opts.TLS, certs: opts.ClientCerts, reloader: opts.Reloader, exports: opts.Exports,
 		tier1Window: cmp.Or(opts.Tier1ReadAhead, tier1Window),
 	}
 	s.bg, s.cancelBg = context.WithCancel(context.Background())
 	s.msgBufs = newMsgBufs(s.bg.Done())
+	s.streams = &streamer{done: make(chan struct{}), bg: s.bg, log: s.log, tokens: a.Tokens()}
 	s.table = s.routes()
 	s.a2a = a2ahttp.New(a, a2aHost{s}, opts.Version)
 	s.provideInterfaces()
 	reg := a.Metrics()
 	s.requests = reg.CounterVec("synapse_http_requests_total", "HTTP requests answered, by status code.", "code")
 	s.panics = reg.Counter("synapse_http_panics_total", "Requests whose handler panicked (answered 500).")
+	s.streams.panics = s.panics
 	cfg := a.Config()
 	h := opts.Limits
 	s.bodies = newBudget(h.MaxInflightBodyBytes)
@@ -216,7 +218,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.draining.Store(true)
 	s.lnMu.Unlock()
 	s.closeOnce.Do(func() {
-		close(s.streamsDone)
+		close(s.streams.done)
 		s.cancelBg()
 		err = s.srv.ShutdownWithContext(ctx)
 		// A listener fasthttp had not taken yet: closed, its Serve ends.
@@ -226,7 +228,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 		s.lnMu.Unlock()
 		done := make(chan struct{})
-		go func() { s.streams.Wait(); close(done) }()
+		go func() { s.streams.wg.Wait(); close(done) }()
 		select {
 		case <-done:
 		case <-ctx.Done():

@@ -35,7 +35,7 @@ func (s *Server) streamTask(ctx *fasthttp.RequestCtx, _ auth.Principal, args []s
 	}
 	header := sse.Header(fasthttp.StatusOK, "text/event-stream; charset=utf-8",
 		"Cache-Control: no-cache", "X-Accel-Buffering: no")
-	s.takeOver(ctx, header, func(w *sse.Writer, done <-chan struct{}) error {
+	s.streams.takeOver(ctx, header, func(w *sse.Writer, done <-chan struct{}) error {
 		return s.pumpTask(w, done, t.ID, last)
 	})
 	return nil

@@ -44,7 +44,7 @@ func (s *Server) tier1Live(ctx *fasthttp.RequestCtx, _ auth.Principal, args []st
 	header := sse.Header(fasthttp.StatusOK, "text/event-stream; charset=utf-8",
 		"Cache-Control: no-cache", "X-Accel-Buffering: no")
 	in := s.a.Tier1()
-	s.takeOver(ctx, header, func(w *sse.Writer, done <-chan struct{}) error {
+	s.streams.takeOver(ctx, header, func(w *sse.Writer, done <-chan struct{}) error {
 		wt := in.Watch(liveBuffer, liveMaxBytes)
 		defer wt.Close()
 		if _, err := w.WriteString(": live\n\n"); err != nil {

@@ -38,9 +38,9 @@ const tier1Window = 4096
 func (s *Server) tier1Stream(ctx *fasthttp.RequestCtx, p auth.Principal, _ []string) error {
 	scope := tier1Scope(ctx, p)
 	max := int64(s.a.Config().Tier1.MaxBatchBytes)
-	return s.upgrade(ctx, func(c *websocket.Conn) {
+	return s.streams.upgrade(ctx, func(c *websocket.Conn) {
 		c.SetReadLimit(max)
-		stop := s.startKeepAlive(c)
+		stop := s.streams.startKeepAlive(c)
 		defer stop()
 
 		in := s.a.Tier1()

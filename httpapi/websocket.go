@@ -71,7 +71,7 @@ func checkOrigin(ctx *fasthttp.RequestCtx) bool {
 	return bytes.EqualFold([]byte(u.Host), ctx.Host())
 }
 
-func (s *Server) upgrade(ctx *fasthttp.RequestCtx, handler func(c *websocket.Conn)) error {
+func (st *streamer) upgrade(ctx *fasthttp.RequestCtx, handler func(c *websocket.Conn)) error {
 	up := websocket.FastHTTPUpgrader{
 		ReadBufferSize: wsBufferSize, WriteBufferSize: wsBufferSize,
 		CheckOrigin:  checkOrigin,
@@ -87,19 +87,19 @@ func (s *Server) upgrade(ctx *fasthttp.RequestCtx, handler func(c *websocket.Con
 			writeRaw(ctx, status, ct, body)
 		},
 	}
-	revoked := s.revoked(ctx)
+	revoked := st.revoked(ctx)
 	path := string(ctx.Path())
-	s.streams.Add(1)
+	st.wg.Add(1)
 	if err := up.Upgrade(ctx, func(c *websocket.Conn) {
-		defer s.streams.Done()
+		defer st.wg.Done()
 		defer c.Close()
-		defer s.recoverStream(path, func() {
+		defer st.recoverStream(path, func() {
 			_ = c.WriteControl(websocket.CloseMessage,
 				websocket.FormatCloseMessage(websocket.CloseInternalServerErr, "internal error"), time.Now().Add(wsWriteWait))
 		})
 		// A revoked token ends the connection: a close frame (1008), then
 		// the socket, which ends the handler's reads and writes.
-		_, stop := s.streamDone(revoked, func() {
+		_, stop := st.streamDone(revoked, func() {
 			_ = c.WriteControl(websocket.CloseMessage,
 				websocket.FormatCloseMessage(websocket.ClosePolicyViolation, "token revoked"), time.Now().Add(wsWriteWait))
 			_ = c.UnderlyingConn().Close()
@@ -107,7 +107,7 @@ func (s *Server) upgrade(ctx *fasthttp.RequestCtx, handler func(c *websocket.Con
 		defer stop()
 		handler(c)
 	}); err != nil {
-		s.streams.Done() // the upgrader has answered the request
+		st.wg.Done() // the upgrader has answered the request
 	}
 	return nil
 }
@@ -116,19 +116,19 @@ func (s *Server) upgrade(ctx *fasthttp.RequestCtx, handler func(c *websocket.Con
 // waits for it (the connection must not be used once its handler returned)
 // and, when the server is shutting down, sends the close frame (1001) — after
 // the handler answered everything it had read.
-func (s *Server) startKeepAlive(c *websocket.Conn) (stop func()) {
+func (st *streamer) startKeepAlive(c *websocket.Conn) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		s.keepAlive(c, done)
+		st.keepAlive(c, done)
 	}()
 	return func() {
 		close(done)
 		wg.Wait()
 		select {
-		case <-s.streamsDone:
+		case <-st.done:
 			_ = c.WriteControl(websocket.CloseMessage,
 				websocket.FormatCloseMessage(websocket.CloseGoingAway, "agent shutting down"), time.Now().Add(wsWriteWait))
 			drain(c)
@@ -154,7 +154,7 @@ func drain(c *websocket.Conn) {
 
 // keepAlive pings the peer, ends the connection when a pong is late or on
 // shutdown, and returns when done is closed.
-func (s *Server) keepAlive(c *websocket.Conn, done <-chan struct{}) {
+func (st *streamer) keepAlive(c *websocket.Conn, done <-chan struct{}) {
 	c.SetPongHandler(func(string) error {
 		return c.SetReadDeadline(time.Now().Add(wsPingEvery + wsPongWait))
 	})
@@ -167,7 +167,7 @@ func (s *Server) keepAlive(c *websocket.Conn, done <-chan struct{}) {
 			if err := c.WriteControl(websocket.PingMessage, nil, time.Now().Add(wsWriteWait)); err != nil {
 				return
 			}
-		case <-s.streamsDone:
+		case <-st.done:
 			// Stop reading; the handler answers what it has read, and
 			// stop sends the close frame after that.
 			_ = c.SetReadDeadline(time.Now())
