@@ -270,13 +270,19 @@ func (db *DB) requestCheckpoint(ctx context.Context) error {
 
 // AppendFill is how full a checkpoint (and a compaction) packs the
 // pages of a bucket (kv.Layer.ApplyToFill): the buckets whose keys are
-// mostly appended in order, tasks (UUID v7 ids), their events and the
-// retention index (by time), 95 %; the others bbolt's half page.
+// mostly appended in order, tasks (UUID v7 ids), their events, the
+// retention index (by time) and tier-1's routine buckets (t1/<routine>,
+// keys by time), 95 %; the others bbolt's half page. A tier-1 block of a
+// thousand-frame batch is about 1.4 KiB: at half a page two of them
+// filled a page, and the file took 35 bytes per frame the log held in 22.
 func AppendFill(names [][]byte) float64 {
-	if len(names) == 1 && appendOnly[string(names[0])] {
+	if len(names) == 1 && appendOnly[string(names[0])] || len(names) == 2 && string(names[0]) == appendNested {
 		return 0.95
 	}
 	return 0
 }
 
 var appendOnly = map[string]bool{"tasks": true, "events": true, "finished": true, "idem_exp": true, "audit": true}
+
+// appendNested is the bucket whose nested buckets are appended in order.
+const appendNested = "t1"
