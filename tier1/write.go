@@ -427,8 +427,8 @@ func (in *Ingestor) appendBlockFrames(fs []blockFrame, d *Descriptor, p *Pending
 }
 
 // blocksOf groups frames of routine d into blocks (see block.go): by
-// device, in time order, at most BlockSpan of ts and MaxBlockFrames frames
-// each. size is the encoded size of their batches, which holds every frame
+// device, in time order, at most BlockSpan of ts, MaxBlockFrames frames
+// and, but for a block of one frame, about MaxBlockBytes each. size is the encoded size of their batches, which holds every frame
 // once: the blocks take about as much, usually less.
 func (in *Ingestor) blocksOf(d *Descriptor, fs []blockFrame, size int) []block {
 	fs = byDevice(fs)
@@ -448,6 +448,14 @@ func (in *Ingestor) blocksOf(d *Descriptor, fs []blockFrame, size int) []block {
 		}
 		off := len(buf)
 		buf = AppendBlock(buf, run, len(d.Fields))
+		if sz := len(buf) - off; sz > MaxBlockBytes && end-start > 1 {
+			// Cut it into about equal blocks that fit, and encode the
+			// first of them.
+			k := (sz + MaxBlockBytes - 1) / MaxBlockBytes
+			end = start + (end-start+k-1)/k
+			run = run[:end-start]
+			buf = AppendBlock(buf[:off], run, len(d.Fields))
+		}
 		out = append(out, block{ts: first.ts, dev: first.dev, n: end - start, data: buf[off:len(buf):len(buf)]})
 		start = end
 	}

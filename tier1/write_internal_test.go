@@ -52,3 +52,66 @@ func TestByDevice(t *testing.T) {
 		}
 	}
 }
+
+// TestBlocksOfSize: blocksOf cuts a device's run into blocks of at most
+// about MaxBlockBytes, keeping every frame once and in order; a frame
+// larger than that is a block of its own.
+func TestBlocksOfSize(t *testing.T) {
+	d := Telemetry()
+	in := &Ingestor{}
+	for _, c := range []struct {
+		name    string
+		devices int
+		frames  int
+		unit    string
+	}{
+		{"one device, a thousand frames", 1, 1000, "degC"},
+		{"ten devices", 10, 1000, "degC"},
+		{"a few small frames", 3, 12, "degC"},
+		{"frames larger than a block", 2, 6, strings.Repeat("u", 2*MaxBlockBytes)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var fs []blockFrame
+			size := 0
+			for i := range c.frames {
+				dev := fmt.Sprintf("site-0003/gateway-0042/sensor-%03d", i%c.devices)
+				f := Frame{Str(dev), Uint(uint64(i)), Int(int64(i) * 1000), Str("temperature.ambient"), Float(20 + float64(i%100)/8), Str(c.unit)}
+				if i%2 == 1 && c.unit == "degC" {
+					f[5] = Str("degF") // not a constant field of the block
+				}
+				fs = append(fs, blockFrame{ts: int64(i) * 1000, dev: dev, f: f})
+				size += len(AppendFrame(nil, f))
+			}
+			blocks := in.blocksOf(&d, slices.Clone(fs), size)
+			var got []blockFrame
+			for _, b := range blocks {
+				if b.n > 1 && len(b.data) > MaxBlockBytes*11/10 {
+					t.Errorf("a block of %d frames is %d bytes, over about %d", b.n, len(b.data), MaxBlockBytes)
+				}
+				br, err := NewBlockReader(b.data, &d)
+				if err != nil || br.Len() != b.n {
+					t.Fatalf("block: %v, %d frames, want %d", err, br.Len(), b.n)
+				}
+				for range b.n {
+					f, err := br.Next()
+					if err != nil {
+						t.Fatal(err)
+					}
+					got = append(got, blockFrame{ts: b.ts, dev: b.dev, f: f})
+				}
+			}
+			want := byDevice(fs)
+			if len(got) != len(want) {
+				t.Fatalf("%d frames in %d blocks, want %d", len(got), len(blocks), len(want))
+			}
+			for i := range want {
+				if got[i].dev != want[i].dev || !got[i].f.Equal(want[i].f) {
+					t.Fatalf("frame %d: %s %v, want %s %v", i, got[i].dev, got[i].f, want[i].dev, want[i].f)
+				}
+			}
+			if c.frames == 1000 && c.devices == 1 && len(blocks) < 10 {
+				t.Errorf("a thousand frames of one device in %d blocks: not cut", len(blocks))
+			}
+		})
+	}
+}
