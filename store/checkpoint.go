@@ -251,8 +251,12 @@ func (db *DB) applyCheckpoint(l *kv.Layer, through uint64) error {
 	if err := btx.Commit(); err != nil {
 		return err
 	}
+	// The pages the commit wrote: those it allocated for its dirty nodes
+	// (an overflow node, a block larger than a page, is several pages in
+	// one write, which is why TxStats.Write, the count of writes, is not
+	// it) and the meta page.
 	st := btx.Stats()
-	pages := uint64(st.GetWrite())
+	pages := uint64(st.GetPageCount()) + 1
 	db.stats.Pages.Add(pages)
 	db.stats.PageBytes.Add(pages * uint64(os.Getpagesize()))
 	return nil
