@@ -27,13 +27,16 @@ const (
 	// query needs to start at most this much before its lower bound.
 	BlockSpan = int64(1e9)
 	// MaxBlockFrames bounds the frames in one block.
-	MaxBlockFrames = 1024
-	// MaxBlockBytes bounds a block's encoded size (a block of one frame
-	// may be larger), so that three blocks and their keys fill a page of
-	// the data file (4 KiB, packed to 95 % in tier-1's buckets): a block
-	// of 2 KiB, a hundred frames of a device, filled a page alone and
-	// the file took 35 bytes per frame the commit log held in 20.
-	MaxBlockBytes = 1200
+	MaxBlockFrames  = 1024
+	uncutBlockBytes = 16 << 10
+	// MaxBlockBytes is the size of block from which a device's run is
+	// cut, up to uncutBlockBytes, so that at least two blocks and their
+	// keys fill a page of the data file (4 KiB, packed to 95 % in
+	// tier-1's buckets): a block of 2 KiB, a hundred frames of a device,
+	// filled a page alone, and one of 5 KiB took two. From
+	// uncutBlockBytes a block is an overflow node of pages it fills
+	// nearly whole.
+	MaxBlockBytes = 1800
 )
 
 // AppendBlock encodes frames (all of one routine with len(fields) fields) as

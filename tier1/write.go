@@ -427,8 +427,9 @@ func (in *Ingestor) appendBlockFrames(fs []blockFrame, d *Descriptor, p *Pending
 }
 
 // blocksOf groups frames of routine d into blocks (see block.go): by
-// device, in time order, at most BlockSpan of ts, MaxBlockFrames frames
-// and, but for a block of one frame, about MaxBlockBytes each. size is the encoded size of their batches, which holds every frame
+// device, in time order, at most BlockSpan of ts and MaxBlockFrames frames
+// each; a block of more than MaxBlockBytes and less than uncutBlockBytes
+// is cut into about equal ones of at most MaxBlockBytes. size is the encoded size of their batches, which holds every frame
 // once: the blocks take about as much, usually less.
 func (in *Ingestor) blocksOf(d *Descriptor, fs []blockFrame, size int) []block {
 	fs = byDevice(fs)
@@ -448,7 +449,7 @@ func (in *Ingestor) blocksOf(d *Descriptor, fs []blockFrame, size int) []block {
 		}
 		off := len(buf)
 		buf = AppendBlock(buf, run, len(d.Fields))
-		if sz := len(buf) - off; sz > MaxBlockBytes && end-start > 1 {
+		if sz := len(buf) - off; sz > MaxBlockBytes && sz < uncutBlockBytes && end-start > 1 {
 			// Cut it into about equal blocks that fit, and encode the
 			// first of them.
 			k := (sz + MaxBlockBytes - 1) / MaxBlockBytes

@@ -53,9 +53,10 @@ func TestByDevice(t *testing.T) {
 	}
 }
 
-// TestBlocksOfSize: blocksOf cuts a device's run into blocks of at most
-// about MaxBlockBytes, keeping every frame once and in order; a frame
-// larger than that is a block of its own.
+// TestBlocksOfSize: blocksOf cuts a device's run of MaxBlockBytes to
+// uncutBlockBytes into blocks of at most about MaxBlockBytes, keeping every
+// frame once and in order; a larger run stays whole, and a frame larger
+// than MaxBlockBytes is a block of its own.
 func TestBlocksOfSize(t *testing.T) {
 	d := Telemetry()
 	in := &Ingestor{}
@@ -66,6 +67,7 @@ func TestBlocksOfSize(t *testing.T) {
 		unit    string
 	}{
 		{"one device, a thousand frames", 1, 1000, "degC"},
+		{"one device, three hundred frames", 1, 300, "degC"},
 		{"ten devices", 10, 1000, "degC"},
 		{"a few small frames", 3, 12, "degC"},
 		{"frames larger than a block", 2, 6, strings.Repeat("u", 2*MaxBlockBytes)},
@@ -85,8 +87,8 @@ func TestBlocksOfSize(t *testing.T) {
 			blocks := in.blocksOf(&d, slices.Clone(fs), size)
 			var got []blockFrame
 			for _, b := range blocks {
-				if b.n > 1 && len(b.data) > MaxBlockBytes*11/10 {
-					t.Errorf("a block of %d frames is %d bytes, over about %d", b.n, len(b.data), MaxBlockBytes)
+				if b.n > 1 && len(b.data) > MaxBlockBytes*11/10 && len(b.data) < uncutBlockBytes {
+					t.Errorf("a block of %d frames is %d bytes, over about %d and under %d", b.n, len(b.data), MaxBlockBytes, uncutBlockBytes)
 				}
 				br, err := NewBlockReader(b.data, &d)
 				if err != nil || br.Len() != b.n {
@@ -109,8 +111,11 @@ func TestBlocksOfSize(t *testing.T) {
 					t.Fatalf("frame %d: %s %v, want %s %v", i, got[i].dev, got[i].f, want[i].dev, want[i].f)
 				}
 			}
-			if c.frames == 1000 && c.devices == 1 && len(blocks) < 10 {
-				t.Errorf("a thousand frames of one device in %d blocks: not cut", len(blocks))
+			switch {
+			case c.frames == 1000 && c.devices == 1 && len(blocks) != 1:
+				t.Errorf("a thousand frames of one device in %d blocks, want 1 (an overflow node)", len(blocks))
+			case c.frames == 300 && len(blocks) < 3:
+				t.Errorf("three hundred frames of one device in %d blocks: not cut", len(blocks))
 			}
 		})
 	}
