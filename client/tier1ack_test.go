@@ -11,7 +11,7 @@ import (
 )
 
 // The answers the fast path reads, encoded by the msgpack library (as the
-// agent's appendAckMsgpack is checked to write them), and those it leaves
+// agent's wire.Tier1Ack.AppendMsgpack is checked to write them), and those it leaves
 // to the decoder.
 func TestDecodeTier1Ack(t *testing.T) {
 	long := strings.Repeat("x", 300)

@@ -51,7 +51,7 @@ func (s *Server) ingestTier1(ctx *fasthttp.RequestCtx, p auth.Principal, args []
 	if err != nil {
 		return err
 	}
-	write(ctx, fasthttp.StatusOK, &tier1Ack{OK: true, Accepted: res.Accepted, BatchID: res.BatchID, Duplicate: res.Duplicate})
+	write(ctx, fasthttp.StatusOK, &wire.Tier1Ack{OK: true, Accepted: res.Accepted, BatchID: res.BatchID, Duplicate: res.Duplicate})
 	return nil
 }
 
@@ -66,15 +66,6 @@ func bodyCodingError(err error, max int) error {
 		return wire.Errorf(wire.CodeUnsupportedMedia, "%v", err)
 	}
 	return wire.Errorf(wire.CodeMessageFormatInvalid, "the batch's Content-Encoding: %v", err)
-}
-
-// tier1Ack answers one batch, over HTTP and WebSocket.
-type tier1Ack struct {
-	OK        bool        `json:"ok" msgpack:"ok"`
-	Accepted  int         `json:"accepted" msgpack:"accepted"`
-	BatchID   string      `json:"batch_id,omitempty" msgpack:"batch_id,omitempty"`
-	Duplicate bool        `json:"duplicate,omitempty" msgpack:"duplicate,omitempty"`
-	Error     *wire.Error `json:"error,omitempty" msgpack:"error,omitempty"`
 }
 
 type routineInfo struct {

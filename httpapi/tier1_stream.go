@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"encoding/binary"
 	"net"
 	"time"
 
@@ -79,8 +78,8 @@ func (s *Server) tier1Stream(ctx *fasthttp.RequestCtx, p auth.Principal, _ []str
 // writeAnswers runs the pump of st, writing the answers to nc; once a
 // write failed it drops them.
 func writeAnswers(nc net.Conn, st *tier1.Stream) {
-	var buf []byte
-	var ack tier1Ack // one for the connection: an error answer makes it escape
+	var buf, small []byte
+	var ack wire.Tier1Ack // one for the connection: an error answer makes it escape
 	broken := false
 	st.Pump(func(as []tier1.Answer) {
 		if broken {
@@ -91,108 +90,15 @@ func writeAnswers(nc net.Conn, st *tier1.Stream) {
 			a := &as[i]
 			r := &a.Result
 			if a.Err != nil {
-				ack = tier1Ack{BatchID: r.BatchID, Error: wire.AsError(a.Err)}
+				ack = wire.Tier1Ack{BatchID: r.BatchID, Error: wire.AsError(a.Err)}
 			} else {
-				ack = tier1Ack{OK: true, Accepted: r.Accepted, BatchID: r.BatchID, Duplicate: r.Duplicate}
+				ack = wire.Tier1Ack{OK: true, Accepted: r.Accepted, BatchID: r.BatchID, Duplicate: r.Duplicate}
 			}
-			buf = appendAckFrame(buf, &ack)
+			small = ack.AppendMsgpack(small[:0])
+			buf = wire.AppendWSBinary(buf, small)
 		}
 		_ = nc.SetWriteDeadline(time.Now().Add(wsWriteWait))
 		_, err := nc.Write(buf)
 		broken = err != nil
 	})
-}
-
-// appendAckFrame appends ack as one final, unmasked binary WebSocket frame
-// (RFC 6455 §5.2) holding its msgpack map.
-func appendAckFrame(dst []byte, ack *tier1Ack) []byte {
-	var b []byte
-	var small [96]byte
-	if ack.Error == nil {
-		b = appendAckMsgpack(small[:0], ack)
-	} else {
-		var err error
-		if b, err = wire.Msgpack.Marshal(ack); err != nil { // a tier1Ack always encodes; answer something valid anyway
-			b, _ = wire.Msgpack.Marshal(&tier1Ack{Error: wire.Errorf(wire.CodeInternal, "encode answer: %v", err)})
-		}
-	}
-	dst = append(dst, 0x80|websocket.BinaryMessage)
-	switch n := len(b); {
-	case n < 126:
-		dst = append(dst, byte(n))
-	case n <= 0xffff:
-		dst = append(dst, 126, byte(n>>8), byte(n))
-	default:
-		dst = append(dst, 127)
-		dst = binary.BigEndian.AppendUint64(dst, uint64(n))
-	}
-	return append(dst, b...)
-}
-
-// appendAckMsgpack appends an answer without an error as wire.Msgpack
-// encodes a tier1Ack (the same bytes; no reflection, no allocation):
-// a map of ok, accepted, then batch_id and duplicate when set, ints in
-// their smallest format.
-func appendAckMsgpack(dst []byte, ack *tier1Ack) []byte {
-	n := byte(2)
-	if ack.BatchID != "" {
-		n++
-	}
-	if ack.Duplicate {
-		n++
-	}
-	dst = append(dst, 0x80|n, 0xa2, 'o', 'k', 0xc2)
-	if ack.OK {
-		dst[len(dst)-1] = 0xc3
-	}
-	dst = append(dst, 0xa8, 'a', 'c', 'c', 'e', 'p', 't', 'e', 'd')
-	dst = appendMsgpackInt(dst, int64(ack.Accepted))
-	if ack.BatchID != "" {
-		dst = append(dst, 0xa8, 'b', 'a', 't', 'c', 'h', '_', 'i', 'd')
-		dst = appendMsgpackStr(dst, ack.BatchID)
-	}
-	if ack.Duplicate {
-		dst = append(dst, 0xa9, 'd', 'u', 'p', 'l', 'i', 'c', 'a', 't', 'e', 0xc3)
-	}
-	return dst
-}
-
-// appendMsgpackInt appends i in its smallest msgpack format.
-func appendMsgpackInt(dst []byte, i int64) []byte {
-	switch {
-	case i >= 0 && i < 128:
-		return append(dst, byte(i))
-	case i >= 0 && i <= 0xff:
-		return append(dst, 0xcc, byte(i))
-	case i >= 0 && i <= 0xffff:
-		return append(dst, 0xcd, byte(i>>8), byte(i))
-	case i >= 0 && i <= 0xffffffff:
-		return binary.BigEndian.AppendUint32(append(dst, 0xce), uint32(i))
-	case i >= 0:
-		return binary.BigEndian.AppendUint64(append(dst, 0xcf), uint64(i))
-	case i >= -32:
-		return append(dst, byte(i))
-	case i >= -128:
-		return append(dst, 0xd0, byte(i))
-	case i >= -32768:
-		return append(dst, 0xd1, byte(i>>8), byte(i))
-	case i >= -2147483648:
-		return binary.BigEndian.AppendUint32(append(dst, 0xd2), uint32(i))
-	}
-	return binary.BigEndian.AppendUint64(append(dst, 0xd3), uint64(i))
-}
-
-// appendMsgpackStr appends s with the smallest str header.
-func appendMsgpackStr(dst []byte, s string) []byte {
-	switch n := len(s); {
-	case n < 32:
-		dst = append(dst, 0xa0|byte(n))
-	case n <= 0xff:
-		dst = append(dst, 0xd9, byte(n))
-	case n <= 0xffff:
-		dst = append(dst, 0xda, byte(n>>8), byte(n))
-	default:
-		dst = binary.BigEndian.AppendUint32(append(dst, 0xdb), uint32(n))
-	}
-	return append(dst, s...)
 }
