@@ -14,7 +14,7 @@ import (
 	"github.com/synapse-edge/synapse/wire"
 )
 
-// agentAck has the fields and tags of the agent's answer (httpapi.tier1Ack).
+// agentAck has the fields and tags of the agent's answer (wire.Tier1Ack).
 type agentAck struct {
 	OK        bool        `msgpack:"ok"`
 	Accepted  int         `msgpack:"accepted"`
