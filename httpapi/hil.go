@@ -221,11 +221,9 @@ func writeHILEvent(w *sse.Writer, ev hil.Event) error {
 	if err != nil {
 		return fmt.Errorf("encode hil event: %w", err)
 	}
-	_, err = fmt.Fprintf(w, "id: %s\nevent: hil\ndata: %s\n\n", strconv.FormatUint(ev.ID, 10), data)
-	return err
+	return w.Event(strconv.FormatUint(ev.ID, 10), "hil", data)
 }
 
 func writeHILReset(w *sse.Writer) error {
-	_, err := w.WriteString("event: reset\ndata: {\"reason\":\"events were lost; reload the requests\"}\n\n")
-	return err
+	return w.Event("", "reset", []byte(`{"reason":"events were lost; reload the requests"}`))
 }

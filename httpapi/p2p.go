@@ -357,20 +357,9 @@ func followFeed(w *sse.Writer, done <-chan struct{}, sub *peer.FeedSubscription,
 // writeMessageEvent writes one SSE event; a line break inside the data
 // (a pretty-printed JSON envelope) becomes another data line.
 func writeMessageEvent(w *sse.Writer, m peer.ReceivedMessage) error {
-	var b bytes.Buffer
-	b.WriteString("id: ")
-	b.WriteString(strconv.FormatUint(m.Seq, 10))
-	b.WriteString("\nevent: message\n")
 	data := m.JSON
 	if len(data) == 0 {
 		data = []byte("{}")
 	}
-	for _, line := range bytes.Split(bytes.ReplaceAll(data, []byte("\r\n"), []byte("\n")), []byte("\n")) {
-		b.WriteString("data: ")
-		b.Write(bytes.TrimSuffix(line, []byte("\r")))
-		b.WriteByte('\n')
-	}
-	b.WriteByte('\n')
-	_, err := w.Write(b.Bytes())
-	return err
+	return w.Event(strconv.FormatUint(m.Seq, 10), "message", data)
 }

@@ -1,8 +1,7 @@
 package httpapi
 
 import (
-	"encoding/json"
-	"fmt"
+	"strconv"
 
 	"github.com/valyala/fasthttp"
 
@@ -98,7 +97,5 @@ func writeEvent(w *sse.Writer, e *wire.Event) error {
 	if len(data) == 0 {
 		data = []byte("{}")
 	}
-	var compact json.RawMessage = data
-	_, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, compact)
-	return err
+	return w.Event(strconv.FormatUint(e.Seq, 10), string(e.Type), data)
 }

@@ -3,6 +3,7 @@ package a2ahttp
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -98,7 +99,7 @@ func streamError(ctx *fasthttp.RequestCtx, r *a2a.Response) {
 		b = []byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"encode error"}}`)
 	}
 	ctx.Response.Header.Set(fasthttp.HeaderCacheControl, "no-cache")
-	answer(ctx, fasthttp.StatusOK, "text/event-stream; charset=utf-8", append(append([]byte("data: "), b...), '\n', '\n'))
+	answer(ctx, fasthttp.StatusOK, "text/event-stream; charset=utf-8", sse.AppendEvent(nil, "", "", b))
 }
 
 type stream struct {
@@ -115,7 +116,7 @@ func (st *stream) write(seq uint64, x any) error {
 	if err != nil {
 		return fmt.Errorf("encode stream event: %w", err)
 	}
-	if _, err := fmt.Fprintf(st.w, "id: %d\ndata: %s\n\n", seq, b); err != nil {
+	if err := st.w.Event(strconv.FormatUint(seq, 10), "", b); err != nil {
 		return err
 	}
 	st.last = seq

@@ -32,8 +32,9 @@ const (
 // Writer is a buffered writer on a taken-over connection that renews the
 // write deadline on every flush (and on a write that flushes).
 type Writer struct {
-	c  net.Conn
-	bw *bufio.Writer
+	c   net.Conn
+	bw  *bufio.Writer
+	buf []byte // Event's
 }
 
 // NewWriter returns a Writer on c with an 8 KiB buffer.
@@ -50,6 +51,40 @@ func (w *Writer) Write(p []byte) (int, error) {
 
 // WriteString writes s.
 func (w *Writer) WriteString(s string) (int, error) { return w.Write([]byte(s)) }
+
+// Event writes one event (AppendEvent).
+func (w *Writer) Event(id, name string, data []byte) error {
+	w.buf = AppendEvent(w.buf[:0], id, name, data)
+	_, err := w.Write(w.buf)
+	return err
+}
+
+// AppendEvent appends one event of the stream format (the HTML
+// standard's server-sent events): an "id:" line when id is not empty, an
+// "event:" line when name is not empty, one "data:" line per line of data
+// (split at LF, CRLF or CR, so that a newline in data cannot end the
+// event or start a field), and the empty line that dispatches it.
+func AppendEvent(dst []byte, id, name string, data []byte) []byte {
+	if id != "" {
+		dst = append(append(append(dst, "id: "...), id...), '\n')
+	}
+	if name != "" {
+		dst = append(append(append(dst, "event: "...), name...), '\n')
+	}
+	for {
+		i := bytes.IndexAny(data, "\r\n")
+		if i < 0 {
+			break
+		}
+		dst = append(append(append(dst, "data: "...), data[:i]...), '\n')
+		if data[i] == '\r' && i+1 < len(data) && data[i+1] == '\n' {
+			i++
+		}
+		data = data[i+1:]
+	}
+	dst = append(append(append(dst, "data: "...), data...), '\n')
+	return append(dst, '\n')
+}
 
 // Flush sends what is buffered.
 func (w *Writer) Flush() error {

@@ -107,3 +107,23 @@ func TestFollow(t *testing.T) {
 		t.Fatal("the reader did not end")
 	}
 }
+
+// TestAppendEvent: the fields of one event, and data split into lines at
+// LF, CRLF and CR, so that a newline in data neither ends the event nor
+// starts a field.
+func TestAppendEvent(t *testing.T) {
+	for _, c := range []struct {
+		id, name, data, want string
+	}{
+		{"7", "status", `{"a":1}`, "id: 7\nevent: status\ndata: {\"a\":1}\n\n"},
+		{"", "reset", `{}`, "event: reset\ndata: {}\n\n"},
+		{"3", "", `{"jsonrpc":"2.0"}`, "id: 3\ndata: {\"jsonrpc\":\"2.0\"}\n\n"},
+		{"", "", "", "data: \n\n"},
+		{"1", "message", "{\n\"a\": 1\r\n}", "id: 1\nevent: message\ndata: {\ndata: \"a\": 1\ndata: }\n\n"},
+		{"", "", "a\rb\n\nid: 9\n", "data: a\ndata: b\ndata: \ndata: id: 9\ndata: \n\n"},
+	} {
+		if got := string(sse.AppendEvent([]byte("x"), c.id, c.name, []byte(c.data))); got != "x"+c.want {
+			t.Errorf("AppendEvent(%q, %q, %q) = %q, want %q", c.id, c.name, c.data, got, "x"+c.want)
+		}
+	}
+}
