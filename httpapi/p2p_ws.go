@@ -106,7 +106,7 @@ func (pa peerAPI) messageStream(ctx *fasthttp.RequestCtx, p auth.Principal, _ []
 // answered like POST /message's: internal_error, and the stream goes on.
 func (pa peerAPI) wsAnswer(mt int, data []byte) (f wsFrame) {
 	defer pa.streams.recoverStream(wire.APIPrefix+"/messages/stream", func() {
-		f = wsFrame{websocket.TextMessage, []byte(`{"error":{"code":"internal_error","message":"internal error","retriable":true}}`)}
+		f = wsFrame{websocket.TextMessage, internalErrorJSON}
 	})
 	typ, ct := websocket.TextMessage, wire.ContentJSON
 	if mt == websocket.BinaryMessage {
@@ -119,7 +119,7 @@ func (pa peerAPI) wsAnswer(mt int, data []byte) (f wsFrame) {
 	}
 	a, _ := pa.net.Deliver(pa.streams.bg, &transport.Inbound{Kind: transport.Envelope, Body: body, ContentType: ct, Header: header})
 	if len(a.Body) == 0 {
-		return wsFrame{websocket.TextMessage, []byte(`{"error":{"code":"internal_error","message":"internal error","retriable":true}}`)}
+		return wsFrame{websocket.TextMessage, internalErrorJSON}
 	}
 	return wsFrame{typ, a.Body}
 }

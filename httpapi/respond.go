@@ -82,6 +82,11 @@ func writeRaw(ctx *fasthttp.RequestCtx, status int, contentType string, body []b
 }
 
 // writeError is the one adapter that turns any error into a TPError answer.
+// internalErrorJSON is the answer when even an error cannot be encoded
+// (or a stream's handler panicked): what wire.JSON makes of
+// wire.Errorf(wire.CodeInternal, "internal error"), TestInternalErrorJSON.
+var internalErrorJSON = []byte(`{"error":{"code":"internal_error","message":"internal error","retriable":true}}`)
+
 func writeError(ctx *fasthttp.RequestCtx, err error) {
 	e := wire.AsError(err)
 	if e.Code == wire.CodeInternal && e.Message == "internal error" {
@@ -95,7 +100,7 @@ func writeError(ctx *fasthttp.RequestCtx, err error) {
 	}
 	ct, body, merr := encode(ctx, wire.ErrorBody{Error: e})
 	if merr != nil {
-		ct, body = wire.ContentJSON, []byte(`{"error":{"code":"internal_error","message":"internal error","retriable":true}}`)
+		ct, body = wire.ContentJSON, internalErrorJSON
 	}
 	writeRaw(ctx, e.Status(), ct, body)
 }
