@@ -166,7 +166,7 @@ func (s *Server) addPeer(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string)
 	if err := decode(ctx, &req); err != nil {
 		return err
 	}
-	p, created, err := s.net.Pair(ctx, req.Endpoint, req.PairOptions)
+	p, created, err := s.net.Pairing().Pair(ctx, req.Endpoint, req.PairOptions)
 	if err != nil {
 		return err
 	}
@@ -213,7 +213,7 @@ func (s *Server) removePeer(ctx *fasthttp.RequestCtx, _ auth.Principal, args []s
 	if err != nil {
 		return err
 	}
-	if err := s.net.RemovePeer(ctx, id); err != nil {
+	if err := s.net.Pairing().RemovePeer(ctx, id); err != nil {
 		return err
 	}
 	ctx.SetStatusCode(fasthttp.StatusNoContent)

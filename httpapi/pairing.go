@@ -14,7 +14,7 @@ import (
 // for an operator to accept them.
 
 func (s *Server) listPairRequests(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
-	write(ctx, fasthttp.StatusOK, map[string]any{"pending": s.net.PairRequests()})
+	write(ctx, fasthttp.StatusOK, map[string]any{"pending": s.net.Pairing().PairRequests()})
 	return nil
 }
 
@@ -29,7 +29,7 @@ func (s *Server) acceptPeer(ctx *fasthttp.RequestCtx, _ auth.Principal, args []s
 			return err
 		}
 	}
-	p, err := s.net.AcceptPeer(ctx, id, o)
+	p, err := s.net.Pairing().AcceptPeer(ctx, id, o)
 	if err != nil {
 		return err
 	}
@@ -43,7 +43,7 @@ func (s *Server) declinePeer(ctx *fasthttp.RequestCtx, _ auth.Principal, args []
 	if err != nil {
 		return err
 	}
-	if err := s.net.DeclinePeer(id); err != nil {
+	if err := s.net.Pairing().DeclinePeer(id); err != nil {
 		return err
 	}
 	ctx.SetStatusCode(fasthttp.StatusNoContent)

@@ -14,7 +14,6 @@ import (
 	"github.com/synapse-edge/synapse/contracts"
 	"github.com/synapse-edge/synapse/internal/metrics"
 	"github.com/synapse-edge/synapse/outbox"
-	"github.com/synapse-edge/synapse/peer/pins"
 	"github.com/synapse-edge/synapse/registry"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/transport"
@@ -82,11 +81,10 @@ type Network struct {
 	t      transport.Transport
 	secret []byte
 
-	peers peerSet
-	// pins are the TLS certificates pinned at pairing, by endpoint
-	// (tlspin.go).
-	pins pins.Table
-	out  *queue
+	// pairing is the peer book: the paired peers, their pins, the pair
+	// requests and the heartbeats (peers.go, pairing.go).
+	pairing *Pairing
+	out     *queue
 	// contracts makes and enforces the contracts with peers (contracts.go).
 	contracts *contracts.Manager
 	hmac      hmacGuard
@@ -94,9 +92,6 @@ type Network struct {
 	order     sequencer
 	feed      MessageFeed
 	m         p2pMetrics
-	// pairing is the pair requests waiting here and the peers that have
-	// not accepted this agent yet (pairing.go).
-	pairing pairing
 	// dir is the registry this agent may be (registry.go).
 	dir *registry.Directory
 	// groupHandler takes the group:* envelopes (p2p_group.go).
@@ -165,7 +160,7 @@ func New(a *agent.Agent, opts Options) (*Network, error) {
 		n.secret = []byte(s)
 	}
 	n.feed.init()
-	n.pairing.init()
+	n.pairing = newPairing(n)
 	n.contracts = contracts.New(a, contractNet{n}, log)
 	if err := a.Attach(n); err != nil {
 		return nil, err
@@ -179,10 +174,9 @@ func New(a *agent.Agent, opts Options) (*Network, error) {
 func (n *Network) Open(ctx context.Context) error {
 	n.db = n.a.Store()
 	n.dir.Open(n.db, n.a.Identity().AgentID)
-	if err := n.peers.load(n.db); err != nil {
-		return fmt.Errorf("load peers: %w", err)
+	if err := n.pairing.open(n.db); err != nil {
+		return err
 	}
-	n.setPins(n.peers.m)
 	n.out = newQueue(n)
 	r := n.a.Metrics()
 	n.m = p2pMetrics{
@@ -198,7 +192,7 @@ func (n *Network) Open(ctx context.Context) error {
 	}
 	r.GaugeFunc("synapse_outbox_pending", "Messages waiting in the outbox.", func() float64 { return float64(n.out.count(outbox.Pending)) })
 	r.GaugeFunc("synapse_outbox_dead_letters", "Messages on the dead-letter list.", func() float64 { return float64(n.out.count(outbox.Dead)) })
-	r.GaugeFunc("synapse_peers", "Paired peers.", func() float64 { return float64(n.peers.len()) })
+	r.GaugeFunc("synapse_peers", "Paired peers.", func() float64 { return float64(n.pairing.peers.len()) })
 	n.opened.Store(true)
 	return nil
 }
@@ -208,7 +202,7 @@ func (n *Network) Open(ctx context.Context) error {
 // implements; the agent calls it once it has recovered its tasks.
 func (n *Network) Start() {
 	n.out.start()
-	n.spawn(n.heartbeats)
+	n.spawn(n.pairing.heartbeats)
 	n.provideInterfaces()
 	n.spawn(n.registrar)
 }
@@ -257,7 +251,14 @@ func (n *Network) spawn(f func()) {
 func (n *Network) ready() bool { return n != nil && n.opened.Load() }
 
 // Known reports whether peer is paired.
-func (n *Network) Known(peer string) bool { return n.peers.get(peer) != nil }
+func (n *Network) Known(peer string) bool { return n.pairing.Known(peer) }
+
+// Refusal is why peer refuses this agent, or "".
+func (n *Network) Refusal(peer string) string { return n.pairing.Refusal(peer) }
+
+// Pairing is the network's peer book: its paired peers, pair requests
+// and pins.
+func (n *Network) Pairing() *Pairing { return n.pairing }
 
 // Enqueue queues m durably inside tx (the engine's transaction of the
 // change that announces it): a task's result for the peer that asked for
@@ -297,24 +298,12 @@ func (n *Network) send(ctx context.Context, m *transport.Message) transport.Outc
 	if m.MaxReply == 0 {
 		m.MaxReply = maxAnswerBytes
 	}
-	n.pinTLS(m)
+	n.pairing.pinTLS(m)
 	ctx, cancel := context.WithTimeout(ctx, deliveryTimeout)
 	defer cancel()
 	o := n.t.Send(ctx, m)
-	n.checkPinned(m, o)
+	n.pairing.checkPinned(m, o)
 	return o
-}
-
-// fetch reads the JSON document at url, at most max bytes of it.
-func (n *Network) fetch(ctx context.Context, url string, max int) transport.Outcome {
-	return n.fetchPinned(ctx, url, max, "")
-}
-
-// fetchPinned is fetch under the TLS pin given ("": the pin of the peer
-// at url, if any).
-func (n *Network) fetchPinned(ctx context.Context, url string, max int, pin string) transport.Outcome {
-	return n.send(ctx, &transport.Message{Kind: transport.Fetch, To: url,
-		Header: map[string]string{"Accept": wire.ContentJSON}, MaxReply: max, TLSPin: pin})
 }
 
 // sendEnvelope sends a signed JSON envelope to a peer's message endpoint.

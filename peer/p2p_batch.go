@@ -175,7 +175,7 @@ type batchSignedKey struct{}
 // left to Deliver, which refuses its envelopes.
 func (n *Network) verifyBatch(ctx context.Context, first *wire.UnifiedSynapseMessage, body []byte, sig string) (context.Context, error) {
 	sender := first.Sender.AgentID
-	p := n.peers.get(sender)
+	p := n.pairing.peers.get(sender)
 	if p == nil {
 		return ctx, nil
 	}
@@ -476,7 +476,7 @@ func (o *queue) postBatch(ctx context.Context, dest string, p *peer, cid string,
 			derr = &deliveryError{err: derr.err, retryAfter: derr.retryAfter, code: derr.code}
 		}
 		if derr.code != "" {
-			n.refusedBy(peerID, derr.code)
+			n.pairing.refusedBy(peerID, derr.code)
 		}
 		for i := range out {
 			out[i] = derr
@@ -512,11 +512,11 @@ func (o *queue) postBatch(ctx context.Context, dest string, p *peer, cid string,
 			}
 			out[i].permanent, out[i].refusedContract = false, true
 		}
-		n.refusedBy(peerID, out[i].code)
+		n.pairing.refusedBy(peerID, out[i].code)
 	}
 	if anyOK {
-		n.acceptedBy(peerID)
-		if n.heard(peerID, nil) {
+		n.pairing.acceptedBy(peerID)
+		if n.pairing.heard(peerID, nil) {
 			n.spawn(func() { o.wake(peerID) })
 		}
 	}

@@ -59,7 +59,7 @@ func (n *Network) QueueToPeer(tx *store.Tx, peer string, msgType wire.MessageTyp
 	if !n.ready() {
 		return wire.Errorf(wire.CodeAgentNotReady, "")
 	}
-	if !n.Known(peer) {
+	if !n.pairing.Known(peer) {
 		return wire.Errorf(wire.CodeInvalidParams, "%q is not a paired peer (POST /agents to pair it)", peer).With("agent_id", peer)
 	}
 	if err := n.out.enqueue(tx, agent.Outgoing{Peer: peer, Type: msgType, Payload: payload}); err != nil {
@@ -81,7 +81,7 @@ func (n *Network) Send(ctx context.Context, m agent.Outgoing) (id string, err er
 	if !n.ready() {
 		return "", wire.Errorf(wire.CodeAgentNotReady, "")
 	}
-	if m.URL != "" || !n.Known(m.Peer) {
+	if m.URL != "" || !n.pairing.Known(m.Peer) {
 		return "", wire.Errorf(wire.CodeInvalidParams, "%q is not a paired peer (POST /agents to pair it)", m.Peer).With("agent_id", m.Peer)
 	}
 	err = n.db.Update(ctx, func(tx *store.Tx) error {

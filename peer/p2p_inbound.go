@@ -77,9 +77,9 @@ func (n *Network) receive(ctx context.Context, m *wire.UnifiedSynapseMessage, ra
 		return nil, wire.Errorf(wire.CodeInvalidParams, "the message is for %q; this agent is %q", m.Receiver.AgentID, me).
 			With("receiver", m.Receiver.AgentID)
 	}
-	p := n.peers.get(m.Sender.AgentID)
+	p := n.pairing.peers.get(m.Sender.AgentID)
 	if p == nil {
-		return nil, n.unpaired(m) // pairing.go
+		return nil, n.pairing.unpaired(m) // pairing.go
 	}
 	if err := n.verify(ctx, m, p); err != nil { // p2p_batch.go
 		n.a.Audit(agent.AuditSignatureFailed, m.Sender.AgentID, map[string]any{"message_id": m.MessageID, "message_type": string(m.MessageType), "error": err.Error()})
@@ -96,7 +96,7 @@ func (n *Network) receive(ctx context.Context, m *wire.UnifiedSynapseMessage, ra
 		return nil, wire.Errorf(wire.CodeMessageFormatInvalid, "%v", err)
 	}
 	if m.MessageType == wire.MsgPairRequest {
-		return n.pairedHello(p, m), nil // pairing.go
+		return n.pairing.pairedHello(p, m), nil // pairing.go
 	}
 	if !wire.IsKnownMessageType(m.MessageType) && !isGroupMessage(m.MessageType) {
 		// A type this agent does not know (a misspelt p2p:task_canceled)
@@ -167,7 +167,7 @@ func (n *Network) apply(ctx context.Context, p *peer, m, dm *wire.UnifiedSynapse
 	if err != nil {
 		return nil, err
 	}
-	if n.heard(p.rec.AgentID, nil) {
+	if n.pairing.heard(p.rec.AgentID, nil) {
 		peer := p.rec.AgentID
 		n.spawn(func() { n.out.wake(peer) })
 	}
@@ -226,7 +226,7 @@ func (n *Network) dispatch(ctx context.Context, p *peer, m *wire.UnifiedSynapseM
 				return nil, badPayload(m.MessageType, err)
 			}
 		}
-		n.heard(peer, &hb)
+		n.pairing.heard(peer, &hb)
 		n.out.wake(peer)
 	case wire.MsgNegotiateRequest, wire.MsgNegotiateResponse:
 		return n.negotiation(ctx, p, m, msgpack)

@@ -85,7 +85,7 @@ func TestStoreAndForward(t *testing.T) {
 	})
 	t.Run("peer goes offline", func(t *testing.T) {
 		testutil.Eventually(t, 10*time.Second, "the stopped executor to be offline after three heartbeat intervals", func() bool {
-			p, err := a.a.Peer(b.id())
+			p, err := a.a.Pairing().Peer(b.id())
 			return err == nil && p.Status == peer.PeerOffline
 		})
 	})
@@ -113,7 +113,7 @@ func TestStoreAndForward(t *testing.T) {
 		testutil.Eventually(t, 10*time.Second, "the requester's outbox to be empty", func() bool {
 			return len(outboxOf(t, a.a, outbox.Pending))+len(outboxOf(t, a.a, outbox.Dead)) == 0
 		})
-		if p, err := a.a.Peer(b.id()); err != nil || p.Status != peer.PeerOnline {
+		if p, err := a.a.Pairing().Peer(b.id()); err != nil || p.Status != peer.PeerOnline {
 			t.Errorf("executor's status = %+v (%v), want online", p, err)
 		}
 	})
@@ -188,10 +188,10 @@ func TestOutboxAdministration(t *testing.T) {
 		testutil.Eventually(t, 10*time.Second, "the refused cancel to become a dead letter after one attempt", deadCancel(string(wire.CodeTaskNotFound)))
 	})
 	t.Run("unpaired peer", func(t *testing.T) {
-		if err := a.a.RemovePeer(ctx, b.id()); err != nil {
+		if err := a.a.Pairing().RemovePeer(ctx, b.id()); err != nil {
 			t.Fatalf("RemovePeer: %v", err)
 		}
-		wantCode(t, a.a.RemovePeer(ctx, b.id()), wire.CodeNotFound)
+		wantCode(t, a.a.Pairing().RemovePeer(ctx, b.id()), wire.CodeNotFound)
 		_, err := a.a.Submit(ctx, admin, &wire.SubmitRequest{TaskType: "echo", Target: b.id()}, agent.SubmitOptions{})
 		wantCode(t, err, wire.CodeInvalidParams)
 		n, err := a.a.RetryDeadLetters(ctx, b.id(), "")

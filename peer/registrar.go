@@ -71,7 +71,7 @@ func (n *Network) register(rc *RegistryConfig, st *registrarState, interval time
 	if ev := wire.EvaluateCompliance(n.a.Identity().AgentID, ifaces); !ev.Compliant {
 		return errNotCompliant(ev.MissingBasics)
 	}
-	hb := n.heartbeat()
+	hb := n.pairing.heartbeat()
 	reg := wire.Registration{Identity: n.a.Identity(), Capabilities: n.a.Capabilities(), Interfaces: ifaces,
 		HeartbeatIntervalSeconds: int(interval / time.Second), Status: hb.Status,
 		ActiveTasks: hb.ActiveTasks, MaxTasks: hb.MaxTasks}

@@ -34,7 +34,7 @@ const (
 func (n *Network) newDirectory() *registry.Directory {
 	return registry.New(registry.Options{Now: n.clock.Now, Logger: n.log,
 		PinnedKey: func(id string) (string, bool) {
-			if p := n.peers.get(id); p != nil {
+			if p := n.pairing.peers.get(id); p != nil {
 				return p.rec.PublicKey, true
 			}
 			return "", false

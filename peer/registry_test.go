@@ -169,7 +169,7 @@ func TestRegistryRefusals(t *testing.T) {
 	})
 	t.Run("the key of a paired peer", func(t *testing.T) {
 		p := startPeer(t, "paired")
-		if _, _, err := r.a.AddPeer(ctx, p.url()); err != nil {
+		if _, _, err := r.a.Pairing().AddPeer(ctx, p.url()); err != nil {
 			t.Fatal(err)
 		}
 		fake := newRegistrant(t, p.id())

@@ -12,10 +12,10 @@ import (
 	"github.com/synapse-edge/synapse/wire"
 )
 
-// Network is what the answers are read from; *peer.Network implements it.
+// Network is what the answers are read from: the network's peer book
+// and its directory; *peer.Network implements it.
 type Network interface {
-	Peers() []peer.PeerInfo
-	Peer(id string) (*peer.PeerInfo, error)
+	Pairing() *peer.Pairing
 	Registration(agentID string) (*peer.DirectoryEntry, error)
 }
 
@@ -68,7 +68,7 @@ type AgentDescription struct {
 // declares, learnt at pairing, else from its registration in this agent's
 // directory.
 func List(n Network) AgentList {
-	peers := n.Peers()
+	peers := n.Pairing().Peers()
 	for i := range peers {
 		p := &peers[i]
 		if p.AgentCapabilities == nil {
@@ -91,7 +91,7 @@ func Query(n Network, self *wire.AgentCapabilities, id string) (*AgentDescriptio
 	if self != nil && id == self.AgentID {
 		return describe(self, nil), nil
 	}
-	p, perr := n.Peer(id)
+	p, perr := n.Pairing().Peer(id)
 	var caps *wire.AgentCapabilities
 	if p != nil {
 		caps = p.AgentCapabilities
