@@ -105,7 +105,7 @@ func (m *Manager) Start(ctx context.Context) error {
 		return fmt.Errorf("group: prune: %w", err)
 	}
 	m.spawn(m.pruneLoop)
-	m.net.HandleGroupMessages(m.receive)
+	m.net.Inbound().HandleGroupMessages(m.receive)
 	if err := m.a.ProvideInterfaces(wire.IfaceGroupManager, wire.IfaceVotingHandler, wire.IfaceGroupTaskHandler); err != nil {
 		return fmt.Errorf("group: %w", err)
 	}

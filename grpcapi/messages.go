@@ -103,7 +103,7 @@ func (s *Server) sendMessage(ctx context.Context, in *pb.SendMessageRequest, met
 	if in.GetMsgpack() {
 		ct = wire.ContentMsgpack
 	}
-	a, reply := s.net.Deliver(ctx, &transport.Inbound{Kind: transport.Envelope, Body: bytes.Clone(body), ContentType: ct, Header: header})
+	a, reply := s.net.Inbound().Deliver(ctx, &transport.Inbound{Kind: transport.Envelope, Body: bytes.Clone(body), ContentType: ct, Header: header})
 	if reply == nil {
 		return nil, a.Error
 	}

@@ -81,7 +81,7 @@ func (s *Server) receiveMessage(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []
 	if len(h.Peek(fasthttp.HeaderAccept)) > 0 {
 		header[peer.HeaderAccept] = responseCodec(ctx).ContentType()
 	}
-	a, _ := s.net.Deliver(ctx, &transport.Inbound{Kind: transport.Envelope, Body: bytes.Clone(ctx.PostBody()),
+	a, _ := s.net.Inbound().Deliver(ctx, &transport.Inbound{Kind: transport.Envelope, Body: bytes.Clone(ctx.PostBody()),
 		ContentType: c.ContentType(), Header: header})
 	if a.Error != nil && c == wire.Msgpack && len(h.Peek(fasthttp.HeaderAccept)) == 0 {
 		// A refusal over HTTP is in the codec Accept names, JSON by
@@ -126,7 +126,7 @@ func (s *Server) receiveBatch(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []st
 	ctx.Response.Header.Set(peer.HeaderOrdering, peer.OrderingPerSender)
 	ctx.Response.Header.Set(peer.HeaderBatch, maxBatch)
 	ctx.Response.Header.Set(peer.HeaderBatchSigning, peer.BatchSigningEd25519)
-	ans, err := s.net.ReceiveBatch(ctx, ctx.PostBody(), string(ctx.Request.Header.Peek(wire.HeaderSignature)),
+	ans, err := s.net.Inbound().ReceiveBatch(ctx, ctx.PostBody(), string(ctx.Request.Header.Peek(wire.HeaderSignature)),
 		string(ctx.Request.Header.Peek(peer.HeaderBatchSignature)))
 	if err != nil {
 		return err

@@ -117,7 +117,7 @@ func (s *Server) wsAnswer(mt int, data []byte) (f wsFrame) {
 		b, _ := wire.CodecFor(ct).Marshal(wire.ErrorBody{Error: wire.AsError(err)})
 		return wsFrame{typ, b}
 	}
-	a, _ := s.net.Deliver(s.bg, &transport.Inbound{Kind: transport.Envelope, Body: body, ContentType: ct, Header: header})
+	a, _ := s.net.Inbound().Deliver(s.bg, &transport.Inbound{Kind: transport.Envelope, Body: body, ContentType: ct, Header: header})
 	if len(a.Body) == 0 {
 		return wsFrame{websocket.TextMessage, []byte(`{"error":{"code":"internal_error","message":"internal error","retriable":true}}`)}
 	}

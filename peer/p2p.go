@@ -87,15 +87,13 @@ type Network struct {
 	out     *queue
 	// contracts makes and enforces the contracts with peers (contracts.go).
 	contracts *contracts.Manager
-	hmac      hmacGuard
-	in        inflight
-	order     sequencer
-	feed      MessageFeed
-	m         p2pMetrics
+	// inbound checks and applies the envelopes from peers
+	// (p2p_inbound.go, receiver.go).
+	inbound *Inbound
+	feed    MessageFeed
+	m       p2pMetrics
 	// dir is the registry this agent may be (registry.go).
 	dir *registry.Directory
-	// groupHandler takes the group:* envelopes (p2p_group.go).
-	groupHandler atomic.Pointer[GroupHandler]
 	// opened is set once Open loaded the peers.
 	opened atomic.Bool
 
@@ -161,6 +159,7 @@ func New(a *agent.Agent, opts Options) (*Network, error) {
 	}
 	n.feed.init()
 	n.pairing = newPairing(n)
+	n.inbound = newInbound(n)
 	n.contracts = contracts.New(a, contractNet{n}, log)
 	if err := a.Attach(n); err != nil {
 		return nil, err
@@ -173,6 +172,7 @@ func New(a *agent.Agent, opts Options) (*Network, error) {
 // queue messages). Deliveries and heartbeats begin with Start.
 func (n *Network) Open(ctx context.Context) error {
 	n.db = n.a.Store()
+	n.inbound.db = n.db
 	n.dir.Open(n.db, n.a.Identity().AgentID)
 	if err := n.pairing.open(n.db); err != nil {
 		return err
@@ -255,6 +255,14 @@ func (n *Network) Known(peer string) bool { return n.pairing.Known(peer) }
 
 // Refusal is why peer refuses this agent, or "".
 func (n *Network) Refusal(peer string) string { return n.pairing.Refusal(peer) }
+
+// Inbound is the network's inbound pipeline: what the doors that take
+// envelopes from peers hand them to.
+func (n *Network) Inbound() *Inbound { return n.inbound }
+
+// Prune forgets message ids older than seenTTL (the agent's Prune calls
+// it).
+func (n *Network) Prune(ctx context.Context) error { return n.inbound.Prune(ctx) }
 
 // Pairing is the network's peer book: its paired peers, pair requests
 // and pins.

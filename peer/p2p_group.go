@@ -24,17 +24,17 @@ type GroupHandler func(ctx context.Context, from string, m *wire.UnifiedSynapseM
 // HandleGroupMessages registers h for the group:* message types; nil
 // removes it. Without a handler group messages are refused with
 // capability_lacking.
-func (n *Network) HandleGroupMessages(h GroupHandler) {
+func (ib *Inbound) HandleGroupMessages(h GroupHandler) {
 	if h == nil {
-		n.groupHandler.Store(nil)
+		ib.groupHandler.Store(nil)
 		return
 	}
-	n.groupHandler.Store(&h)
+	ib.groupHandler.Store(&h)
 }
 
 // groupMessage hands a group envelope to the registered handler.
-func (n *Network) groupMessage(ctx context.Context, from string, m *wire.UnifiedSynapseMessage) error {
-	h := n.groupHandler.Load()
+func (ib *Inbound) groupMessage(ctx context.Context, from string, m *wire.UnifiedSynapseMessage) error {
+	h := ib.groupHandler.Load()
 	if h == nil {
 		return wire.Errorf(wire.CodeCapabilityLacking, "this agent does not take part in groups").With("message_type", string(m.MessageType))
 	}

@@ -279,7 +279,7 @@ func (pg *Pairing) RemovePeer(ctx context.Context, id string) error {
 	}
 	delete(ps.m, id)
 	pg.setPins(ps.m)
-	pg.n.order.forget(id)
+	pg.n.inbound.order.forget(id)
 	pg.log.Info("peer removed", "agent_id", id)
 	return nil
 }

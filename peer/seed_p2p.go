@@ -83,7 +83,7 @@ func (p *P2P) HandleMessage(ctx context.Context, msg *wire.UnifiedSynapseMessage
 		return nil, wire.Errorf(wire.CodeMessageFormatInvalid, "%v", err)
 	}
 	header := map[string]string{HeaderOrdering: OrderingPerSender}
-	a, r := p.n.deliver(ctx, msg, &transport.Inbound{Kind: transport.Envelope, Body: raw, ContentType: wire.ContentJSON}, wire.JSON, wire.JSON, header)
+	a, r := p.n.inbound.deliver(ctx, msg, &transport.Inbound{Kind: transport.Envelope, Body: raw, ContentType: wire.ContentJSON}, wire.JSON, wire.JSON, header)
 	if r == nil {
 		return nil, a.Error
 	}
