@@ -71,7 +71,7 @@ func startMQTT(ctx context.Context, a *agent.Agent, nw *peer.Network, t *mqtt.Tr
 	t.SetPresence(card, a.Sign)
 	dir := mqtt.NewDirectory()
 	t.SetDirectory(dir)
-	nw.AddDirectorySource("mqtt", func() []peer.DirectoryEntry { return directoryOf(dir.List()) })
+	nw.Directory().AddSource("mqtt", func() []peer.DirectoryEntry { return directoryOf(dir.List()) })
 	t.SetDocuments(func(ctx context.Context, path string) ([]byte, string, bool) {
 		var v any
 		switch path {

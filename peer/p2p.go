@@ -152,13 +152,13 @@ func New(a *agent.Agent, opts Options) (*Network, error) {
 	}
 	n := &Network{a: a, log: log.With("component", "p2p"), cfg: a.Config(), p2p: p2p, registry: opts.Registry, clock: a.Clock()}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
-	n.dir = n.newDirectory()
 	n.t = a.Transport()
 	if s := p2p.CallbackSecret; s != "" {
 		n.secret = []byte(s)
 	}
 	n.feed.init()
 	n.pairing = newPairing(n)
+	n.dir = registry.New(registry.Options{Now: n.clock.Now, Logger: n.log, PinnedKey: n.pairing.pinnedKey})
 	n.inbound = newInbound(n)
 	n.contracts = contracts.New(a, contractNet{n}, log)
 	if err := a.Attach(n); err != nil {
@@ -204,7 +204,10 @@ func (n *Network) Start() {
 	n.out.start()
 	n.spawn(n.pairing.heartbeats)
 	n.provideInterfaces()
-	n.spawn(n.registrar)
+	if n.registry != nil {
+		r := n.newRegistrar(n.registry)
+		n.spawn(func() { r.Run(n.ctx) })
+	}
 }
 
 // Close lets deliveries under way finish (for up to flushWait, within

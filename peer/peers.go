@@ -239,6 +239,15 @@ func (pg *Pairing) fetchPinned(ctx context.Context, url string, max int, pin str
 // Known reports whether peer is paired.
 func (pg *Pairing) Known(peer string) bool { return pg.peers.get(peer) != nil }
 
+// pinnedKey is the public key pinned for a paired peer (the directory's
+// Options.PinnedKey).
+func (pg *Pairing) pinnedKey(id string) (string, bool) {
+	if p := pg.peers.get(id); p != nil {
+		return p.rec.PublicKey, true
+	}
+	return "", false
+}
+
 // Peers lists the paired peers by agent_id.
 func (pg *Pairing) Peers() []PeerInfo {
 	list := pg.peers.list()

@@ -16,7 +16,7 @@ import (
 // and its directory; *peer.Network implements it.
 type Network interface {
 	Pairing() *peer.Pairing
-	Registration(agentID string) (*peer.DirectoryEntry, error)
+	Directory() *registry.Directory
 }
 
 var _ Network = (*peer.Network)(nil)
@@ -72,7 +72,7 @@ func List(n Network) AgentList {
 	for i := range peers {
 		p := &peers[i]
 		if p.AgentCapabilities == nil {
-			if e, err := n.Registration(p.AgentID); err == nil && e.AgentCapabilities != nil {
+			if e, err := n.Directory().Registration(p.AgentID); err == nil && e.AgentCapabilities != nil {
 				p.Capabilities = e.Capabilities
 			}
 		}
@@ -97,7 +97,7 @@ func Query(n Network, self *wire.AgentCapabilities, id string) (*AgentDescriptio
 		caps = p.AgentCapabilities
 	}
 	if caps == nil {
-		if e, err := n.Registration(id); err == nil {
+		if e, err := n.Directory().Registration(id); err == nil {
 			caps = e.AgentCapabilities
 		}
 	}
