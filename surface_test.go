@@ -55,7 +55,6 @@ var surfaceExcess = map[string]struct {
 }{
 	"store.Tx":       {47, "tier-1's records (15) and A2A's push configs (5) are still the store's: the push configs wait for a hook that deletes a task's push configs with it"},
 	"httpapi.Server": {118, "the handler prologue's adapter and the service logic out of the Server"},
-	"peer.Network":   {95, "the outbox's queue, the registrar and the contracts filter leave peer"},
 }
 
 // agentExportedMax is agent's exported surface (issue 31: no larger

@@ -32,7 +32,7 @@ const (
 )
 
 // SendMessage is POST /message: one signed envelope from a paired peer,
-// handed to the one receiver (peer.Network.Deliver). The headers of POST
+// handed to the one receiver (peer.Inbound.Deliver). The headers of POST
 // /message come as call metadata (x-synapse-signature, x-synapse-seq,
 // x-synapse-seq-prev) or, as on StreamMessages, in a header block before
 // the envelope (peer/frame). Without an envelope it is seed 003 §4.2's

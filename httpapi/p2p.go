@@ -228,7 +228,7 @@ func (s *Server) listOutbox(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []stri
 		return err
 	}
 	q := ctx.QueryArgs()
-	items, next, err := s.net.Outbox(peer.OutboxQuery{
+	items, next, err := s.net.Outbox().List(peer.OutboxQuery{
 		State: string(q.Peek("state")), Peer: string(q.Peek("peer")), URL: string(q.Peek("url")),
 		After: string(q.Peek("page_token")), Limit: limit,
 	})
@@ -247,7 +247,7 @@ func (s *Server) retryOutbox(ctx *fasthttp.RequestCtx, _ auth.Principal, args []
 	if err != nil {
 		return err
 	}
-	e, err := s.net.RetryOutbox(ctx, id)
+	e, err := s.net.Outbox().Retry(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -257,7 +257,7 @@ func (s *Server) retryOutbox(ctx *fasthttp.RequestCtx, _ auth.Principal, args []
 
 func (s *Server) retryDeadLetters(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
 	q := ctx.QueryArgs()
-	n, err := s.net.RetryDeadLetters(ctx, string(q.Peek("peer")), string(q.Peek("url")))
+	n, err := s.net.Outbox().RetryDeadLetters(ctx, string(q.Peek("peer")), string(q.Peek("url")))
 	if err != nil {
 		return err
 	}
@@ -270,7 +270,7 @@ func (s *Server) dropOutbox(ctx *fasthttp.RequestCtx, _ auth.Principal, args []s
 	if err != nil {
 		return err
 	}
-	if err := s.net.DropOutbox(ctx, id); err != nil {
+	if err := s.net.Outbox().Drop(ctx, id); err != nil {
 		return err
 	}
 	ctx.SetStatusCode(fasthttp.StatusNoContent)

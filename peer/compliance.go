@@ -13,15 +13,6 @@ import (
 // complianceTimeout bounds the fetch of a peer's interface list.
 const complianceTimeout = 5 * time.Second
 
-// provideInterfaces declares what the P2P layer implements once it has
-// started: envelopes from peers (POST /message), the tasks they request,
-// the results they send back (POST /callback), results sent through the
-// durable outbox, and callbacks with polling as the fallback.
-func (n *Network) provideInterfaces() {
-	_ = n.a.ProvideInterfaces(wire.IfaceMessageHandler, wire.IfaceP2PTaskHandler, wire.IfaceCallbackReceiver,
-		wire.IfaceCallbackSender, wire.IfaceHybridTransport)
-}
-
 // Compliance evaluates an agent against the standard interfaces (seed 000
 // §5.4): this agent for SelfID (or its own id), or a paired peer, whose
 // GET /capabilities/interfaces is fetched. A peer that cannot be reached

@@ -22,16 +22,16 @@ import (
 
 // The P2P layer (seed 004, SPEC §6) has four parts:
 //
-//   - peers (peers.go): agents paired by fetching their /identity and
-//     pinning its Ed25519 key, with an online/offline/busy status kept by
-//     heartbeats;
+//   - peers (Pairing, peers.go): agents paired by fetching their
+//     /identity and pinning its Ed25519 key, with an online/offline/busy
+//     status kept by heartbeats;
 //   - the outbox (p2p_outbox.go): every message for a peer, and every
 //     callback to a plain webhook, is written to bbolt in the transaction
 //     of the state change that announces it and delivered from there, in
 //     order per destination, with retries and dead letters;
-//   - inbound (p2p_inbound.go): envelopes from peers are checked (pinned
-//     sender, signature, timestamp, message id not seen) and handed to the
-//     task engine;
+//   - inbound (Inbound, p2p_inbound.go): envelopes from peers are checked
+//     (pinned sender, signature, timestamp, message id not seen) and
+//     handed to the task engine;
 //   - the feed (below): the last envelopes received, for observers.
 //
 // Peers authenticate by signature, not by bearer token: an envelope is
@@ -61,8 +61,9 @@ const (
 // MessagePath is the path of the inbound message endpoint.
 const MessagePath = wire.APIPrefix + "/message"
 
-// Network is the peer network of one agent: its peers, its outbox, the
-// inbound envelope pipeline and the registry client. Build it with New
+// Network is the peer network of one agent: its peer book (Pairing), its
+// outbox, the inbound envelope pipeline (Inbound), the registry it may be
+// and its registrar (package registry). Build it with New
 // before the agent opens; the agent's Open and Close open and close it.
 type Network struct {
 	a   *agent.Agent
@@ -85,6 +86,7 @@ type Network struct {
 	// requests and the heartbeats (peers.go, pairing.go).
 	pairing *Pairing
 	out     *queue
+	admin   OutboxAdmin
 	// contracts makes and enforces the contracts with peers (contracts.go).
 	contracts *contracts.Manager
 	// inbound checks and applies the envelopes from peers
@@ -158,6 +160,7 @@ func New(a *agent.Agent, opts Options) (*Network, error) {
 	}
 	n.feed.init()
 	n.pairing = newPairing(n)
+	n.admin = OutboxAdmin{n: n}
 	n.dir = registry.New(registry.Options{Now: n.clock.Now, Logger: n.log, PinnedKey: n.pairing.pinnedKey})
 	n.inbound = newInbound(n)
 	n.contracts = contracts.New(a, contractNet{n}, log)
@@ -203,7 +206,12 @@ func (n *Network) Open(ctx context.Context) error {
 func (n *Network) Start() {
 	n.out.start()
 	n.spawn(n.pairing.heartbeats)
-	n.provideInterfaces()
+	// What the P2P layer implements once it has started: envelopes from
+	// peers (POST /message), the tasks they request, the results they
+	// send back (POST /callback), results sent through the durable
+	// outbox, and callbacks with polling as the fallback.
+	_ = n.a.ProvideInterfaces(wire.IfaceMessageHandler, wire.IfaceP2PTaskHandler, wire.IfaceCallbackReceiver,
+		wire.IfaceCallbackSender, wire.IfaceHybridTransport)
 	if n.registry != nil {
 		r := n.newRegistrar(n.registry)
 		n.spawn(func() { r.Run(n.ctx) })
@@ -258,6 +266,9 @@ func (n *Network) Known(peer string) bool { return n.pairing.Known(peer) }
 
 // Refusal is why peer refuses this agent, or "".
 func (n *Network) Refusal(peer string) string { return n.pairing.Refusal(peer) }
+
+// Outbox is the administration of the network's outbox.
+func (n *Network) Outbox() *OutboxAdmin { return &n.admin }
 
 // Inbound is the network's inbound pipeline: what the doors that take
 // envelopes from peers hand them to.
@@ -329,7 +340,7 @@ func (n *Network) sendEnvelopeSeq(ctx context.Context, endpoint string, m *wire.
 	if err != nil {
 		return transport.Refused(fmt.Errorf("encode %s: %w", m.MessageType, err))
 	}
-	h := n.signHeader(m.Receiver.AgentID, body)
+	h := n.p2p.signHeader(m.Receiver.AgentID, n.clock.Now(), body)
 	if s.Seq != 0 {
 		h[HeaderSeq] = strconv.FormatUint(s.Seq, 10)
 		if s.Prev != 0 {

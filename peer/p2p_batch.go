@@ -448,7 +448,7 @@ func (o *queue) postBatch(ctx context.Context, dest string, p *peer, cid string,
 	n := o.n
 	peerID := p.rec.AgentID
 	body := req.AppendJSON(make([]byte, 0, req.Size()))
-	h := n.signHeader(peerID, body)
+	h := n.p2p.signHeader(peerID, n.clock.Now(), body)
 	if signed {
 		sig, err := n.a.SignBatch(peerID, body)
 		if err != nil {

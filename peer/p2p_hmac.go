@@ -55,12 +55,12 @@ func (c *Config) peerSecrets(peer string) [][]byte {
 	return nil
 }
 
-// signHeader is the header for an envelope body sent to peer: its
-// signature when they share a secret, else empty.
-func (n *Network) signHeader(peer string, body []byte) map[string]string {
+// signHeader is the header for an envelope body sent to peer at now:
+// its signature when they share a secret, else empty.
+func (c *Config) signHeader(peer string, now time.Time, body []byte) map[string]string {
 	h := map[string]string{}
-	if secrets := n.p2p.peerSecrets(peer); len(secrets) > 0 {
-		h[transport.HeaderSignature] = wire.SignHMACKeys(secrets, n.clock.Now(), body)
+	if secrets := c.peerSecrets(peer); len(secrets) > 0 {
+		h[transport.HeaderSignature] = wire.SignHMACKeys(secrets, now, body)
 	}
 	return h
 }
