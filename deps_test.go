@@ -100,7 +100,7 @@ var notImporting = []struct {
 	{"agent/...", []string{"transport/httptransport", "transport/wstransport", "transport/netwire", "transport/mqtt", "transport/a2aclient"},
 		"agent is the engine: the command builds the wires (transport/netwire) and passes them in (agent.Options.Transport)"},
 	{"registry", []string{"agent", "peer", "contracts"},
-		"the directory needs only the store, the agent's id, its clock and the pinned keys (registry.Options); peer serves it"},
+		"the directory needs only the store, the agent's id, its clock and the pinned keys (registry.Options), the registrar the agent's declaration, key, clock and transport (registry.RegistrarOptions); peer builds both"},
 	{"outbox", []string{"agent", "peer", "contracts"},
 		"the outbox's records and queue serve peers, webhooks and A2A push alike: it knows the store, the transport and the wire, not who sends"},
 	// The wires carry bytes (issue 31): what a message becomes is the

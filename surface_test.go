@@ -56,7 +56,6 @@ var surfaceExcess = map[string]struct {
 	count int
 	who   string
 }{
-	"peer.Network": {95, "the outbox's queue, the registrar and the contracts filter leave peer"},
 }
 
 // agentExportedMax is agent's exported surface (issue 31: no larger

@@ -57,7 +57,7 @@ func startMQTT(ctx context.Context, a *agent.Agent, nw *peer.Network, t *mqtt.Tr
 		r.CounterFunc("synapse_mqtt_southbound_refused_total", "Device messages from the MQTT broker refused (not JSON or msgpack, a field missing or of the wrong type, oversized).", func() float64 { return float64(s.Bad.Load()) })
 		r.CounterFunc("synapse_mqtt_southbound_failed_total", "Device messages from the MQTT broker not stored for an error of the agent or a full reject_new quota (left unacknowledged, for redelivery).", func() float64 { return float64(s.Failed.Load()) })
 	}
-	t.SetReceiver(nw.Receiver())
+	t.SetReceiver(nw.Inbound().Receiver())
 	card := mqtt.Card{PublicKey: a.Identity().PublicKey, Endpoint: a.Identity().Endpoint}
 	for _, tt := range a.TaskTypes() {
 		card.TaskTypes = append(card.TaskTypes, tt.Type)
@@ -71,7 +71,7 @@ func startMQTT(ctx context.Context, a *agent.Agent, nw *peer.Network, t *mqtt.Tr
 	t.SetPresence(card, a.Sign)
 	dir := mqtt.NewDirectory()
 	t.SetDirectory(dir)
-	nw.AddDirectorySource("mqtt", func() []peer.DirectoryEntry { return directoryOf(dir.List()) })
+	nw.Directory().AddSource("mqtt", func() []peer.DirectoryEntry { return directoryOf(dir.List()) })
 	t.SetDocuments(func(ctx context.Context, path string) ([]byte, string, bool) {
 		var v any
 		switch path {

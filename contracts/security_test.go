@@ -58,10 +58,10 @@ func TestHighAcrossSystems(t *testing.T) {
 	a := startPeer(t, "patient", inSystem("patients"))
 	b := startPeer(t, "hospital", inSystem("hospital"))
 	tap := newWireTap(t, b.url())
-	if _, _, err := a.a.AddPeer(context.Background(), tap.srv.URL); err != nil { // a reaches b through the tap
+	if _, _, err := a.a.Pairing().AddPeer(context.Background(), tap.srv.URL); err != nil { // a reaches b through the tap
 		t.Fatal(err)
 	}
-	if _, _, err := b.a.AddPeer(context.Background(), a.url()); err != nil {
+	if _, _, err := b.a.Pairing().AddPeer(context.Background(), a.url()); err != nil {
 		t.Fatal(err)
 	}
 	ci := negotiated(t, a, b, negotiate.Request{PreferredSecurityLevel: negotiate.Basic})

@@ -105,7 +105,7 @@ func (m *Manager) Start(ctx context.Context) error {
 		return fmt.Errorf("group: prune: %w", err)
 	}
 	m.spawn(m.pruneLoop)
-	m.net.HandleGroupMessages(m.receive)
+	m.net.Inbound().HandleGroupMessages(m.receive)
 	if err := m.a.ProvideInterfaces(wire.IfaceGroupManager, wire.IfaceVotingHandler, wire.IfaceGroupTaskHandler); err != nil {
 		return fmt.Errorf("group: %w", err)
 	}
@@ -290,7 +290,7 @@ func (m *Manager) announce(tx *store.Tx, g *Group, msgType wire.MessageType, pay
 
 // send queues one envelope for a peer; an unpaired peer is skipped.
 func (m *Manager) send(tx *store.Tx, peer string, msgType wire.MessageType, payload any) error {
-	if _, err := m.net.Peer(peer); err != nil {
+	if _, err := m.net.Pairing().Peer(peer); err != nil {
 		m.log.Warn("not sent: the agent is not a paired peer", "peer", peer, "type", msgType)
 		return nil
 	}

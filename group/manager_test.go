@@ -83,7 +83,7 @@ func TestMembership(t *testing.T) {
 			t.Fatal(err)
 		}
 		testutil.Eventually(t, pollTimeout, "the forged join refused as a dead letter", func() bool {
-			items, _, err := outsider.Network.Outbox(peer.OutboxQuery{State: "dead", Peer: owner.id(), Limit: 10})
+			items, _, err := outsider.Network.Outbox().List(peer.OutboxQuery{State: "dead", Peer: owner.id(), Limit: 10})
 			return err == nil && len(items) == 1 && items[0].Type == string(wire.MsgGroupJoin)
 		})
 		if got := memberIDs(owner, g.GroupID); slices.Contains(got, outsider.id()) {

@@ -81,7 +81,7 @@ func (m *Manager) checkInvitee(id string) error {
 	if id == m.me {
 		return invalid("agent_id", "this agent is the group's owner already")
 	}
-	if _, err := m.net.Peer(id); err != nil {
+	if _, err := m.net.Pairing().Peer(id); err != nil {
 		return invalid("agent_id", "%s is not a paired peer of this agent (POST /agents to pair it first)", id)
 	}
 	return nil

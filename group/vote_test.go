@@ -125,7 +125,7 @@ func TestVotes(t *testing.T) {
 			t.Fatal(err)
 		}
 		testutil.Eventually(t, pollTimeout, "the forged ballot refused", func() bool {
-			items, _, err := outsider.Network.Outbox(peer.OutboxQuery{State: "dead", Peer: owner.id(), Limit: 10})
+			items, _, err := outsider.Network.Outbox().List(peer.OutboxQuery{State: "dead", Peer: owner.id(), Limit: 10})
 			return err == nil && len(items) == 1 && strings.Contains(items[0].LastError, string(wire.CodePermissionDenied))
 		})
 		o, _ := owner.gm.Vote(g.GroupID, v.VoteID)

@@ -102,7 +102,7 @@ func TestOneReceiverAllDoors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inbox.SetReceiver(b.net.Receiver())
+	inbox.SetReceiver(b.net.Inbound().Receiver())
 	if err := inbox.Start(context.Background(), "doors", bID); err != nil {
 		t.Fatal(err)
 	}

@@ -238,7 +238,7 @@ func envelope(t *testing.T, from, to *node, typ wire.MessageType, payload any) (
 // pair makes n pin other (other may then send envelopes to n).
 func (n *node) pair(t *testing.T, other *node) {
 	t.Helper()
-	if _, _, err := n.net.AddPeer(context.Background(), other.base); err != nil {
+	if _, _, err := n.net.Pairing().AddPeer(context.Background(), other.base); err != nil {
 		t.Fatalf("pair %s: %v", other.base, err)
 	}
 }

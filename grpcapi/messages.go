@@ -32,7 +32,7 @@ const (
 )
 
 // SendMessage is POST /message: one signed envelope from a paired peer,
-// handed to the one receiver (peer.Network.Deliver). The headers of POST
+// handed to the one receiver (peer.Inbound.Deliver). The headers of POST
 // /message come as call metadata (x-synapse-signature, x-synapse-seq,
 // x-synapse-seq-prev) or, as on StreamMessages, in a header block before
 // the envelope (peer/frame). Without an envelope it is seed 003 §4.2's
@@ -103,7 +103,7 @@ func (s *Server) sendMessage(ctx context.Context, in *pb.SendMessageRequest, met
 	if in.GetMsgpack() {
 		ct = wire.ContentMsgpack
 	}
-	a, reply := s.net.Deliver(ctx, &transport.Inbound{Kind: transport.Envelope, Body: bytes.Clone(body), ContentType: ct, Header: header})
+	a, reply := s.net.Inbound().Deliver(ctx, &transport.Inbound{Kind: transport.Envelope, Body: bytes.Clone(body), ContentType: ct, Header: header})
 	if reply == nil {
 		return nil, a.Error
 	}

@@ -109,7 +109,7 @@ func (s *Server) compliance(ctx *fasthttp.RequestCtx, _ auth.Principal, args []s
 	if err != nil {
 		return err
 	}
-	ev, err := s.net.Compliance(ctx, id)
+	ev, err := s.net.Pairing().Compliance(ctx, id)
 	if err != nil {
 		return err
 	}

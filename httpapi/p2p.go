@@ -80,7 +80,7 @@ type peerAPI struct {
 }
 
 // receiveMessage serves POST /message and POST /callback: the request's
-// body and headers go to the one receiver (peer.Network.Deliver), whose
+// body and headers go to the one receiver (peer.Inbound.Deliver), whose
 // answer is written as it is.
 func (pa peerAPI) receiveMessage(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
 	c, err := requestCodec(ctx)
@@ -96,7 +96,7 @@ func (pa peerAPI) receiveMessage(ctx *fasthttp.RequestCtx, _ auth.Principal, _ [
 	if len(h.Peek(fasthttp.HeaderAccept)) > 0 {
 		header[peer.HeaderAccept] = responseCodec(ctx).ContentType()
 	}
-	a, _ := pa.net.Deliver(ctx, &transport.Inbound{Kind: transport.Envelope, Body: bytes.Clone(ctx.PostBody()),
+	a, _ := pa.net.Inbound().Deliver(ctx, &transport.Inbound{Kind: transport.Envelope, Body: bytes.Clone(ctx.PostBody()),
 		ContentType: c.ContentType(), Header: header})
 	if a.Error != nil && c == wire.Msgpack && len(h.Peek(fasthttp.HeaderAccept)) == 0 {
 		// A refusal over HTTP is in the codec Accept names, JSON by
@@ -141,7 +141,7 @@ func (pa peerAPI) receiveBatch(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []s
 	ctx.Response.Header.Set(peer.HeaderOrdering, peer.OrderingPerSender)
 	ctx.Response.Header.Set(peer.HeaderBatch, maxBatch)
 	ctx.Response.Header.Set(peer.HeaderBatchSigning, peer.BatchSigningEd25519)
-	ans, err := pa.net.ReceiveBatch(ctx, ctx.PostBody(), string(ctx.Request.Header.Peek(wire.HeaderSignature)),
+	ans, err := pa.net.Inbound().ReceiveBatch(ctx, ctx.PostBody(), string(ctx.Request.Header.Peek(wire.HeaderSignature)),
 		string(ctx.Request.Header.Peek(peer.HeaderBatchSignature)))
 	if err != nil {
 		return err
@@ -181,7 +181,7 @@ func (pa peerAPI) addPeer(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string
 	if err := decode(ctx, &req); err != nil {
 		return err
 	}
-	p, created, err := pa.net.Pair(ctx, req.Endpoint, req.PairOptions)
+	p, created, err := pa.net.Pairing().Pair(ctx, req.Endpoint, req.PairOptions)
 	if err != nil {
 		return err
 	}
@@ -228,7 +228,7 @@ func (pa peerAPI) removePeer(ctx *fasthttp.RequestCtx, _ auth.Principal, args []
 	if err != nil {
 		return err
 	}
-	if err := pa.net.RemovePeer(ctx, id); err != nil {
+	if err := pa.net.Pairing().RemovePeer(ctx, id); err != nil {
 		return err
 	}
 	ctx.SetStatusCode(fasthttp.StatusNoContent)
@@ -243,7 +243,7 @@ func (pa peerAPI) listOutbox(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []str
 		return err
 	}
 	q := ctx.QueryArgs()
-	items, next, err := pa.net.Outbox(peer.OutboxQuery{
+	items, next, err := pa.net.Outbox().List(peer.OutboxQuery{
 		State: string(q.Peek("state")), Peer: string(q.Peek("peer")), URL: string(q.Peek("url")),
 		After: string(q.Peek("page_token")), Limit: limit,
 	})
@@ -262,7 +262,7 @@ func (pa peerAPI) retryOutbox(ctx *fasthttp.RequestCtx, _ auth.Principal, args [
 	if err != nil {
 		return err
 	}
-	e, err := pa.net.RetryOutbox(ctx, id)
+	e, err := pa.net.Outbox().Retry(ctx, id)
 	if err != nil {
 		return err
 	}
@@ -272,7 +272,7 @@ func (pa peerAPI) retryOutbox(ctx *fasthttp.RequestCtx, _ auth.Principal, args [
 
 func (pa peerAPI) retryDeadLetters(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
 	q := ctx.QueryArgs()
-	n, err := pa.net.RetryDeadLetters(ctx, string(q.Peek("peer")), string(q.Peek("url")))
+	n, err := pa.net.Outbox().RetryDeadLetters(ctx, string(q.Peek("peer")), string(q.Peek("url")))
 	if err != nil {
 		return err
 	}
@@ -285,7 +285,7 @@ func (pa peerAPI) dropOutbox(ctx *fasthttp.RequestCtx, _ auth.Principal, args []
 	if err != nil {
 		return err
 	}
-	if err := pa.net.DropOutbox(ctx, id); err != nil {
+	if err := pa.net.Outbox().Drop(ctx, id); err != nil {
 		return err
 	}
 	ctx.SetStatusCode(fasthttp.StatusNoContent)

@@ -117,7 +117,7 @@ func (pa peerAPI) wsAnswer(mt int, data []byte) (f wsFrame) {
 		b, _ := wire.CodecFor(ct).Marshal(wire.ErrorBody{Error: wire.AsError(err)})
 		return wsFrame{typ, b}
 	}
-	a, _ := pa.net.Deliver(pa.streams.bg, &transport.Inbound{Kind: transport.Envelope, Body: body, ContentType: ct, Header: header})
+	a, _ := pa.net.Inbound().Deliver(pa.streams.bg, &transport.Inbound{Kind: transport.Envelope, Body: body, ContentType: ct, Header: header})
 	if len(a.Body) == 0 {
 		return wsFrame{websocket.TextMessage, internalErrorJSON}
 	}

@@ -14,7 +14,7 @@ import (
 // for an operator to accept them.
 
 func (pa peerAPI) listPairRequests(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
-	write(ctx, fasthttp.StatusOK, map[string]any{"pending": pa.net.PairRequests()})
+	write(ctx, fasthttp.StatusOK, map[string]any{"pending": pa.net.Pairing().PairRequests()})
 	return nil
 }
 
@@ -29,7 +29,7 @@ func (pa peerAPI) acceptPeer(ctx *fasthttp.RequestCtx, _ auth.Principal, args []
 			return err
 		}
 	}
-	p, err := pa.net.AcceptPeer(ctx, id, o)
+	p, err := pa.net.Pairing().AcceptPeer(ctx, id, o)
 	if err != nil {
 		return err
 	}
@@ -43,7 +43,7 @@ func (pa peerAPI) declinePeer(ctx *fasthttp.RequestCtx, _ auth.Principal, args [
 	if err != nil {
 		return err
 	}
-	if err := pa.net.DeclinePeer(id); err != nil {
+	if err := pa.net.Pairing().DeclinePeer(id); err != nil {
 		return err
 	}
 	ctx.SetStatusCode(fasthttp.StatusNoContent)

@@ -27,7 +27,7 @@ func (s *Server) register(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string
 	if err != nil {
 		return err
 	}
-	ans, err := s.net.Register(ctx, m)
+	ans, err := s.net.Directory().Register(ctx, m)
 	if err != nil {
 		return err
 	}
@@ -52,7 +52,7 @@ func directoryQuery(ctx *fasthttp.RequestCtx) (q peer.DirectoryQuery, ok bool) {
 // findAgents answers FindByCapability as seed 003's ListAgentsResponse,
 // {"agents":[...],"total":n}, like GET /agents.
 func (s *Server) findAgents(ctx *fasthttp.RequestCtx, q peer.DirectoryQuery) error {
-	list, err := s.net.FindByCapability(q)
+	list, err := s.net.Directory().FindByCapability(q)
 	if err != nil {
 		return err
 	}
@@ -70,7 +70,7 @@ func (s *Server) getRegistration(ctx *fasthttp.RequestCtx, _ auth.Principal, arg
 	if err != nil {
 		return err
 	}
-	e, err := s.net.Registration(id)
+	e, err := s.net.Directory().Registration(id)
 	if err != nil {
 		return err
 	}
@@ -83,7 +83,7 @@ func (s *Server) unregister(ctx *fasthttp.RequestCtx, _ auth.Principal, args []s
 	if err != nil {
 		return err
 	}
-	if err := s.net.Unregister(ctx, id); err != nil {
+	if err := s.net.Directory().Unregister(ctx, id); err != nil {
 		return err
 	}
 	ctx.SetStatusCode(fasthttp.StatusNoContent)

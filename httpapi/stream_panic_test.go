@@ -23,7 +23,7 @@ func TestStreamPanicRecovered(t *testing.T) {
 	a.pairWith(t, b)
 	b.pairWith(t, a)
 	b.contractWith(t, a)
-	a.net.HandleGroupMessages(func(context.Context, string, *wire.UnifiedSynapseMessage) error {
+	a.net.Inbound().HandleGroupMessages(func(context.Context, string, *wire.UnifiedSynapseMessage) error {
 		panic("a bug in a group handler")
 	})
 	tok := a.do(t, "POST", api("/tokens"), []byte(`{"name":"w","scopes":["tasks:write"]}`)).object(t)["token"].(string)

@@ -18,7 +18,7 @@ func TestSetCallbackURL(t *testing.T) {
 	const hook = "http://127.0.0.1:9/hook"
 	queued := func() int {
 		t.Helper()
-		items, _, err := a.Outbox(peer.OutboxQuery{URL: hook})
+		items, _, err := a.Outbox().List(peer.OutboxQuery{URL: hook})
 		if err != nil {
 			t.Fatalf("Outbox: %v", err)
 		}

@@ -71,7 +71,7 @@ func TestInterfacesFollowComponents(t *testing.T) {
 		if slices.Contains(c.SupportedContentTypes, "multipart/form-data") {
 			t.Errorf("content types without the multipart route = %v", c.SupportedContentTypes)
 		}
-		ev, err := a.Compliance(context.Background(), agent.SelfID)
+		ev, err := a.Pairing().Compliance(context.Background(), agent.SelfID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,7 +98,7 @@ func TestInterfacesFollowComponents(t *testing.T) {
 		if got, want := c.SupportedContentTypes, []string{"application/json", "application/msgpack", "multipart/form-data"}; !slices.Equal(got, want) {
 			t.Errorf("content types = %v, want %v", got, want)
 		}
-		ev, _ := a.Compliance(context.Background(), a.Identity().AgentID)
+		ev, _ := a.Pairing().Compliance(context.Background(), a.Identity().AgentID)
 		want2 := wire.ComplianceEvaluation{AgentID: a.Identity().AgentID, BasicImplemented: 8, BasicRequired: 8,
 			CompleteImplemented: 4, CompleteTotal: 5, AdvancedImplemented: 1, AdvancedTotal: 5, Compliant: true}
 		if !reflect.DeepEqual(*ev, want2) {
@@ -115,7 +115,7 @@ func TestInterfacesFollowComponents(t *testing.T) {
 		if !a.Capabilities().SupportHiL {
 			t.Error("support_hil is false with the HiL manager running")
 		}
-		ev, _ := a.Compliance(context.Background(), agent.SelfID)
+		ev, _ := a.Pairing().Compliance(context.Background(), agent.SelfID)
 		if ev.CompleteImplemented != 5 || ev.AdvancedImplemented != 2 {
 			t.Errorf("compliance with hil = %+v, want 5 complete and 2 advanced", ev)
 		}
@@ -134,7 +134,7 @@ func TestInterfacesFollowComponents(t *testing.T) {
 		if n := len(b.Capabilities().SupportedTaskTypes); n != 0 {
 			t.Errorf("%d task types with the built-ins disabled", n)
 		}
-		ev, _ := b.Compliance(context.Background(), agent.SelfID)
+		ev, _ := b.Pairing().Compliance(context.Background(), agent.SelfID)
 		if ev.CompleteImplemented != 4 || ev.AdvancedImplemented != 0 {
 			t.Errorf("compliance with one level and no HTTP = %+v, want 4 complete (no multipart) and 0 advanced", ev)
 		}
@@ -217,7 +217,7 @@ func TestCompliancePeer(t *testing.T) {
 	pair(t, a, b)
 	ctx := context.Background()
 
-	ev, err := a.a.Compliance(ctx, b.id())
+	ev, err := a.a.Pairing().Compliance(ctx, b.id())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,18 +228,18 @@ func TestCompliancePeer(t *testing.T) {
 	}
 
 	startHIL(t, b.a)
-	ev, err = a.a.Compliance(ctx, b.id())
+	ev, err = a.a.Pairing().Compliance(ctx, b.id())
 	if err != nil || ev.CompleteImplemented != 5 || ev.AdvancedImplemented != 2 {
 		t.Errorf("compliance once the peer runs HiL = %+v, %v; want 5 complete, 2 advanced", ev, err)
 	}
 
-	_, err = a.a.Compliance(ctx, "stranger")
+	_, err = a.a.Pairing().Compliance(ctx, "stranger")
 	wantCode(t, err, wire.CodeNotFound)
 
 	c := startPeer(t, "gamma")
 	pair(t, a, c)
 	c.stop()
-	_, err = a.a.Compliance(ctx, c.id())
+	_, err = a.a.Pairing().Compliance(ctx, c.id())
 	if we := wantCode(t, err, wire.CodePeerUnreachable); we.Status() != 502 || we.Details["endpoint"] != c.url() {
 		t.Errorf("unreachable peer: %v (status %d, details %v)", we, we.Status(), we.Details)
 	}

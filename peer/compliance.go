@@ -13,32 +13,23 @@ import (
 // complianceTimeout bounds the fetch of a peer's interface list.
 const complianceTimeout = 5 * time.Second
 
-// provideInterfaces declares what the P2P layer implements once it has
-// started: envelopes from peers (POST /message), the tasks they request,
-// the results they send back (POST /callback), results sent through the
-// durable outbox, and callbacks with polling as the fallback.
-func (n *Network) provideInterfaces() {
-	_ = n.a.ProvideInterfaces(wire.IfaceMessageHandler, wire.IfaceP2PTaskHandler, wire.IfaceCallbackReceiver,
-		wire.IfaceCallbackSender, wire.IfaceHybridTransport)
-}
-
 // Compliance evaluates an agent against the standard interfaces (seed 000
 // §5.4): this agent for SelfID (or its own id), or a paired peer, whose
 // GET /capabilities/interfaces is fetched. A peer that cannot be reached
 // or answers badly is peer_unreachable (502).
-func (n *Network) Compliance(ctx context.Context, agentID string) (*wire.ComplianceEvaluation, error) {
-	if agentID == agent.SelfID || agentID == n.a.Identity().AgentID {
-		ev := wire.EvaluateCompliance(n.a.Identity().AgentID, n.a.GetSupportedInterfaces())
+func (pg *Pairing) Compliance(ctx context.Context, agentID string) (*wire.ComplianceEvaluation, error) {
+	if agentID == agent.SelfID || agentID == pg.a.Identity().AgentID {
+		ev := wire.EvaluateCompliance(pg.a.Identity().AgentID, pg.a.GetSupportedInterfaces())
 		return &ev, nil
 	}
-	if !n.ready() {
+	if !pg.n.ready() {
 		return nil, wire.Errorf(wire.CodeAgentNotReady, "")
 	}
-	p := n.peers.get(agentID)
+	p := pg.peers.get(agentID)
 	if p == nil {
 		return nil, errNoPeer(agentID)
 	}
-	list, err := n.fetchInterfaces(ctx, p.rec.Endpoint)
+	list, err := pg.fetchInterfaces(ctx, p.rec.Endpoint)
 	if err != nil {
 		return nil, wire.Errorf(wire.CodePeerUnreachable, "peer %s at %s: %v", agentID, p.rec.Endpoint, err).
 			With("agent_id", agentID).With("endpoint", p.rec.Endpoint)
@@ -52,10 +43,10 @@ func (n *Network) Compliance(ctx context.Context, agentID string) (*wire.Complia
 }
 
 // fetchInterfaces reads GET {endpoint}/capabilities/interfaces.
-func (n *Network) fetchInterfaces(ctx context.Context, endpoint string) (*wire.InterfaceList, error) {
+func (pg *Pairing) fetchInterfaces(ctx context.Context, endpoint string) (*wire.InterfaceList, error) {
 	ctx, cancel := context.WithTimeout(ctx, complianceTimeout)
 	defer cancel()
-	o := n.fetch(ctx, endpoint+agent.InterfacesPath, maxAnswerBytes)
+	o := pg.fetch(ctx, endpoint+agent.InterfacesPath, maxAnswerBytes)
 	if o.Status == 0 {
 		return nil, fmt.Errorf("GET %s: %w", agent.InterfacesPath, o.Err)
 	}

@@ -31,7 +31,7 @@ func (p *peer) contractPeer() contracts.Peer {
 }
 
 func (c contractNet) Peer(id string) (contracts.Peer, bool) {
-	p := c.n.peers.get(id)
+	p := c.n.pairing.peers.get(id)
 	if p == nil {
 		return contracts.Peer{}, false
 	}

@@ -21,7 +21,7 @@ func TestDirectorySources(t *testing.T) {
 			AgentCapabilities: &wire.AgentCapabilities{AgentID: id, SupportedTaskTypes: []wire.SupportedTaskType{{Type: "scan", Capabilities: caps}}}}
 	}
 	var listed []peer.DirectoryEntry
-	a.a.AddDirectorySource("mqtt", func() []peer.DirectoryEntry { return listed })
+	a.a.Directory().AddSource("mqtt", func() []peer.DirectoryEntry { return listed })
 	listed = []peer.DirectoryEntry{
 		entry("gw-1", "a2V5MQ==", peer.PeerOnline, "imaging"),
 		entry("gw-2", "a2V5Mg==", peer.PeerOffline),
@@ -30,7 +30,7 @@ func TestDirectorySources(t *testing.T) {
 		{AgentID: "gw-3", Status: peer.PeerOnline},                                 // no capabilities
 		entry("bad/id", "a2V5Mw==", peer.PeerOnline, "imaging"),
 	}
-	list, err := a.a.FindByCapability(peer.DirectoryQuery{Capability: "imaging"})
+	list, err := a.a.Directory().FindByCapability(peer.DirectoryQuery{Capability: "imaging"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,10 +54,10 @@ func TestDirectorySources(t *testing.T) {
 
 	// A registered agent comes first, marked as the registry's.
 	x := newRegistrant(t, "sys_x_agent")
-	if _, err := a.a.Register(context.Background(), x.envelope(t, x.registration(wire.StandardInterfaces), time.Now())); err != nil {
+	if _, err := a.a.Directory().Register(context.Background(), x.envelope(t, x.registration(wire.StandardInterfaces), time.Now())); err != nil {
 		t.Fatal(err)
 	}
-	list, err = a.a.FindByCapability(peer.DirectoryQuery{Capability: "imaging"})
+	list, err = a.a.Directory().FindByCapability(peer.DirectoryQuery{Capability: "imaging"})
 	if err != nil || len(list) != 3 || list[0].AgentID != x.id || list[0].Source != peer.SourceRegistry {
 		t.Fatalf("with a registered agent: %v %v", ids(list), err)
 	}

@@ -1,9 +1,12 @@
 // Package peer is a Synapse agent's peer network (seed 004, SPEC §6), on
 // top of its task engine (package agent): pairing and key pinning, the
-// inbound envelope pipeline, delegated tasks on the wire, the durable
-// outbox, heartbeats, the registry (package registry's directory, served
-// here) and the registrar, and the webhook and A2A push deliveries. The contracts between peers are package contracts',
-// which the network constructs and consults on every envelope.
+// inbound envelope pipeline, delegated tasks on the wire, the delivery of
+// the durable outbox, heartbeats, and the webhook and A2A push
+// deliveries. The registry this agent may be and the registration with
+// another one are package registry's (its Directory and Registrar), which
+// the network builds with the keys it pinned; the contracts between peers
+// are package contracts', which the network constructs and consults on
+// every envelope.
 //
 // # Lifecycle
 //
@@ -15,7 +18,10 @@
 // The network takes its settings from the agent's configuration (its p2p,
 // registry and negotiation sections) and uses the agent's store, clock,
 // key (through Sign) and metrics. httpapi, grpcapi and group take the
-// *Network beside the *agent.Agent.
+// *Network beside the *agent.Agent and reach its parts through it:
+// Network.Pairing (the peer book), Network.Inbound (the inbound
+// pipeline), Network.Outbox (the outbox's administration),
+// Network.Directory (the registry) and Network.Contracts.
 //
 // # How it meets the engine
 //
@@ -27,29 +33,38 @@
 // what the engine sends explicitly (a cancel, information or a decision
 // for the executing peer) reaches Enqueue in the same transaction.
 // Everything is delivered from the outbox. Envelopes from peers are
-// checked here (Deliver, receiver.go: paired sender, signature with the pinned key,
-// timestamp, message id not seen, the contract) and their task messages
-// handed to the engine's methods on behalf of a peer (AcceptFromPeer,
-// ReportFromPeer, ...). Group envelopes go to the handler group registers
-// (HandleGroupMessages).
+// checked by the Inbound (Inbound.Deliver, receiver.go: paired sender,
+// signature with the pinned key, timestamp, message id not seen, the
+// contract) and their task messages handed to the engine's methods on
+// behalf of a peer (AcceptFromPeer, ReportFromPeer, ...). Group envelopes
+// go to the handler group registers (Inbound.HandleGroupMessages). The
+// engine's questions about peers (Known, Refusal) and its retention
+// (Prune) reach the Network, which asks the Pairing and the Inbound.
 //
 // # Parts
 //
-//   - p2p.go: the Network, its lifecycle, envelopes and the feed of
-//     received envelopes;
-//   - peers.go, pairing.go, peer_caps.go, compliance.go: paired peers,
-//     pair requests, what a peer declares;
-//   - p2p_inbound.go, p2p_order.go, p2p_batch.go, p2p_hmac.go,
-//     p2p_group.go: the inbound pipeline, ordered delivery, batches of
-//     envelopes (both ways), transport signatures, group routing;
+// Each part is a type of its own that owns its state; the Network holds
+// them, runs their goroutines and sends for them.
+//
+//   - p2p.go: the Network, its lifecycle, envelopes, sending and the feed
+//     of received envelopes;
+//   - peers.go, pairing.go, peer_caps.go, compliance.go, tlspin.go: the
+//     Pairing, the peer book: paired peers and their TLS pins, pair
+//     requests, heartbeats, what a peer declares;
+//   - p2p_inbound.go, receiver.go, p2p_order.go, p2p_batch.go,
+//     p2p_hmac.go, p2p_group.go: the Inbound, the inbound pipeline:
+//     every door's Deliver, ordered delivery, batches of envelopes,
+//     transport signatures, group routing (the sending halves of batches,
+//     signatures and group messages are the outbox's and the Network's);
 //   - remote.go: the messages a change of a delegated task announces;
 //   - p2p_outbox.go, p2p_outbox_admin.go, a2a_push.go, disclose.go: the
 //     delivery of the durable outbox (lanes, rounds, retries; its records
-//     are package outbox's), its administration, A2A push notifications
-//     (rendered and delivered), selective disclosure of results;
-//   - registry.go, registrar.go: the registry this agent may be (package
-//     registry's Directory, with the keys pinned here), and the
-//     registration with another one;
+//     are package outbox's), its administration (the OutboxAdmin), A2A
+//     push notifications (rendered and delivered), selective disclosure
+//     of results;
+//   - registry.go, registrar.go: package registry's Directory, built
+//     with the keys pinned here, and its Registrar, given this agent's
+//     declaration, key and transport;
 //   - contracts.go: the network as package contracts sees it
 //     (contracts.Network), every outbox message sent under the active
 //     contract with its peer, negotiated first when there is none;

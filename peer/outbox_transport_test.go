@@ -99,7 +99,7 @@ func TestOutboxFakeTransport(t *testing.T) {
 	}
 	entry := func(url string, state outbox.State) *peer.OutboxEntry {
 		t.Helper()
-		items, _, err := a.Outbox(peer.OutboxQuery{State: string(state), URL: url})
+		items, _, err := a.Outbox().List(peer.OutboxQuery{State: string(state), URL: url})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,7 +149,7 @@ func TestOutboxFakeTransport(t *testing.T) {
 		}
 
 		// Requeue: the operator's retry sends it again, and it goes.
-		if _, err := a.RetryOutbox(ctx, d.ID); err != nil {
+		if _, err := a.Outbox().Retry(ctx, d.ID); err != nil {
 			t.Fatal(err)
 		}
 		waitSends(4)

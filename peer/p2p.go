@@ -14,7 +14,6 @@ import (
 	"github.com/synapse-edge/synapse/contracts"
 	"github.com/synapse-edge/synapse/internal/metrics"
 	"github.com/synapse-edge/synapse/outbox"
-	"github.com/synapse-edge/synapse/peer/pins"
 	"github.com/synapse-edge/synapse/registry"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/transport"
@@ -23,16 +22,16 @@ import (
 
 // The P2P layer (seed 004, SPEC §6) has four parts:
 //
-//   - peers (peers.go): agents paired by fetching their /identity and
-//     pinning its Ed25519 key, with an online/offline/busy status kept by
-//     heartbeats;
+//   - peers (Pairing, peers.go): agents paired by fetching their
+//     /identity and pinning its Ed25519 key, with an online/offline/busy
+//     status kept by heartbeats;
 //   - the outbox (p2p_outbox.go): every message for a peer, and every
 //     callback to a plain webhook, is written to bbolt in the transaction
 //     of the state change that announces it and delivered from there, in
 //     order per destination, with retries and dead letters;
-//   - inbound (p2p_inbound.go): envelopes from peers are checked (pinned
-//     sender, signature, timestamp, message id not seen) and handed to the
-//     task engine;
+//   - inbound (Inbound, p2p_inbound.go): envelopes from peers are checked
+//     (pinned sender, signature, timestamp, message id not seen) and
+//     handed to the task engine;
 //   - the feed (below): the last envelopes received, for observers.
 //
 // Peers authenticate by signature, not by bearer token: an envelope is
@@ -62,8 +61,9 @@ const (
 // MessagePath is the path of the inbound message endpoint.
 const MessagePath = wire.APIPrefix + "/message"
 
-// Network is the peer network of one agent: its peers, its outbox, the
-// inbound envelope pipeline and the registry client. Build it with New
+// Network is the peer network of one agent: its peer book (Pairing), its
+// outbox, the inbound envelope pipeline (Inbound), the registry it may be
+// and its registrar (package registry). Build it with New
 // before the agent opens; the agent's Open and Close open and close it.
 type Network struct {
 	a   *agent.Agent
@@ -82,25 +82,20 @@ type Network struct {
 	t      transport.Transport
 	secret []byte
 
-	peers peerSet
-	// pins are the TLS certificates pinned at pairing, by endpoint
-	// (tlspin.go).
-	pins pins.Table
-	out  *queue
+	// pairing is the peer book: the paired peers, their pins, the pair
+	// requests and the heartbeats (peers.go, pairing.go).
+	pairing *Pairing
+	out     *queue
+	admin   OutboxAdmin
 	// contracts makes and enforces the contracts with peers (contracts.go).
 	contracts *contracts.Manager
-	hmac      hmacGuard
-	in        inflight
-	order     sequencer
-	feed      MessageFeed
-	m         p2pMetrics
-	// pairing is the pair requests waiting here and the peers that have
-	// not accepted this agent yet (pairing.go).
-	pairing pairing
+	// inbound checks and applies the envelopes from peers
+	// (p2p_inbound.go, receiver.go).
+	inbound *Inbound
+	feed    MessageFeed
+	m       p2pMetrics
 	// dir is the registry this agent may be (registry.go).
 	dir *registry.Directory
-	// groupHandler takes the group:* envelopes (p2p_group.go).
-	groupHandler atomic.Pointer[GroupHandler]
 	// opened is set once Open loaded the peers.
 	opened atomic.Bool
 
@@ -159,13 +154,15 @@ func New(a *agent.Agent, opts Options) (*Network, error) {
 	}
 	n := &Network{a: a, log: log.With("component", "p2p"), cfg: a.Config(), p2p: p2p, registry: opts.Registry, clock: a.Clock()}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
-	n.dir = n.newDirectory()
 	n.t = a.Transport()
 	if s := p2p.CallbackSecret; s != "" {
 		n.secret = []byte(s)
 	}
 	n.feed.init()
-	n.pairing.init()
+	n.pairing = newPairing(n)
+	n.admin = OutboxAdmin{n: n}
+	n.dir = registry.New(registry.Options{Now: n.clock.Now, Logger: n.log, PinnedKey: n.pairing.pinnedKey})
+	n.inbound = newInbound(n)
 	n.contracts = contracts.New(a, contractNet{n}, log)
 	if err := a.Attach(n); err != nil {
 		return nil, err
@@ -178,11 +175,11 @@ func New(a *agent.Agent, opts Options) (*Network, error) {
 // queue messages). Deliveries and heartbeats begin with Start.
 func (n *Network) Open(ctx context.Context) error {
 	n.db = n.a.Store()
+	n.inbound.db = n.db
 	n.dir.Open(n.db, n.a.Identity().AgentID)
-	if err := n.peers.load(n.db); err != nil {
-		return fmt.Errorf("load peers: %w", err)
+	if err := n.pairing.open(n.db); err != nil {
+		return err
 	}
-	n.setPins(n.peers.m)
 	n.out = newQueue(n)
 	r := n.a.Metrics()
 	n.m = p2pMetrics{
@@ -198,7 +195,7 @@ func (n *Network) Open(ctx context.Context) error {
 	}
 	r.GaugeFunc("synapse_outbox_pending", "Messages waiting in the outbox.", func() float64 { return float64(n.out.count(outbox.Pending)) })
 	r.GaugeFunc("synapse_outbox_dead_letters", "Messages on the dead-letter list.", func() float64 { return float64(n.out.count(outbox.Dead)) })
-	r.GaugeFunc("synapse_peers", "Paired peers.", func() float64 { return float64(n.peers.len()) })
+	r.GaugeFunc("synapse_peers", "Paired peers.", func() float64 { return float64(n.pairing.peers.len()) })
 	n.opened.Store(true)
 	return nil
 }
@@ -208,9 +205,17 @@ func (n *Network) Open(ctx context.Context) error {
 // implements; the agent calls it once it has recovered its tasks.
 func (n *Network) Start() {
 	n.out.start()
-	n.spawn(n.heartbeats)
-	n.provideInterfaces()
-	n.spawn(n.registrar)
+	n.spawn(n.pairing.heartbeats)
+	// What the P2P layer implements once it has started: envelopes from
+	// peers (POST /message), the tasks they request, the results they
+	// send back (POST /callback), results sent through the durable
+	// outbox, and callbacks with polling as the fallback.
+	_ = n.a.ProvideInterfaces(wire.IfaceMessageHandler, wire.IfaceP2PTaskHandler, wire.IfaceCallbackReceiver,
+		wire.IfaceCallbackSender, wire.IfaceHybridTransport)
+	if n.registry != nil {
+		r := n.newRegistrar(n.registry)
+		n.spawn(func() { r.Run(n.ctx) })
+	}
 }
 
 // Close lets deliveries under way finish (for up to flushWait, within
@@ -257,7 +262,25 @@ func (n *Network) spawn(f func()) {
 func (n *Network) ready() bool { return n != nil && n.opened.Load() }
 
 // Known reports whether peer is paired.
-func (n *Network) Known(peer string) bool { return n.peers.get(peer) != nil }
+func (n *Network) Known(peer string) bool { return n.pairing.Known(peer) }
+
+// Refusal is why peer refuses this agent, or "".
+func (n *Network) Refusal(peer string) string { return n.pairing.Refusal(peer) }
+
+// Outbox is the administration of the network's outbox.
+func (n *Network) Outbox() *OutboxAdmin { return &n.admin }
+
+// Inbound is the network's inbound pipeline: what the doors that take
+// envelopes from peers hand them to.
+func (n *Network) Inbound() *Inbound { return n.inbound }
+
+// Prune forgets message ids older than seenTTL (the agent's Prune calls
+// it).
+func (n *Network) Prune(ctx context.Context) error { return n.inbound.Prune(ctx) }
+
+// Pairing is the network's peer book: its paired peers, pair requests
+// and pins.
+func (n *Network) Pairing() *Pairing { return n.pairing }
 
 // Enqueue queues m durably inside tx (the engine's transaction of the
 // change that announces it): a task's result for the peer that asked for
@@ -297,24 +320,12 @@ func (n *Network) send(ctx context.Context, m *transport.Message) transport.Outc
 	if m.MaxReply == 0 {
 		m.MaxReply = maxAnswerBytes
 	}
-	n.pinTLS(m)
+	n.pairing.pinTLS(m)
 	ctx, cancel := context.WithTimeout(ctx, deliveryTimeout)
 	defer cancel()
 	o := n.t.Send(ctx, m)
-	n.checkPinned(m, o)
+	n.pairing.checkPinned(m, o)
 	return o
-}
-
-// fetch reads the JSON document at url, at most max bytes of it.
-func (n *Network) fetch(ctx context.Context, url string, max int) transport.Outcome {
-	return n.fetchPinned(ctx, url, max, "")
-}
-
-// fetchPinned is fetch under the TLS pin given ("": the pin of the peer
-// at url, if any).
-func (n *Network) fetchPinned(ctx context.Context, url string, max int, pin string) transport.Outcome {
-	return n.send(ctx, &transport.Message{Kind: transport.Fetch, To: url,
-		Header: map[string]string{"Accept": wire.ContentJSON}, MaxReply: max, TLSPin: pin})
 }
 
 // sendEnvelope sends a signed JSON envelope to a peer's message endpoint.
@@ -329,7 +340,7 @@ func (n *Network) sendEnvelopeSeq(ctx context.Context, endpoint string, m *wire.
 	if err != nil {
 		return transport.Refused(fmt.Errorf("encode %s: %w", m.MessageType, err))
 	}
-	h := n.signHeader(m.Receiver.AgentID, body)
+	h := n.p2p.signHeader(m.Receiver.AgentID, n.clock.Now(), body)
 	if s.Seq != 0 {
 		h[HeaderSeq] = strconv.FormatUint(s.Seq, 10)
 		if s.Prev != 0 {

@@ -106,8 +106,8 @@ type (
 // returns the answer to send with 200 once every envelope's effects are
 // durable. A batch that cannot be read, or whose batch signature does not
 // verify, is refused as a whole (*wire.Error).
-func (n *Network) ReceiveBatch(ctx context.Context, body []byte, signature, batchSig string) (*BatchAnswer, error) {
-	if !n.ready() {
+func (ib *Inbound) ReceiveBatch(ctx context.Context, body []byte, signature, batchSig string) (*BatchAnswer, error) {
+	if !ib.n.ready() {
 		return nil, wire.Errorf(wire.CodeAgentNotReady, "")
 	}
 	req, err := batch.DecodeRequest(body)
@@ -131,7 +131,7 @@ func (n *Network) ReceiveBatch(ctx context.Context, body []byte, signature, batc
 		}
 		msgs[i] = m
 	}
-	if err := n.CheckTransportSignature(msgs[0].Sender.AgentID, signature, body); err != nil {
+	if err := ib.CheckTransportSignature(msgs[0].Sender.AgentID, signature, body); err != nil {
 		return nil, err
 	}
 	// The HMAC covered the whole body: Deliver does not look for one per
@@ -139,16 +139,16 @@ func (n *Network) ReceiveBatch(ctx context.Context, body []byte, signature, batc
 	ctx = context.WithValue(ctx, hmacCheckedKey{}, msgs[0].Sender.AgentID)
 	if batchSig != "" {
 		var err error
-		if ctx, err = n.verifyBatch(ctx, msgs[0], body, batchSig); err != nil {
+		if ctx, err = ib.verifyBatch(ctx, msgs[0], body, batchSig); err != nil {
 			return nil, err
 		}
 	}
-	n.m.batchesIn.Inc()
+	ib.n.m.batchesIn.Inc()
 	// Each envelope on its own goroutine, started in order: the sender's
 	// order (p2p_order.go) lets the next go once the previous one's write
 	// is queued, so the batch shares the store's commits.
 	out := &BatchAnswer{Results: make([]BatchResult, len(msgs))}
-	held := n.holdBatch(len(msgs)) // one commit for the batch (p2p_order.go)
+	held := ib.holdBatch(len(msgs)) // one commit for the batch (p2p_order.go)
 	var wg sync.WaitGroup
 	for i := range msgs {
 		it := req.Messages[i]
@@ -156,7 +156,7 @@ func (n *Network) ReceiveBatch(ctx context.Context, body []byte, signature, batc
 		go func() {
 			defer wg.Done()
 			ectx, done := held.envelope(ctx)
-			a, _ := n.Deliver(ectx, &transport.Inbound{Kind: transport.Envelope, Body: []byte(it.Envelope), ContentType: wire.ContentJSON,
+			a, _ := ib.Deliver(ectx, &transport.Inbound{Kind: transport.Envelope, Body: []byte(it.Envelope), ContentType: wire.ContentJSON,
 				Header: map[string]string{HeaderSeq: strconv.FormatUint(it.Seq, 10), HeaderSeqPrev: strconv.FormatUint(it.Prev, 10)}})
 			done()
 			out.Results[i] = batchResult(a)
@@ -173,15 +173,15 @@ type batchSignedKey struct{}
 // verifyBatch checks the batch signature of a batch whose first envelope
 // is first and returns ctx marked for its sender. An unpaired sender is
 // left to Deliver, which refuses its envelopes.
-func (n *Network) verifyBatch(ctx context.Context, first *wire.UnifiedSynapseMessage, body []byte, sig string) (context.Context, error) {
+func (ib *Inbound) verifyBatch(ctx context.Context, first *wire.UnifiedSynapseMessage, body []byte, sig string) (context.Context, error) {
 	sender := first.Sender.AgentID
-	p := n.peers.get(sender)
+	p := ib.n.pairing.peers.get(sender)
 	if p == nil {
 		return ctx, nil
 	}
-	if err := wire.VerifyBatch(p.pub, sender, n.a.Identity().AgentID, body, sig); err != nil {
-		n.a.Audit(agent.AuditSignatureFailed, sender, map[string]any{"batch": true, "error": err.Error()})
-		n.m.refused.With(string(wire.CodeIDUnknownSender)).Add(1)
+	if err := wire.VerifyBatch(p.pub, sender, ib.a.Identity().AgentID, body, sig); err != nil {
+		ib.a.Audit(agent.AuditSignatureFailed, sender, map[string]any{"batch": true, "error": err.Error()})
+		ib.n.m.refused.With(string(wire.CodeIDUnknownSender)).Add(1)
 		return nil, wire.Errorf(wire.CodeIDUnknownSender, "%v", err).With("sender", sender)
 	}
 	return context.WithValue(ctx, batchSignedKey{}, sender), nil
@@ -189,7 +189,7 @@ func (n *Network) verifyBatch(ctx context.Context, first *wire.UnifiedSynapseMes
 
 // verify checks the signature of m from p: its own, unless it came in a
 // batch from p whose signature verified.
-func (n *Network) verify(ctx context.Context, m *wire.UnifiedSynapseMessage, p *peer) error {
+func (ib *Inbound) verify(ctx context.Context, m *wire.UnifiedSynapseMessage, p *peer) error {
 	if s, ok := ctx.Value(batchSignedKey{}).(string); ok && s == m.Sender.AgentID && s == p.rec.AgentID {
 		return nil
 	}
@@ -448,7 +448,7 @@ func (o *queue) postBatch(ctx context.Context, dest string, p *peer, cid string,
 	n := o.n
 	peerID := p.rec.AgentID
 	body := req.AppendJSON(make([]byte, 0, req.Size()))
-	h := n.signHeader(peerID, body)
+	h := n.p2p.signHeader(peerID, n.clock.Now(), body)
 	if signed {
 		sig, err := n.a.SignBatch(peerID, body)
 		if err != nil {
@@ -476,7 +476,7 @@ func (o *queue) postBatch(ctx context.Context, dest string, p *peer, cid string,
 			derr = &deliveryError{err: derr.err, retryAfter: derr.retryAfter, code: derr.code}
 		}
 		if derr.code != "" {
-			n.refusedBy(peerID, derr.code)
+			n.pairing.refusedBy(peerID, derr.code)
 		}
 		for i := range out {
 			out[i] = derr
@@ -512,11 +512,11 @@ func (o *queue) postBatch(ctx context.Context, dest string, p *peer, cid string,
 			}
 			out[i].permanent, out[i].refusedContract = false, true
 		}
-		n.refusedBy(peerID, out[i].code)
+		n.pairing.refusedBy(peerID, out[i].code)
 	}
 	if anyOK {
-		n.acceptedBy(peerID)
-		if n.heard(peerID, nil) {
+		n.pairing.acceptedBy(peerID)
+		if n.pairing.heard(peerID, nil) {
 			n.spawn(func() { o.wake(peerID) })
 		}
 	}

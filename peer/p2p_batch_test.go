@@ -442,10 +442,10 @@ func TestBatchesNeedAnnouncement(t *testing.T) {
 			}))
 			t.Cleanup(proxy.Close)
 			// The requester knows the executor by the proxy's address.
-			if _, _, err := req.Network.AddPeer(context.Background(), proxy.URL); err != nil {
+			if _, _, err := req.Network.Pairing().AddPeer(context.Background(), proxy.URL); err != nil {
 				t.Fatal(err)
 			}
-			if _, _, err := exe.Network.AddPeer(context.Background(), req.url()); err != nil {
+			if _, _, err := exe.Network.Pairing().AddPeer(context.Background(), req.url()); err != nil {
 				t.Fatal(err)
 			}
 			const n = 120

@@ -24,17 +24,17 @@ type GroupHandler func(ctx context.Context, from string, m *wire.UnifiedSynapseM
 // HandleGroupMessages registers h for the group:* message types; nil
 // removes it. Without a handler group messages are refused with
 // capability_lacking.
-func (n *Network) HandleGroupMessages(h GroupHandler) {
+func (ib *Inbound) HandleGroupMessages(h GroupHandler) {
 	if h == nil {
-		n.groupHandler.Store(nil)
+		ib.groupHandler.Store(nil)
 		return
 	}
-	n.groupHandler.Store(&h)
+	ib.groupHandler.Store(&h)
 }
 
 // groupMessage hands a group envelope to the registered handler.
-func (n *Network) groupMessage(ctx context.Context, from string, m *wire.UnifiedSynapseMessage) error {
-	h := n.groupHandler.Load()
+func (ib *Inbound) groupMessage(ctx context.Context, from string, m *wire.UnifiedSynapseMessage) error {
+	h := ib.groupHandler.Load()
 	if h == nil {
 		return wire.Errorf(wire.CodeCapabilityLacking, "this agent does not take part in groups").With("message_type", string(m.MessageType))
 	}
@@ -59,7 +59,7 @@ func (n *Network) QueueToPeer(tx *store.Tx, peer string, msgType wire.MessageTyp
 	if !n.ready() {
 		return wire.Errorf(wire.CodeAgentNotReady, "")
 	}
-	if !n.Known(peer) {
+	if !n.pairing.Known(peer) {
 		return wire.Errorf(wire.CodeInvalidParams, "%q is not a paired peer (POST /agents to pair it)", peer).With("agent_id", peer)
 	}
 	if err := n.out.enqueue(tx, agent.Outgoing{Peer: peer, Type: msgType, Payload: payload}); err != nil {
@@ -81,7 +81,7 @@ func (n *Network) Send(ctx context.Context, m agent.Outgoing) (id string, err er
 	if !n.ready() {
 		return "", wire.Errorf(wire.CodeAgentNotReady, "")
 	}
-	if m.URL != "" || !n.Known(m.Peer) {
+	if m.URL != "" || !n.pairing.Known(m.Peer) {
 		return "", wire.Errorf(wire.CodeInvalidParams, "%q is not a paired peer (POST /agents to pair it)", m.Peer).With("agent_id", m.Peer)
 	}
 	err = n.db.Update(ctx, func(tx *store.Tx) error {

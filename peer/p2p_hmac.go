@@ -46,8 +46,8 @@ type hmacGuard struct {
 }
 
 // peerSecrets are the secrets shared with peer, or nil.
-func (n *Network) peerSecrets(peer string) [][]byte {
-	for _, ps := range n.p2p.PeerSecrets {
+func (c *Config) peerSecrets(peer string) [][]byte {
+	for _, ps := range c.PeerSecrets {
 		if ps.AgentID == peer {
 			return ps.Secrets
 		}
@@ -55,12 +55,12 @@ func (n *Network) peerSecrets(peer string) [][]byte {
 	return nil
 }
 
-// signHeader is the header for an envelope body sent to peer: its
-// signature when they share a secret, else empty.
-func (n *Network) signHeader(peer string, body []byte) map[string]string {
+// signHeader is the header for an envelope body sent to peer at now:
+// its signature when they share a secret, else empty.
+func (c *Config) signHeader(peer string, now time.Time, body []byte) map[string]string {
 	h := map[string]string{}
-	if secrets := n.peerSecrets(peer); len(secrets) > 0 {
-		h[transport.HeaderSignature] = wire.SignHMACKeys(secrets, n.clock.Now(), body)
+	if secrets := c.peerSecrets(peer); len(secrets) > 0 {
+		h[transport.HeaderSignature] = wire.SignHMACKeys(secrets, now, body)
 	}
 	return h
 }
@@ -68,14 +68,14 @@ func (n *Network) signHeader(peer string, body []byte) map[string]string {
 // CheckTransportSignature verifies the X-Synapse-Signature header of an
 // envelope body from sender (see above); nil when sender shares no
 // secret with this agent.
-func (n *Network) CheckTransportSignature(sender, header string, body []byte) error {
-	secrets := n.peerSecrets(sender)
-	if len(secrets) == 0 || !n.ready() {
+func (ib *Inbound) CheckTransportSignature(sender, header string, body []byte) error {
+	secrets := ib.p2p.peerSecrets(sender)
+	if len(secrets) == 0 || !ib.n.ready() {
 		return nil
 	}
-	now := n.clock.Now()
+	now := ib.clock.Now()
 	refuse := func(code wire.ErrorCode, reason string, err error) error {
-		n.a.Audit(agent.AuditSignatureFailed, sender, map[string]any{"transport": "hmac", "reason": reason, "error": err.Error()})
+		ib.a.Audit(agent.AuditSignatureFailed, sender, map[string]any{"transport": "hmac", "reason": reason, "error": err.Error()})
 		return wire.Errorf(code, "%s: %v", wire.HeaderSignature, err).With("reason", reason).With("sender", sender)
 	}
 	if err := wire.VerifyHMAC(header, secrets, body, now, wire.HMACTolerance); err != nil {
@@ -90,7 +90,7 @@ func (n *Network) CheckTransportSignature(sender, header string, body []byte) er
 		return refuse(wire.CodeIDUnknownSender, "mismatch", err)
 	}
 	t, _ := strconv.ParseInt(strings.TrimPrefix(firstEntry(header), "t="), 10, 64)
-	if !n.hmac.remember(sender, t, body, now) {
+	if !ib.hmac.remember(sender, t, body, now) {
 		return refuse(wire.CodeIDUnknownSender, "replayed", fmt.Errorf("the same signed request was received before"))
 	}
 	return nil

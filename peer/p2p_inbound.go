@@ -3,6 +3,7 @@ package peer
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,38 +58,65 @@ func (r *Reply) Status() int {
 	return 202
 }
 
+// Inbound is the network's inbound pipeline (receiver.go, this file,
+// p2p_order.go, p2p_batch.go, p2p_hmac.go, p2p_group.go): every door that
+// takes envelopes from peers hands them to Deliver or ReceiveBatch. It
+// owns what checking them needs to remember: the transport signatures
+// seen, the message ids being applied, each sender's order, and the
+// handler of group envelopes. Network.Inbound returns it. It reads the
+// peer book (pairing.go) and the contracts, hands task messages to the
+// engine and publishes what it accepted on the network's feed.
+type Inbound struct {
+	n     *Network
+	a     *agent.Agent
+	log   *slog.Logger
+	clock agent.Clock
+	p2p   *Config
+	db    *store.DB // set by the network's Open
+
+	hmac  hmacGuard
+	seen  inflight
+	order sequencer
+	// groupHandler takes the group:* envelopes (p2p_group.go).
+	groupHandler atomic.Pointer[GroupHandler]
+}
+
+func newInbound(n *Network) *Inbound {
+	return &Inbound{n: n, a: n.a, log: n.log, clock: n.clock, p2p: &n.p2p}
+}
+
 // receiveEnvelope handles one decoded envelope from a peer for Deliver
 // (receiver.go). raw is the envelope as received and msgpack its codec; a
 // response envelope is built in the same codec. Refusals are *wire.Error.
-func (n *Network) receiveEnvelope(ctx context.Context, m *wire.UnifiedSynapseMessage, raw []byte, msgpack bool) (*Reply, error) {
-	if !n.ready() {
+func (ib *Inbound) receiveEnvelope(ctx context.Context, m *wire.UnifiedSynapseMessage, raw []byte, msgpack bool) (*Reply, error) {
+	if !ib.n.ready() {
 		return nil, wire.Errorf(wire.CodeAgentNotReady, "")
 	}
-	reply, err := n.receive(ctx, m, raw, msgpack)
+	reply, err := ib.receive(ctx, m, raw, msgpack)
 	if err != nil {
-		n.m.refused.With(string(wire.AsError(err).Code)).Add(1)
+		ib.n.m.refused.With(string(wire.AsError(err).Code)).Add(1)
 	}
 	return reply, err
 }
 
-func (n *Network) receive(ctx context.Context, m *wire.UnifiedSynapseMessage, raw []byte, msgpack bool) (*Reply, error) {
-	me := n.a.Identity().AgentID
+func (ib *Inbound) receive(ctx context.Context, m *wire.UnifiedSynapseMessage, raw []byte, msgpack bool) (*Reply, error) {
+	me := ib.a.Identity().AgentID
 	if m.Receiver.AgentID != "" && m.Receiver.AgentID != me {
 		return nil, wire.Errorf(wire.CodeInvalidParams, "the message is for %q; this agent is %q", m.Receiver.AgentID, me).
 			With("receiver", m.Receiver.AgentID)
 	}
-	p := n.peers.get(m.Sender.AgentID)
+	p := ib.n.pairing.peers.get(m.Sender.AgentID)
 	if p == nil {
-		return nil, n.unpaired(m) // pairing.go
+		return nil, ib.n.pairing.unpaired(m) // pairing.go
 	}
-	if err := n.verify(ctx, m, p); err != nil { // p2p_batch.go
-		n.a.Audit(agent.AuditSignatureFailed, m.Sender.AgentID, map[string]any{"message_id": m.MessageID, "message_type": string(m.MessageType), "error": err.Error()})
+	if err := ib.verify(ctx, m, p); err != nil { // p2p_batch.go
+		ib.a.Audit(agent.AuditSignatureFailed, m.Sender.AgentID, map[string]any{"message_id": m.MessageID, "message_type": string(m.MessageType), "error": err.Error()})
 		return nil, wire.Errorf(wire.CodeIDUnknownSender, "%v", err).With("sender", m.Sender.AgentID)
 	}
 	s, sequenced := ctx.Value(seqKey{}).(Sequence)
-	if err := wire.CheckTimestamp(m, n.clock.Now(), wire.ReplayWindow); err != nil {
+	if err := wire.CheckTimestamp(m, ib.clock.Now(), wire.ReplayWindow); err != nil {
 		if sequenced {
-			n.order.refused(m.Sender.AgentID, s)
+			ib.order.refused(m.Sender.AgentID, s)
 		}
 		if errors.Is(err, wire.ErrStaleTimestamp) {
 			return nil, wire.Errorf(wire.CodeIDStaleTimestamp, "%v", err)
@@ -96,29 +124,29 @@ func (n *Network) receive(ctx context.Context, m *wire.UnifiedSynapseMessage, ra
 		return nil, wire.Errorf(wire.CodeMessageFormatInvalid, "%v", err)
 	}
 	if m.MessageType == wire.MsgPairRequest {
-		return n.pairedHello(p, m), nil // pairing.go
+		return ib.n.pairing.pairedHello(p, m), nil // pairing.go
 	}
 	if !wire.IsKnownMessageType(m.MessageType) && !isGroupMessage(m.MessageType) {
 		// A type this agent does not know (a misspelt p2p:task_canceled)
 		// is refused, not dropped: the sender learns it was not applied.
 		if sequenced {
-			n.order.refused(m.Sender.AgentID, s)
+			ib.order.refused(m.Sender.AgentID, s)
 		}
 		return nil, wire.Errorf(wire.CodeMessageFormatInvalid, "unknown message type %q", m.MessageType).
 			With("message_type", string(m.MessageType)).With("reason", "unknown_type")
 	}
 	// The contract with the sender, decryption (contracts.go).
-	dm, err := n.contracts.Admit(p.contractPeer(), m)
+	dm, err := ib.n.contracts.Admit(p.contractPeer(), m)
 	if err != nil {
 		if sequenced {
-			n.order.refused(m.Sender.AgentID, s)
+			ib.order.refused(m.Sender.AgentID, s)
 		}
 		return nil, err
 	}
 	// Ordered delivery (p2p_order.go): wait for the sender's previous
 	// message, and let its next one go once this one's write is queued.
 	if sequenced {
-		t, err := n.order.turn(ctx, m.Sender.AgentID, s)
+		t, err := ib.order.turn(ctx, m.Sender.AgentID, s)
 		if err != nil {
 			return nil, err
 		}
@@ -137,18 +165,18 @@ func (n *Network) receive(ctx context.Context, m *wire.UnifiedSynapseMessage, ra
 		}()
 		ctx = agent.WithQueued(ctx, func() { t.end(true) })
 		ctx = context.WithValue(ctx, tellKey{}, t)
-		reply, err := n.apply(ctx, p, m, dm, msgpack, raw)
+		reply, err := ib.apply(ctx, p, m, dm, msgpack, raw)
 		ok = err == nil
 		return reply, err
 	}
-	return n.apply(ctx, p, m, dm, msgpack, raw)
+	return ib.apply(ctx, p, m, dm, msgpack, raw)
 }
 
 // apply runs a checked envelope once: a message id processed before is
 // answered as a duplicate.
-func (n *Network) apply(ctx context.Context, p *peer, m, dm *wire.UnifiedSynapseMessage, msgpack bool, raw []byte) (*Reply, error) {
-	at := n.clock.Now().UTC()
-	done, dup, err := n.in.begin(ctx, n.db, m.MessageID, at)
+func (ib *Inbound) apply(ctx context.Context, p *peer, m, dm *wire.UnifiedSynapseMessage, msgpack bool, raw []byte) (*Reply, error) {
+	at := ib.clock.Now().UTC()
+	done, dup, err := ib.seen.begin(ctx, ib.db, m.MessageID, at)
 	if err != nil {
 		return nil, err
 	}
@@ -162,33 +190,33 @@ func (n *Network) apply(ctx context.Context, p *peer, m, dm *wire.UnifiedSynapse
 		tx.OnCommit(func() { marked.Store(true) })
 		return peerdb.MarkSeen(tx, m.MessageID, at)
 	})
-	reply, err := n.dispatch(ctx, p, dm, msgpack)
+	reply, err := ib.dispatch(ctx, p, dm, msgpack)
 	done(err == nil, marked.Load())
 	if err != nil {
 		return nil, err
 	}
-	if n.heard(p.rec.AgentID, nil) {
+	if ib.n.pairing.heard(p.rec.AgentID, nil) {
 		peer := p.rec.AgentID
-		n.spawn(func() { n.out.wake(peer) })
+		ib.n.spawn(func() { ib.n.out.wake(peer) })
 	}
 	label := string(m.MessageType)
 	if !wire.IsKnownMessageType(m.MessageType) {
 		label = "other"
 	}
-	n.m.received.With(label).Add(1)
+	ib.n.m.received.With(label).Add(1)
 	rm := ReceivedMessage{MessageID: m.MessageID, Type: m.MessageType, From: m.Sender.AgentID, Msgpack: msgpack, Raw: raw, JSON: raw}
 	if msgpack {
 		if rm.JSON, err = wire.EncodeEnvelopeJSON(m); err != nil {
 			rm.JSON = nil
 		}
 	}
-	tell(ctx, func() { n.feed.publish(rm) })
+	tell(ctx, func() { ib.n.feed.publish(rm) })
 	return reply, nil
 }
 
 // dispatch hands a checked message to the engine by its type.
-func (n *Network) dispatch(ctx context.Context, p *peer, m *wire.UnifiedSynapseMessage, msgpack bool) (*Reply, error) {
-	e, peer := n.a, p.rec.AgentID
+func (ib *Inbound) dispatch(ctx context.Context, p *peer, m *wire.UnifiedSynapseMessage, msgpack bool) (*Reply, error) {
+	e, peer := ib.a, p.rec.AgentID
 	accepted := &Reply{Accepted: &Accepted{Accepted: true, MessageID: m.MessageID}}
 	var err error
 	switch m.MessageType {
@@ -226,12 +254,12 @@ func (n *Network) dispatch(ctx context.Context, p *peer, m *wire.UnifiedSynapseM
 				return nil, badPayload(m.MessageType, err)
 			}
 		}
-		n.heard(peer, &hb)
-		n.out.wake(peer)
+		ib.n.pairing.heard(peer, &hb)
+		ib.n.out.wake(peer)
 	case wire.MsgNegotiateRequest, wire.MsgNegotiateResponse:
-		return n.negotiation(ctx, p, m, msgpack)
+		return ib.n.negotiation(ctx, p, m, msgpack)
 	case wire.MsgCapabilityQuery:
-		env, err := n.capabilityResponse(peer, m.MessageID, msgpack)
+		env, err := ib.capabilityResponse(peer, m.MessageID, msgpack)
 		if err != nil {
 			return nil, err
 		}
@@ -248,17 +276,17 @@ func (n *Network) dispatch(ctx context.Context, p *peer, m *wire.UnifiedSynapseM
 	case wire.MsgAck, wire.MsgNack:
 		var ack wire.AckPayload
 		_ = m.Payload.Decode(&ack)
-		lvl, msg := n.log.Debug, "ack"
+		lvl, msg := ib.log.Debug, "ack"
 		if m.MessageType == wire.MsgNack {
-			lvl, msg = n.log.Warn, "nack"
+			lvl, msg = ib.log.Warn, "nack"
 		}
 		lvl(msg, "peer", peer, "message_id", ack.MessageID, "correlation_id", m.CorrelationID, "error", ack.Error)
 	default:
 		if isGroupMessage(m.MessageType) {
-			err = n.groupMessage(ctx, peer, m)
+			err = ib.groupMessage(ctx, peer, m)
 			break
 		}
-		n.log.Debug("message accepted without effect", "peer", peer, "type", m.MessageType, "message_id", m.MessageID)
+		ib.log.Debug("message accepted without effect", "peer", peer, "type", m.MessageType, "message_id", m.MessageID)
 	}
 	if err != nil {
 		return nil, err
@@ -268,18 +296,18 @@ func (n *Network) dispatch(ctx context.Context, p *peer, m *wire.UnifiedSynapseM
 
 // capabilityResponse answers p2p:capability_query with this agent's
 // capabilities, signed, its payload in the codec of the query.
-func (n *Network) capabilityResponse(peer, corr string, msgpack bool) (*wire.UnifiedSynapseMessage, error) {
+func (ib *Inbound) capabilityResponse(peer, corr string, msgpack bool) (*wire.UnifiedSynapseMessage, error) {
 	var pl wire.RawPayload
 	var err error
 	if msgpack {
-		pl, err = wire.NewMsgpackPayload(n.a.Capabilities())
+		pl, err = wire.NewMsgpackPayload(ib.a.Capabilities())
 	} else {
-		pl, err = wire.NewJSONPayload(n.a.Capabilities())
+		pl, err = wire.NewJSONPayload(ib.a.Capabilities())
 	}
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeInternal, "capabilities: %v", err)
 	}
-	env, err := n.envelope(wire.MsgCapabilityResponse, peer, "", corr, pl)
+	env, err := ib.n.envelope(wire.MsgCapabilityResponse, peer, "", corr, pl)
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeInternal, "sign capability response: %v", err)
 	}
@@ -361,11 +389,11 @@ const pruneBatch = 1000
 
 // Prune forgets message ids older than seenTTL (the agent's Prune calls
 // it).
-func (n *Network) Prune(ctx context.Context) error {
-	cutoff := n.clock.Now().Add(-seenTTL)
+func (ib *Inbound) Prune(ctx context.Context) error {
+	cutoff := ib.clock.Now().Add(-seenTTL)
 	for range 1000 { // at most a million ids per pass
 		var k int
-		err := n.db.Update(ctx, func(tx *store.Tx) error {
+		err := ib.db.Update(ctx, func(tx *store.Tx) error {
 			var err error
 			k, err = peerdb.PruneSeen(tx, cutoff, pruneBatch)
 			return err

@@ -244,10 +244,10 @@ type holdKey struct{}
 // small (at most holdUpTo): a bigger one comes when the writer is busy
 // anyway, and its envelopes share commits without a hold, which would
 // only keep the writer idle while they take their turns.
-func (n *Network) holdBatch(count int) *batchHold {
+func (ib *Inbound) holdBatch(count int) *batchHold {
 	h := &batchHold{release: func() {}}
 	if count <= holdUpTo {
-		h.release = n.db.Hold()
+		h.release = ib.db.Hold()
 	}
 	h.left.Store(int32(count))
 	return h

@@ -573,7 +573,7 @@ func (o *queue) send(dest string, items []*outbox.Item, concurrent bool) []*deli
 // ready is called before a round sends to a peer: the peer must still be
 // paired. What must hold before anything is sent to a peer is checked here.
 func (o *queue) ready(peerID string) (*peer, *deliveryError) {
-	p := o.n.peers.get(peerID)
+	p := o.n.pairing.peers.get(peerID)
 	if p == nil {
 		return nil, &deliveryError{err: fmt.Errorf("%s is not a paired peer", peerID), permanent: true}
 	}
@@ -603,11 +603,11 @@ func (o *queue) deliverPeer(dest string, p *peer, it *outbox.Item, s Sequence) *
 		derr = nil
 	}
 	if derr != nil {
-		o.n.refusedBy(it.Peer, derr.code) // pairing.go
+		o.n.pairing.refusedBy(it.Peer, derr.code) // pairing.go
 		return derr
 	}
-	o.n.acceptedBy(it.Peer)
-	if o.n.heard(it.Peer, nil) {
+	o.n.pairing.acceptedBy(it.Peer)
+	if o.n.pairing.heard(it.Peer, nil) {
 		peer := it.Peer
 		o.n.spawn(func() { o.wake(peer) })
 	}

@@ -40,6 +40,12 @@ func outboxEntry(it *outbox.Item, s outbox.State) OutboxEntry {
 	return e
 }
 
+// OutboxAdmin is the administration of the network's outbox
+// (Network.Outbox): its list, retries and drops.
+type OutboxAdmin struct {
+	n *Network // its store, clock and queue, set by Open
+}
+
 // OutboxQuery selects outbox items.
 type OutboxQuery struct {
 	// State is "pending" (default) or "dead".
@@ -51,9 +57,9 @@ type OutboxQuery struct {
 	Limit int
 }
 
-// Outbox lists queued or dead messages in delivery order and returns the
+// List lists queued or dead messages in delivery order and returns the
 // next page token ("" at the end).
-func (n *Network) Outbox(q OutboxQuery) ([]OutboxEntry, string, error) {
+func (a *OutboxAdmin) List(q OutboxQuery) ([]OutboxEntry, string, error) {
 	state := outbox.Pending
 	switch q.State {
 	case "", string(outbox.Pending):
@@ -73,7 +79,7 @@ func (n *Network) Outbox(q OutboxQuery) ([]OutboxEntry, string, error) {
 	}
 	var items []*outbox.Item
 	var next string
-	err := n.db.View(func(tx *store.Tx) error {
+	err := a.n.db.View(func(tx *store.Tx) error {
 		var err error
 		items, next, err = outbox.List(tx, f)
 		return err
@@ -91,12 +97,12 @@ func (n *Network) Outbox(q OutboxQuery) ([]OutboxEntry, string, error) {
 	return out, next, nil
 }
 
-// RetryOutbox requeues a dead letter (at its original place, attempts
-// reset) or makes a pending message due now.
-func (n *Network) RetryOutbox(ctx context.Context, id string) (*OutboxEntry, error) {
-	o := n.out
+// Retry requeues a dead letter (at its original place, attempts reset)
+// or makes a pending message due now.
+func (a *OutboxAdmin) Retry(ctx context.Context, id string) (*OutboxEntry, error) {
+	o := a.n.out
 	var it *outbox.Item
-	err := n.db.Update(ctx, func(tx *store.Tx) error {
+	err := a.n.db.Update(ctx, func(tx *store.Tx) error {
 		cur, state, err := outbox.Get(tx, id)
 		if err != nil {
 			return err
@@ -105,7 +111,7 @@ func (n *Network) RetryOutbox(ctx context.Context, id string) (*OutboxEntry, err
 			it = cur
 			return nil
 		}
-		it, err = outbox.Revive(tx, id, n.clock.Now().UTC())
+		it, err = outbox.Revive(tx, id, a.n.clock.Now().UTC())
 		return err
 	})
 	if errors.Is(err, store.ErrNotFound) {
@@ -121,7 +127,7 @@ func (n *Network) RetryOutbox(ctx context.Context, id string) (*OutboxEntry, err
 
 // RetryDeadLetters requeues every dead letter of a peer (or, with url set
 // instead, of a webhook URL) in their original order; it returns how many.
-func (n *Network) RetryDeadLetters(ctx context.Context, peer, url string) (int, error) {
+func (a *OutboxAdmin) RetryDeadLetters(ctx context.Context, peer, url string) (int, error) {
 	var dest string
 	switch {
 	case (peer == "") == (url == ""):
@@ -132,21 +138,21 @@ func (n *Network) RetryDeadLetters(ctx context.Context, peer, url string) (int, 
 		dest = outbox.URLDest(url)
 	}
 	var k int
-	err := n.db.Update(ctx, func(tx *store.Tx) error {
+	err := a.n.db.Update(ctx, func(tx *store.Tx) error {
 		var err error
-		k, err = outbox.ReviveDest(tx, dest, false, n.clock.Now().UTC(), maxRevive)
+		k, err = outbox.ReviveDest(tx, dest, false, a.n.clock.Now().UTC(), maxRevive)
 		return err
 	})
 	if err != nil {
 		return 0, wire.Errorf(wire.CodeSysStorage, "retry dead letters: %v", err)
 	}
-	n.out.poke(dest, true)
+	a.n.out.poke(dest, true)
 	return k, nil
 }
 
-// DropOutbox deletes a queued or dead message for good.
-func (n *Network) DropOutbox(ctx context.Context, id string) error {
-	err := n.db.Update(ctx, func(tx *store.Tx) error { return outbox.Drop(tx, id) })
+// Drop deletes a queued or dead message for good.
+func (a *OutboxAdmin) Drop(ctx context.Context, id string) error {
+	err := a.n.db.Update(ctx, func(tx *store.Tx) error { return outbox.Drop(tx, id) })
 	if errors.Is(err, store.ErrNotFound) {
 		return wire.Errorf(wire.CodeNotFound, "no outbox message %q", id).With("id", id)
 	}

@@ -85,7 +85,7 @@ func TestStoreAndForward(t *testing.T) {
 	})
 	t.Run("peer goes offline", func(t *testing.T) {
 		testutil.Eventually(t, 10*time.Second, "the stopped executor to be offline after three heartbeat intervals", func() bool {
-			p, err := a.a.Peer(b.id())
+			p, err := a.a.Pairing().Peer(b.id())
 			return err == nil && p.Status == peer.PeerOffline
 		})
 	})
@@ -113,7 +113,7 @@ func TestStoreAndForward(t *testing.T) {
 		testutil.Eventually(t, 10*time.Second, "the requester's outbox to be empty", func() bool {
 			return len(outboxOf(t, a.a, outbox.Pending))+len(outboxOf(t, a.a, outbox.Dead)) == 0
 		})
-		if p, err := a.a.Peer(b.id()); err != nil || p.Status != peer.PeerOnline {
+		if p, err := a.a.Pairing().Peer(b.id()); err != nil || p.Status != peer.PeerOnline {
 			t.Errorf("executor's status = %+v (%v), want online", p, err)
 		}
 	})
@@ -136,22 +136,22 @@ func TestOutboxAdministration(t *testing.T) {
 	})
 
 	t.Run("drop", func(t *testing.T) {
-		if err := a.a.DropOutbox(ctx, dead[1].ID); err != nil {
+		if err := a.a.Outbox().Drop(ctx, dead[1].ID); err != nil {
 			t.Fatalf("DropOutbox: %v", err)
 		}
-		wantCode(t, a.a.DropOutbox(ctx, dead[1].ID), wire.CodeNotFound)
+		wantCode(t, a.a.Outbox().Drop(ctx, dead[1].ID), wire.CodeNotFound)
 	})
 	t.Run("filter by peer", func(t *testing.T) {
-		items, _, err := a.a.Outbox(peer.OutboxQuery{State: "dead", Peer: "someone-else"})
+		items, _, err := a.a.Outbox().List(peer.OutboxQuery{State: "dead", Peer: "someone-else"})
 		if err != nil || len(items) != 0 {
 			t.Errorf("dead letters of another peer = %+v (%v), want none", items, err)
 		}
-		_, _, err = a.a.Outbox(peer.OutboxQuery{State: "lost"})
+		_, _, err = a.a.Outbox().List(peer.OutboxQuery{State: "lost"})
 		wantCode(t, err, wire.CodeInvalidParams)
 	})
 	t.Run("retry one", func(t *testing.T) {
 		b.open()
-		e, err := a.a.RetryOutbox(ctx, dead[0].ID)
+		e, err := a.a.Outbox().Retry(ctx, dead[0].ID)
 		if err != nil {
 			t.Fatalf("RetryOutbox: %v", err)
 		}
@@ -164,7 +164,7 @@ func TestOutboxAdministration(t *testing.T) {
 		if got, _ := a.a.Task(second.ID); got.Status != wire.StatusPending {
 			t.Errorf("second task (its request dropped) is %s, want still pending", got.Status)
 		}
-		_, err = a.a.RetryOutbox(ctx, "0190aaaa-0000-7000-8000-000000000000")
+		_, err = a.a.Outbox().Retry(ctx, "0190aaaa-0000-7000-8000-000000000000")
 		wantCode(t, err, wire.CodeNotFound)
 	})
 	deadCancel := func(errPart string) func() bool {
@@ -188,13 +188,13 @@ func TestOutboxAdministration(t *testing.T) {
 		testutil.Eventually(t, 10*time.Second, "the refused cancel to become a dead letter after one attempt", deadCancel(string(wire.CodeTaskNotFound)))
 	})
 	t.Run("unpaired peer", func(t *testing.T) {
-		if err := a.a.RemovePeer(ctx, b.id()); err != nil {
+		if err := a.a.Pairing().RemovePeer(ctx, b.id()); err != nil {
 			t.Fatalf("RemovePeer: %v", err)
 		}
-		wantCode(t, a.a.RemovePeer(ctx, b.id()), wire.CodeNotFound)
+		wantCode(t, a.a.Pairing().RemovePeer(ctx, b.id()), wire.CodeNotFound)
 		_, err := a.a.Submit(ctx, admin, &wire.SubmitRequest{TaskType: "echo", Target: b.id()}, agent.SubmitOptions{})
 		wantCode(t, err, wire.CodeInvalidParams)
-		n, err := a.a.RetryDeadLetters(ctx, b.id(), "")
+		n, err := a.a.Outbox().RetryDeadLetters(ctx, b.id(), "")
 		if err != nil || n != 1 {
 			t.Fatalf("RetryDeadLetters = %d, %v; want 1", n, err)
 		}

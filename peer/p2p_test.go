@@ -162,7 +162,7 @@ func TestDelegation(t *testing.T) {
 
 	t.Run("peers are online", func(t *testing.T) {
 		for _, n := range []*peerNode{a, b} {
-			ps := n.a.Peers()
+			ps := n.a.Pairing().Peers()
 			if len(ps) != 1 || ps[0].Status != peer.PeerOnline || ps[0].LastSeen == "" {
 				t.Errorf("%s peers = %+v, want one online peer", n.cfg.AgentName, ps)
 			}

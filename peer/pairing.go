@@ -4,11 +4,16 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"fmt"
+	"log/slog"
 	"sort"
 	"sync"
 	"time"
 
+	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/internal/agentid"
+	"github.com/synapse-edge/synapse/peer/pins"
+	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -65,31 +70,56 @@ type pairRequest struct {
 	refused     int
 }
 
-// pairing is the pending requests of others and the refusals this agent
-// got from peers that have not accepted it.
-type pairing struct {
+// Pairing is the network's peer book: the paired peers (peers.go) and
+// their TLS pins (tlspin.go), what they declare (peer_caps.go), the
+// heartbeats that keep their status, the pending requests of others to
+// pair with this agent, and the refusals this agent got from peers that
+// have not accepted it (above). Network.Pairing returns it. It sends
+// through the network (its transport, its signing key, its outbox's
+// wake-ups) and runs its goroutines there.
+type Pairing struct {
+	n     *Network
+	a     *agent.Agent
+	log   *slog.Logger
+	clock agent.Clock
+	db    *store.DB // set by open
+
+	peers peerSet
+	// pins are the TLS certificates pinned at pairing, by endpoint
+	// (tlspin.go).
+	pins pins.Table
+
+	// mu guards the pair requests below.
 	mu      sync.Mutex
 	pending map[string]*pairRequest
-	// refusedBy holds, per peer that refused this agent, why.
-	refusedBy map[string]string
+	// refusals holds, per peer that refused this agent, why.
+	refusals map[string]string
 	// asked is when this agent last sent each peer its pair request;
 	// asking is closed when the request sent on pairing is answered.
 	asked  map[string]time.Time
 	asking map[string]chan struct{}
 }
 
-func (pg *pairing) init() {
-	pg.pending = map[string]*pairRequest{}
-	pg.refusedBy = map[string]string{}
-	pg.asked = map[string]time.Time{}
-	pg.asking = map[string]chan struct{}{}
+func newPairing(n *Network) *Pairing {
+	return &Pairing{n: n, a: n.a, log: n.log, clock: n.clock,
+		pending: map[string]*pairRequest{}, refusals: map[string]string{},
+		asked: map[string]time.Time{}, asking: map[string]chan struct{}{}}
+}
+
+// open loads the paired peers from db (the network's Open).
+func (pg *Pairing) open(db *store.DB) error {
+	pg.db = db
+	if err := pg.peers.load(db); err != nil {
+		return fmt.Errorf("load peers: %w", err)
+	}
+	pg.setPins(pg.peers.m)
+	return nil
 }
 
 // ask sends peer this agent's pair request, unless it was sent less than
 // askEvery ago and force is false.
-func (n *Network) ask(peer string, force bool) {
-	pg := &n.pairing
-	now := n.clock.Now()
+func (pg *Pairing) ask(peer string, force bool) {
+	now := pg.clock.Now()
 	pg.mu.Lock()
 	if last, ok := pg.asked[peer]; ok && !force && now.Sub(last) < askEvery && now.After(last) {
 		pg.mu.Unlock()
@@ -97,55 +127,54 @@ func (n *Network) ask(peer string, force bool) {
 	}
 	pg.asked[peer] = now
 	pg.mu.Unlock()
-	p := n.peers.get(peer)
+	p := pg.peers.get(peer)
 	if p == nil {
 		return
 	}
-	id := n.a.Identity()
+	id := pg.a.Identity()
 	payload, err := wire.NewJSONPayload(&id)
 	if err != nil {
 		return
 	}
-	m, err := n.envelope(wire.MsgPairRequest, peer, "", "", payload)
+	m, err := pg.n.envelope(wire.MsgPairRequest, peer, "", "", payload)
 	if err != nil {
-		n.log.Error("pair request", "peer", peer, "err", err)
+		pg.log.Error("pair request", "peer", peer, "err", err)
 		return
 	}
-	ctx, cancel := context.WithTimeout(n.ctx, maxHeartbeatTimeout)
+	ctx, cancel := context.WithTimeout(pg.n.ctx, maxHeartbeatTimeout)
 	defer cancel()
-	o := n.sendEnvelope(ctx, p.rec.Endpoint, m)
+	o := pg.n.sendEnvelope(ctx, p.rec.Endpoint, m)
 	switch {
 	case o.Delivered():
-		n.log.Debug("pair request: the peer has paired this agent", "peer", peer)
+		pg.log.Debug("pair request: the peer has paired this agent", "peer", peer)
 	case o.Status == 0:
-		n.log.Debug("pair request not delivered", "peer", peer, "err", o.Err)
+		pg.log.Debug("pair request not delivered", "peer", peer, "err", o.Err)
 	default:
-		n.log.Debug("pair request answered", "peer", peer, "err", o.Err)
+		pg.log.Debug("pair request answered", "peer", peer, "err", o.Err)
 	}
 }
 
 // pairedHello answers a pair request from a paired peer: it knows us
 // already, or has just accepted us; what waits for it goes now.
-func (n *Network) pairedHello(p *peer, m *wire.UnifiedSynapseMessage) *Reply {
+func (pg *Pairing) pairedHello(p *peer, m *wire.UnifiedSynapseMessage) *Reply {
 	peer := p.rec.AgentID
-	n.heard(peer, nil)
-	n.acceptedBy(peer)
-	n.spawn(func() { n.out.wake(peer) })
+	pg.heard(peer, nil)
+	pg.acceptedBy(peer)
+	pg.n.spawn(func() { pg.n.out.wake(peer) })
 	return &Reply{Accepted: &Accepted{Accepted: true, MessageID: m.MessageID}}
 }
 
 // pinned is called when AddPeer has pinned peer: its pair request, if
 // any, is settled, and this agent's request goes to it (which, if it has
 // paired this agent, wakes its outbox).
-func (n *Network) pinned(peer string) {
-	pg := &n.pairing
+func (pg *Pairing) pinned(peer string) {
 	done := make(chan struct{})
 	pg.mu.Lock()
 	delete(pg.pending, peer)
 	pg.asking[peer] = done
 	pg.mu.Unlock()
-	n.spawn(func() {
-		n.ask(peer, true)
+	pg.n.spawn(func() {
+		pg.ask(peer, true)
 		close(done)
 		pg.mu.Lock()
 		if pg.asking[peer] == done {
@@ -160,12 +189,11 @@ func (n *Network) pinned(peer string) {
 // finds it listed as soon as the call returns. The API and the CLI pair
 // through it. o.TLSFingerprint pins the endpoint's TLS certificate
 // (tlspin.go).
-func (n *Network) Pair(ctx context.Context, endpoint string, o PairOptions) (*PeerInfo, bool, error) {
-	info, created, err := n.AddPeerWith(ctx, endpoint, o)
-	if err != nil || !n.ready() {
+func (pg *Pairing) Pair(ctx context.Context, endpoint string, o PairOptions) (*PeerInfo, bool, error) {
+	info, created, err := pg.AddPeerWith(ctx, endpoint, o)
+	if err != nil || !pg.n.ready() {
 		return info, created, err
 	}
-	pg := &n.pairing
 	pg.mu.Lock()
 	done := pg.asking[info.AgentID]
 	pg.mu.Unlock()
@@ -185,13 +213,12 @@ func (n *Network) Pair(ctx context.Context, endpoint string, o PairOptions) (*Pe
 // valid pair request is listed for an operator and refused as retriable
 // (peer_approval_pending), as is anything else from an agent whose request
 // waits; the rest is TP-ID003.
-func (n *Network) unpaired(m *wire.UnifiedSynapseMessage) error {
+func (pg *Pairing) unpaired(m *wire.UnifiedSynapseMessage) error {
 	sender := m.Sender.AgentID
-	pg := &n.pairing
-	now := n.clock.Now()
+	now := pg.clock.Now()
 	waiting := func() error {
 		return wire.Errorf(wire.CodePeerApprovalPending,
-			"agent %s has not accepted %s as a peer yet: an operator there runs 'synapse peer accept %s'", n.a.Identity().AgentID, sender, sender).
+			"agent %s has not accepted %s as a peer yet: an operator there runs 'synapse peer accept %s'", pg.a.Identity().AgentID, sender, sender).
 			With("sender", sender)
 	}
 	if m.MessageType != wire.MsgPairRequest {
@@ -204,7 +231,7 @@ func (n *Network) unpaired(m *wire.UnifiedSynapseMessage) error {
 		}
 		pg.mu.Unlock()
 		return wire.Errorf(wire.CodeIDUnknownSender, "sender %q is not a paired peer of %s: pair it there (synapse peer add ENDPOINT), or pair this agent from it so that it asks",
-			sender, n.a.Identity().AgentID).With("sender", sender)
+			sender, pg.a.Identity().AgentID).With("sender", sender)
 	}
 	var id wire.Identity
 	if err := m.Payload.Decode(&id); err != nil {
@@ -216,7 +243,7 @@ func (n *Network) unpaired(m *wire.UnifiedSynapseMessage) error {
 	if err := agentid.Check(id.AgentID); err != nil {
 		return wire.Errorf(wire.CodeInvalidParams, "pair request: %v", err)
 	}
-	if id.AgentID == n.a.Identity().AgentID {
+	if id.AgentID == pg.a.Identity().AgentID {
 		return wire.Errorf(wire.CodeInvalidParams, "pair request: the sender is this agent itself")
 	}
 	pub, err := agentid.DecodePublicKey(id.PublicKey)
@@ -249,7 +276,7 @@ func (n *Network) unpaired(m *wire.UnifiedSynapseMessage) error {
 	case r == nil || r.id.PublicKey != id.PublicKey:
 		pg.pending[sender] = &pairRequest{id: id, first: now, last: now}
 		pg.mu.Unlock()
-		n.log.Warn("an agent asks to pair; accept it with 'synapse peer accept ID' (or decline it)",
+		pg.log.Warn("an agent asks to pair; accept it with 'synapse peer accept ID' (or decline it)",
 			"agent_id", sender, "endpoint", id.Endpoint, "key", keyFingerprint(id.PublicKey), "again", r != nil)
 	default:
 		r.id, r.last = id, now
@@ -260,16 +287,15 @@ func (n *Network) unpaired(m *wire.UnifiedSynapseMessage) error {
 }
 
 // PairRequests lists the agents that asked to pair, by agent_id.
-func (n *Network) PairRequests() []PairRequest {
-	if !n.ready() {
+func (pg *Pairing) PairRequests() []PairRequest {
+	if !pg.n.ready() {
 		return []PairRequest{}
 	}
-	pg := &n.pairing
-	now := n.clock.Now()
+	now := pg.clock.Now()
 	pg.mu.Lock()
 	out := make([]PairRequest, 0, len(pg.pending))
 	for _, r := range pg.pending {
-		if now.Sub(r.last) >= pairRequestTTL || n.peers.get(r.id.AgentID) != nil {
+		if now.Sub(r.last) >= pairRequestTTL || pg.peers.get(r.id.AgentID) != nil {
 			continue
 		}
 		out = append(out, PairRequest{AgentID: r.id.AgentID, AgentName: r.id.AgentName, SystemID: r.id.SystemID,
@@ -290,11 +316,10 @@ func errNoPairRequest(id string) error {
 // asked, pins it (AddPeer) and greets it so that its queued messages
 // come at once. o.TLSFingerprint pins the TLS certificate of its https
 // endpoint, which the identity is read under already.
-func (n *Network) AcceptPeer(ctx context.Context, id string, o PairOptions) (*PeerInfo, error) {
-	if !n.ready() {
+func (pg *Pairing) AcceptPeer(ctx context.Context, id string, o PairOptions) (*PeerInfo, error) {
+	if !pg.n.ready() {
 		return nil, wire.Errorf(wire.CodeAgentNotReady, "")
 	}
-	pg := &n.pairing
 	pg.mu.Lock()
 	r := pg.pending[id]
 	var want wire.Identity
@@ -302,14 +327,14 @@ func (n *Network) AcceptPeer(ctx context.Context, id string, o PairOptions) (*Pe
 		want = r.id
 	}
 	pg.mu.Unlock()
-	if r == nil || n.peers.get(id) != nil {
+	if r == nil || pg.peers.get(id) != nil {
 		return nil, errNoPairRequest(id)
 	}
 	o, err := o.check(want.Endpoint)
 	if err != nil {
 		return nil, err
 	}
-	got, err := n.fetchIdentity(ctx, want.Endpoint, o.TLSFingerprint)
+	got, err := pg.fetchIdentity(ctx, want.Endpoint, o.TLSFingerprint)
 	if err != nil {
 		return nil, err
 	}
@@ -319,52 +344,50 @@ func (n *Network) AcceptPeer(ctx context.Context, id string, o PairOptions) (*Pe
 			want.Endpoint, IdentityPath, got.AgentID, keyFingerprint(got.PublicKey), want.AgentID, keyFingerprint(want.PublicKey)).
 			With("agent_id", id).With("reason", "public_key_changed")
 	}
-	info, _, err := n.Pair(ctx, want.Endpoint, o)
+	info, _, err := pg.Pair(ctx, want.Endpoint, o)
 	if err != nil {
 		return nil, err
 	}
 	if info.PublicKey != want.PublicKey {
 		// The key changed between the two reads: do not keep it.
-		_ = n.RemovePeer(ctx, info.AgentID)
+		_ = pg.RemovePeer(ctx, info.AgentID)
 		return nil, wire.Errorf(wire.CodeInvalidStateChange, "the key of %s changed while it was accepted; try again", id).
 			With("agent_id", id).With("reason", "public_key_changed")
 	}
 	pg.mu.Lock()
 	delete(pg.pending, id)
 	pg.mu.Unlock()
-	n.log.Info("pair request accepted", "agent_id", id, "endpoint", want.Endpoint)
+	pg.log.Info("pair request accepted", "agent_id", id, "endpoint", want.Endpoint)
 	return info, nil
 }
 
 // DeclinePeer forgets a pending pair request; the agent's next request
 // is listed again.
-func (n *Network) DeclinePeer(id string) error {
-	if !n.ready() {
+func (pg *Pairing) DeclinePeer(id string) error {
+	if !pg.n.ready() {
 		return errNoPairRequest(id)
 	}
-	pg := &n.pairing
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
 	if _, ok := pg.pending[id]; !ok {
 		return errNoPairRequest(id)
 	}
 	delete(pg.pending, id)
-	n.log.Info("pair request declined", "agent_id", id)
+	pg.log.Info("pair request declined", "agent_id", id)
 	return nil
 }
 
 // acceptedBy records that peer took a message: a refusal noted before is
 // over.
-func (n *Network) acceptedBy(peer string) {
-	pg := &n.pairing
+func (pg *Pairing) acceptedBy(peer string) {
 	pg.mu.Lock()
-	_, was := pg.refusedBy[peer]
+	_, was := pg.refusals[peer]
 	if was {
-		delete(pg.refusedBy, peer)
+		delete(pg.refusals, peer)
 	}
 	pg.mu.Unlock()
 	if was {
-		n.log.Info("peer accepts this agent's messages now", "peer", peer)
+		pg.log.Info("peer accepts this agent's messages now", "peer", peer)
 	}
 }
 
@@ -373,34 +396,32 @@ func (n *Network) acceptedBy(peer string) {
 // is noted: one warning, and a waiting_for_peer note on the tasks waiting
 // for it; one that does not know it is sent the pair request again. Other
 // refusals change nothing.
-func (n *Network) refusedBy(peer string, code wire.ErrorCode) {
+func (pg *Pairing) refusedBy(peer string, code wire.ErrorCode) {
 	if code != wire.CodeIDUnknownSender && code != wire.CodePeerApprovalPending {
 		return
 	}
-	pg := &n.pairing
-	why := WaitingForPeer + ": " + peer + " has not accepted this agent as a peer yet (there: synapse peer accept " + n.a.Identity().AgentID + ")"
+	why := WaitingForPeer + ": " + peer + " has not accepted this agent as a peer yet (there: synapse peer accept " + pg.a.Identity().AgentID + ")"
 	if code == wire.CodeIDUnknownSender {
-		why = WaitingForPeer + ": " + peer + " does not know this agent (there: synapse peer add " + n.a.Identity().Endpoint + ")"
+		why = WaitingForPeer + ": " + peer + " does not know this agent (there: synapse peer add " + pg.a.Identity().Endpoint + ")"
 	}
 	pg.mu.Lock()
-	prev := pg.refusedBy[peer]
-	pg.refusedBy[peer] = why
+	prev := pg.refusals[peer]
+	pg.refusals[peer] = why
 	pg.mu.Unlock()
 	if prev != why {
-		n.log.Warn("a peer refuses this agent's messages; they wait in the outbox", "peer", peer, "code", code, "reason", why)
+		pg.log.Warn("a peer refuses this agent's messages; they wait in the outbox", "peer", peer, "code", code, "reason", why)
 	}
-	n.a.NoteWaiting(peer, why)
+	pg.a.NoteWaiting(peer, why)
 	if code == wire.CodeIDUnknownSender {
-		n.spawn(func() { n.ask(peer, false) })
+		pg.n.spawn(func() { pg.ask(peer, false) })
 	}
 }
 
 // Refusal is why peer refuses this agent, or "".
-func (n *Network) Refusal(peer string) string {
-	pg := &n.pairing
+func (pg *Pairing) Refusal(peer string) string {
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
-	return pg.refusedBy[peer]
+	return pg.refusals[peer]
 }
 
 // keyFingerprint is "SHA256:" and the unpadded base64 of the SHA-256 of a

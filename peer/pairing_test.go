@@ -26,17 +26,17 @@ import (
 func TestPairingIsMutual(t *testing.T) {
 	a := startPeer(t, "requester")
 	b := startPeer(t, "executor")
-	if _, _, err := a.a.AddPeer(context.Background(), b.url()); err != nil {
+	if _, _, err := a.a.Pairing().AddPeer(context.Background(), b.url()); err != nil {
 		t.Fatalf("AddPeer: %v", err)
 	}
 	var reqs []peer.PairRequest
-	testutil.Eventually(t, 10*time.Second, "the executor to list a pair request", func() bool { reqs = b.a.PairRequests(); return len(reqs) == 1 })
+	testutil.Eventually(t, 10*time.Second, "the executor to list a pair request", func() bool { reqs = b.a.Pairing().PairRequests(); return len(reqs) == 1 })
 	got := reqs[0]
 	if got.AgentID != a.id() || got.PublicKey != a.a.Identity().PublicKey || got.Endpoint != a.url() {
 		t.Fatalf("pair request = %+v, want %s with its key at %s", got, a.id(), a.url())
 	}
-	if len(b.a.Peers()) != 0 {
-		t.Fatalf("the executor trusts %v before anyone accepted", b.a.Peers())
+	if len(b.a.Pairing().Peers()) != 0 {
+		t.Fatalf("the executor trusts %v before anyone accepted", b.a.Pairing().Peers())
 	}
 
 	task := submitTo(t, a, b, "echo", `{"x":1}`)
@@ -60,10 +60,10 @@ func TestPairingIsMutual(t *testing.T) {
 		return false
 	})
 
-	if _, err := b.a.AcceptPeer(context.Background(), "nobody", peer.PairOptions{}); err == nil {
+	if _, err := b.a.Pairing().AcceptPeer(context.Background(), "nobody", peer.PairOptions{}); err == nil {
 		t.Fatal("AcceptPeer of an agent that did not ask succeeded")
 	}
-	p, err := b.a.AcceptPeer(context.Background(), a.id(), peer.PairOptions{})
+	p, err := b.a.Pairing().AcceptPeer(context.Background(), a.id(), peer.PairOptions{})
 	if err != nil {
 		t.Fatalf("AcceptPeer: %v", err)
 	}
@@ -74,7 +74,7 @@ func TestPairingIsMutual(t *testing.T) {
 	if done.Status != wire.StatusCompleted || resultJSON(done) != `{"x":1}` {
 		t.Fatalf("task ended %s with %s, want completed with the payload", describe(done), resultJSON(done))
 	}
-	if n := len(b.a.PairRequests()); n != 0 {
+	if n := len(b.a.Pairing().PairRequests()); n != 0 {
 		t.Errorf("%d pair requests left after accepting", n)
 	}
 	if dead := outboxOf(t, a.a, outbox.Dead); len(dead) != 0 {
@@ -146,7 +146,7 @@ func TestPairRequestChecks(t *testing.T) {
 			if e.Code != c.code || status/100 != 4 {
 				t.Fatalf("answer %d %s (%s), want %s", status, e.Code, e.Message, c.code)
 			}
-			if n := len(b.a.PairRequests()); n != 0 {
+			if n := len(b.a.Pairing().PairRequests()); n != 0 {
 				t.Fatalf("%d pair requests listed", n)
 			}
 		})
@@ -156,7 +156,7 @@ func TestPairRequestChecks(t *testing.T) {
 		if status != http.StatusUnauthorized || e.Code != wire.CodePeerApprovalPending || !e.Retriable {
 			t.Fatalf("answer %d %+v, want 401 %s retriable", status, e, wire.CodePeerApprovalPending)
 		}
-		if reqs := b.a.PairRequests(); len(reqs) != 1 || reqs[0].AgentID != me.AgentID {
+		if reqs := b.a.Pairing().PairRequests(); len(reqs) != 1 || reqs[0].AgentID != me.AgentID {
 			t.Fatalf("pair requests = %+v", reqs)
 		}
 		// Now its other messages are refused as retriable too.
@@ -164,17 +164,17 @@ func TestPairRequestChecks(t *testing.T) {
 		if status != http.StatusUnauthorized || e.Code != wire.CodePeerApprovalPending {
 			t.Fatalf("heartbeat answered %d %s, want 401 %s", status, e.Code, wire.CodePeerApprovalPending)
 		}
-		if len(b.a.Peers()) != 0 {
+		if len(b.a.Pairing().Peers()) != 0 {
 			t.Fatal("a pair request made a peer without an operator")
 		}
 		// Its endpoint does not answer: accepting it fails and pins nothing.
-		if _, err := b.a.AcceptPeer(context.Background(), me.AgentID, peer.PairOptions{}); err == nil || len(b.a.Peers()) != 0 {
-			t.Fatalf("AcceptPeer of an unreachable agent: %v, peers %v", err, b.a.Peers())
+		if _, err := b.a.Pairing().AcceptPeer(context.Background(), me.AgentID, peer.PairOptions{}); err == nil || len(b.a.Pairing().Peers()) != 0 {
+			t.Fatalf("AcceptPeer of an unreachable agent: %v, peers %v", err, b.a.Pairing().Peers())
 		}
-		if err := b.a.DeclinePeer(me.AgentID); err != nil {
+		if err := b.a.Pairing().DeclinePeer(me.AgentID); err != nil {
 			t.Fatalf("DeclinePeer: %v", err)
 		}
-		if n := len(b.a.PairRequests()); n != 0 {
+		if n := len(b.a.Pairing().PairRequests()); n != 0 {
 			t.Fatalf("%d pair requests after declining", n)
 		}
 	})
@@ -186,15 +186,15 @@ func TestPairRequestChecks(t *testing.T) {
 func TestPairingAcceptedLate(t *testing.T) {
 	a := startPeerNet(t, "requester", fastRetries())
 	b := startPeerNet(t, "executor", fastRetries())
-	if _, _, err := a.a.Pair(context.Background(), b.url(), peer.PairOptions{}); err != nil {
+	if _, _, err := a.a.Pairing().Pair(context.Background(), b.url(), peer.PairOptions{}); err != nil {
 		t.Fatalf("Pair: %v", err)
 	}
-	if n := len(b.a.PairRequests()); n != 1 {
+	if n := len(b.a.Pairing().PairRequests()); n != 1 {
 		t.Fatalf("%d pair requests listed right after Pair, want 1", n)
 	}
 	task := submitTo(t, a, b, "echo", `{"late":true}`)
 	testutil.Eventually(t, 10*time.Second, "the refused request to become a dead letter", func() bool { return len(outboxOf(t, a.a, outbox.Dead)) > 0 })
-	if _, err := b.a.AcceptPeer(context.Background(), a.id(), peer.PairOptions{}); err != nil {
+	if _, err := b.a.Pairing().AcceptPeer(context.Background(), a.id(), peer.PairOptions{}); err != nil {
 		t.Fatalf("AcceptPeer: %v", err)
 	}
 	done := waitFinal(t, a.a, task.ID)
@@ -210,13 +210,13 @@ func TestPairRequestAskedAgain(t *testing.T) {
 	t.Parallel() // it waits for askEvery (5 s) between two requests
 	a := startPeerNet(t, "requester", fastRetries())
 	b := startPeerNet(t, "executor", fastRetries())
-	if _, _, err := a.a.Pair(context.Background(), b.url(), peer.PairOptions{}); err != nil {
+	if _, _, err := a.a.Pairing().Pair(context.Background(), b.url(), peer.PairOptions{}); err != nil {
 		t.Fatalf("Pair: %v", err)
 	}
 	b.stop()
 	b.open()
-	if n := len(b.a.PairRequests()); n != 0 {
+	if n := len(b.a.Pairing().PairRequests()); n != 0 {
 		t.Fatalf("%d pair requests after a restart, want none (memory only)", n)
 	}
-	testutil.Eventually(t, 30*time.Second, "the requester to ask again after the restart", func() bool { return len(b.a.PairRequests()) == 1 })
+	testutil.Eventually(t, 30*time.Second, "the requester to ask again after the restart", func() bool { return len(b.a.Pairing().PairRequests()) == 1 })
 }

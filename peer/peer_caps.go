@@ -43,23 +43,23 @@ const (
 // learnCapabilities reads and stores peerID's capabilities and
 // interfaces, trying again with back-off (on the agent's clock) while the
 // peer does not answer.
-func (n *Network) learnCapabilities(peerID string) {
+func (pg *Pairing) learnCapabilities(peerID string) {
 	wait := learnBackoff
 	for try := 0; ; try++ {
-		err := n.learnCapabilitiesOnce(peerID)
+		err := pg.learnCapabilitiesOnce(peerID)
 		if err == nil {
 			return
 		}
 		if try == learnRetries {
-			n.log.Warn("gave up reading the peer's capabilities until it is heard again", "peer", peerID, "err", err)
+			pg.log.Warn("gave up reading the peer's capabilities until it is heard again", "peer", peerID, "err", err)
 			return
 		}
-		n.log.Debug("read the peer's capabilities: trying again", "peer", peerID, "in", wait, "err", err)
+		pg.log.Debug("read the peer's capabilities: trying again", "peer", peerID, "in", wait, "err", err)
 		fired := make(chan struct{})
-		t := n.clock.AfterFunc(wait, func() { close(fired) })
+		t := pg.clock.AfterFunc(wait, func() { close(fired) })
 		select {
 		case <-fired:
-		case <-n.ctx.Done():
+		case <-pg.n.ctx.Done():
 			t.Stop()
 			return
 		}
@@ -70,30 +70,30 @@ func (n *Network) learnCapabilities(peerID string) {
 // learnCapabilitiesOnce reads and stores peerID's documents once. It
 // returns an error only when the read could not be done and is worth
 // trying again.
-func (n *Network) learnCapabilitiesOnce(peerID string) error {
-	p := n.peers.get(peerID)
+func (pg *Pairing) learnCapabilitiesOnce(peerID string) error {
+	p := pg.peers.get(peerID)
 	if p == nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(n.ctx, identityTimeout)
+	ctx, cancel := context.WithTimeout(pg.n.ctx, identityTimeout)
 	defer cancel()
 	var caps wire.AgentCapabilities
 	var ifs struct {
 		AgentID    string                      `json:"agent_id"`
 		Interfaces []wire.ImplementedInterface `json:"interfaces"`
 	}
-	if err := n.getJSON(ctx, p.rec.Endpoint+capabilitiesPath, &caps); err != nil {
+	if err := pg.getJSON(ctx, p.rec.Endpoint+capabilitiesPath, &caps); err != nil {
 		return fmt.Errorf("capabilities: %w", err)
 	}
-	if err := n.getJSON(ctx, p.rec.Endpoint+interfacesPath, &ifs); err != nil {
+	if err := pg.getJSON(ctx, p.rec.Endpoint+interfacesPath, &ifs); err != nil {
 		return fmt.Errorf("interfaces: %w", err)
 	}
 	if caps.AgentID != peerID || (ifs.AgentID != "" && ifs.AgentID != peerID) {
-		n.log.Warn("the peer's capabilities name another agent", "peer", peerID, "capabilities_of", caps.AgentID, "interfaces_of", ifs.AgentID)
+		pg.log.Warn("the peer's capabilities name another agent", "peer", peerID, "capabilities_of", caps.AgentID, "interfaces_of", ifs.AgentID)
 		return nil
 	}
-	now := n.clock.Now().UTC()
-	ps := &n.peers
+	now := pg.clock.Now().UTC()
+	ps := &pg.peers
 	ps.mu.Lock()
 	cur, ok := ps.m[peerID]
 	if !ok || cur.rec.Endpoint != p.rec.Endpoint {
@@ -103,22 +103,22 @@ func (n *Network) learnCapabilitiesOnce(peerID string) error {
 	cur.rec.Capabilities, cur.rec.Interfaces, cur.rec.CapabilitiesAt = &caps, ifs.Interfaces, now
 	rec := cur.rec
 	ps.mu.Unlock()
-	if err := n.db.Update(ctx, func(tx *store.Tx) error {
+	if err := pg.db.Update(ctx, func(tx *store.Tx) error {
 		if _, err := peerdb.Get(tx, peerID); err != nil {
 			return nil
 		}
 		return peerdb.Put(tx, &rec)
 	}); err != nil {
-		n.log.Warn("store the peer's capabilities", "peer", peerID, "err", err)
+		pg.log.Warn("store the peer's capabilities", "peer", peerID, "err", err)
 		return nil
 	}
-	n.log.Info("peer capabilities learnt", "peer", peerID, "task_types", len(caps.SupportedTaskTypes), "interfaces", len(ifs.Interfaces))
+	pg.log.Info("peer capabilities learnt", "peer", peerID, "task_types", len(caps.SupportedTaskTypes), "interfaces", len(ifs.Interfaces))
 	return nil
 }
 
 // getJSON reads a public JSON document into v.
-func (n *Network) getJSON(ctx context.Context, url string, v any) error {
-	o := n.fetch(ctx, url, maxCapsBytes)
+func (pg *Pairing) getJSON(ctx context.Context, url string, v any) error {
+	o := pg.fetch(ctx, url, maxCapsBytes)
 	switch {
 	case o.Status == 0:
 		return o.Err

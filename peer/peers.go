@@ -129,14 +129,14 @@ func (ps *peerSet) len() int {
 // with the same key refreshes its endpoint and names (created is false);
 // an agent_id or endpoint already pinned with another key is refused
 // (409): remove the peer first to re-pin it.
-func (n *Network) AddPeer(ctx context.Context, endpoint string) (info *PeerInfo, created bool, err error) {
-	return n.AddPeerWith(ctx, endpoint, PairOptions{})
+func (pg *Pairing) AddPeer(ctx context.Context, endpoint string) (info *PeerInfo, created bool, err error) {
+	return pg.AddPeerWith(ctx, endpoint, PairOptions{})
 }
 
 // AddPeerWith is AddPeer with options: o.TLSFingerprint pins the https
 // endpoint's certificate (the identity is read under it already), or
 // re-pins a peer paired before; without it a peer keeps its pin.
-func (n *Network) AddPeerWith(ctx context.Context, endpoint string, o PairOptions) (info *PeerInfo, created bool, err error) {
+func (pg *Pairing) AddPeerWith(ctx context.Context, endpoint string, o PairOptions) (info *PeerInfo, created bool, err error) {
 	endpoint, err = agentid.CheckEndpoint(endpoint)
 	if err != nil {
 		return nil, false, err
@@ -144,22 +144,22 @@ func (n *Network) AddPeerWith(ctx context.Context, endpoint string, o PairOption
 	if o, err = o.check(endpoint); err != nil {
 		return nil, false, err
 	}
-	id, err := n.fetchIdentity(ctx, endpoint, o.TLSFingerprint)
+	id, err := pg.fetchIdentity(ctx, endpoint, o.TLSFingerprint)
 	if err != nil {
 		return nil, false, err
 	}
 	if err := agentid.Check(id.AgentID); err != nil {
 		return nil, false, wire.Errorf(wire.CodeInvalidParams, "%s/identity: %v", endpoint, err)
 	}
-	if id.AgentID == n.a.Identity().AgentID {
+	if id.AgentID == pg.a.Identity().AgentID {
 		return nil, false, wire.Errorf(wire.CodeInvalidParams, "%s is this agent itself", endpoint).With("field", "endpoint")
 	}
 	pub, err := agentid.DecodePublicKey(id.PublicKey)
 	if err != nil {
 		return nil, false, wire.Errorf(wire.CodeInvalidParams, "%s/identity: %v", endpoint, err)
 	}
-	now := n.clock.Now().UTC()
-	ps := &n.peers
+	now := pg.clock.Now().UTC()
+	ps := &pg.peers
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	old := ps.m[id.AgentID]
@@ -185,30 +185,30 @@ func (n *Network) AddPeerWith(ctx context.Context, endpoint string, o PairOption
 		}
 	}
 	repinned := old != nil && old.rec.TLSFingerprint != "" && old.rec.TLSFingerprint != p.rec.TLSFingerprint
-	if err := n.db.Update(ctx, func(tx *store.Tx) error { return peerdb.Put(tx, &p.rec) }); err != nil {
+	if err := pg.db.Update(ctx, func(tx *store.Tx) error { return peerdb.Put(tx, &p.rec) }); err != nil {
 		return nil, false, wire.Errorf(wire.CodeSysStorage, "store peer: %v", err)
 	}
 	ps.m[id.AgentID] = p
-	n.setPins(ps.m)
+	pg.setPins(ps.m)
 	pi := p.info()
-	n.log.Info("peer paired", "agent_id", id.AgentID, "endpoint", endpoint, "again", old != nil,
+	pg.log.Info("peer paired", "agent_id", id.AgentID, "endpoint", endpoint, "again", old != nil,
 		"tls_fingerprint", p.rec.TLSFingerprint, "repinned", repinned)
 	// Messages that waited for this peer (or gave up) go now.
-	n.spawn(func() { n.out.wake(id.AgentID) })
-	n.pinned(id.AgentID) // pairing.go
-	n.spawn(func() { n.learnCapabilities(id.AgentID) })
+	pg.n.spawn(func() { pg.n.out.wake(id.AgentID) })
+	pg.pinned(id.AgentID) // pairing.go
+	pg.n.spawn(func() { pg.learnCapabilities(id.AgentID) })
 	return &pi, old == nil, nil
 }
 
 // fetchIdentity reads a peer's identity document under a TLS pin ("":
 // the pin of a peer paired at endpoint, if any).
-func (n *Network) fetchIdentity(ctx context.Context, endpoint, pin string) (*wire.Identity, error) {
+func (pg *Pairing) fetchIdentity(ctx context.Context, endpoint, pin string) (*wire.Identity, error) {
 	ctx, cancel := context.WithTimeout(ctx, identityTimeout)
 	defer cancel()
 	unreachable := func(format string, args ...any) error {
 		return wire.Errorf(wire.CodeCallbackUndeliverable, "pair %s: "+format, append([]any{endpoint}, args...)...).With("endpoint", endpoint)
 	}
-	o := n.fetchPinned(ctx, endpoint+IdentityPath, maxAnswerBytes, pin)
+	o := pg.fetchPinned(ctx, endpoint+IdentityPath, maxAnswerBytes, pin)
 	switch {
 	case o.Status == 0 && o.Class == transport.Permanent: // not a URL the transport can send to
 		return nil, wire.Errorf(wire.CodeInvalidParams, "endpoint: %v", o.Err).With("field", "endpoint")
@@ -224,9 +224,33 @@ func (n *Network) fetchIdentity(ctx context.Context, endpoint, pin string) (*wir
 	return &id, nil
 }
 
+// fetch reads the JSON document at url, at most max bytes of it.
+func (pg *Pairing) fetch(ctx context.Context, url string, max int) transport.Outcome {
+	return pg.fetchPinned(ctx, url, max, "")
+}
+
+// fetchPinned is fetch under the TLS pin given ("": the pin of the peer
+// at url, if any).
+func (pg *Pairing) fetchPinned(ctx context.Context, url string, max int, pin string) transport.Outcome {
+	return pg.n.send(ctx, &transport.Message{Kind: transport.Fetch, To: url,
+		Header: map[string]string{"Accept": wire.ContentJSON}, MaxReply: max, TLSPin: pin})
+}
+
+// Known reports whether peer is paired.
+func (pg *Pairing) Known(peer string) bool { return pg.peers.get(peer) != nil }
+
+// pinnedKey is the public key pinned for a paired peer (the directory's
+// Options.PinnedKey).
+func (pg *Pairing) pinnedKey(id string) (string, bool) {
+	if p := pg.peers.get(id); p != nil {
+		return p.rec.PublicKey, true
+	}
+	return "", false
+}
+
 // Peers lists the paired peers by agent_id.
-func (n *Network) Peers() []PeerInfo {
-	list := n.peers.list()
+func (pg *Pairing) Peers() []PeerInfo {
+	list := pg.peers.list()
 	out := make([]PeerInfo, len(list))
 	for i := range list {
 		out[i] = list[i].info()
@@ -235,8 +259,8 @@ func (n *Network) Peers() []PeerInfo {
 }
 
 // Peer describes one paired peer.
-func (n *Network) Peer(id string) (*PeerInfo, error) {
-	p := n.peers.get(id)
+func (pg *Pairing) Peer(id string) (*PeerInfo, error) {
+	p := pg.peers.get(id)
 	if p == nil {
 		return nil, errNoPeer(id)
 	}
@@ -251,30 +275,30 @@ func errNoPeer(id string) error {
 // RemovePeer unpairs a peer: its messages are refused from now on.
 // Messages queued for it stay in the outbox and become dead letters; pair
 // it again and retry them to send them.
-func (n *Network) RemovePeer(ctx context.Context, id string) error {
-	ps := &n.peers
+func (pg *Pairing) RemovePeer(ctx context.Context, id string) error {
+	ps := &pg.peers
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	if _, ok := ps.m[id]; !ok {
 		return errNoPeer(id)
 	}
-	err := n.db.Update(ctx, func(tx *store.Tx) error { return peerdb.Delete(tx, id) })
+	err := pg.db.Update(ctx, func(tx *store.Tx) error { return peerdb.Delete(tx, id) })
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return wire.Errorf(wire.CodeSysStorage, "remove peer: %v", err)
 	}
 	delete(ps.m, id)
-	n.setPins(ps.m)
-	n.order.forget(id)
-	n.log.Info("peer removed", "agent_id", id)
+	pg.setPins(ps.m)
+	pg.n.inbound.order.forget(id)
+	pg.log.Info("peer removed", "agent_id", id)
 	return nil
 }
 
 // heard records that a peer was heard from (any accepted message, a
 // heartbeat it sent, or one we sent that it accepted). hb, when not nil,
 // is its heartbeat. It reports whether the peer was offline.
-func (n *Network) heard(id string, hb *wire.HeartbeatPayload) (wasOffline bool) {
-	now := n.clock.Now().UTC()
-	ps := &n.peers
+func (pg *Pairing) heard(id string, hb *wire.HeartbeatPayload) (wasOffline bool) {
+	now := pg.clock.Now().UTC()
+	ps := &pg.peers
 	ps.mu.Lock()
 	p, ok := ps.m[id]
 	if !ok {
@@ -295,10 +319,10 @@ func (n *Network) heard(id string, hb *wire.HeartbeatPayload) (wasOffline bool) 
 	rec := p.rec
 	ps.mu.Unlock()
 	if rec.Status != prev {
-		n.log.Info("peer status", "agent_id", id, "status", rec.Status, "was", prev)
-		n.savePeer(rec)
+		pg.log.Info("peer status", "agent_id", id, "status", rec.Status, "was", prev)
+		pg.savePeer(rec)
 		if prev == PeerOffline {
-			n.spawn(func() { n.learnCapabilities(id) }) // it may have changed
+			pg.n.spawn(func() { pg.learnCapabilities(id) }) // it may have changed
 		}
 	}
 	return prev == PeerOffline
@@ -306,8 +330,8 @@ func (n *Network) heard(id string, hb *wire.HeartbeatPayload) (wasOffline bool) 
 
 // savePeer persists a status change without waiting; a peer removed
 // meanwhile is not written back.
-func (n *Network) savePeer(rec peerdb.Peer) {
-	n.db.UpdateAsync(func(tx *store.Tx) error {
+func (pg *Pairing) savePeer(rec peerdb.Peer) {
+	pg.db.UpdateAsync(func(tx *store.Tx) error {
 		if _, err := peerdb.Get(tx, rec.AgentID); err != nil {
 			return nil
 		}
@@ -316,9 +340,9 @@ func (n *Network) savePeer(rec peerdb.Peer) {
 }
 
 // markSilent makes offline the peers not heard from since cutoff.
-func (n *Network) markSilent(cutoff time.Time) {
+func (pg *Pairing) markSilent(cutoff time.Time) {
 	var changed []peerdb.Peer
-	ps := &n.peers
+	ps := &pg.peers
 	ps.mu.Lock()
 	for _, p := range ps.m {
 		if p.rec.Status != PeerOffline && p.rec.LastSeen.Before(cutoff) {
@@ -328,8 +352,8 @@ func (n *Network) markSilent(cutoff time.Time) {
 	}
 	ps.mu.Unlock()
 	for _, rec := range changed {
-		n.log.Info("peer status", "agent_id", rec.AgentID, "status", PeerOffline, "last_seen", rec.LastSeen)
-		n.savePeer(rec)
+		pg.log.Info("peer status", "agent_id", rec.AgentID, "status", PeerOffline, "last_seen", rec.LastSeen)
+		pg.savePeer(rec)
 	}
 }
 
@@ -337,27 +361,27 @@ func (n *Network) markSilent(cutoff time.Time) {
 // (not through the outbox), and marks offline the peers silent for
 // offlineAfter intervals. The first round goes at start, so peers learn at
 // once that this agent is back.
-func (n *Network) heartbeats() {
-	interval := n.p2p.HeartbeatInterval()
+func (pg *Pairing) heartbeats() {
+	interval := pg.n.p2p.HeartbeatInterval()
 	tick := make(chan struct{}, 1)
 	for { // until close
-		n.beat(interval)
-		n.markSilent(n.clock.Now().Add(-offlineAfter * interval))
-		n.hbMu.Lock()
-		if n.stopped {
-			n.hbMu.Unlock()
+		pg.beat(interval)
+		pg.markSilent(pg.clock.Now().Add(-offlineAfter * interval))
+		pg.n.hbMu.Lock()
+		if pg.n.stopped {
+			pg.n.hbMu.Unlock()
 			return
 		}
-		n.hbTimer = n.clock.AfterFunc(interval, func() {
+		pg.n.hbTimer = pg.clock.AfterFunc(interval, func() {
 			select {
 			case tick <- struct{}{}:
 			default:
 			}
 		})
-		n.hbMu.Unlock()
+		pg.n.hbMu.Unlock()
 		select {
 		case <-tick:
-		case <-n.ctx.Done():
+		case <-pg.n.ctx.Done():
 			return
 		}
 	}
@@ -365,45 +389,45 @@ func (n *Network) heartbeats() {
 
 // beat sends one heartbeat to each peer, at most 16 at a time, and waits
 // for the answers.
-func (n *Network) beat(interval time.Duration) {
-	hb := n.heartbeat()
+func (pg *Pairing) beat(interval time.Duration) {
+	hb := pg.heartbeat()
 	payload, err := wire.NewJSONPayload(hb)
 	if err != nil {
-		n.log.Error("heartbeat payload", "err", err)
+		pg.log.Error("heartbeat payload", "err", err)
 		return
 	}
 	sem := make(chan struct{}, 16)
 	var wg sync.WaitGroup
-	for _, p := range n.peers.list() {
+	for _, p := range pg.peers.list() {
 		sem <- struct{}{}
 		wg.Add(1)
 		go func(p peer) {
 			defer func() { <-sem; wg.Done() }()
-			ctx, cancel := context.WithTimeout(n.ctx, min(interval, maxHeartbeatTimeout))
+			ctx, cancel := context.WithTimeout(pg.n.ctx, min(interval, maxHeartbeatTimeout))
 			defer cancel()
-			m, err := n.envelope(wire.MsgHeartbeat, p.rec.AgentID, "", "", payload)
+			m, err := pg.n.envelope(wire.MsgHeartbeat, p.rec.AgentID, "", "", payload)
 			if err != nil {
-				n.log.Error("heartbeat", "peer", p.rec.AgentID, "err", err)
+				pg.log.Error("heartbeat", "peer", p.rec.AgentID, "err", err)
 				return
 			}
-			if o := n.sendEnvelope(ctx, p.rec.Endpoint, m); !o.Delivered() {
-				n.log.Debug("heartbeat not answered", "peer", p.rec.AgentID, "err", o.Err)
+			if o := pg.n.sendEnvelope(ctx, p.rec.Endpoint, m); !o.Delivered() {
+				pg.log.Debug("heartbeat not answered", "peer", p.rec.AgentID, "err", o.Err)
 				if o.Status != 0 {
-					n.refusedBy(p.rec.AgentID, errorCode(o)) // pairing.go
+					pg.refusedBy(p.rec.AgentID, errorCode(o)) // pairing.go
 				}
 				return
 			}
-			n.heard(p.rec.AgentID, nil)
-			n.out.wake(p.rec.AgentID)
+			pg.heard(p.rec.AgentID, nil)
+			pg.n.out.wake(p.rec.AgentID)
 		}(p)
 	}
 	wg.Wait()
 }
 
 // heartbeat is this agent's p2p:heartbeat payload.
-func (n *Network) heartbeat() *wire.HeartbeatPayload {
-	hb := &wire.HeartbeatPayload{Status: PeerOnline, MaxTasks: n.a.Config().MaxConcurrentTasks} // a reload may change it
-	hb.ActiveTasks = n.a.ActiveTasks()
+func (pg *Pairing) heartbeat() *wire.HeartbeatPayload {
+	hb := &wire.HeartbeatPayload{Status: PeerOnline, MaxTasks: pg.a.Config().MaxConcurrentTasks} // a reload may change it
+	hb.ActiveTasks = pg.a.ActiveTasks()
 	if hb.ActiveTasks >= hb.MaxTasks {
 		hb.Status = PeerBusy
 	}

@@ -33,9 +33,9 @@ import (
 
 // Receiver is the network's entry point for wires that receive envelopes
 // themselves (MQTT: an envelope published to this agent's inbox).
-func (n *Network) Receiver() transport.Receiver {
+func (ib *Inbound) Receiver() transport.Receiver {
 	return transport.ReceiverFunc(func(ctx context.Context, in *transport.Inbound) transport.Answer {
-		a, _ := n.Deliver(ctx, in)
+		a, _ := ib.Deliver(ctx, in)
 		return a
 	})
 }
@@ -53,7 +53,7 @@ type hmacCheckedKey struct{}
 // to send back, after the envelope's effects are on disk, and the Reply
 // when it was accepted (nil when refused; the answer's Error then says
 // why).
-func (n *Network) Deliver(ctx context.Context, in *transport.Inbound) (transport.Answer, *Reply) {
+func (ib *Inbound) Deliver(ctx context.Context, in *transport.Inbound) (transport.Answer, *Reply) {
 	codec := wire.CodecFor(in.ContentType)
 	msgpack := codec == wire.Msgpack
 	answerCodec := codec
@@ -68,23 +68,23 @@ func (n *Network) Deliver(ctx context.Context, in *transport.Inbound) (transport
 	if err != nil {
 		return errorAnswer(err, answerCodec, header), nil
 	}
-	return n.deliver(ctx, m, in, codec, answerCodec, header)
+	return ib.deliver(ctx, m, in, codec, answerCodec, header)
 }
 
 // deliver is Deliver after decoding: m is in.Body decoded (the seed's
 // HandleMessage, which is given the envelope as a value, starts here).
-func (n *Network) deliver(ctx context.Context, m *wire.UnifiedSynapseMessage, in *transport.Inbound, codec, answerCodec wire.Codec, header map[string]string) (transport.Answer, *Reply) {
+func (ib *Inbound) deliver(ctx context.Context, m *wire.UnifiedSynapseMessage, in *transport.Inbound, codec, answerCodec wire.Codec, header map[string]string) (transport.Answer, *Reply) {
 	msgpack := codec == wire.Msgpack
 	if s, ok := ctx.Value(hmacCheckedKey{}).(string); !ok || s != m.Sender.AgentID {
-		if err := n.CheckTransportSignature(m.Sender.AgentID, in.Header[wire.HeaderSignature], in.Body); err != nil {
-			n.m.refused.With(string(wire.AsError(err).Code)).Add(1)
+		if err := ib.CheckTransportSignature(m.Sender.AgentID, in.Header[wire.HeaderSignature], in.Body); err != nil {
+			ib.n.m.refused.With(string(wire.AsError(err).Code)).Add(1)
 			return errorAnswer(err, answerCodec, header), nil
 		}
 	}
 	if seq, ok := ParseSequence(in.Header[HeaderSeq], in.Header[HeaderSeqPrev]); ok {
 		ctx = WithSequence(ctx, seq)
 	}
-	reply, err := n.receiveEnvelope(ctx, m, in.Body, msgpack)
+	reply, err := ib.receiveEnvelope(ctx, m, in.Body, msgpack)
 	if err != nil {
 		return errorAnswer(err, answerCodec, header), nil
 	}

@@ -86,7 +86,7 @@ func ids(list []peer.DirectoryEntry) []string {
 
 func find(t *testing.T, a *node, q peer.DirectoryQuery) []string {
 	t.Helper()
-	list, err := a.FindByCapability(q)
+	list, err := a.Directory().FindByCapability(q)
 	if err != nil {
 		t.Fatalf("FindByCapability(%v): %v", q, err)
 	}
@@ -104,7 +104,7 @@ func TestRegistryRefusals(t *testing.T) {
 		ifaces := slices.DeleteFunc(slices.Clone(wire.StandardInterfaces), func(i wire.ImplementedInterface) bool {
 			return i.Name == wire.IfaceIdempotencyHandler || i.Name == wire.IfaceHTTPTransport
 		})
-		_, err := r.a.Register(ctx, x.envelope(t, x.registration(ifaces), clock.Now()))
+		_, err := r.a.Directory().Register(ctx, x.envelope(t, x.registration(ifaces), clock.Now()))
 		we := wantCode(t, err, wire.CodeNotCompliant)
 		if got, want := we.Details["missing_basics"], []string{"HTTPTransport", "IdempotencyHandler"}; !slices.Equal(got.([]string), want) || we.Status() != 422 {
 			t.Errorf("missing_basics = %v (status %d), want %v", got, we.Status(), want)
@@ -118,7 +118,7 @@ func TestRegistryRefusals(t *testing.T) {
 	first := x.envelope(t, x.registration(wire.StandardInterfaces), clock.Now(),
 		func(m *wire.UnifiedSynapseMessage) { m.Receiver.AgentID = r.a.Identity().AgentID })
 	t.Run("first registration pins the key", func(t *testing.T) {
-		ans, err := r.a.Register(ctx, first)
+		ans, err := r.a.Directory().Register(ctx, first)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,52 +128,52 @@ func TestRegistryRefusals(t *testing.T) {
 	})
 	t.Run("a replay has no effect", func(t *testing.T) {
 		clock.Advance(5 * time.Second)
-		before, _ := r.a.Registration(x.id)
-		ans, err := r.a.Register(ctx, first)
+		before, _ := r.a.Directory().Registration(x.id)
+		ans, err := r.a.Directory().Register(ctx, first)
 		if err != nil || !ans.Duplicate || ans.Created {
 			t.Fatalf("replay: %+v, %v; want a duplicate", ans, err)
 		}
-		after, _ := r.a.Registration(x.id)
+		after, _ := r.a.Directory().Registration(x.id)
 		if after.LastSeen != before.LastSeen {
 			t.Errorf("a replay moved last_seen from %s to %s", before.LastSeen, after.LastSeen)
 		}
 	})
 	t.Run("renewal", func(t *testing.T) {
-		ans, err := r.a.Register(ctx, x.envelope(t, x.registration(wire.StandardInterfaces), clock.Now()))
+		ans, err := r.a.Directory().Register(ctx, x.envelope(t, x.registration(wire.StandardInterfaces), clock.Now()))
 		if err != nil || ans.Created || ans.Duplicate {
 			t.Fatalf("renewal: %+v, %v", ans, err)
 		}
-		e, _ := r.a.Registration(x.id)
+		e, _ := r.a.Directory().Registration(x.id)
 		if e.LastSeen != wire.FormatTime(clock.Now()) {
 			t.Errorf("last_seen = %s, want %s", e.LastSeen, wire.FormatTime(clock.Now()))
 		}
 	})
 	t.Run("another key for the same agent_id", func(t *testing.T) {
 		thief := newRegistrant(t, x.id)
-		_, err := r.a.Register(ctx, thief.envelope(t, thief.registration(wire.StandardInterfaces), clock.Now()))
+		_, err := r.a.Directory().Register(ctx, thief.envelope(t, thief.registration(wire.StandardInterfaces), clock.Now()))
 		if we := wantCode(t, err, wire.CodeInvalidStateChange); we.Status() != 409 || we.Details["reason"] != "public_key_changed" {
 			t.Errorf("other key: %v", we)
 		}
-		e, _ := r.a.Registration(x.id)
+		e, _ := r.a.Directory().Registration(x.id)
 		if e.PublicKey != base64.StdEncoding.EncodeToString(x.pub) {
 			t.Error("the pinned key changed")
 		}
-		if err := r.a.Unregister(ctx, x.id); err != nil {
+		if err := r.a.Directory().Unregister(ctx, x.id); err != nil {
 			t.Fatal(err)
 		}
-		ans, err := r.a.Register(ctx, thief.envelope(t, thief.registration(wire.StandardInterfaces), clock.Now()))
+		ans, err := r.a.Directory().Register(ctx, thief.envelope(t, thief.registration(wire.StandardInterfaces), clock.Now()))
 		if err != nil || !ans.Created {
 			t.Errorf("after Unregister the new key is refused: %+v, %v", ans, err)
 		}
-		wantCode(t, r.a.Unregister(ctx, "nobody"), wire.CodeNotFound)
+		wantCode(t, r.a.Directory().Unregister(ctx, "nobody"), wire.CodeNotFound)
 	})
 	t.Run("the key of a paired peer", func(t *testing.T) {
 		p := startPeer(t, "paired")
-		if _, _, err := r.a.AddPeer(ctx, p.url()); err != nil {
+		if _, _, err := r.a.Pairing().AddPeer(ctx, p.url()); err != nil {
 			t.Fatal(err)
 		}
 		fake := newRegistrant(t, p.id())
-		_, err := r.a.Register(ctx, fake.envelope(t, fake.registration(wire.StandardInterfaces), clock.Now()))
+		_, err := r.a.Directory().Register(ctx, fake.envelope(t, fake.registration(wire.StandardInterfaces), clock.Now()))
 		wantCode(t, err, wire.CodeInvalidStateChange)
 	})
 
@@ -224,11 +224,11 @@ func TestRegistryRefusals(t *testing.T) {
 			if c.signed != nil {
 				c.signed(m)
 			}
-			_, err := r.a.Register(ctx, m)
+			_, err := r.a.Directory().Register(ctx, m)
 			if we := wantCode(t, err, c.code); we.Status() != c.status {
 				t.Errorf("status %d, want %d", we.Status(), c.status)
 			}
-			if _, err := r.a.Registration(y.id); err == nil {
+			if _, err := r.a.Directory().Registration(y.id); err == nil {
 				t.Error("the refused agent is in the directory")
 			}
 		})
@@ -236,7 +236,7 @@ func TestRegistryRefusals(t *testing.T) {
 	t.Run("default heartbeat interval", func(t *testing.T) {
 		reg := y.registration(wire.StandardInterfaces)
 		reg.HeartbeatIntervalSeconds = 0
-		ans, err := r.a.Register(ctx, y.envelope(t, reg, clock.Now()))
+		ans, err := r.a.Directory().Register(ctx, y.envelope(t, reg, clock.Now()))
 		if err != nil || ans.HeartbeatIntervalSeconds != 30 {
 			t.Errorf("interval 0: %+v, %v; want 30 s", ans, err)
 		}
@@ -255,16 +255,16 @@ func TestRegistryRefusals(t *testing.T) {
 			obj["capabilities"].(map[string]any)["support_quantum"] = true
 			m.Payload, _ = wire.NewJSONPayload(obj)
 		})
-		ans, err := r.a.Register(ctx, m)
+		ans, err := r.a.Directory().Register(ctx, m)
 		if err != nil || !ans.Created {
 			t.Fatalf("Register = %+v, %v", ans, err)
 		}
-		if e, _ := r.a.Registration(z.id); e.ProtocolVersion != "1.3.0" {
+		if e, _ := r.a.Directory().Registration(z.id); e.ProtocolVersion != "1.3.0" {
 			t.Errorf("entry = %+v", e)
 		}
 	})
 	t.Run("bad status filter", func(t *testing.T) {
-		_, err := r.a.FindByCapability(peer.DirectoryQuery{Status: "asleep"})
+		_, err := r.a.Directory().FindByCapability(peer.DirectoryQuery{Status: "asleep"})
 		wantCode(t, err, wire.CodeInvalidParams)
 	})
 }
@@ -311,7 +311,7 @@ func TestRegistryThreeAgents(t *testing.T) {
 	testutil.Eventually(t, 10*time.Second, "A and B to register", func() bool { return slices.Equal(find(t, r.a, peer.DirectoryQuery{}), both) })
 
 	t.Run("registered on start", func(t *testing.T) {
-		e, err := r.a.Registration(b.id())
+		e, err := r.a.Directory().Registration(b.id())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -385,7 +385,7 @@ func TestRegistryThreeAgents(t *testing.T) {
 		if got := find(t, r.a, peer.DirectoryQuery{}); !slices.Equal(got, both) {
 			t.Errorf("directory after restart = %v, want %v", got, both)
 		}
-		e, err := r.a.Registration(a.id())
+		e, err := r.a.Directory().Registration(a.id())
 		if err != nil || !slices.Contains(names(e.Interfaces), "VotingHandler") {
 			t.Errorf("A's entry after restart = %+v, %v", e, err)
 		}

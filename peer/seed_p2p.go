@@ -73,7 +73,7 @@ type P2P struct{ n *Network }
 // P2P returns the agent's P2PProtocol.
 func (n *Network) P2P() *P2P { return &P2P{n: n} }
 
-// HandleMessage implements P2PProtocol with Network.Deliver.
+// HandleMessage implements P2PProtocol with Inbound.Deliver.
 func (p *P2P) HandleMessage(ctx context.Context, msg *wire.UnifiedSynapseMessage) (*wire.UnifiedSynapseMessage, error) {
 	if msg == nil {
 		return nil, wire.Errorf(wire.CodeInvalidParams, "message is nil")
@@ -83,7 +83,7 @@ func (p *P2P) HandleMessage(ctx context.Context, msg *wire.UnifiedSynapseMessage
 		return nil, wire.Errorf(wire.CodeMessageFormatInvalid, "%v", err)
 	}
 	header := map[string]string{HeaderOrdering: OrderingPerSender}
-	a, r := p.n.deliver(ctx, msg, &transport.Inbound{Kind: transport.Envelope, Body: raw, ContentType: wire.ContentJSON}, wire.JSON, wire.JSON, header)
+	a, r := p.n.inbound.deliver(ctx, msg, &transport.Inbound{Kind: transport.Envelope, Body: raw, ContentType: wire.ContentJSON}, wire.JSON, wire.JSON, header)
 	if r == nil {
 		return nil, a.Error
 	}

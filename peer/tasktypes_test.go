@@ -39,7 +39,7 @@ func TestPredefinedTaskTypes(t *testing.T) {
 		g := newRegistrant(t, id)
 		reg := g.registration(wire.StandardInterfaces)
 		reg.Capabilities.SupportedTaskTypes = types
-		if _, err := r.a.Register(ctx, g.envelope(t, reg, clock.Now())); err != nil {
+		if _, err := r.a.Directory().Register(ctx, g.envelope(t, reg, clock.Now())); err != nil {
 			t.Fatalf("Register(%s): %v", id, err)
 		}
 	}

@@ -36,38 +36,38 @@ func (o PairOptions) check(endpoint string) (PairOptions, error) {
 
 // setPins fills the pin table from the peers of m; called with the
 // peers' lock held whenever a record's endpoint or pin changes.
-func (n *Network) setPins(m map[string]*peer) {
+func (pg *Pairing) setPins(m map[string]*peer) {
 	byEndpoint := map[string]pins.Pin{}
 	for _, p := range m {
 		if p.rec.TLSFingerprint != "" {
 			byEndpoint[p.rec.Endpoint] = pins.Pin{Fingerprint: p.rec.TLSFingerprint, Peer: p.rec.AgentID}
 		}
 	}
-	n.pins.Set(byEndpoint)
+	pg.pins.Set(byEndpoint)
 }
 
 // pinTLS sets the TLSPin of a message for a peer, unless it has one.
-func (n *Network) pinTLS(m *transport.Message) {
+func (pg *Pairing) pinTLS(m *transport.Message) {
 	if m.TLSPin == "" && m.Kind != transport.Callback {
-		m.TLSPin = n.pins.Of(m.To).Fingerprint
+		m.TLSPin = pg.pins.Of(m.To).Fingerprint
 	}
 }
 
 // checkPinned logs a send refused because the destination's certificate
 // is not the pinned one: at Warn the first time a certificate is refused
 // under a pin, at Debug while it stays the same.
-func (n *Network) checkPinned(m *transport.Message, o transport.Outcome) {
+func (pg *Pairing) checkPinned(m *transport.Message, o transport.Outcome) {
 	if m.TLSPin == "" {
 		return
 	}
-	mm, news := n.pins.Outcome(m.TLSPin, o.Delivered(), o.Err)
+	mm, news := pg.pins.Outcome(m.TLSPin, o.Delivered(), o.Err)
 	if mm == nil {
 		return
 	}
-	log := n.log.Debug
+	log := pg.log.Debug
 	if news {
-		log = n.log.Warn
+		log = pg.log.Warn
 	}
 	log("a peer's TLS certificate is not the one pinned at pairing: nothing is sent to it, its messages wait in the outbox; if the change is expected, pin the new one with 'synapse peer add ENDPOINT --fingerprint NEW'",
-		"peer", n.pins.Of(m.To).Peer, "to", m.To, "kind", m.Kind, "reason", "tls_certificate_changed", "got", mm.Got, "pinned", mm.Pinned)
+		"peer", pg.pins.Of(m.To).Peer, "to", m.To, "kind", m.Kind, "reason", "tls_certificate_changed", "got", mm.Got, "pinned", mm.Pinned)
 }

@@ -1,10 +1,12 @@
 // Package registry is the directory an agent keeps of the agents that
 // register with it (seed 000 §6.4), and of those other directory sources
 // know (an MQTT broker's presence cards): registrations checked and
-// stored, FindByCapability, one entry, unregistering. Package peer serves
-// it on its Network and registers this agent with another registry (its
-// registrar); the directory itself needs only the store, the agent's id,
-// its clock and the keys pinned for paired peers (Options).
+// stored, FindByCapability, one entry, unregistering; and the registrar
+// (registrar.go), which registers an agent with another registry. Package
+// peer builds both for its Network (Network.Directory serves the
+// directory); the directory needs only the store, the agent's id, its
+// clock and the keys pinned for paired peers (Options), the registrar
+// the agent's declaration, key, clock and transport (RegistrarOptions).
 package registry
 
 import (

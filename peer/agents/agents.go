@@ -12,11 +12,11 @@ import (
 	"github.com/synapse-edge/synapse/wire"
 )
 
-// Network is what the answers are read from; *peer.Network implements it.
+// Network is what the answers are read from: the network's peer book
+// and its directory; *peer.Network implements it.
 type Network interface {
-	Peers() []peer.PeerInfo
-	Peer(id string) (*peer.PeerInfo, error)
-	Registration(agentID string) (*peer.DirectoryEntry, error)
+	Pairing() *peer.Pairing
+	Directory() *registry.Directory
 }
 
 var _ Network = (*peer.Network)(nil)
@@ -68,11 +68,11 @@ type AgentDescription struct {
 // declares, learnt at pairing, else from its registration in this agent's
 // directory.
 func List(n Network) AgentList {
-	peers := n.Peers()
+	peers := n.Pairing().Peers()
 	for i := range peers {
 		p := &peers[i]
 		if p.AgentCapabilities == nil {
-			if e, err := n.Registration(p.AgentID); err == nil && e.AgentCapabilities != nil {
+			if e, err := n.Directory().Registration(p.AgentID); err == nil && e.AgentCapabilities != nil {
 				p.Capabilities = e.Capabilities
 			}
 		}
@@ -91,13 +91,13 @@ func Query(n Network, self *wire.AgentCapabilities, id string) (*AgentDescriptio
 	if self != nil && id == self.AgentID {
 		return describe(self, nil), nil
 	}
-	p, perr := n.Peer(id)
+	p, perr := n.Pairing().Peer(id)
 	var caps *wire.AgentCapabilities
 	if p != nil {
 		caps = p.AgentCapabilities
 	}
 	if caps == nil {
-		if e, err := n.Registration(id); err == nil {
+		if e, err := n.Directory().Registration(id); err == nil {
 			caps = e.AgentCapabilities
 		}
 	}

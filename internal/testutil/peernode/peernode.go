@@ -269,7 +269,7 @@ func (n *Node) URL() string { return "http://" + n.addr }
 func Pair(t testing.TB, a, b *Node) {
 	t.Helper()
 	for _, x := range [][2]*Node{{a, b}, {b, a}} {
-		if _, _, err := x[0].Network.AddPeer(context.Background(), x[1].URL()); err != nil {
+		if _, _, err := x[0].Network.Pairing().AddPeer(context.Background(), x[1].URL()); err != nil {
 			t.Fatalf("%s AddPeer(%s): %v", x[0].opts.Name, x[1].URL(), err)
 		}
 	}

@@ -46,7 +46,7 @@ func TestNode(t *testing.T) {
 	}
 	peernode.Pair(t, a, b)
 	for _, x := range [][2]*peernode.Node{{a, b}, {b, a}} {
-		if _, err := x[0].Network.Peer(x[1].ID()); err != nil {
+		if _, err := x[0].Network.Pairing().Peer(x[1].ID()); err != nil {
 			t.Fatalf("%s does not know %s after Pair: %v", x[0].Name(), x[1].Name(), err)
 		}
 	}
@@ -61,7 +61,7 @@ func TestNode(t *testing.T) {
 	if b.ID() != id || b.URL() != url || health(url) != http.StatusOK {
 		t.Fatalf("b reopened as %s at %s (health %d), want %s at %s", b.ID(), b.URL(), health(b.URL()), id, url)
 	}
-	if _, err := b.Network.Peer(a.ID()); err != nil {
+	if _, err := b.Network.Pairing().Peer(a.ID()); err != nil {
 		t.Fatalf("b forgot a across the restart: %v", err)
 	}
 	old := b.Agent

@@ -216,7 +216,7 @@ func Outbox(t testing.TB, n *peer.Network, state outbox.State) []peer.OutboxEntr
 	var all []peer.OutboxEntry
 	after := ""
 	for range 1000 {
-		items, next, err := n.Outbox(peer.OutboxQuery{State: string(state), After: after, Limit: 1000})
+		items, next, err := n.Outbox().List(peer.OutboxQuery{State: string(state), After: after, Limit: 1000})
 		if err != nil {
 			t.Fatalf("Outbox(%s): %v", state, err)
 		}
