@@ -106,6 +106,12 @@ func (l *Layer) del(path string, key []byte) {
 	l.recs.ReplaceOrInsert(&rec{path: path, key: key})
 }
 
+// forget drops what l holds of key of the bucket path: for a key the
+// checkpoint's bucket does not hold, a deletion.
+func (l *Layer) forget(path string, key []byte) {
+	l.recs.Delete(&rec{path: path, key: key})
+}
+
 // createBucket makes path a new, empty bucket.
 func (l *Layer) createBucket(path string) {
 	l.drop(path)

@@ -218,7 +218,14 @@ func (b *Bucket) Delete(key []byte) error {
 		return err
 	}
 	k := clone(key)
-	b.v.l.del(b.path, k)
+	if b.base == nil || b.base.Get(k) == nil {
+		// Nothing of the checkpoint to hide: the layer forgets the key
+		// (a record put and deleted since the checkpoint, an outbox's
+		// delivered item, leaves no tombstone for every scan to pass).
+		b.v.l.forget(b.path, k)
+	} else {
+		b.v.l.del(b.path, k)
+	}
 	b.v.ws = appendOp(b.v.ws, op{kind: opDelete, path: b.path, key: k})
 	return nil
 }
