@@ -437,11 +437,19 @@ func (in *Ingestor) blocksOf(d *Descriptor, fs []blockFrame, size int) []block {
 	var out []block
 	run := make([]Frame, 0, min(n, MaxBlockFrames))
 	buf := make([]byte, 0, size+n+16)
+	// part is the frames of each block of the run being cut, which ends
+	// at cutEnd: the run is encoded whole once, to learn its size, and
+	// each of its blocks once.
+	part, cutEnd := 0, 0
 	for start := 0; start < n; {
 		first := &fs[start]
 		end := start + 1
-		for end < n && end-start < MaxBlockFrames && fs[end].dev == first.dev && fs[end].ts-first.ts < BlockSpan {
-			end++
+		if start < cutEnd {
+			end = min(start+part, cutEnd)
+		} else {
+			for end < n && end-start < MaxBlockFrames && fs[end].dev == first.dev && fs[end].ts-first.ts < BlockSpan {
+				end++
+			}
 		}
 		run = run[:0]
 		for i := start; i < end; i++ {
@@ -449,11 +457,12 @@ func (in *Ingestor) blocksOf(d *Descriptor, fs []blockFrame, size int) []block {
 		}
 		off := len(buf)
 		buf = AppendBlock(buf, run, len(d.Fields))
-		if sz := len(buf) - off; sz > MaxBlockBytes && sz < uncutBlockBytes && end-start > 1 {
-			// Cut it into about equal blocks that fit, and encode the
-			// first of them.
+		if sz := len(buf) - off; start >= cutEnd && sz > MaxBlockBytes && sz < uncutBlockBytes && end-start > 1 {
+			// Cut the run into about equal blocks that fit, and encode
+			// the first of them.
 			k := (sz + MaxBlockBytes - 1) / MaxBlockBytes
-			end = start + (end-start+k-1)/k
+			part, cutEnd = (end-start+k-1)/k, end
+			end = start + part
 			run = run[:end-start]
 			buf = AppendBlock(buf[:off], run, len(d.Fields))
 		}
