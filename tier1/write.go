@@ -228,7 +228,7 @@ func (w *write) put(tx *store.Tx, r *routineWrite) error {
 	if err != nil {
 		return err
 	}
-	// bbolt keeps every key until the commit: one array for all of them.
+	// the write transaction keeps every key until the commit: one array for all of them.
 	size := 0
 	for i := range r.stored {
 		size += len(r.stored[i].dev) + 17
