@@ -96,12 +96,20 @@ var maxBinary = map[string]int64{
 // amd64 -grpc to 16,220,322 B (32,930 over) and the MIPS -grpc pair to
 // 17,563,841 B (193 over): their ceilings are 64 KiB higher.
 // Stop 38 (see maxBinary) took these likewise: each one passed is the
-// size rounded up to 64 KiB plus 64 KiB.
+// size rounded up to 64 KiB plus 64 KiB. Stop 40's seams of issue 31
+// (httpapi's routes as handler types with one prologue adapter, peer's
+// Pairing, Inbound and OutboxAdmin, the registrar in package registry,
+// tier-1's records in tier1, wire's tier-1 answer, sse's one event
+// writer, transport/netwire) grew the armv7 -grpc binary's text by 19 KB
+// and its read-only data by 33 KB, each past a 64 KiB boundary
+// (15,925,410 -> 16,056,482 B, armv6's the same): the two ARM -grpc
+// ceilings are that size rounded up to 64 KiB plus 64 KiB. The default
+// binaries fit theirs.
 var maxBinaryGRPC = map[string]int64{
 	"amd64":   16<<20 + 64<<10,
 	"arm64":   14<<20 + 896<<10,
-	"arm":     15<<20 + 320<<10,
-	"armv6":   15<<20 + 256<<10,
+	"arm":     15<<20 + 448<<10,
+	"armv6":   15<<20 + 448<<10,
 	"mipsle":  17<<20 + 448<<10,
 	"mips":    17<<20 + 448<<10,
 	"riscv64": 14<<20 + 320<<10,
