@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"encoding/binary"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -12,7 +13,12 @@ import (
 // an error, appended after what dst holds.
 func TestTier1AckAppendMsgpack(t *testing.T) {
 	var acks []Tier1Ack
-	for _, n := range []int{0, 1, 127, 128, 255, 256, 65535, 65536, 1<<31 - 1, 1 << 40} {
+	counts := []int{0, 1, 127, 128, 255, 256, 65535, 65536, 1<<31 - 1}
+	if strconv.IntSize == 64 {
+		big := uint64(1) << 40 // the 64-bit format, where an int holds it
+		counts = append(counts, int(big))
+	}
+	for _, n := range counts {
 		acks = append(acks, Tier1Ack{OK: true, Accepted: n})
 	}
 	for _, l := range []int{1, 31, 32, 255, 256, 65535, 65536} {
