@@ -55,8 +55,7 @@ var surfaceLimits = []struct {
 var surfaceExcess = map[string]struct {
 	count int
 	who   string
-}{
-}
+}{}
 
 // agentExportedMax is agent's exported surface (issue 31: no larger
 // than it was, 145, when the issue was filed; 137 since one Submit): its
