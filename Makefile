@@ -60,7 +60,7 @@ run: build ## build, then serve with DATA=./data on LISTEN=127.0.0.1:8080
 	@echo "try: $(BIN) task submit echo --payload '{\"msg\":\"hi\"}' --wait 5s --data $(DATA) --agent http://$(LISTEN)"
 	./$(BIN) serve --data $(DATA) --listen $(LISTEN)
 
-test: ## vet, every module tidy, cross (the builds fail fast), the race suite, test-grpc, test-a2a, the suite under qemu (arm64, armv7), the byte-layout subset under qemu (armv6, mipsle, mips, riscv64), make dist checked, the tier-1 harness smoke
+test: ## vet, every module tidy, cross (the builds fail fast), the race suite, test-grpc, test-a2a, the suite under qemu (arm64, armv7), the byte-layout subset under qemu (armv6, mipsle, mips, riscv64), make dist checked, the tier-1 harness smoke, compare-answers against HEAD
 	@scripts/timed.sh vet $(MAKE) --no-print-directory vet
 	@scripts/timed.sh modules $(MAKE) --no-print-directory modules
 	@scripts/timed.sh cross $(MAKE) --no-print-directory cross
@@ -72,6 +72,7 @@ test: ## vet, every module tidy, cross (the builds fail fast), the race suite, t
 	@scripts/timed.sh test-newarch $(MAKE) --no-print-directory test-newarch
 	@scripts/timed.sh test-dist $(MAKE) --no-print-directory test-dist
 	@scripts/timed.sh bench-tier1-smoke $(MAKE) --no-print-directory bench-tier1-smoke
+	@scripts/timed.sh compare-answers $(MAKE) --no-print-directory compare-answers BEFORE=HEAD
 
 vet: ## go vet of every package, with the default tags and with the gRPC tags (files behind //go:build grpc are vetted too)
 	$(GO) vet ./...
@@ -109,6 +110,10 @@ bench: ## run every benchmark (BENCHTIME=1s; e.g. make bench BENCHTIME=5x)
 	if [ -z "$$pkgs" ]; then echo "bench: no benchmarks"; exit 0; fi; \
 	echo "$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $$pkgs"; \
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $$pkgs
+
+.PHONY: compare-answers
+compare-answers: ## the command line's and the API's answers of BEFORE=<git ref> and of this tree, diffed after masking ids, times and keys (OUT=dir keeps them)
+	@GO="$(GO)" BEFORE="$(BEFORE)" OUT="$(OUT)" scripts/compare-answers.sh
 
 .PHONY: bench-compare
 bench-compare: ## make bench of BEFORE=<git ref> and of this tree in alternating rounds, compared by benchstat (ROUNDS=3 BENCHTIME=1s BENCH=.)
