@@ -76,20 +76,23 @@ type Manager struct {
 	records recordCache
 }
 
-// recordCache keeps contract records as record read them: every message
-// under a contract, in and out, looks its record up, and decoding it
-// costs as much as the rest of the lookup. A record changes only when it
-// is revoked, and both revocations (Revoke, RevokedByPeer) go through the
-// Manager, which drops the cache when they commit; gen keeps a read
-// that started before a revocation from being kept after it. Records are
-// shared and must not be changed.
+// recordCache keeps contract records as record read them, and each
+// peer's newest records as active read them: every message under a
+// contract, in and out, looks its contract up, and reading and decoding
+// the records costs as much as the rest of the lookup. Records change
+// only through the Manager: a new contract and the pruning of old ones
+// (save), and the revocations (Revoke, RevokedByPeer). Each drops the
+// cache when its transaction commits, after readers can see what it
+// wrote; gen keeps a read that started before the drop from being kept
+// after it. Records are shared and must not be changed.
 type recordCache struct {
-	mu  sync.Mutex
-	gen uint64
-	m   map[string]*contractdb.Record
+	mu    sync.Mutex
+	gen   uint64
+	m     map[string]*contractdb.Record
+	peers map[string][]*contractdb.Record
 }
 
-// recordCacheSize bounds the records kept.
+// recordCacheSize bounds the records kept, and the peers.
 const recordCacheSize = 256
 
 func (rc *recordCache) get(id string) (*contractdb.Record, uint64) {
@@ -111,12 +114,35 @@ func (rc *recordCache) put(rec *contractdb.Record, gen uint64) {
 	rc.m[rec.ID] = rec
 }
 
+// ofPeer is peer's newest records as kept (ok false: not kept), and the
+// generation to keep them under.
+func (rc *recordCache) ofPeer(peer string) (recs []*contractdb.Record, ok bool, gen uint64) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	recs, ok = rc.peers[peer]
+	return recs, ok, rc.gen
+}
+
+// putPeer keeps peer's newest records unless the cache was dropped since
+// gen.
+func (rc *recordCache) putPeer(peer string, recs []*contractdb.Record, gen uint64) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if rc.gen != gen {
+		return
+	}
+	if rc.peers == nil || len(rc.peers) >= recordCacheSize {
+		rc.peers = map[string][]*contractdb.Record{} // bounded: start again
+	}
+	rc.peers[peer] = recs
+}
+
 // drop forgets every record (a contract changed).
 func (rc *recordCache) drop() {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	rc.gen++
-	rc.m = nil
+	rc.m, rc.peers = nil, nil
 }
 
 // New returns the contract manager of a, negotiating over net; it logs
@@ -200,13 +226,16 @@ func (cm *Manager) info(rec *contractdb.Record) (*Info, error) {
 // revoked at now; nil when there is none. any tells whether there is any
 // contract with peer at all (this agent negotiated with it before).
 func (cm *Manager) active(peer string, now time.Time) (c *negotiate.Contract, any bool, err error) {
-	var recs []*contractdb.Record
-	if err := cm.a.Store().View(func(tx *store.Tx) error {
-		var err error
-		recs, err = contractdb.OfPeer(tx, peer, peerContractScan)
-		return err
-	}); err != nil {
-		return nil, false, wire.Errorf(wire.CodeSysStorage, "read contracts: %v", err)
+	recs, kept, gen := cm.records.ofPeer(peer)
+	if !kept {
+		if err := cm.a.Store().View(func(tx *store.Tx) error {
+			var err error
+			recs, err = contractdb.OfPeer(tx, peer, peerContractScan)
+			return err
+		}); err != nil {
+			return nil, false, wire.Errorf(wire.CodeSysStorage, "read contracts: %v", err)
+		}
+		cm.records.putPeer(peer, recs, gen)
 	}
 	for _, rec := range recs {
 		if negotiate.StatusAt(rec.ExpiresAt, rec.Revoked(), now) != negotiate.StatusActive {
@@ -272,6 +301,7 @@ func (cm *Manager) save(ctx context.Context, peer, role string, c *negotiate.Con
 		if err := contractdb.Put(tx, rec); err != nil {
 			return err
 		}
+		tx.OnCommit(cm.records.drop) // and what Prune deletes below
 		if err := cm.a.AuditIn(tx, agent.AuditContractMade, peer, map[string]any{"contract_id": c.ContractID, "role": role,
 			"expires_at": rec.ExpiresAt, "contract_sha256": sha256Hex(raw)}); err != nil {
 			return err
