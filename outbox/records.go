@@ -192,7 +192,7 @@ func Batch(tx *store.Tx, dest string, max int, skip func(seq uint64) bool) ([]*I
 			return nil
 		}
 		it := new(Item)
-		if err := json.Unmarshal(*v, it); err != nil {
+		if err := it.UnmarshalJSON(*v); err != nil { // not json.Unmarshal: it validates the whole item first
 			return fmt.Errorf("decode outbox item %q: %w", k, err)
 		}
 		out = append(out, it)
@@ -415,7 +415,7 @@ func List(tx *store.Tx, f Filter) ([]*Item, string, error) {
 			return store.ErrStop
 		}
 		it := new(Item)
-		if err := json.Unmarshal(*v, it); err != nil {
+		if err := it.UnmarshalJSON(*v); err != nil { // not json.Unmarshal: it validates the whole item first
 			return fmt.Errorf("decode outbox item %q: %w", k, err)
 		}
 		out = append(out, it)
