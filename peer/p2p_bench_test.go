@@ -45,6 +45,8 @@ func BenchmarkDelegationRoundTrip(b *testing.B) {
 			var next atomic.Int64
 			batches0 := counter(req.a, "synapse_outbox_batches_total") + counter(exe.a, "synapse_outbox_batches_total")
 			sent0 := counter(req.a, "synapse_outbox_delivered_total") + counter(exe.a, "synapse_outbox_delivered_total")
+			reqSyncs0, exeSyncs0 := counter(req.a, "synapse_store_fsyncs_total"), counter(exe.a, "synapse_store_fsyncs_total")
+			reqWrites0, exeWrites0 := counter(req.a, "synapse_store_writes_total"), counter(exe.a, "synapse_store_writes_total")
 			b.ResetTimer()
 			var wg sync.WaitGroup
 			for range c {
@@ -69,6 +71,14 @@ func BenchmarkDelegationRoundTrip(b *testing.B) {
 			batches := counter(req.a, "synapse_outbox_batches_total") + counter(exe.a, "synapse_outbox_batches_total") - batches0
 			sent := counter(req.a, "synapse_outbox_delivered_total") + counter(exe.a, "synapse_outbox_delivered_total") - sent0
 			b.ReportMetric(batches/b.Elapsed().Seconds(), "batches/s")
+			// What each delegation costs each agent's disk: its fsyncs and
+			// its writes (acknowledged writes, several per fsync when they
+			// group).
+			n := float64(b.N)
+			b.ReportMetric((counter(req.a, "synapse_store_fsyncs_total")-reqSyncs0)/n, "reqfsyncs/op")
+			b.ReportMetric((counter(exe.a, "synapse_store_fsyncs_total")-exeSyncs0)/n, "exefsyncs/op")
+			b.ReportMetric((counter(req.a, "synapse_store_writes_total")-reqWrites0)/n, "reqwrites/op")
+			b.ReportMetric((counter(exe.a, "synapse_store_writes_total")-exeWrites0)/n, "exewrites/op")
 			if batches > 0 {
 				b.ReportMetric(sent/batches, "msgs/batch")
 			}
