@@ -378,3 +378,60 @@ func TestQueueAdministration(t *testing.T) {
 		t.Errorf("Enqueue without a type: %v", err)
 	}
 }
+
+// stalled is a transport whose destinations under /slow accept and never
+// answer (until released or the send's context ends).
+type stalled struct {
+	release chan struct{}
+	mu      sync.Mutex
+	waiting int
+	fast    int
+}
+
+func (s *stalled) Send(ctx context.Context, m *transport.Message) transport.Outcome {
+	if !strings.Contains(m.To, "/slow") {
+		s.mu.Lock()
+		s.fast++
+		s.mu.Unlock()
+		return transport.Outcome{Class: transport.Delivered, Status: 200}
+	}
+	s.mu.Lock()
+	s.waiting++
+	s.mu.Unlock()
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+	}
+	return transport.Outcome{Class: transport.Delivered, Status: 200}
+}
+
+func (s *stalled) counts() (waiting, fast int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.waiting, s.fast
+}
+
+// TestQueueSlowDestinations: destinations that never answer hold the
+// delivery slots for a second of the queue's clock each, not for the
+// delivery timeout: the next destination goes once that second passed.
+func TestQueueSlowDestinations(t *testing.T) {
+	tr := &stalled{release: make(chan struct{})}
+	f := startQueue(t, outbox.Options{Transport: tr, MaxRetries: 5, RetryBase: time.Second})
+	t.Cleanup(func() { close(tr.release) }) // before the queue drains
+	const slots = 16
+	for i := range slots {
+		f.enqueue(t, hook(fmt.Sprintf("http://192.0.2.10/slow/%d", i)))
+	}
+	testutil.Eventually(t, 10*time.Second, "every slot held by a destination that does not answer", func() bool {
+		w, _ := tr.counts()
+		return w == slots
+	})
+	f.enqueue(t, hook("http://192.0.2.10/fast"))
+	if _, fast := tr.counts(); fast != 0 {
+		t.Fatalf("the next destination was sent to while every slot was held")
+	}
+	f.advanceUntil(t, time.Second, "the next destination sent to once the slow ones held their slots a second", func() bool {
+		_, fast := tr.counts()
+		return fast == 1
+	})
+}
