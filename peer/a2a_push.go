@@ -154,7 +154,7 @@ func authorization(raw json.RawMessage) string {
 
 // deliverA2APush sends a stored notification to its URL (a Callback: the
 // HTTP transport dials it through the outbound policy).
-func (n *Network) deliverA2APush(ctx context.Context, it *outbox.Item) *outbox.Failure {
+func (o *deliverer) deliverA2APush(ctx context.Context, it *outbox.Item) *outbox.Failure {
 	var item a2aPushItem
 	if err := json.Unmarshal(it.Payload, &item); err != nil {
 		return &outbox.Failure{Err: fmt.Errorf("stored a2a push: %w", err), Permanent: true}
@@ -163,6 +163,6 @@ func (n *Network) deliverA2APush(ctx context.Context, it *outbox.Item) *outbox.F
 	for k, v := range item.Header {
 		h[textproto.CanonicalMIMEHeaderKey(k)] = v
 	}
-	return outbox.FailureOf(n.send(ctx, &transport.Message{Kind: transport.Callback, To: it.URL, Body: item.Body,
+	return outbox.FailureOf(o.n.send(ctx, &transport.Message{Kind: transport.Callback, To: it.URL, Body: item.Body,
 		ContentType: item.ContentType, Header: h}))
 }

@@ -70,7 +70,7 @@ func newOutbox(n *Network) *outbox.Queue {
 	return outbox.New(n.ctx, outbox.Options{DB: n.db, Transport: n.t, Clock: outboxClock{n.clock}, Go: n.spawn,
 		Logger: n.log, Peers: d, Secret: n.secret, MaxRetries: n.p2p.MaxRetries, RetryBase: n.p2p.RetryBaseDelay(),
 		Metrics: outbox.Metrics{Queued: n.m.queued, Delivered: n.m.delivered, Retries: n.m.retries, Dead: n.m.dead, FullWindows: n.m.fullWindows},
-		Deliver: map[string]func(context.Context, *outbox.Item) *outbox.Failure{A2APushType: n.deliverA2APush}})
+		Deliver: map[string]func(context.Context, *outbox.Item) *outbox.Failure{A2APushType: d.deliverA2APush}})
 }
 
 // outboxClock is the agent's clock as the outbox's.
