@@ -30,7 +30,9 @@ import (
 // authentication ({scheme, credentials}, or v0.3's {schemes,
 // credentials}) becomes the Authorization header.
 
-// A2APushType is the outbox Type of an A2A push notification.
+// A2APushType is the outbox Type of an A2A push notification: the queue
+// delivers the items of this type through deliverA2APush, the delivery
+// the network gives it for them (outbox.Options.Deliver).
 const A2APushType = "a2a_push"
 
 // a2aPushItem is the stored form of one notification.
@@ -152,15 +154,15 @@ func authorization(raw json.RawMessage) string {
 
 // deliverA2APush sends a stored notification to its URL (a Callback: the
 // HTTP transport dials it through the outbound policy).
-func (o *queue) deliverA2APush(ctx context.Context, it *outbox.Item) *deliveryError {
+func (o *deliverer) deliverA2APush(ctx context.Context, it *outbox.Item) *outbox.Failure {
 	var item a2aPushItem
 	if err := json.Unmarshal(it.Payload, &item); err != nil {
-		return &deliveryError{err: fmt.Errorf("stored a2a push: %w", err), permanent: true}
+		return &outbox.Failure{Err: fmt.Errorf("stored a2a push: %w", err), Permanent: true}
 	}
 	h := map[string]string{transport.HeaderMessageID: it.ID}
 	for k, v := range item.Header {
 		h[textproto.CanonicalMIMEHeaderKey(k)] = v
 	}
-	return failure(o.n.send(ctx, &transport.Message{Kind: transport.Callback, To: it.URL, Body: item.Body,
+	return outbox.FailureOf(o.n.send(ctx, &transport.Message{Kind: transport.Callback, To: it.URL, Body: item.Body,
 		ContentType: item.ContentType, Header: h}))
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/contracts"
 	"github.com/synapse-edge/synapse/negotiate"
+	"github.com/synapse-edge/synapse/outbox"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/transport"
 	"github.com/synapse-edge/synapse/wire"
@@ -42,9 +43,9 @@ func (c contractNet) Send(ctx context.Context, p contracts.Peer, m *wire.Unified
 	return c.n.sendEnvelope(ctx, p.Endpoint, m)
 }
 
-func (c contractNet) Enqueue(tx *store.Tx, m agent.Outgoing) error { return c.n.out.enqueue(tx, m) }
+func (c contractNet) Enqueue(tx *store.Tx, m agent.Outgoing) error { return enqueue(c.n.out, tx, m) }
 
-func (c contractNet) Wake(peer string) { c.n.spawn(func() { c.n.out.wake(peer) }) }
+func (c contractNet) Wake(peer string) { c.n.spawn(func() { c.n.out.Wake(peer) }) }
 
 // negotiation answers a negotiate_request or negotiate_response.
 func (n *Network) negotiation(ctx context.Context, p *peer, m *wire.UnifiedSynapseMessage, msgpack bool) (*Reply, error) {
@@ -60,9 +61,9 @@ func (n *Network) negotiation(ctx context.Context, p *peer, m *wire.UnifiedSynap
 
 // sendUnderContract signs and sends one outbox message to p under the
 // active contract, negotiating one first when there is none. A failure of
-// the negotiation (or of signing) is returned as a *deliveryError, else the
+// the negotiation (or of signing) is returned as an *outbox.Failure, else the
 // outcome of the send.
-func (n *Network) sendUnderContract(ctx context.Context, p *peer, msgType wire.MessageType, id, corr string, pl wire.RawPayload, s Sequence) (transport.Outcome, *deliveryError) {
+func (n *Network) sendUnderContract(ctx context.Context, p *peer, msgType wire.MessageType, id, corr string, pl wire.RawPayload, s Sequence) (transport.Outcome, *outbox.Failure) {
 	peerID := p.rec.AgentID
 	var c *negotiate.Contract
 	if !contracts.Exempt(msgType) {
@@ -88,23 +89,23 @@ func (n *Network) sendUnderContract(ctx context.Context, p *peer, msgType wire.M
 }
 
 // sendUnder signs the message under c (nil: none) and posts it.
-func (n *Network) sendUnder(ctx context.Context, p *peer, c *negotiate.Contract, msgType wire.MessageType, id, corr string, pl wire.RawPayload, s Sequence) (transport.Outcome, *deliveryError) {
+func (n *Network) sendUnder(ctx context.Context, p *peer, c *negotiate.Contract, msgType wire.MessageType, id, corr string, pl wire.RawPayload, s Sequence) (transport.Outcome, *outbox.Failure) {
 	if to, ok := n.a2aDestination(c, msgType); ok {
 		return n.sendA2A(ctx, to, p.rec.AgentID, msgType, id, corr, pl, s) // a2a.go
 	}
 	m, err := n.contracts.Envelope(c, msgType, p.rec.AgentID, id, corr, pl)
 	if err != nil {
-		return transport.Outcome{}, &deliveryError{err: err, permanent: true}
+		return transport.Outcome{}, &outbox.Failure{Err: err, Permanent: true}
 	}
 	return n.sendEnvelopeSeq(ctx, p.rec.Endpoint, m, s), nil
 }
 
 // deliveryFailure is a failed automatic negotiation as the outbox records
 // it (contracts.Manager.Ensure classified it).
-func deliveryFailure(o *transport.Outcome) *deliveryError {
-	d := &deliveryError{err: o.Err, unreachable: o.Unreached, permanent: o.Class == transport.Permanent}
+func deliveryFailure(o *transport.Outcome) *outbox.Failure {
+	d := &outbox.Failure{Err: o.Err, Unreachable: o.Unreached, Permanent: o.Class == transport.Permanent}
 	if o.Error != nil {
-		d.code = o.Error.Code
+		d.Code = o.Error.Code
 	}
 	return d
 }

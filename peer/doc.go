@@ -1,12 +1,12 @@
 // Package peer is a Synapse agent's peer network (seed 004, SPEC §6), on
 // top of its task engine (package agent): pairing and key pinning, the
-// inbound envelope pipeline, delegated tasks on the wire, the delivery of
-// the durable outbox, heartbeats, and the webhook and A2A push
-// deliveries. The registry this agent may be and the registration with
-// another one are package registry's (its Directory and Registrar), which
-// the network builds with the keys it pinned; the contracts between peers
-// are package contracts', which the network constructs and consults on
-// every envelope.
+// inbound envelope pipeline, delegated tasks on the wire, the peer side
+// of the durable outbox's delivery (package outbox's Queue runs it),
+// heartbeats, and the A2A push notifications. The registry this agent
+// may be and the registration with another one are package registry's
+// (its Directory and Registrar), which the network builds with the keys
+// it pinned; the contracts between peers are package contracts', which
+// the network constructs and consults on every envelope.
 //
 // # Lifecycle
 //
@@ -55,13 +55,19 @@
 //     p2p_hmac.go, p2p_group.go: the Inbound, the inbound pipeline:
 //     every door's Deliver, ordered delivery, batches of envelopes,
 //     transport signatures, group routing (the sending halves of batches,
-//     signatures and group messages are the outbox's and the Network's);
+//     signatures and group messages are the deliverer's and the
+//     Network's);
 //   - remote.go: the messages a change of a delegated task announces;
 //   - p2p_outbox.go, p2p_outbox_admin.go, a2a_push.go, disclose.go: the
-//     delivery of the durable outbox (lanes, rounds, retries; its records
-//     are package outbox's), its administration (the OutboxAdmin), A2A
-//     push notifications (rendered and delivered), selective disclosure
-//     of results;
+//     outbox's peer side, the deliverer (outbox.Peers: what a round to a
+//     peer is — still paired, its window, batches, each message under the
+//     peer's contract, what its answers tell of it; the lanes, rounds,
+//     retries, dead letters and the webhooks are package outbox's Queue,
+//     built here with the agent's store, transport and clock), the
+//     administration (the OutboxAdmin, over the queue's), A2A push
+//     notifications (rendered here, delivered by the queue through the
+//     delivery per type the network gives it), selective disclosure of
+//     results;
 //   - registry.go, registrar.go: package registry's Directory, built
 //     with the keys pinned here, and its Registrar, given this agent's
 //     declaration, key and transport;

@@ -25,10 +25,11 @@ import (
 //   - peers (Pairing, peers.go): agents paired by fetching their
 //     /identity and pinning its Ed25519 key, with an online/offline/busy
 //     status kept by heartbeats;
-//   - the outbox (p2p_outbox.go): every message for a peer, and every
-//     callback to a plain webhook, is written to bbolt in the transaction
-//     of the state change that announces it and delivered from there, in
-//     order per destination, with retries and dead letters;
+//   - the outbox (package outbox; its peer side in p2p_outbox.go): every
+//     message for a peer, and every callback to a plain webhook, is
+//     written to the store in the transaction of the state change that
+//     announces it and delivered from there, in order per destination,
+//     with retries and dead letters;
 //   - inbound (Inbound, p2p_inbound.go): envelopes from peers are checked
 //     (pinned sender, signature, timestamp, message id not seen) and
 //     handed to the task engine;
@@ -40,7 +41,7 @@ import (
 // P2P timing that is not configurable.
 const (
 	// deliveryTimeout bounds one delivery (seed 004 §8.1 suggests 30 s).
-	deliveryTimeout = 30 * time.Second
+	deliveryTimeout = outbox.DeliveryTimeout
 	// identityTimeout bounds the identity fetch of pairing.
 	identityTimeout = 10 * time.Second
 	// maxHeartbeatTimeout bounds one heartbeat request.
@@ -85,7 +86,7 @@ type Network struct {
 	// pairing is the peer book: the paired peers, their pins, the pair
 	// requests and the heartbeats (peers.go, pairing.go).
 	pairing *Pairing
-	out     *queue
+	out     *outbox.Queue
 	admin   OutboxAdmin
 	// contracts makes and enforces the contracts with peers (contracts.go).
 	contracts *contracts.Manager
@@ -180,7 +181,6 @@ func (n *Network) Open(ctx context.Context) error {
 	if err := n.pairing.open(n.db); err != nil {
 		return err
 	}
-	n.out = newQueue(n)
 	r := n.a.Metrics()
 	n.m = p2pMetrics{
 		queued:      r.Counter("synapse_outbox_queued_total", "Messages and callbacks written to the outbox."),
@@ -193,8 +193,9 @@ func (n *Network) Open(ctx context.Context) error {
 		received:    r.CounterVec("synapse_p2p_received_total", "Envelopes accepted from peers, by message type.", "type"),
 		refused:     r.CounterVec("synapse_p2p_refused_total", "Envelopes refused, by error code.", "code"),
 	}
-	r.GaugeFunc("synapse_outbox_pending", "Messages waiting in the outbox.", func() float64 { return float64(n.out.count(outbox.Pending)) })
-	r.GaugeFunc("synapse_outbox_dead_letters", "Messages on the dead-letter list.", func() float64 { return float64(n.out.count(outbox.Dead)) })
+	n.out = newOutbox(n)
+	r.GaugeFunc("synapse_outbox_pending", "Messages waiting in the outbox.", func() float64 { return float64(n.out.Count(outbox.Pending)) })
+	r.GaugeFunc("synapse_outbox_dead_letters", "Messages on the dead-letter list.", func() float64 { return float64(n.out.Count(outbox.Dead)) })
 	r.GaugeFunc("synapse_peers", "Paired peers.", func() float64 { return float64(n.pairing.peers.len()) })
 	n.opened.Store(true)
 	return nil
@@ -204,7 +205,7 @@ func (n *Network) Open(ctx context.Context) error {
 // heartbeats and the registrar, and declares the interfaces the P2P layer
 // implements; the agent calls it once it has recovered its tasks.
 func (n *Network) Start() {
-	n.out.start()
+	n.out.Start()
 	n.spawn(n.pairing.heartbeats)
 	// What the P2P layer implements once it has started: envelopes from
 	// peers (POST /message), the tasks they request, the results they
@@ -224,7 +225,7 @@ func (n *Network) Start() {
 // when its engine has stopped, before it closes the store.
 func (n *Network) Close(ctx context.Context) {
 	dctx, cancel := context.WithTimeout(ctx, flushWait)
-	n.out.drain(dctx)
+	n.out.Drain(dctx)
 	cancel()
 	n.hbMu.Lock()
 	n.stopped = true
@@ -232,7 +233,7 @@ func (n *Network) Close(ctx context.Context) {
 		n.hbTimer.Stop()
 	}
 	n.hbMu.Unlock()
-	n.out.close()
+	n.out.Close()
 	n.cancel()
 	done := make(chan struct{})
 	go func() { n.wg.Wait(); close(done) }()
@@ -290,7 +291,7 @@ func (n *Network) Enqueue(tx *store.Tx, m agent.Outgoing) error {
 	if err != nil {
 		return err
 	}
-	return n.out.enqueue(tx, m)
+	return enqueue(n.out, tx, m)
 }
 
 // self is this agent as an envelope's sender.

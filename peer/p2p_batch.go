@@ -224,7 +224,7 @@ func batchResult(a transport.Answer) BatchResult {
 
 // batchable tells whether a round to dest may go as batches, and how many
 // envelopes one may hold (0: not).
-func (o *queue) batchable(dest string, p *peer) int {
+func (o *deliverer) batchable(dest string, p *peer) int {
 	o.mu.Lock()
 	max := o.batches[dest].max
 	o.mu.Unlock()
@@ -239,7 +239,7 @@ func (o *queue) batchable(dest string, p *peer) int {
 
 // heardAnswer records what an answer of dest announced: ordering, and
 // batches (their absence turns batches off).
-func (o *queue) heardAnswer(dest string, out transport.Outcome) {
+func (o *deliverer) heardAnswer(dest string, out transport.Outcome) {
 	if out.Status == 0 {
 		return
 	}
@@ -272,7 +272,7 @@ type batchTerms struct {
 const batchOffFor = 10 * time.Minute
 
 // batchOff stops batches to dest for batchOffFor.
-func (o *queue) batchOff(dest string) {
+func (o *deliverer) batchOff(dest string) {
 	o.mu.Lock()
 	delete(o.batches, dest)
 	o.batchesOff[dest] = o.n.clock.Now()
@@ -283,8 +283,8 @@ func (o *queue) batchOff(dest string) {
 // sendBatches sends the items of a round (in queue order, the head first)
 // as batches of at most max envelopes, at once, chained by their
 // sequence numbers, and returns their outcomes in order.
-func (o *queue) sendBatches(dest string, p *peer, items []*outbox.Item, max int) []*deliveryError {
-	out := make([]*deliveryError, len(items))
+func (o *deliverer) sendBatches(ctx context.Context, dest string, p *peer, items []*outbox.Item, max int) []*outbox.Failure {
+	out := make([]*outbox.Failure, len(items))
 	var wg sync.WaitGroup
 	for start := 0; start < len(items); {
 		end := min(start+max, len(items))
@@ -295,7 +295,7 @@ func (o *queue) sendBatches(dest string, p *peer, items []*outbox.Item, max int)
 		wg.Add(1)
 		go func(start, end int, prev uint64) {
 			defer wg.Done()
-			copy(out[start:end], o.deliverBatch(dest, p, items[start:end], prev, true))
+			copy(out[start:end], o.deliverBatch(ctx, dest, p, items[start:end], prev, true))
 		}(start, end, prev)
 		start = end
 	}
@@ -312,17 +312,17 @@ var errBatchAnswer = errors.New("the peer's batch answer does not match the batc
 // When the peer refused the contract (and renegotiate is set), the
 // messages from the first refused one on are sent once more, under a new
 // contract.
-func (o *queue) deliverBatch(dest string, p *peer, items []*outbox.Item, prev uint64, renegotiate bool) []*deliveryError {
-	out := o.deliverBatchOnce(dest, p, items, prev)
+func (o *deliverer) deliverBatch(ctx context.Context, dest string, p *peer, items []*outbox.Item, prev uint64, renegotiate bool) []*outbox.Failure {
+	out := o.deliverBatchOnce(ctx, dest, p, items, prev)
 	for k, d := range out {
 		if d == nil {
 			continue
 		}
-		if renegotiate && d.refusedContract {
+		if renegotiate && d.RefusedContract {
 			if k > 0 {
 				prev = items[k-1].Seq
 			}
-			copy(out[k:], o.deliverBatch(dest, p, items[k:], prev, false))
+			copy(out[k:], o.deliverBatch(ctx, dest, p, items[k:], prev, false))
 		}
 		break
 	}
@@ -330,14 +330,15 @@ func (o *queue) deliverBatch(dest string, p *peer, items []*outbox.Item, prev ui
 }
 
 // deliverBatchOnce is one try of deliverBatch.
-func (o *queue) deliverBatchOnce(dest string, p *peer, items []*outbox.Item, prev uint64) []*deliveryError {
-	out := make([]*deliveryError, len(items))
-	fill := func(from int, derr *deliveryError) {
+// base is the queue's context: each try has its own deliveryTimeout.
+func (o *deliverer) deliverBatchOnce(base context.Context, dest string, p *peer, items []*outbox.Item, prev uint64) []*outbox.Failure {
+	out := make([]*outbox.Failure, len(items))
+	fill := func(from int, derr *outbox.Failure) {
 		for i := from; i < len(out); i++ {
 			out[i] = derr
 		}
 	}
-	ctx, cancel := context.WithTimeout(o.n.ctx, deliveryTimeout)
+	ctx, cancel := context.WithTimeout(base, deliveryTimeout)
 	defer cancel()
 	n := o.n
 	peerID := p.rec.AgentID
@@ -370,10 +371,10 @@ func (o *queue) deliverBatchOnce(dest string, p *peer, items []*outbox.Item, pre
 			// A contract that sends over A2A: one message at a time.
 			for i, it := range items {
 				if i > 0 && out[i-1] != nil {
-					out[i] = errNotSent
+					out[i] = outbox.ErrNotSent
 					continue
 				}
-				out[i] = o.deliverPeer(dest, p, it, seq(i))
+				out[i] = o.deliverPeer(base, dest, p, it, seq(i))
 			}
 			return out
 		}
@@ -396,10 +397,10 @@ func (o *queue) deliverBatchOnce(dest string, p *peer, items []*outbox.Item, pre
 			// Full: this batch first, the rest in the next one.
 			o.postBatch(ctx, dest, p, cid, signed, &req, out[:i])
 			if failedAt(out[:i]) {
-				fill(i, errNotSent)
+				fill(i, outbox.ErrNotSent)
 				return out
 			}
-			copy(out[i:], o.deliverBatchOnce(dest, p, items[i:], items[i-1].Seq))
+			copy(out[i:], o.deliverBatchOnce(base, dest, p, items[i:], items[i-1].Seq))
 			return out
 		}
 		pl, err := wire.RawJSONPayload(it.Payload)
@@ -415,8 +416,8 @@ func (o *queue) deliverBatchOnce(dest string, p *peer, items []*outbox.Item, pre
 		if err != nil {
 			// Those before it go; it is given up; those after it wait.
 			o.postBatch(ctx, dest, p, cid, signed, &req, out[:i])
-			out[i] = &deliveryError{err: err, permanent: true}
-			fill(i+1, errNotSent)
+			out[i] = &outbox.Failure{Err: err, Permanent: true}
+			fill(i+1, outbox.ErrNotSent)
 			return out
 		}
 		s := seq(i)
@@ -428,7 +429,7 @@ func (o *queue) deliverBatchOnce(dest string, p *peer, items []*outbox.Item, pre
 }
 
 // failedAt tells whether any outcome is a failure.
-func failedAt(out []*deliveryError) bool {
+func failedAt(out []*outbox.Failure) bool {
 	for _, d := range out {
 		if d != nil {
 			return true
@@ -441,7 +442,7 @@ func failedAt(out []*deliveryError) bool {
 // its answer.
 // cid is the contract they were sent under ("": none); signed: the
 // envelopes are unsigned and the batch is signed as a whole.
-func (o *queue) postBatch(ctx context.Context, dest string, p *peer, cid string, signed bool, req *BatchRequest, out []*deliveryError) {
+func (o *deliverer) postBatch(ctx context.Context, dest string, p *peer, cid string, signed bool, req *BatchRequest, out []*outbox.Failure) {
 	if len(req.Messages) == 0 {
 		return
 	}
@@ -453,7 +454,7 @@ func (o *queue) postBatch(ctx context.Context, dest string, p *peer, cid string,
 		sig, err := n.a.SignBatch(peerID, body)
 		if err != nil {
 			for i := range out {
-				out[i] = &deliveryError{err: fmt.Errorf("sign batch: %w", err), permanent: true}
+				out[i] = &outbox.Failure{Err: fmt.Errorf("sign batch: %w", err), Permanent: true}
 			}
 			return
 		}
@@ -470,13 +471,13 @@ func (o *queue) postBatch(ctx context.Context, dest string, p *peer, cid string,
 	if !res.Delivered() {
 		// The batch as a whole: never a reason to give its messages up
 		// (a peer that stopped taking batches gets them one by one).
-		derr := failure(res)
-		if derr.permanent || res.Class == transport.Retry && !res.Unreached && res.Status/100 == 4 {
+		derr := outbox.FailureOf(res)
+		if derr.Permanent || res.Class == transport.Retry && !res.Unreached && res.Status/100 == 4 {
 			o.batchOff(dest)
-			derr = &deliveryError{err: derr.err, retryAfter: derr.retryAfter, code: derr.code}
+			derr = &outbox.Failure{Err: derr.Err, RetryAfter: derr.RetryAfter, Code: derr.Code}
 		}
-		if derr.code != "" {
-			n.pairing.refusedBy(peerID, derr.code)
+		if derr.Code != "" {
+			n.pairing.refusedBy(peerID, derr.Code)
 		}
 		for i := range out {
 			out[i] = derr
@@ -491,9 +492,9 @@ func (o *queue) postBatch(ctx context.Context, dest string, p *peer, cid string,
 			a.Error = transport.DecodeError(r.Body, wire.ContentJSON)
 		}
 		res := transport.Classify(transport.Envelope, a)
-		out[i] = failure(res)
-		if out[i] != nil && stateRefusal(out[i].code) {
-			n.log.Info("the peer refused a state change", "peer", peerID, "err", out[i].err)
+		out[i] = outbox.FailureOf(res)
+		if out[i] != nil && stateRefusal(out[i].Code) {
+			n.log.Info("the peer refused a state change", "peer", peerID, "err", out[i].Err)
 			out[i] = nil // answered: see deliverPeer
 		}
 		if out[i] == nil {
@@ -510,14 +511,14 @@ func (o *queue) postBatch(ctx context.Context, dest string, p *peer, cid string,
 					n.log.Warn("record the peer's refusal of a contract", "contract_id", cid, "err", err)
 				}
 			}
-			out[i].permanent, out[i].refusedContract = false, true
+			out[i].Permanent, out[i].RefusedContract = false, true
 		}
-		n.pairing.refusedBy(peerID, out[i].code)
+		n.pairing.refusedBy(peerID, out[i].Code)
 	}
 	if anyOK {
 		n.pairing.acceptedBy(peerID)
 		if n.pairing.heard(peerID, nil) {
-			n.spawn(func() { o.wake(peerID) })
+			n.spawn(func() { n.out.Wake(peerID) })
 		}
 	}
 }

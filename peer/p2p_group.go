@@ -62,7 +62,7 @@ func (n *Network) QueueToPeer(tx *store.Tx, peer string, msgType wire.MessageTyp
 	if !n.pairing.Known(peer) {
 		return wire.Errorf(wire.CodeInvalidParams, "%q is not a paired peer (POST /agents to pair it)", peer).With("agent_id", peer)
 	}
-	if err := n.out.enqueue(tx, agent.Outgoing{Peer: peer, Type: msgType, Payload: payload}); err != nil {
+	if err := enqueue(n.out, tx, agent.Outgoing{Peer: peer, Type: msgType, Payload: payload}); err != nil {
 		return fmt.Errorf("queue %s for %s: %w", msgType, peer, err)
 	}
 	return nil
@@ -85,7 +85,7 @@ func (n *Network) Send(ctx context.Context, m agent.Outgoing) (id string, err er
 		return "", wire.Errorf(wire.CodeInvalidParams, "%q is not a paired peer (POST /agents to pair it)", m.Peer).With("agent_id", m.Peer)
 	}
 	err = n.db.Update(ctx, func(tx *store.Tx) error {
-		id, err = n.out.add(tx, m)
+		id, err = n.out.Enqueue(tx, outgoing(m))
 		return err
 	})
 	if err != nil {

@@ -197,7 +197,7 @@ func (ib *Inbound) apply(ctx context.Context, p *peer, m, dm *wire.UnifiedSynaps
 	}
 	if ib.n.pairing.heard(p.rec.AgentID, nil) {
 		peer := p.rec.AgentID
-		ib.n.spawn(func() { ib.n.out.wake(peer) })
+		ib.n.spawn(func() { ib.n.out.Wake(peer) })
 	}
 	label := string(m.MessageType)
 	if !wire.IsKnownMessageType(m.MessageType) {
@@ -255,7 +255,7 @@ func (ib *Inbound) dispatch(ctx context.Context, p *peer, m *wire.UnifiedSynapse
 			}
 		}
 		ib.n.pairing.heard(peer, &hb)
-		ib.n.out.wake(peer)
+		ib.n.out.Wake(peer)
 	case wire.MsgNegotiateRequest, wire.MsgNegotiateResponse:
 		return ib.n.negotiation(ctx, p, m, msgpack)
 	case wire.MsgCapabilityQuery:

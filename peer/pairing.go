@@ -160,7 +160,7 @@ func (pg *Pairing) pairedHello(p *peer, m *wire.UnifiedSynapseMessage) *Reply {
 	peer := p.rec.AgentID
 	pg.heard(peer, nil)
 	pg.acceptedBy(peer)
-	pg.n.spawn(func() { pg.n.out.wake(peer) })
+	pg.n.spawn(func() { pg.n.out.Wake(peer) })
 	return &Reply{Accepted: &Accepted{Accepted: true, MessageID: m.MessageID}}
 }
 

@@ -194,7 +194,7 @@ func (pg *Pairing) AddPeerWith(ctx context.Context, endpoint string, o PairOptio
 	pg.log.Info("peer paired", "agent_id", id.AgentID, "endpoint", endpoint, "again", old != nil,
 		"tls_fingerprint", p.rec.TLSFingerprint, "repinned", repinned)
 	// Messages that waited for this peer (or gave up) go now.
-	pg.n.spawn(func() { pg.n.out.wake(id.AgentID) })
+	pg.n.spawn(func() { pg.n.out.Wake(id.AgentID) })
 	pg.pinned(id.AgentID) // pairing.go
 	pg.n.spawn(func() { pg.learnCapabilities(id.AgentID) })
 	return &pi, old == nil, nil
@@ -418,7 +418,7 @@ func (pg *Pairing) beat(interval time.Duration) {
 				return
 			}
 			pg.heard(p.rec.AgentID, nil)
-			pg.n.out.wake(p.rec.AgentID)
+			pg.n.out.Wake(p.rec.AgentID)
 		}(p)
 	}
 	wg.Wait()

@@ -1,0 +1,204 @@
+package outbox_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/synapse-edge/synapse/internal/metrics"
+	"github.com/synapse-edge/synapse/internal/testutil"
+	"github.com/synapse-edge/synapse/outbox"
+	"github.com/synapse-edge/synapse/store"
+	"github.com/synapse-edge/synapse/transport"
+	"github.com/synapse-edge/synapse/wire"
+)
+
+// fakeClock moves only when Advance is called; Advance runs the timers
+// that fall due, in time order, on the caller's goroutine.
+type fakeClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers []*fakeTimer
+}
+
+type fakeTimer struct {
+	c    *fakeClock
+	at   time.Time
+	f    func()
+	done bool
+}
+
+func newFakeClock() *fakeClock {
+	return &fakeClock{now: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)}
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) AfterFunc(d time.Duration, f func()) outbox.Timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &fakeTimer{c: c, at: c.now.Add(d), f: f}
+	c.timers = append(c.timers, t)
+	return t
+}
+
+func (t *fakeTimer) Stop() bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	was := !t.done
+	t.done = true
+	return was
+}
+
+// Advance moves the clock by d and runs what fell due.
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	end := c.now.Add(d)
+	c.mu.Unlock()
+	for {
+		c.mu.Lock()
+		sort.SliceStable(c.timers, func(i, j int) bool { return c.timers[i].at.Before(c.timers[j].at) })
+		var due *fakeTimer
+		for _, t := range c.timers {
+			if !t.done && !t.at.After(end) {
+				due = t
+				break
+			}
+		}
+		if due == nil {
+			c.now = end
+			c.timers = slices.DeleteFunc(c.timers, func(t *fakeTimer) bool { return t.done })
+			c.mu.Unlock()
+			return
+		}
+		due.done = true
+		c.now = due.at
+		c.mu.Unlock()
+		due.f()
+	}
+}
+
+// scripted is a destination as a transport.Transport: each Send gets the
+// next outcome of its script (Delivered once the script is done). No
+// server, no socket: the outbox knows only the seam.
+type scripted struct {
+	mu     sync.Mutex
+	script []transport.Outcome
+	sent   []transport.Message
+}
+
+func (s *scripted) Send(_ context.Context, m *transport.Message) transport.Outcome {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sent = append(s.sent, *m)
+	if len(s.script) == 0 {
+		return transport.Outcome{Class: transport.Delivered, Status: 200}
+	}
+	o := s.script[0]
+	s.script = s.script[1:]
+	if o.Err == nil && o.Class != transport.Delivered {
+		o.Err = fmt.Errorf("%w: scripted %v", transport.ErrNotDelivered, o.Class)
+	}
+	return o
+}
+
+func (s *scripted) add(o ...transport.Outcome) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.script = append(s.script, o...)
+}
+
+func (s *scripted) sends() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.sent)
+}
+
+// fixture is a started queue over a store of its own.
+type fixture struct {
+	q     *outbox.Queue
+	db    *store.DB
+	clock *fakeClock
+	m     outbox.Metrics
+}
+
+// startQueue builds and starts a queue with opts (DB, Clock, Go and
+// Metrics filled in); it is drained and closed when the test ends.
+func startQueue(t *testing.T, opts outbox.Options) *fixture {
+	t.Helper()
+	f := &fixture{db: openDB(t, tempPath(t), store.Options{}), clock: newFakeClock()}
+	r := metrics.New()
+	f.m = outbox.Metrics{Queued: r.Counter("queued", ""), Delivered: r.Counter("delivered", ""), Retries: r.Counter("retries", ""),
+		Dead: r.Counter("dead", ""), FullWindows: r.Counter("full_windows", "")}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	opts.DB, opts.Clock, opts.Metrics = f.db, f.clock, f.m
+	opts.Go = func(fn func()) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn()
+		}()
+	}
+	f.q = outbox.New(ctx, opts)
+	f.q.Start()
+	t.Cleanup(func() {
+		dctx, dcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer dcancel()
+		f.q.Drain(dctx)
+		f.q.Close()
+		f.q.Close() // safe twice
+		cancel()
+		wg.Wait()
+	})
+	return f
+}
+
+// advanceUntil advances the clock by d until cond holds: a lane arms
+// its timer just after it records a failure, so one step may come too
+// early.
+func (f *fixture) advanceUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	testutil.Eventually(t, 10*time.Second, what, func() bool {
+		f.clock.Advance(d)
+		return cond()
+	})
+}
+
+// enqueue queues m in a transaction of its own and returns its id.
+func (f *fixture) enqueue(t *testing.T, m outbox.Message) string {
+	t.Helper()
+	var id string
+	update(t, f.db, func(tx *store.Tx) error {
+		var err error
+		id, err = f.q.Enqueue(tx, m)
+		return err
+	})
+	return id
+}
+
+// entry is the first listed item of url in state, nil when none.
+func (f *fixture) entry(t *testing.T, q outbox.Query) *outbox.Entry {
+	t.Helper()
+	items, _, err := f.q.List(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(items) == 0 {
+		return nil
+	}
+	return &items[0]
+}
+
+// hook is a webhook message to url.
+func hook(url string) outbox.Message {
+	return outbox.Message{URL: url, Type: wire.MessageType("callback"), Payload: map[string]string{"task_id": "t1", "status": "completed"}}
+}
