@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -113,14 +112,14 @@ func (f *File) ValidateAgent(c agent.Config) error {
 	// An endpoint mqtt... is the broker's (package transport/mqtt;
 	// checkMQTT checks it against the mqtt section).
 	f.Uplink.Check(func(field, format string, args ...any) { bad("uplink."+field, format, args...) })
-	errs := flatten(c.Validate())
-	at := slices.IndexFunc(errs, func(err error) bool {
-		return strings.HasPrefix(err.Error(), "config: outbound.") || strings.HasPrefix(err.Error(), "config: negotiation.")
-	})
-	if at < 0 {
-		at = len(errs)
+	var errs []error
+	for _, err := range flatten(c.Validate()) {
+		if t1 != nil && (strings.HasPrefix(err.Error(), "config: outbound.") || strings.HasPrefix(err.Error(), "config: negotiation.")) {
+			errs, t1 = append(errs, t1...), nil
+		}
+		errs = append(errs, err)
 	}
-	return errors.Join(slices.Insert(errs, at, t1...)...)
+	return errors.Join(append(errs, t1...)...)
 }
 
 // sections checks the sections of the packages other than agent.
@@ -418,7 +417,7 @@ func (f File) MarshalJSON() ([]byte, error) {
 		key string
 		val json.RawMessage
 	}
-	var ms, moved []member
+	var ms []member
 	for d.More() {
 		k, err := d.Token()
 		if err != nil {
@@ -428,27 +427,30 @@ func (f File) MarshalJSON() ([]byte, error) {
 		if err := d.Decode(&m.val); err != nil {
 			return nil, err
 		}
-		if m.key == "tier1" || m.key == "uplink" {
-			moved = append(moved, m)
-		} else {
-			ms = append(ms, m)
-		}
-	}
-	if i := slices.IndexFunc(ms, func(m member) bool { return m.key == "retention" }); i >= 0 {
-		ms = slices.Insert(ms, i+1, moved...)
-	} else {
-		ms = append(ms, moved...)
+		ms = append(ms, m)
 	}
 	var b bytes.Buffer
 	b.WriteByte('{')
-	for i, m := range ms {
-		if i > 0 {
+	put := func(m member) {
+		if b.Len() > 1 {
 			b.WriteByte(',')
 		}
 		k, _ := json.Marshal(m.key)
 		b.Write(k)
 		b.WriteByte(':')
 		b.Write(m.val)
+	}
+	for _, m := range ms {
+		if m.key != "tier1" && m.key != "uplink" {
+			put(m)
+		}
+		if m.key == "retention" {
+			for _, t := range ms {
+				if t.key == "tier1" || t.key == "uplink" {
+					put(t)
+				}
+			}
+		}
 	}
 	b.WriteByte('}')
 	return b.Bytes(), nil
