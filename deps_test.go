@@ -95,10 +95,11 @@ var notImporting = []struct {
 	why  string
 }{
 	// agent is the engine (issue 31): the command builds the network
-	// wires and passes them in (agent.Options.Transport), as litestream's
-	// command builds its replica clients.
-	{"agent/...", []string{"transport/httptransport", "transport/wstransport", "transport/netwire", "transport/mqtt", "transport/a2aclient"},
-		"agent is the engine: the command builds the wires (transport/netwire) and passes them in (agent.Options.Transport)"},
+	// wires and tier 1 and passes them in (agent.Options.Transport,
+	// agent.Options.Tier1), as litestream's command builds its replica
+	// clients.
+	{"agent/...", []string{"transport/httptransport", "transport/wstransport", "transport/netwire", "transport/mqtt", "transport/a2aclient", "tier1"},
+		"agent is the engine: the command builds the wires (transport/netwire) and tier 1 (tier1.Service) and passes them in (agent.Options.Transport, agent.Options.Tier1)"},
 	{"registry", []string{"agent", "peer", "contracts"},
 		"the directory needs only the store, the agent's id, its clock and the pinned keys (registry.Options), the registrar the agent's declaration, key, clock and transport (registry.RegistrarOptions); peer builds both"},
 	{"outbox", []string{"agent", "peer", "contracts"},
@@ -215,6 +216,11 @@ func TestImportRulesCatch(t *testing.T) {
 		module + "/agent": {ImportPath: module + "/agent", Dir: dir,
 			Imports: []string{module + "/transport", module + "/transport/httptransport"},
 			GoFiles: []string{write("transport.go", "package agent\nimport \""+module+"/transport\"\nimport \""+module+"/transport/httptransport\"\n")}},
+		// tier1 and the packages under it alike; agent/idemdb is under
+		// agent.
+		module + "/agent/idemdb": {ImportPath: module + "/agent/idemdb", Dir: dir,
+			Imports: []string{module + "/tier1/export", module + "/store"},
+			GoFiles: []string{write("idem.go", "package idemdb\nimport \""+module+"/store\"\nimport \""+module+"/tier1/export\"\n")}},
 		module + "/cli/hilcmd": {ImportPath: module + "/cli/hilcmd", Dir: dir,
 			Imports: []string{module + "/client", module + "/hil"},
 			GoFiles: []string{write("hil.go", "package hilcmd\nimport \""+module+"/hil\"\nimport \""+module+"/client\"\n")}},
@@ -234,14 +240,15 @@ func TestImportRulesCatch(t *testing.T) {
 		"outbox imports contracts (deliver.go): the outbox's records and queue serve peers, webhooks and A2A push alike",
 		"transport/mqtt imports tier1/southbound (south.go): a wire delivers messages and knows no domain",
 		"agent imports transport/httptransport (transport.go): agent is the engine",
+		"agent/idemdb imports tier1/export (idem.go): agent is the engine",
 		"wire imports golang.org/x/crypto/chacha20poly1305 (seal.go); only wire/encrypt may: wire/encrypt owns payload encryption",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("no violation %q in:\n%s", want, got)
 		}
 	}
-	if n := strings.Count(got, "\n") + 1; n != 14 {
-		t.Errorf("%d violations, want 14:\n%s", n, got)
+	if n := strings.Count(got, "\n") + 1; n != 15 {
+		t.Errorf("%d violations, want 15:\n%s", n, got)
 	}
 }
 

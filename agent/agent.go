@@ -16,7 +16,6 @@ import (
 	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/internal/metrics"
 	"github.com/synapse-edge/synapse/store"
-	"github.com/synapse-edge/synapse/tier1"
 	"github.com/synapse-edge/synapse/transport"
 	"github.com/synapse-edge/synapse/transport/outbound"
 	"github.com/synapse-edge/synapse/wire"
@@ -41,7 +40,8 @@ type Agent struct {
 	started  time.Time
 	// net is the attached peer network, nil without one (network.go).
 	net Network
-	t1  *tier1.Ingestor
+	// t1 is Options.Tier1, nil without.
+	t1 Tier1
 	// outbound is the policy of client-given URLs (package outbound).
 	outbound *outbound.Policy
 	// transport sends what the agent sends (transport.go); ownTransport
@@ -100,6 +100,10 @@ type Options struct {
 	// StoreSyncFault, if set, is store.Options.SyncFault: an error it
 	// returns fails a commit after it reached the file (a phantom write).
 	StoreSyncFault func() error
+	// Tier1, if set, is tier 1 (package tier1's Service): opened and
+	// pruned with the agent, its routines offered in negotiations. nil:
+	// the agent offers no tier 1.
+	Tier1 Tier1
 }
 
 // New builds an agent from a validated configuration. It has no handlers
@@ -123,7 +127,7 @@ func New(cfg Config, opts Options) (*Agent, error) {
 	if opts.Clock != nil {
 		a.clock = opts.Clock
 	}
-	a.transport, a.storeFault, a.storeSyncFault = opts.Transport, opts.StoreFault, opts.StoreSyncFault
+	a.transport, a.storeFault, a.storeSyncFault, a.t1 = opts.Transport, opts.StoreFault, opts.StoreSyncFault, opts.Tier1
 	if a.transport == nil {
 		a.transport, a.ownTransport = transport.NewMux(), true
 	}
@@ -174,8 +178,10 @@ func (a *Agent) Open(ctx context.Context) error {
 		return fail(fmt.Errorf("load tokens: %w", err))
 	}
 	a.registerStoreMetrics()
-	if err := a.openTier1(); err != nil {
-		return fail(err)
+	if a.t1 != nil {
+		if err := a.t1.Open(ctx, db, a.metrics); err != nil {
+			return fail(err)
+		}
 	}
 	if a.net != nil {
 		if err := a.net.Open(ctx); err != nil {
@@ -236,8 +242,7 @@ func (a *Agent) Config() Config { return *a.cfg.Load() }
 // fields the agent reads at each use take effect on a running agent —
 // max_concurrent_tasks (new admissions; requests already waiting for a
 // slot see it when one frees or when they time out), max_task_duration_
-// seconds (tasks started after), max_parked_tasks, approvals,
-// tier1.retention_hours and tier1.max_bytes_per_routine; the others were
+// seconds (tasks started after), max_parked_tasks and approvals; the others were
 // read when the agent was built or opened, so next must keep their
 // values there (package cli/reload does, and reports the changed ones as
 // needing a restart).
@@ -367,8 +372,8 @@ func (a *Agent) sweep() {
 }
 
 // Prune applies retention once: finished tasks beyond the configured age and
-// count, and idempotency records older than 24 h. It returns the number of
-// tasks deleted.
+// count, tier 1's (Options.Tier1) and the network's, and idempotency
+// records older than 24 h. It returns the number of tasks deleted.
 func (a *Agent) Prune(ctx context.Context) (int, error) {
 	now := a.clock.Now()
 	total := 0
@@ -387,8 +392,10 @@ func (a *Agent) Prune(ctx context.Context) (int, error) {
 			break
 		}
 	}
-	if err := a.pruneTier1(ctx); err != nil {
-		return total, err
+	if a.t1 != nil {
+		if err := a.t1.Prune(ctx, now); err != nil {
+			return total, err
+		}
 	}
 	if a.net != nil {
 		if err := a.net.Prune(ctx); err != nil {

@@ -9,16 +9,15 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/negotiate"
-	"github.com/synapse-edge/synapse/tier1"
 	"github.com/synapse-edge/synapse/transport/outbound"
 )
 
 // Config is the engine's configuration, as values: start from Defaults,
 // set what differs, and New validates it. Its JSON tags are the config
-// file's format (its top level, with the tier1, uplink, outbound and
-// negotiation sections); the file's other sections are the options of the
-// packages that use them (handlers, hil, peer, httpapi, transport/mqtt,
-// transport/a2aclient). Reading the file and the environment is the
+// file's format (its top level, with the outbound and negotiation
+// sections); the file's other sections are the options of the packages
+// that use them (tier1 and uplink, handlers, hil, peer, httpapi,
+// transport/mqtt, transport/a2aclient). Reading the file and the environment is the
 // command's business (package cli/config), not the library's.
 type Config struct {
 	// Identity (SPEC §2). AgentID is generated at first start when empty.
@@ -45,10 +44,6 @@ type Config struct {
 	Approvals []ApprovalRule `json:"approvals,omitempty"`
 
 	Retention RetentionConfig `json:"retention"`
-	Tier1     tier1.Config    `json:"tier1"`
-	// Uplink, if set, names the upstream agent stored tier-1 frames are
-	// forwarded to.
-	Uplink *tier1.UplinkConfig `json:"uplink,omitempty"`
 	// Outbound is the policy of URLs clients give the agent to call
 	// (callback_url, A2A push): private ranges are refused unless allowed
 	// here (package transport/outbound).
@@ -92,7 +87,6 @@ func Defaults() Config {
 		MaxParkedTasks:         1000,
 		MaxFileSize:            10 << 20,
 		Retention:              RetentionConfig{MaxAgeHours: 168, KeepFinished: 100_000},
-		Tier1:                  tier1.DefaultConfig(),
 	}
 }
 
@@ -148,10 +142,6 @@ func (c *Config) Validate() error {
 			bad(f+".equals", "is not valid JSON")
 		}
 	}
-	c.Tier1.Check(func(field, format string, args ...any) { bad("tier1."+field, format, args...) })
-	// An endpoint mqtt... is the broker's (package transport/mqtt; the
-	// command checks it against its mqtt section).
-	c.Uplink.Check(func(field, format string, args ...any) { bad("uplink."+field, format, args...) })
 	for i, s := range c.Outbound.Allow {
 		if _, err := outbound.ParseRange(s); err != nil {
 			bad(fmt.Sprintf("outbound.allow[%d]", i), "%v", err)

@@ -7,11 +7,12 @@
 // # Lifecycle
 //
 //	wires := netwire.New(netwire.Options{Guard: pol.DialContext}) // HTTP and WebSocket; pol from package transport/outbound
-//	a, err := agent.New(cfg, agent.Options{Logger: log, Transport: wires, Outbound: pol})
+//	t1, err := tier1.NewService(t1cfg, tier1.ServiceOptions{SeenFor: agent.IdempotencyTTL}) // optional: tier 1
+//	a, err := agent.New(cfg, agent.Options{Logger: log, Transport: wires, Outbound: pol, Tier1: t1})
 //	a.Handle(agent.Handler{Type: wire.SupportedTaskType{Type: "resize"}, Func: resize})
 //	err = handlers.Register(a, handlers.Options{}) // optional: echo, sleep, confirm, natural_language
 //	n, err := peer.New(a, peer.Options{Logger: log}) // optional: the peer network
-//	err = a.Open(ctx)   // store, identity, the network's state, recovery of unfinished tasks
+//	err = a.Open(ctx)   // store, identity, tier 1's ingestor, the network's state, recovery of unfinished tasks
 //	defer a.Close(ctx)  // running tasks get until ctx is done
 //
 // The agent sends through the transport.Transport it is given and imports
@@ -19,6 +20,15 @@
 // (package transport/netwire) and adds MQTT and A2A to them by scheme
 // (AddWire). An agent given none runs its local tasks, and a send is
 // refused with an error that names the scheme.
+//
+// Tier 1 is the command's too, and the agent imports no package of it:
+// serve builds package tier1's Service from the config file's tier1
+// section and passes it in Options.Tier1, through the Tier1 interface
+// (tier1.go). The agent opens it over its store, prunes it with its own
+// retention (batch ids as long as idempotency keys) and offers its
+// routines in negotiations (Responder); the layers that ingest and read
+// frames (httpapi, the MQTT southbound, the exports) get its ingestor
+// from the command.
 //
 // # Tasks
 //

@@ -154,7 +154,11 @@ func serve(ctx context.Context, sio *command.IO, log *slog.Logger, file config.F
 	}
 	wires := netwire.New(netwire.Options{RootCAs: roots, Guard: pol.DialContext})
 	defer wires.Close() // after the agent, which sends through it
-	a, err := agent.New(cfg, agent.Options{Logger: log, Transport: wires, Outbound: pol})
+	t1, err := newTier1(file, cfg, log)
+	if err != nil {
+		return err
+	}
+	a, err := agent.New(cfg, agent.Options{Logger: log, Transport: wires, Outbound: pol, Tier1: t1})
 	if err != nil {
 		return err
 	}
@@ -182,7 +186,7 @@ func serve(ctx context.Context, sio *command.IO, log *slog.Logger, file config.F
 		}
 		return err
 	}
-	exports, err := openExports(ctx, a, file, log)
+	exports, err := openExports(ctx, a, t1, file, log)
 	if err != nil {
 		_ = a.Close(context.Background())
 		return err
@@ -193,7 +197,7 @@ func serve(ctx context.Context, sio *command.IO, log *slog.Logger, file config.F
 		_ = a.Close(context.Background())
 		return err
 	}
-	if err := startMQTT(ctx, a, nw, mq, file.MQTT, log); err != nil {
+	if err := startMQTT(ctx, a, nw, mq, t1, file.MQTT, log); err != nil {
 		stopExports()
 		_ = a.Close(context.Background())
 		return err
@@ -233,7 +237,7 @@ func serve(ctx context.Context, sio *command.IO, log *slog.Logger, file config.F
 		return err
 	}
 	hopts := httpapi.Options{Logger: log, Version: Version, HIL: hm, Groups: gm, Network: nw, Limits: file.HTTP,
-		Tier1ReadAhead: budgets.Tier1ReadAhead}
+		Tier1: t1, Tier1ReadAhead: budgets.Tier1ReadAhead}
 	if exports != nil {
 		hopts.Exports = exports
 	}
@@ -248,6 +252,7 @@ func serve(ctx context.Context, sio *command.IO, log *slog.Logger, file config.F
 	var rl *reload.Reloader
 	if ropts != nil {
 		o := *ropts
+		o.Tier1 = t1
 		if exports != nil {
 			o.SetExportCaps = exports.SetCaps
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/cli/config"
 	"github.com/synapse-edge/synapse/peer"
+	"github.com/synapse-edge/synapse/tier1"
 	"github.com/synapse-edge/synapse/tier1/southbound"
 	"github.com/synapse-edge/synapse/transport/mqtt"
 	"github.com/synapse-edge/synapse/wire"
@@ -36,18 +37,18 @@ func addMQTT(a *agent.Agent, m *config.MQTT, log *slog.Logger) (*mqtt.Transport,
 // startMQTT connects t (nil: nothing) as the opened agent; envelopes
 // published to its inbox go to the peer network, and peers may fetch its
 // identity, capabilities and interfaces (pairing, the peer's task
-// types) through the broker; the southbound routes of cfg store device
+// types) through the broker; the southbound routes of m store device
 // messages as tier-1 frames.
-func startMQTT(ctx context.Context, a *agent.Agent, nw *peer.Network, t *mqtt.Transport, m *config.MQTT, log *slog.Logger) error {
+func startMQTT(ctx context.Context, a *agent.Agent, nw *peer.Network, t *mqtt.Transport, t1 *tier1.Service, m *config.MQTT, log *slog.Logger) error {
 	if t == nil {
 		return nil
 	}
-	routes, err := southbound.CompileAll(m.Southbound, a.Tier1().Registry())
+	routes, err := southbound.CompileAll(m.Southbound, t1.Registry())
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
 	if len(routes) > 0 {
-		s, err := southbound.NewBridge(t.Context(), t, a.Tier1(), routes, log.With("component", "mqtt"))
+		s, err := southbound.NewBridge(t.Context(), t, t1.Ingestor(), routes, log.With("component", "mqtt"))
 		if err != nil {
 			return err
 		}

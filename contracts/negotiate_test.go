@@ -45,7 +45,7 @@ func TestNegotiate(t *testing.T) {
 		}
 	})
 	t.Run("tier 1 with the same routine", func(t *testing.T) {
-		d, _ := a.a.Tier1().Registry().Get("synapse.telemetry")
+		d, _ := a.n.Tier1.Registry().Get("synapse.telemetry")
 		ref := &negotiate.CapabilityRef{CapabilityID: d.CapabilityID, Version: d.Version, DescriptorHash: d.Hash()}
 		ci := negotiated(t, a, b, negotiate.Request{Capability: ref})
 		if c := ci.Contract; c.CommunicationTier != negotiate.Tier1 || c.Capability == nil || *c.Capability != *ref {
@@ -92,7 +92,7 @@ func TestNegotiateRefusals(t *testing.T) {
 	for _, b := range []*peerNode{plain, restOnly, noCrypto, withLLM} {
 		pair(t, a, b)
 	}
-	tel, _ := a.a.Tier1().Registry().Get("synapse.telemetry")
+	tel, _ := a.n.Tier1.Registry().Get("synapse.telemetry")
 	native := []negotiate.Transport{{Protocol: negotiate.NativeTP}}
 
 	t.Run("TP-NEG001 no transports", func(t *testing.T) {

@@ -21,6 +21,7 @@ import (
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/handlers"
 	"github.com/synapse-edge/synapse/httpapi"
+	"github.com/synapse-edge/synapse/internal/testutil/tier1test"
 	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -72,7 +73,8 @@ func startBenchServerTLS(b *testing.B, srvTLS, clientTLS *tls.Config) *benchServ
 	cfg.Listen = "127.0.0.1:0"
 	cfg.AdminToken = benchToken
 	cfg.MaxConcurrentTasks = benchMaxConcurrent
-	a, err := agent.New(cfg, agent.Options{})
+	t1 := tier1test.Service(b, agent.Options{})
+	a, err := agent.New(cfg, agent.Options{Tier1: t1})
 	if err != nil {
 		b.Fatalf("agent.New: %v", err)
 	}
@@ -93,7 +95,7 @@ func startBenchServerTLS(b *testing.B, srvTLS, clientTLS *tls.Config) *benchServ
 		_ = a.Close(ctx)
 		b.Fatalf("listen: %v", err)
 	}
-	srv := httpapi.New(a, httpapi.Options{Version: "bench", Network: nw, TLS: srvTLS})
+	srv := httpapi.New(a, httpapi.Options{Version: "bench", Network: nw, TLS: srvTLS, Tier1: t1})
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	scheme := "http://"

@@ -101,8 +101,8 @@ func (s *Server) bodyLimit(path string) int {
 	case wire.APIPrefix + "/task/multipart":
 		return int(cfg.MaxFileSize) + 1<<20
 	}
-	if len(path) > len(wire.APIPrefix)+7 && path[:len(wire.APIPrefix)+7] == wire.APIPrefix+"/tier1/" {
-		return cfg.Tier1.MaxBatchBytes
+	if len(path) > len(wire.APIPrefix)+7 && path[:len(wire.APIPrefix)+7] == wire.APIPrefix+"/tier1/" && s.t1 != nil {
+		return s.t1.Config().MaxBatchBytes
 	}
 	return s.limits.MaxBodyBytes
 }

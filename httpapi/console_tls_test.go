@@ -21,6 +21,7 @@ import (
 	"github.com/synapse-edge/synapse/handlers"
 	"github.com/synapse-edge/synapse/httpapi"
 	"github.com/synapse-edge/synapse/internal/testutil"
+	"github.com/synapse-edge/synapse/internal/testutil/tier1test"
 	"github.com/synapse-edge/synapse/internal/tlscert"
 )
 
@@ -47,7 +48,8 @@ func TestConsoleOverTLS(t *testing.T) {
 	cfg := agent.Defaults()
 	cfg.DataDir = t.TempDir()
 	cfg.AdminToken = adminToken
-	a, err := agent.New(cfg, agent.Options{})
+	t1 := tier1test.Service(t, agent.Options{})
+	a, err := agent.New(cfg, agent.Options{Tier1: t1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +65,7 @@ func TestConsoleOverTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httpapi.New(a, httpapi.Options{TLS: ts.TLS})
+	srv := httpapi.New(a, httpapi.Options{TLS: ts.TLS, Tier1: t1})
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	t.Cleanup(func() {

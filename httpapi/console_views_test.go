@@ -449,12 +449,12 @@ func (b *browser) screenshotFull(path string, width int) {
 func startConsoleServer(t *testing.T, path string) *testServer {
 	t.Helper()
 	return startWiredServer(t, "gateway-a", true, func(o *peernode.Options) {
-		o.Exports = func(a *agent.Agent) httpapi.Exports {
+		o.Exports = func(a *agent.Agent, t1 *tier1.Service) httpapi.Exports {
 			// Two exports to upstreams that are down: a backlog and a lag.
 			s := export.New([]export.Config{
 				{Name: "cloud", Endpoint: "http://127.0.0.1:1", Priority: 1, BandwidthBytesPerS: 50000, MaxBackoffMS: 500},
 				{Name: "site", Endpoint: "ws://127.0.0.1:1", Priority: 5, Start: "all", Order: "fifo", MaxBackoffMS: 500},
-			}, export.Options{Ingestor: a.Tier1(), DB: a.Store(), Transport: a.Transport(), Source: a.Identity().AgentID})
+			}, export.Options{Ingestor: t1.Ingestor(), DB: a.Store(), Transport: a.Transport(), Source: a.Identity().AgentID})
 			if err := s.Open(context.Background()); err != nil {
 				t.Fatal(err)
 			}

@@ -17,8 +17,10 @@ import (
 	"github.com/synapse-edge/synapse/httpapi"
 	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/internal/testutil/peernode"
+	"github.com/synapse-edge/synapse/internal/testutil/tier1test"
 	"github.com/synapse-edge/synapse/internal/testutil/wiretest"
 	"github.com/synapse-edge/synapse/peer"
+	"github.com/synapse-edge/synapse/tier1"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -32,9 +34,13 @@ const pollTimeout = 15 * time.Second
 
 // testServer is one agent and its HTTP server.
 type testServer struct {
-	t      *testing.T
-	cfg    agent.Config
-	opts   agent.Options
+	t    *testing.T
+	cfg  agent.Config
+	opts agent.Options
+	// tier1 tweaks the tier1 section of the agent's tier 1 (t1, new at
+	// each open).
+	tier1  []func(*tier1.Config)
+	t1     *tier1.Service
 	limits httpapi.Limits // zero: httpapi.DefaultLimits
 	a      *agent.Agent
 	net    *peer.Network
@@ -60,9 +66,23 @@ func startServer(t *testing.T, mutate ...func(*agent.Config)) *testServer {
 	return startServerLimits(t, nil, mutate...)
 }
 
+// startTier1Server is startServer with the tier1 section changed by
+// tier1.
+func startTier1Server(t *testing.T, tier1 func(*tier1.Config), mutate ...func(*agent.Config)) *testServer {
+	t.Helper()
+	return startServerWith(t, nil, tier1, mutate...)
+}
+
 // startServerLimits is startServer with the server's limits changed by
 // limits (nil: the defaults).
 func startServerLimits(t *testing.T, limits func(*httpapi.Limits), mutate ...func(*agent.Config)) *testServer {
+	t.Helper()
+	return startServerWith(t, limits, nil, mutate...)
+}
+
+// startServerWith is startServer with the server's limits changed by
+// limits and the tier1 section by t1 (nil: the defaults).
+func startServerWith(t *testing.T, limits func(*httpapi.Limits), t1 func(*tier1.Config), mutate ...func(*agent.Config)) *testServer {
 	t.Helper()
 	cfg := agent.Defaults()
 	cfg.DataDir = t.TempDir()
@@ -74,6 +94,9 @@ func startServerLimits(t *testing.T, limits func(*httpapi.Limits), mutate ...fun
 	if limits != nil {
 		limits(&ts.limits)
 	}
+	if t1 != nil {
+		ts.tier1 = append(ts.tier1, t1)
+	}
 	ts.open()
 	t.Cleanup(ts.stop)
 	return ts
@@ -82,7 +105,8 @@ func startServerLimits(t *testing.T, limits func(*httpapi.Limits), mutate ...fun
 func (ts *testServer) open() {
 	t := ts.t
 	t.Helper()
-	a, err := agent.New(ts.cfg, wiretest.Options(t, ts.cfg, ts.opts))
+	opts, t1 := tier1test.Options(t, wiretest.Options(t, ts.cfg, ts.opts), ts.tier1...)
+	a, err := agent.New(ts.cfg, opts)
 	if err != nil {
 		t.Fatalf("agent.New: %v", err)
 	}
@@ -103,8 +127,8 @@ func (ts *testServer) open() {
 		_ = a.Close(ctx)
 		t.Fatalf("listen: %v", err)
 	}
-	ts.a, ts.net = a, nw
-	ts.srv = httpapi.New(a, httpapi.Options{Version: "test", Network: nw, Limits: ts.limits})
+	ts.a, ts.net, ts.t1 = a, nw, t1
+	ts.srv = httpapi.New(a, httpapi.Options{Version: "test", Network: nw, Limits: ts.limits, Tier1: t1})
 	ts.base = "http://" + ln.Addr().String()
 	ts.client = &http.Client{
 		Transport: &http.Transport{MaxIdleConnsPerHost: 32, DisableCompression: true},

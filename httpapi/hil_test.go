@@ -18,6 +18,7 @@ import (
 	"github.com/synapse-edge/synapse/handlers"
 	"github.com/synapse-edge/synapse/hil"
 	"github.com/synapse-edge/synapse/httpapi"
+	"github.com/synapse-edge/synapse/internal/testutil/tier1test"
 	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -32,7 +33,8 @@ func startHILServer(t *testing.T, mutate ...func(*agent.Config)) (*testServer, *
 	for _, m := range mutate {
 		m(&cfg)
 	}
-	a, err := agent.New(cfg, agent.Options{})
+	t1 := tier1test.Service(t, agent.Options{})
+	a, err := agent.New(cfg, agent.Options{Tier1: t1})
 	if err != nil {
 		t.Fatalf("agent.New: %v", err)
 	}
@@ -58,8 +60,8 @@ func startHILServer(t *testing.T, mutate ...func(*agent.Config)) (*testServer, *
 		_ = a.Close(ctx)
 		t.Fatalf("listen: %v", err)
 	}
-	ts := &testServer{t: t, cfg: cfg, a: a, net: nw, base: "http://" + ln.Addr().String(), served: make(chan struct{})}
-	ts.srv = httpapi.New(a, httpapi.Options{Version: "test", HIL: m, Network: nw})
+	ts := &testServer{t: t, cfg: cfg, a: a, net: nw, t1: t1, base: "http://" + ln.Addr().String(), served: make(chan struct{})}
+	ts.srv = httpapi.New(a, httpapi.Options{Version: "test", HIL: m, Network: nw, Tier1: t1})
 	ts.client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 32}, Timeout: 30 * time.Second}
 	go func(srv *httpapi.Server, served chan struct{}) {
 		defer close(served)

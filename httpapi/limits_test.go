@@ -245,7 +245,7 @@ func TestBodyOverLimitFromHeaders(t *testing.T) {
 	}{
 		{"50 GiB task", api("/task"), adminToken, 50 << 30, http.StatusRequestEntityTooLarge, wire.CodePayloadTooLarge},
 		{"task one byte over", api("/task"), adminToken, int64(ts.limits.MaxBodyBytes) + 1, http.StatusRequestEntityTooLarge, wire.CodePayloadTooLarge},
-		{"tier-1 batch over its limit", api("/tier1/synapse.telemetry"), adminToken, int64(ts.cfg.Tier1.MaxBatchBytes) + 1, http.StatusRequestEntityTooLarge, wire.CodePayloadTooLarge},
+		{"tier-1 batch over its limit", api("/tier1/synapse.telemetry"), adminToken, int64(ts.t1.Config().MaxBatchBytes) + 1, http.StatusRequestEntityTooLarge, wire.CodePayloadTooLarge},
 		{"public route", api("/message"), "", 50 << 30, http.StatusRequestEntityTooLarge, wire.CodePayloadTooLarge},
 		{"no token", api("/task"), "", 50 << 30, http.StatusUnauthorized, wire.CodeUnauthorized},
 	} {

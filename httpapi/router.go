@@ -47,15 +47,16 @@ func (s *Server) routes() []route {
 		{"POST", seg("task/*/decision"), auth.ScopeTasksWrite, s.decide},
 		{"GET", seg("task/*/stream"), auth.ScopeTasksRead, s.streamTask},
 
-		{"GET", seg("tier1/routines"), auth.ScopeTier1Read, s.tier1Routines},
 		{"GET", seg("tier1/exports"), auth.ScopeTier1Read, s.tier1Exports},
 		{"POST", seg("tier1/exports/*/pause"), auth.ScopeAdmin, s.tier1Exports},
 		{"POST", seg("tier1/exports/*/resume"), auth.ScopeAdmin, s.tier1Exports},
+	}, s.withTier1([]route{
+		{"GET", seg("tier1/routines"), auth.ScopeTier1Read, s.tier1Routines},
 		{"GET", seg("tier1/stream"), auth.ScopeTier1Write, s.tier1Stream},
 		{"POST", seg("tier1/*"), auth.ScopeTier1Write, s.ingestTier1},
 		{"GET", seg("tier1/*/frames"), auth.ScopeTier1Read, s.tier1Frames},
 		{"GET", seg("tier1/*/frames/stream"), auth.ScopeTier1Read, s.tier1Live},
-	}, admin.routes(), withNet(s.net, peers.routes()), hils.routes(), s.discoveryRoutes(), groups.routes(),
+	}), admin.routes(), withNet(s.net, peers.routes()), hils.routes(), s.discoveryRoutes(), groups.routes(),
 		withNet(s.net, contractAPI{net: s.net}.routes()), auditAPI{a: s.a}.routes())
 }
 
@@ -69,6 +70,21 @@ func withNet(n *peer.Network, rs []route) []route {
 		rs[i].h = func(ctx *fasthttp.RequestCtx, p auth.Principal, args []string) error {
 			if n == nil {
 				return wire.Errorf(wire.CodeAgentNotReady, "the peer network is not running on this server")
+			}
+			return h(ctx, p, args)
+		}
+	}
+	return rs
+}
+
+// withTier1 marks the routes of tier 1: without it (Options.Tier1) they
+// answer 503.
+func (s *Server) withTier1(rs []route) []route {
+	for i := range rs {
+		h := rs[i].h
+		rs[i].h = func(ctx *fasthttp.RequestCtx, p auth.Principal, args []string) error {
+			if s.t1 == nil {
+				return wire.Errorf(wire.CodeAgentNotReady, "tier 1 is not running on this server")
 			}
 			return h(ctx, p, args)
 		}

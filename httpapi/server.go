@@ -22,6 +22,7 @@ import (
 	"github.com/synapse-edge/synapse/hil"
 	"github.com/synapse-edge/synapse/internal/metrics"
 	"github.com/synapse-edge/synapse/peer"
+	"github.com/synapse-edge/synapse/tier1"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -51,6 +52,7 @@ type Server struct {
 	a2a      *a2ahttp.Handler
 	hil      *hil.Manager
 	exports  Exports
+	t1       *tier1.Service // nil: the tier-1 routes answer 503
 	groups   *group.Manager
 	requests *metrics.CounterVec
 	panics   *metrics.Counter
@@ -100,6 +102,10 @@ type Options struct {
 	Tier1ReadAhead int
 	// Exports, if set, are served at /tier1/exports; without, none.
 	Exports Exports
+	// Tier1, if set, serves the tier-1 routes (/tier1/...: ingest, the
+	// stream, routines, frames) with its ingestor; the agent opens it
+	// (agent.Options.Tier1). Without it they answer 503.
+	Tier1 *tier1.Service
 }
 
 // Reloader reads the agent's configuration file again and applies it
@@ -132,7 +138,7 @@ func New(a *agent.Agent, opts Options) *Server {
 	s := &Server{
 		a: a, log: opts.Logger.With("component", "http"), version: opts.Version,
 		hil: opts.HIL, groups: opts.Groups, net: opts.Network,
-		limits: opts.Limits, tls: opts.TLS, certs: opts.ClientCerts, reloader: opts.Reloader, exports: opts.Exports,
+		limits: opts.Limits, tls: opts.TLS, certs: opts.ClientCerts, reloader: opts.Reloader, exports: opts.Exports, t1: opts.Tier1,
 		tier1Window: cmp.Or(opts.Tier1ReadAhead, tier1Window),
 	}
 	s.bg, s.cancelBg = context.WithCancel(context.Background())
@@ -146,6 +152,10 @@ func New(a *agent.Agent, opts Options) *Server {
 	s.panics = reg.Counter("synapse_http_panics_total", "Requests whose handler panicked (answered 500).")
 	s.streams.panics = s.panics
 	cfg := a.Config()
+	t1Max := 0
+	if s.t1 != nil {
+		t1Max = s.t1.Config().MaxBatchBytes
+	}
 	h := opts.Limits
 	s.bodies = newBudget(h.MaxInflightBodyBytes)
 	s.publicBodies = newBudget(max(h.MaxInflightBodyBytes/4, int64(h.MaxBodyBytes)))
@@ -167,7 +177,7 @@ func New(a *agent.Agent, opts Options) *Server {
 		// authorized, within its route's limit and the body budget.
 		StreamRequestBody:             true,
 		DisablePreParseMultipartForm:  true,
-		MaxRequestBodySize:            max(h.MaxBodyBytes, cfg.Tier1.MaxBatchBytes, int(cfg.MaxFileSize)+1<<20),
+		MaxRequestBodySize:            max(h.MaxBodyBytes, t1Max, int(cfg.MaxFileSize)+1<<20),
 		DisableHeaderNamesNormalizing: false,
 		NoDefaultServerHeader:         false,
 		NoDefaultContentType:          true,

@@ -295,7 +295,7 @@ func TestShutdownEndsStreams(t *testing.T) {
 func TestShutdownBeforeServe(t *testing.T) {
 	ts := startServer(t)
 	for i := range 20 {
-		srv := httpapi.New(ts.a, httpapi.Options{Version: "test", Network: ts.net})
+		srv := httpapi.New(ts.a, httpapi.Options{Version: "test", Network: ts.net, Tier1: ts.t1})
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)

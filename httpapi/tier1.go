@@ -37,7 +37,7 @@ func (s *Server) ingestTier1(ctx *fasthttp.RequestCtx, p auth.Principal, args []
 	// the exporter of a downstream agent reads it (compression auto).
 	ctx.Response.Header.Set(fasthttp.HeaderAcceptEncoding, bodycodec.Accepted)
 	body := ctx.PostBody()
-	max := s.a.Config().Tier1.MaxBatchBytes
+	max := s.t1.Config().MaxBatchBytes
 	if coding := string(ctx.Request.Header.Peek(fasthttp.HeaderContentEncoding)); coding != "" {
 		var err error
 		if body, err = bodycodec.Decode(coding, body, max); err != nil {
@@ -47,7 +47,7 @@ func (s *Server) ingestTier1(ctx *fasthttp.RequestCtx, p auth.Principal, args []
 	if len(body) > max {
 		return wire.Errorf(wire.CodePayloadTooLarge, "the batch is %d bytes; tier1.max_batch_bytes is %d", len(body), max)
 	}
-	res, err := s.a.Tier1().Ingest(ctx, tier1Scope(ctx, p), capID, body)
+	res, err := s.t1.Ingestor().Ingest(ctx, tier1Scope(ctx, p), capID, body)
 	if err != nil {
 		return err
 	}
@@ -90,7 +90,7 @@ type routineStored struct {
 }
 
 func (s *Server) tier1Routines(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []string) error {
-	in := s.a.Tier1()
+	in := s.t1.Ingestor()
 	list := in.Registry().List()
 	out := make([]routineInfo, len(list))
 	for i := range list {
@@ -116,7 +116,7 @@ func (s *Server) tier1Frames(ctx *fasthttp.RequestCtx, _ auth.Principal, args []
 	if err != nil {
 		return wire.Errorf(wire.CodeInvalidParams, "bad routine id in path")
 	}
-	in := s.a.Tier1()
+	in := s.t1.Ingestor()
 	if _, ok := in.Registry().Get(capID); !ok {
 		return wire.Errorf(wire.CodeCapabilityLacking, "no routine %q", capID)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/tier1"
 	"github.com/synapse-edge/synapse/tier1/bodycodec"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -19,7 +19,7 @@ import (
 // without storing a frame of them.
 func TestTier1ContentEncoding(t *testing.T) {
 	const limit = 64 << 10
-	ts := startServer(t, func(c *agent.Config) { c.Tier1.MaxBatchBytes = limit })
+	ts := startTier1Server(t, func(c *tier1.Config) { c.MaxBatchBytes = limit })
 	now := time.Now().UnixNano()
 	var enc bodycodec.Encoder
 	post := func(body []byte, coding string) *reply {

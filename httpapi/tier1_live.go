@@ -37,13 +37,13 @@ func (s *Server) tier1Live(ctx *fasthttp.RequestCtx, _ auth.Principal, args []st
 	if err != nil {
 		return wire.Errorf(wire.CodeInvalidParams, "bad routine id in path")
 	}
-	if _, ok := s.a.Tier1().Registry().Get(capID); !ok {
+	if _, ok := s.t1.Registry().Get(capID); !ok {
 		return wire.Errorf(wire.CodeCapabilityLacking, "no routine %q", capID)
 	}
 	device := string(ctx.QueryArgs().Peek("device_id"))
 	header := sse.Header(fasthttp.StatusOK, "text/event-stream; charset=utf-8",
 		"Cache-Control: no-cache", "X-Accel-Buffering: no")
-	in := s.a.Tier1()
+	in := s.t1.Ingestor()
 	s.streams.takeOver(ctx, header, func(w *sse.Writer, done <-chan struct{}) error {
 		wt := in.Watch(liveBuffer, liveMaxBytes)
 		defer wt.Close()

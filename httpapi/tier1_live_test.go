@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/tier1"
 	"github.com/synapse-edge/synapse/wire"
@@ -144,7 +143,7 @@ func TestTier1LiveStream(t *testing.T) {
 }
 
 func TestTier1RoutinesStored(t *testing.T) {
-	ts := startServer(t, func(c *agent.Config) { c.Tier1.MaxBytesPerRoutine = 1 << 20 })
+	ts := startTier1Server(t, func(c *tier1.Config) { c.MaxBytesPerRoutine = 1 << 20 })
 	type storedFigures struct {
 		Frames   uint64 `json:"frames"`
 		Bytes    uint64 `json:"bytes"`

@@ -36,13 +36,13 @@ const tier1Window = 4096
 // control frames (ping, close), which are single Writes too.
 func (s *Server) tier1Stream(ctx *fasthttp.RequestCtx, p auth.Principal, _ []string) error {
 	scope := tier1Scope(ctx, p)
-	max := int64(s.a.Config().Tier1.MaxBatchBytes)
+	max := int64(s.t1.Config().MaxBatchBytes)
 	return s.streams.upgrade(ctx, func(c *websocket.Conn) {
 		c.SetReadLimit(max)
 		stop := s.streams.startKeepAlive(c)
 		defer stop()
 
-		in := s.a.Tier1()
+		in := s.t1.Ingestor()
 		st := in.NewStream(s.tier1Window)
 		pumped := make(chan struct{})
 		go func() {

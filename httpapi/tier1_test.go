@@ -15,7 +15,6 @@ import (
 
 	"github.com/fasthttp/websocket"
 
-	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/auth"
 	"github.com/synapse-edge/synapse/tier1"
 	"github.com/synapse-edge/synapse/wire"
@@ -281,7 +280,7 @@ func readAck(t *testing.T, c *websocket.Conn) wsAck {
 }
 
 func TestTier1WebSocket(t *testing.T) {
-	ts := startServer(t, func(c *agent.Config) { c.Tier1.MaxBatchBytes = 64 << 10 })
+	ts := startTier1Server(t, func(c *tier1.Config) { c.MaxBatchBytes = 64 << 10 })
 	c := dialTier1(t, ts, nil)
 	now := time.Now().UnixNano()
 	const n = 50
@@ -355,7 +354,7 @@ func TestTier1WebSocket(t *testing.T) {
 }
 
 func TestTier1Retention(t *testing.T) {
-	ts := startServer(t, func(c *agent.Config) { c.Tier1.MaxBytesPerRoutine = 1500 })
+	ts := startTier1Server(t, func(c *tier1.Config) { c.MaxBytesPerRoutine = 1500 })
 	now := time.Now().UnixNano()
 	for i := range 10 {
 		r := ts.do(t, "POST", api("/tier1/synapse.telemetry"), telemetryBatch("", "r", i*20, 20, now), withMsgpack())

@@ -26,7 +26,10 @@
 //	5  unit       str    optional
 //
 // An agent holds its routines in a [Registry], one version per
-// capability_id.
+// capability_id. A program runs tier 1 beside its agent as a [Service]
+// (synapse serve builds it from the config file's tier1 section): the
+// registry, the section in force, and the [Ingestor] it builds over the
+// agent's store when the agent opens it (agent.Options.Tier1).
 //
 // # Descriptor hash
 //

@@ -4,7 +4,8 @@
 // the command applies its flags after that. The file holds the values of
 // several packages, and each package takes only its own: the engine's
 // (agent.Config, at the top level; checked by agent.New) and the
-// sections of the others — handlers (disable_builtins, handlers), http
+// sections of the others — tier1 and uplink (package tier1; checked
+// with the engine's, File.ValidateAgent), handlers (disable_builtins, handlers), http
 // (httpapi.Limits), hil, a2a (transport/a2aclient), mqtt
 // (transport/mqtt), p2p and registry (peer), tls (internal/tlscert),
 // limits (internal/memlimit, whose memory budget also gives
@@ -14,6 +15,7 @@
 package config
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -38,9 +40,17 @@ import (
 )
 
 // File is the config file: the agent's values and the handlers' at the
-// top level, and the sections of the other packages.
+// top level, and the sections of the other packages. Its JSON is written
+// in the order the file's keys were written in when tier1 and uplink were
+// the agent's: tier1 and uplink after retention (MarshalJSON).
 type File struct {
 	agent.Config
+	// Tier1 is the tier1 section (package tier1): the routines and how
+	// frames are stored.
+	Tier1 tier1.Config `json:"tier1"`
+	// Uplink, if set, names the upstream agent stored tier-1 frames are
+	// forwarded to (the export named uplink).
+	Uplink *tier1.UplinkConfig `json:"uplink,omitempty"`
 	Handlers
 	// LogLevel is the level of the log: debug, info (the default), warn
 	// or error. serve's --log-level, when given, wins over it.
@@ -76,15 +86,40 @@ type Handlers = handlers.Config
 
 // Defaults returns the configuration used when nothing is set.
 func Defaults() File {
-	f := File{Config: agent.Defaults(), HTTP: httpapi.DefaultLimits(), P2P: peer.DefaultConfig()}
+	f := File{Config: agent.Defaults(), Tier1: tier1.DefaultConfig(), HTTP: httpapi.DefaultLimits(), P2P: peer.DefaultConfig()}
 	f.Tier1.MaxInflightBytes = f.Limits.Budgets().Tier1Inflight
 	return f
 }
 
-// Validate checks every section: the agent's values (as agent.New does),
-// the handlers and the server's limits, all problems at once.
+// Validate checks every section: the agent's values (as agent.New does)
+// with the tier1 and uplink sections (ValidateAgent), the handlers and
+// the server's limits, all problems at once.
 func (f *File) Validate() error {
-	return errors.Join(f.Config.Validate(), f.sections())
+	return errors.Join(f.ValidateAgent(f.Config), f.sections())
+}
+
+// ValidateAgent checks c, the agent's values (agent.Config.Validate), and
+// the tier1 and uplink sections: what serve refuses before it builds the
+// agent. The problems come in the order of the file's keys, tier1's and
+// uplink's after those of approvals and before those of outbound and
+// negotiation, as when the agent checked these sections.
+func (f *File) ValidateAgent(c agent.Config) error {
+	var t1 []error
+	bad := func(field, format string, args ...any) {
+		t1 = append(t1, fmt.Errorf("config: %s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	f.Tier1.Check(func(field, format string, args ...any) { bad("tier1."+field, format, args...) })
+	// An endpoint mqtt... is the broker's (package transport/mqtt;
+	// checkMQTT checks it against the mqtt section).
+	f.Uplink.Check(func(field, format string, args ...any) { bad("uplink."+field, format, args...) })
+	var errs []error
+	for _, err := range flatten(c.Validate()) {
+		if t1 != nil && (strings.HasPrefix(err.Error(), "config: outbound.") || strings.HasPrefix(err.Error(), "config: negotiation.")) {
+			errs, t1 = append(errs, t1...), nil
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(append(errs, t1...)...)
 }
 
 // sections checks the sections of the packages other than agent.
@@ -247,8 +282,8 @@ func LoadEnv(f *File, getenv func(string) string) error {
 			*p = v
 		}
 	}
-	if c.Uplink != nil && c.Uplink.TokenEnv != "" {
-		c.Uplink.Token = getenv(c.Uplink.TokenEnv)
+	if u := f.Uplink; u != nil && u.TokenEnv != "" {
+		u.Token = getenv(u.TokenEnv)
 	}
 	for i := range f.Exports {
 		if env := f.Exports[i].TokenEnv; env != "" {
@@ -358,4 +393,65 @@ func (f *File) checkMQTT() error {
 		bad("uplink.endpoint", "%q: to send to the broker write %q; the broker's address goes in mqtt.url", u.Endpoint, mqtt.UplinkToBroker)
 	}
 	return errors.Join(errs...)
+}
+
+// MarshalJSON writes f as its fields would, with the keys tier1 and
+// uplink moved to just after retention: where they stood when they were
+// the agent's (agent.Config), so that the JSON of a File is the same
+// bytes it always was.
+func (f File) MarshalJSON() ([]byte, error) {
+	type plain File // f's fields, without this method
+	// Unescaped: the encoder this is written through escapes <, > and &
+	// when it does (json.Marshal), and not when it does not.
+	var raw bytes.Buffer
+	e := json.NewEncoder(&raw)
+	e.SetEscapeHTML(false)
+	if err := e.Encode(plain(f)); err != nil {
+		return nil, err
+	}
+	d := json.NewDecoder(&raw)
+	if _, err := d.Token(); err != nil { // {
+		return nil, err
+	}
+	type member struct {
+		key string
+		val json.RawMessage
+	}
+	var ms []member
+	for d.More() {
+		k, err := d.Token()
+		if err != nil {
+			return nil, err
+		}
+		m := member{key: k.(string)}
+		if err := d.Decode(&m.val); err != nil {
+			return nil, err
+		}
+		ms = append(ms, m)
+	}
+	var b bytes.Buffer
+	b.WriteByte('{')
+	put := func(m member) {
+		if b.Len() > 1 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(m.key)
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(m.val)
+	}
+	for _, m := range ms {
+		if m.key != "tier1" && m.key != "uplink" {
+			put(m)
+		}
+		if m.key == "retention" {
+			for _, t := range ms {
+				if t.key == "tier1" || t.key == "uplink" {
+					put(t)
+				}
+			}
+		}
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
 }

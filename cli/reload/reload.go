@@ -19,28 +19,34 @@ import (
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/cli/config"
 	"github.com/synapse-edge/synapse/internal/metrics"
+	"github.com/synapse-edge/synapse/tier1"
 	"github.com/synapse-edge/synapse/tier1/export"
 	"github.com/synapse-edge/synapse/wire"
 )
 
-// LiveFields are the config file's fields a reload applies: log_level
-// and the agent's fields it reads at each use (agent.Reconfigure).
+// LiveFields are the config file's fields a reload applies: log_level,
+// the agent's fields it reads at each use (agent.Reconfigure), tier 1's
+// (tier1.Service.SetConfig) and the exports' caps.
 var LiveFields = []string{
 	"log_level", "max_concurrent_tasks", "max_task_duration_seconds", "max_parked_tasks", "approvals",
 	"tier1.retention_hours", "tier1.max_bytes_per_routine",
 	"tier1.export_bandwidth_bytes_per_s", "exports[].bandwidth_bytes_per_s",
 }
 
-// live returns cur with the live values of next (LiveFields but
-// log_level, which is not the agent's).
+// live returns cur with the agent's live values of next.
 func live(cur, next agent.Config) agent.Config {
 	cur.MaxConcurrentTasks = next.MaxConcurrentTasks
 	cur.MaxTaskDurationSeconds = next.MaxTaskDurationSeconds
 	cur.MaxParkedTasks = next.MaxParkedTasks
 	cur.Approvals = slices.Clone(next.Approvals)
-	cur.Tier1.RetentionHours = next.Tier1.RetentionHours
-	cur.Tier1.MaxBytesPerRoutine = next.Tier1.MaxBytesPerRoutine
-	cur.Tier1.ExportBandwidthBytesPerS = next.Tier1.ExportBandwidthBytesPerS
+	return cur
+}
+
+// liveTier1 returns cur, a tier1 section, with the live values of next.
+func liveTier1(cur, next tier1.Config) tier1.Config {
+	cur.RetentionHours = next.RetentionHours
+	cur.MaxBytesPerRoutine = next.MaxBytesPerRoutine
+	cur.ExportBandwidthBytesPerS = next.ExportBandwidthBytesPerS
 	return cur
 }
 
@@ -86,6 +92,9 @@ type Options struct {
 	// SetExportCaps, if set, applies the exports' bandwidth caps
 	// (export.Set.SetCaps): the global one and each export's by name.
 	SetExportCaps func(global int64, caps map[string]int64)
+	// Tier1, if set, is the tier-1 service serve runs: a reload sets its
+	// live fields (retention_hours, max_bytes_per_routine).
+	Tier1 *tier1.Service
 }
 
 // Reloader owns the config file of a running serve. Its methods are
@@ -97,6 +106,7 @@ type Reloader struct {
 	levelFlag bool
 	getenv    func(string) string
 	caps      func(global int64, caps map[string]int64)
+	t1        *tier1.Service
 
 	a   *agent.Agent
 	log *slog.Logger
@@ -121,7 +131,7 @@ type reloadMetrics struct {
 // gets a line for every reload.
 func New(a *agent.Agent, log *slog.Logger, opts Options) *Reloader {
 	r := &Reloader{path: opts.Path, hash: opts.Hash, running: opts.Running, flags: opts.Flags, level: opts.Level,
-		levelFlag: opts.LevelFlag, getenv: opts.Getenv, caps: opts.SetExportCaps, overlay: opts.Overlay, version: opts.OverlayVersion, a: a, log: log.With("component", "config")}
+		levelFlag: opts.LevelFlag, getenv: opts.Getenv, caps: opts.SetExportCaps, t1: opts.Tier1, overlay: opts.Overlay, version: opts.OverlayVersion, a: a, log: log.With("component", "config")}
 	if r.flags == nil {
 		r.flags = func(*config.File) {}
 	}
@@ -211,6 +221,7 @@ func (r *Reloader) reload(trigger string, overlay []byte, commit func() error) w
 	// live ones of the file; every other difference needs a restart.
 	applied := r.running
 	applied.Config = live(r.running.Config, next.Config)
+	applied.Tier1 = liveTier1(r.running.Tier1, next.Tier1)
 	applied.LogLevel = next.LogLevel
 	applied.Exports = liveExports(r.running.Exports, next.Exports)
 	restart, err := config.ChangedFields(applied, next)
@@ -230,6 +241,9 @@ func (r *Reloader) reload(trigger string, overlay []byte, commit func() error) w
 	// some of them, such as the endpoint under TLS), the live ones of
 	// the file.
 	r.a.Reconfigure(live(r.a.Config(), next.Config))
+	if r.t1 != nil {
+		r.t1.SetConfig(liveTier1(r.t1.Config(), next.Tier1))
+	}
 	if r.caps != nil {
 		caps := map[string]int64{}
 		for _, e := range applied.Exports {

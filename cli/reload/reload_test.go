@@ -15,6 +15,7 @@ import (
 	"github.com/synapse-edge/synapse/cli/config"
 	"github.com/synapse-edge/synapse/cli/reload"
 	"github.com/synapse-edge/synapse/internal/testutil/tasktest"
+	"github.com/synapse-edge/synapse/tier1"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -138,5 +139,36 @@ func TestREADMETable(t *testing.T) {
 	want := slices.Sorted(slices.Values(reload.LiveFields))
 	if !slices.Equal(live, want) {
 		t.Errorf("README's live fields %v, want %v", live, want)
+	}
+}
+
+// TestReloadTier1: a reload sets tier 1's live fields on the service
+// serve runs (Options.Tier1) and keeps its others, which it names as
+// needing a restart; the exports get the global cap of the file.
+func TestReloadTier1(t *testing.T) {
+	a := openAgent(t)
+	path := filepath.Join(t.TempDir(), "synapse.json")
+	write(t, path, `{"tier1": {"retention_hours": 5, "max_bytes_per_routine": 2000, "export_bandwidth_bytes_per_s": 300, "max_batch_bytes": 1000}}`)
+	flags := func(f *config.File) { f.DataDir, f.AgentName = a.Config().DataDir, a.Config().AgentName }
+	running := config.Defaults()
+	flags(&running)
+	t1, err := tier1.NewService(running.Tier1, tier1.ServiceOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var global int64
+	r := reload.New(a, slog.New(slog.DiscardHandler), reload.Options{Path: path, Running: running, Flags: flags, Tier1: t1,
+		SetExportCaps: func(g int64, _ map[string]int64) { global = g }})
+	res := r.Reload(context.Background(), "api")
+	want := []string{"tier1.export_bandwidth_bytes_per_s", "tier1.max_bytes_per_routine", "tier1.retention_hours"}
+	if res.Result != wire.ReloadOK || !slices.Equal(res.Applied, want) || !slices.Equal(res.RestartRequired, []string{"tier1.max_batch_bytes"}) {
+		t.Fatalf("reload: %+v", res)
+	}
+	c := t1.Config()
+	if c.RetentionHours != 5 || c.MaxBytesPerRoutine != 2000 || c.ExportBandwidthBytesPerS != 300 || c.MaxBatchBytes != running.Tier1.MaxBatchBytes {
+		t.Errorf("tier1 in force %+v, want the file's live fields and the running max_batch_bytes", c)
+	}
+	if global != 300 {
+		t.Errorf("exports' global cap %d, want 300", global)
 	}
 }

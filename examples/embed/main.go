@@ -27,6 +27,7 @@ import (
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/httpapi"
 	"github.com/synapse-edge/synapse/peer"
+	"github.com/synapse-edge/synapse/tier1"
 	"github.com/synapse-edge/synapse/transport/netwire"
 	"github.com/synapse-edge/synapse/transport/outbound"
 	"github.com/synapse-edge/synapse/wire"
@@ -86,7 +87,15 @@ func run(ctx context.Context, args []string, ready chan<- string) error {
 	}
 	wires := netwire.New(netwire.Options{Guard: pol.DialContext})
 	defer wires.Close() // after the agent
-	a, err := agent.New(cfg, agent.Options{Logger: log, Transport: wires, Outbound: pol})
+	// Tier 1 (routines, ingest, stored frames) is the program's too, as
+	// synapse serve builds it from the tier1 section: the agent opens and
+	// prunes it, the API serves it.
+	t1, err := tier1.NewService(tier1.DefaultConfig(), tier1.ServiceOptions{SeenFor: agent.IdempotencyTTL})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	a, err := agent.New(cfg, agent.Options{Logger: log, Transport: wires, Outbound: pol, Tier1: t1})
 	if err != nil {
 		ln.Close()
 		return err
@@ -106,7 +115,7 @@ func run(ctx context.Context, args []string, ready chan<- string) error {
 		ln.Close()
 		return err
 	}
-	srv := httpapi.New(a, httpapi.Options{Logger: log, Network: nw})
+	srv := httpapi.New(a, httpapi.Options{Logger: log, Network: nw, Tier1: t1})
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	if ready != nil {

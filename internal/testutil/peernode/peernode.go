@@ -25,8 +25,10 @@ import (
 	"github.com/synapse-edge/synapse/hil"
 	"github.com/synapse-edge/synapse/httpapi"
 	"github.com/synapse-edge/synapse/internal/testutil"
+	"github.com/synapse-edge/synapse/internal/testutil/tier1test"
 	"github.com/synapse-edge/synapse/internal/testutil/wiretest"
 	"github.com/synapse-edge/synapse/peer"
+	"github.com/synapse-edge/synapse/tier1"
 )
 
 // AdminToken is the admin token of a node when Options.AdminToken is "".
@@ -50,8 +52,12 @@ type Options struct {
 	// Config tweaks the configuration (after the defaults, the data
 	// directory, the name and the token are set).
 	Config []func(*agent.Config)
-	// Agent are options of agent.New, such as a clock.
+	// Agent are options of agent.New, such as a clock. Without a Tier1,
+	// the node runs tier 1 of the section Tier1 gives (package
+	// tier1test).
 	Agent agent.Options
+	// Tier1 tweaks the tier1 section (after its defaults).
+	Tier1 []func(*tier1.Config)
 	// Peer are options of peer.New: the p2p and registry sections.
 	Peer peer.Options
 	// HandlerConfig is the handlers of the config file, registered as
@@ -70,7 +76,7 @@ type Options struct {
 	Reloader func(a *agent.Agent) httpapi.Reloader
 	// Exports, if set, builds the server's tier-1 exports once the agent
 	// is open.
-	Exports func(a *agent.Agent) httpapi.Exports
+	Exports func(a *agent.Agent, t1 *tier1.Service) httpapi.Exports
 }
 
 // Node is an agent served over HTTP. Agent, Groups and Server are new
@@ -83,6 +89,8 @@ type Node struct {
 	Agent *agent.Agent
 	// Network is the agent's peer network.
 	Network *peer.Network
+	// Tier1 is the agent's tier 1.
+	Tier1 *tier1.Service
 	// Groups is the started group manager; nil without Options.Groups.
 	Groups *group.Manager
 	// HIL is the started human-in-the-loop manager; nil without
@@ -141,7 +149,8 @@ func (n *Node) Open() {
 	})
 	n.addr = ln.Addr().String()
 	n.Config.Listen, n.Config.Endpoint = n.addr, "http://"+n.addr
-	a, err := agent.New(n.Config, wiretest.Options(t, n.Config, n.opts.Agent))
+	aopts, t1 := tier1test.Options(t, wiretest.Options(t, n.Config, n.opts.Agent), n.opts.Tier1...)
+	a, err := agent.New(n.Config, aopts)
 	if err != nil {
 		ln.Close()
 		t.Fatalf("%s: agent.New: %v", n.opts.Name, err)
@@ -188,10 +197,10 @@ func (n *Node) Open() {
 			t.Fatalf("%s: hil Start: %v", n.opts.Name, err)
 		}
 	}
-	n.Agent, n.Network, n.Groups, n.HIL = a, nw, gm, hm
-	hopts := httpapi.Options{Version: "test", Groups: gm, HIL: hm, Network: nw}
+	n.Agent, n.Network, n.Tier1, n.Groups, n.HIL = a, nw, t1, gm, hm
+	hopts := httpapi.Options{Version: "test", Groups: gm, HIL: hm, Network: nw, Tier1: t1}
 	if n.opts.Exports != nil {
-		hopts.Exports = n.opts.Exports(a)
+		hopts.Exports = n.opts.Exports(a, t1)
 	}
 	if n.opts.Reloader != nil {
 		hopts.Reloader = n.opts.Reloader(a)
