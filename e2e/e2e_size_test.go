@@ -77,13 +77,19 @@ const goalBinary = 8 << 20
 // (tier1/southbound's bridge, a2a.Ledger, internal/eventstream: 8 KiB on
 // amd64) took armv7 one step up, 162 bytes over its ceiling (12,648,610
 // -> 12,714,146 B, armv6's size): its ceiling is armv6's since.
+// Issue 31's tier-1 seam (tier1.Service, built by the command and passed
+// in agent.Options.Tier1; the tier1 and uplink sections the command's,
+// written and checked in the order they had: 13 KB of symbols) took
+// big-endian mips one step up, 408 bytes of read-only data over (its
+// text 3.4 KB): 14,418,113 -> 14,549,185 B, 193 over its ceiling, which
+// is 64 KiB higher since; mipsle fits its own (14,483,649 B).
 var maxBinary = map[string]int64{
 	"amd64":   12<<20 + 768<<10,
 	"arm64":   11<<20 + 768<<10,
 	"arm":     12<<20 + 256<<10,
 	"armv6":   12<<20 + 256<<10,
 	"mipsle":  13<<20 + 896<<10,
-	"mips":    13<<20 + 896<<10,
+	"mips":    13<<20 + 960<<10,
 	"riscv64": 11<<20 + 320<<10,
 }
 
