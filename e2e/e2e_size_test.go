@@ -83,12 +83,17 @@ const goalBinary = 8 << 20
 // big-endian mips one step up, 408 bytes of read-only data over (its
 // text 3.4 KB): 14,418,113 -> 14,549,185 B, 193 over its ceiling, which
 // is 64 KiB higher since; mipsle fits its own (14,483,649 B).
+// Stop 41 merged the outbox's queue into package outbox behind
+// outbox.Peers (+12 KiB on amd64), the tier-1 seam above (+12 KiB) and
+// the outbox items' and contracts' fast paths of the delegation (+8 KiB):
+// amd64 13,344,930 -> 13,377,698 B, 8 KiB over, and mipsle 14,549,185 B,
+// 193 over: both ceilings are 64 KiB higher.
 var maxBinary = map[string]int64{
-	"amd64":   12<<20 + 768<<10,
+	"amd64":   12<<20 + 832<<10,
 	"arm64":   11<<20 + 768<<10,
 	"arm":     12<<20 + 256<<10,
 	"armv6":   12<<20 + 256<<10,
-	"mipsle":  13<<20 + 896<<10,
+	"mipsle":  13<<20 + 960<<10,
 	"mips":    13<<20 + 960<<10,
 	"riscv64": 11<<20 + 320<<10,
 }
@@ -110,15 +115,18 @@ var maxBinary = map[string]int64{
 // and its read-only data by 33 KB, each past a 64 KiB boundary
 // (15,925,410 -> 16,056,482 B, armv6's the same): the two ARM -grpc
 // ceilings are that size rounded up to 64 KiB plus 64 KiB. The default
-// binaries fit theirs.
+// binaries fit theirs. Stop 41's merges (see maxBinary) took amd64 -grpc
+// to 16,847,010 B (4 KiB over), the MIPS -grpc pair to 18,284,737 B and
+// riscv64 -grpc to 15,007,906 B (193 and 162 over): theirs are 64 KiB
+// higher.
 var maxBinaryGRPC = map[string]int64{
-	"amd64":   16<<20 + 64<<10,
+	"amd64":   16<<20 + 128<<10,
 	"arm64":   14<<20 + 896<<10,
 	"arm":     15<<20 + 448<<10,
 	"armv6":   15<<20 + 448<<10,
-	"mipsle":  17<<20 + 448<<10,
-	"mips":    17<<20 + 448<<10,
-	"riscv64": 14<<20 + 320<<10,
+	"mipsle":  17<<20 + 512<<10,
+	"mips":    17<<20 + 512<<10,
+	"riscv64": 14<<20 + 384<<10,
 }
 
 // makeVar returns the words of the Makefile variable name (NAME ?= or
