@@ -2,7 +2,6 @@ package outbox_test
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sort"
 	"sync"
@@ -13,7 +12,6 @@ import (
 	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/outbox"
 	"github.com/synapse-edge/synapse/store"
-	"github.com/synapse-edge/synapse/transport"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -84,42 +82,6 @@ func (c *fakeClock) Advance(d time.Duration) {
 		c.mu.Unlock()
 		due.f()
 	}
-}
-
-// scripted is a destination as a transport.Transport: each Send gets the
-// next outcome of its script (Delivered once the script is done). No
-// server, no socket: the outbox knows only the seam.
-type scripted struct {
-	mu     sync.Mutex
-	script []transport.Outcome
-	sent   []transport.Message
-}
-
-func (s *scripted) Send(_ context.Context, m *transport.Message) transport.Outcome {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.sent = append(s.sent, *m)
-	if len(s.script) == 0 {
-		return transport.Outcome{Class: transport.Delivered, Status: 200}
-	}
-	o := s.script[0]
-	s.script = s.script[1:]
-	if o.Err == nil && o.Class != transport.Delivered {
-		o.Err = fmt.Errorf("%w: scripted %v", transport.ErrNotDelivered, o.Class)
-	}
-	return o
-}
-
-func (s *scripted) add(o ...transport.Outcome) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.script = append(s.script, o...)
-}
-
-func (s *scripted) sends() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.sent)
 }
 
 // fixture is a started queue over a store of its own.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/internal/testutil"
+	"github.com/synapse-edge/synapse/internal/testutil/transporttest"
 	"github.com/synapse-edge/synapse/outbox"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/transport"
@@ -22,18 +23,18 @@ import (
 // delivery fake in a unit test is just another implementation of the
 // transport interface").
 func TestQueueFakeTransport(t *testing.T) {
-	fake := &scripted{}
+	fake := &transporttest.Scripted{}
 	secret := []byte("s3cret")
 	f := startQueue(t, outbox.Options{Transport: fake, Secret: secret, MaxRetries: 2, RetryBase: time.Second})
 	ctx := context.Background()
 	waitSends := func(n int) {
 		t.Helper()
-		testutil.Eventually(t, 10*time.Second, fmt.Sprintf("%d sends", n), func() bool { return fake.sends() >= n })
+		testutil.Eventually(t, 10*time.Second, fmt.Sprintf("%d sends", n), func() bool { return fake.Sends() >= n })
 	}
 	const base = "http://192.0.2.10" // TEST-NET-1: never dialled
 
 	t.Run("retry after, then dead letter", func(t *testing.T) {
-		fake.add(
+		fake.Add(
 			transport.Outcome{Class: transport.Retry, RetryAfter: time.Hour, Status: 429},
 			transport.Outcome{Class: transport.Retry, Unreached: true},
 			transport.Outcome{Class: transport.Retry, Status: 503, Unreached: true},
@@ -53,12 +54,12 @@ func TestQueueFakeTransport(t *testing.T) {
 		if wait := next.Sub(f.clock.Now()); wait < 59*time.Minute {
 			t.Errorf("next attempt in %s, want at least the hour the destination asked for", wait)
 		}
-		if fake.sends() != 1 {
-			t.Fatalf("%d sends before the hour passed, want 1", fake.sends())
+		if fake.Sends() != 1 {
+			t.Fatalf("%d sends before the hour passed, want 1", fake.Sends())
 		}
 		// Each later attempt waits its back-off on the queue's clock.
 		for n := 2; n <= 3; n++ {
-			f.advanceUntil(t, 2*time.Hour, fmt.Sprintf("%d sends", n), func() bool { return fake.sends() >= n })
+			f.advanceUntil(t, 2*time.Hour, fmt.Sprintf("%d sends", n), func() bool { return fake.Sends() >= n })
 		}
 		testutil.Eventually(t, 10*time.Second, "a dead letter after max_retries", func() bool {
 			return f.entry(t, outbox.Query{State: "dead", URL: url}) != nil
@@ -68,8 +69,8 @@ func TestQueueFakeTransport(t *testing.T) {
 			t.Errorf("dead letter: %d attempts, last error %q, dead at %q; want 3 and the transport's error", d.Attempts, d.LastError, d.DeadAt)
 		}
 		f.clock.Advance(24 * time.Hour)
-		if fake.sends() != 3 {
-			t.Errorf("%d sends, want 3: a dead letter is not sent again by itself", fake.sends())
+		if fake.Sends() != 3 {
+			t.Errorf("%d sends, want 3: a dead letter is not sent again by itself", fake.Sends())
 		}
 		testutil.Eventually(t, 10*time.Second, "the counters", func() bool {
 			return f.m.Retries.Value() == 2 && f.m.Dead.Value() == 1 && f.m.Queued.Value() == 1
@@ -91,8 +92,8 @@ func TestQueueFakeTransport(t *testing.T) {
 	})
 
 	t.Run("permanent: dead at once", func(t *testing.T) {
-		before := fake.sends()
-		fake.add(transport.Outcome{Class: transport.Permanent, Status: 410})
+		before := fake.Sends()
+		fake.Add(transport.Outcome{Class: transport.Permanent, Status: 410})
 		url := base + "/gone"
 		f.enqueue(t, hook(url))
 		waitSends(before + 1)
@@ -108,9 +109,7 @@ func TestQueueFakeTransport(t *testing.T) {
 	})
 
 	t.Run("what the transport was given", func(t *testing.T) {
-		fake.mu.Lock()
-		defer fake.mu.Unlock()
-		for i, m := range fake.sent {
+		for i, m := range fake.Sent() {
 			if m.Kind != transport.Callback || !strings.HasPrefix(m.To, base+"/") ||
 				m.ContentType != wire.ContentJSON || m.Header[transport.HeaderMessageID] == "" || len(m.Body) == 0 || m.MaxReply != 64<<10 {
 				t.Errorf("send %d: kind %v to %q type %q header %v max reply %d", i, m.Kind, m.To, m.ContentType, m.Header, m.MaxReply)
@@ -127,7 +126,7 @@ func TestQueueFakeTransport(t *testing.T) {
 // behind a failed head goes before it, and a type Options.Deliver holds
 // goes through its delivery.
 func TestQueueHeadOfLine(t *testing.T) {
-	fake := &scripted{}
+	fake := &transporttest.Scripted{}
 	var mu sync.Mutex
 	var pushed []string
 	push := func(_ context.Context, it *outbox.Item) *outbox.Failure {
@@ -139,7 +138,7 @@ func TestQueueHeadOfLine(t *testing.T) {
 	f := startQueue(t, outbox.Options{Transport: fake, MaxRetries: 5, RetryBase: time.Second,
 		Deliver: map[string]func(context.Context, *outbox.Item) *outbox.Failure{"a2a_push": push}})
 	const url = "http://192.0.2.10/ordered"
-	fake.add(transport.Outcome{Class: transport.Retry, Unreached: true})
+	fake.Add(transport.Outcome{Class: transport.Retry, Unreached: true})
 	var ids []string
 	update(t, f.db, func(tx *store.Tx) error {
 		for i := range 4 {
@@ -157,16 +156,14 @@ func TestQueueHeadOfLine(t *testing.T) {
 		e := f.entry(t, outbox.Query{URL: url})
 		return e != nil && e.Attempts == 1
 	})
-	if n := fake.sends(); n != 1 {
+	if n := fake.Sends(); n != 1 {
 		t.Fatalf("%d sends while the head waits, want 1", n)
 	}
 	f.advanceUntil(t, time.Hour, "all four delivered", func() bool { return f.q.Count(outbox.Pending) == 0 })
-	fake.mu.Lock()
 	var got []string
-	for _, m := range fake.sent {
+	for _, m := range fake.Sent() {
 		got = append(got, m.Header[transport.HeaderMessageID])
 	}
-	fake.mu.Unlock()
 	if want := append([]string{ids[0]}, ids...); !slices.Equal(got, want) {
 		t.Errorf("sent %v, want %v (the head twice, then in queue order)", got, want)
 	}
@@ -175,8 +172,8 @@ func TestQueueHeadOfLine(t *testing.T) {
 	testutil.Eventually(t, 10*time.Second, "the push delivered", func() bool { return f.q.Count(outbox.Pending) == 0 })
 	mu.Lock()
 	defer mu.Unlock()
-	if !slices.Equal(pushed, []string{pid}) || fake.sends() != 5 {
-		t.Errorf("pushed %v, %d sends; want [%s] through Deliver, not the webhook", pushed, fake.sends(), pid)
+	if !slices.Equal(pushed, []string{pid}) || fake.Sends() != 5 {
+		t.Errorf("pushed %v, %d sends; want [%s] through Deliver, not the webhook", pushed, fake.Sends(), pid)
 	}
 }
 
@@ -240,7 +237,7 @@ func (p *fakePeers) roundSizes() []int {
 func TestQueuePeers(t *testing.T) {
 	t.Run("windows", func(t *testing.T) {
 		peers := &fakePeers{size: 4, concurrent: true}
-		f := startQueue(t, outbox.Options{Transport: &scripted{}, Peers: peers, MaxRetries: 5, RetryBase: time.Second})
+		f := startQueue(t, outbox.Options{Transport: &transporttest.Scripted{}, Peers: peers, MaxRetries: 5, RetryBase: time.Second})
 		update(t, f.db, func(tx *store.Tx) error {
 			for range 10 {
 				if _, err := f.q.Enqueue(tx, outbox.Message{Peer: "b", Type: "p2p:task_request", Payload: map[string]string{}}); err != nil {
@@ -263,7 +260,7 @@ func TestQueuePeers(t *testing.T) {
 	t.Run("a failure in a window", func(t *testing.T) {
 		nope := &outbox.Failure{Err: errors.New("nope"), RetryAfter: time.Minute}
 		peers := &fakePeers{size: 8, concurrent: true, fail: []*outbox.Failure{nil, nope, outbox.ErrNotSent}}
-		f := startQueue(t, outbox.Options{Transport: &scripted{}, Peers: peers, MaxRetries: 5, RetryBase: time.Millisecond})
+		f := startQueue(t, outbox.Options{Transport: &transporttest.Scripted{}, Peers: peers, MaxRetries: 5, RetryBase: time.Millisecond})
 		update(t, f.db, func(tx *store.Tx) error {
 			for range 3 {
 				if _, err := f.q.Enqueue(tx, outbox.Message{Peer: "b", Type: "p2p:task_request", Payload: map[string]string{}}); err != nil {
@@ -288,7 +285,7 @@ func TestQueuePeers(t *testing.T) {
 	t.Run("unreachable, then heard from", func(t *testing.T) {
 		away := &outbox.Failure{Err: errors.New("connection refused"), Unreachable: true}
 		peers := &fakePeers{size: 1, fail: []*outbox.Failure{away, away}}
-		f := startQueue(t, outbox.Options{Transport: &scripted{}, Peers: peers, MaxRetries: 0, RetryBase: time.Second})
+		f := startQueue(t, outbox.Options{Transport: &transporttest.Scripted{}, Peers: peers, MaxRetries: 0, RetryBase: time.Second})
 		first := f.enqueue(t, outbox.Message{Peer: "b", Type: "p2p:task_request", Payload: map[string]int{"n": 1}})
 		testutil.Eventually(t, 10*time.Second, "the first to give up", func() bool { return f.q.Count(outbox.Dead) == 1 })
 		second := f.enqueue(t, outbox.Message{Peer: "b", Type: "p2p:task_request", Payload: map[string]int{"n": 2}})
@@ -311,7 +308,7 @@ func TestQueuePeers(t *testing.T) {
 	})
 	t.Run("refused: not requeued by Wake", func(t *testing.T) {
 		peers := &fakePeers{size: 1, fail: []*outbox.Failure{{Err: errors.New("refused"), Permanent: true, Unreachable: true}}}
-		f := startQueue(t, outbox.Options{Transport: &scripted{}, Peers: peers, MaxRetries: 5, RetryBase: time.Second})
+		f := startQueue(t, outbox.Options{Transport: &transporttest.Scripted{}, Peers: peers, MaxRetries: 5, RetryBase: time.Second})
 		f.enqueue(t, outbox.Message{Peer: "b", Type: "p2p:task_cancel", Payload: map[string]string{}})
 		testutil.Eventually(t, 10*time.Second, "a dead letter", func() bool { return f.q.Count(outbox.Dead) == 1 })
 		f.q.Wake("b")
@@ -328,7 +325,7 @@ func TestQueuePeers(t *testing.T) {
 		})
 	})
 	t.Run("no peers", func(t *testing.T) {
-		f := startQueue(t, outbox.Options{Transport: &scripted{}, MaxRetries: 5, RetryBase: time.Second})
+		f := startQueue(t, outbox.Options{Transport: &transporttest.Scripted{}, MaxRetries: 5, RetryBase: time.Second})
 		f.enqueue(t, outbox.Message{Peer: "b", Type: "p2p:task_request", Payload: map[string]string{}})
 		testutil.Eventually(t, 10*time.Second, "a dead letter", func() bool { return f.q.Count(outbox.Dead) == 1 })
 		if e := f.entry(t, outbox.Query{State: "dead", Peer: "b"}); e.LastError != "b is not a paired peer" || e.Attempts != 1 {
@@ -340,7 +337,7 @@ func TestQueuePeers(t *testing.T) {
 // TestQueueAdministration: the errors of List, Retry, RetryDeadLetters
 // and Drop carry the codes a client sees.
 func TestQueueAdministration(t *testing.T) {
-	f := startQueue(t, outbox.Options{Transport: &scripted{}, MaxRetries: 5, RetryBase: time.Second})
+	f := startQueue(t, outbox.Options{Transport: &transporttest.Scripted{}, MaxRetries: 5, RetryBase: time.Second})
 	ctx := context.Background()
 	code := func(err error) wire.ErrorCode {
 		var we *wire.Error

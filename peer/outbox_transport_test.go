@@ -2,56 +2,19 @@ package peer_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/handlers"
 	"github.com/synapse-edge/synapse/internal/testutil"
+	"github.com/synapse-edge/synapse/internal/testutil/transporttest"
 	"github.com/synapse-edge/synapse/outbox"
 	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/transport"
 	"github.com/synapse-edge/synapse/wire"
 )
-
-// scripted is a destination as a transport.Transport: each Send gets the
-// next outcome of its script (Delivered once the script is done). No
-// server, no socket: the outbox knows only the seam.
-type scripted struct {
-	mu     sync.Mutex
-	script []transport.Outcome
-	sent   []transport.Message
-}
-
-func (s *scripted) Send(_ context.Context, m *transport.Message) transport.Outcome {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.sent = append(s.sent, *m)
-	if len(s.script) == 0 {
-		return transport.Outcome{Class: transport.Delivered, Status: 200}
-	}
-	o := s.script[0]
-	s.script = s.script[1:]
-	if o.Err == nil && o.Class != transport.Delivered {
-		o.Err = fmt.Errorf("%w: scripted %v", transport.ErrNotDelivered, o.Class)
-	}
-	return o
-}
-
-func (s *scripted) add(o ...transport.Outcome) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.script = append(s.script, o...)
-}
-
-func (s *scripted) sends() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.sent)
-}
 
 // TestOutboxFakeTransport: the network delivers its outbox through
 // package outbox's queue with the agent's transport and clock and its own
@@ -62,7 +25,7 @@ func (s *scripted) sends() int {
 // transport fake too.
 func TestOutboxFakeTransport(t *testing.T) {
 	clock := newFakeClock()
-	fake := &scripted{}
+	fake := &transporttest.Scripted{}
 	cfg := testConfig(t)
 	p2p := peer.DefaultConfig()
 	p2p.MaxRetries = 2
@@ -90,7 +53,7 @@ func TestOutboxFakeTransport(t *testing.T) {
 		_ = a.Close(cctx)
 	})
 
-	fake.add(
+	fake.Add(
 		transport.Outcome{Class: transport.Retry, Status: 503, Unreached: true},
 		transport.Outcome{Class: transport.Retry, Unreached: true},
 		transport.Outcome{Class: transport.Retry, Status: 503, Unreached: true},
@@ -116,8 +79,8 @@ func TestOutboxFakeTransport(t *testing.T) {
 		e := entry(outbox.Pending)
 		return e != nil && e.Attempts == 1
 	})
-	if fake.sends() != 1 {
-		t.Fatalf("%d sends before the agent's clock moved, want 1", fake.sends())
+	if fake.Sends() != 1 {
+		t.Fatalf("%d sends before the agent's clock moved, want 1", fake.Sends())
 	}
 	testutil.Eventually(t, 10*time.Second, "a dead letter after max_retries on the agent's clock", func() bool {
 		clock.Advance(time.Hour) // retry_base_delay_ms 1000: each back-off is within a few seconds
@@ -130,9 +93,7 @@ func TestOutboxFakeTransport(t *testing.T) {
 	testutil.Eventually(t, 10*time.Second, "synapse_outbox_dead_total to be 1", func() bool {
 		return metric(t, a, "synapse_outbox_dead_total") == 1
 	})
-	fake.mu.Lock()
-	defer fake.mu.Unlock()
-	for i, m := range fake.sent {
+	for i, m := range fake.Sent() {
 		if m.Kind != transport.Callback || m.To != url || m.ContentType != wire.ContentJSON ||
 			m.Header[transport.HeaderMessageID] == "" || len(m.Body) == 0 {
 			t.Errorf("send %d: kind %v to %q type %q header %v", i, m.Kind, m.To, m.ContentType, m.Header)
