@@ -179,10 +179,12 @@ type DB struct {
 	sendMu sync.RWMutex
 	closed bool
 
-	// okBuf and wsBuf are the writer's buffers of a group's writes.
-	okBuf []*writeReq
-	wsBuf []byte
-	coal  kv.Coalescer
+	// okBuf and wsBuf are the writer's buffers of a group's writes,
+	// opsBuf the one each of its transactions appends its ops to.
+	okBuf  []*writeReq
+	wsBuf  []byte
+	opsBuf []byte
+	coal   kv.Coalescer
 
 	lz    lazyState // lazy.go
 	stats Stats

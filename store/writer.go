@@ -154,7 +154,12 @@ func (db *DB) commit(batch []*writeReq) {
 			continue
 		}
 		tx := &Tx{v: kv.NewView(g.Clone(), base, true), db: db, flushedPending: grp.flushedPending}
-		if ferr := runFn(r.fn, tx); ferr != nil {
+		tx.v.ReuseOps(db.opsBuf)
+		ferr := runFn(r.fn, tx)
+		if ops := tx.v.Ops(); cap(ops) <= 1<<20 {
+			db.opsBuf = ops[:0]
+		}
+		if ferr != nil {
 			r.answer(ferr)
 			continue
 		}

@@ -164,10 +164,15 @@ func (l *Layer) drop(path string) {
 // childPath is the path of the bucket name inside the bucket parent ("":
 // the top level).
 func childPath(parent string, name []byte) string {
-	b := make([]byte, 0, len(parent)+binary.MaxVarintLen64+len(name))
-	b = append(b, parent...)
-	b = binary.AppendUvarint(b, uint64(len(name)))
-	return string(append(b, name...))
+	var buf [64]byte
+	return string(appendChildPath(buf[:0], parent, name))
+}
+
+// appendChildPath appends childPath(parent, name) to dst.
+func appendChildPath(dst []byte, parent string, name []byte) []byte {
+	dst = append(dst, parent...)
+	dst = binary.AppendUvarint(dst, uint64(len(name)))
+	return append(dst, name...)
 }
 
 var errBadPath = errors.New("malformed bucket path")

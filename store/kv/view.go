@@ -51,17 +51,35 @@ func (v *View) Layer() *Layer { return v.l }
 // write-set after its version byte (writeset.go).
 func (v *View) Ops() []byte { return v.ws }
 
+// ReuseOps gives a write view buf's storage to append its ops to (what
+// buf holds is dropped): the store's writer hands each transaction the
+// buffer the one before it used, once it has copied that one's ops.
+func (v *View) ReuseOps(buf []byte) { v.ws = buf[:0] }
+
 // Writable tells a write view from a read one.
 func (v *View) Writable() bool { return v.rw }
 
 // Root returns the top-level bucket name, nil when there is none.
-func (v *View) Root(name []byte) *Bucket { return v.bucket(childPath("", name)) }
+func (v *View) Root(name []byte) *Bucket { return v.child("", name) }
 
 // CreateRoot returns the top-level bucket name, creating it.
 func (v *View) CreateRoot(name []byte) (*Bucket, error) { return v.createBucket(nil, name) }
 
 // DeleteRoot deletes the top-level bucket name and all it holds.
 func (v *View) DeleteRoot(name []byte) error { return v.deleteBucket(nil, name) }
+
+// child opens the bucket name inside the bucket parent: its path is
+// built on the stack, and made a string only for a bucket the view has
+// not opened yet (every record a transaction reads or writes opens its
+// buckets by name).
+func (v *View) child(parent string, name []byte) *Bucket {
+	var buf [64]byte
+	p := appendChildPath(buf[:0], parent, name)
+	if b := v.open[string(p)]; b != nil && b.gen == v.gen {
+		return b
+	}
+	return v.bucket(string(p))
+}
 
 // bucket opens the bucket path, nil when it does not exist.
 func (v *View) bucket(path string) *Bucket {
@@ -235,7 +253,7 @@ func (b *Bucket) Bucket(name []byte) *Bucket {
 	if !b.fresh() {
 		return nil
 	}
-	return b.v.bucket(childPath(b.path, name))
+	return b.v.child(b.path, name)
 }
 
 // CreateBucketIfNotExists returns the nested bucket name, creating it.
