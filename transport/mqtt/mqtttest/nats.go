@@ -67,13 +67,42 @@ const ClusterUser, ClusterPassword = "synapse", "synapse-test"
 // StartCluster starts the nodes and returns once each accepts an MQTT
 // connection, which needs the cluster's JetStream to have a leader; the
 // nodes are killed when the test ends.
+//
+// The ports are free when picked and taken by the servers a moment later;
+// another process that takes one meanwhile (the packages' tests run in
+// parallel) makes a node exit with "address already in use": the cluster
+// is then built again on new ports, up to three times.
 func StartCluster(t testing.TB, o ClusterOptions) *Cluster {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		c, taken := startCluster(t, o)
+		if !taken {
+			t.Cleanup(func() {
+				for _, nd := range c.Nodes {
+					nd.Kill()
+				}
+			})
+			return c
+		}
+		for _, nd := range c.Nodes {
+			nd.Kill()
+		}
+		if attempt == 3 {
+			t.Fatalf("nats-server: a port was taken by another process at each of %d attempts", attempt)
+		}
+	}
+}
+
+// startCluster builds and starts the cluster once; taken reports a node
+// that exited because another process took its port (the nodes are then
+// left to the caller to kill).
+func startCluster(t testing.TB, o ClusterOptions) (c *Cluster, taken bool) {
 	t.Helper()
 	n := o.Nodes
 	if n <= 0 {
 		n = 3
 	}
-	c := &Cluster{t: t, bin: NATSBinary(t), user: len(o.DenySubscribe) > 0}
+	c = &Cluster{t: t, bin: NATSBinary(t), user: len(o.DenySubscribe) > 0}
 	dir := t.TempDir()
 	clusterPorts := make([]string, n)
 	for i := range n {
@@ -110,15 +139,18 @@ jetstream { store_dir: %q }
 	for _, nd := range c.Nodes {
 		nd.start()
 	}
-	t.Cleanup(func() {
-		for _, nd := range c.Nodes {
-			nd.Kill()
-		}
-	})
 	for _, nd := range c.Nodes {
-		nd.WaitReady(60 * time.Second)
+		if exited, err := nd.waitReady(60 * time.Second); err != nil {
+			if exited && strings.Contains(nd.Log(), "address already in use") {
+				return c, true
+			}
+			for _, nd := range c.Nodes {
+				nd.Kill()
+			}
+			t.Fatal(err)
+		}
 	}
-	return c
+	return c, false
 }
 
 func freeAddr(t testing.TB) string {
@@ -183,22 +215,30 @@ func (nd *Node) Kill() {
 // (accepted), failing the test after d.
 func (nd *Node) WaitReady(d time.Duration) {
 	nd.c.t.Helper()
+	if _, err := nd.waitReady(d); err != nil {
+		nd.c.t.Fatal(err)
+	}
+}
+
+// waitReady is WaitReady's wait; exited tells a node that exited from
+// one that did not answer in time.
+func (nd *Node) waitReady(d time.Duration) (exited bool, err error) {
 	deadline := time.Now().Add(d)
 	var last error
 	for i := 0; ; i++ {
 		if last = mqttConnect(nd.MQTTAddr, fmt.Sprintf("ready-%s-%d", nd.Name, i), nd.c.user); last == nil {
-			return
+			return false, nil
 		}
 		nd.mu.Lock()
 		done := nd.done
 		nd.mu.Unlock()
 		select {
 		case <-done:
-			nd.c.t.Fatalf("nats-server %s exited: %s", nd.Name, nd.Log())
+			return true, fmt.Errorf("nats-server %s exited: %s", nd.Name, nd.Log())
 		default:
 		}
 		if time.Now().After(deadline) {
-			nd.c.t.Fatalf("nats-server %s: no MQTT connection within %s (%v): %s", nd.Name, d, last, nd.Log())
+			return false, fmt.Errorf("nats-server %s: no MQTT connection within %s (%v): %s", nd.Name, d, last, nd.Log())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
