@@ -104,6 +104,8 @@ var notImporting = []struct {
 		"the directory needs only the store, the agent's id, its clock and the pinned keys (registry.Options), the registrar the agent's declaration, key, clock and transport (registry.RegistrarOptions); peer builds both"},
 	{"outbox", []string{"agent", "peer", "contracts"},
 		"the outbox's records and queue serve peers, webhooks and A2A push alike: it knows the store, the transport and the wire, not who sends"},
+	{"contracts", []string{"transport/httptransport", "transport/wstransport", "transport/netwire", "transport/mqtt", "transport/a2aclient", "transport/outbound", "registry"},
+		"contracts is a filter (Seal before send, Admit on receive) and sends nothing: the negotiations it needs run in peer, over the network's send"},
 	// The wires carry bytes (issue 31): what a message becomes is the
 	// domain's (the MQTT southbound mapping is tier1/southbound's, which
 	// subscribes through the transport), and what a wire must remember is
@@ -210,6 +212,9 @@ func TestImportRulesCatch(t *testing.T) {
 		module + "/outbox": {ImportPath: module + "/outbox", Dir: dir,
 			Imports: []string{module + "/contracts", module + "/store"},
 			GoFiles: []string{write("deliver.go", "package outbox\nimport \""+module+"/contracts\"\nimport \""+module+"/store\"\n")}},
+		module + "/contracts": {ImportPath: module + "/contracts", Dir: dir,
+			Imports: []string{module + "/transport/httptransport", module + "/wire"},
+			GoFiles: []string{write("request.go", "package contracts\nimport \""+module+"/transport/httptransport\"\nimport \""+module+"/wire\"\n")}},
 		module + "/transport/mqtt": {ImportPath: module + "/transport/mqtt", Dir: dir,
 			Imports: []string{module + "/tier1/southbound", module + "/wire"},
 			GoFiles: []string{write("south.go", "package mqtt\nimport \""+module+"/tier1/southbound\"\nimport \""+module+"/wire\"\n")}},
@@ -239,6 +244,7 @@ func TestImportRulesCatch(t *testing.T) {
 		"registry imports peer (dir.go): the directory needs only the store",
 		"outbox imports contracts (deliver.go): the outbox's records and queue serve peers, webhooks and A2A push alike",
 		"transport/mqtt imports tier1/southbound (south.go): a wire delivers messages and knows no domain",
+		"contracts imports transport/httptransport (request.go): contracts is a filter",
 		"agent imports transport/httptransport (transport.go): agent is the engine",
 		"agent/idemdb imports tier1/export (idem.go): agent is the engine",
 		"wire imports golang.org/x/crypto/chacha20poly1305 (seal.go); only wire/encrypt may: wire/encrypt owns payload encryption",
@@ -247,8 +253,8 @@ func TestImportRulesCatch(t *testing.T) {
 			t.Errorf("no violation %q in:\n%s", want, got)
 		}
 	}
-	if n := strings.Count(got, "\n") + 1; n != 15 {
-		t.Errorf("%d violations, want 15:\n%s", n, got)
+	if n := strings.Count(got, "\n") + 1; n != 16 {
+		t.Errorf("%d violations, want 16:\n%s", n, got)
 	}
 }
 

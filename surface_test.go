@@ -148,6 +148,52 @@ func TestTypeSizesCatch(t *testing.T) {
 	}
 }
 
+// filterPackages are the packages that are filters on the path of a
+// message (issue 31: contracts sealed before send and admitted on
+// receive), with why: they declare no interface, so that nothing they
+// are handed calls back into the package that calls them.
+var filterPackages = map[string]string{
+	"contracts": "contracts is a filter the network calls once each way (Seal, Admit); the negotiations it needs run in peer, over the network's send",
+}
+
+// TestFilterPackages holds the filter packages without interfaces.
+func TestFilterPackages(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list -export")
+	}
+	pkgs := loadTypes(t, slices.Sorted(maps.Keys(filterPackages))...)
+	for rel, why := range filterPackages {
+		for _, v := range interfaceTypes(pkgs[rel]) {
+			t.Errorf("%s declares interface %s: %s", rel, v, why)
+		}
+	}
+}
+
+// TestFilterPackagesCatch: a filter package that declares an interface
+// is found.
+func TestFilterPackagesCatch(t *testing.T) {
+	p := types.NewPackage(module+"/contracts", "contracts")
+	send := types.NewFunc(0, p, "Send", types.NewSignatureType(nil, nil, nil, nil, nil, false))
+	iface := types.NewInterfaceType([]*types.Func{send}, nil)
+	iface.Complete()
+	p.Scope().Insert(types.NewTypeName(0, p, "Network", iface))
+	p.Scope().Insert(types.NewTypeName(0, p, "Peer", types.NewStruct(nil, nil)))
+	if got := interfaceTypes(p); !slices.Equal(got, []string{"Network"}) {
+		t.Errorf("interfaceTypes = %v, want [Network]", got)
+	}
+}
+
+// interfaceTypes are the interface types p declares, sorted.
+func interfaceTypes(p *types.Package) []string {
+	var out []string
+	for _, name := range p.Scope().Names() {
+		if tn, ok := p.Scope().Lookup(name).(*types.TypeName); ok && types.IsInterface(tn.Type()) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
 // typeNames returns typ, or with "*" every named type of p, sorted.
 func typeNames(t *testing.T, p *types.Package, typ string) []string {
 	t.Helper()

@@ -15,7 +15,8 @@ import (
 
 // Answer is the responder's side: it answers a negotiate_request from p
 // with a contract in a signed negotiate_response (in msgpack when msgpack
-// is set), or refuses it, and takes a revocation. A nil envelope without
+// is set), or refuses it, and takes a revocation. The messages to p that
+// waited for a contract may go once it answered with one. A nil envelope without
 // error means the message is accepted with nothing to answer: a
 // revocation, or a negotiate_response that arrives on its own (responses
 // travel in the answer to the request).
@@ -63,7 +64,6 @@ func (cm *Manager) Answer(ctx context.Context, p Peer, m *wire.UnifiedSynapseMes
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeInternal, "sign negotiate_response: %v", err)
 	}
-	cm.net.Wake(peerID)
 	return env, nil
 }
 

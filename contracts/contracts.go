@@ -14,8 +14,9 @@ import (
 	"github.com/synapse-edge/synapse/agent"
 	"github.com/synapse-edge/synapse/contracts/contractdb"
 	"github.com/synapse-edge/synapse/negotiate"
+	"github.com/synapse-edge/synapse/outbox"
+	"github.com/synapse-edge/synapse/peer/peerdb"
 	"github.com/synapse-edge/synapse/store"
-	"github.com/synapse-edge/synapse/transport"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -45,32 +46,13 @@ type Peer struct {
 	Key ed25519.PublicKey
 }
 
-// Network is what contract negotiation needs of the peer network.
-type Network interface {
-	// Peer is a paired peer; false when id is not one.
-	Peer(id string) (Peer, bool)
-	// Send delivers a signed envelope to p and returns its answer,
-	// classified.
-	Send(ctx context.Context, p Peer, m *wire.UnifiedSynapseMessage) transport.Outcome
-	// Enqueue queues m durably inside tx.
-	Enqueue(tx *store.Tx, m agent.Outgoing) error
-	// Wake lets the messages that wait for peer go now; it does not wait
-	// for them.
-	Wake(peer string)
-}
-
 // Manager makes, keeps and enforces one agent's contracts.
 type Manager struct {
 	a     *agent.Agent
-	net   Network
+	out   *outbox.Queue
 	clock agent.Clock
 	cfg   negotiate.Config
 	log   *slog.Logger
-
-	// mu guards locks, one per peer: the automatic negotiations with a
-	// peer run one at a time (Ensure).
-	mu    sync.Mutex
-	locks map[string]*sync.Mutex
 
 	// records keeps the records record read (recordCache).
 	records recordCache
@@ -145,14 +127,14 @@ func (rc *recordCache) drop() {
 	rc.m, rc.peers = nil, nil
 }
 
-// New returns the contract manager of a, negotiating over net; it logs
-// through log (nil: the agent's logger).
-func New(a *agent.Agent, net Network, log *slog.Logger) *Manager {
+// New returns the contract manager of a, which queues the revocations
+// it tells peers in out; it logs through log (nil: the agent's logger).
+func New(a *agent.Agent, out *outbox.Queue, log *slog.Logger) *Manager {
 	if log == nil {
 		log = a.Logger()
 	}
-	return &Manager{a: a, net: net, clock: a.Clock(), cfg: a.Config().Negotiation,
-		log: log.With("component", "contracts"), locks: map[string]*sync.Mutex{}}
+	return &Manager{a: a, out: out, clock: a.Clock(), cfg: a.Config().Negotiation,
+		log: log.With("component", "contracts")}
 }
 
 // Info is a stored contract as the API shows it.
@@ -248,6 +230,13 @@ func (cm *Manager) active(peer string, now time.Time) (c *negotiate.Contract, an
 		return c, true, nil
 	}
 	return nil, len(recs) > 0, nil
+}
+
+// Active is the newest contract with peer that is neither expired nor
+// revoked; nil when there is none.
+func (cm *Manager) Active(peer string) (*negotiate.Contract, error) {
+	c, _, err := cm.active(peer, cm.clock.Now())
+	return c, err
 }
 
 // ActiveIn is the active contract with peer read inside tx; nil when there
@@ -407,11 +396,15 @@ func (cm *Manager) Revoke(ctx context.Context, id string) (*Info, error) {
 		if err := cm.a.AuditIn(tx, agent.AuditContractRevoked, rec.Peer, map[string]any{"contract_id": id, "by": "local"}); err != nil {
 			return err
 		}
-		if _, known := cm.net.Peer(rec.Peer); !known {
-			return nil
+		switch _, err := peerdb.Get(tx, rec.Peer); {
+		case errors.Is(err, store.ErrNotFound):
+			return nil // no longer paired: nobody to tell
+		case err != nil:
+			return err
 		}
-		return cm.net.Enqueue(tx, agent.Outgoing{Peer: rec.Peer, Type: wire.MsgNegotiateRequest,
+		_, err = cm.out.Enqueue(tx, outbox.Message{Peer: rec.Peer, Type: wire.MsgNegotiateRequest,
 			Payload: map[string]string{"revoke_contract_id": id}})
+		return err
 	})
 	if err != nil {
 		return nil, wire.Errorf(wire.CodeSysStorage, "revoke contract: %v", err)

@@ -5,16 +5,21 @@
 // tier-2 session mapping) are package negotiate's; this package applies
 // them between two agents and remembers the outcome. It sits between the
 // task engine (package agent, whose exported methods it uses) and the
-// peer network (package peer), which constructs a Manager with New and
-// hands it what it needs through the Network interface.
+// peer network (package peer), which constructs a Manager with New over
+// its outbox and calls it as a filter, once each way: Seal before an
+// envelope is signed and sent, Admit when one is received. The manager
+// sends nothing and calls nothing of the network: the negotiations it
+// needs are run by the network with the steps of a Negotiation.
 //
 // # Making a contract
 //
-// A requester (Manager.Negotiate) sends negotiate_request to a paired peer
-// and gets the contract back in the synchronous answer, a signed
-// negotiate_response; each attempt is bounded by negotiation.timeout_ms
-// and failed attempts are retried up to negotiation.retries times before
-// TP-NEG020 (negotiate.Exchange). The responder (Manager.Answer) decides
+// A requester (Manager.Begin) sends negotiate_request to a paired peer
+// (Negotiation.Next, over the network) and gets the contract back in the
+// synchronous answer, a signed negotiate_response (Negotiation.Answered),
+// which it checks and stores (Negotiation.Conclude); each attempt is
+// bounded by negotiation.timeout_ms and failed attempts are retried up to
+// negotiation.retries times before TP-NEG020 (negotiate.Exchange, which
+// the network runs). The responder (Manager.Answer) decides
 // with negotiate.Decide. Both keep the contract in the store, frozen, with
 // their role (RoleRequester, RoleResponder).
 //
@@ -28,9 +33,9 @@
 // A peer refuses a message without an active contract (TP-NEG010), so the
 // network never sends one without: before a message that needs a contract
 // (every type but those Exempt) goes to a peer with no active contract
-// here, Manager.Ensure negotiates one with the configured defaults (the
-// tiers this agent serves, its minimum security level, raised to high
-// across systems by both sides). One negotiation per peer runs at a time;
+// here (Manager.Seal answers ErrNoContract), the network negotiates one
+// with the configured defaults (the tiers this agent serves, its minimum
+// security level, raised to high across systems by both sides). One negotiation per peer runs at a time;
 // messages to that peer wait for it.
 //
 // Renegotiation is the same step: a contract that expired or was revoked
@@ -39,16 +44,16 @@
 // contract named in a message (RefusesContract: TP-NEG010, TP-NEG011 or
 // TP-NEG012; it expired there first, or the peer lost or revoked it and
 // the revocation has not arrived yet), the network records the contract as
-// revoked by the peer (Manager.RevokedByPeer), calls Ensure with it as
-// stale and sends the message once more.
+// revoked by the peer (Manager.RevokedByPeer), negotiates again and sends
+// the message once more (SealUnder the new contract).
 //
 // A peer that does not negotiate at all (it answered without a contract)
-// gets its messages without one: Ensure returns no contract and no error.
+// gets its messages without one (AutoFailure is nil).
 //
 // # Every envelope
 //
-// Outgoing (Manager.Envelope, when the outbox builds an envelope at send
-// time): the active contract with the peer is named in
+// Outgoing (Manager.Seal, when the outbox builds an envelope at send
+// time, before it is signed): the active contract with the peer is named in
 // protocol_contract_ref; under high the whole payload is sealed for the
 // peer (content_type ContentEncrypted), under standard the private fields
 // of a p2p:task_request's task.payload (the contract's private_fields for

@@ -25,34 +25,45 @@ func Exempt(msgType wire.MessageType) bool {
 	return false
 }
 
-// Envelope builds and signs a message of type msgType for peer under
-// contract c (nil: none; Ensure finds or makes it): c is named in
-// protocol_contract_ref and the payload sealed as its level asks. id and
-// corr are the message_id (empty: a fresh one) and correlation_id.
-func (cm *Manager) Envelope(c *negotiate.Contract, msgType wire.MessageType, peerID, id, corr string, pl wire.RawPayload) (*wire.UnifiedSynapseMessage, error) {
-	msg, err := cm.Unsigned(c, msgType, peerID, id, corr, pl)
-	if err != nil {
-		return nil, err
+// Errors of Seal.
+var (
+	// ErrNoContract: the message needs a contract and there is no active
+	// one with the peer. The network negotiates one (see the package doc)
+	// and seals the message under it with SealUnder.
+	ErrNoContract = errors.New("no active contract")
+	// ErrUnread: the contracts could not be read; another try may.
+	ErrUnread = errors.New("contracts unread")
+)
+
+// Seal is the filter every outgoing envelope passes: it puts m, built
+// for p and not yet signed, under the active contract with p, named in
+// protocol_contract_ref, and seals the payload as the contract's level
+// asks: under high the whole payload for p (content_type
+// ContentEncrypted), under standard the private fields of a
+// p2p:task_request's task.payload one by one. It returns the contract,
+// nil for a type that needs none (Exempt), or ErrNoContract.
+func (cm *Manager) Seal(p Peer, m *wire.UnifiedSynapseMessage) (*negotiate.Contract, error) {
+	if Exempt(m.MessageType) {
+		return nil, nil
 	}
-	if err := cm.a.Sign(msg); err != nil {
-		return nil, err
+	c, _, err := cm.active(p.ID, cm.clock.Now())
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%w: %v", ErrUnread, err)
+	case c == nil:
+		return nil, ErrNoContract
 	}
-	return msg, nil
+	return c, cm.SealUnder(c, p, m)
 }
 
-// Unsigned is Envelope without the signature, for a batch signed as a
-// whole (wire.SignBatch).
-func (cm *Manager) Unsigned(c *negotiate.Contract, msgType wire.MessageType, peerID, id, corr string, pl wire.RawPayload) (*wire.UnifiedSynapseMessage, error) {
-	msg := cm.newMessage(msgType, peerID, id, corr, pl)
-	if c != nil {
-		msg.ProtocolContractRef = c.ContractID
-		if !Exempt(msgType) {
-			if err := cm.seal(msg, peerID, c); err != nil {
-				return nil, err
-			}
-		}
+// SealUnder is Seal under c (nil: none): the contract the network
+// negotiated when Seal found none, or the one a batch goes under.
+func (cm *Manager) SealUnder(c *negotiate.Contract, p Peer, m *wire.UnifiedSynapseMessage) error {
+	if c == nil || Exempt(m.MessageType) {
+		return nil
 	}
-	return msg, nil
+	m.ProtocolContractRef = c.ContractID
+	return cm.seal(m, p, c)
 }
 
 // envelope builds and signs a message for peer without a contract.
@@ -76,17 +87,13 @@ func (cm *Manager) newMessage(msgType wire.MessageType, peerID, id, corr string,
 }
 
 // seal encrypts what c's security level asks for.
-func (cm *Manager) seal(m *wire.UnifiedSynapseMessage, peerID string, c *negotiate.Contract) error {
+func (cm *Manager) seal(m *wire.UnifiedSynapseMessage, p Peer, c *negotiate.Contract) error {
 	if c.SecurityLevel != negotiate.High && (c.SecurityLevel != negotiate.Standard || m.MessageType != wire.MsgTaskRequest || len(c.PrivateFields) == 0) {
 		return nil
 	}
-	p, ok := cm.net.Peer(peerID)
-	if !ok {
-		return fmt.Errorf("%s is not a paired peer", peerID)
-	}
 	pub, err := encrypt.X25519PublicKey(p.Key)
 	if err != nil {
-		return fmt.Errorf("encryption key of %s: %w", peerID, err)
+		return fmt.Errorf("encryption key of %s: %w", p.ID, err)
 	}
 	if c.SecurityLevel == negotiate.High {
 		plain, err := m.Payload.Convert(wire.PayloadJSON)

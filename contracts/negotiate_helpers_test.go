@@ -27,7 +27,7 @@ func inSystem(id string) func(*agent.Config) { return func(c *agent.Config) { c.
 // stored the same terms.
 func negotiated(t *testing.T, a, b *peerNode, req negotiate.Request) *contracts.Info {
 	t.Helper()
-	ci, err := a.a.Contracts().Negotiate(context.Background(), b.id(), req)
+	ci, err := a.a.Network.Negotiate(context.Background(), b.id(), req)
 	if err != nil {
 		t.Fatalf("Negotiate(%s → %s): %v", a.cfg.AgentName, b.cfg.AgentName, err)
 	}
@@ -50,7 +50,7 @@ func negotiated(t *testing.T, a, b *peerNode, req negotiate.Request) *contracts.
 // refused asks b for a contract and expects code, with its registry status.
 func refused(t *testing.T, a, b *peerNode, req negotiate.Request, code wire.ErrorCode) *wire.Error {
 	t.Helper()
-	ci, err := a.a.Contracts().Negotiate(context.Background(), b.id(), req)
+	ci, err := a.a.Network.Negotiate(context.Background(), b.id(), req)
 	if err == nil {
 		t.Fatalf("Negotiate made contract %s, want %s", ci.Contract, code)
 	}

@@ -74,7 +74,7 @@ func TestNegotiate(t *testing.T) {
 		}
 	})
 	t.Run("not a peer", func(t *testing.T) {
-		_, err := a.a.Contracts().Negotiate(context.Background(), "stranger", negotiate.Request{})
+		_, err := a.a.Network.Negotiate(context.Background(), "stranger", negotiate.Request{})
 		wantCode(t, err, wire.CodeNotFound)
 	})
 }
@@ -178,7 +178,7 @@ func TestNegotiateTimeout(t *testing.T) {
 	t.Cleanup(func() { _ = hang.Close() })
 
 	start := time.Now()
-	_, err = a.a.Contracts().Negotiate(context.Background(), b.id(), negotiate.Request{})
+	_, err = a.a.Network.Negotiate(context.Background(), b.id(), negotiate.Request{})
 	we := wantCode(t, err, wire.CodeNegTimeout)
 	if we.Status() != http.StatusGatewayTimeout {
 		t.Errorf("status %d, want 504", we.Status())

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/synapse-edge/synapse/negotiate"
 	"github.com/synapse-edge/synapse/transport"
@@ -42,51 +41,70 @@ func (cm *Manager) defaultRequest(req *negotiate.Request, endpoint string) {
 	}
 }
 
-// Negotiate asks peer for a contract with req (candidate lists left nil
-// are filled from the configuration) and stores the contract it answers
-// with. A refusal is the peer's TPError as is (TP-NEG00x with the seed's
-// rejected/reason/alternative_proposal in details); a contract that breaks
-// seed 002 §8.4.3 or is below the security this agent requires (the
-// requested level, its minimum, high across systems and for consult) is
-// refused and not stored.
-func (cm *Manager) Negotiate(ctx context.Context, peerID string, req negotiate.Request) (*Info, error) {
-	p, ok := cm.net.Peer(peerID)
-	if !ok {
-		return nil, errNoPeer(peerID)
-	}
+// A Negotiation is one request for a contract with a paired peer, run
+// by the network (package peer), which sends and retries it: Begin checks
+// and completes the request, each attempt sends Next's negotiate_request
+// and hands the peer's answer to Answered, and Conclude checks the
+// contract the peer answered with and keeps it. The manager sends
+// nothing itself.
+type Negotiation struct {
+	cm       *Manager
+	peer     Peer
+	req      negotiate.Request
+	required negotiate.SecurityLevel
+	payload  wire.RawPayload
+
+	// c and raw are the contract of the last answer and its JSON.
+	c   *negotiate.Contract
+	raw []byte
+}
+
+// Begin starts a negotiation with p for req, whose candidate lists left
+// nil are filled from the configuration.
+func (cm *Manager) Begin(p Peer, req negotiate.Request) (*Negotiation, error) {
 	if req.RevokeContractID != "" {
 		return nil, wire.Errorf(wire.CodeInvalidParams, "revoke a contract with POST /contracts/{id}/revoke").With("field", "revoke_contract_id")
 	}
 	cm.defaultRequest(&req, p.Endpoint)
-	required := negotiate.RequiredSecurity(&req, cm.a.Identity().SystemID, p.SystemID, cm.cfg.MinSecurity())
-	payload, err := wire.NewJSONPayload(&req)
-	if err != nil {
+	g := &Negotiation{cm: cm, peer: p, req: req,
+		required: negotiate.RequiredSecurity(&req, cm.a.Identity().SystemID, p.SystemID, cm.cfg.MinSecurity())}
+	var err error
+	if g.payload, err = wire.NewJSONPayload(&g.req); err != nil {
 		return nil, wire.Errorf(wire.CodeInvalidParams, "negotiate_request: %v", err)
 	}
-	type answer struct {
-		c   *negotiate.Contract
-		raw []byte
+	return g, nil
+}
+
+// Attempts bounds the attempts of a negotiation (negotiation.timeout_ms
+// and negotiation.retries; negotiate.Exchange runs them).
+func (cm *Manager) Attempts() negotiate.Attempts { return cm.cfg.Attempts() }
+
+// Next is the negotiate_request of the next attempt: fresh, and signed.
+func (g *Negotiation) Next() (*wire.UnifiedSynapseMessage, error) {
+	msg, err := g.cm.envelope(wire.MsgNegotiateRequest, g.peer.ID, "", "", g.payload)
+	if err != nil {
+		return nil, wire.Errorf(wire.CodeInternal, "sign negotiate_request: %v", err)
 	}
-	ans, err := negotiate.Exchange(ctx, cm.cfg.Attempts(), func(ctx context.Context, attempt int) (answer, error) {
-		c, raw, err := cm.request(ctx, p, payload)
-		if err != nil {
-			cm.log.Debug("negotiation attempt failed", "peer", peerID, "attempt", attempt, "err", err)
-		}
-		return answer{c, raw}, err
-	})
+	return msg, nil
+}
+
+// Conclude checks the contract the peer answered with and stores it. A
+// contract that breaks seed 002 §8.4.3 or is below the security this
+// agent requires (the requested level, its minimum, high across systems
+// and for consult) is refused and not stored.
+func (g *Negotiation) Conclude(ctx context.Context) (*Info, error) {
+	cm := g.cm
+	if g.c == nil {
+		return nil, wire.Errorf(wire.CodeInternal, "negotiation with %s concluded without an answer", g.peer.ID)
+	}
+	if err := negotiate.CheckContract(&g.req, g.c, g.required, cm.clock.Now()); err != nil {
+		cm.log.Warn("contract refused", "peer", g.peer.ID, "err", err)
+		return nil, err
+	}
+	rec, err := cm.save(ctx, g.peer.ID, RoleRequester, g.c, g.raw)
 	if err != nil {
 		return nil, err
 	}
-	if err := negotiate.CheckContract(&req, ans.c, required, cm.clock.Now()); err != nil {
-		cm.log.Warn("contract refused", "peer", peerID, "err", err)
-		return nil, err
-	}
-	rec, err := cm.save(ctx, peerID, RoleRequester, ans.c, ans.raw)
-	if err != nil {
-		return nil, err
-	}
-	// Messages that waited for a contract go now.
-	cm.net.Wake(peerID)
 	return cm.info(rec)
 }
 
@@ -99,16 +117,23 @@ const (
 	statusTooManyRequests = 429
 )
 
-// request is one attempt: a fresh signed negotiate_request, and the peer's
-// signed negotiate_response checked. Failures another attempt may cure
-// wrap negotiate.ErrRetriable; the peer's refusals are returned as its
+// Answered checks the peer's answer o to msg, one attempt's
+// negotiate_request: a signed negotiate_response, whose contract it keeps
+// for Conclude. Failures another attempt may cure wrap
+// negotiate.ErrRetriable; the peer's refusals are returned as its
 // TPError.
-func (cm *Manager) request(ctx context.Context, p Peer, payload wire.RawPayload) (*negotiate.Contract, []byte, error) {
-	msg, err := cm.envelope(wire.MsgNegotiateRequest, p.ID, "", "", payload)
+func (g *Negotiation) Answered(msg *wire.UnifiedSynapseMessage, o transport.Outcome) error {
+	c, raw, err := g.answer(msg, o)
 	if err != nil {
-		return nil, nil, wire.Errorf(wire.CodeInternal, "sign negotiate_request: %v", err)
+		g.cm.log.Debug("negotiation attempt failed", "peer", g.peer.ID, "err", err)
+		return err
 	}
-	o := cm.net.Send(ctx, p, msg)
+	g.c, g.raw = c, raw
+	return nil
+}
+
+func (g *Negotiation) answer(msg *wire.UnifiedSynapseMessage, o transport.Outcome) (*negotiate.Contract, []byte, error) {
+	p := g.peer
 	switch {
 	case o.Status == 0: // no answer
 		return nil, nil, fmt.Errorf("%w: %v", negotiate.ErrRetriable, o.Err)
@@ -151,48 +176,19 @@ func (cm *Manager) request(ctx context.Context, p Peer, payload wire.RawPayload)
 	return c, raw.Bytes(), nil
 }
 
-// lock serialises the automatic negotiations with one peer.
-func (cm *Manager) lock(peer string) func() {
-	cm.mu.Lock()
-	l := cm.locks[peer]
-	if l == nil {
-		l = &sync.Mutex{}
-		cm.locks[peer] = l
-	}
-	cm.mu.Unlock()
-	l.Lock()
-	return l.Unlock
-}
-
-// Ensure returns the active contract with peer, negotiating one when there
-// is none or when the active one is stale (the peer refused it: its id).
-// It returns no contract and no failure for a peer that does not
-// negotiate. A failure is the outcome the message that needed the
-// contract gets (see the package doc): a peer that could not be reached,
-// did not know this agent yet (401) or timed out (TP-NEG020) is Retry and
-// Unreached; a refusal (TP-NEG003…006, a contract below what this agent
-// requires) is Permanent with the refusal as its Error.
-func (cm *Manager) Ensure(ctx context.Context, peerID, stale string) (*negotiate.Contract, *transport.Outcome) {
-	unlock := cm.lock(peerID)
-	defer unlock()
-	c, _, err := cm.active(peerID, cm.clock.Now())
-	if err != nil {
-		return nil, &transport.Outcome{Class: transport.Retry, Err: fmt.Errorf("%w: %v", transport.ErrNotDelivered, err)}
-	}
-	if c != nil && c.ContractID != stale {
-		return c, nil
-	}
-	ci, err := cm.Negotiate(ctx, peerID, negotiate.Request{SessionPurpose: AutoSessionPurpose})
-	if err == nil {
-		cm.log.Info("contract negotiated before delivery", "peer", peerID, "contract_id", ci.Contract.ContractID,
-			"tier", ci.Contract.CommunicationTier, "security_level", ci.Contract.SecurityLevel)
-		return ci.Contract, nil
-	}
+// AutoFailure is how a failed automatic negotiation (one the network
+// runs before a message that needs a contract, see the package doc) ends
+// the delivery attempt of that message; nil when the peer does not
+// negotiate at all, and the message goes without a contract. A peer that
+// could not be reached, did not know this agent yet (401) or timed out
+// (TP-NEG020) is Retry and Unreached; a refusal (TP-NEG003…006, a
+// contract below what this agent requires) is Permanent with the refusal
+// as its Error.
+func AutoFailure(peerID string, err error) *transport.Outcome {
 	if !peerNegotiates(err) {
-		cm.log.Warn("the peer does not negotiate: sending without a contract", "peer", peerID, "err", err)
-		return nil, nil
+		return nil
 	}
-	return nil, negotiationFailed(peerID, err)
+	return negotiationFailed(peerID, err)
 }
 
 // negotiationFailed classifies a failed automatic negotiation.
@@ -223,8 +219,8 @@ func peerNegotiates(err error) bool {
 // RefusesContract reports whether a peer's answer to a message refuses
 // its contract reference (or its absence): a Negotiable outcome whose
 // TPError is TP-NEG010 (428), TP-NEG011 (404) or TP-NEG012 (410). The
-// sender then records the contract as revoked by the peer, calls Ensure
-// with it as stale and sends the message again.
+// sender then records the contract as revoked by the peer, negotiates a
+// new one and sends the message again.
 func RefusesContract(o transport.Outcome) bool {
 	if o.Class != transport.Negotiable || o.Error == nil {
 		return false
@@ -234,8 +230,4 @@ func RefusesContract(o transport.Outcome) bool {
 		return true
 	}
 	return false
-}
-
-func errNoPeer(id string) error {
-	return wire.Errorf(wire.CodeNotFound, "no paired peer %q", id).With("agent_id", id)
 }

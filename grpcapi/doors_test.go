@@ -24,7 +24,9 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/synapse-edge/synapse/auth"
+	"github.com/synapse-edge/synapse/contracts"
 	"github.com/synapse-edge/synapse/grpcapi"
+	"github.com/synapse-edge/synapse/negotiate"
 	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/peer/frame"
 	pb "github.com/synapse-edge/synapse/proto"
@@ -285,17 +287,23 @@ func TestOneReceiverAllDoors(t *testing.T) {
 	a.pair(t, b) // A negotiates a contract with B
 	cctx, ccancel := context.WithTimeout(context.Background(), pollTimeout)
 	defer ccancel()
-	contract, o := a.net.Contracts().Ensure(cctx, bID, "")
-	if contract == nil {
-		t.Fatalf("no contract between A and B: %+v", o)
+	ci, err := a.net.Negotiate(cctx, bID, negotiate.Request{})
+	if err != nil {
+		t.Fatalf("no contract between A and B: %v", err)
 	}
+	bPeer := contracts.Peer{ID: bID, Key: agentKey(t, b).Public().(ed25519.PublicKey)}
 	underContract := func(typ wire.MessageType, payload any) []byte {
 		pl, err := wire.NewJSONPayload(payload)
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := a.net.Contracts().Envelope(contract, typ, bID, "", "", pl)
-		if err != nil {
+		id := a.a.Identity()
+		m := wire.NewMessage(typ, wire.AgentRef{AgentID: id.AgentID, SystemID: id.SystemID, Endpoint: id.Endpoint},
+			wire.AgentRef{AgentID: bID}, pl, time.Now())
+		if err := a.net.Contracts().SealUnder(ci.Contract, bPeer, m); err != nil {
+			t.Fatal(err)
+		}
+		if err := wire.Sign(m, agentKey(t, a)); err != nil {
 			t.Fatal(err)
 		}
 		out, err := wire.EncodeEnvelopeJSON(m)

@@ -89,7 +89,7 @@ func (c contractAPI) negotiate(ctx *fasthttp.RequestCtx, _ auth.Principal, _ []s
 	if b.Peer == "" {
 		return wire.Errorf(wire.CodeInvalidParams, `name the agent to negotiate with: {"peer": "<agent_id>", ...}`).With("field", "peer")
 	}
-	ci, err := c.net.Contracts().Negotiate(ctx, b.Peer, b.Request)
+	ci, err := c.net.Negotiate(ctx, b.Peer, b.Request)
 	if err != nil {
 		return err
 	}

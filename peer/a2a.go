@@ -1,11 +1,7 @@
 package peer
 
 import (
-	"context"
-
 	"github.com/synapse-edge/synapse/negotiate"
-	"github.com/synapse-edge/synapse/outbox"
-	"github.com/synapse-edge/synapse/transport"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -50,14 +46,4 @@ func a2aDestination(c *negotiate.Contract, msgType wire.MessageType, self string
 		return "", false
 	}
 	return "a2a+" + ep, true
-}
-
-// sendA2A sends an outbox message to the A2A destination to: signed, not
-// sealed (A2A carries no contract encryption).
-func (n *Network) sendA2A(ctx context.Context, to, peerID string, msgType wire.MessageType, id, corr string, pl wire.RawPayload, s Sequence) (transport.Outcome, *outbox.Failure) {
-	m, err := n.envelope(msgType, peerID, id, corr, pl)
-	if err != nil {
-		return transport.Outcome{}, &outbox.Failure{Err: err, Permanent: true}
-	}
-	return n.sendEnvelopeSeq(ctx, to, m, s), nil
 }

@@ -71,10 +71,12 @@
 //   - registry.go, registrar.go: package registry's Directory, built
 //     with the keys pinned here, and its Registrar, given this agent's
 //     declaration, key and transport;
-//   - contracts.go: the network as package contracts sees it
-//     (contracts.Network), every outbox message sent under the active
-//     contract with its peer, negotiated first when there is none;
-//     Network.Contracts is the contract manager;
+//   - contracts.go: the contractor, which runs the negotiations
+//     (Network.Negotiate, and the automatic ones) over the network's own
+//     send and sends every outbox message under the active contract with
+//     its peer, negotiated first when there is none; the contract manager
+//     (Network.Contracts) is a filter it calls once each way, Seal before
+//     sending and Admit on receipt;
 //   - seed_p2p.go: the Go interfaces of seed 004 §5.
 //
 // Peers authenticate by signature, not by bearer token: an envelope is

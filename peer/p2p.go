@@ -88,8 +88,11 @@ type Network struct {
 	pairing *Pairing
 	out     *outbox.Queue
 	admin   OutboxAdmin
-	// contracts makes and enforces the contracts with peers (contracts.go).
-	contracts *contracts.Manager
+	// contracts makes and enforces the contracts with peers, and
+	// contractor runs their negotiations and sends under them
+	// (contracts.go). contracts is built in Open, over the outbox.
+	contracts  *contracts.Manager
+	contractor *contractor
 	// inbound checks and applies the envelopes from peers
 	// (p2p_inbound.go, receiver.go).
 	inbound *Inbound
@@ -164,7 +167,7 @@ func New(a *agent.Agent, opts Options) (*Network, error) {
 	n.admin = OutboxAdmin{n: n}
 	n.dir = registry.New(registry.Options{Now: n.clock.Now, Logger: n.log, PinnedKey: n.pairing.pinnedKey})
 	n.inbound = newInbound(n)
-	n.contracts = contracts.New(a, contractNet{n}, log)
+	n.contractor = newContractor(n)
 	if err := a.Attach(n); err != nil {
 		return nil, err
 	}
@@ -194,6 +197,7 @@ func (n *Network) Open(ctx context.Context) error {
 		refused:     r.CounterVec("synapse_p2p_refused_total", "Envelopes refused, by error code.", "code"),
 	}
 	n.out = newOutbox(n)
+	n.contracts = contracts.New(n.a, n.out, n.log)
 	r.GaugeFunc("synapse_outbox_pending", "Messages waiting in the outbox.", func() float64 { return float64(n.out.Count(outbox.Pending)) })
 	r.GaugeFunc("synapse_outbox_dead_letters", "Messages on the dead-letter list.", func() float64 { return float64(n.out.Count(outbox.Dead)) })
 	r.GaugeFunc("synapse_peers", "Paired peers.", func() float64 { return float64(n.pairing.peers.len()) })
@@ -302,15 +306,21 @@ func (n *Network) self() wire.AgentRef {
 
 // envelope builds and signs a message for peer.
 func (n *Network) envelope(msgType wire.MessageType, peer, id, corr string, payload wire.RawPayload) (*wire.UnifiedSynapseMessage, error) {
+	m := n.message(msgType, peer, id, corr, payload)
+	if err := n.a.Sign(m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// message builds a message for peer, unsigned; id empty: a fresh one.
+func (n *Network) message(msgType wire.MessageType, peer, id, corr string, payload wire.RawPayload) *wire.UnifiedSynapseMessage {
 	m := wire.NewMessage(msgType, n.self(), wire.AgentRef{AgentID: peer}, payload, n.clock.Now())
 	if id != "" {
 		m.MessageID = id
 	}
 	m.CorrelationID = corr
-	if err := n.a.Sign(m); err != nil {
-		return nil, err
-	}
-	return m, nil
+	return m
 }
 
 // send sends m through the agent's transport, within deliveryTimeout (or

@@ -342,23 +342,6 @@ func (o *deliverer) deliverBatchOnce(base context.Context, dest string, p *peer,
 	defer cancel()
 	n := o.n
 	peerID := p.rec.AgentID
-	var c *negotiate.Contract
-	for _, it := range items {
-		if !contracts.Exempt(wire.MessageType(it.Type)) {
-			var failed *transport.Outcome
-			if c, failed = n.contracts.Ensure(ctx, peerID, ""); failed != nil {
-				fill(0, deliveryFailure(failed))
-				return out
-			}
-			break
-		}
-	}
-	under := func(it *outbox.Item) *negotiate.Contract {
-		if contracts.Exempt(wire.MessageType(it.Type)) {
-			return nil
-		}
-		return c
-	}
 	seq := func(i int) Sequence {
 		s := Sequence{Seq: items[i].Seq, Prev: prev}
 		if i > 0 {
@@ -366,30 +349,15 @@ func (o *deliverer) deliverBatchOnce(base context.Context, dest string, p *peer,
 		}
 		return s
 	}
-	for _, it := range items {
-		if _, ok := n.a2aDestination(under(it), wire.MessageType(it.Type)); ok {
-			// A contract that sends over A2A: one message at a time.
-			for i, it := range items {
-				if i > 0 && out[i-1] != nil {
-					out[i] = outbox.ErrNotSent
-					continue
-				}
-				out[i] = o.deliverPeer(base, dest, p, it, seq(i))
-			}
-			return out
-		}
-	}
+	// The batch goes under one contract: the first message that needs one
+	// finds it (negotiated first when there is none) and the others are
+	// sealed under it.
+	var c *negotiate.Contract
+	found := false
 	cid := ""
-	if c != nil {
-		cid = c.ContractID
-	}
 	o.mu.Lock()
 	signed := o.batches[dest].signed
 	o.mu.Unlock()
-	build := n.contracts.Envelope
-	if signed {
-		build = n.contracts.Unsigned // the batch is signed as a whole
-	}
 	req := BatchRequest{Messages: make([]BatchItem, 0, len(items))}
 	size := 0
 	for i, it := range items {
@@ -404,14 +372,43 @@ func (o *deliverer) deliverBatchOnce(base context.Context, dest string, p *peer,
 			return out
 		}
 		pl, err := wire.RawJSONPayload(it.Payload)
-		var body []byte
+		var m *wire.UnifiedSynapseMessage
 		if err != nil {
 			err = fmt.Errorf("stored payload: %w", err)
 		} else {
-			var m *wire.UnifiedSynapseMessage
-			if m, err = build(under(it), wire.MessageType(it.Type), peerID, it.ID, it.CorrelationID, pl); err == nil {
-				body, err = wire.EncodeEnvelopeJSON(m)
+			m = n.message(wire.MessageType(it.Type), peerID, it.ID, it.CorrelationID, pl)
+		}
+		if err == nil && !found && !contracts.Exempt(m.MessageType) {
+			// Nothing was posted yet: those before it need no contract.
+			var failed *outbox.Failure
+			if c, failed = n.contractor.seal(ctx, p, m, ""); failed != nil {
+				fill(0, failed)
+				return out
 			}
+			found = true
+			if o.overA2A(c, items) {
+				// A contract that sends over A2A: one message at a time.
+				for i, it := range items {
+					if i > 0 && out[i-1] != nil {
+						out[i] = outbox.ErrNotSent
+						continue
+					}
+					out[i] = o.deliverPeer(base, dest, p, it, seq(i))
+				}
+				return out
+			}
+			if c != nil {
+				cid = c.ContractID
+			}
+		} else if err == nil {
+			err = n.contracts.SealUnder(c, p.contractPeer(), m)
+		}
+		var body []byte
+		if err == nil && !signed {
+			err = n.a.Sign(m) // else the batch is signed as a whole
+		}
+		if err == nil {
+			body, err = wire.EncodeEnvelopeJSON(m)
 		}
 		if err != nil {
 			// Those before it go; it is given up; those after it wait.
@@ -426,6 +423,18 @@ func (o *deliverer) deliverBatchOnce(base context.Context, dest string, p *peer,
 	}
 	o.postBatch(ctx, dest, p, cid, signed, &req, out)
 	return out
+}
+
+// overA2A tells whether c sends any of items over A2A.
+func (o *deliverer) overA2A(c *negotiate.Contract, items []*outbox.Item) bool {
+	for _, it := range items {
+		if t := wire.MessageType(it.Type); !contracts.Exempt(t) {
+			if _, ok := o.n.a2aDestination(c, t); ok {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // failedAt tells whether any outcome is a failure.

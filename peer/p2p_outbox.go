@@ -176,7 +176,7 @@ func (o *deliverer) deliverPeer(ctx context.Context, dest string, p *peer, it *o
 	if err != nil {
 		return &outbox.Failure{Err: fmt.Errorf("stored payload: %w", err), Permanent: true}
 	}
-	out, derr := o.n.sendUnderContract(ctx, p, wire.MessageType(it.Type), it.ID, it.CorrelationID, pl, s)
+	out, derr := o.n.contractor.send(ctx, p, wire.MessageType(it.Type), it.ID, it.CorrelationID, pl, s)
 	if derr == nil {
 		o.heardAnswer(dest, out)
 	}

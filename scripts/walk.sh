@@ -1,0 +1,108 @@
+#!/bin/sh
+# walk.sh: the module's files and packages one P2P delegation passes
+# through, from the requester's REST API to the executor's handler, and
+# every return to a package a call chain had left (a callback).
+#
+#   scripts/walk.sh [-n OPS] [REF]
+#
+# It runs BenchmarkDelegationRoundTrip/c=1 (package peer: two agents over
+# loopback HTTP, the requester's POST /task?wait=, the executor's echo
+# handler) for OPS delegations (default 3000) under the CPU profiler, and
+# reads every sampled call chain (go tool pprof -traces -lines). A frame
+# counts when its file is in the module and is not a test file; chains
+# that pass through a test file (the benchmark's setup and its client)
+# are left out. Within a chain, the module packages are taken root first
+# with repeats in a row folded: a package that comes again after another
+# one is a return, printed as the packages between with the file the
+# chain re-enters at.
+#
+# REF (a commit) measures that tree instead, in a temporary worktree, so
+# that two trees are compared with one command each. Sampling sees the
+# functions a delegation spends time in: one that takes under a
+# microsecond may be missed in a run, so compare trees with the same OPS.
+set -eu
+
+ops=3000
+case "${1:-}" in
+-n) ops=$2; shift 2 ;;
+-h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+esac
+ref=${1:-}
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"; if [ -n "$ref" ]; then git -C "$root" worktree remove --force "$work.tree" 2>/dev/null || true; fi' EXIT INT TERM
+tree=$root
+if [ -n "$ref" ]; then
+	tree=$work.tree
+	git -C "$root" worktree add --detach -q "$tree" "$ref"
+fi
+
+(cd "$tree" && go test -c -o "$work/peer.test" ./peer)
+(cd "$work" && ./peer.test -test.run '^$' -test.bench 'DelegationRoundTrip/c=1$' \
+	-test.benchtime "${ops}x" -test.cpuprofile cpu.prof >bench.txt)
+grep 'DelegationRoundTrip' "$work/bench.txt" >&2 || true
+go tool pprof -traces -lines "$work/peer.test" "$work/cpu.prof" 2>/dev/null >"$work/traces.txt"
+
+awk -v tree="$tree/" '
+function flush(   i, n, seq, last, pkg, seen, path, k, j) {
+	if (nf == 0 || test) { nf = 0; test = 0; return }
+	chains++
+	n = 0
+	last = ""
+	# pprof prints the leaf first: walk from the root.
+	for (i = nf; i >= 1; i--) {
+		pkg = fpkg[i]
+		files[ffile[i]] = 1
+		pkgs[pkg] = 1
+		if (pkg == last) continue
+		n++
+		seq[n] = pkg
+		at[n] = ffile[i]
+		last = pkg
+	}
+	for (k = 1; k <= n; k++) delete seen
+	for (k = 1; k <= n; k++) {
+		if (seq[k] in seen) {
+			path = ""
+			for (j = seen[seq[k]]; j <= k; j++) path = path (path == "" ? "" : " -> ") seq[j]
+			returns[path " (at " at[k] ")"]++
+		}
+		seen[seq[k]] = k
+	}
+	nf = 0
+}
+/^-----------\+/ { flush(); next }
+{
+	# a frame: "[time] function file:line [(inline)]"
+	for (i = 1; i <= NF; i++) {
+		if (index($i, tree) == 1) {
+			f = substr($i, length(tree) + 1)
+			sub(/:[0-9]+$/, "", f)
+			if (f ~ /_test\.go$/ || f ~ /^internal\/testutil\//) { test = 1; break }
+			p = f
+			sub(/\/[^\/]*$/, "", p)
+			if (p == f) p = "."
+			nf++
+			ffile[nf] = f
+			fpkg[nf] = p
+			break
+		}
+	}
+}
+END {
+	flush()
+	np = 0; for (p in pkgs) np++
+	nfiles = 0; for (f in files) nfiles++
+	nr = 0; for (r in returns) nr++
+	printf "%d call chains sampled: %d files in %d packages, %d returns\n", chains, nfiles, np, nr
+	print "packages:"
+	for (p in pkgs) print "  " p | "sort"
+	close("sort")
+	print "files:"
+	for (f in files) print "  " f | "sort"
+	close("sort")
+	print "returns (chains sampled):"
+	for (r in returns) printf "  %s  %d\n", r, returns[r] | "sort"
+	close("sort")
+}' "$work/traces.txt"
