@@ -305,6 +305,44 @@ func TestMessageStream(t *testing.T) {
 	})
 }
 
+// TestMessageStreamShutdown: on shutdown /messages/stream answers the
+// envelopes it has read and then closes with 1001 (going away), as the
+// other streams do, so that a peer knows to reconnect elsewhere or later
+// rather than take it for a broken link.
+func TestMessageStreamShutdown(t *testing.T) {
+	a := startPeerServer(t, "a")
+	b := startPeerServer(t, "b")
+	a.pairWith(t, b)
+	b.pairWith(t, a)
+	tok := a.do(t, "POST", api("/tokens"), []byte(`{"name":"s","scopes":["tasks:write"]}`)).object(t)["token"].(string)
+	c, _, err := dialMessages(t, a, tok, nil)
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	q := envelopeFrom(t, b, a, wire.MsgCapabilityQuery, nil, nil)
+	if err := c.WriteMessage(websocket.TextMessage, envelopeJSON(t, q)); err != nil {
+		t.Fatal(err)
+	}
+	if _, data := readFrame(t, c); !strings.Contains(string(data), q.MessageID) {
+		t.Fatalf("answer to the query: %s, want its capability response", data)
+	}
+	shut := make(chan struct{})
+	go func() {
+		defer close(shut)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := a.srv.Shutdown(ctx); err != nil { // the node's server: the agent stays open
+			t.Errorf("Shutdown: %v", err)
+		}
+	}()
+	_ = c.SetReadDeadline(time.Now().Add(pollTimeout))
+	_, _, err = c.ReadMessage()
+	if !websocket.IsCloseError(err, websocket.CloseGoingAway) {
+		t.Errorf("stream ended with %v, want close 1001", err)
+	}
+	<-shut
+}
+
 func TestMessageFeed(t *testing.T) {
 	a := startPeerServer(t, "a")
 	b := startPeerServer(t, "b")

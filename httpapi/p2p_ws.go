@@ -41,7 +41,8 @@ type wsFrame struct {
 // observer: every envelope the agent accepts (from any transport) is pushed
 // to it as received, JSON as text and msgpack as binary. A ping goes every
 // 30 s and a pong must come within 10 s; a message over 1 MiB closes the
-// connection with 1009; a foreign Origin is refused with 403.
+// connection with 1009; a foreign Origin is refused with 403. On shutdown
+// it answers every envelope it has read, then closes with 1001.
 func (pa peerAPI) messageStream(ctx *fasthttp.RequestCtx, p auth.Principal, _ []string) error {
 	observer := p.Can(auth.ScopeAdmin)
 	feed := pa.net.Messages()
@@ -50,9 +51,8 @@ func (pa peerAPI) messageStream(ctx *fasthttp.RequestCtx, p auth.Principal, _ []
 	}
 	return pa.streams.upgrade(ctx, func(c *websocket.Conn) {
 		c.SetReadLimit(wsMaxEnvelope)
-		done := make(chan struct{})
-		defer close(done)
-		go pa.streams.keepAlive(c, done)
+		stop := pa.streams.startKeepAlive(c) // on shutdown: 1001, once all is answered
+		defer stop()
 
 		out := make(chan wsFrame, wsOutQueue)
 		wrote := make(chan struct{})
