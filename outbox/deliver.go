@@ -46,9 +46,13 @@ type Failure struct {
 
 func (e *Failure) Error() string { return e.Err.Error() }
 
-// ErrNotSent stands for the items of a sequential round after its first
-// failure.
-var ErrNotSent = &Failure{Err: errors.New("not sent: an earlier message failed")}
+// errNotSent is NotSent's error.
+var errNotSent = errors.New("not sent: an earlier message failed")
+
+// NotSent is the failure of an item of a sequential round after its first
+// failure: retried with the round, nothing else known. Each call returns
+// a Failure of its own, which the caller may change.
+func NotSent() *Failure { return &Failure{Err: errNotSent} }
 
 // FailureOf is what a delivery's outcome means for the outbox (nil when
 // delivered). The transport classified it (transport.Classify): Retry is
@@ -90,12 +94,12 @@ func (o *Queue) send(dest string, items []*Item, concurrent bool) []*Failure {
 }
 
 // SendInTurn delivers items one after another with deliver, until one
-// fails: those after it are ErrNotSent.
+// fails: those after it are NotSent.
 func SendInTurn(items []*Item, deliver func(it *Item) *Failure) []*Failure {
 	out := make([]*Failure, len(items))
 	for i, it := range items {
 		if i > 0 && out[i-1] != nil {
-			out[i] = ErrNotSent
+			out[i] = NotSent()
 			continue
 		}
 		out[i] = deliver(it)

@@ -259,7 +259,7 @@ func TestQueuePeers(t *testing.T) {
 	})
 	t.Run("a failure in a window", func(t *testing.T) {
 		nope := &outbox.Failure{Err: errors.New("nope"), RetryAfter: time.Minute}
-		peers := &fakePeers{size: 8, concurrent: true, fail: []*outbox.Failure{nil, nope, outbox.ErrNotSent}}
+		peers := &fakePeers{size: 8, concurrent: true, fail: []*outbox.Failure{nil, nope, outbox.NotSent()}}
 		f := startQueue(t, outbox.Options{Transport: &transporttest.Scripted{}, Peers: peers, MaxRetries: 5, RetryBase: time.Millisecond})
 		update(t, f.db, func(tx *store.Tx) error {
 			for range 3 {

@@ -365,7 +365,7 @@ func (o *deliverer) deliverBatchOnce(base context.Context, dest string, p *peer,
 			// Full: this batch first, the rest in the next one.
 			o.postBatch(ctx, dest, p, cid, signed, &req, out[:i])
 			if failedAt(out[:i]) {
-				fill(i, outbox.ErrNotSent)
+				fill(i, outbox.NotSent())
 				return out
 			}
 			copy(out[i:], o.deliverBatchOnce(base, dest, p, items[i:], items[i-1].Seq))
@@ -390,7 +390,7 @@ func (o *deliverer) deliverBatchOnce(base context.Context, dest string, p *peer,
 				// A contract that sends over A2A: one message at a time.
 				for i, it := range items {
 					if i > 0 && out[i-1] != nil {
-						out[i] = outbox.ErrNotSent
+						out[i] = outbox.NotSent()
 						continue
 					}
 					out[i] = o.deliverPeer(base, dest, p, it, seq(i))
@@ -414,7 +414,7 @@ func (o *deliverer) deliverBatchOnce(base context.Context, dest string, p *peer,
 			// Those before it go; it is given up; those after it wait.
 			o.postBatch(ctx, dest, p, cid, signed, &req, out[:i])
 			out[i] = &outbox.Failure{Err: err, Permanent: true}
-			fill(i+1, outbox.ErrNotSent)
+			fill(i+1, outbox.NotSent())
 			return out
 		}
 		s := seq(i)
