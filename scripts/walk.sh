@@ -13,8 +13,11 @@
 # that pass through a test file (the benchmark's setup and its client)
 # are left out. Within a chain, the module packages are taken root first
 # with repeats in a row folded: a package that comes again after another
-# one is a return, printed as the packages between with the file the
-# chain re-enters at.
+# one is a return, printed as the packages between with the function and
+# file the chain re-enters at. A function literal entered from another
+# package (a store transaction runs the closure its caller gave it) is
+# the caller's own code: the chain starts again there, and a return at
+# such a closure is listed apart from the callbacks.
 #
 # REF (a commit) measures that tree instead, in a temporary worktree, so
 # that two trees are compared with one command each. Sampling sees the
@@ -45,7 +48,7 @@ grep 'DelegationRoundTrip' "$work/bench.txt" >&2 || true
 go tool pprof -traces -lines "$work/peer.test" "$work/cpu.prof" 2>/dev/null >"$work/traces.txt"
 
 awk -v tree="$tree/" '
-function flush(   i, n, seq, last, pkg, seen, path, k, j) {
+function flush(   i, n, seq, last, pkg, seen, path, k, j, kind) {
 	if (nf == 0 || test) { nf = 0; test = 0; return }
 	chains++
 	n = 0
@@ -59,14 +62,25 @@ function flush(   i, n, seq, last, pkg, seen, path, k, j) {
 		n++
 		seq[n] = pkg
 		at[n] = ffile[i]
+		fn[n] = ffunc[i]
 		last = pkg
 	}
 	for (k = 1; k <= n; k++) delete seen
+	from = 1
 	for (k = 1; k <= n; k++) {
+		# A function literal entered from another package (a store
+		# transaction runs the closure its caller gave it) is code of the
+		# caller: the chain starts again there. Any other package that
+		# comes again is a callback.
+		closure = (k > 1 && fn[k] ~ /\.func[0-9]+(\.[0-9]+)*$/)
 		if (seq[k] in seen) {
 			path = ""
 			for (j = seen[seq[k]]; j <= k; j++) path = path (path == "" ? "" : " -> ") seq[j]
-			returns[path " (at " at[k] ")"]++
+			returns[closure ? "closures" : "callbacks", path " (" fn[k] ", " at[k] ")"]++
+		}
+		if (closure) {
+			for (j = from; j < k; j++) delete seen[seq[j]]
+			from = k
 		}
 		seen[seq[k]] = k
 	}
@@ -86,23 +100,39 @@ function flush(   i, n, seq, last, pkg, seen, path, k, j) {
 			nf++
 			ffile[nf] = f
 			fpkg[nf] = p
+			g = $(i - 1)
+			sub(/^.*\//, "", g)
+			ffunc[nf] = g
 			break
 		}
 	}
+}
+function list(kind,   r, n, key) {
+	n = 0
+	for (key in returns) {
+		split(key, r, SUBSEP)
+		if (r[1] == kind) n++
+	}
+	return n
 }
 END {
 	flush()
 	np = 0; for (p in pkgs) np++
 	nfiles = 0; for (f in files) nfiles++
-	nr = 0; for (r in returns) nr++
-	printf "%d call chains sampled: %d files in %d packages, %d returns\n", chains, nfiles, np, nr
+	printf "%d call chains sampled: %d files in %d packages; returns: %d callbacks, %d through closures\n", chains, nfiles, np, list("callbacks"), list("closures")
 	print "packages:"
 	for (p in pkgs) print "  " p | "sort"
 	close("sort")
 	print "files:"
 	for (f in files) print "  " f | "sort"
 	close("sort")
-	print "returns (chains sampled):"
-	for (r in returns) printf "  %s  %d\n", r, returns[r] | "sort"
-	close("sort")
+	split("callbacks closures", kinds, " ")
+	for (k = 1; k <= 2; k++) {
+		print "returns, " kinds[k] " (chains sampled):"
+		for (key in returns) {
+			split(key, r, SUBSEP)
+			if (r[1] == kinds[k]) printf "  %s  %d\n", r[2], returns[key] | "sort"
+		}
+		close("sort")
+	}
 }' "$work/traces.txt"
