@@ -14,6 +14,7 @@ import (
 	"github.com/synapse-edge/synapse/contracts"
 	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/negotiate"
+	"github.com/synapse-edge/synapse/outbox"
 	"github.com/synapse-edge/synapse/peer"
 	"github.com/synapse-edge/synapse/wire"
 )
@@ -191,5 +192,46 @@ func TestNegotiateTimeout(t *testing.T) {
 	testutil.Eventually(t, 5*time.Second, "1 + 3 attempts at the server", func() bool { return attempts.Load() >= 4 })
 	if got := attempts.Load(); got != 4 {
 		t.Errorf("attempts = %d, want 1 + 3 retries", got)
+	}
+}
+
+// TestRevokeTellsPairedPeersOnly: revoking a contract queues the
+// revocation for its peer in the same transaction while the peer is
+// paired; once the peer is unpaired it is revoked here alone, with nothing
+// queued for an agent this one no longer talks to.
+func TestRevokeTellsPairedPeersOnly(t *testing.T) {
+	a := startPeer(t, "requester")
+	b := startPeer(t, "responder")
+	pair(t, a, b)
+	c1 := negotiated(t, a, b, negotiate.Request{}).Contract.ContractID
+	c2 := negotiated(t, a, b, negotiate.Request{}).Contract.ContractID
+	bID := b.id()
+	b.stop() // nothing is delivered: what is queued stays queued
+	revocations := func() int {
+		n := 0
+		for _, state := range []outbox.State{outbox.Pending, outbox.Dead} {
+			for _, e := range outboxOf(t, a.a, state) {
+				if e.Peer == bID && e.Type == string(wire.MsgNegotiateRequest) {
+					n++
+				}
+			}
+		}
+		return n
+	}
+	if _, err := a.a.Contracts().Revoke(context.Background(), c1); err != nil {
+		t.Fatal(err)
+	}
+	if n := revocations(); n != 1 {
+		t.Fatalf("%d revocations queued for the paired peer, want 1", n)
+	}
+	if err := a.a.Pairing().RemovePeer(context.Background(), bID); err != nil {
+		t.Fatal(err)
+	}
+	ci, err := a.a.Contracts().Revoke(context.Background(), c2)
+	if err != nil || ci.Status != negotiate.StatusRevoked || ci.RevokedBy != "local" {
+		t.Fatalf("Revoke after unpairing = %+v, %v; want revoked here", ci, err)
+	}
+	if n := revocations(); n != 1 {
+		t.Errorf("%d revocations in the outbox, want the first one only: the unpaired peer is not told", n)
 	}
 }
