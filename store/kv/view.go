@@ -10,6 +10,7 @@ package kv
 import (
 	"bytes"
 	"slices"
+	"strings"
 
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
@@ -38,6 +39,12 @@ type View struct {
 	rw   bool   // a write transaction
 	gen  uint64 // counts bucket creations and deletions
 	open map[string]*Bucket
+
+	// The search keys of the view's lookups in its layer, kept here so
+	// that a lookup allocates none: a View, like bbolt's Tx, is used by
+	// one goroutine at a time (its open buckets rely on that too).
+	sprobe bstate
+	rprobe rec
 }
 
 // NewView is a view of l over btx; with rw, writes go into l (which
@@ -81,6 +88,39 @@ func (v *View) child(parent string, name []byte) *Bucket {
 	return v.bucket(string(p))
 }
 
+// state is the layer's state of the bucket path, nil when it has none.
+func (v *View) state(path string) *bstate {
+	v.sprobe = bstate{path: path}
+	s, _ := v.l.bkts.Get(&v.sprobe)
+	v.sprobe = bstate{}
+	return s
+}
+
+// nested tells whether the layer holds the state of a bucket inside the
+// bucket path (a path is a prefix of exactly its descendants' paths).
+func (v *View) nested(path string) bool {
+	found := false
+	v.sprobe = bstate{path: path}
+	v.l.bkts.AscendGreaterOrEqual(&v.sprobe, func(s *bstate) bool {
+		if s.path == path {
+			return true // the bucket itself
+		}
+		found = strings.HasPrefix(s.path, path)
+		return false
+	})
+	v.sprobe = bstate{}
+	return found
+}
+
+// get is the layer's record of key in the bucket path, nil when it has
+// none.
+func (v *View) get(path string, key []byte) *rec {
+	v.rprobe = rec{path: path, key: key}
+	r, _ := v.l.recs.Get(&v.rprobe)
+	v.rprobe = rec{}
+	return r
+}
+
 // bucket opens the bucket path, nil when it does not exist.
 func (v *View) bucket(path string) *Bucket {
 	if b := v.open[path]; b != nil && b.gen == v.gen {
@@ -100,7 +140,7 @@ func (v *View) bucket(path string) *Bucket {
 // lookup finds whether b exists and its checkpoint's bucket.
 func (b *Bucket) lookup() bool {
 	b.gen, b.base = b.v.gen, nil
-	if s := b.v.l.state(b.path); s != nil {
+	if s := b.v.state(b.path); s != nil {
 		if !s.live {
 			return false
 		}
@@ -111,7 +151,7 @@ func (b *Bucket) lookup() bool {
 	}
 	// An ancestor created or deleted since the checkpoint hides it.
 	for p := parentPath(b.path); p != ""; p = parentPath(p) {
-		if b.v.l.hidden(p) {
+		if s := b.v.state(p); s != nil && s.hide {
 			return false
 		}
 	}
@@ -135,6 +175,10 @@ func (v *View) createBucket(parent *Bucket, name []byte) (*Bucket, error) {
 			return nil, bolterrors.ErrBucketNotFound
 		}
 		pp = parent.path
+	}
+	var buf [64]byte
+	if b := v.open[string(appendChildPath(buf[:0], pp, name))]; b != nil && b.gen == v.gen {
+		return b, nil // opened already: no path to make
 	}
 	path := childPath(pp, name)
 	if b := v.bucket(path); b != nil {
@@ -183,7 +227,7 @@ func (b *Bucket) Get(key []byte) []byte {
 	if !b.fresh() {
 		return nil
 	}
-	if r := b.v.l.get(b.path, key); r != nil {
+	if r := b.v.get(b.path, key); r != nil {
 		return r.val
 	}
 	if b.base != nil {
@@ -192,10 +236,14 @@ func (b *Bucket) Get(key []byte) []byte {
 	return nil
 }
 
-// hasBucket tells whether name is a nested bucket of b.
+// hasBucket tells whether name is a nested bucket of b. The layer is
+// asked about name's path only when it holds a bucket inside b at all,
+// so that a write to a bucket without nested ones makes no path.
 func (b *Bucket) hasBucket(name []byte) bool {
-	if s := b.v.l.state(childPath(b.path, name)); s != nil {
-		return s.live
+	if b.v.nested(b.path) {
+		if s := b.v.state(childPath(b.path, name)); s != nil {
+			return s.live
+		}
 	}
 	return b.base != nil && b.base.Bucket(name) != nil
 }
@@ -224,7 +272,9 @@ func (b *Bucket) Put(key, value []byte) error {
 	if int64(len(value)) > maxValueLen {
 		return bolterrors.ErrValueTooLarge
 	}
-	k, v := clone(key), clone(value)
+	// One copy holds both: the layer keeps them as long as each other.
+	kv := append(append(make([]byte, 0, len(key)+len(value)), key...), value...)
+	k, v := kv[:len(key):len(key)], kv[len(key):]
 	b.v.l.put(b.path, k, v)
 	b.v.ws = appendOp(b.v.ws, op{kind: opPut, path: b.path, key: k, val: v})
 	return nil
@@ -308,7 +358,7 @@ func (b *Bucket) Sequence() uint64 {
 	if !b.fresh() {
 		return 0
 	}
-	if s := b.v.l.state(b.path); s != nil && s.seqSet {
+	if s := b.v.state(b.path); s != nil && s.seqSet {
 		return s.seq
 	}
 	if b.base != nil {
