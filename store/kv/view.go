@@ -33,12 +33,17 @@ type Bucket struct {
 
 // View is what a transaction reads and writes: l over btx.
 type View struct {
-	l    *Layer
-	btx  *bolt.Tx
-	ws   []byte // the ops of a write transaction's write-set
-	rw   bool   // a write transaction
-	gen  uint64 // counts bucket creations and deletions
-	open map[string]*Bucket
+	l   *Layer
+	btx *bolt.Tx
+	ws  []byte // the ops of a write transaction's write-set
+	rw  bool   // a write transaction
+	gen uint64 // counts bucket creations and deletions
+
+	// The buckets the view has opened, by path: the first ones in few
+	// (most transactions open one to a few), the others in more.
+	few  [4]Bucket
+	nfew int
+	more map[string]*Bucket
 
 	// The search keys of the view's lookups in its layer, kept here so
 	// that a lookup allocates none: a View, like bbolt's Tx, is used by
@@ -81,11 +86,7 @@ func (v *View) DeleteRoot(name []byte) error { return v.deleteBucket(nil, name) 
 // buckets by name).
 func (v *View) child(parent string, name []byte) *Bucket {
 	var buf [64]byte
-	p := appendChildPath(buf[:0], parent, name)
-	if b := v.open[string(p)]; b != nil && b.gen == v.gen {
-		return b
-	}
-	return v.bucket(string(p))
+	return v.bucket(appendChildPath(buf[:0], parent, name))
 }
 
 // state is the layer's state of the bucket path, nil when it has none.
@@ -121,20 +122,42 @@ func (v *View) get(path string, key []byte) *rec {
 	return r
 }
 
-// bucket opens the bucket path, nil when it does not exist.
-func (v *View) bucket(path string) *Bucket {
-	if b := v.open[path]; b != nil && b.gen == v.gen {
+// bucket opens the bucket path, nil when it does not exist. A bucket
+// the view has opened before is the same one, looked up again if
+// buckets were created or deleted since.
+func (v *View) bucket(path []byte) *Bucket {
+	if b := v.opened(path); b != nil {
+		if !b.fresh() {
+			return nil
+		}
 		return b
 	}
-	b := &Bucket{v: v, path: path, gen: v.gen}
-	if !b.lookup() {
+	nb := Bucket{v: v, path: string(path)}
+	if !nb.lookup() {
 		return nil
 	}
-	if v.open == nil {
-		v.open = map[string]*Bucket{}
+	if v.nfew < len(v.few) {
+		v.few[v.nfew] = nb
+		v.nfew++
+		return &v.few[v.nfew-1]
 	}
-	v.open[path] = b
+	if v.more == nil {
+		v.more = map[string]*Bucket{}
+	}
+	b := new(Bucket)
+	*b = nb
+	v.more[b.path] = b
 	return b
+}
+
+// opened is the bucket path the view has opened, nil when it has not.
+func (v *View) opened(path []byte) *Bucket {
+	for i := range v.nfew {
+		if v.few[i].path == string(path) {
+			return &v.few[i]
+		}
+	}
+	return v.more[string(path)]
 }
 
 // lookup finds whether b exists and its checkpoint's bucket.
@@ -177,11 +200,8 @@ func (v *View) createBucket(parent *Bucket, name []byte) (*Bucket, error) {
 		pp = parent.path
 	}
 	var buf [64]byte
-	if b := v.open[string(appendChildPath(buf[:0], pp, name))]; b != nil && b.gen == v.gen {
-		return b, nil // opened already: no path to make
-	}
-	path := childPath(pp, name)
-	if b := v.bucket(path); b != nil {
+	p := appendChildPath(buf[:0], pp, name)
+	if b := v.bucket(p); b != nil {
 		return b, nil
 	}
 	switch {
@@ -194,10 +214,11 @@ func (v *View) createBucket(parent *Bucket, name []byte) (*Bucket, error) {
 	case parent != nil && parent.Get(name) != nil:
 		return nil, bolterrors.ErrIncompatibleValue
 	}
+	path := string(p)
 	v.l.createBucket(path)
 	v.ws = appendOp(v.ws, op{kind: opCreateBucket, path: path})
 	v.gen++
-	return v.bucket(path), nil
+	return v.bucket(p), nil
 }
 
 func (v *View) deleteBucket(parent *Bucket, name []byte) error {
@@ -211,10 +232,12 @@ func (v *View) deleteBucket(parent *Bucket, name []byte) error {
 	if !v.rw {
 		return bolterrors.ErrTxNotWritable
 	}
-	path := childPath(pp, name)
-	if v.bucket(path) == nil {
+	var buf [64]byte
+	p := appendChildPath(buf[:0], pp, name)
+	if v.bucket(p) == nil {
 		return bolterrors.ErrBucketNotFound
 	}
+	path := string(p)
 	v.l.deleteBucket(path)
 	v.ws = appendOp(v.ws, op{kind: opDeleteBucket, path: path})
 	v.gen++
