@@ -145,12 +145,18 @@ const (
 	envKeySignature
 )
 
-// envTopKey maps a top-level key to its bit (the order of the constants).
-func envTopKey(key string) int {
-	return envKeyBit(key, "tp_version", "message_id", "message_type", "sender", "receiver",
+// The keys of the envelope's objects, each list in the order of its
+// bits: the top level (the constants above), an agent, the trace info.
+var (
+	envTopKeys = []string{"tp_version", "message_id", "message_type", "sender", "receiver",
 		"timestamp", "correlation_id", "conversation_id", "protocol_contract_ref",
-		"content_type", "payload", "trace_info", "signature")
-}
+		"content_type", "payload", "trace_info", "signature"}
+	envAgentKeys = []string{"agent_id", "system_id", "endpoint"}
+	envTraceKeys = []string{"original_protocol", "original_message_id", "hop_count"}
+)
+
+// envTopKey maps a top-level key to its bit (the order of the constants).
+func envTopKey(key string) int { return envKeyBit(key, envTopKeys...) }
 
 // envKeyBit is 1<<i for the i-th of keys equal to k, 0 when none is.
 func envKeyBit(k string, keys ...string) int {
@@ -271,7 +277,7 @@ func envDecodeAgent(r envReader, a *AgentRef) error {
 	return err
 }
 
-func envAgentKey(k string) int { return envKeyBit(k, "agent_id", "system_id", "endpoint") }
+func envAgentKey(k string) int { return envKeyBit(k, envAgentKeys...) }
 
 func envDecodeTrace(r envReader, t *TraceInfo) (bool, error) {
 	return envObject(r, envTraceKey, func(_ string, bit int) error {
@@ -287,9 +293,7 @@ func envDecodeTrace(r envReader, t *TraceInfo) (bool, error) {
 	})
 }
 
-func envTraceKey(k string) int {
-	return envKeyBit(k, "original_protocol", "original_message_id", "hop_count")
-}
+func envTraceKey(k string) int { return envKeyBit(k, envTraceKeys...) }
 
 func envClampHop(h int64) int { return int(max(min(h, math.MaxInt32), math.MinInt32)) }
 

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strconv"
@@ -81,7 +82,7 @@ func (s *envScan) object(field func(key string) error) (bool, error) {
 		if s.peek() != '"' {
 			return false, invalidf("%v", s.syntax("looking for beginning of object key string"))
 		}
-		key, err := s.quoted()
+		key, err := s.key()
 		if err != nil {
 			return false, invalidf("%v", err)
 		}
@@ -297,6 +298,34 @@ func (s *envScan) skipString() error {
 		}
 	}
 	return errEnvEOF
+}
+
+// key reads the object key at s.i (its opening quote) as quoted does; a
+// key of the envelope's objects is read as its constant, without making
+// a string.
+func (s *envScan) key() (string, error) {
+	start := s.i + 1
+	if n := bytes.IndexByte(s.b[start:], '"'); n >= 0 {
+		// A known key holds no backslash or control character, so when
+		// the bytes before the first quote spell one, that quote closes it.
+		if k, ok := envKnownKey(s.b[start : start+n]); ok {
+			s.i = start + n + 1
+			return k, nil
+		}
+	}
+	return s.quoted()
+}
+
+// envKnownKey is the key of the envelope's objects that b spells.
+func envKnownKey(b []byte) (string, bool) {
+	for _, keys := range [...][]string{envTopKeys, envAgentKeys, envTraceKeys} {
+		for _, k := range keys {
+			if string(b) == k {
+				return k, true
+			}
+		}
+	}
+	return "", false
 }
 
 // quoted reads the string at s.i (its opening quote), unescaped.

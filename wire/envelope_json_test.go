@@ -133,6 +133,10 @@ func envScanSeeds(tb testing.TB) [][]byte {
 		`"trace_info":{"hop_count":1.5}`, `"trace_info":{"hop_count":"3"}`, `"trace_info":{"hop_count":99999999999999999999}`,
 		`"trace_info":null`, `"correlation_id":null`, `"correlation_id":5`, `"correlation_id":"a\"b"`,
 		`"sender":{"agent_id":"edge_a"}`, `"\u0073ignature":"x"`, `"payload":{"k":"v"} ,"signature":"s"`,
+		// Keys near the envelope's own (read as constants when they are one).
+		`"tp_version\"x":1`, `"signatur":"x"`, `"signaturee":"x"`, `"sender` + "\x01" + `":{}`, `"hop_count":1`,
+		`"agent_id":"x"`, `"trace_info":{"hop_count":1,"hop_count":2}`, `"trace_info":{"agent_id":"x"}`,
+		`"receiver":{"agent_id":"b","endpoint\u0000":"e"}`, `"sender\/":{}`, `"trace_info":{"hop_count`,
 		`"payload":` + strings.Repeat("[", 10001) + strings.Repeat("]", 10001),
 		`"payload":` + strings.Repeat("[", 9998) + strings.Repeat("]", 9998),
 		`"payload":` + strings.Repeat("[", 9999) + strings.Repeat("]", 9999),
