@@ -223,16 +223,30 @@ func normal(v wire.JSONValue) ([]byte, error) {
 	return json.Marshal(json.RawMessage(v))
 }
 
-// plain reports whether v has nothing encoding/json would change (no
-// white space, nothing it escapes); a false "no" only costs a Marshal.
+// plain reports whether v has nothing encoding/json would change: no
+// white space between its tokens, nothing it escapes (<, >, &, and
+// U+2028 and U+2029, whose encodings begin with 0xe2); a false "no" only
+// costs a Marshal. A space inside a string stays as it is, so the
+// messages of status events ("sent to edge_b") are plain.
 func plain(v []byte) bool {
-	for _, c := range v {
-		switch c {
-		case ' ', '\t', '\n', '\r', 0xe2, '<', '>', '&':
+	in := false // inside a string
+	for i := 0; i < len(v); i++ {
+		switch v[i] {
+		case '\t', '\n', '\r', 0xe2, '<', '>', '&':
 			return false
+		case ' ':
+			if !in {
+				return false
+			}
+		case '"':
+			in = !in
+		case '\\':
+			if in && i+1 < len(v) && (v[i+1] == '"' || v[i+1] == '\\') {
+				i++ // an escaped quote or backslash
+			}
 		}
 	}
-	return true
+	return !in
 }
 
 // reader decodes the layout; the first error sticks.
