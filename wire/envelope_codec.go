@@ -317,14 +317,16 @@ const (
 // envEntries lists what both writers write: keys in SPEC §3 order, empty
 // optional fields left out, payload already in the writer's codec.
 func (m *UnifiedSynapseMessage) envEntries(payload RawPayload) []envEntry {
-	var e []envEntry
+	// Each list has room for all its object's keys: one allocation.
+	e := make([]envEntry, 0, len(envTopKeys))
 	str := func(list *[]envEntry, k, v string, omitEmpty bool) {
 		if !omitEmpty || v != "" {
 			*list = append(*list, envEntry{key: k, kind: envStr, str: v})
 		}
 	}
 	agent := func(k string, r AgentRef) {
-		c := []envEntry{{key: "agent_id", kind: envStr, str: r.AgentID}}
+		c := make([]envEntry, 1, len(envAgentKeys))
+		c[0] = envEntry{key: "agent_id", kind: envStr, str: r.AgentID}
 		str(&c, "system_id", r.SystemID, true)
 		str(&c, "endpoint", r.Endpoint, true)
 		e = append(e, envEntry{key: k, kind: envObj, children: c})
@@ -345,7 +347,7 @@ func (m *UnifiedSynapseMessage) envEntries(payload RawPayload) []envEntry {
 		e = append(e, envEntry{key: "payload", kind: envRaw, raw: payload.raw})
 	}
 	if t := m.TraceInfo; t != nil {
-		var c []envEntry
+		c := make([]envEntry, 0, len(envTraceKeys))
 		str(&c, "original_protocol", t.OriginalProtocol, true)
 		str(&c, "original_message_id", t.OriginalMessageID, true)
 		c = append(c, envEntry{key: "hop_count", kind: envInt, num: int64(t.HopCount)})
