@@ -217,36 +217,10 @@ func appendReason(b []byte, r string) []byte {
 // normal is a JSON value as the JSON record holds it: compact, with <, >
 // and & escaped (what encoding/json makes of it).
 func normal(v wire.JSONValue) ([]byte, error) {
-	if len(v) == 0 || plain(v) {
+	if len(v) == 0 || wire.MarshalsAsIs(v) {
 		return v, nil
 	}
 	return json.Marshal(json.RawMessage(v))
-}
-
-// plain reports whether v has nothing encoding/json would change: no
-// white space between its tokens, nothing it escapes (<, >, &, and
-// U+2028 and U+2029, whose encodings begin with 0xe2); a false "no" only
-// costs a Marshal. A space inside a string stays as it is, so the
-// messages of status events ("sent to edge_b") are plain.
-func plain(v []byte) bool {
-	in := false // inside a string
-	for i := 0; i < len(v); i++ {
-		switch v[i] {
-		case '\t', '\n', '\r', 0xe2, '<', '>', '&':
-			return false
-		case ' ':
-			if !in {
-				return false
-			}
-		case '"':
-			in = !in
-		case '\\':
-			if in && i+1 < len(v) && (v[i+1] == '"' || v[i+1] == '\\') {
-				i++ // an escaped quote or backslash
-			}
-		}
-	}
-	return !in
 }
 
 // reader decodes the layout; the first error sticks.
