@@ -3,8 +3,86 @@ package outbox
 import (
 	"encoding/json"
 	"strconv"
+	"time"
 	"unicode/utf8"
+
+	"github.com/synapse-edge/synapse/wire"
 )
+
+// appendItem appends it as json.Marshal writes it, byte for byte (the
+// form the fast path below reads), without encoding/json's reflection
+// and without compacting again a payload that is compact already: the
+// envelope an item carries is most of its bytes, and compacting it was
+// most of the cost of a Put.
+func appendItem(b []byte, it *Item) ([]byte, error) {
+	b = append(b, `{"id":`...)
+	b = wire.AppendJSONString(b, it.ID, true)
+	b = append(b, `,"seq":`...)
+	b = strconv.AppendUint(b, it.Seq, 10)
+	if it.Peer != "" {
+		b = append(b, `,"peer":`...)
+		b = wire.AppendJSONString(b, it.Peer, true)
+	}
+	if it.URL != "" {
+		b = append(b, `,"url":`...)
+		b = wire.AppendJSONString(b, it.URL, true)
+	}
+	b = append(b, `,"type":`...)
+	b = wire.AppendJSONString(b, it.Type, true)
+	if it.CorrelationID != "" {
+		b = append(b, `,"correlation_id":`...)
+		b = wire.AppendJSONString(b, it.CorrelationID, true)
+	}
+	b = append(b, `,"payload":`...)
+	var err error
+	switch p := it.Payload; {
+	case p == nil:
+		b = append(b, "null"...)
+	case len(p) > 0 && wire.MarshalsAsIs(p) && json.Valid(p):
+		b = append(b, p...)
+	default: // encoding/json's compacting and escaping, or its error
+		var raw []byte
+		if raw, err = json.Marshal(p); err != nil {
+			return nil, err
+		}
+		b = append(b, raw...)
+	}
+	b = append(b, `,"created_at":`...)
+	if b, err = appendItemTime(b, it.CreatedAt); err != nil {
+		return nil, err
+	}
+	b = append(b, `,"attempts":`...)
+	b = strconv.AppendInt(b, int64(it.Attempts), 10)
+	b = append(b, `,"next_attempt_at":`...)
+	if b, err = appendItemTime(b, it.NextAttempt); err != nil {
+		return nil, err
+	}
+	if it.LastError != "" {
+		b = append(b, `,"last_error":`...)
+		b = wire.AppendJSONString(b, it.LastError, true)
+	}
+	if !it.DeadAt.IsZero() {
+		b = append(b, `,"dead_at":`...)
+		if b, err = appendItemTime(b, it.DeadAt); err != nil {
+			return nil, err
+		}
+	}
+	if it.Unreachable {
+		b = append(b, `,"unreachable":true`...)
+	}
+	return append(b, '}'), nil
+}
+
+// appendItemTime appends t as its MarshalJSON writes it (RFC 3339 with
+// nanoseconds, in its own zone), or fails where it fails.
+func appendItemTime(b []byte, t time.Time) ([]byte, error) {
+	b = append(b, '"')
+	b, err := t.AppendText(b)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '"'), nil
+}
 
 // UnmarshalJSON reads an item. Every lane round decodes the items at the
 // head of its queue, and encoding/json's reflection was most of the cost
