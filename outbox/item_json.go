@@ -15,6 +15,9 @@ import (
 // envelope an item carries is most of its bytes, and compacting it was
 // most of the cost of a Put.
 func appendItem(b []byte, it *Item) ([]byte, error) {
+	if b == nil { // room for it all, so that b never grows
+		b = make([]byte, 0, 400+len(it.Payload)+len(it.ID)+len(it.Peer)+len(it.URL)+len(it.Type)+len(it.CorrelationID)+len(it.LastError))
+	}
 	b = append(b, `{"id":`...)
 	b = wire.AppendJSONString(b, it.ID, true)
 	b = append(b, `,"seq":`...)

@@ -207,6 +207,14 @@ func BenchmarkAppendItem(b *testing.B) {
 			}
 		}
 	})
+	b.Run("fresh", func(b *testing.B) { // as the store calls it: one allocation
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := appendItem(nil, &it); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("encoding-json", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
