@@ -70,7 +70,7 @@ func AppendTaskJSON(b []byte, t *Task, html bool) ([]byte, error) {
 	}
 	if t.Origin != nil {
 		b = append(b, `,"origin":`...)
-		b = appendOrigin(b, t.Origin, html)
+		b = AppendOriginJSON(b, t.Origin, html)
 	}
 	if t.CancelRequested {
 		b = append(b, `,"cancel_requested":true`...)
@@ -199,7 +199,7 @@ func AppendStatusJSON(b []byte, r *TaskStatusResponse, html bool) ([]byte, error
 	}
 	if r.Origin != nil {
 		b = append(b, `,"origin":`...)
-		b = appendOrigin(b, r.Origin, html)
+		b = AppendOriginJSON(b, r.Origin, html)
 	}
 	if r.Human != nil {
 		b = append(b, `,"human":`...)
@@ -265,9 +265,10 @@ func appendTimeFormat(b []byte, t time.Time) []byte {
 		byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z')
 }
 
-// appendOrigin writes o as encoding/json does (its fields in order,
-// message_id left out when empty).
-func appendOrigin(b []byte, o *TaskOrigin, html bool) []byte {
+// AppendOriginJSON appends o as encoding/json writes it (its fields in
+// order, message_id left out when empty; <, > and & escaped when html is
+// set).
+func AppendOriginJSON(b []byte, o *TaskOrigin, html bool) []byte {
 	b = append(b, `{"peer":`...)
 	b = appendString(b, o.Peer, html)
 	if o.MessageID != "" {
