@@ -18,31 +18,33 @@ import (
 // encoding/json's Decoder: the reference envScan must agree with.
 type envDecoderReader struct{ dec *json.Decoder }
 
-func (r envDecoderReader) object(field func(key string) error) (bool, error) {
+func (r envDecoderReader) open() (bool, int, error) {
 	tok, err := r.dec.Token()
 	if err != nil {
-		return false, invalidf("%v", err)
+		return false, 0, invalidf("%v", err)
 	}
 	if tok == nil {
-		return false, nil
+		return false, 0, nil
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return false, invalidf("want an object, found %v", tok)
+		return false, 0, invalidf("want an object, found %v", tok)
 	}
-	for r.dec.More() {
+	return true, -1, nil
+}
+
+func (r envDecoderReader) next(int, int) (string, bool, error) {
+	if r.dec.More() {
 		tok, err := r.dec.Token()
 		if err != nil {
-			return false, invalidf("%v", err)
+			return "", false, invalidf("%v", err)
 		}
 		key, _ := tok.(string)
-		if err := field(key); err != nil {
-			return false, err
-		}
+		return key, true, nil
 	}
 	if _, err := r.dec.Token(); err != nil {
-		return false, invalidf("%v", err)
+		return "", false, invalidf("%v", err)
 	}
-	return true, nil
+	return "", false, nil
 }
 
 func (r envDecoderReader) str(p *string) error { return r.dec.Decode(p) }
