@@ -6,6 +6,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/synapse-edge/synapse/internal/rawjson"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -41,7 +42,7 @@ func appendItem(b []byte, it *Item) ([]byte, error) {
 	switch p := it.Payload; {
 	case p == nil:
 		b = append(b, "null"...)
-	case len(p) > 0 && wire.MarshalsAsIs(p) && json.Valid(p):
+	case len(p) > 0 && rawjson.AsIs(p) && json.Valid(p):
 		b = append(b, p...)
 	default: // encoding/json's compacting and escaping, or its error
 		var raw []byte

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/synapse-edge/synapse/internal/rawjson"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -233,7 +234,7 @@ func appendReason(b []byte, r string) []byte {
 // normal is a JSON value as the JSON record holds it: compact, with <, >
 // and & escaped (what encoding/json makes of it).
 func normal(v wire.JSONValue) ([]byte, error) {
-	if len(v) == 0 || wire.MarshalsAsIs(v) {
+	if len(v) == 0 || rawjson.AsIs(v) {
 		return v, nil
 	}
 	return json.Marshal(json.RawMessage(v))

@@ -1,11 +1,11 @@
-package wire_test
+package rawjson_test
 
 import (
 	"bytes"
 	"encoding/json"
 	"testing"
 
-	"github.com/synapse-edge/synapse/wire"
+	"github.com/synapse-edge/synapse/internal/rawjson"
 )
 
 var asIsCases = []struct {
@@ -34,11 +34,11 @@ var asIsCases = []struct {
 	{"empty", ``, true},
 }
 
-func TestMarshalsAsIs(t *testing.T) {
+func TestAsIs(t *testing.T) {
 	for _, tc := range asIsCases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := wire.MarshalsAsIs([]byte(tc.v)); got != tc.want {
-				t.Fatalf("MarshalsAsIs(%q) = %v, want %v", tc.v, got, tc.want)
+			if got := rawjson.AsIs([]byte(tc.v)); got != tc.want {
+				t.Fatalf("AsIs(%q) = %v, want %v", tc.v, got, tc.want)
 			}
 			if tc.want && json.Valid([]byte(tc.v)) {
 				if m, _ := json.Marshal(json.RawMessage(tc.v)); !bytes.Equal(m, []byte(tc.v)) {
@@ -49,28 +49,28 @@ func TestMarshalsAsIs(t *testing.T) {
 	}
 }
 
-// FuzzMarshalsAsIs: what MarshalsAsIs passes, encoding/json leaves as it
+// FuzzAsIs: what AsIs passes, encoding/json leaves as it
 // is.
-func FuzzMarshalsAsIs(f *testing.F) {
+func FuzzAsIs(f *testing.F) {
 	for _, tc := range asIsCases {
 		f.Add([]byte(tc.v))
 	}
 	f.Fuzz(func(t *testing.T, v []byte) {
-		if !wire.MarshalsAsIs(v) || !json.Valid(v) {
+		if !rawjson.AsIs(v) || !json.Valid(v) {
 			return
 		}
 		m, err := json.Marshal(json.RawMessage(v))
 		if err != nil || !bytes.Equal(m, v) {
-			t.Fatalf("MarshalsAsIs(%q), but encoding/json makes %q of it (%v)", v, m, err)
+			t.Fatalf("AsIs(%q), but encoding/json makes %q of it (%v)", v, m, err)
 		}
 	})
 }
 
-func BenchmarkMarshalsAsIs(b *testing.B) {
+func BenchmarkAsIs(b *testing.B) {
 	v := []byte(`{"from":"idle","message":"sent to edge_executor_3e854e","progress":0,"status":"pending","task_id":"01a23c63-4f62-797c-a50d-a2ffc3990fca"}`)
 	b.SetBytes(int64(len(v)))
 	for b.Loop() {
-		if !wire.MarshalsAsIs(v) {
+		if !rawjson.AsIs(v) {
 			b.Fatal("not as is")
 		}
 	}
