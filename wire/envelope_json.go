@@ -117,10 +117,6 @@ func (s *envScan) next(i, _ int) (string, bool, error) {
 func (s *envScan) str(p *string) error {
 	switch s.peek() {
 	case '"':
-		if v, ok := s.known(envKnownValues); ok {
-			*p = v
-			return nil
-		}
 		v, err := s.quoted()
 		if err != nil {
 			return err
@@ -317,36 +313,23 @@ func (s *envScan) skipString() error {
 // key of the envelope's objects is read as its constant, without making
 // a string.
 func (s *envScan) key() (string, error) {
-	if k, ok := s.known(envTopKeys, envAgentKeys, envTraceKeys); ok {
-		return k, nil
+	start := s.i + 1
+	if n := bytes.IndexByte(s.b[start:], '"'); n >= 0 {
+		// A known key holds no backslash or control character, so when
+		// the bytes before the first quote spell one, that quote closes it.
+		if k, ok := envKnownKey(s.b[start : start+n]); ok {
+			s.i = start + n + 1
+			return k, nil
+		}
 	}
 	return s.quoted()
 }
 
-// envKnownValues are strings most envelopes hold (the protocol version,
-// the message types), read as these constants without making a string.
-var envKnownValues = func() []string {
-	v := []string{ProtocolVersion}
-	for _, t := range MessageTypes() {
-		v = append(v, string(t))
-	}
-	return v
-}()
-
-// known reads the string at s.i (its opening quote) when it is one of
-// lists', which hold no backslash or control character: when the bytes
-// before the first quote spell one, that quote closes it, and quoted
-// would read the same.
-func (s *envScan) known(lists ...[]string) (string, bool) {
-	start := s.i + 1
-	n := bytes.IndexByte(s.b[start:], '"')
-	if n < 0 {
-		return "", false
-	}
-	for _, list := range lists {
-		for _, k := range list {
-			if string(s.b[start:start+n]) == k {
-				s.i = start + n + 1
+// envKnownKey is the key of the envelope's objects that b spells.
+func envKnownKey(b []byte) (string, bool) {
+	for _, keys := range [...][]string{envTopKeys, envAgentKeys, envTraceKeys} {
+		for _, k := range keys {
+			if string(b) == k {
 				return k, true
 			}
 		}
