@@ -19,24 +19,12 @@ func appendItem(b []byte, it *Item) ([]byte, error) {
 	if b == nil { // room for it all, so that b never grows
 		b = make([]byte, 0, 400+len(it.Payload)+len(it.ID)+len(it.Peer)+len(it.URL)+len(it.Type)+len(it.CorrelationID)+len(it.LastError))
 	}
-	b = append(b, `{"id":`...)
-	b = wire.AppendJSONString(b, it.ID, true)
-	b = append(b, `,"seq":`...)
-	b = strconv.AppendUint(b, it.Seq, 10)
-	if it.Peer != "" {
-		b = append(b, `,"peer":`...)
-		b = wire.AppendJSONString(b, it.Peer, true)
-	}
-	if it.URL != "" {
-		b = append(b, `,"url":`...)
-		b = wire.AppendJSONString(b, it.URL, true)
-	}
-	b = append(b, `,"type":`...)
-	b = wire.AppendJSONString(b, it.Type, true)
-	if it.CorrelationID != "" {
-		b = append(b, `,"correlation_id":`...)
-		b = wire.AppendJSONString(b, it.CorrelationID, true)
-	}
+	b = appendItemString(b, `{"id":`, it.ID, false)
+	b = strconv.AppendUint(append(b, `,"seq":`...), it.Seq, 10)
+	b = appendItemString(b, `,"peer":`, it.Peer, true)
+	b = appendItemString(b, `,"url":`, it.URL, true)
+	b = appendItemString(b, `,"type":`, it.Type, false)
+	b = appendItemString(b, `,"correlation_id":`, it.CorrelationID, true)
 	b = append(b, `,"payload":`...)
 	var err error
 	switch p := it.Payload; {
@@ -51,23 +39,17 @@ func appendItem(b []byte, it *Item) ([]byte, error) {
 		}
 		b = append(b, raw...)
 	}
-	b = append(b, `,"created_at":`...)
-	if b, err = appendItemTime(b, it.CreatedAt); err != nil {
+	if b, err = appendItemTime(b, `,"created_at":"`, it.CreatedAt); err != nil {
 		return nil, err
 	}
 	b = append(b, `,"attempts":`...)
 	b = strconv.AppendInt(b, int64(it.Attempts), 10)
-	b = append(b, `,"next_attempt_at":`...)
-	if b, err = appendItemTime(b, it.NextAttempt); err != nil {
+	if b, err = appendItemTime(b, `,"next_attempt_at":"`, it.NextAttempt); err != nil {
 		return nil, err
 	}
-	if it.LastError != "" {
-		b = append(b, `,"last_error":`...)
-		b = wire.AppendJSONString(b, it.LastError, true)
-	}
+	b = appendItemString(b, `,"last_error":`, it.LastError, true)
 	if !it.DeadAt.IsZero() {
-		b = append(b, `,"dead_at":`...)
-		if b, err = appendItemTime(b, it.DeadAt); err != nil {
+		if b, err = appendItemTime(b, `,"dead_at":"`, it.DeadAt); err != nil {
 			return nil, err
 		}
 	}
@@ -77,11 +59,20 @@ func appendItem(b []byte, it *Item) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// appendItemTime appends t as its MarshalJSON writes it (RFC 3339 with
-// nanoseconds, in its own zone), or fails where it fails.
-func appendItemTime(b []byte, t time.Time) ([]byte, error) {
-	b = append(b, '"')
-	b, err := t.AppendText(b)
+// appendItemString appends key and s as encoding/json writes it, nothing
+// for an empty s with omitEmpty.
+func appendItemString(b []byte, key, s string, omitEmpty bool) []byte {
+	if omitEmpty && s == "" {
+		return b
+	}
+	return wire.AppendJSONString(append(b, key...), s, true)
+}
+
+// appendItemTime appends key (up to the value's opening quote) and t as
+// its MarshalJSON writes it (RFC 3339 with nanoseconds, in its own zone),
+// or fails where it fails.
+func appendItemTime(b []byte, key string, t time.Time) ([]byte, error) {
+	b, err := t.AppendText(append(b, key...))
 	if err != nil {
 		return nil, err
 	}
