@@ -3,8 +3,81 @@ package outbox
 import (
 	"encoding/json"
 	"strconv"
+	"time"
 	"unicode/utf8"
+
+	"github.com/synapse-edge/synapse/internal/rawjson"
+	"github.com/synapse-edge/synapse/wire"
 )
+
+// appendItem appends it as json.Marshal writes it, byte for byte (the
+// form the fast path below reads), without encoding/json's reflection
+// and without compacting again a payload that is compact already: the
+// envelope an item carries is most of its bytes, and compacting it was
+// most of the cost of a Put.
+func appendItem(b []byte, it *Item) ([]byte, error) {
+	if b == nil { // room for it all, so that b never grows
+		b = make([]byte, 0, 400+len(it.Payload)+len(it.ID)+len(it.Peer)+len(it.URL)+len(it.Type)+len(it.CorrelationID)+len(it.LastError))
+	}
+	b = appendItemString(b, `{"id":`, it.ID, false)
+	b = strconv.AppendUint(append(b, `,"seq":`...), it.Seq, 10)
+	b = appendItemString(b, `,"peer":`, it.Peer, true)
+	b = appendItemString(b, `,"url":`, it.URL, true)
+	b = appendItemString(b, `,"type":`, it.Type, false)
+	b = appendItemString(b, `,"correlation_id":`, it.CorrelationID, true)
+	b = append(b, `,"payload":`...)
+	var err error
+	switch p := it.Payload; {
+	case p == nil:
+		b = append(b, "null"...)
+	case len(p) > 0 && rawjson.AsIs(p) && json.Valid(p):
+		b = append(b, p...)
+	default: // encoding/json's compacting and escaping, or its error
+		var raw []byte
+		if raw, err = json.Marshal(p); err != nil {
+			return nil, err
+		}
+		b = append(b, raw...)
+	}
+	if b, err = appendItemTime(b, `,"created_at":"`, it.CreatedAt); err != nil {
+		return nil, err
+	}
+	b = append(b, `,"attempts":`...)
+	b = strconv.AppendInt(b, int64(it.Attempts), 10)
+	if b, err = appendItemTime(b, `,"next_attempt_at":"`, it.NextAttempt); err != nil {
+		return nil, err
+	}
+	b = appendItemString(b, `,"last_error":`, it.LastError, true)
+	if !it.DeadAt.IsZero() {
+		if b, err = appendItemTime(b, `,"dead_at":"`, it.DeadAt); err != nil {
+			return nil, err
+		}
+	}
+	if it.Unreachable {
+		b = append(b, `,"unreachable":true`...)
+	}
+	return append(b, '}'), nil
+}
+
+// appendItemString appends key and s as encoding/json writes it, nothing
+// for an empty s with omitEmpty.
+func appendItemString(b []byte, key, s string, omitEmpty bool) []byte {
+	if omitEmpty && s == "" {
+		return b
+	}
+	return wire.AppendJSONString(append(b, key...), s, true)
+}
+
+// appendItemTime appends key (up to the value's opening quote) and t as
+// its MarshalJSON writes it (RFC 3339 with nanoseconds, in its own zone),
+// or fails where it fails.
+func appendItemTime(b []byte, key string, t time.Time) ([]byte, error) {
+	b, err := t.AppendText(append(b, key...))
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '"'), nil
+}
 
 // UnmarshalJSON reads an item. Every lane round decodes the items at the
 // head of its queue, and encoding/json's reflection was most of the cost

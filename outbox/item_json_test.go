@@ -133,3 +133,94 @@ func BenchmarkItemJSON(b *testing.B) {
 		}
 	})
 }
+
+// appendCases are items whose encoding takes each way of appendItem: a
+// payload copied as it is, compacted, escaped or refused, times out of
+// range, strings encoding/json escapes.
+func appendCases() []Item {
+	at := time.Date(2026, 12, 3, 11, 0, 0, 123456789, time.FixedZone("x", -(3*3600+1800)))
+	items := sampleItems()
+	for _, p := range []string{`{"a": 1}`, "{\"a\":\n\"x y\"}", `"<b>&</b>"`, "\"\u2028\"", `{"a":`, `nul`, ``, `"a b"`, `{"k":"v\"<"}`} {
+		items = append(items, Item{ID: "p", Payload: json.RawMessage(p), CreatedAt: at})
+	}
+	return append(items,
+		Item{ID: "<id>&\u2029\xff", Type: "a\"b\\c\n", Peer: "p&q", CorrelationID: "c<", LastError: "e>", Payload: json.RawMessage(`1`), DeadAt: at},
+		Item{ID: "year", Payload: json.RawMessage(`1`), CreatedAt: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)},
+		Item{ID: "year", Payload: json.RawMessage(`1`), NextAttempt: time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC)},
+		Item{ID: "year", Payload: json.RawMessage(`1`), DeadAt: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)},
+		Item{ID: "zone", Payload: json.RawMessage(`1`), CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.FixedZone("far", 25*3600))},
+	)
+}
+
+// TestAppendItem: appendItem writes what json.Marshal writes, or fails
+// where it fails.
+func TestAppendItem(t *testing.T) {
+	for i, it := range appendCases() {
+		want, wantErr := json.Marshal(&it)
+		got, err := appendItem([]byte("prefix"), &it)
+		if (err == nil) != (wantErr == nil) {
+			t.Errorf("item %d: appendItem error %v, encoding/json %v", i, err, wantErr)
+			continue
+		}
+		if err == nil && string(got) != "prefix"+string(want) {
+			t.Errorf("item %d:\n got %s\nwant %s", i, got[len("prefix"):], want)
+		}
+	}
+}
+
+// FuzzAppendItem: whatever an item holds, appendItem writes what
+// json.Marshal writes, or fails where it fails.
+func FuzzAppendItem(f *testing.F) {
+	for _, it := range appendCases() {
+		f.Add(it.ID, it.Peer, it.LastError, []byte(it.Payload), it.Seq, it.Attempts, it.CreatedAt.UnixNano(), 0, it.Unreachable)
+	}
+	f.Fuzz(func(t *testing.T, id, peer, lastErr string, payload []byte, seq uint64, attempts int, at int64, zone int, unreachable bool) {
+		tm := time.Unix(0, at).In(time.FixedZone("z", zone%(30*3600)))
+		it := Item{ID: id, Peer: peer, Type: peer + id, LastError: lastErr, Payload: payload, Seq: seq, Attempts: attempts,
+			CreatedAt: tm, NextAttempt: tm.AddDate(int(seq%20000), 0, 0), Unreachable: unreachable}
+		if attempts%2 == 0 {
+			it.DeadAt = tm
+		}
+		want, wantErr := json.Marshal(&it)
+		got, err := appendItem(nil, &it)
+		if (err == nil) != (wantErr == nil) || string(got) != string(want) {
+			t.Fatalf("%+v:\nappendItem    %s (%v)\nencoding/json %s (%v)", it, got, err, want, wantErr)
+		}
+	})
+}
+
+func BenchmarkAppendItem(b *testing.B) {
+	it := sampleItems()[0]
+	it.Payload = json.RawMessage(`{"tp_version":"1.0.0","message_id":"0194a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b","message_type":"p2p:task_status_update",` +
+		`"sender":{"agent_id":"edge_a"},"receiver":{"agent_id":"edge_b"},"timestamp":"2026-12-03T11:00:00.123Z",` +
+		`"payload":{"task_id":"01a23c63-4f62-797c-a50d-a2ffc3990fca","status":"confirmed","progress":0,"message":"reported by edge_b"},"signature":"` +
+		`ed25519:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"}`)
+	raw, _ := json.Marshal(&it)
+	b.SetBytes(int64(len(raw)))
+	b.Run("append", func(b *testing.B) {
+		b.ReportAllocs()
+		var buf []byte
+		for b.Loop() {
+			var err error
+			if buf, err = appendItem(buf[:0], &it); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("fresh", func(b *testing.B) { // as the store calls it: one allocation
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := appendItem(nil, &it); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := json.Marshal(&it); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

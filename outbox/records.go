@@ -27,14 +27,20 @@ import (
 // Each bucket is created by the first write that needs it.
 
 var (
-	pendingItems = store.JSONRecords[Item]("outbox")
-	deadItems    = store.JSONRecords[Item]("outbox_dead")
+	pendingItems = itemRecords("outbox")
+	deadItems    = itemRecords("outbox_dead")
 	// pendingRaw and deadRaw read the same buckets without decoding
 	// (scans decode only what they keep); ids holds the index.
 	pendingRaw = rawView("outbox")
 	deadRaw    = rawView("outbox_dead")
 	ids        = store.RawRecords("outbox_id")
 )
+
+// itemRecords declares records of items, kept as the JSON
+// encoding/json writes (appendItem) and read by encoding/json.
+func itemRecords(path string) store.Records[Item] {
+	return store.NewRecords(appendItem, func(raw []byte, it *Item) error { return json.Unmarshal(raw, it) }, path)
+}
 
 // rawView declares records read as the stored bytes, without a copy:
 // valid only during the call that is given them.

@@ -73,6 +73,9 @@ func newRecords(path []string, encode func([]byte, any) ([]byte, error), decode 
 
 func encodeJSON(dst []byte, v any) ([]byte, error) {
 	raw, err := json.Marshal(v)
+	if len(dst) == 0 {
+		return raw, err // nothing to append to: no copy
+	}
 	return append(dst, raw...), err
 }
 

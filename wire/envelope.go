@@ -209,7 +209,8 @@ func (m *UnifiedSynapseMessage) Validate() error {
 	if major != ProtocolMajor {
 		return fmt.Errorf("%w: tp_version %q, this agent speaks %d.x", ErrVersionUnsupported, m.TPVersion, ProtocolMajor)
 	}
-	for _, f := range m.textFields() {
+	var fields [17]textField // on the stack: every field fits
+	for _, f := range m.appendTextFields(fields[:0]) {
 		if !utf8.ValidString(f.value) {
 			return invalidf("%s is not valid UTF-8", f.name)
 		}
@@ -248,9 +249,10 @@ type textField struct {
 	name, value string
 }
 
-// textFields lists every string of the envelope except the payload.
-func (m *UnifiedSynapseMessage) textFields() []textField {
-	f := []textField{
+// appendTextFields appends every string of the envelope except the
+// payload to f.
+func (m *UnifiedSynapseMessage) appendTextFields(f []textField) []textField {
+	f = append(f, []textField{
 		{"tp_version", m.TPVersion},
 		{"message_id", m.MessageID},
 		{"message_type", string(m.MessageType)},
@@ -266,7 +268,7 @@ func (m *UnifiedSynapseMessage) textFields() []textField {
 		{"protocol_contract_ref", m.ProtocolContractRef},
 		{"content_type", m.ContentType},
 		{"signature", m.Signature},
-	}
+	}...)
 	if m.TraceInfo != nil {
 		f = append(f,
 			textField{"trace_info.original_protocol", m.TraceInfo.OriginalProtocol},

@@ -145,12 +145,18 @@ const (
 	envKeySignature
 )
 
-// envTopKey maps a top-level key to its bit (the order of the constants).
-func envTopKey(key string) int {
-	return envKeyBit(key, "tp_version", "message_id", "message_type", "sender", "receiver",
+// The keys of the envelope's objects, each list in the order of its
+// bits: the top level (the constants above), an agent, the trace info.
+var (
+	envTopKeys = []string{"tp_version", "message_id", "message_type", "sender", "receiver",
 		"timestamp", "correlation_id", "conversation_id", "protocol_contract_ref",
-		"content_type", "payload", "trace_info", "signature")
-}
+		"content_type", "payload", "trace_info", "signature"}
+	envAgentKeys = []string{"agent_id", "system_id", "endpoint"}
+	envTraceKeys = []string{"original_protocol", "original_message_id", "hop_count"}
+)
+
+// envTopKey maps a top-level key to its bit (the order of the constants).
+func envTopKey(key string) int { return envKeyBit(key, envTopKeys...) }
 
 // envKeyBit is 1<<i for the i-th of keys equal to k, 0 when none is.
 func envKeyBit(k string, keys ...string) int {
@@ -189,9 +195,13 @@ func (m *UnifiedSynapseMessage) envString(bit int) *string {
 
 // envReader is what the shared decoder needs from a codec.
 type envReader interface {
-	// object reads an object (map) and calls field for each key with the
-	// reader at its value; null (nil) reports present=false.
-	object(field func(key string) error) (present bool, err error)
+	// open reads the start of an object (map) and how many entries it has
+	// when the codec says (msgpack); null (nil) reports present=false.
+	// next then reads key i (0 first) of that object, leaving the reader
+	// at its value, and ok=false at the object's end. A walk of keys, not
+	// callbacks, so that reading an object allocates nothing.
+	open() (present bool, entries int, err error)
+	next(i, entries int) (key string, ok bool, err error)
 	// str reads a string; null (nil) is "".
 	str(p *string) error
 	// hopCount reads an integer or null, clamped to the int32 range (values
@@ -202,28 +212,41 @@ type envReader interface {
 	skip() error
 }
 
-// envObject is r.object with every key's error wrapped in
-// ErrEnvelopeInvalid, and a key given twice refused; key maps a key to its
-// bit (0 = unknown, skipped).
+// envObject reads an object of r, calling field for each key with the
+// reader at its value: every key's error wrapped in ErrEnvelopeInvalid,
+// and a key given twice refused; key maps a key to its bit (0 = unknown,
+// skipped). Null (nil) reports present=false.
 func envObject(r envReader, key func(string) int, field func(k string, bit int) error) (bool, error) {
+	present, entries, err := r.open()
+	if !present || err != nil {
+		return present, err
+	}
 	seen := 0
-	return r.object(func(k string) error {
+	for i := 0; ; i++ {
+		k, ok, err := r.next(i, entries)
+		if err != nil {
+			return false, err
+		}
+		if !ok {
+			return true, nil
+		}
 		bit := key(k)
-		var err error
 		switch {
 		case bit == 0:
 			err = r.skip()
 		case seen&bit != 0:
-			return invalidf("key %q given twice", k)
+			return false, invalidf("key %q given twice", k)
 		default:
 			seen |= bit
 			err = field(k, bit)
 		}
 		if err != nil && !errors.Is(err, ErrEnvelopeInvalid) {
-			return invalidf("%s: %v", k, err)
+			return false, invalidf("%s: %v", k, err)
 		}
-		return err
-	})
+		if err != nil {
+			return false, err
+		}
+	}
 }
 
 // envDecode reads an envelope into m (without validating it).
@@ -271,7 +294,7 @@ func envDecodeAgent(r envReader, a *AgentRef) error {
 	return err
 }
 
-func envAgentKey(k string) int { return envKeyBit(k, "agent_id", "system_id", "endpoint") }
+func envAgentKey(k string) int { return envKeyBit(k, envAgentKeys...) }
 
 func envDecodeTrace(r envReader, t *TraceInfo) (bool, error) {
 	return envObject(r, envTraceKey, func(_ string, bit int) error {
@@ -287,9 +310,7 @@ func envDecodeTrace(r envReader, t *TraceInfo) (bool, error) {
 	})
 }
 
-func envTraceKey(k string) int {
-	return envKeyBit(k, "original_protocol", "original_message_id", "hop_count")
-}
+func envTraceKey(k string) int { return envKeyBit(k, envTraceKeys...) }
 
 func envClampHop(h int64) int { return int(max(min(h, math.MaxInt32), math.MinInt32)) }
 
@@ -313,14 +334,16 @@ const (
 // envEntries lists what both writers write: keys in SPEC §3 order, empty
 // optional fields left out, payload already in the writer's codec.
 func (m *UnifiedSynapseMessage) envEntries(payload RawPayload) []envEntry {
-	var e []envEntry
+	// Each list has room for all its object's keys: one allocation.
+	e := make([]envEntry, 0, len(envTopKeys))
 	str := func(list *[]envEntry, k, v string, omitEmpty bool) {
 		if !omitEmpty || v != "" {
 			*list = append(*list, envEntry{key: k, kind: envStr, str: v})
 		}
 	}
 	agent := func(k string, r AgentRef) {
-		c := []envEntry{{key: "agent_id", kind: envStr, str: r.AgentID}}
+		c := make([]envEntry, 1, len(envAgentKeys))
+		c[0] = envEntry{key: "agent_id", kind: envStr, str: r.AgentID}
 		str(&c, "system_id", r.SystemID, true)
 		str(&c, "endpoint", r.Endpoint, true)
 		e = append(e, envEntry{key: k, kind: envObj, children: c})
@@ -341,7 +364,7 @@ func (m *UnifiedSynapseMessage) envEntries(payload RawPayload) []envEntry {
 		e = append(e, envEntry{key: "payload", kind: envRaw, raw: payload.raw})
 	}
 	if t := m.TraceInfo; t != nil {
-		var c []envEntry
+		c := make([]envEntry, 0, len(envTraceKeys))
 		str(&c, "original_protocol", t.OriginalProtocol, true)
 		str(&c, "original_message_id", t.OriginalMessageID, true)
 		c = append(c, envEntry{key: "hop_count", kind: envInt, num: int64(t.HopCount)})
@@ -463,32 +486,34 @@ func (m UnifiedSynapseMessage) EncodeMsgpack(enc *msgpack.Encoder) error {
 
 type envMsgpackReader struct{ dec *msgpack.Decoder }
 
-func (r envMsgpackReader) object(field func(key string) error) (bool, error) {
+func (r envMsgpackReader) open() (bool, int, error) {
 	c, err := r.dec.PeekCode()
 	if err != nil {
-		return false, invalidf("%v", err)
+		return false, 0, invalidf("%v", err)
 	}
 	if c == msgpcode.Nil {
-		return false, r.dec.Skip()
+		return false, 0, r.dec.Skip()
 	}
 	if !msgpcode.IsFixedMap(c) && c != msgpcode.Map16 && c != msgpcode.Map32 {
-		return false, invalidf("want a map, found code 0x%02x", c)
-	}
-	n, err := r.dec.DecodeMapLen()
-	if err != nil {
-		return false, invalidf("%v", err)
+		return false, 0, invalidf("want a map, found code 0x%02x", c)
 	}
 	// Each entry reads at least two bytes, so n is bounded by the input.
-	for i := 0; i < n; i++ {
-		var key string
-		if err := r.str(&key); err != nil {
-			return false, invalidf("key %d: %v", i, err)
-		}
-		if err := field(key); err != nil {
-			return false, err
-		}
+	n, err := r.dec.DecodeMapLen()
+	if err != nil {
+		return false, 0, invalidf("%v", err)
 	}
-	return true, nil
+	return true, n, nil
+}
+
+func (r envMsgpackReader) next(i, entries int) (string, bool, error) {
+	if i >= entries {
+		return "", false, nil
+	}
+	var key string
+	if err := r.str(&key); err != nil {
+		return "", false, invalidf("key %d: %v", i, err)
+	}
+	return key, true, nil
 }
 
 func (r envMsgpackReader) str(p *string) error {

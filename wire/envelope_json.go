@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strconv"
@@ -56,52 +57,61 @@ func (s *envScan) syntax(what string) error {
 // end tells whether only whitespace is left.
 func (s *envScan) end() bool { return s.peek() == 0 && s.i >= len(s.b) }
 
-func (s *envScan) object(field func(key string) error) (bool, error) {
+// open reads the start of an object (JSON does not say how many keys it
+// has).
+func (s *envScan) open() (bool, int, error) {
 	switch s.peek() {
 	case 'n':
 		if err := s.literal("null"); err != nil {
-			return false, invalidf("%v", err)
+			return false, 0, invalidf("%v", err)
 		}
-		return false, nil
+		return false, 0, nil
 	case '{':
 	default:
 		if s.i >= len(s.b) {
-			return false, invalidf("%v", errEnvEOF)
+			return false, 0, invalidf("%v", errEnvEOF)
 		}
-		return false, invalidf("want an object, found %q", s.b[s.i])
+		return false, 0, invalidf("want an object, found %q", s.b[s.i])
 	}
 	s.i++
 	s.depth++
-	defer func() { s.depth-- }()
-	if s.peek() == '}' {
-		s.i++
-		return true, nil
-	}
-	for {
-		if s.peek() != '"' {
-			return false, invalidf("%v", s.syntax("looking for beginning of object key string"))
+	return true, -1, nil
+}
+
+// next reads key i of the object open began: after the value of key i-1,
+// a comma, or the closing brace that ends it.
+func (s *envScan) next(i, _ int) (string, bool, error) {
+	switch {
+	case i == 0:
+		if s.peek() == '}' {
+			s.i++
+			s.depth--
+			return "", false, nil
 		}
-		key, err := s.quoted()
-		if err != nil {
-			return false, invalidf("%v", err)
-		}
-		if s.peek() != ':' {
-			return false, invalidf("%v", s.syntax("after object key"))
-		}
-		s.i++
-		if err := field(key); err != nil {
-			return false, err
-		}
+	default: // after a value
 		switch s.peek() {
 		case ',':
 			s.i++
 		case '}':
 			s.i++
-			return true, nil
+			s.depth--
+			return "", false, nil
 		default:
-			return false, invalidf("%v", s.syntax("after object key:value pair"))
+			return "", false, invalidf("%v", s.syntax("after object key:value pair"))
 		}
 	}
+	if s.peek() != '"' {
+		return "", false, invalidf("%v", s.syntax("looking for beginning of object key string"))
+	}
+	key, err := s.key()
+	if err != nil {
+		return "", false, invalidf("%v", err)
+	}
+	if s.peek() != ':' {
+		return "", false, invalidf("%v", s.syntax("after object key"))
+	}
+	s.i++
+	return key, true, nil
 }
 
 func (s *envScan) str(p *string) error {
@@ -297,6 +307,34 @@ func (s *envScan) skipString() error {
 		}
 	}
 	return errEnvEOF
+}
+
+// key reads the object key at s.i (its opening quote) as quoted does; a
+// key of the envelope's objects is read as its constant, without making
+// a string.
+func (s *envScan) key() (string, error) {
+	start := s.i + 1
+	if n := bytes.IndexByte(s.b[start:], '"'); n >= 0 {
+		// A known key holds no backslash or control character, so when
+		// the bytes before the first quote spell one, that quote closes it.
+		if k, ok := envKnownKey(s.b[start : start+n]); ok {
+			s.i = start + n + 1
+			return k, nil
+		}
+	}
+	return s.quoted()
+}
+
+// envKnownKey is the key of the envelope's objects that b spells.
+func envKnownKey(b []byte) (string, bool) {
+	for _, keys := range [...][]string{envTopKeys, envAgentKeys, envTraceKeys} {
+		for _, k := range keys {
+			if string(b) == k {
+				return k, true
+			}
+		}
+	}
+	return "", false
 }
 
 // quoted reads the string at s.i (its opening quote), unescaped.

@@ -70,9 +70,7 @@ func AppendTaskJSON(b []byte, t *Task, html bool) ([]byte, error) {
 	}
 	if t.Origin != nil {
 		b = append(b, `,"origin":`...)
-		if b, err = appendAny(b, t.Origin, html); err != nil {
-			return nil, err
-		}
+		b = AppendOriginJSON(b, t.Origin, html)
 	}
 	if t.CancelRequested {
 		b = append(b, `,"cancel_requested":true`...)
@@ -201,9 +199,7 @@ func AppendStatusJSON(b []byte, r *TaskStatusResponse, html bool) ([]byte, error
 	}
 	if r.Origin != nil {
 		b = append(b, `,"origin":`...)
-		if b, err = appendAny(b, r.Origin, html); err != nil {
-			return nil, err
-		}
+		b = AppendOriginJSON(b, r.Origin, html)
 	}
 	if r.Human != nil {
 		b = append(b, `,"human":`...)
@@ -231,7 +227,13 @@ func AppendStatusJSON(b []byte, r *TaskStatusResponse, html bool) ([]byte, error
 // StatusJSONSize is about the size of r's JSON (a buffer size that avoids
 // growing it).
 func StatusJSONSize(r *TaskStatusResponse) int {
-	n := 320 + 2*len(r.Payload) + 3*len(r.Result) + len(r.ErrorMessage) + 90*len(r.History)
+	n := 320 + 2*len(r.Payload) + 3*len(r.Result) + len(r.ErrorMessage) + len(r.Target) + 90*len(r.History)
+	if r.ResultJSON != nil {
+		n += 20 + 2*len(*r.ResultJSON)
+	}
+	if r.Origin != nil {
+		n += 40 + len(r.Origin.Peer) + len(r.Origin.MessageID)
+	}
 	for i := range r.History {
 		n += len(r.History[i].Reason)
 	}
@@ -261,6 +263,19 @@ func appendTimeFormat(b []byte, t time.Time) []byte {
 		byte('0'+int(mo)/10), byte('0'+int(mo)%10), '-', byte('0'+d/10), byte('0'+d%10), 'T',
 		byte('0'+h/10), byte('0'+h%10), ':', byte('0'+mi/10), byte('0'+mi%10), ':', byte('0'+s/10), byte('0'+s%10), '.',
 		byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z')
+}
+
+// AppendOriginJSON appends o as encoding/json writes it (its fields in
+// order, message_id left out when empty; <, > and & escaped when html is
+// set).
+func AppendOriginJSON(b []byte, o *TaskOrigin, html bool) []byte {
+	b = append(b, `{"peer":`...)
+	b = appendString(b, o.Peer, html)
+	if o.MessageID != "" {
+		b = append(b, `,"message_id":`...)
+		b = appendString(b, o.MessageID, html)
+	}
+	return append(b, '}')
 }
 
 func appendHistory(b []byte, h []Transition, html bool) []byte {

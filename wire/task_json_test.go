@@ -39,6 +39,7 @@ func jsonTasks() []*Task {
 		{ID: "only", History: []Transition{}},
 		{ID: "t", Type: "echo", Status: StatusCompleted, Progress: 100, Payload: JSONValue(`{"msg":"hello"}`), Result: JSONValue(`{"msg":"hello"}`),
 			CreatedAt: at, UpdatedAt: at, Seq: 5, History: []Transition{{Status: StatusPending, At: Time{at}}}},
+		{ID: "o", Origin: &TaskOrigin{Peer: "edge_a"}, Result: JSONValue(`{"a":"<b>"}`)},
 		full,
 		&spaced,
 	}

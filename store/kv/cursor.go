@@ -28,6 +28,7 @@ type Cursor struct {
 	binf      bool
 	step      []byte // the key a walk past a tombstone searches the checkpoint from
 	next      []byte // the key Next seeks: just after key
+	probe     rec    // the layer's search key, kept so that a move allocates none
 }
 
 // Cursor returns a cursor over the bucket's records.
@@ -96,7 +97,8 @@ func (c *Cursor) seekGE(target []byte) ([]byte, []byte) {
 	// one per tombstone).
 	bk, bv := c.baseGE(target)
 	var lk, lv []byte
-	c.b.v.l.recs.AscendGreaterOrEqual(&rec{path: c.b.path, key: target}, func(r *rec) bool {
+	c.probe = rec{path: c.b.path, key: target}
+	c.b.v.l.recs.AscendGreaterOrEqual(&c.probe, func(r *rec) bool {
 		if r.path != c.b.path {
 			return false
 		}
@@ -115,6 +117,7 @@ func (c *Cursor) seekGE(target []byte) ([]byte, []byte) {
 		}
 		return true
 	})
+	c.probe = rec{}
 	switch {
 	case lk != nil:
 		return c.at(lk, lv)
@@ -133,7 +136,8 @@ func (c *Cursor) seekLT(target []byte, inf bool) ([]byte, []byte) {
 	}
 	bk, bv := c.baseLT(target, inf)
 	var lk, lv []byte
-	c.b.v.l.recs.DescendLessOrEqual(&rec{path: c.b.path, key: target, max: inf}, func(r *rec) bool {
+	c.probe = rec{path: c.b.path, key: target, max: inf}
+	c.b.v.l.recs.DescendLessOrEqual(&c.probe, func(r *rec) bool {
 		if r.path != c.b.path {
 			return false
 		}
@@ -155,6 +159,7 @@ func (c *Cursor) seekLT(target []byte, inf bool) ([]byte, []byte) {
 		}
 		return true
 	})
+	c.probe = rec{}
 	switch {
 	case lk != nil:
 		return c.at(lk, lv)

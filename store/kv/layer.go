@@ -77,11 +77,6 @@ func (l *Layer) state(path string) *bstate {
 	return s
 }
 
-func (l *Layer) get(path string, key []byte) *rec {
-	r, _ := l.recs.Get(&rec{path: path, key: key})
-	return r
-}
-
 // hidden tells whether the checkpoint's bucket path is hidden in l.
 func (l *Layer) hidden(path string) bool {
 	s := l.state(path)
@@ -177,35 +172,72 @@ func appendChildPath(dst []byte, parent string, name []byte) []byte {
 
 var errBadPath = errors.New("malformed bucket path")
 
-// pathNames splits a path into its names.
+// cutName cuts the first name off path: the name, the rest, and false
+// when path does not begin with a well-formed name. It reads the path
+// in place, so that walking one allocates nothing.
+func cutName(path string) (name, rest string, ok bool) {
+	var n uint64
+	for i := 0; i < len(path) && i < binary.MaxVarintLen64; i++ {
+		c := path[i]
+		n |= uint64(c&0x7f) << (7 * i)
+		if c < 0x80 {
+			if i == binary.MaxVarintLen64-1 && c > 1 {
+				return "", "", false // overflows 64 bits
+			}
+			w := i + 1
+			if n == 0 || n > uint64(len(path)-w) {
+				return "", "", false
+			}
+			return path[w : w+int(n)], path[w+int(n):], true
+		}
+	}
+	return "", "", false
+}
+
+// pathNames splits a path into its names (which share one copy of it).
 func pathNames(path string) ([][]byte, error) {
+	if !validPath(path) {
+		return nil, errBadPath
+	}
 	var names [][]byte
 	b := []byte(path)
-	for len(b) > 0 {
-		n, w := binary.Uvarint(b)
-		if w <= 0 || n == 0 || n > uint64(len(b)-w) {
-			return nil, errBadPath
-		}
-		names = append(names, b[w:w+int(n)])
-		b = b[w+int(n):]
-	}
-	if len(names) == 0 {
-		return nil, errBadPath
+	for rest := path; len(rest) > 0; {
+		name, next, _ := cutName(rest)
+		at := len(path) - len(next) - len(name)
+		names = append(names, b[at:at+len(name):at+len(name)])
+		rest = next
 	}
 	return names, nil
 }
 
-// parentPath is the path of the bucket that holds path ("" at the top).
-func parentPath(path string) string {
-	names, err := pathNames(path)
-	if err != nil || len(names) == 1 {
-		return ""
+// validPath tells whether path is one name or more, each well-formed.
+func validPath(path string) bool {
+	for rest := path; len(rest) > 0; {
+		_, next, ok := cutName(rest)
+		if !ok {
+			return false
+		}
+		rest = next
 	}
-	last := names[len(names)-1]
-	return path[:len(path)-len(last)-uvarintLen(uint64(len(last)))]
+	return path != ""
 }
 
-func uvarintLen(n uint64) int { return len(binary.AppendUvarint(nil, n)) }
+// parentPath is the path of the bucket that holds path ("" at the top,
+// and for a malformed path).
+func parentPath(path string) string {
+	parent := 0 // where the last name's length begins
+	for rest := path; len(rest) > 0; {
+		_, next, ok := cutName(rest)
+		if !ok {
+			return ""
+		}
+		if len(next) > 0 {
+			parent = len(path) - len(next)
+		}
+		rest = next
+	}
+	return path[:parent]
+}
 
 // printPath is a path for an error message.
 func printPath(path string) string {
@@ -227,22 +259,27 @@ type boltParent interface {
 	DeleteBucket(name []byte) error
 }
 
-// boltBucket finds the bucket path in btx, nil when there is none.
+// boltBucket finds the bucket path in btx, nil when there is none (or
+// path is malformed).
 func boltBucket(btx *bolt.Tx, path string) *bolt.Bucket {
-	names, err := pathNames(path)
-	if err != nil {
+	if path == "" {
 		return nil
 	}
 	var b *bolt.Bucket
-	for i, n := range names {
-		if i == 0 {
-			b = btx.Bucket(n)
+	for rest := path; len(rest) > 0; {
+		name, next, ok := cutName(rest)
+		if !ok {
+			return nil
+		}
+		if b == nil {
+			b = btx.Bucket([]byte(name))
 		} else {
-			b = b.Bucket(n)
+			b = b.Bucket([]byte(name))
 		}
 		if b == nil {
 			return nil
 		}
+		rest = next
 	}
 	return b
 }

@@ -10,6 +10,7 @@ package kv
 import (
 	"bytes"
 	"slices"
+	"strings"
 
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
@@ -32,12 +33,23 @@ type Bucket struct {
 
 // View is what a transaction reads and writes: l over btx.
 type View struct {
-	l    *Layer
-	btx  *bolt.Tx
-	ws   []byte // the ops of a write transaction's write-set
-	rw   bool   // a write transaction
-	gen  uint64 // counts bucket creations and deletions
-	open map[string]*Bucket
+	l   *Layer
+	btx *bolt.Tx
+	ws  []byte // the ops of a write transaction's write-set
+	rw  bool   // a write transaction
+	gen uint64 // counts bucket creations and deletions
+
+	// The buckets the view has opened, by path: the first ones in few
+	// (most transactions open one to a few), the others in more.
+	few  [4]Bucket
+	nfew int
+	more map[string]*Bucket
+
+	// The search keys of the view's lookups in its layer, kept here so
+	// that a lookup allocates none: a View, like bbolt's Tx, is used by
+	// one goroutine at a time (its open buckets rely on that too).
+	sprobe bstate
+	rprobe rec
 }
 
 // NewView is a view of l over btx; with rw, writes go into l (which
@@ -74,33 +86,84 @@ func (v *View) DeleteRoot(name []byte) error { return v.deleteBucket(nil, name) 
 // buckets by name).
 func (v *View) child(parent string, name []byte) *Bucket {
 	var buf [64]byte
-	p := appendChildPath(buf[:0], parent, name)
-	if b := v.open[string(p)]; b != nil && b.gen == v.gen {
-		return b
-	}
-	return v.bucket(string(p))
+	return v.bucket(appendChildPath(buf[:0], parent, name))
 }
 
-// bucket opens the bucket path, nil when it does not exist.
-func (v *View) bucket(path string) *Bucket {
-	if b := v.open[path]; b != nil && b.gen == v.gen {
+// state is the layer's state of the bucket path, nil when it has none.
+func (v *View) state(path string) *bstate {
+	v.sprobe = bstate{path: path}
+	s, _ := v.l.bkts.Get(&v.sprobe)
+	v.sprobe = bstate{}
+	return s
+}
+
+// nested tells whether the layer holds the state of a bucket inside the
+// bucket path (a path is a prefix of exactly its descendants' paths).
+func (v *View) nested(path string) bool {
+	found := false
+	v.sprobe = bstate{path: path}
+	v.l.bkts.AscendGreaterOrEqual(&v.sprobe, func(s *bstate) bool {
+		if s.path == path {
+			return true // the bucket itself
+		}
+		found = strings.HasPrefix(s.path, path)
+		return false
+	})
+	v.sprobe = bstate{}
+	return found
+}
+
+// get is the layer's record of key in the bucket path, nil when it has
+// none.
+func (v *View) get(path string, key []byte) *rec {
+	v.rprobe = rec{path: path, key: key}
+	r, _ := v.l.recs.Get(&v.rprobe)
+	v.rprobe = rec{}
+	return r
+}
+
+// bucket opens the bucket path, nil when it does not exist. A bucket
+// the view has opened before is the same one, looked up again if
+// buckets were created or deleted since.
+func (v *View) bucket(path []byte) *Bucket {
+	if b := v.opened(path); b != nil {
+		if !b.fresh() {
+			return nil
+		}
 		return b
 	}
-	b := &Bucket{v: v, path: path, gen: v.gen}
-	if !b.lookup() {
+	nb := Bucket{v: v, path: string(path)}
+	if !nb.lookup() {
 		return nil
 	}
-	if v.open == nil {
-		v.open = map[string]*Bucket{}
+	if v.nfew < len(v.few) {
+		v.few[v.nfew] = nb
+		v.nfew++
+		return &v.few[v.nfew-1]
 	}
-	v.open[path] = b
+	if v.more == nil {
+		v.more = map[string]*Bucket{}
+	}
+	b := new(Bucket)
+	*b = nb
+	v.more[b.path] = b
 	return b
+}
+
+// opened is the bucket path the view has opened, nil when it has not.
+func (v *View) opened(path []byte) *Bucket {
+	for i := range v.nfew {
+		if v.few[i].path == string(path) {
+			return &v.few[i]
+		}
+	}
+	return v.more[string(path)]
 }
 
 // lookup finds whether b exists and its checkpoint's bucket.
 func (b *Bucket) lookup() bool {
 	b.gen, b.base = b.v.gen, nil
-	if s := b.v.l.state(b.path); s != nil {
+	if s := b.v.state(b.path); s != nil {
 		if !s.live {
 			return false
 		}
@@ -111,7 +174,7 @@ func (b *Bucket) lookup() bool {
 	}
 	// An ancestor created or deleted since the checkpoint hides it.
 	for p := parentPath(b.path); p != ""; p = parentPath(p) {
-		if b.v.l.hidden(p) {
+		if s := b.v.state(p); s != nil && s.hide {
 			return false
 		}
 	}
@@ -136,8 +199,9 @@ func (v *View) createBucket(parent *Bucket, name []byte) (*Bucket, error) {
 		}
 		pp = parent.path
 	}
-	path := childPath(pp, name)
-	if b := v.bucket(path); b != nil {
+	var buf [64]byte
+	p := appendChildPath(buf[:0], pp, name)
+	if b := v.bucket(p); b != nil {
 		return b, nil
 	}
 	switch {
@@ -150,10 +214,11 @@ func (v *View) createBucket(parent *Bucket, name []byte) (*Bucket, error) {
 	case parent != nil && parent.Get(name) != nil:
 		return nil, bolterrors.ErrIncompatibleValue
 	}
+	path := string(p)
 	v.l.createBucket(path)
 	v.ws = appendOp(v.ws, op{kind: opCreateBucket, path: path})
 	v.gen++
-	return v.bucket(path), nil
+	return v.bucket(p), nil
 }
 
 func (v *View) deleteBucket(parent *Bucket, name []byte) error {
@@ -167,10 +232,12 @@ func (v *View) deleteBucket(parent *Bucket, name []byte) error {
 	if !v.rw {
 		return bolterrors.ErrTxNotWritable
 	}
-	path := childPath(pp, name)
-	if v.bucket(path) == nil {
+	var buf [64]byte
+	p := appendChildPath(buf[:0], pp, name)
+	if v.bucket(p) == nil {
 		return bolterrors.ErrBucketNotFound
 	}
+	path := string(p)
 	v.l.deleteBucket(path)
 	v.ws = appendOp(v.ws, op{kind: opDeleteBucket, path: path})
 	v.gen++
@@ -183,7 +250,7 @@ func (b *Bucket) Get(key []byte) []byte {
 	if !b.fresh() {
 		return nil
 	}
-	if r := b.v.l.get(b.path, key); r != nil {
+	if r := b.v.get(b.path, key); r != nil {
 		return r.val
 	}
 	if b.base != nil {
@@ -192,10 +259,14 @@ func (b *Bucket) Get(key []byte) []byte {
 	return nil
 }
 
-// hasBucket tells whether name is a nested bucket of b.
+// hasBucket tells whether name is a nested bucket of b. The layer is
+// asked about name's path only when it holds a bucket inside b at all,
+// so that a write to a bucket without nested ones makes no path.
 func (b *Bucket) hasBucket(name []byte) bool {
-	if s := b.v.l.state(childPath(b.path, name)); s != nil {
-		return s.live
+	if b.v.nested(b.path) {
+		if s := b.v.state(childPath(b.path, name)); s != nil {
+			return s.live
+		}
 	}
 	return b.base != nil && b.base.Bucket(name) != nil
 }
@@ -224,7 +295,9 @@ func (b *Bucket) Put(key, value []byte) error {
 	if int64(len(value)) > maxValueLen {
 		return bolterrors.ErrValueTooLarge
 	}
-	k, v := clone(key), clone(value)
+	// One copy holds both: the layer keeps them as long as each other.
+	kv := append(append(make([]byte, 0, len(key)+len(value)), key...), value...)
+	k, v := kv[:len(key):len(key)], kv[len(key):]
 	b.v.l.put(b.path, k, v)
 	b.v.ws = appendOp(b.v.ws, op{kind: opPut, path: b.path, key: k, val: v})
 	return nil
@@ -308,7 +381,7 @@ func (b *Bucket) Sequence() uint64 {
 	if !b.fresh() {
 		return 0
 	}
-	if s := b.v.l.state(b.path); s != nil && s.seqSet {
+	if s := b.v.state(b.path); s != nil && s.seqSet {
 		return s.seq
 	}
 	if b.base != nil {

@@ -98,11 +98,7 @@ func decodeWriteSet(ws []byte, fn func(op) error) error {
 		at := len(ws) - len(b)
 		b = b[1:]
 		p, ok := read(maxPathLen)
-		if ok {
-			_, err := pathNames(string(p))
-			ok = err == nil
-		}
-		if !ok {
+		if !ok || !validPath(string(p)) {
 			return fmt.Errorf("%w: bucket path at offset %d", errBadWriteSet, at)
 		}
 		o.path = string(p)

@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/synapse-edge/synapse/internal/rawjson"
 	"github.com/synapse-edge/synapse/wire"
 )
 
@@ -76,6 +77,17 @@ type extras struct {
 	MissingFields []wire.MissingField        `json:"missing_fields,omitempty"`
 }
 
+// appendExtras appends the JSON of x as encoding/json writes it; the
+// extras of a delegated task, its origin alone, without its reflection.
+func appendExtras(b []byte, x extras) ([]byte, error) {
+	if x.Origin == nil || x.Human != nil || len(x.MissingFields) > 0 {
+		raw, err := json.Marshal(x)
+		return append(b, raw...), err
+	}
+	b = wire.AppendOriginJSON(append(b, `{"origin":`...), x.Origin, true)
+	return append(b, '}'), nil
+}
+
 // AppendTask appends the compact layout of t (its id left out) to dst;
 // ErrUnsupported (or an error of its JSON values) when it cannot.
 func AppendTask(dst []byte, t *wire.Task) ([]byte, error) {
@@ -119,7 +131,7 @@ func AppendTask(dst []byte, t *wire.Task) ([]byte, error) {
 	var ext []byte
 	if t.Origin != nil || t.Human != nil || len(t.MissingFields) > 0 {
 		flags |= fExtras
-		if ext, err = json.Marshal(extras{t.Origin, t.Human, t.MissingFields}); err != nil {
+		if ext, err = appendExtras(nil, extras{t.Origin, t.Human, t.MissingFields}); err != nil {
 			return dst, err
 		}
 	}
@@ -136,9 +148,9 @@ func AppendTask(dst []byte, t *wire.Task) ([]byte, error) {
 	b = appendStr(b, t.Type)
 	b = appendStatus(b, t.Status)
 	b = binary.AppendVarint(b, int64(t.Progress))
-	b = appendStr(b, string(payload))
+	b = appendBytes(b, payload)
 	if flags&fResultIsPayload == 0 {
-		b = appendStr(b, string(result))
+		b = appendBytes(b, result)
 	}
 	b = appendStr(b, string(t.ErrorCode))
 	b = appendStr(b, t.ErrorMessage)
@@ -148,7 +160,7 @@ func AppendTask(dst []byte, t *wire.Task) ([]byte, error) {
 	b = appendStr(b, t.Target)
 	b = appendStr(b, t.Owner)
 	if flags&fExtras != 0 {
-		b = appendStr(b, string(ext))
+		b = appendBytes(b, ext)
 	}
 	cs := t.CreatedAt.Unix()
 	b = binary.AppendVarint(b, cs)
@@ -190,6 +202,11 @@ func appendDelta(b []byte, base int64, tm time.Time) []byte {
 	return binary.AppendUvarint(b, uint64(tm.Nanosecond()))
 }
 
+func appendBytes(b, v []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(v)))
+	return append(b, v...)
+}
+
 func appendStr(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...)
@@ -217,22 +234,10 @@ func appendReason(b []byte, r string) []byte {
 // normal is a JSON value as the JSON record holds it: compact, with <, >
 // and & escaped (what encoding/json makes of it).
 func normal(v wire.JSONValue) ([]byte, error) {
-	if len(v) == 0 || plain(v) {
+	if len(v) == 0 || rawjson.AsIs(v) {
 		return v, nil
 	}
 	return json.Marshal(json.RawMessage(v))
-}
-
-// plain reports whether v has nothing encoding/json would change (no
-// white space, nothing it escapes); a false "no" only costs a Marshal.
-func plain(v []byte) bool {
-	for _, c := range v {
-		switch c {
-		case ' ', '\t', '\n', '\r', 0xe2, '<', '>', '&':
-			return false
-		}
-	}
-	return true
 }
 
 // reader decodes the layout; the first error sticks.
@@ -516,6 +521,9 @@ func progressOf(data []byte) (int, bool) {
 // progress p is data, trying from first on.
 func matchHistory(t *wire.Task, data []byte, p, first int, scratch *[]byte) (int, bool) {
 	n := len(t.History)
+	if *scratch == nil {
+		*scratch = make([]byte, 0, len(data)) // what matches is as long
+	}
 	for k := range n {
 		i := (first + k) % n
 		h := &t.History[i]
