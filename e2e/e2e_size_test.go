@@ -118,10 +118,13 @@ var maxBinary = map[string]int64{
 // binaries fit theirs. Stop 41's merges (see maxBinary) took amd64 -grpc
 // to 16,847,010 B (4 KiB over), the MIPS -grpc pair to 18,284,737 B and
 // riscv64 -grpc to 15,007,906 B (193 and 162 over): theirs are 64 KiB
-// higher.
+// higher. Stop 42's delegation fast paths (issue 27: the envelope's and
+// the outbox item's writers and readers without reflection, the kv
+// view's bucket paths) took arm64 -grpc to 15,597,730 B, 162 over a
+// ceiling it had 396 bytes under: it is 64 KiB higher; the others fit.
 var maxBinaryGRPC = map[string]int64{
 	"amd64":   16<<20 + 128<<10,
-	"arm64":   14<<20 + 896<<10,
+	"arm64":   14<<20 + 960<<10,
 	"arm":     15<<20 + 448<<10,
 	"armv6":   15<<20 + 448<<10,
 	"mipsle":  17<<20 + 512<<10,
