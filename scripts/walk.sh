@@ -27,10 +27,19 @@ set -eu
 
 ops=3000
 case "${1:-}" in
--n) ops=$2; shift 2 ;;
--h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+-n)
+	case "${2:-}" in
+	'' | *[!0-9]* | 0) echo "walk.sh: -n takes a positive count of delegations, not '${2:-}'" >&2; exit 2 ;;
+	esac
+	ops=$2; shift 2 ;;
+-h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
+-*) echo "walk.sh: unknown option $1 (usage: scripts/walk.sh [-n OPS] [REF])" >&2; exit 2 ;;
 esac
 ref=${1:-}
+if [ -n "$ref" ] && ! git -C "$(dirname "$0")" rev-parse --verify -q "$ref^{commit}" >/dev/null; then
+	echo "walk.sh: $ref is not a commit" >&2
+	exit 2
+fi
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
