@@ -10,7 +10,7 @@ import (
 func noEnv(string) string { return "" }
 
 // TestLimitsMemoryBudget: limits.memory_mb gives tier1.max_inflight_bytes
-// its default (memory_mb/8); a file that sets max_inflight_bytes keeps
+// its default (memory_mb/8 less 512 KiB); a file that sets max_inflight_bytes keeps
 // its value; a bad memory_mb is refused by name.
 func TestLimitsMemoryBudget(t *testing.T) {
 	for _, tc := range []struct {
@@ -18,9 +18,9 @@ func TestLimitsMemoryBudget(t *testing.T) {
 		mb         int
 		inflight   int64
 	}{
-		{"no file", "", 16, 2 << 20},
-		{"empty file", `{}`, 16, 2 << 20},
-		{"memory_mb", `{"limits": {"memory_mb": 64}}`, 64, 8 << 20},
+		{"no file", "", 16, 1536 << 10},
+		{"empty file", `{}`, 16, 1536 << 10},
+		{"memory_mb", `{"limits": {"memory_mb": 64}}`, 64, 7680 << 10},
 		{"explicit in-flight budget", `{"limits": {"memory_mb": 64}, "tier1": {"max_inflight_bytes": 1048576}}`, 64, 1 << 20},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -43,8 +43,8 @@ func TestLimitsMemoryBudget(t *testing.T) {
 			}
 		})
 	}
-	if d := config.Defaults(); d.Tier1.MaxInflightBytes != 2<<20 {
-		t.Errorf("Defaults: tier1.max_inflight_bytes %d, want the default budget's 2 MiB", d.Tier1.MaxInflightBytes)
+	if d := config.Defaults(); d.Tier1.MaxInflightBytes != 1536<<10 {
+		t.Errorf("Defaults: tier1.max_inflight_bytes %d, want the default budget's 1.5 MiB", d.Tier1.MaxInflightBytes)
 	}
 	_, err := config.Load(writeConfig(t, `{"limits": {"memory_mb": 4}}`), noEnv)
 	if err == nil || !strings.Contains(err.Error(), "limits.memory_mb") {

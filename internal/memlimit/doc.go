@@ -20,14 +20,16 @@
 //     run without end (measured: a 12 MiB limit with read-ahead 4,096 and
 //     a 4 MiB in-flight budget cost 5 to 6 times the CPU per frame);
 //   - the tier-1 in-flight budget (tier1.max_inflight_bytes when the file
-//     does not set it): memory_mb/8, the decoded batches waiting for the
+//     does not set it): memory_mb/8 less 512 KiB (1.5 MiB at 16 MiB; the
+//     512 KiB keep the live heap off the collector's goal, where at 2 MiB
+//     it cost half the one-frame rate), the decoded batches waiting for the
 //     disk, each counted at what it holds decoded (a one-frame batch 704
 //     bytes, a batch of many 100-byte frames about 5.5 times its size);
 //   - the tier-1 read-ahead of a WebSocket stream: how many batches may
 //     wait for their answers before the server stops reading the
-//     connection, the in-flight budget over 512 bytes, between 64 and
-//     4,096: 4,096 at 16 MiB, as before the budget (the in-flight budget
-//     then bounds one-frame batches to about 3,000). Fewer cost
+//     connection, memory_mb/8 over 512 bytes, between 64 and 4,096: 4,096
+//     at 16 MiB, as before the budget (the in-flight budget then bounds
+//     one-frame batches to about 2,200). Fewer cost
 //     throughput where the disk is slow to sync: what one commit holds is
 //     what was read ahead while the one before was on its way to the disk.
 //

@@ -18,6 +18,13 @@ const (
 	frameBatchCost = 512
 	minReadAhead   = 64
 	maxReadAhead   = 4096
+	// inflightReserve is what the in-flight budget leaves of its eighth
+	// of the budget to the memory the agent holds whatever the load (the
+	// runtime's tables, the store's buffers): without it, at 16 MiB, the
+	// live heap of full-rate one-frame ingest came within a megabyte of
+	// the collector's goal, which then ran every few milliseconds (2.4
+	// times the CPU per frame; bench/README.md, stop 42).
+	inflightReserve = 512 << 10
 )
 
 // Config is the "limits" section of the config file.
@@ -60,8 +67,8 @@ type Budgets struct {
 // Budgets derives the budgets of c (a valid Config).
 func (c Config) Budgets() Budgets {
 	total := int64(c.MB()) << 20
-	b := Budgets{Total: total, SoftLimit: total, Tier1Inflight: total / 8}
-	b.Tier1ReadAhead = int(min(max(b.Tier1Inflight/frameBatchCost, minReadAhead), maxReadAhead))
+	b := Budgets{Total: total, SoftLimit: total, Tier1Inflight: total/8 - inflightReserve}
+	b.Tier1ReadAhead = int(min(max(total/8/frameBatchCost, minReadAhead), maxReadAhead))
 	return b
 }
 

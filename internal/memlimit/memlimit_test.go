@@ -32,11 +32,11 @@ func TestBudgets(t *testing.T) {
 		inflight  int64
 		readAhead int
 	}{
-		{0, 16 << 20, 2 << 20, 4096}, // the default is 16
-		{16, 16 << 20, 2 << 20, 4096},
-		{12, 12 << 20, 1536 << 10, 3072},
-		{128, 128 << 20, 16 << 20, 4096}, // the in-flight budget before there was a memory budget
-		{1024, 1024 << 20, 128 << 20, 4096},
+		{0, 16 << 20, 1536 << 10, 4096}, // the default is 16
+		{16, 16 << 20, 1536 << 10, 4096},
+		{12, 12 << 20, 1 << 20, 3072},
+		{128, 128 << 20, 15872 << 10, 4096}, // about the in-flight budget before there was a memory budget
+		{1024, 1024 << 20, 130560 << 10, 4096},
 	} {
 		b := memlimit.Config{MemoryMB: tc.mb}.Budgets()
 		if b.SoftLimit != tc.soft || b.Tier1Inflight != tc.inflight || b.Tier1ReadAhead != tc.readAhead {
