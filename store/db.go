@@ -34,8 +34,10 @@ import (
 // are read as they are (a file of version 6 or before has no log yet).
 // Version 8 writes task records in a compact binary layout (record.go,
 // package taskrec), which an older binary would not decode: it refuses
-// the file.
-const SchemaVersion = 8
+// the file. Version 9 may store tier-1 blocks in their second form, with
+// integer fields by their steps or differences (tier1/block.go), which an
+// older binary would not read: it refuses the file.
+const SchemaVersion = 9
 
 // FileName is the name of the data file inside a data directory.
 const FileName = "synapse.db"
