@@ -275,8 +275,9 @@ func (db *DB) requestCheckpoint(ctx context.Context) error {
 // AppendFill is how full a checkpoint (and a compaction) packs the
 // pages of a bucket (kv.Layer.ApplyToFill): the buckets whose keys are
 // mostly appended in order, tasks (UUID v7 ids), their events, the
-// retention index (by time) and tier-1's routine buckets (t1/<routine>,
-// keys by time), 95 %; the others bbolt's half page. A tier-1 block of a
+// retention index (by time), tier-1's routine buckets (t1/<routine>,
+// keys by time) and its batch-id groups (t1_seen_o, a counting sender's
+// in the order it counts), 95 %; the others bbolt's half page. A tier-1 block of a
 // thousand-frame batch is about 1.4 KiB: at half a page two of them
 // filled a page, and the file took 35 bytes per frame the log held in 22.
 func AppendFill(names [][]byte) float64 {
@@ -286,7 +287,7 @@ func AppendFill(names [][]byte) float64 {
 	return 0
 }
 
-var appendOnly = map[string]bool{"tasks": true, "events": true, "finished": true, "idem_exp": true, "audit": true}
+var appendOnly = map[string]bool{"tasks": true, "events": true, "finished": true, "idem_exp": true, "audit": true, "t1_seen_o": true}
 
 // appendNested is the bucket whose nested buckets are appended in order.
 const appendNested = "t1"

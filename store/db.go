@@ -35,8 +35,11 @@ import (
 // Version 8 writes task records in a compact binary layout (record.go,
 // package taskrec), which an older binary would not decode: it refuses
 // the file. Version 9 may store tier-1 blocks in their second form, with
-// integer fields by their steps or differences (tier1/block.go), which an
-// older binary would not read: it refuses the file.
+// integer fields by their steps or differences (tier1/block.go), and
+// keeps the tier-1 batch ids in t1_seen_o, keyed so that a counting
+// sender's groups are appended (tier1/seen.go; t1_seen_g is read and
+// pruned until empty), which an older binary would not read: it refuses
+// the file.
 const SchemaVersion = 9
 
 // FileName is the name of the data file inside a data directory.

@@ -39,8 +39,8 @@
 // walks nested buckets); a domain that checks its records gives a
 // [CheckFunc] to [DB.Check] and [CheckFile] (tier1.CheckRecords):
 //
-//	t1, t1_stats, t1_seen_g,
-//	t1_outbox                          tier-1 frames, their counters, batch ids and export log (tier1; t1_seen of schema 2)
+//	t1, t1_stats, t1_seen_o,
+//	t1_outbox                          tier-1 frames, their counters, batch ids and export log (tier1; t1_seen_g of schemas 3-8 and t1_seen of schema 2)
 //	peers                              agent_id → pinned peer JSON (peer/peerdb)
 //	p2p_seen, p2p_seen_at              received message ids, for replay protection (peer/peerdb)
 //	outbox, outbox_dead, outbox_id     messages to peers and webhooks, dead letters (outbox)

@@ -129,7 +129,7 @@
 // store.Records and its byte door store.RawBucket (records.go has the
 // buckets, keys and values): the frame blocks of each routine in a
 // bucket of its own under t1, their counters (t1_stats), the batch ids
-// seen, for deduplication (t1_seen_g, seen.go), and the export log that
+// seen, for deduplication (t1_seen_o, seen.go), and the export log that
 // tier1/export forwards upstream (t1_outbox, outbox.go). [CheckRecords]
 // is their part of synapse db check.
 //

@@ -17,9 +17,12 @@ import (
 //	                     value: a block of frames (block.go); ts is the
 //	                     block's first frame's
 //	t1_stats             capability_id → frames(uint64 BE) bytes(uint64 BE)
-//	t1_seen_g            scope 0x00 batch_id minus its last byte →
+//	t1_seen_o            scope 0x00 batch_id minus its last byte, its
+//	                     final digits after their number (orderedHead) →
 //	                     received_at(unix ns, uint64 BE, the newest) and
 //	                     the set of last bytes seen (seen.go)
+//	t1_seen_g            (schema 3 to 8, read and pruned only) the same
+//	                     with the plain batch_id minus its last byte
 //	t1_seen              (schema 2, read and pruned only) scope 0x00
 //	                     batch_id → received_at(unix ns, uint64 BE)
 //	t1_outbox            seq(uint64 BE) → a batch to forward upstream
@@ -31,7 +34,8 @@ import (
 var (
 	frameRecords  = store.RawRecords("t1")
 	statsRecords  = store.RawRecords("t1_stats")
-	seenRecords   = store.RawRecords("t1_seen_g")
+	seenRecords   = store.RawRecords("t1_seen_o")
+	seenV3Records = store.RawRecords("t1_seen_g")
 	seenV2Records = store.RawRecords("t1_seen")
 	outboxRecords = store.RawRecords("t1_outbox")
 )

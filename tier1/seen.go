@@ -9,26 +9,55 @@ import (
 	"github.com/synapse-edge/synapse/store"
 )
 
-// The batch-id table (schema 3, t1_seen_g) groups the ids of a sender that
+// The batch-id table (schema 9, t1_seen_o) groups the ids of a sender that
 // differ only in their last byte, as the ids of a counting sender do
 // ("gw-7-1230" ... "gw-7-1239"): one record per group,
 //
-//	key:   scope 0x00 batch_id without its last byte
+//	key:   scope 0x00 head
 //	value: seen_at(unix ns, uint64 BE; the newest mark of the group)
 //	       + a 256-bit set of the last bytes seen (32 bytes)
 //
 // so that a write of many small batches reads and puts one record per ten
-// or sixteen of them instead of one each. Files of schema 2 have the
-// table of one record per id (t1_seen: scope 0x00 batch_id → seen_at):
-// it is still looked up, never written, and pruned until it is empty.
+// or sixteen of them instead of one each. head is the batch id without its
+// last byte, written so that a counter's groups sort in the order it
+// counts: the digits that end it (at most maxRunDigits) follow a byte
+// that holds their number, "gw-7-" 0x03 "123" for "gw-7-1234" (see
+// orderedHead). A counting sender's new groups are then appended at the
+// end of its run of keys, and a write changes the last page or two of the
+// table instead of pages all over it (plain "gw-7-1234" sorts between
+// "gw-7-123" and "gw-7-124", so that a counter's groups went into every
+// page of its range, each page half full and each in memory once written).
+//
+// Older files have the same groups keyed by the plain head (t1_seen_g,
+// schema 3 to 8) or one record per id (t1_seen, schema 2: scope 0x00
+// batch_id → seen_at): both are still looked up, never written, and pruned
+// until they are empty and dropped.
 const seenValueLen = 8 + 32
+
+// maxRunDigits bounds the digits of a head that its length byte counts
+// (a byte below '0', so that the run reads back unambiguously).
+const maxRunDigits = 32
+
+// orderedHead appends head (a batch id without its last byte) as the key
+// of t1_seen_o puts it: the head up to its last digits, their number as a
+// byte, the digits. For a head with no digits at its end the byte is 0.
+// The key names one head only: its final digits, which the length byte
+// (never a digit) stops, are the run, and the byte before them checks it.
+func orderedHead(dst []byte, head string) []byte {
+	i := len(head)
+	for i > 0 && len(head)-i < maxRunDigits && head[i-1] >= '0' && head[i-1] <= '9' {
+		i--
+	}
+	return append(append(append(dst, head[:i]...), byte(len(head)-i)), head[i:]...)
+}
 
 // dedup is the batch-id table inside a write transaction, opened once for
 // the many batches of one write: seen marks in memory, flush puts the
 // groups it changed.
 type dedup struct {
 	b      store.RawBucket
-	legacy store.RawBucket // t1_seen of schema 2, the zero bucket when absent or empty
+	legacy store.RawBucket // t1_seen_g of schema 3 to 8, the zero bucket when absent or empty
+	v2     store.RawBucket // t1_seen of schema 2, the zero bucket when absent or empty
 	// groups are the records read or changed by this write, in the order
 	// first met; index finds them by key once there are a few.
 	groups []*seenGroup
@@ -58,8 +87,11 @@ func openDedup(tx *store.Tx) (*dedup, error) {
 	}
 	d := &dedup{b: b}
 	d.groups, d.key, d.arena = d.slots[:0], d.keyScratch[:0], d.keyArr[:0]
-	if old := seenV2Records.Raw(tx); !isEmpty(old) {
+	if old := seenV3Records.Raw(tx); !isEmpty(old) {
 		d.legacy = old
+	}
+	if old := seenV2Records.Raw(tx); !isEmpty(old) {
+		d.v2 = old
 	}
 	return d, nil
 }
@@ -124,15 +156,20 @@ func (d *dedup) seen(scope, batchID string, at int64) (bool, error) {
 		return false, errors.New("t1 dedup: empty batch id")
 	}
 	last := batchID[len(batchID)-1]
-	d.key = append(append(append(d.key[:0], scope...), 0), batchID[:len(batchID)-1]...)
+	d.key = orderedHead(append(append(d.key[:0], scope...), 0), batchID[:len(batchID)-1])
 	g := d.group()
 	bit := &g.v[8+last>>3]
 	if *bit&(1<<(last&7)) != 0 {
 		return true, nil
 	}
-	if d.legacy.Exists() {
-		d.key = append(d.key, last)
-		if d.legacy.Get(d.key) != nil {
+	if d.legacy.Exists() || d.v2.Exists() {
+		// The older tables' keys: scope 0x00 head (t1_seen_g), and the
+		// whole id (t1_seen).
+		d.key = append(append(append(d.key[:0], scope...), 0), batchID[:len(batchID)-1]...)
+		if v := d.legacy.Get(d.key); len(v) == seenValueLen && v[8+last>>3]&(1<<(last&7)) != 0 {
+			return true, nil
+		}
+		if d.v2.Exists() && d.v2.Get(append(d.key, last)) != nil {
 			return true, nil
 		}
 	}
@@ -160,10 +197,10 @@ func (d *dedup) flush() error {
 
 // pruneSeen deletes batch-id records older than before (unix ns), at
 // most max of them: the groups whose newest mark is older, and the
-// records of the schema 2 table (dropped once empty).
+// records of the older files' tables (each dropped once empty).
 func pruneSeen(tx *store.Tx, before int64, max int) (int, error) {
 	n := 0
-	for _, r := range []store.Records[[]byte]{seenRecords, seenV2Records} {
+	for _, r := range []store.Records[[]byte]{seenRecords, seenV3Records, seenV2Records} {
 		b := r.Raw(tx)
 		if !b.Exists() {
 			continue
@@ -183,7 +220,7 @@ func pruneSeen(tx *store.Tx, before int64, max int) (int, error) {
 		if err != nil {
 			return n, err
 		}
-		if r == seenV2Records && isEmpty(b) {
+		if r != seenRecords && isEmpty(b) {
 			if err := r.Drop(tx); err != nil {
 				return n, err
 			}
@@ -193,23 +230,39 @@ func pruneSeen(tx *store.Tx, before int64, max int) (int, error) {
 }
 
 // CheckRecords is tier-1's part of synapse db check (a store.CheckFunc):
-// it verifies the batch-id table (t1_seen_g): every key is a scope, a
-// 0x00 and the part of a batch id before its last byte, and every value
-// a mark time and a set with at least one id in it. A record that fails
-// is read as "nothing seen" by the dedup, so a batch sent again would be
+// it verifies the batch-id tables (t1_seen_o, and t1_seen_g of an older
+// file): every key is a scope, a 0x00 and the part of a batch id before
+// its last byte (in t1_seen_o written by orderedHead), and every value a
+// mark time and a set with at least one id in it. A record that fails is
+// read as "nothing seen" by the dedup, so a batch sent again would be
 // stored twice: the check names it.
 func CheckRecords(tx *store.Tx, add func(format string, args ...any)) {
-	_ = seenRecords.Raw(tx).Scan(nil, func(k, v []byte) error {
-		switch {
-		case bytes.IndexByte(k, 0) < 0:
-			add("tier-1 batch-id group %q: the key has no scope separator", k)
-		case len(v) != seenValueLen:
-			add("tier-1 batch-id group %q: %d bytes, want %d", k, len(v), seenValueLen)
-		case bytes.Count(v[8:], []byte{0}) == len(v)-8:
-			add("tier-1 batch-id group %q: no id in the set", k)
-		}
-		return nil
-	})
+	for _, r := range []store.Records[[]byte]{seenRecords, seenV3Records} {
+		_ = r.Raw(tx).Scan(nil, func(k, v []byte) error {
+			sep := bytes.IndexByte(k, 0)
+			switch {
+			case sep < 0:
+				add("tier-1 batch-id group %q: the key has no scope separator", k)
+			case r == seenRecords && !isOrderedHead(k[sep+1:]):
+				add("tier-1 batch-id group %q: the key's digit count does not match its digits", k)
+			case len(v) != seenValueLen:
+				add("tier-1 batch-id group %q: %d bytes, want %d", k, len(v), seenValueLen)
+			case bytes.Count(v[8:], []byte{0}) == len(v)-8:
+				add("tier-1 batch-id group %q: no id in the set", k)
+			}
+			return nil
+		})
+	}
+}
+
+// isOrderedHead tells whether k is a head as orderedHead writes it: the
+// digits it ends in preceded by their number.
+func isOrderedHead(k []byte) bool {
+	j := len(k)
+	for j > 0 && k[j-1] >= '0' && k[j-1] <= '9' {
+		j--
+	}
+	return j > 0 && int(k[j-1]) == len(k)-j && len(k)-j <= maxRunDigits
 }
 
 var _ store.CheckFunc = CheckRecords

@@ -1,10 +1,12 @@
 package tier1
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -177,10 +179,12 @@ func TestCheckRecords(t *testing.T) {
 	}
 
 	bad := map[string][]byte{
-		"no-separator":   make([]byte, seenValueLen),
-		"dev\x00short":   {1, 2, 3},
-		"dev\x00empty-s": append([]byte{0, 0, 0, 0, 0, 0, 0, 1}, make([]byte, 32)...),
+		"no-separator":       make([]byte, seenValueLen),
+		"dev\x00short\x00":   {1, 2, 3},
+		"dev\x00empty-s\x00": append([]byte{0, 0, 0, 0, 0, 0, 0, 1}, make([]byte, 32)...),
+		"dev\x00gw-\x0512":   make([]byte, seenValueLen), // says five digits, holds two
 	}
+	bad["dev\x00gw-\x0512"][8] = 1
 	bad["no-separator"][8] = 1
 	storetest.Update(t, db, func(tx *store.Tx) error {
 		for k, v := range bad {
@@ -198,12 +202,99 @@ func TestCheckRecords(t *testing.T) {
 		t.Fatalf("Check with malformed groups = %+v, %v; want not OK", rep, err)
 	}
 	all := strings.Join(rep.Errors, "\n")
-	for _, want := range []string{`"no-separator": the key has no scope separator`, `"dev\x00short": 3 bytes, want 40`, `"dev\x00empty-s": no id in the set`} {
+	for _, want := range []string{`"no-separator": the key has no scope separator`, `"dev\x00short\x00": 3 bytes, want 40`, `"dev\x00empty-s\x00": no id in the set`,
+		`"dev\x00gw-\x0512": the key's digit count does not match its digits`} {
 		if !strings.Contains(all, want) {
 			t.Errorf("errors\n%s\nwant one with %s", all, want)
 		}
 	}
 	if len(rep.Errors) != len(bad) {
 		t.Errorf("%d errors, want %d (one per malformed group):\n%s", len(rep.Errors), len(bad), all)
+	}
+}
+
+// A counting sender's groups sort in the order it counts, across the
+// points where its counter gains a digit, so that its new groups are
+// appended to the table.
+func TestOrderedHeadSortsACounter(t *testing.T) {
+	var prev []byte
+	for _, n := range []int{1, 9, 10, 11, 99, 100, 101, 999, 1000, 1009, 1010, 9999, 10000, 123456, 999999, 1000000, 10000000000} {
+		id := "gw-7-0a1b2c3d-" + strconv.Itoa(n)
+		k := orderedHead([]byte("scope\x00"), id[:len(id)-1])
+		if prev != nil && bytes.Compare(prev, k) > 0 {
+			t.Errorf("the group of %s (%q) sorts before the last one (%q)", id, k, prev)
+		}
+		if !isOrderedHead(k[len("scope\x00"):]) {
+			t.Errorf("isOrderedHead(%q) = false", k)
+		}
+		prev = k
+	}
+}
+
+// FuzzOrderedHead: two heads never share a key, and every key reads as
+// one (db check's test of it).
+func FuzzOrderedHead(f *testing.F) {
+	f.Add("gw-7-123", "gw-7-12")
+	f.Add("a\x031", "a1")
+	f.Add("x", "x\x00")
+	f.Add(strings.Repeat("9", 40), strings.Repeat("9", 33))
+	f.Fuzz(func(t *testing.T, a, b string) {
+		ka, kb := orderedHead(nil, a), orderedHead(nil, b)
+		if a != b && bytes.Equal(ka, kb) {
+			t.Fatalf("%q and %q share the key %q", a, b, ka)
+		}
+		if !isOrderedHead(ka) {
+			t.Fatalf("isOrderedHead(%q) of %q = false", ka, a)
+		}
+	})
+}
+
+// A file of schema 3 to 8 has the batch-id groups keyed by the plain head
+// (t1_seen_g): its ids are still seen, new ones go to t1_seen_o, and
+// pruning empties and drops the old table.
+func TestDedupReadsSchema3Table(t *testing.T) {
+	db := storetest.Open(t)
+	storetest.Update(t, db, func(tx *store.Tx) error {
+		for head, at := range map[string]uint64{"gw-1": 100, "gw-2": 300} {
+			v := make([]byte, seenValueLen)
+			binary.BigEndian.PutUint64(v, at)
+			v[8+'5'>>3] |= 1 << ('5' & 7) // gw-15, gw-25
+			if err := seenV3Records.Put(tx, []byte("a\x00"+head), &v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if got := markSeen(t, db, "a", 400, "gw-15", "gw-25", "gw-16", "gw-15", "gw-16"); !got[0] || !got[1] || got[2] || !got[3] || !got[4] {
+		t.Fatalf("schema 3 ids: %v, want seen, seen, new, seen, seen", got)
+	}
+	storetest.View(t, db, func(tx *store.Tx) error {
+		n := 0
+		_ = seenV3Records.Raw(tx).Scan(nil, func(_, _ []byte) error { n++; return nil })
+		if n != 2 {
+			t.Errorf("the old table holds %d groups, want its 2 (never written)", n)
+		}
+		return nil
+	})
+	prune := func(before int64) {
+		t.Helper()
+		storetest.Update(t, db, func(tx *store.Tx) error {
+			_, err := pruneSeen(tx, before, 100)
+			return err
+		})
+	}
+	prune(200)
+	if got := markSeen(t, db, "a", 400, "gw-15", "gw-25"); got[0] || !got[1] {
+		t.Fatalf("after pruning before 200: %v, want new, seen", got)
+	}
+	prune(350)
+	storetest.View(t, db, func(tx *store.Tx) error {
+		if seenV3Records.Raw(tx).Exists() {
+			t.Error("the emptied schema 3 table is still there")
+		}
+		return nil
+	})
+	if got := markSeen(t, db, "a", 2000, "gw-16", "gw-15"); !got[0] || !got[1] {
+		t.Fatalf("ids of the new table after the old one is gone: %v, want seen, seen", got)
 	}
 }
