@@ -14,6 +14,7 @@ import (
 
 	"github.com/synapse-edge/synapse/agent/idemdb"
 	"github.com/synapse-edge/synapse/auth"
+	"github.com/synapse-edge/synapse/internal/clock"
 	"github.com/synapse-edge/synapse/internal/metrics"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/transport"
@@ -113,7 +114,7 @@ func New(cfg Config, opts Options) (*Agent, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	a := &Agent{log: slog.New(slog.DiscardHandler), clock: realClock{}, metrics: metrics.New()}
+	a := &Agent{log: slog.New(slog.DiscardHandler), clock: clock.Real{}, metrics: metrics.New()}
 	a.cfg.Store(&cfg)
 	var err error
 	if a.outbound = opts.Outbound; a.outbound == nil {

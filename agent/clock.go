@@ -1,20 +1,10 @@
 package agent
 
-import "time"
+import "github.com/synapse-edge/synapse/internal/clock"
 
 // Clock is the source of time for everything that waits: task deadlines,
 // TTLs and retention. Tests inject a fake one so they never sleep.
-type Clock interface {
-	Now() time.Time
-	AfterFunc(d time.Duration, f func()) Timer
-}
+type Clock = clock.Clock
 
 // Timer is a pending AfterFunc call.
-type Timer interface {
-	Stop() bool
-}
-
-type realClock struct{}
-
-func (realClock) Now() time.Time                            { return time.Now() }
-func (realClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
+type Timer = clock.Timer

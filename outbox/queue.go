@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/synapse-edge/synapse/internal/clock"
 	"github.com/synapse-edge/synapse/internal/metrics"
 	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/transport"
@@ -39,15 +40,10 @@ const (
 )
 
 // Clock is the source of time of the queue: its retries wait on it.
-type Clock interface {
-	Now() time.Time
-	AfterFunc(d time.Duration, f func()) Timer
-}
+type Clock = clock.Clock
 
 // Timer is a pending AfterFunc call.
-type Timer interface {
-	Stop() bool
-}
+type Timer = clock.Timer
 
 // Metrics are the counters the queue moves; nil ones are not counted.
 type Metrics struct {

@@ -2,12 +2,11 @@ package outbox_test
 
 import (
 	"context"
-	"slices"
-	"sort"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/synapse-edge/synapse/internal/clocktest"
 	"github.com/synapse-edge/synapse/internal/metrics"
 	"github.com/synapse-edge/synapse/internal/testutil"
 	"github.com/synapse-edge/synapse/outbox"
@@ -15,80 +14,11 @@ import (
 	"github.com/synapse-edge/synapse/wire"
 )
 
-// fakeClock moves only when Advance is called; Advance runs the timers
-// that fall due, in time order, on the caller's goroutine.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []*fakeTimer
-}
-
-type fakeTimer struct {
-	c    *fakeClock
-	at   time.Time
-	f    func()
-	done bool
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) AfterFunc(d time.Duration, f func()) outbox.Timer {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := &fakeTimer{c: c, at: c.now.Add(d), f: f}
-	c.timers = append(c.timers, t)
-	return t
-}
-
-func (t *fakeTimer) Stop() bool {
-	t.c.mu.Lock()
-	defer t.c.mu.Unlock()
-	was := !t.done
-	t.done = true
-	return was
-}
-
-// Advance moves the clock by d and runs what fell due.
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	end := c.now.Add(d)
-	c.mu.Unlock()
-	for {
-		c.mu.Lock()
-		sort.SliceStable(c.timers, func(i, j int) bool { return c.timers[i].at.Before(c.timers[j].at) })
-		var due *fakeTimer
-		for _, t := range c.timers {
-			if !t.done && !t.at.After(end) {
-				due = t
-				break
-			}
-		}
-		if due == nil {
-			c.now = end
-			c.timers = slices.DeleteFunc(c.timers, func(t *fakeTimer) bool { return t.done })
-			c.mu.Unlock()
-			return
-		}
-		due.done = true
-		c.now = due.at
-		c.mu.Unlock()
-		due.f()
-	}
-}
-
 // fixture is a started queue over a store of its own.
 type fixture struct {
 	q     *outbox.Queue
 	db    *store.DB
-	clock *fakeClock
+	clock *clocktest.Clock
 	m     outbox.Metrics
 }
 
@@ -96,7 +26,7 @@ type fixture struct {
 // Metrics filled in); it is drained and closed when the test ends.
 func startQueue(t *testing.T, opts outbox.Options) *fixture {
 	t.Helper()
-	f := &fixture{db: openDB(t, tempPath(t), store.Options{}), clock: newFakeClock()}
+	f := &fixture{db: openDB(t, tempPath(t), store.Options{}), clock: clocktest.New(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))}
 	r := metrics.New()
 	f.m = outbox.Metrics{Queued: r.Counter("queued", ""), Delivered: r.Counter("delivered", ""), Retries: r.Counter("retries", ""),
 		Dead: r.Counter("dead", ""), FullWindows: r.Counter("full_windows", "")}

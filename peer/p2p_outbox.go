@@ -67,17 +67,10 @@ var _ outbox.Peers = (*deliverer)(nil)
 func newOutbox(n *Network) *outbox.Queue {
 	d := &deliverer{n: n, log: n.log.With("component", "outbox"),
 		ordered: map[string]bool{}, batches: map[string]batchTerms{}, batchesOff: map[string]time.Time{}}
-	return outbox.New(n.ctx, outbox.Options{DB: n.db, Transport: n.t, Clock: outboxClock{n.clock}, Go: n.spawn,
+	return outbox.New(n.ctx, outbox.Options{DB: n.db, Transport: n.t, Clock: n.clock, Go: n.spawn,
 		Logger: n.log, Peers: d, Secret: n.secret, MaxRetries: n.p2p.MaxRetries, RetryBase: n.p2p.RetryBaseDelay(),
 		Metrics: outbox.Metrics{Queued: n.m.queued, Delivered: n.m.delivered, Retries: n.m.retries, Dead: n.m.dead, FullWindows: n.m.fullWindows},
 		Deliver: map[string]func(context.Context, *outbox.Item) *outbox.Failure{A2APushType: d.deliverA2APush}})
-}
-
-// outboxClock is the agent's clock as the outbox's.
-type outboxClock struct{ agent.Clock }
-
-func (c outboxClock) AfterFunc(d time.Duration, f func()) outbox.Timer {
-	return c.Clock.AfterFunc(d, f)
 }
 
 // enqueue writes m to q in tx; its lane is poked when tx commits.

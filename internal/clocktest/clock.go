@@ -1,4 +1,4 @@
-// Package clocktest is a fake agent.Clock for tests: its time moves only
+// Package clocktest is a fake clock.Clock for tests: its time moves only
 // when Advance is called, and Advance runs the AfterFunc callbacks that fall
 // due, in time order, on the caller's goroutine. Deadlines (task TTLs,
 // escalation levels, heartbeats) are tested with it without sleeping.
@@ -6,11 +6,10 @@ package clocktest
 
 import (
 	"slices"
-	"sort"
 	"sync"
 	"time"
 
-	"github.com/synapse-edge/synapse/agent"
+	"github.com/synapse-edge/synapse/internal/clock"
 )
 
 // Clock is the fake clock.
@@ -27,7 +26,7 @@ type timer struct {
 	done bool // fired or stopped
 }
 
-var _ agent.Clock = (*Clock)(nil)
+var _ clock.Clock = (*Clock)(nil)
 
 // New returns a clock showing start.
 func New(start time.Time) *Clock { return &Clock{now: start} }
@@ -40,7 +39,7 @@ func (c *Clock) Now() time.Time {
 }
 
 // AfterFunc calls f once the clock has been advanced by d.
-func (c *Clock) AfterFunc(d time.Duration, f func()) agent.Timer {
+func (c *Clock) AfterFunc(d time.Duration, f func()) clock.Timer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t := &timer{c: c, at: c.now.Add(d), f: f}
@@ -64,27 +63,33 @@ func (t *timer) Stop() bool {
 	return true
 }
 
-// Advance moves the clock forward by d and runs every callback due by then.
+// Advance moves the clock forward by d and runs every callback due by
+// then, one at a time in time order with the clock showing its time: a
+// callback that sets another one due within d sees it run too.
 func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
-	c.now = c.now.Add(d)
-	var due []*timer
-	live := c.timers[:0]
-	for _, t := range c.timers {
-		switch {
-		case t.done:
-		case !t.at.After(c.now):
-			t.done = true
-			due = append(due, t)
-		default:
-			live = append(live, t)
-		}
-	}
-	c.timers = live
+	end := c.now.Add(d)
 	c.mu.Unlock()
-	sort.SliceStable(due, func(i, j int) bool { return due[i].at.Before(due[j].at) })
-	for _, t := range due {
-		t.f()
+	for {
+		c.mu.Lock()
+		var due *timer
+		for _, t := range c.timers { // in order of setting: the first of equal times runs first
+			if !t.done && !t.at.After(end) && (due == nil || t.at.Before(due.at)) {
+				due = t
+			}
+		}
+		if due == nil {
+			c.now = end
+			c.mu.Unlock()
+			return
+		}
+		due.done = true
+		c.timers = slices.DeleteFunc(c.timers, func(t *timer) bool { return t == due })
+		if due.at.After(c.now) {
+			c.now = due.at
+		}
+		c.mu.Unlock()
+		due.f()
 	}
 }
 
