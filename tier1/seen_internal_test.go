@@ -179,12 +179,18 @@ func TestCheckRecords(t *testing.T) {
 	}
 
 	bad := map[string][]byte{
-		"no-separator":       make([]byte, seenValueLen),
-		"dev\x00short\x00":   {1, 2, 3},
-		"dev\x00empty-s\x00": append([]byte{0, 0, 0, 0, 0, 0, 0, 1}, make([]byte, 32)...),
-		"dev\x00gw-\x0512":   make([]byte, seenValueLen), // says five digits, holds two
+		"no-separator":        make([]byte, seenValueLen),
+		"dev\x00short\x00b":   {1, 2, 3},
+		"dev\x00empty-s\x00b": append([]byte{0, 0, 0, 0, 0, 0, 0, 1}, make([]byte, 32)...),
+		"dev\x00gw-\x0512d":   make([]byte, digitValueLen), // says five digits, holds two
+		"dev\x00gw-\x0212x":   make([]byte, seenValueLen),  // no kind
+		"dev\x00gw-\x0212d":   make([]byte, seenValueLen),  // a byte group's size
+		"dev\x00gw-\x0213d":   make([]byte, digitValueLen), // 100 and up
 	}
-	bad["dev\x00gw-\x0512"][8] = 1
+	bad["dev\x00gw-\x0512d"][8] = 1
+	bad["dev\x00gw-\x0212x"][8] = 1
+	bad["dev\x00gw-\x0212d"][8] = 1
+	bad["dev\x00gw-\x0213d"][digitValueLen-1] = 0x10
 	bad["no-separator"][8] = 1
 	storetest.Update(t, db, func(tx *store.Tx) error {
 		for k, v := range bad {
@@ -202,8 +208,9 @@ func TestCheckRecords(t *testing.T) {
 		t.Fatalf("Check with malformed groups = %+v, %v; want not OK", rep, err)
 	}
 	all := strings.Join(rep.Errors, "\n")
-	for _, want := range []string{`"no-separator": the key has no scope separator`, `"dev\x00short\x00": 3 bytes, want 40`, `"dev\x00empty-s\x00": no id in the set`,
-		`"dev\x00gw-\x0512": the key's digit count does not match its digits`} {
+	for _, want := range []string{`"no-separator": the key has no scope separator`, `"dev\x00short\x00b": 3 bytes, want 40`, `"dev\x00empty-s\x00b": no id in the set`,
+		`"dev\x00gw-\x0512d": the key's digit count does not match its digits`, `"dev\x00gw-\x0212x": the key ends in no kind of group`,
+		`"dev\x00gw-\x0212d": 40 bytes, want 21`, `"dev\x00gw-\x0213d": the set holds numbers past 99`} {
 		if !strings.Contains(all, want) {
 			t.Errorf("errors\n%s\nwant one with %s", all, want)
 		}
@@ -220,11 +227,11 @@ func TestOrderedHeadSortsACounter(t *testing.T) {
 	var prev []byte
 	for _, n := range []int{1, 9, 10, 11, 99, 100, 101, 999, 1000, 1009, 1010, 9999, 10000, 123456, 999999, 1000000, 10000000000} {
 		id := "gw-7-0a1b2c3d-" + strconv.Itoa(n)
-		k := orderedHead([]byte("scope\x00"), id[:len(id)-1])
+		k, _ := groupKey(nil, "scope", id)
 		if prev != nil && bytes.Compare(prev, k) > 0 {
 			t.Errorf("the group of %s (%q) sorts before the last one (%q)", id, k, prev)
 		}
-		if !isOrderedHead(k[len("scope\x00"):]) {
+		if !isOrderedHead(k[len("scope\x00") : len(k)-1]) {
 			t.Errorf("isOrderedHead(%q) = false", k)
 		}
 		prev = k
@@ -232,12 +239,15 @@ func TestOrderedHeadSortsACounter(t *testing.T) {
 }
 
 // FuzzOrderedHead: two heads never share a key, and every key reads as
-// one (db check's test of it).
+// one (db check's test of it); two batch ids never share a group and a
+// place in its set.
 func FuzzOrderedHead(f *testing.F) {
 	f.Add("gw-7-123", "gw-7-12")
 	f.Add("a\x031", "a1")
 	f.Add("x", "x\x00")
 	f.Add(strings.Repeat("9", 40), strings.Repeat("9", 33))
+	f.Add("gw-12", "gw-012")
+	f.Add("x12", "x1\x32")
 	f.Fuzz(func(t *testing.T, a, b string) {
 		ka, kb := orderedHead(nil, a), orderedHead(nil, b)
 		if a != b && bytes.Equal(ka, kb) {
@@ -245,6 +255,17 @@ func FuzzOrderedHead(f *testing.F) {
 		}
 		if !isOrderedHead(ka) {
 			t.Fatalf("isOrderedHead(%q) of %q = false", ka, a)
+		}
+		if a == "" || b == "" {
+			return
+		}
+		ga, sa := groupKey(nil, "s", a)
+		gb, sb := groupKey(nil, "s", b)
+		if a != b && sa == sb && bytes.Equal(ga, gb) {
+			t.Fatalf("%q and %q share the group %q and its place %d", a, b, ga, sa)
+		}
+		if k := ga[len(ga)-1]; k == digitGroup && sa > 99 || !isOrderedHead(ga[2:len(ga)-1]) {
+			t.Fatalf("group %q, place %d of %q", ga, sa, a)
 		}
 	})
 }
@@ -297,4 +318,37 @@ func TestDedupReadsSchema3Table(t *testing.T) {
 	if got := markSeen(t, db, "a", 2000, "gw-16", "gw-15"); !got[0] || !got[1] {
 		t.Fatalf("ids of the new table after the old one is gone: %v, want seen, seen", got)
 	}
+}
+
+// A counter's hundred ids from ...00 to ...99 are one record of 21 bytes,
+// and each of them is seen once marked, none before.
+func TestDigitGroups(t *testing.T) {
+	db := storetest.Open(t)
+	var ids []string
+	for i := range 100 {
+		ids = append(ids, fmt.Sprintf("c-12%02d", i))
+	}
+	for i, s := range markSeen(t, db, "a", 100, ids...) {
+		if s {
+			t.Fatalf("%s seen before it was marked", ids[i])
+		}
+	}
+	for i, s := range markSeen(t, db, "a", 200, append(ids, "c-1300", "c-12")...) {
+		if want := i < 100; s != want {
+			t.Errorf("%s: seen %v, want %v", append(ids, "c-1300", "c-12")[i], s, want)
+		}
+	}
+	storetest.View(t, db, func(tx *store.Tx) error {
+		var got []string
+		_ = seenRecords.Raw(tx).Scan(nil, func(k, v []byte) error {
+			got = append(got, fmt.Sprintf("%q:%d", k, len(v)))
+			return nil
+		})
+		// c-12 is number 12 of the group of "c-" (no digits).
+		want := []string{`"a\x00c-\x00d":21`, `"a\x00c-\x0212d":21`, `"a\x00c-\x0213d":21`}
+		if strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("records %v, want %v", got, want)
+		}
+		return nil
+	})
 }
