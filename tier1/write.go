@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/synapse-edge/synapse/store"
@@ -49,7 +50,8 @@ func decodedCost(b *Batch, n int) int64 {
 }
 
 // Pending is a batch decoded by Prepare and waiting for Store. Once Store's
-// done runs, Result and Err are its outcome.
+// done runs, Result and Err are its outcome. A Pending added to a Stream
+// is the stream's: it is recycled once answered.
 type Pending struct {
 	Result Result
 	Err    error
@@ -68,6 +70,19 @@ type Pending struct {
 	own   []block // of a large batch (ownBlocks), built by Prepare
 }
 
+// pendings recycles Pendings: a Stream hands back each of its batches
+// once it is answered (Pump), so that a sender of one-frame batches does
+// not cost the garbage collector a Pending each. The Pendings of Ingest
+// and IngestAsync, whose outcome their caller may keep, are not recycled.
+var pendings = sync.Pool{New: func() any { return new(Pending) }}
+
+// recycle hands p back to pendings, cleared; nothing may use p after, nor
+// a string of its batch.
+func (p *Pending) recycle() {
+	*p = Pending{}
+	pendings.Put(p)
+}
+
 // Prepare takes room for body in the in-flight budget (waiting while there
 // is none), decodes it for scope (the sender's identity, for batch_id
 // deduplication) and returns it ready for Store. wantID, if not empty, is
@@ -78,7 +93,8 @@ func (in *Ingestor) Prepare(ctx context.Context, scope, wantID string, body []by
 	if err := in.budget.acquire(ctx, n); err != nil {
 		return nil, err
 	}
-	p := &Pending{scope: scope, size: n, bytes: len(body)}
+	p := pendings.Get().(*Pending)
+	p.scope, p.size, p.bytes = scope, n, len(body)
 	b := &p.batch
 	err := decodeBatch(body, in.reg, in.cfg.Limits, b, p.frame[:], p.vals[:])
 	if err == nil && wantID != "" && b.CapabilityID != wantID {
