@@ -39,7 +39,9 @@ type Stream struct {
 }
 
 // Answer is the outcome of one batch of a stream: Err is its refusal or
-// the storage error, else Result holds what was stored.
+// the storage error, else Result holds what was stored. Its strings (the
+// batch_id) are valid only during the call of Pump's answer that hands it
+// over: clone what is kept.
 type Answer struct {
 	Result Result
 	Err    error
@@ -132,7 +134,8 @@ const pumpAnswers = 512
 // Pump hands the added batches to the store, one write at a time, and
 // calls answer with the answers of the batches, in order, as their writes
 // finish: those ready together in one call (at most 512). answer must not
-// keep the slice; once it returns, the Pendings answered are recycled.
+// keep the slice nor the strings of its answers: once it returns, the
+// Pendings answered are recycled, and their bytes reused.
 // Pump returns once End was called and every batch added is answered.
 func (st *Stream) Pump(answer func([]Answer)) {
 	as := make([]Answer, 0, 16)

@@ -68,6 +68,27 @@ type Pending struct {
 	dup   bool    // found in the batch-id table by the last run of the write
 	room  bool    // holds a reservation of the disk budget (disk.go)
 	own   []block // of a large batch (ownBlocks), built by Prepare
+	// text is the copy of a small body that the batch's strings share,
+	// kept when the Pending is recycled (see text).
+	text []byte
+}
+
+// pendingText is the largest body whose copy a Pending keeps for its next
+// batch: one-frame batches and small groups of frames.
+const pendingText = 1 << 10
+
+// textOf returns body as a string that the batch's strings may share:
+// for a small body, a copy in p.text, whose bytes stay unchanged until p
+// is recycled; else a string of its own.
+func (p *Pending) textOf(body []byte) string {
+	if len(body) > pendingText || len(body) == 0 {
+		return string(body)
+	}
+	if cap(p.text) < len(body) {
+		p.text = make([]byte, 0, len(body)+len(body)/8) // room for the next, a little longer
+	}
+	p.text = append(p.text[:0], body...)
+	return unsafe.String(unsafe.SliceData(p.text), len(p.text))
 }
 
 // pendings recycles Pendings: a Stream hands back each of its batches
@@ -76,10 +97,14 @@ type Pending struct {
 // and IngestAsync, whose outcome their caller may keep, are not recycled.
 var pendings = sync.Pool{New: func() any { return new(Pending) }}
 
-// recycle hands p back to pendings, cleared; nothing may use p after, nor
-// a string of its batch.
+// recycle hands p back to pendings, cleared but for its text buffer;
+// nothing may use p after, nor a string of its batch or its Result: the
+// next batch of p overwrites them. So a Pending is recycled only by a
+// Stream, whose answers do not outlive the call that writes them, and not
+// after a refusal, whose error may quote the batch (its batch_id).
 func (p *Pending) recycle() {
-	*p = Pending{}
+	text := p.text[:0]
+	*p = Pending{text: text}
 	pendings.Put(p)
 }
 
@@ -96,7 +121,7 @@ func (in *Ingestor) Prepare(ctx context.Context, scope, wantID string, body []by
 	p := pendings.Get().(*Pending)
 	p.scope, p.size, p.bytes = scope, n, len(body)
 	b := &p.batch
-	err := decodeBatch(body, in.reg, in.cfg.Limits, b, p.frame[:], p.vals[:])
+	err := decodeBatch(body, p.textOf(body), in.reg, in.cfg.Limits, b, p.frame[:], p.vals[:])
 	if err == nil && wantID != "" && b.CapabilityID != wantID {
 		err = wire.Errorf(wire.CodeInvalidParams, "the batch is for routine %q but was sent to %q", b.CapabilityID, wantID).
 			With("capability_id", b.CapabilityID)
