@@ -436,14 +436,36 @@ func (in *Ingestor) blocks(d *Descriptor, ps []*Pending) []block {
 	if n == 0 {
 		return out
 	}
-	fs := make([]blockFrame, 0, n)
+	scratch, _ := blockFrames.Get().(*[]blockFrame)
+	if scratch == nil {
+		scratch = new([]blockFrame)
+	}
+	fs := *scratch
+	if cap(fs) < n {
+		fs = make([]blockFrame, 0, n)
+	}
 	for _, p := range ps {
 		if !p.dup && p.own == nil {
 			fs = in.appendBlockFrames(fs, d, p)
 		}
 	}
-	return append(in.blocksOf(d, fs, size), out...)
+	out = append(in.blocksOf(d, fs, size), out...)
+	// blocksOf keeps nothing of fs: its blocks hold copies of the frames
+	// (encoded) and of the devices' string headers.
+	if cap(fs) <= maxBlockFramesKept {
+		clear(fs) // holds no batch's strings while pooled
+		*scratch = fs[:0]
+		blockFrames.Put(scratch)
+	}
+	return out
 }
+
+// blockFrames recycles the frames with their places that blocks gathers
+// for blocksOf, up to maxBlockFramesKept of them (a write of that many
+// one-frame batches, about 200 KiB).
+var blockFrames sync.Pool
+
+const maxBlockFramesKept = 4096
 
 // appendBlockFrames appends the frames of p with the ts and device that
 // place them: the ts field when the routine has one, else the time the
