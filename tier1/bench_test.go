@@ -51,6 +51,23 @@ func BenchmarkDecodeBatch(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/frame")
 }
 
+// BenchmarkDecodeOneFrame decodes a one-frame batch, as each message of a
+// sender of one-frame batches is: the per-batch costs of the decoder.
+func BenchmarkDecodeOneFrame(b *testing.B) {
+	d := tier1.Telemetry()
+	reg, err := tier1.NewRegistry(d)
+	if err != nil {
+		b.Fatal(err)
+	}
+	buf := tier1.AppendBatch(nil, d.CapabilityID, d.Version, "bench-1", telemetryFrames(1), &d)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := tier1.DecodeBatch(buf, reg, tier1.Limits{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func BenchmarkAppendBatch(b *testing.B) {
 	const n = 1000
 	d := tier1.Telemetry()

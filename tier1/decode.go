@@ -82,10 +82,11 @@ func decodeBatch(b []byte, src string, reg *Registry, lim Limits, batch *Batch, 
 	if err != nil {
 		return fmt.Errorf("%w: capability_id: %w", ErrMalformedBatch, err)
 	}
-	d, ok := reg.lookup(id)
+	rt, ok := reg.lookup(id)
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrUnknownRoutine, id)
 	}
+	d := rt.d
 	version, err := r.ReadStringBytes()
 	if err != nil {
 		return fmt.Errorf("%w: version: %w", ErrMalformedBatch, err)
@@ -100,9 +101,12 @@ func decodeBatch(b []byte, src string, reg *Registry, lim Limits, batch *Batch, 
 	if nf > lim.MaxFrames {
 		return fmt.Errorf("%w: %d frames, limit %d", ErrTooManyFrames, nf, lim.MaxFrames)
 	}
-	var p plan
-	if err := p.init(d); err != nil {
-		return err
+	p := &rt.plan
+	if !rt.ok {
+		p = new(plan)
+		if err := p.init(d); err != nil {
+			return err
+		}
 	}
 	// A frame takes at least its header and one byte per required value.
 	if least := uint64(nf) * uint64(1+p.required); least > uint64(r.Remaining()) {
