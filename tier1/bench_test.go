@@ -51,6 +51,23 @@ func BenchmarkDecodeBatch(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/frame")
 }
 
+// BenchmarkDecodeOneFrame decodes a one-frame batch, as each message of a
+// sender of one-frame batches is: the per-batch costs of the decoder.
+func BenchmarkDecodeOneFrame(b *testing.B) {
+	d := tier1.Telemetry()
+	reg, err := tier1.NewRegistry(d)
+	if err != nil {
+		b.Fatal(err)
+	}
+	buf := tier1.AppendBatch(nil, d.CapabilityID, d.Version, "bench-1", telemetryFrames(1), &d)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := tier1.DecodeBatch(buf, reg, tier1.Limits{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func BenchmarkAppendBatch(b *testing.B) {
 	const n = 1000
 	d := tier1.Telemetry()
@@ -155,5 +172,46 @@ func storeOneFrame(b *testing.B, in *tier1.Ingestor) {
 				b.Fatal(p.Err)
 			}
 		}
+	}
+}
+
+// BenchmarkStreamOneFrame pipelines b.N one-frame batches (each with its
+// own batch_id, 16 devices round-robin) through one Stream into a real
+// store, as the WebSocket of /tier1/stream does, and reads the answers:
+// the per-batch cost of that path, with its allocations, without the
+// connection.
+func BenchmarkStreamOneFrame(b *testing.B) {
+	in := benchIngestor(b)
+	now := time.Now()
+	bodies := make([][]byte, b.N)
+	for i := range bodies {
+		bodies[i] = batchAt(fmt.Sprintf("b-%d", i), fmt.Sprintf("sensor-%02d", i%16), uint64(i), now.Add(time.Duration(i)), 1)
+	}
+	st := in.NewStream(4096)
+	answered := 0
+	var failed error
+	pumped := make(chan struct{})
+	b.ReportAllocs()
+	b.ResetTimer()
+	go func() {
+		defer close(pumped)
+		st.Pump(func(as []tier1.Answer) {
+			for i := range as {
+				if as[i].Err != nil && failed == nil {
+					failed = as[i].Err
+				}
+			}
+			answered += len(as)
+		})
+	}()
+	for _, body := range bodies {
+		p, err := in.Prepare(context.Background(), "bench", "", body)
+		st.Add(p, err)
+	}
+	st.End()
+	<-pumped
+	b.StopTimer()
+	if failed != nil || answered != b.N {
+		b.Fatalf("%d of %d answered; %v", answered, b.N, failed)
 	}
 }

@@ -56,7 +56,7 @@ type Batch struct {
 // See the package documentation for the format, the limits and the errors.
 func DecodeBatch(b []byte, reg *Registry, lim Limits) (*Batch, error) {
 	batch := new(Batch)
-	if err := decodeBatch(b, reg, lim, batch, nil, nil); err != nil {
+	if err := decodeBatch(b, string(b), reg, lim, batch, nil, nil); err != nil {
 		return nil, err
 	}
 	return batch, nil
@@ -64,8 +64,9 @@ func DecodeBatch(b []byte, reg *Registry, lim Limits) (*Batch, error) {
 
 // decodeBatch is DecodeBatch into batch, with its frames and values in
 // fbuf and vbuf when they are large enough (a small batch then costs one
-// allocation less each).
-func decodeBatch(b []byte, reg *Registry, lim Limits, batch *Batch, fbuf []Frame, vbuf []Value) error {
+// allocation less each). src holds the bytes of b, unchanged as long as
+// batch is used: its strings are substrings of src.
+func decodeBatch(b []byte, src string, reg *Registry, lim Limits, batch *Batch, fbuf []Frame, vbuf []Value) error {
 	lim = lim.withDefaults()
 	var r wire.MsgpackReader
 	r.Reset(b, readerLimits())
@@ -81,10 +82,11 @@ func decodeBatch(b []byte, reg *Registry, lim Limits, batch *Batch, fbuf []Frame
 	if err != nil {
 		return fmt.Errorf("%w: capability_id: %w", ErrMalformedBatch, err)
 	}
-	d, ok := reg.lookup(id)
+	rt, ok := reg.lookup(id)
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrUnknownRoutine, id)
 	}
+	d := rt.d
 	version, err := r.ReadStringBytes()
 	if err != nil {
 		return fmt.Errorf("%w: version: %w", ErrMalformedBatch, err)
@@ -99,9 +101,12 @@ func decodeBatch(b []byte, reg *Registry, lim Limits, batch *Batch, fbuf []Frame
 	if nf > lim.MaxFrames {
 		return fmt.Errorf("%w: %d frames, limit %d", ErrTooManyFrames, nf, lim.MaxFrames)
 	}
-	var p plan
-	if err := p.init(d); err != nil {
-		return err
+	p := &rt.plan
+	if !rt.ok {
+		p = new(plan)
+		if err := p.init(d); err != nil {
+			return err
+		}
 	}
 	// A frame takes at least its header and one byte per required value.
 	if least := uint64(nf) * uint64(1+p.required); least > uint64(r.Remaining()) {
@@ -109,10 +114,9 @@ func decodeBatch(b []byte, reg *Registry, lim Limits, batch *Batch, fbuf []Frame
 			ErrMalformedBatch, nf, least, r.Remaining(), wire.ErrMsgpackTruncated)
 	}
 
-	// One copy of the input backs every string of the batch, and one array
-	// every value: each value takes at least one input byte, so neither can
-	// be made larger than the input by a hostile header.
-	src := string(b)
+	// One copy of the input (src) backs every string of the batch, and one
+	// array every value: each value takes at least one input byte, so
+	// neither can be made larger than the input by a hostile header.
 	frames := fbuf[:0:len(fbuf)]
 	if nf <= cap(frames) {
 		frames = frames[:nf]

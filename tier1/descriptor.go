@@ -159,14 +159,22 @@ func (d *Descriptor) required() int {
 // Registry holds the routines an agent knows, by capability_id. It is
 // immutable once built and safe for concurrent use.
 type Registry struct {
-	byID map[string]*Descriptor
+	byID map[string]*routine
 	list []*Descriptor // sorted by capability_id
+}
+
+// routine is a routine of a registry, with its descriptor laid out for
+// the decoder once (ok false: the layout failed, and the decoder says so).
+type routine struct {
+	d    *Descriptor
+	plan plan
+	ok   bool
 }
 
 // NewRegistry validates the descriptors and indexes them. A registry holds
 // one version of each capability_id.
 func NewRegistry(ds ...Descriptor) (*Registry, error) {
-	r := &Registry{byID: make(map[string]*Descriptor, len(ds))}
+	r := &Registry{byID: make(map[string]*routine, len(ds))}
 	for i := range ds {
 		if err := ds[i].Validate(); err != nil {
 			return nil, fmt.Errorf("new registry: %w", err)
@@ -176,7 +184,9 @@ func NewRegistry(ds ...Descriptor) (*Registry, error) {
 			return nil, fmt.Errorf("new registry: %w: %s", ErrDuplicateRoutine, id)
 		}
 		d := ds[i].clone()
-		r.byID[id] = &d
+		rt := &routine{d: &d}
+		rt.ok = rt.plan.init(&d) == nil
+		r.byID[id] = rt
 		r.list = append(r.list, &d)
 	}
 	slices.SortFunc(r.list, func(a, b *Descriptor) int { return strings.Compare(a.CapabilityID, b.CapabilityID) })
@@ -189,17 +199,20 @@ func (r *Registry) Get(id string) (*Descriptor, bool) {
 	if r == nil {
 		return nil, false
 	}
-	d, ok := r.byID[id]
-	return d, ok
+	rt, ok := r.byID[id]
+	if !ok {
+		return nil, false
+	}
+	return rt.d, true
 }
 
 // lookup is Get for an id held in a byte slice, without allocating.
-func (r *Registry) lookup(id []byte) (*Descriptor, bool) {
+func (r *Registry) lookup(id []byte) (*routine, bool) {
 	if r == nil {
 		return nil, false
 	}
-	d, ok := r.byID[string(id)]
-	return d, ok
+	rt, ok := r.byID[string(id)]
+	return rt, ok
 }
 
 // List returns copies of all routines, sorted by capability_id.

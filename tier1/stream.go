@@ -39,7 +39,9 @@ type Stream struct {
 }
 
 // Answer is the outcome of one batch of a stream: Err is its refusal or
-// the storage error, else Result holds what was stored.
+// the storage error, else Result holds what was stored. Its strings (the
+// batch_id) are valid only during the call of Pump's answer that hands it
+// over: clone what is kept.
 type Answer struct {
 	Result Result
 	Err    error
@@ -132,10 +134,12 @@ const pumpAnswers = 512
 // Pump hands the added batches to the store, one write at a time, and
 // calls answer with the answers of the batches, in order, as their writes
 // finish: those ready together in one call (at most 512). answer must not
-// keep the slice. Pump returns once End was called and every batch added
-// is answered.
+// keep the slice nor the strings of its answers: once it returns, the
+// Pendings answered are recycled, and their bytes reused.
+// Pump returns once End was called and every batch added is answered.
 func (st *Stream) Pump(answer func([]Answer)) {
 	as := make([]Answer, 0, 16)
+	var answered []*Pending // of as, recycled once answer returns
 	st.mu.Lock()
 	for {
 		switch {
@@ -148,13 +152,14 @@ func (st *Stream) Pump(answer func([]Answer)) {
 			st.in.Store(group, st.stored) // waits while the store's queue is full
 			st.mu.Lock()
 		case st.answerable():
-			as = as[:0]
+			as, answered = as[:0], answered[:0]
 			for st.answerable() && len(as) < pumpAnswers {
 				it := &st.items[st.head]
 				if it.p == nil {
 					as = append(as, Answer{Err: it.err})
 				} else {
 					as = append(as, Answer{Result: it.p.Result, Err: it.p.Err})
+					answered = append(answered, it.p)
 				}
 				*it = streamItem{}
 				st.head = (st.head + 1) % len(st.items)
@@ -166,6 +171,10 @@ func (st *Stream) Pump(answer func([]Answer)) {
 			}
 			st.mu.Unlock()
 			answer(as)
+			for i, p := range answered {
+				p.recycle()
+				answered[i] = nil
+			}
 			st.mu.Lock()
 		case st.ended && st.n == 0:
 			st.mu.Unlock()

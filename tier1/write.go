@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/synapse-edge/synapse/store"
@@ -49,7 +50,8 @@ func decodedCost(b *Batch, n int) int64 {
 }
 
 // Pending is a batch decoded by Prepare and waiting for Store. Once Store's
-// done runs, Result and Err are its outcome.
+// done runs, Result and Err are its outcome. A Pending added to a Stream
+// is the stream's: it is recycled once answered.
 type Pending struct {
 	Result Result
 	Err    error
@@ -66,6 +68,44 @@ type Pending struct {
 	dup   bool    // found in the batch-id table by the last run of the write
 	room  bool    // holds a reservation of the disk budget (disk.go)
 	own   []block // of a large batch (ownBlocks), built by Prepare
+	// text is the copy of a small body that the batch's strings share,
+	// kept when the Pending is recycled (see text).
+	text []byte
+}
+
+// pendingText is the largest body whose copy a Pending keeps for its next
+// batch: one-frame batches and small groups of frames.
+const pendingText = 1 << 10
+
+// textOf returns body as a string that the batch's strings may share:
+// for a small body, a copy in p.text, whose bytes stay unchanged until p
+// is recycled; else a string of its own.
+func (p *Pending) textOf(body []byte) string {
+	if len(body) > pendingText || len(body) == 0 {
+		return string(body)
+	}
+	if cap(p.text) < len(body) {
+		p.text = make([]byte, 0, len(body)+len(body)/8) // room for the next, a little longer
+	}
+	p.text = append(p.text[:0], body...)
+	return unsafe.String(unsafe.SliceData(p.text), len(p.text))
+}
+
+// pendings recycles Pendings: a Stream hands back each of its batches
+// once it is answered (Pump), so that a sender of one-frame batches does
+// not cost the garbage collector a Pending each. The Pendings of Ingest
+// and IngestAsync, whose outcome their caller may keep, are not recycled.
+var pendings = sync.Pool{New: func() any { return new(Pending) }}
+
+// recycle hands p back to pendings, cleared but for its text buffer;
+// nothing may use p after, nor a string of its batch or its Result: the
+// next batch of p overwrites them. So a Pending is recycled only by a
+// Stream, whose answers do not outlive the call that writes them, and not
+// after a refusal, whose error may quote the batch (its batch_id).
+func (p *Pending) recycle() {
+	text := p.text[:0]
+	*p = Pending{text: text}
+	pendings.Put(p)
 }
 
 // Prepare takes room for body in the in-flight budget (waiting while there
@@ -78,9 +118,10 @@ func (in *Ingestor) Prepare(ctx context.Context, scope, wantID string, body []by
 	if err := in.budget.acquire(ctx, n); err != nil {
 		return nil, err
 	}
-	p := &Pending{scope: scope, size: n, bytes: len(body)}
+	p := pendings.Get().(*Pending)
+	p.scope, p.size, p.bytes = scope, n, len(body)
 	b := &p.batch
-	err := decodeBatch(body, in.reg, in.cfg.Limits, b, p.frame[:], p.vals[:])
+	err := decodeBatch(body, p.textOf(body), in.reg, in.cfg.Limits, b, p.frame[:], p.vals[:])
 	if err == nil && wantID != "" && b.CapabilityID != wantID {
 		err = wire.Errorf(wire.CodeInvalidParams, "the batch is for routine %q but was sent to %q", b.CapabilityID, wantID).
 			With("capability_id", b.CapabilityID)
@@ -395,14 +436,36 @@ func (in *Ingestor) blocks(d *Descriptor, ps []*Pending) []block {
 	if n == 0 {
 		return out
 	}
-	fs := make([]blockFrame, 0, n)
+	scratch, _ := blockFrames.Get().(*[]blockFrame)
+	if scratch == nil {
+		scratch = new([]blockFrame)
+	}
+	fs := *scratch
+	if cap(fs) < n {
+		fs = make([]blockFrame, 0, n)
+	}
 	for _, p := range ps {
 		if !p.dup && p.own == nil {
 			fs = in.appendBlockFrames(fs, d, p)
 		}
 	}
-	return append(in.blocksOf(d, fs, size), out...)
+	out = append(in.blocksOf(d, fs, size), out...)
+	// blocksOf keeps nothing of fs: its blocks hold copies of the frames
+	// (encoded) and of the devices' string headers.
+	if cap(fs) <= maxBlockFramesKept {
+		clear(fs) // holds no batch's strings while pooled
+		*scratch = fs[:0]
+		blockFrames.Put(scratch)
+	}
+	return out
 }
+
+// blockFrames recycles the frames with their places that blocks gathers
+// for blocksOf, up to maxBlockFramesKept of them (a write of that many
+// one-frame batches, about 200 KiB).
+var blockFrames sync.Pool
+
+const maxBlockFramesKept = 4096
 
 // appendBlockFrames appends the frames of p with the ts and device that
 // place them: the ts field when the routine has one, else the time the

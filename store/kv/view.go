@@ -29,6 +29,32 @@ type Bucket struct {
 	gen  uint64       // v.gen when base and alive were looked up
 	base *bolt.Bucket // the checkpoint's bucket, nil when hidden or absent
 	gone bool         // deleted since the bucket was opened
+	// cur is a cursor over base that a write transaction's lookups reuse
+	// (a bbolt Get or Bucket makes one each, with its stack); a read
+	// transaction, which goroutines may share, makes its own each time.
+	cur *bolt.Cursor
+}
+
+// baseGet looks key up in the checkpoint's bucket: its value (nil when
+// absent or a nested bucket) and whether it is a nested bucket there.
+func (b *Bucket) baseGet(key []byte) (val []byte, bucket bool) {
+	switch {
+	case b.base == nil:
+		return nil, false
+	case !b.v.rw:
+		if v := b.base.Get(key); v != nil {
+			return v, false
+		}
+		return nil, b.base.Bucket(key) != nil
+	}
+	if b.cur == nil || b.cur.Bucket() != b.base {
+		b.cur = b.base.Cursor()
+	}
+	k, v := b.cur.Seek(key) // v is nil for a nested bucket
+	if !bytes.Equal(k, key) {
+		return nil, false
+	}
+	return v, v == nil
 }
 
 // View is what a transaction reads and writes: l over btx.
@@ -253,10 +279,8 @@ func (b *Bucket) Get(key []byte) []byte {
 	if r := b.v.get(b.path, key); r != nil {
 		return r.val
 	}
-	if b.base != nil {
-		return b.base.Get(key)
-	}
-	return nil
+	v, _ := b.baseGet(key)
+	return v
 }
 
 // hasBucket tells whether name is a nested bucket of b. The layer is
@@ -268,7 +292,8 @@ func (b *Bucket) hasBucket(name []byte) bool {
 			return s.live
 		}
 	}
-	return b.base != nil && b.base.Bucket(name) != nil
+	_, bucket := b.baseGet(name)
+	return bucket
 }
 
 func (b *Bucket) writeCheck(key []byte) error {
