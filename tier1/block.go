@@ -93,7 +93,13 @@ func AppendBlock(dst []byte, frames []Frame, nfields int) []byte {
 		dst = append(dst, 0x96)
 		dst = appendUint(dst, mask)
 	}
-	consts := make(Frame, 0, nfields)
+	// The constants and each frame's other values, on the stack for up
+	// to eight fields.
+	var cbuf, vbuf [8]Value
+	consts, vals := Frame(cbuf[:0]), Frame(vbuf[:0])
+	if nfields > len(cbuf) {
+		consts, vals = make(Frame, 0, nfields), make(Frame, 0, nfields)
+	}
 	for i := range nfields {
 		if mask&(1<<i) != 0 {
 			consts = append(consts, frames[0].At(i))
@@ -113,7 +119,6 @@ func AppendBlock(dst []byte, frames []Frame, nfields int) []byte {
 		}
 	}
 	dst = appendArrayHeader(dst, len(frames))
-	vals := make(Frame, 0, nfields)
 	var prev [MaxFields]uint64
 	for _, f := range frames {
 		vals = vals[:0]

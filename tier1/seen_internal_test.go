@@ -225,8 +225,8 @@ func TestCheckRecords(t *testing.T) {
 // appended to the table.
 func TestOrderedHeadSortsACounter(t *testing.T) {
 	var prev []byte
-	for _, n := range []int{1, 9, 10, 11, 99, 100, 101, 999, 1000, 1009, 1010, 9999, 10000, 123456, 999999, 1000000, 10000000000} {
-		id := "gw-7-0a1b2c3d-" + strconv.Itoa(n)
+	for _, n := range []int64{1, 9, 10, 11, 99, 100, 101, 999, 1000, 1009, 1010, 9999, 10000, 123456, 999999, 1000000, 10000000000} {
+		id := "gw-7-0a1b2c3d-" + strconv.FormatInt(n, 10)
 		k, _ := groupKey(nil, "scope", id)
 		if prev != nil && bytes.Compare(prev, k) > 0 {
 			t.Errorf("the group of %s (%q) sorts before the last one (%q)", id, k, prev)

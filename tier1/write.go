@@ -498,8 +498,11 @@ func (in *Ingestor) blocksOf(d *Descriptor, fs []blockFrame, size int) []block {
 	fs = byDevice(fs)
 	n := len(fs)
 	var out []block
-	run := make([]Frame, 0, min(n, MaxBlockFrames))
-	buf := make([]byte, 0, size+n+16)
+	sc := blockScratches.Get().(*blockScratch)
+	run, buf, ends := sc.run[:0], sc.buf[:0], sc.ends[:0]
+	if cap(buf) < size+n+16 {
+		buf = make([]byte, 0, size+n+16)
+	}
 	// part is the frames of each block of the run being cut, which ends
 	// at cutEnd: the run is encoded whole once, to learn its size, and
 	// each of its blocks once.
@@ -529,11 +532,38 @@ func (in *Ingestor) blocksOf(d *Descriptor, fs []blockFrame, size int) []block {
 			run = run[:end-start]
 			buf = AppendBlock(buf[:off], run, len(d.Fields))
 		}
-		out = append(out, block{ts: first.ts, dev: first.dev, n: end - start, data: buf[off:len(buf):len(buf)]})
+		out = append(out, block{ts: first.ts, dev: first.dev, n: end - start})
+		ends = append(ends, len(buf))
 		start = end
+	}
+	// The blocks in one allocation of their size (a third or less of
+	// the batches' for telemetry): the scratch is the next write's.
+	data := make([]byte, len(buf))
+	copy(data, buf)
+	off := 0
+	for i, end := range ends {
+		out[i].data = data[off:end:end]
+		off = end
+	}
+	if cap(buf) <= maxBlockScratchKept {
+		clear(run[:cap(run)]) // holds no batch's frames while pooled
+		sc.run, sc.buf, sc.ends = run[:0], buf[:0], ends[:0]
+		blockScratches.Put(sc)
 	}
 	return out
 }
+
+// blockScratch is what blocksOf encodes into, kept between writes (in
+// blockScratches) up to maxBlockScratchKept bytes of blocks.
+type blockScratch struct {
+	run  []Frame
+	buf  []byte
+	ends []int
+}
+
+var blockScratches = sync.Pool{New: func() any { return new(blockScratch) }}
+
+const maxBlockScratchKept = 1 << 20
 
 // byDevice returns fs ordered by device, then ts, then arrival: fs itself
 // when it is in that order already, else a copy. Frames usually come

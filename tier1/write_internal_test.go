@@ -1,6 +1,7 @@
 package tier1
 
 import (
+	"bytes"
 	"cmp"
 	"fmt"
 	"math/rand/v2"
@@ -120,5 +121,37 @@ func TestBlocksOfSize(t *testing.T) {
 				t.Errorf("three hundred frames of one device in %d blocks: not cut", len(blocks))
 			}
 		})
+	}
+}
+
+// The blocks of a write are its own: a later write, which encodes into
+// the same scratch, leaves them as they were.
+func TestBlocksOfOwnTheirBytes(t *testing.T) {
+	d := Telemetry()
+	in := &Ingestor{}
+	mk := func(dev string, n int) ([]blockFrame, int) {
+		var fs []blockFrame
+		size := 0
+		for i := range n {
+			f := Frame{Str(dev), Uint(uint64(i)), Int(int64(i) * 1000), Str("m"), Float(float64(i) / 4)}
+			fs = append(fs, blockFrame{ts: int64(i) * 1000, dev: dev, f: f})
+			size += len(AppendFrame(nil, f))
+		}
+		return fs, size
+	}
+	fa, sa := mk("first", 50)
+	a := in.blocksOf(&d, fa, sa)
+	saved := make([][]byte, len(a))
+	for i, b := range a {
+		saved[i] = slices.Clone(b.data)
+	}
+	for range 3 {
+		fb, sb := mk("second-device-with-a-longer-name", 80)
+		in.blocksOf(&d, fb, sb)
+	}
+	for i, b := range a {
+		if !bytes.Equal(b.data, saved[i]) {
+			t.Fatalf("block %d of the first write changed under later writes", i)
+		}
 	}
 }
