@@ -23,13 +23,7 @@ func FuzzBlock(f *testing.F) {
 		0x92, 0x92, 0x0a, 0xca, 0x3f, 0x80, 0, 0, 0x92, 0xc0, 0xca, 0x3f, 0x80, 0, 0})
 	f.Add([]byte{0x96, 0x00, 0x90, 0x00, 0x02, 0x92, 0xd3, 0x80, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xdd, 0xff, 0xff, 0xff, 0xff})
 	f.Add(make([]byte, 64))
-	od := tier1.Descriptor{CapabilityID: "t", Version: "1", Fields: []tier1.Field{
-		{Name: "dev", Type: tier1.TypeStr},
-		{Name: "seq", Type: tier1.TypeUint},
-		{Name: "ts", Type: tier1.TypeInt},
-		{Name: "n", Type: tier1.TypeInt, Optional: true},
-		{Name: "v", Type: tier1.TypeFloat},
-	}}
+	od := stepsDescriptor()
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if br, err := tier1.NewBlockReader(b, &d); err == nil {
 			n := 0
@@ -61,22 +55,6 @@ func FuzzBlock(f *testing.F) {
 		if len(frames) == 0 {
 			return
 		}
-		blk := tier1.AppendBlock(nil, frames, len(od.Fields))
-		if got := tier1.BlockLen(blk); got != len(frames) {
-			t.Fatalf("BlockLen = %d, want %d", got, len(frames))
-		}
-		br, err := tier1.NewBlockReader(blk, &od)
-		if err != nil {
-			t.Fatalf("NewBlockReader of AppendBlock's % x: %v", blk, err)
-		}
-		for i, want := range frames {
-			got, err := br.Next()
-			if err != nil {
-				t.Fatalf("frame %d: %v", i, err)
-			}
-			if !got.Equal(want) {
-				t.Fatalf("frame %d = %v, want %v", i, got, want)
-			}
-		}
+		checkBlock(t, tier1.AppendBlock(nil, frames, len(od.Fields)), &od, frames)
 	})
 }

@@ -29,26 +29,7 @@ func TestBlockRoundTrip(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			b := tier1.AppendBlock(nil, c.frames, len(d.Fields))
-			if got := tier1.BlockLen(b); got != len(c.frames) {
-				t.Errorf("BlockLen = %d, want %d", got, len(c.frames))
-			}
-			br, err := tier1.NewBlockReader(b, &d)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, want := range c.frames {
-				got, err := br.Next()
-				if err != nil {
-					t.Fatalf("frame %d: %v", i, err)
-				}
-				if !got.Equal(want) {
-					t.Errorf("frame %d = %v, want %v", i, got, want)
-				}
-			}
-			if f, err := br.Next(); f != nil || err != nil {
-				t.Errorf("after the last frame: %v, %v", f, err)
-			}
+			checkBlock(t, tier1.AppendBlock(nil, c.frames, len(d.Fields)), &d, c.frames)
 		})
 	}
 	t.Run("constant columns are stored once", func(t *testing.T) {
@@ -74,13 +55,7 @@ func TestBlockRoundTrip(t *testing.T) {
 }
 
 func TestBlockSteps(t *testing.T) {
-	d := tier1.Descriptor{CapabilityID: "t", Version: "1", Fields: []tier1.Field{
-		{Name: "dev", Type: tier1.TypeStr},
-		{Name: "seq", Type: tier1.TypeUint},
-		{Name: "ts", Type: tier1.TypeInt},
-		{Name: "n", Type: tier1.TypeInt, Optional: true},
-		{Name: "v", Type: tier1.TypeFloat},
-	}}
+	d := stepsDescriptor()
 	mk := func(n int, seq func(int) uint64, ts func(int) int64, opt func(int) tier1.Value) []tier1.Frame {
 		var fs []tier1.Frame
 		for i := range n {
@@ -113,25 +88,7 @@ func TestBlockSteps(t *testing.T) {
 			if b[0] != c.form {
 				t.Errorf("block form %#x, want %#x", b[0], c.form)
 			}
-			if got := tier1.BlockLen(b); got != len(c.frames) {
-				t.Errorf("BlockLen = %d, want %d", got, len(c.frames))
-			}
-			br, err := tier1.NewBlockReader(b, &d)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, want := range c.frames {
-				got, err := br.Next()
-				if err != nil {
-					t.Fatalf("frame %d: %v", i, err)
-				}
-				if !got.Equal(want) {
-					t.Fatalf("frame %d = %v, want %v", i, got, want)
-				}
-			}
-			if f, err := br.Next(); f != nil || err != nil {
-				t.Errorf("after the last frame: %v, %v", f, err)
-			}
+			checkBlock(t, b, &d, c.frames)
 		})
 	}
 	t.Run("a telemetry frame takes under ten bytes", func(t *testing.T) {
@@ -208,4 +165,41 @@ func TestBlockStepsRefused(t *testing.T) {
 			t.Error("a nil difference was read")
 		}
 	})
+}
+
+// checkBlock reads block b with d: it holds frames, BlockLen counts them,
+// and nothing follows the last.
+func checkBlock(t testing.TB, b []byte, d *tier1.Descriptor, frames []tier1.Frame) {
+	t.Helper()
+	if got := tier1.BlockLen(b); got != len(frames) {
+		t.Fatalf("BlockLen = %d, want %d", got, len(frames))
+	}
+	br, err := tier1.NewBlockReader(b, d)
+	if err != nil {
+		t.Fatalf("NewBlockReader of % x: %v", b, err)
+	}
+	for i, want := range frames {
+		got, err := br.Next()
+		if err != nil {
+			t.Fatalf("frame %d: %v", i, err)
+		}
+		if !got.Equal(want) {
+			t.Fatalf("frame %d = %v, want %v", i, got, want)
+		}
+	}
+	if f, err := br.Next(); f != nil || err != nil {
+		t.Fatalf("after the last frame: %v, %v", f, err)
+	}
+}
+
+// stepsDescriptor is a routine with a uint, an int and an optional int
+// field, for the blocks' second form.
+func stepsDescriptor() tier1.Descriptor {
+	return tier1.Descriptor{CapabilityID: "t", Version: "1", Fields: []tier1.Field{
+		{Name: "dev", Type: tier1.TypeStr},
+		{Name: "seq", Type: tier1.TypeUint},
+		{Name: "ts", Type: tier1.TypeInt},
+		{Name: "n", Type: tier1.TypeInt, Optional: true},
+		{Name: "v", Type: tier1.TypeFloat},
+	}}
 }

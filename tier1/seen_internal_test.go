@@ -142,13 +142,7 @@ func TestDedupReadsSchema2Table(t *testing.T) {
 	if got := markSeen(t, db, "a", 400, "v2-1", "v2-2", "v2-3", "v2-1"); !got[0] || !got[1] || got[2] || !got[3] {
 		t.Fatalf("schema 2 ids: %v, want seen, seen, new, seen", got)
 	}
-	prune := func(before int64) {
-		t.Helper()
-		storetest.Update(t, db, func(tx *store.Tx) error {
-			_, err := pruneSeen(tx, before, 100)
-			return err
-		})
-	}
+	prune := func(before int64) { t.Helper(); pruneSeenIn(t, db, before) }
 	prune(200)
 	if got := markSeen(t, db, "a", 400, "v2-1", "v2-2"); got[0] || !got[1] {
 		t.Fatalf("after pruning before 200: %v, want new, seen", got)
@@ -297,13 +291,7 @@ func TestDedupReadsSchema3Table(t *testing.T) {
 		}
 		return nil
 	})
-	prune := func(before int64) {
-		t.Helper()
-		storetest.Update(t, db, func(tx *store.Tx) error {
-			_, err := pruneSeen(tx, before, 100)
-			return err
-		})
-	}
+	prune := func(before int64) { t.Helper(); pruneSeenIn(t, db, before) }
 	prune(200)
 	if got := markSeen(t, db, "a", 400, "gw-15", "gw-25"); got[0] || !got[1] {
 		t.Fatalf("after pruning before 200: %v, want new, seen", got)
@@ -350,5 +338,14 @@ func TestDigitGroups(t *testing.T) {
 			t.Errorf("records %v, want %v", got, want)
 		}
 		return nil
+	})
+}
+
+// pruneSeenIn prunes the batch-id records of db older than before.
+func pruneSeenIn(t *testing.T, db *store.DB, before int64) {
+	t.Helper()
+	storetest.Update(t, db, func(tx *store.Tx) error {
+		_, err := pruneSeen(tx, before, 100)
+		return err
 	})
 }
