@@ -88,9 +88,13 @@ const goalBinary = 8 << 20
 // the outbox items' and contracts' fast paths of the delegation (+8 KiB):
 // amd64 13,344,930 -> 13,377,698 B, 8 KiB over, and mipsle 14,549,185 B,
 // 193 over: both ceilings are 64 KiB higher.
+// Stop 43's tier-1 blocks by steps, the ordered batch-id groups of two
+// kinds, internal/clock and the one-frame path's pools (+8 KiB of text on
+// amd64, 13,406,370 B, which fits) took arm64 one step up: 12,255,394 ->
+// 12,320,930 B, 162 bytes over its ceiling, which is 64 KiB higher since.
 var maxBinary = map[string]int64{
 	"amd64":   12<<20 + 832<<10,
-	"arm64":   11<<20 + 768<<10,
+	"arm64":   11<<20 + 832<<10,
 	"arm":     12<<20 + 256<<10,
 	"armv6":   12<<20 + 256<<10,
 	"mipsle":  13<<20 + 960<<10,
