@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -79,7 +80,11 @@ func TestPrepareChargesWhatItHolds(t *testing.T) {
 				held := int64(m1.HeapAlloc-m0.HeapAlloc) / int64(n)
 				charged := ps[0].size
 				t.Logf("body %6d B, holds %7d B (%.2f× the body), charged %7d B", len(bodies[0]), held, float64(held)/float64(len(bodies[0])), charged)
-				if charged < held || charged > 2*held {
+				// The costs are sized on 64-bit machines: on 32-bit ones
+				// a batch holds less than they charge (its values and its
+				// Pending take a third less), which errs on the side of
+				// memory; there only the floor is checked.
+				if charged < held || strconv.IntSize == 64 && charged > 2*held {
 					t.Errorf("charged %d B for a batch that holds %d B: want between the two and twice that", charged, held)
 				}
 				for _, p := range ps {

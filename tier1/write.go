@@ -27,8 +27,9 @@ import (
 // of a one-frame batch inline), the frames and values of a larger batch,
 // the strings copied out of the body (at most the body's size, and their
 // allocations round that up) and, for
-// a batch of ownBlocks frames or more, the blocks Prepare encodes (up to
-// twice the body, and a little per frame). Before the decode it is charged an estimate,
+// a batch of ownBlocks frames or more, the blocks Prepare encodes (in one
+// allocation of their size, at most about the body's, and a little per
+// frame). Before the decode it is charged an estimate,
 // bodyFactor times its size; the charge is set right once it is decoded.
 const (
 	pendingCost = 512
@@ -44,7 +45,7 @@ func decodedCost(b *Batch, n int) int64 {
 		c += int64(f) * (frameCost + valueCost*int64(len(b.Desc.Fields)) + 16) // 16: the allocations' rounding
 	}
 	if f := len(b.Frames); f >= ownBlocks {
-		c += 2*int64(n) + 16*int64(f)
+		c += int64(n) + 16*int64(f)
 	}
 	return c
 }
