@@ -156,10 +156,13 @@ func (a *Agent) Handle(h Handler) error {
 // process serves it), loads or creates the identity and admin token, and
 // takes over unfinished tasks.
 func (a *Agent) Open(ctx context.Context) error {
-	if err := os.MkdirAll(a.cfg.Load().DataDir, 0o700); err != nil {
+	cfg := a.cfg.Load()
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("data directory: %w", err)
 	}
-	db, err := store.Open(ctx, filepath.Join(a.cfg.Load().DataDir, store.FileName), store.Options{Logger: a.log.With("component", "store"), Fault: a.storeFault, SyncFault: a.storeSyncFault})
+	opts := cfg.Store.Options()
+	opts.Logger, opts.Fault, opts.SyncFault = a.log.With("component", "store"), a.storeFault, a.storeSyncFault
+	db, err := store.Open(ctx, filepath.Join(cfg.DataDir, store.FileName), opts)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/synapse-edge/synapse/negotiate"
+	"github.com/synapse-edge/synapse/store"
 	"github.com/synapse-edge/synapse/transport/outbound"
 )
 
@@ -51,6 +52,9 @@ type Config struct {
 	// Negotiation configures protocol contracts (SPEC §7;
 	// negotiate/config.go).
 	Negotiation negotiate.Config `json:"negotiation"`
+	// Store is when the data file's commit log is checkpointed into the
+	// file (package store).
+	Store store.Config `json:"store"`
 
 	// AdminToken is the admin bearer token; from SYNAPSE_ADMIN_TOKEN, never
 	// from the file. Empty: generated at first start into DataDir/admin.token.
@@ -87,6 +91,7 @@ func Defaults() Config {
 		MaxParkedTasks:         1000,
 		MaxFileSize:            10 << 20,
 		Retention:              RetentionConfig{MaxAgeHours: 168, KeepFinished: 100_000},
+		Store:                  store.DefaultConfig(),
 	}
 }
 
@@ -148,6 +153,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	c.Negotiation.Check(func(field, format string, args ...any) { bad("negotiation."+field, format, args...) })
+	c.Store.Check(func(field, format string, args ...any) { bad("store."+field, format, args...) })
 	return errors.Join(errs...)
 }
 

@@ -35,6 +35,10 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"agent_name", func(c *agent.Config) { c.AgentName = "a/b" }},
 		{"agent_name", func(c *agent.Config) { c.AgentName = strings.Repeat("n", 129) }},
 		{"system_id", func(c *agent.Config) { c.SystemID = "" }},
+		{"store.checkpoint_interval_ms", func(c *agent.Config) { c.Store.CheckpointIntervalMS = 5 }},
+		{"store.checkpoint_interval_ms", func(c *agent.Config) { c.Store.CheckpointIntervalMS = 60_001 }},
+		{"store.checkpoint_log_bytes", func(c *agent.Config) { c.Store.CheckpointLogBytes = 0 }},
+		{"store.checkpoint_log_bytes", func(c *agent.Config) { c.Store.CheckpointLogBytes = 64<<20 + 1 }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.field, func(t *testing.T) {
@@ -60,4 +64,29 @@ func TestValidateNamesTheField(t *testing.T) {
 			t.Errorf("Validate = %v, want both bad fields named", err)
 		}
 	})
+}
+
+// TestStoreSectionReachesTheStore: the store section's log limit is the
+// opened store's. With checkpoints a minute apart, the same writes are
+// checkpointed under a 64 KiB limit and not under the default 1 MiB.
+func TestStoreSectionReachesTheStore(t *testing.T) {
+	for _, tt := range []struct {
+		logBytes int64
+		want     bool
+	}{{64 << 10, true}, {1 << 20, false}} {
+		cfg := testConfig(t)
+		cfg.Store.CheckpointIntervalMS, cfg.Store.CheckpointLogBytes = 60_000, tt.logBytes
+		a := openAgent(t, cfg, nil)
+		st := a.Store().Stats()
+		before := st.Checkpoints.Load()
+		for i := 0; st.LogBytes.Load() < 192<<10; i++ {
+			if i == 2000 {
+				t.Fatalf("log at %d bytes after %d tasks", st.LogBytes.Load(), i)
+			}
+			waitFinal(t, a, submit(t, a, "echo", `{"pad":"`+strings.Repeat("x", 1000)+`"}`).ID)
+		}
+		if got := st.Checkpoints.Load() > before; got != tt.want {
+			t.Errorf("checkpoint_log_bytes %d: checkpointed %v after %d log bytes, want %v", tt.logBytes, got, st.LogBytes.Load(), tt.want)
+		}
+	}
 }

@@ -46,7 +46,7 @@ func TestFileJSONOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"agent_name", "system_id", "data_dir", "listen", "max_concurrent_tasks", "max_task_duration_seconds", "max_file_size",
-		"max_parked_tasks", "retention", "tier1", "uplink", "outbound", "negotiation", "log_level", "http", "hil", "a2a", "p2p", "limits"}
+		"max_parked_tasks", "retention", "tier1", "uplink", "outbound", "negotiation", "store", "log_level", "http", "hil", "a2a", "p2p", "limits"}
 	if got := topKeys(t, raw); !slices.Equal(got, want) {
 		t.Errorf("keys %v, want %v", got, want)
 	}
